@@ -1,0 +1,123 @@
+package contextfold
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The protocol's failure modes (spec §5–§6, CONF-10, CONF-12). Each typed
+// error below matches one of these sentinels with errors.Is, and carries the
+// step id and the file involved for errors.As.
+var (
+	// ErrNodeNotFound: the step id is not in the recall index (exit code 2).
+	ErrNodeNotFound = errors.New("node not found")
+	// ErrIntegrityCheck: a cold node failed verification (exit code 3).
+	ErrIntegrityCheck = errors.New("integrity check failed")
+	// ErrPathContainment: an index file_path resolves outside the store's
+	// cold_nodes/ directory. It is a kind of ErrIntegrityCheck (exit code 3).
+	ErrPathContainment = errors.New("path containment violated")
+	// ErrOrphanedNode: a cold node file exists that the index does not list
+	// (exit code 4).
+	ErrOrphanedNode = errors.New("orphaned node")
+	// ErrBrokenReference: the index lists a cold node whose file is missing
+	// (exit code 5).
+	ErrBrokenReference = errors.New("broken reference")
+	// ErrBadStore: a store file (index, policy, log) cannot be read or parsed,
+	// or an argument is invalid (exit code 1).
+	ErrBadStore = errors.New("bad store or input")
+)
+
+// NodeNotFoundError reports a step id that the recall index does not hold.
+type NodeNotFoundError struct{ StepID int }
+
+func (e *NodeNotFoundError) Error() string {
+	return fmt.Sprintf("node not found: step %d is not in the recall index", e.StepID)
+}
+
+// Is makes errors.Is(err, ErrNodeNotFound) true.
+func (e *NodeNotFoundError) Is(target error) bool { return target == ErrNodeNotFound }
+
+// IntegrityCheckError reports a cold node that cannot be trusted: unreadable,
+// unparsable, missing its hash, or whose recomputed artifact hash differs from
+// the stored one or from the index (CONF-09).
+type IntegrityCheckError struct {
+	StepID int
+	File   string // path of the cold node file
+	Reason string
+}
+
+func (e *IntegrityCheckError) Error() string {
+	return fmt.Sprintf("integrity check failed for step %d (%s): %s", e.StepID, e.File, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrIntegrityCheck) true.
+func (e *IntegrityCheckError) Is(target error) bool { return target == ErrIntegrityCheck }
+
+// PathContainmentError reports an index file_path that does not resolve
+// (symlinks followed) to the step's canonical file inside cold_nodes/
+// (CONF-12). It matches both ErrPathContainment and ErrIntegrityCheck.
+type PathContainmentError struct {
+	StepID   int
+	FilePath string // the file_path as the index records it
+	Resolved string // where it resolves to
+	Want     string // the canonical path
+}
+
+func (e *PathContainmentError) Error() string {
+	return fmt.Sprintf("path containment violated for step %d: file_path %q resolves to %s, not %s",
+		e.StepID, e.FilePath, e.Resolved, e.Want)
+}
+
+// Is makes errors.Is true for ErrPathContainment and ErrIntegrityCheck.
+func (e *PathContainmentError) Is(target error) bool {
+	return target == ErrPathContainment || target == ErrIntegrityCheck
+}
+
+// OrphanedNodeError reports a cold node file that the index does not list.
+type OrphanedNodeError struct {
+	StepID int
+	File   string
+}
+
+func (e *OrphanedNodeError) Error() string {
+	return fmt.Sprintf("orphaned node: %s exists but step %d is not in the recall index (run 'contextfold repair')", e.File, e.StepID)
+}
+
+// Is makes errors.Is(err, ErrOrphanedNode) true.
+func (e *OrphanedNodeError) Is(target error) bool { return target == ErrOrphanedNode }
+
+// BrokenReferenceError reports an index entry whose cold node file is missing.
+type BrokenReferenceError struct {
+	StepID int
+	File   string
+}
+
+func (e *BrokenReferenceError) Error() string {
+	return fmt.Sprintf("broken reference: step %d points at %s, which does not exist (run 'contextfold repair')", e.StepID, e.File)
+}
+
+// Is makes errors.Is(err, ErrBrokenReference) true.
+func (e *BrokenReferenceError) Is(target error) bool { return target == ErrBrokenReference }
+
+// StoreFileError reports a store file (recall index, hydration policy,
+// eviction log) that cannot be read or parsed. It names the file and says
+// what to do.
+type StoreFileError struct {
+	File   string
+	Err    error
+	Remedy string
+}
+
+func (e *StoreFileError) Error() string {
+	msg := fmt.Sprintf("%s: %v", e.File, e.Err)
+	if e.Remedy != "" {
+		msg += " (" + e.Remedy + ")"
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *StoreFileError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrBadStore) true.
+func (e *StoreFileError) Is(target error) bool { return target == ErrBadStore }

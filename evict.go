@@ -1,0 +1,146 @@
+package contextfold
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
+)
+
+// Eviction is one event of the append-only eviction log (CONF-07).
+type Eviction struct {
+	StepID    int
+	EvictedAt string
+}
+
+// Evict marks a node evicted after the response that used it, and appends an
+// event to eviction_log.json; every eviction is a new event (spec §5,
+// CONF-07). The log is written before the index.
+//
+// Errors: *NodeNotFoundError, *StoreFileError.
+func (s *Store) Evict(step int) (*Eviction, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	e, ok := ix.entries[step]
+	if !ok {
+		return nil, &NodeNotFoundError{StepID: step}
+	}
+	ev := &Eviction{StepID: step, EvictedAt: s.now()}
+	logDoc, err := s.readEvictionLogDoc()
+	if err != nil {
+		return nil, err
+	}
+	events, _ := logDoc["evicted"].([]any)
+	logDoc["evicted"] = append(events, map[string]any{"step_id": step, "evicted_at": ev.EvictedAt})
+	data, err := canonjson.Pretty(logDoc)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(s.dir, EvictionLogFile)
+	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+	}
+	if !e.Evicted {
+		ne := *e
+		ne.Doc = make(map[string]any, len(e.Doc))
+		for k, v := range e.Doc {
+			ne.Doc[k] = v
+		}
+		ne.Doc["evicted"] = true
+		ne.Evicted = true
+		ne.pretty = nil
+		ix.entries[step] = &ne
+		if err := s.writeIndex(ix); err != nil {
+			return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+		}
+	}
+	return ev, nil
+}
+
+func (s *Store) readEvictionLogDoc() (map[string]any, error) {
+	path := filepath.Join(s.dir, EvictionLogFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]any{"evicted": []any{}}, nil
+	}
+	if err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+	}
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "restore the file from a backup; it is append-only and is never rewritten from scratch"}
+	}
+	doc, ok := v.(map[string]any)
+	if _, isList := doc["evicted"].([]any); !ok || (doc["evicted"] != nil && !isList) {
+		return nil, &StoreFileError{File: path, Err: fmt.Errorf(`expected {"evicted": [...]}`), Remedy: "restore the file from a backup"}
+	}
+	return doc, nil
+}
+
+// EvictionLog returns every eviction event in log order.
+func (s *Store) EvictionLog() ([]Eviction, error) {
+	doc, err := s.readEvictionLogDoc()
+	if err != nil {
+		return nil, err
+	}
+	events, _ := doc["evicted"].([]any)
+	out := make([]Eviction, 0, len(events))
+	for _, ev := range events {
+		m, ok := ev.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, err := intField(m, "step_id")
+		if err != nil {
+			continue
+		}
+		at, _ := m["evicted_at"].(string)
+		out = append(out, Eviction{StepID: id, EvictedAt: at})
+	}
+	return out, nil
+}
+
+// Status summarises a store (spec §5 status).
+type Status struct {
+	Total       int // nodes in the index
+	Active      int // not evicted
+	Evicted     int
+	TotalTokens int // archived tokens (sum of token_estimate)
+	Policy      *Policy
+}
+
+// Status counts the store's nodes and tokens and returns the policy in force.
+// Read-only.
+func (s *Store) Status() (*Status, error) {
+	policy, err := s.Policy()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := s.Entries()
+	if err != nil {
+		return nil, err
+	}
+	st := &Status{Total: len(entries), Policy: policy}
+	for _, e := range entries {
+		if e.Evicted {
+			st.Evicted++
+		} else {
+			st.Active++
+		}
+		st.TotalTokens += e.TokenEstimate
+	}
+	return st, nil
+}

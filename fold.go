@@ -1,0 +1,127 @@
+package contextfold
+
+import (
+	"path/filepath"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
+)
+
+// FoldResult reports one fold.
+type FoldResult struct {
+	// Node is the cold node as stored (for an already indexed step: as read
+	// back from its file when readable, else nil).
+	Node *ColdNode
+	// Entry is the recall-index entry of the step.
+	Entry *Entry
+	// AlreadyIndexed is true when the step was in the index before: nothing
+	// was written (spec §5: folding an indexed step changes nothing).
+	AlreadyIndexed bool
+}
+
+// Fold folds one turn (spec §5, CONF-01..03): the cold node is written
+// durably first, then the recall index points at it. Folding a step that is
+// already indexed changes nothing and returns AlreadyIndexed.
+//
+// Errors: *StoreFileError for an unreadable index or policy, or a write
+// failure (disk full, read-only directory); the previous state stays intact.
+func (s *Store) Fold(t Turn) (*FoldResult, error) {
+	rs, err := s.FoldBatch([]Turn{t})
+	if err != nil {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// FoldBatch folds many turns under one lock: every cold node is written, then
+// the index once. Turns are folded in order; the first fold of a step wins.
+// On a write error the turns folded before it stay folded in the index only
+// if the index write itself succeeded; cold nodes written without an index
+// entry are orphans that 'repair' re-indexes.
+func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
+
+	ix, err := s.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	policy, err := s.Policy()
+	if err != nil {
+		return nil, err
+	}
+	results := make([]*FoldResult, len(turns))
+	var added []*Entry
+	now := s.now()
+	for i, t := range turns {
+		if e, ok := ix.entries[t.StepID]; ok {
+			results[i] = &FoldResult{Entry: e, AlreadyIndexed: true}
+			if n, err := s.readColdNode(e.StepID); err == nil {
+				results[i].Node = n
+			}
+			continue
+		}
+		n, err := buildColdNode(t, policy.Hash(), now, false, TokenEstimate(t.Payload()), nil)
+		if err != nil {
+			return nil, err
+		}
+		data, err := canonjson.Pretty(n.Doc)
+		if err != nil {
+			return nil, err
+		}
+		path := s.NodePath(t.StepID)
+		if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+			s.ix = nil
+			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
+		}
+		e := newEntry(n, s.indexFilePath(t.StepID), nil)
+		ix.add(e)
+		added = append(added, e)
+		results[i] = &FoldResult{Node: n, Entry: e}
+	}
+	if len(added) == 0 {
+		return results, nil
+	}
+	if ix.header["created_at"] == "" {
+		ix.header["created_at"] = now
+	}
+	if err := s.writeIndex(ix); err != nil {
+		return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "free disk space or fix the permissions; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"}
+	}
+	return results, nil
+}
+
+// Entry returns the index entry of a step, or *NodeNotFoundError.
+func (s *Store) Entry(step int) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	e, ok := ix.entries[step]
+	if !ok {
+		return nil, &NodeNotFoundError{StepID: step}
+	}
+	return e, nil
+}
+
+// Entries returns every index entry in ascending step order.
+func (s *Store) Entries() ([]*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Entry, 0, len(ix.entries))
+	for _, id := range ix.sortedSteps() {
+		out = append(out, ix.entries[id])
+	}
+	return out, nil
+}

@@ -1,0 +1,213 @@
+package contextfold
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
+)
+
+// Hydration is a verified cold node paged into a prompt (spec §5 hydrate).
+type Hydration struct {
+	StepID int
+	// Content is what may be injected into the prompt: the raw content, cut
+	// to 4 × cap code points when its estimate exceeds the per-call cap.
+	Content string
+	// RawContent is the whole stored payload, for verification only; it must
+	// never be injected.
+	RawContent       string
+	TokenEstimate    int // tokens of Content (the cap when truncated)
+	Truncated        bool
+	Summary          string
+	PayloadSHA256    string
+	ProjectionSHA256 string
+	ArtifactSHA256   string
+	Node             *ColdNode
+}
+
+// checkContainment verifies that the index's file_path resolves, symlinks
+// followed, to exactly the step's canonical file inside cold_nodes/
+// (CONF-12). It returns the path to read.
+func (s *Store) checkContainment(e *Entry) (string, error) {
+	want := resolvePath(s.NodePath(e.StepID))
+	fp := filepath.FromSlash(e.FilePath)
+	var got string
+	if filepath.IsAbs(fp) {
+		got = resolvePath(fp)
+	} else {
+		got = resolvePath(filepath.Join(filepath.Dir(s.dir), fp))
+	}
+	if got != want {
+		return "", &PathContainmentError{StepID: e.StepID, FilePath: e.FilePath, Resolved: got, Want: want}
+	}
+	return want, nil
+}
+
+// resolvePath resolves symlinks in path as far as it exists: the existing
+// prefix is resolved and the rest appended.
+func resolvePath(path string) string {
+	path = filepath.Clean(path)
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	if dir == path { // root
+		return path
+	}
+	return filepath.Join(resolvePath(dir), base)
+}
+
+// readColdNode reads and parses a step's canonical cold node file.
+func (s *Store) readColdNode(step int) (*ColdNode, error) {
+	return readColdNodeFile(step, s.NodePath(step))
+}
+
+func readColdNodeFile(step int, path string) (*ColdNode, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &BrokenReferenceError{StepID: step, File: path}
+	}
+	if err != nil {
+		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: "unreadable: " + err.Error()}
+	}
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: "not valid JSON (truncated or corrupt): " + err.Error()}
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: "not a JSON object"}
+	}
+	n, err := coldNodeFromDoc(doc)
+	if err != nil {
+		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: err.Error()}
+	}
+	return n, nil
+}
+
+// verifyNode checks a cold node against itself and the index entry: the
+// artifact hash must be present, recompute to the stored value, and equal the
+// index's (CONF-09).
+func verifyNode(e *Entry, n *ColdNode, path string) error {
+	if n.ArtifactSHA256 == "" {
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: "no artifact_sha256"}
+	}
+	h, err := ArtifactHash(n.Doc)
+	if err != nil {
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: err.Error()}
+	}
+	if h != n.ArtifactSHA256 {
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: "artifact hash mismatch: recomputed " + h + ", stored " + n.ArtifactSHA256 + " (the file was modified)"}
+	}
+	if n.ArtifactSHA256 != e.ArtifactSHA256 {
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: "artifact hash " + n.ArtifactSHA256 + " differs from the index's " + e.ArtifactSHA256}
+	}
+	return nil
+}
+
+// Hydrate pages a cold node in (spec §5, CONF-05/06/09/10/12). It is
+// read-only: it changes no byte of the store.
+//
+// Errors: *NodeNotFoundError (unknown step), *OrphanedNodeError (unknown
+// step whose file exists), *PathContainmentError, *BrokenReferenceError
+// (file missing), *IntegrityCheckError (unparsable, hash-less or tampered
+// file, when the policy's integrity_verification is on), *StoreFileError.
+func (s *Store) Hydrate(step int) (*Hydration, error) {
+	e, err := s.lookup(step)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := s.Policy()
+	if err != nil {
+		return nil, err
+	}
+	return s.hydrateEntry(e, policy)
+}
+
+// lookup returns the entry of a step, or NodeNotFound/OrphanedNode.
+func (s *Store) lookup(step int) (*Entry, error) {
+	e, err := s.Entry(step)
+	if errors.Is(err, ErrNodeNotFound) {
+		if _, serr := os.Lstat(s.NodePath(step)); serr == nil {
+			return nil, &OrphanedNodeError{StepID: step, File: s.NodePath(step)}
+		}
+	}
+	return e, err
+}
+
+func (s *Store) hydrateEntry(e *Entry, policy *Policy) (*Hydration, error) {
+	path, err := s.checkContainment(e)
+	if err != nil {
+		return nil, err
+	}
+	n, err := readColdNodeFile(e.StepID, path)
+	if err != nil {
+		return nil, err
+	}
+	if policy.IntegrityVerification() {
+		if err := verifyNode(e, n, path); err != nil {
+			return nil, err
+		}
+	}
+	capTokens, err := policy.MaxTokensPerCall()
+	if err != nil {
+		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_call to a number"}
+	}
+	h := &Hydration{
+		StepID:           e.StepID,
+		Content:          n.RawContent,
+		RawContent:       n.RawContent,
+		TokenEstimate:    n.TokenEstimate,
+		Summary:          n.Summary,
+		PayloadSHA256:    n.PayloadSHA256,
+		ProjectionSHA256: n.ProjectionSHA256,
+		ArtifactSHA256:   n.ArtifactSHA256,
+		Node:             n,
+	}
+	if float64(n.TokenEstimate) > capTokens {
+		h.Content = pySlicePrefix(n.RawContent, capCodePoints(capTokens))
+		h.Truncated = true
+		h.TokenEstimate = int(math.Floor(capTokens))
+	}
+	return h, nil
+}
+
+// capCodePoints is 4 × cap, the per-call cap in code points.
+func capCodePoints(capTokens float64) int {
+	f := math.Floor(capTokens * 4)
+	if f > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	if f < math.MinInt32 {
+		return math.MinInt32
+	}
+	return int(f)
+}
+
+// pySlicePrefix is Python's s[:n] over code points: a negative n drops -n
+// code points from the end.
+func pySlicePrefix(s string, n int) string {
+	count := utf8.RuneCountInString(s)
+	if n < 0 {
+		n += count
+		if n < 0 {
+			n = 0
+		}
+	}
+	if n >= count {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+// Package fsutil holds the durable-write and locking primitives of a store:
+// atomic file replacement with fsync of the file and of its directory, and an
+// exclusive inter-process lock.
+package fsutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gofrs/flock"
+	"github.com/google/renameio/v2"
+)
+
+// WrapWriter is a test seam: it wraps the writer of every atomic write, so a
+// test can inject ENOSPC or a short write. Production code leaves it alone.
+var WrapWriter = func(w io.Writer) io.Writer { return w }
+
+// WriteFileAtomic replaces path with data so that a reader (or a crash) sees
+// either the old file or the whole new one, never a part: a temporary file in
+// the same directory is written, its length checked, fsynced, renamed over
+// path, and the directory fsynced. On any error the temporary file is removed
+// and path is untouched. perm applies to a new file.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	t, err := renameio.TempFile(dir, path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.Cleanup(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := t.Chmod(perm); err != nil {
+		return err
+	}
+	n, err := WrapWriter(t).Write(data)
+	if err != nil {
+		return err
+	}
+	if n != len(data) {
+		return fmt.Errorf("short write to %s: %d of %d bytes", path, n, len(data))
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil { // fsync + close + rename
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs a directory so that a rename or a new entry in it is durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Lock is an exclusive advisory lock on a file, held across processes.
+type Lock struct{ f *flock.Flock }
+
+// LockFile takes the exclusive lock on path (created if needed), blocking
+// until it is free.
+func LockFile(path string) (*Lock, error) {
+	f := flock.New(path)
+	if err := f.Lock(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() error { return l.f.Unlock() }

@@ -1,0 +1,276 @@
+package contextfold
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/extract"
+)
+
+// Protocol constants (spec §1, §3).
+const (
+	IPCFVersion       = "1.1"
+	ProjectionVersion = "ipcf-projection-v2"
+	DefaultSessionID  = "default-session"
+	// TimeFormat is the layout of every IPCF timestamp (UTC, seconds).
+	TimeFormat = "2006-01-02T15:04:05Z"
+)
+
+// Turn is one conversation turn to fold (spec §5 fold). Files, Commands and
+// Errors are nil to extract them from the text; a non-nil slice (even empty)
+// replaces extraction and is stored as given.
+type Turn struct {
+	StepID     int      // canonical position in the conversation history
+	Summary    string   // short description kept in the prompt
+	RawContent string   // the verbose payload; "" means the summary is the payload
+	Files      []string // nil: extract
+	Commands   []string // nil: extract
+	Errors     []string // nil: extract
+	SessionID  string   // "" means DefaultSessionID
+}
+
+// Payload returns the payload of the turn: the raw content, or the summary
+// when the raw content is empty (spec §3).
+func (t Turn) Payload() string {
+	if t.RawContent != "" {
+		return t.RawContent
+	}
+	return t.Summary
+}
+
+// ColdNode is a folded turn as stored in cold_nodes/step_NNNNNN.json
+// (spec §5). Doc holds every key of the stored object, including keys this
+// version does not know; the typed fields mirror the protocol's keys.
+type ColdNode struct {
+	StepID            int
+	SessionID         string
+	FoldedAt          string
+	Summary           string
+	RawContent        string // the payload
+	NormalizedContent string
+	PayloadSHA256     string
+	ProjectionSHA256  string
+	ArtifactSHA256    string
+	Identifiers       []string
+	Files             []string
+	Commands          []string
+	Errors            []string
+	TokenEstimate     int // tokens
+	Sanitized         bool
+	Status            string
+	// Doc is the whole stored object (all keys, artifact_sha256 included).
+	Doc map[string]any
+}
+
+// TokenEstimate is the reference heuristic: max(1, ⌊code points / 4⌋)
+// tokens (spec §5).
+func TokenEstimate(s string) int {
+	n := utf8.RuneCountInString(s) / 4
+	if n < 1 {
+		return 1
+	}
+	return n
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func strList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func copyStrings(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	return append([]string{}, ss...)
+}
+
+// Projection holds the deterministic fold of a turn (spec §3): the eight
+// fields whose canonical JSON is hashed into projection_sha256, and the
+// lists as stored (explicit lists verbatim, extracted ones sorted).
+type Projection struct {
+	StepID            int
+	NormalizedContent string
+	Identifiers       []string // sorted, unique
+	Files, Commands   []string // as stored
+	Errors            []string // as stored
+	PolicyHash        string
+	SHA256            string // projection_sha256
+}
+
+// Project computes the projection of a turn under a policy (spec §3, §4,
+// CONF-03, CONF-11). It is a pure function.
+func Project(t Turn, policyHash string) (Projection, error) {
+	payload := t.Payload()
+	terms := extract.Extract(extract.Text(t.Summary, payload))
+	p := Projection{
+		StepID:            t.StepID,
+		NormalizedContent: extract.NormalizeContent(payload),
+		Identifiers:       terms.Identifiers,
+		Files:             terms.Files,
+		Commands:          terms.Commands,
+		Errors:            terms.Errors,
+		PolicyHash:        policyHash,
+	}
+	if t.Files != nil {
+		p.Files = copyStrings(t.Files)
+	}
+	if t.Commands != nil {
+		p.Commands = copyStrings(t.Commands)
+	}
+	if t.Errors != nil {
+		p.Errors = copyStrings(t.Errors)
+	}
+	c, err := canonjson.Canonical(map[string]any{
+		"projection_version":  ProjectionVersion,
+		"step_id":             p.StepID,
+		"normalized_content":  p.NormalizedContent,
+		"identifiers":         p.Identifiers,
+		"files":               extract.SortUnique(copyStrings(p.Files)),
+		"commands":            extract.SortUnique(copyStrings(p.Commands)),
+		"errors":              extract.SortUnique(copyStrings(p.Errors)),
+		"folding_policy_hash": p.PolicyHash,
+	})
+	if err != nil {
+		return p, err
+	}
+	p.SHA256 = sha256Hex(c)
+	return p, nil
+}
+
+// buildColdNode makes the cold node of a turn (spec §5) and computes its
+// artifact hash over the canonical JSON of the node without that key.
+// extra holds additional keys (e.g. "redactions"), may be nil.
+func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
+	proj, err := Project(t, policyHash)
+	if err != nil {
+		return nil, err
+	}
+	payload := t.Payload()
+	session := t.SessionID
+	if session == "" {
+		session = DefaultSessionID
+	}
+	n := &ColdNode{
+		StepID:            t.StepID,
+		SessionID:         session,
+		FoldedAt:          foldedAt,
+		Summary:           t.Summary,
+		RawContent:        payload,
+		NormalizedContent: proj.NormalizedContent,
+		PayloadSHA256:     sha256Hex([]byte(payload)),
+		ProjectionSHA256:  proj.SHA256,
+		Identifiers:       proj.Identifiers,
+		Files:             proj.Files,
+		Commands:          proj.Commands,
+		Errors:            proj.Errors,
+		TokenEstimate:     tokenEstimate,
+		Sanitized:         sanitized,
+		Status:            "cold",
+	}
+	doc := map[string]any{
+		"ipcf_version":       IPCFVersion,
+		"projection_version": ProjectionVersion,
+		"step_id":            n.StepID,
+		"session_id":         n.SessionID,
+		"folded_at":          n.FoldedAt,
+		"summary":            n.Summary,
+		"raw_content":        n.RawContent,
+		"normalized_content": n.NormalizedContent,
+		"payload_sha256":     n.PayloadSHA256,
+		"projection_sha256":  n.ProjectionSHA256,
+		"identifiers":        n.Identifiers,
+		"files":              n.Files,
+		"commands":           n.Commands,
+		"errors":             n.Errors,
+		"token_estimate":     n.TokenEstimate,
+		"sanitized":          n.Sanitized,
+		"status":             n.Status,
+	}
+	for k, v := range extra {
+		doc[k] = v
+	}
+	c, err := canonjson.Canonical(doc)
+	if err != nil {
+		return nil, err
+	}
+	n.ArtifactSHA256 = sha256Hex(c)
+	doc["artifact_sha256"] = n.ArtifactSHA256
+	n.Doc = doc
+	return n, nil
+}
+
+// ArtifactHash recomputes artifact_sha256 of a decoded cold node document:
+// SHA-256 of the canonical JSON of every key but artifact_sha256 (spec §3).
+func ArtifactHash(doc map[string]any) (string, error) {
+	m := make(map[string]any, len(doc))
+	for k, v := range doc {
+		if k != "artifact_sha256" {
+			m[k] = v
+		}
+	}
+	c, err := canonjson.Canonical(m)
+	if err != nil {
+		return "", err
+	}
+	return sha256Hex(c), nil
+}
+
+// coldNodeFromDoc reads the typed fields of a decoded cold node document.
+func coldNodeFromDoc(doc map[string]any) (*ColdNode, error) {
+	n := &ColdNode{Doc: doc}
+	var err error
+	str := func(k string) string {
+		s, ok := doc[k].(string)
+		if !ok && err == nil {
+			if _, present := doc[k]; present {
+				err = fmt.Errorf("key %q is not a string", k)
+			}
+		}
+		return s
+	}
+	n.SessionID = str("session_id")
+	n.FoldedAt = str("folded_at")
+	n.Summary = str("summary")
+	n.RawContent = str("raw_content")
+	n.NormalizedContent = str("normalized_content")
+	n.PayloadSHA256 = str("payload_sha256")
+	n.ProjectionSHA256 = str("projection_sha256")
+	n.ArtifactSHA256 = str("artifact_sha256")
+	n.Status = str("status")
+	if err != nil {
+		return nil, err
+	}
+	if n.StepID, err = intField(doc, "step_id"); err != nil {
+		return nil, err
+	}
+	if n.TokenEstimate, err = intField(doc, "token_estimate"); err != nil {
+		return nil, err
+	}
+	n.Sanitized, _ = doc["sanitized"].(bool)
+	for k, dst := range map[string]*[]string{"identifiers": &n.Identifiers, "files": &n.Files, "commands": &n.Commands, "errors": &n.Errors} {
+		if *dst, err = stringsField(doc, k); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// Turn returns the turn this node was folded from, with its stored lists.
+func (n *ColdNode) Turn() Turn {
+	raw := n.RawContent
+	if raw == n.Summary {
+		raw = ""
+	}
+	return Turn{StepID: n.StepID, Summary: n.Summary, RawContent: raw, Files: n.Files, Commands: n.Commands, Errors: n.Errors, SessionID: n.SessionID}
+}

@@ -1,0 +1,153 @@
+package contextfold
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+)
+
+// Finding kinds reported by Validate.
+const (
+	KindPathContainment = "path_containment" // CONF-12
+	KindBrokenReference = "broken_reference" // CONF-12
+	KindIntegrity       = "integrity"        // CONF-09
+	KindOrphan          = "orphan"           // CONF-12
+	// Deeper checks, beyond the reference.
+	KindPayload       = "payload"        // payload_sha256 ≠ SHA-256 of the stored raw content
+	KindProjection    = "projection"     // projection_sha256 ≠ recomputed projection
+	KindIndexMismatch = "index_mismatch" // the index entry disagrees with its cold node
+	KindStoreFile     = "store_file"     // the index, policy or eviction log cannot be read
+)
+
+// Finding is one problem Validate found. StepID is nil for a finding about a
+// file that holds no step (a store file).
+type Finding struct {
+	StepID  *int
+	File    string // the file concerned
+	Kind    string // one of the Kind* constants
+	Message string
+	Err     error // the typed error, when there is one
+}
+
+// Report is the result of Validate.
+type Report struct {
+	Passed   int // indexed nodes that passed every check
+	Findings []Finding
+}
+
+// OK reports whether the store is clean.
+func (r *Report) OK() bool { return len(r.Findings) == 0 }
+
+var stepFileRE = regexp.MustCompile(`^step_(-?\d+)\.json$`)
+
+// Validate audits every indexed node (path containment, broken reference,
+// artifact integrity, payload and projection hashes, agreement of the entry
+// with its node) and every orphan file in cold_nodes/, continuing past
+// failures (spec §5 validate, CONF-12). It is read-only.
+func (s *Store) Validate() (*Report, error) {
+	rep := &Report{Findings: []Finding{}}
+	entries, err := s.Entries()
+	if err != nil {
+		var sf *StoreFileError
+		if errors.As(err, &sf) {
+			rep.Findings = append(rep.Findings, Finding{File: sf.File, Kind: KindStoreFile, Message: sf.Error(), Err: err})
+			return rep, nil
+		}
+		return nil, err
+	}
+	policy, perr := s.Policy()
+	if perr != nil {
+		var sf *StoreFileError
+		if errors.As(perr, &sf) {
+			rep.Findings = append(rep.Findings, Finding{File: sf.File, Kind: KindStoreFile, Message: sf.Error(), Err: perr})
+		}
+		policy = nil
+	}
+	indexed := make(map[int]bool, len(entries))
+	for _, e := range entries {
+		indexed[e.StepID] = true
+		fs := s.checkEntry(e, policy)
+		if len(fs) == 0 {
+			rep.Passed++
+		}
+		rep.Findings = append(rep.Findings, fs...)
+	}
+	names, _ := os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
+	for _, d := range names {
+		m := stepFileRE.FindStringSubmatch(d.Name())
+		if m == nil {
+			continue
+		}
+		id, err := strconv.Atoi(m[1])
+		if err == nil && stepFileName(id) == d.Name() && indexed[id] {
+			continue
+		}
+		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
+		step := id
+		oe := &OrphanedNodeError{StepID: id, File: path}
+		rep.Findings = append(rep.Findings, Finding{StepID: &step, File: path, Kind: KindOrphan, Message: oe.Error(), Err: oe})
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i].StepID, rep.Findings[j].StepID
+		if a == nil || b == nil {
+			return a == nil && b != nil
+		}
+		return *a < *b
+	})
+	return rep, nil
+}
+
+func finding(step int, file, kind string, err error) Finding {
+	return Finding{StepID: &step, File: file, Kind: kind, Message: err.Error(), Err: err}
+}
+
+// checkEntry runs every check on one indexed node.
+func (s *Store) checkEntry(e *Entry, policy *Policy) []Finding {
+	path, err := s.checkContainment(e)
+	if err != nil {
+		return []Finding{finding(e.StepID, e.FilePath, KindPathContainment, err)}
+	}
+	n, err := readColdNodeFile(e.StepID, path)
+	if err != nil {
+		if errors.Is(err, ErrBrokenReference) {
+			return []Finding{finding(e.StepID, path, KindBrokenReference, err)}
+		}
+		return []Finding{finding(e.StepID, path, KindIntegrity, err)}
+	}
+	if err := verifyNode(e, n, path); err != nil {
+		return []Finding{finding(e.StepID, path, KindIntegrity, err)}
+	}
+	var out []Finding
+	if got := sha256Hex([]byte(n.RawContent)); got != n.PayloadSHA256 {
+		out = append(out, finding(e.StepID, path, KindPayload, &IntegrityCheckError{StepID: e.StepID, File: path,
+			Reason: fmt.Sprintf("payload_sha256 %s, but the stored raw content hashes to %s", n.PayloadSHA256, got)}))
+	}
+	if pv, _ := n.Doc["projection_version"].(string); pv == ProjectionVersion && policy != nil {
+		if p, err := Project(n.Turn(), policy.Hash()); err == nil && p.SHA256 != n.ProjectionSHA256 {
+			out = append(out, finding(e.StepID, path, KindProjection, &IntegrityCheckError{StepID: e.StepID, File: path,
+				Reason: fmt.Sprintf("projection_sha256 %s, but the stored fields project to %s under the policy in force (the content, the lists or the policy changed)", n.ProjectionSHA256, p.SHA256)}))
+		}
+	}
+	var diffs []string
+	if n.StepID != e.StepID {
+		diffs = append(diffs, fmt.Sprintf("step_id %d vs %d", e.StepID, n.StepID))
+	}
+	if n.PayloadSHA256 != e.PayloadSHA256 {
+		diffs = append(diffs, "payload_sha256")
+	}
+	if n.ProjectionSHA256 != e.ProjectionSHA256 {
+		diffs = append(diffs, "projection_sha256")
+	}
+	if n.Summary != e.Summary {
+		diffs = append(diffs, "summary")
+	}
+	if len(diffs) > 0 {
+		out = append(out, finding(e.StepID, path, KindIndexMismatch, &IntegrityCheckError{StepID: e.StepID, File: path,
+			Reason: fmt.Sprintf("the index entry disagrees with the cold node on %v", diffs)}))
+	}
+	return out
+}
