@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/canonjson"
+)
+
+func init() { commands = append(commands, newFoldCmd) }
+
+// foldInput is the JSON form of one turn read by 'fold --input'.
+type foldInput struct {
+	StepID     *json.Number `json:"step_id"`
+	Summary    *string      `json:"summary"`
+	RawContent *string      `json:"raw_content"`
+	Files      *[]string    `json:"files"`
+	Commands   *[]string    `json:"commands"`
+	Errors     *[]string    `json:"errors"`
+	SessionID  *string      `json:"session_id"`
+}
+
+func newFoldCmd(g *globals) *cobra.Command {
+	var file, input, files, cmds, errs, session string
+	c := &cobra.Command{
+		Use:   "fold <step_id> <summary…> [--file PATH|-]",
+		Short: "Fold one turn into the cold store (page-out)",
+		Long: `Fold one turn: its payload (the --file content, else the summary) is stored
+losslessly as a cold node, and the recall index points at it. The step id is
+the turn's position in the conversation history. Folding a step that is
+already indexed changes nothing and exits 0.
+
+Files, commands and errors are extracted from the text unless given with
+--files/--commands/--errors (comma-separated). --input reads the whole turn as
+JSON {"step_id","summary","raw_content","files","commands","errors","session_id"},
+so any text, NUL and newlines included, can be folded.`,
+		Example: `  contextfold fold 137 "PostgreSQL port reverted to 5433" --file step137.log
+  pytest 2>&1 | contextfold fold 42 "pytest run after the fix" --file -
+  contextfold fold --input turn.json --json
+  contextfold fold -- -1 "a turn before the first"`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var t contextfold.Turn
+			if input != "" {
+				if len(args) > 0 || file != "" {
+					return usagef("--input takes the whole turn; give no step id, summary or --file with it")
+				}
+				var err error
+				if t, err = readFoldInput(cmd.InOrStdin(), input); err != nil {
+					return err
+				}
+			} else {
+				if len(args) < 2 {
+					return usagef("fold needs a step id and a summary: contextfold fold <step_id> <summary…> [--file PATH|-] (or --input FILE)")
+				}
+				id, err := parseStepID(args[0])
+				if err != nil {
+					return err
+				}
+				t = contextfold.Turn{StepID: id, Summary: strings.Join(args[1:], " "), SessionID: session}
+				if file != "" {
+					raw, err := readFileArg(cmd.InOrStdin(), file)
+					if err != nil {
+						return err
+					}
+					t.RawContent = raw
+				}
+			}
+			if cmd.Flags().Changed("files") {
+				t.Files = splitList(files)
+			}
+			if cmd.Flags().Changed("commands") {
+				t.Commands = splitList(cmds)
+			}
+			if cmd.Flags().Changed("errors") {
+				t.Errors = splitList(errs)
+			}
+			if cmd.Flags().Changed("session") {
+				t.SessionID = session
+			}
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			res, err := s.Fold(t)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				if res.Node == nil {
+					return fmt.Errorf("step %d is indexed but its cold node cannot be read; run 'contextfold validate'", t.StepID)
+				}
+				b, err := canonjson.Pretty(res.Node.Doc)
+				if err != nil {
+					return err
+				}
+				out.Write(append(b, '\n'))
+				return nil
+			}
+			if res.AlreadyIndexed {
+				fmt.Fprintf(out, "step %d is already indexed; nothing changed (%s)\n", t.StepID, res.Entry.FilePath)
+				return nil
+			}
+			fmt.Fprintf(out, "folded step %d → %s\n  %d tokens archived · payload %s…\n  identifiers: %s\n",
+				t.StepID, res.Entry.FilePath, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12], preview(strings.Join(res.Node.Identifiers, " "), 100))
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&file, "file", "", "read the raw content from PATH, or - for standard input")
+	f.StringVar(&input, "input", "", "read the whole turn as JSON from FILE, or - for standard input")
+	f.StringVar(&files, "files", "", "comma-separated files (replaces extraction)")
+	f.StringVar(&cmds, "commands", "", "comma-separated commands (replaces extraction)")
+	f.StringVar(&errs, "errors", "", "comma-separated error names (replaces extraction)")
+	f.StringVar(&session, "session", "", "session id written into the cold node (default \"default-session\")")
+	return c
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readFileArg reads PATH, or standard input for "-", as UTF-8 text.
+func readFileArg(stdin io.Reader, path string) (string, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		var fi os.FileInfo
+		if fi, err = os.Stat(path); err == nil && fi.IsDir() {
+			return "", usagef("%s is a directory; --file takes a file path or - for standard input", path)
+		}
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", usagef("cannot read %s: %v", path, err)
+	}
+	if !utf8.Valid(data) {
+		return "", usagef("%s is not valid UTF-8 text; IPCF payloads are text (convert it, e.g. with iconv, or base64-encode binary data)", path)
+	}
+	return string(data), nil
+}
+
+func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
+	raw, err := readFileArg(stdin, path)
+	if err != nil {
+		return contextfold.Turn{}, err
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	var in foldInput
+	if err := dec.Decode(&in); err != nil {
+		return contextfold.Turn{}, usagef("%s: not a turn object: %v; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, err)
+	}
+	if in.StepID == nil {
+		return contextfold.Turn{}, usagef("%s: \"step_id\" is required", path)
+	}
+	id, err := parseStepID(string(*in.StepID))
+	if err != nil {
+		return contextfold.Turn{}, err
+	}
+	t := contextfold.Turn{StepID: id}
+	if in.Summary != nil {
+		t.Summary = *in.Summary
+	}
+	if in.RawContent != nil {
+		t.RawContent = *in.RawContent
+	}
+	if in.Files != nil {
+		t.Files = *in.Files
+	}
+	if in.Commands != nil {
+		t.Commands = *in.Commands
+	}
+	if in.Errors != nil {
+		t.Errors = *in.Errors
+	}
+	if in.SessionID != nil {
+		t.SessionID = *in.SessionID
+	}
+	if t.Summary == "" && t.RawContent == "" {
+		return contextfold.Turn{}, usagef("%s: give a \"summary\" or a \"raw_content\"", path)
+	}
+	return t, nil
+}
+
+// preview shortens s to at most n code points, on a character boundary.
+func preview(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

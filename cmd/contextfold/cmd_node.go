@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusCmd) }
+
+func newHydrateCmd(g *globals) *cobra.Command {
+	var raw bool
+	c := &cobra.Command{
+		Use:   "hydrate <step_id>",
+		Short: "Page a cold node in, verified, within the per-call cap (CONF-05/06/09)",
+		Long: `hydrate reads a cold node after checking that its index path stays inside
+cold_nodes/ and that its artifact hash matches the file and the index. It
+prints the content a prompt may carry: the raw content, cut to 4 × cap code
+points when its estimate exceeds max_rehydration_tokens_per_call. hydrate
+changes nothing in the store.
+
+Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
+5 broken reference.`,
+		Example: `  contextfold hydrate 137
+  contextfold hydrate 137 --json | jq -r .payload_sha256
+  contextfold hydrate -- -1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseStepID(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			h, err := s.Hydrate(id)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				return writeJSON(out, map[string]any{
+					"step_id": h.StepID, "content": h.Content, "raw_content": h.RawContent,
+					"token_estimate": h.TokenEstimate, "truncated": h.Truncated,
+					"payload_sha256": h.PayloadSHA256, "projection_sha256": h.ProjectionSHA256,
+					"artifact_sha256": h.ArtifactSHA256, "summary": h.Summary,
+				})
+			}
+			if raw {
+				fmt.Fprint(out, h.Content)
+				return nil
+			}
+			state := "whole"
+			if h.Truncated {
+				state = "truncated to the per-call cap"
+			}
+			fmt.Fprintf(out, "step %d · %s · %d tokens (%s) · verified artifact %s…\n--- content ---\n%s\n--- end ---\n",
+				h.StepID, h.Summary, h.TokenEstimate, state, h.ArtifactSHA256[:12], h.Content)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&raw, "raw", false, "print only the content, nothing around it")
+	return c
+}
+
+func newEvictCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "evict <step_id>",
+		Short: "Record that a hydrated node left the prompt after the response (CONF-07)",
+		Long: `evict marks a node evicted in the recall index and appends an event to
+eviction_log.json (append-only; every eviction is a new event). The cold node
+itself is never deleted.`,
+		Example: `  contextfold evict 137
+  contextfold evict 137 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseStepID(args[0])
+			if err != nil {
+				return err
+			}
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			ev, err := s.Evict(id)
+			if err != nil {
+				return err
+			}
+			if g.jsonOut {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "evicted step %d at %s\n", ev.StepID, ev.EvictedAt)
+			return nil
+		},
+	}
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "status",
+		Short:   "Count the store's nodes and archived tokens, and show the policy in force",
+		Example: "  contextfold status\n  contextfold status --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			st, err := s.Status()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				return writeJSON(out, map[string]any{"total": st.Total, "active": st.Active, "evicted": st.Evicted,
+					"total_tokens": st.TotalTokens, "policy": st.Policy.Doc(), "policy_hash": st.Policy.Hash(), "dir": s.Dir()})
+			}
+			per, _ := st.Policy.MaxTokensPerCall()
+			turn, _ := st.Policy.MaxTokensPerTurn()
+			fmt.Fprintf(out, "store %s\n  %d nodes (%d active, %d evicted), %d tokens archived\n  policy %s…: %v tokens per call, %v per turn, integrity verification %v\n",
+				s.Dir(), st.Total, st.Active, st.Evicted, st.TotalTokens, st.Policy.Hash()[:12], numberOut(per), numberOut(turn), st.Policy.IntegrityVerification())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+)
+
+func init() { commands = append(commands, newValidateCmd) }
+
+// repairHint says what to do about a finding.
+func repairHint(kind string) string {
+	switch kind {
+	case contextfold.KindOrphan:
+		return "run 'contextfold repair --apply' to re-index it if its artifact verifies"
+	case contextfold.KindBrokenReference:
+		return "run 'contextfold repair --apply' to drop the entry from the index"
+	case contextfold.KindIntegrity, contextfold.KindPayload, contextfold.KindIndexMismatch:
+		return "run 'contextfold repair --apply' to move the file to quarantine/"
+	case contextfold.KindPathContainment:
+		return "the index points outside cold_nodes/: restore recall_index.json, or run 'contextfold repair --apply'"
+	case contextfold.KindProjection:
+		return "the content or the policy changed since the fold; restore the node or the policy file"
+	}
+	return "fix or restore the file named"
+}
+
+func newValidateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Audit every node: path containment, broken references, integrity, orphans (CONF-12)",
+		Long: `validate checks every indexed node (path containment, broken reference,
+artifact integrity, payload and projection hashes, agreement of the index entry
+with its node) and every orphan file in cold_nodes/. It continues past
+failures, reports each one, changes nothing, and exits 1 when it found any.`,
+		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			rep, err := s.Validate()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				fs := make([]map[string]any, 0, len(rep.Findings))
+				for _, f := range rep.Findings {
+					m := map[string]any{"file": f.File, "kind": f.Kind, "message": f.Message, "remedy": repairHint(f.Kind)}
+					if f.StepID != nil {
+						m["step_id"] = *f.StepID
+					}
+					fs = append(fs, m)
+				}
+				if err := writeJSON(out, map[string]any{"ok": rep.OK(), "passed": rep.Passed, "findings": fs}); err != nil {
+					return err
+				}
+			} else {
+				for _, f := range rep.Findings {
+					fmt.Fprintf(out, "%-16s %s\n                 → %s\n", f.Kind, f.Message, repairHint(f.Kind))
+				}
+				if rep.OK() {
+					fmt.Fprintf(out, "ok: %d nodes verified, no findings\n", rep.Passed)
+				} else {
+					fmt.Fprintf(out, "%d findings; %d nodes verified\n", len(rep.Findings), rep.Passed)
+				}
+			}
+			if !rep.OK() {
+				return &silentExit{code: exitUsage}
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,166 @@
+// Command contextfold is the IPCF-1.1 In-Place Context Folding tool: it folds
+// verbose agent turns into a verified cold store, scans prompts against the
+// recall index, and hydrates exactly the turns a prompt needs.
+//
+// This file holds the root command, the global flags, and the one place that
+// maps errors to exit codes (spec §6).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+)
+
+// Exit codes (spec §6).
+const (
+	exitOK              = 0
+	exitUsage           = 1 // bad arguments, unreadable input, validation findings
+	exitNodeNotFound    = 2
+	exitIntegrity       = 3 // including path containment
+	exitOrphan          = 4
+	exitBrokenReference = 5
+)
+
+// globals are the flags every command accepts (before or after its name).
+type globals struct {
+	dir     string
+	jsonOut bool
+}
+
+// usageError marks an error caused by the command line (exit code 1).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// silentExit carries an exit code for a command that already printed its
+// result (validate with findings).
+type silentExit struct{ code int }
+
+func (e *silentExit) Error() string { return "exit " + strconv.Itoa(e.code) }
+
+// exitCode maps an error to the spec's exit code.
+func exitCode(err error) int {
+	var se *silentExit
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &se):
+		return se.code
+	case errors.Is(err, contextfold.ErrNodeNotFound):
+		return exitNodeNotFound
+	case errors.Is(err, contextfold.ErrIntegrityCheck):
+		return exitIntegrity
+	case errors.Is(err, contextfold.ErrOrphanedNode):
+		return exitOrphan
+	case errors.Is(err, contextfold.ErrBrokenReference):
+		return exitBrokenReference
+	}
+	return exitUsage
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit code. It is the entry
+// point of the tests, which run it in-process and as a subprocess.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{}
+	root := newRootCmd(g, stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err != nil {
+		var se *silentExit
+		if !errors.As(err, &se) {
+			if g.jsonOut {
+				writeJSON(stderr, map[string]any{"error": err.Error(), "exit_code": exitCode(err)})
+			} else {
+				fmt.Fprintln(stderr, "contextfold: "+err.Error())
+			}
+		}
+	}
+	return exitCode(err)
+}
+
+func newRootCmd(g *globals, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "contextfold",
+		Short: "Fold verbose agent turns into a verified cold store and page them back in on demand (IPCF-1.1)",
+		Long: `contextfold implements IPCF-1.1, the In-Place Context Folding Protocol.
+
+A verbose turn (tool output, a log, a diff) is folded: stored losslessly as a
+cold node on disk and listed in the recall index, while a short summary stays
+in the prompt. Before each turn, scan matches the prompt against the index and
+hydrates the right cold nodes (SHA-256 verified, bounded per call and per
+turn) into that turn only; evict records that they left again.
+
+The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
+./.contextfold.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Example: `  contextfold demo
+  contextfold fold 137 "PostgreSQL port reverted to 5433" --file step137.log
+  contextfold scan "What port are we using for PostgreSQL?"
+  contextfold hydrate 137 --json`,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.dir, "dir", "", "store directory (default $CONTEXTFOLD_DIR, else ./.contextfold)")
+	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%v (see '%s --help')", err, c.CommandPath())
+	})
+	for _, mk := range commands {
+		root.AddCommand(mk(g))
+	}
+	return root
+}
+
+// commands lists the constructors of the subcommands; each command file adds
+// itself in an init function.
+var commands []func(*globals) *cobra.Command
+
+// storeDir resolves the store directory: --dir, else $CONTEXTFOLD_DIR, else
+// ./.contextfold.
+func (g *globals) storeDir() string {
+	if g.dir != "" {
+		return g.dir
+	}
+	if d := os.Getenv(contextfold.EnvStoreDir); d != "" {
+		return d
+	}
+	return contextfold.DefaultStoreDir
+}
+
+// openStore opens the store chosen by the global flags.
+func (g *globals) openStore() (*contextfold.Store, error) {
+	return contextfold.Open(g.storeDir(), contextfold.Options{})
+}
+
+// writeJSON prints v as indented JSON without HTML escaping.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// parseStepID parses a step id argument.
+func parseStepID(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (use -- before a negative id: contextfold hydrate -- -5)", s)
+	}
+	return n, nil
+}
