@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold/mcpserver"
+)
+
+func init() { commands = append(commands, newMCPCmd) }
+
+func newMCPCmd(g *globals) *cobra.Command {
+	var httpAddr string
+	var quiet bool
+	c := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the store to an agent as an MCP server (stdio, or streamable HTTP with --http)",
+		Long: `mcp serves the store over the Model Context Protocol, for agents and IDEs that
+accept MCP servers but cannot use the proxy.
+
+Tools: recall_archived_nodes, fetch_archived_node (verified, capped per call),
+scan_prompt, fold_turn, evict_node, store_status, validate_store.
+Resources: contextfold://steps/{step_id} (each cold node, verified) and
+contextfold://recall_index, read-only.
+
+By default the server speaks JSON-RPC on stdin/stdout; stdout carries nothing
+else, and logs go to stderr. With --http 127.0.0.1:PORT it serves streamable
+HTTP at http://127.0.0.1:PORT/mcp (loopback addresses only).
+
+The store is --dir, else $CONTEXTFOLD_DIR, else ./.contextfold. Other processes
+may fold into it while the server runs; the index is reloaded when it changes.
+See docs/mcp-and-hooks.md for host configuration.`,
+		Example: `  contextfold mcp --dir ~/project/.contextfold
+  CONTEXTFOLD_DIR=/path/to/store contextfold mcp
+  contextfold mcp --http 127.0.0.1:7411`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			store, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			logOut := cmd.ErrOrStderr()
+			if quiet {
+				logOut = io.Discard
+			}
+			logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if httpAddr != "" {
+				return serveHTTP(ctx, srv, httpAddr, logger, cmd.ErrOrStderr())
+			}
+			logger.Info("serving MCP on stdio", "store", store.Dir())
+			t := mcpserver.StdioTransport(cmd.InOrStdin(), cmd.OutOrStdout(), 0)
+			err = srv.Run(ctx, t)
+			if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
+				err = nil
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
+	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
+	return c
+}
+
+// serveHTTP serves srv over streamable HTTP at addr/mcp until ctx ends.
+func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, logger *slog.Logger, stderr io.Writer) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--http %q: want HOST:PORT, e.g. 127.0.0.1:7411", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usagef("--http %q: only loopback addresses (127.0.0.1, ::1, localhost) are served; the tools can write to the store", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usagef("--http: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: logger}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "contextfold: serving MCP at http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return hs.Shutdown(shut)
+	}
+}
+
+// buildVersion is the module version of the binary, "dev" when unknown.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

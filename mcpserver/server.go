@@ -1,0 +1,402 @@
+// Package mcpserver serves an IPCF-1.1 store over the Model Context Protocol:
+// tools to recall, fetch (verified, capped), scan, fold, evict, and audit
+// archived turns, and read-only resources for each cold node and the recall
+// index. It is built on the official MCP Go SDK.
+//
+// The adapters here are thin: each tool decodes typed arguments, calls one
+// operation of the core Store, and encodes a typed result. Protocol failures
+// (unknown step, tampered node, orphan, broken reference, path containment)
+// come back as tool results with isError set and a message that starts with
+// the error's name, so a model can read it and act; they never end the
+// session. An unknown tool name is a JSON-RPC error, as MCP requires.
+//
+// The Store reloads its recall index when the file changes on disk, so one
+// server may serve while other processes fold into the same store.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/contextfold/contextfold"
+)
+
+// Options configure New. The zero value is valid.
+type Options struct {
+	// Name and Version identify the server to clients ("contextfold", "dev").
+	Name, Version string
+	// Logger receives one line per request. nil: no logging. It must never
+	// write to the stdout of a stdio server.
+	Logger *slog.Logger
+}
+
+// instructions tell the model how to use the tools.
+const instructions = `contextfold keeps verbose earlier turns of this work (tool output, logs, diffs) in a verified archive (IPCF-1.1).
+When you need a detail that is no longer in the conversation, call scan_prompt with the question (it says which archived steps match and why) or recall_archived_nodes with keywords, then fetch_archived_node with a step_id to read the verified content. Prefer status latest_chronological over superseded or historical.
+Content is capped per call; when truncated is true, call fetch_archived_node again with offset = next_offset.
+Errors start with their name: NodeNotFoundError (unknown step), IntegrityCheckError (the stored bytes do not match their hash: the content was refused; do not rely on it), OrphanedNodeError, BrokenReferenceError, PathContainmentError.`
+
+// server holds the store and the resources currently listed.
+type server struct {
+	store *contextfold.Store
+	mcp   *mcp.Server
+
+	mu     sync.Mutex
+	listed map[string]bool // URIs of the step resources currently registered
+}
+
+// New returns an MCP server exposing store. Connect it with Run or Connect
+// (stdio, in-memory) or serve it with mcp.NewStreamableHTTPHandler.
+func New(store *contextfold.Store, opts Options) *mcp.Server {
+	if opts.Name == "" {
+		opts.Name = "contextfold"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	impl := &mcp.Implementation{Name: opts.Name, Title: "contextfold (IPCF-1.1 archive)", Version: opts.Version}
+	ms := mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       opts.Logger,
+		Capabilities: &mcp.ServerCapabilities{},
+	})
+	s := &server{store: store, mcp: ms, listed: map[string]bool{}}
+	s.addTools()
+	s.addResources()
+	ms.AddReceivingMiddleware(s.middleware(opts.Logger))
+	return ms
+}
+
+// middleware refreshes the listed step resources before resources/list, and
+// logs each request (to the logger, never to stdout).
+func (s *server) middleware(log *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "resources/list" {
+				if err := s.syncResources(); err != nil && log != nil {
+					log.Warn("listing cold nodes", "err", err)
+				}
+			}
+			start := time.Now()
+			res, err := next(ctx, method, req)
+			if log != nil {
+				attrs := []any{"method", method, "ms", time.Since(start).Milliseconds()}
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+					attrs = append(attrs, "tool", p.Name)
+				}
+				if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+					attrs = append(attrs, "tool_error", true)
+				}
+				if err != nil {
+					attrs = append(attrs, "err", err)
+				}
+				log.Info("request", attrs...)
+			}
+			return res, err
+		}
+	}
+}
+
+func (s *server) addTools() {
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        ToolRecall,
+		Title:       "Recall archived turns",
+		Annotations: readOnly,
+		Description: `Search the archive of earlier turns (folded tool output, logs, diffs) for a keyword query and return ranked candidates with a status label.
+Candidates with the best coverage come first, newest first: "latest_chronological" is the current fact, "superseded" and "historical" are older versions of it (e.g. a port that changed), "related" matches only part of the query.
+Use the step_id with fetch_archived_node to read the content.`,
+	}, s.recall)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        ToolFetch,
+		Title:       "Fetch an archived turn (verified)",
+		Annotations: readOnly,
+		Description: `Read the content of one archived turn by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
+Content is capped per call (the store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.`,
+	}, s.fetch)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        ToolScan,
+		Title:       "Scan a prompt against the archive",
+		Annotations: readOnly,
+		Description: `Match a prompt against the archive the way contextfold does before each turn: it takes the prompt's terms (identifiers, file names, error names), picks the archived turns that cover them (newest first, one per intent), and keeps within the per-turn token budget.
+Returns what would be hydrated and why (matched terms, token cost), and what was dropped for the budget. Nothing is read or changed; fetch the selected steps with fetch_archived_node.`,
+	}, s.scan)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  ToolFold,
+		Title: "Fold (archive) a turn",
+		Annotations: &mcp.ToolAnnotations{
+			IdempotentHint: true, DestructiveHint: boolPtr(false),
+		},
+		Description: `Archive a verbose turn: its content is stored losslessly as a cold node with SHA-256 hashes, and indexed by the identifiers, files, commands and errors it mentions, so that recall and scan find it later.
+step_id is the turn's position in the conversation; folding a step that is already archived changes nothing (already_indexed: true).`,
+	}, s.fold)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  ToolEvict,
+		Title: "Evict a hydrated turn",
+		Annotations: &mcp.ToolAnnotations{
+			IdempotentHint: false, DestructiveHint: boolPtr(false),
+		},
+		Description: `Record that an archived turn that was brought into the context has left it again after the response (IPCF eviction). The archived content is never deleted; an event is appended to the eviction log.`,
+	}, s.evict)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        ToolStatus,
+		Title:       "Archive status",
+		Annotations: readOnly,
+		Description: `Count the archived turns (total, active, evicted), the archived tokens, and show the hydration policy in force (per-call cap, per-turn budget, integrity verification).`,
+	}, s.status)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        ToolValidate,
+		Title:       "Validate the archive",
+		Annotations: readOnly,
+		Description: `Audit every archived turn: path containment, missing files (broken references), hash integrity (tampering, torn writes), and orphan files the index does not list. Returns ok and one finding per problem; nothing is changed.`,
+	}, s.validate)
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs) (*mcp.CallToolResult, RecallResult, error) {
+	if strings.TrimSpace(a.Query) == "" {
+		return nil, RecallResult{}, errors.New("BadArgument: query is empty; give keywords such as a port, a file name or an error name")
+	}
+	if a.Limit < 0 {
+		return nil, RecallResult{}, fmt.Errorf("BadArgument: limit %d is negative", a.Limit)
+	}
+	hits, err := s.store.Recall(a.Query)
+	if err != nil {
+		return nil, RecallResult{}, toolError(err)
+	}
+	res := RecallResult{Query: a.Query, Terms: nonNil(contextfold.RecallTerms(a.Query)), Candidates: []RecallCandidate{}}
+	for _, h := range hits {
+		if a.Limit > 0 && len(res.Candidates) == a.Limit {
+			res.Omitted++
+			continue
+		}
+		res.Candidates = append(res.Candidates, RecallCandidate{
+			StepID: h.StepID, Status: h.Status, Coverage: h.Coverage, Score: h.Score,
+			Summary: h.Summary, Evicted: h.Evicted,
+		})
+	}
+	return nil, res, nil
+}
+
+func (s *server) fetch(_ context.Context, _ *mcp.CallToolRequest, a FetchArgs) (*mcp.CallToolResult, FetchResult, error) {
+	step, err := s.resolveStep(a.StepID, a.Hash)
+	if err != nil {
+		return nil, FetchResult{}, err
+	}
+	if a.Offset < 0 {
+		return nil, FetchResult{}, fmt.Errorf("BadArgument: offset %d is negative", a.Offset)
+	}
+	h, err := s.store.Hydrate(step)
+	if err != nil {
+		return nil, FetchResult{}, toolError(err)
+	}
+	page, err := Page(h, a.Offset)
+	if err != nil {
+		return nil, FetchResult{}, err
+	}
+	verified := true
+	if p, err := s.store.Policy(); err == nil {
+		verified = p.IntegrityVerification()
+	}
+	return nil, FetchResult{
+		StepID: h.StepID, Summary: h.Summary,
+		Content: page.Content, Offset: page.Offset, TotalChars: page.Total,
+		Truncated: page.Next > 0, NextOffset: page.Next,
+		TokenEstimate: contextfold.TokenEstimate(page.Content), Verified: verified,
+		ArtifactSHA256: h.ArtifactSHA256, PayloadSHA256: h.PayloadSHA256, ProjectionSHA256: h.ProjectionSHA256,
+	}, nil
+}
+
+// resolveStep turns a step id or a hash into a step id, with readable errors
+// for a missing or malformed reference.
+func (s *server) resolveStep(stepID *int, hash string) (int, error) {
+	hash = strings.TrimSpace(hash)
+	switch {
+	case stepID != nil && hash != "":
+		return 0, errors.New("BadArgument: give either step_id or hash, not both")
+	case stepID != nil:
+		return *stepID, nil
+	case hash == "":
+		return 0, errors.New(`BadArgument: no step reference: give step_id (an integer from recall_archived_nodes or scan_prompt), e.g. {"step_id": 137}`)
+	}
+	hex := strings.ToLower(strings.TrimPrefix(hash, "sha256:"))
+	if len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
+		return 0, fmt.Errorf("BadArgument: hash %q is not a SHA-256 digest (64 hex digits, optionally prefixed sha256:); give step_id instead", truncateForMessage(hash))
+	}
+	entries, err := s.store.Entries()
+	if err != nil {
+		return 0, toolError(err)
+	}
+	for _, e := range entries {
+		if e.ArtifactSHA256 == hex || e.PayloadSHA256 == hex {
+			return e.StepID, nil
+		}
+	}
+	return 0, fmt.Errorf("NodeNotFoundError: no archived node has artifact or payload hash %s; use recall_archived_nodes to find step ids", hex)
+}
+
+func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*mcp.CallToolResult, ScanResult, error) {
+	if strings.TrimSpace(a.Prompt) == "" {
+		return nil, ScanResult{}, errors.New("BadArgument: prompt is empty")
+	}
+	r, err := s.store.Scan(a.Prompt)
+	if err != nil {
+		return nil, ScanResult{}, toolError(err)
+	}
+	res := ScanResult{
+		QueryTerms: nonNil(r.QueryTerms), Selected: []ScanPick{}, Dropped: []ScanPick{},
+		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens,
+	}
+	for i, p := range r.Selected {
+		why := "covers " + quoteTerms(p.MatchedTerms)
+		if i == 0 {
+			why += "; the best match is always admitted"
+		} else {
+			why += "; fits the remaining per-turn budget"
+		}
+		res.Selected = append(res.Selected, pick(p, why))
+	}
+	for _, p := range r.Dropped {
+		res.Dropped = append(res.Dropped, pick(p, fmt.Sprintf("covers %s but its cost (%s tokens) exceeds the remaining per-turn budget; fetch it explicitly if needed", quoteTerms(p.MatchedTerms), formatTokens(p.TokenCost))))
+	}
+	return nil, res, nil
+}
+
+func pick(p contextfold.ScanPick, why string) ScanPick {
+	return ScanPick{StepID: p.StepID, Summary: p.Summary, MatchedTerms: nonNil(p.MatchedTerms), TokenCost: p.TokenCost, Reason: why}
+}
+
+func (s *server) fold(_ context.Context, _ *mcp.CallToolRequest, a FoldArgs) (*mcp.CallToolResult, FoldResult, error) {
+	if strings.TrimSpace(a.Summary) == "" {
+		return nil, FoldResult{}, errors.New("BadArgument: summary is empty; give a short description of the turn")
+	}
+	r, err := s.store.Fold(contextfold.Turn{
+		StepID: a.StepID, Summary: a.Summary, RawContent: a.Content, SessionID: a.SessionID,
+		Files: a.Files, Commands: a.Commands, Errors: a.Errors,
+	})
+	if err != nil {
+		return nil, FoldResult{}, toolError(err)
+	}
+	e := r.Entry
+	return nil, FoldResult{
+		StepID: e.StepID, AlreadyIndexed: r.AlreadyIndexed, FilePath: e.FilePath, TokenEstimate: e.TokenEstimate,
+		ArtifactSHA256: e.ArtifactSHA256, PayloadSHA256: e.PayloadSHA256, ProjectionSHA256: e.ProjectionSHA256,
+		Identifiers: nonNil(e.Identifiers),
+	}, nil
+}
+
+func (s *server) evict(_ context.Context, _ *mcp.CallToolRequest, a StepArgs) (*mcp.CallToolResult, EvictResult, error) {
+	ev, err := s.store.Evict(a.StepID)
+	if err != nil {
+		return nil, EvictResult{}, toolError(err)
+	}
+	return nil, EvictResult{StepID: ev.StepID, EvictedAt: ev.EvictedAt}, nil
+}
+
+func (s *server) status(_ context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, StatusResult, error) {
+	st, err := s.store.Status()
+	if err != nil {
+		return nil, StatusResult{}, toolError(err)
+	}
+	return nil, StatusResult{
+		Dir: s.store.Dir(), Total: st.Total, Active: st.Active, Evicted: st.Evicted, TotalTokens: st.TotalTokens,
+		PolicyHash: st.Policy.Hash(), Policy: st.Policy.Doc(),
+	}, nil
+}
+
+func (s *server) validate(_ context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, ValidateResult, error) {
+	rep, err := s.store.Validate()
+	if err != nil {
+		return nil, ValidateResult{}, toolError(err)
+	}
+	res := ValidateResult{OK: rep.OK(), Passed: rep.Passed, Findings: []Finding{}}
+	for _, f := range rep.Findings {
+		res.Findings = append(res.Findings, Finding{StepID: f.StepID, File: f.File, Kind: f.Kind, Message: f.Message})
+	}
+	return nil, res, nil
+}
+
+// ErrorName returns the protocol name of a core error (NodeNotFoundError,
+// IntegrityCheckError, PathContainmentError, OrphanedNodeError,
+// BrokenReferenceError, StoreFileError), or "" for any other error.
+func ErrorName(err error) string {
+	switch {
+	case errors.Is(err, contextfold.ErrPathContainment):
+		return "PathContainmentError"
+	case errors.Is(err, contextfold.ErrIntegrityCheck):
+		return "IntegrityCheckError"
+	case errors.Is(err, contextfold.ErrNodeNotFound):
+		return "NodeNotFoundError"
+	case errors.Is(err, contextfold.ErrOrphanedNode):
+		return "OrphanedNodeError"
+	case errors.Is(err, contextfold.ErrBrokenReference):
+		return "BrokenReferenceError"
+	case errors.Is(err, contextfold.ErrBadStore):
+		return "StoreFileError"
+	}
+	return ""
+}
+
+// toolError turns a core error into the message of a tool error: its
+// protocol name first, then what happened and what to do.
+func toolError(err error) error {
+	name := ErrorName(err)
+	var hint string
+	switch name {
+	case "NodeNotFoundError":
+		hint = "; use recall_archived_nodes or scan_prompt to find step ids"
+	case "IntegrityCheckError", "PathContainmentError":
+		hint = "; the node was refused and no content was returned: do not rely on it (run 'contextfold validate' to audit the store)"
+	case "OrphanedNodeError", "BrokenReferenceError":
+		hint = "; no content was returned"
+	case "":
+		name = "Error"
+	}
+	return fmt.Errorf("%s: %w%s", name, err, hint)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func quoteTerms(terms []string) string {
+	q := make([]string, len(terms))
+	for i, t := range terms {
+		q[i] = strconv.Quote(t)
+	}
+	return strings.Join(q, ", ")
+}
+
+func formatTokens(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// truncateForMessage shortens user input quoted back in an error.
+func truncateForMessage(s string) string {
+	r := []rune(s)
+	if len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]bool) []string {
+	k := make([]string, 0, len(m))
+	for u := range m {
+		k = append(k, u)
+	}
+	sort.Strings(k)
+	return k
+}
