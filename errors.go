@@ -43,6 +43,9 @@ func (e *NodeNotFoundError) Is(target error) bool { return target == ErrNodeNotF
 type IntegrityCheckError struct {
 	StepID int
 	File   string // path of the cold node file
+	// Check names the failed check: "read", "parse", "artifact", "index"
+	// (stored artifact hash ≠ index) or "payload".
+	Check  string
 	Reason string
 }
 

@@ -55,6 +55,9 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.recordPolicy(policy); err != nil {
+		return nil, err
+	}
 	results := make([]*FoldResult, len(turns))
 	var added []*Entry
 	now := s.now()

@@ -33,7 +33,10 @@ type Hydration struct {
 // followed, to exactly the step's canonical file inside cold_nodes/
 // (CONF-12). It returns the path to read.
 func (s *Store) checkContainment(e *Entry) (string, error) {
-	want := resolvePath(s.NodePath(e.StepID))
+	// The canonical file: the real cold_nodes/ directory plus the step's
+	// file name. The file itself is not resolved: a symlink in its place
+	// must resolve to itself, i.e. not be a symlink out.
+	want := filepath.Join(resolvePath(filepath.Join(s.dir, ColdNodesDir)), stepFileName(e.StepID))
 	fp := filepath.FromSlash(e.FilePath)
 	var got string
 	if filepath.IsAbs(fp) {
@@ -73,39 +76,44 @@ func readColdNodeFile(step int, path string) (*ColdNode, error) {
 		return nil, &BrokenReferenceError{StepID: step, File: path}
 	}
 	if err != nil {
-		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: "unreadable: " + err.Error()}
+		return nil, &IntegrityCheckError{StepID: step, File: path, Check: "read", Reason: "unreadable: " + err.Error()}
 	}
 	v, err := canonjson.Decode(data)
 	if err != nil {
-		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: "not valid JSON (truncated or corrupt): " + err.Error()}
+		return nil, &IntegrityCheckError{StepID: step, File: path, Check: "parse", Reason: "not valid JSON (truncated or corrupt): " + err.Error()}
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: "not a JSON object"}
+		return nil, &IntegrityCheckError{StepID: step, File: path, Check: "parse", Reason: "not a JSON object"}
 	}
 	n, err := coldNodeFromDoc(doc)
 	if err != nil {
-		return nil, &IntegrityCheckError{StepID: step, File: path, Reason: err.Error()}
+		return nil, &IntegrityCheckError{StepID: step, File: path, Check: "parse", Reason: err.Error()}
 	}
 	return n, nil
 }
 
 // verifyNode checks a cold node against itself and the index entry: the
 // artifact hash must be present, recompute to the stored value, and equal the
-// index's (CONF-09).
+// index's (CONF-09); and the raw content must hash to payload_sha256.
 func verifyNode(e *Entry, n *ColdNode, path string) error {
 	if n.ArtifactSHA256 == "" {
-		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: "no artifact_sha256"}
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Check: "artifact", Reason: "no artifact_sha256"}
 	}
 	h, err := ArtifactHash(n.Doc)
 	if err != nil {
-		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: err.Error()}
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Check: "artifact", Reason: err.Error()}
 	}
 	if h != n.ArtifactSHA256 {
-		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: "artifact hash mismatch: recomputed " + h + ", stored " + n.ArtifactSHA256 + " (the file was modified)"}
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Check: "artifact", Reason: "artifact hash mismatch: recomputed " + h + ", stored " + n.ArtifactSHA256 + " (the file was modified)"}
 	}
 	if n.ArtifactSHA256 != e.ArtifactSHA256 {
-		return &IntegrityCheckError{StepID: e.StepID, File: path, Reason: "artifact hash " + n.ArtifactSHA256 + " differs from the index's " + e.ArtifactSHA256}
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Check: "index", Reason: "artifact hash " + n.ArtifactSHA256 + " differs from the index's " + e.ArtifactSHA256}
+	}
+	// Beyond the reference: the payload itself must hash to payload_sha256,
+	// so a node re-signed after tampering is still refused (exact retrieval).
+	if got := sha256Hex([]byte(n.RawContent)); got != n.PayloadSHA256 {
+		return &IntegrityCheckError{StepID: e.StepID, File: path, Check: "payload", Reason: "payload hash mismatch: the stored raw content hashes to " + got + ", payload_sha256 says " + n.PayloadSHA256}
 	}
 	return nil
 }

@@ -65,12 +65,12 @@ func (s *Store) Validate() (*Report, error) {
 		if errors.As(perr, &sf) {
 			rep.Findings = append(rep.Findings, Finding{File: sf.File, Kind: KindStoreFile, Message: sf.Error(), Err: perr})
 		}
-		policy = nil
 	}
+	known := s.knownPolicyHashes(policy)
 	indexed := make(map[int]bool, len(entries))
 	for _, e := range entries {
 		indexed[e.StepID] = true
-		fs := s.checkEntry(e, policy)
+		fs := s.checkEntry(e, known)
 		if len(fs) == 0 {
 			rep.Passed++
 		}
@@ -106,7 +106,8 @@ func finding(step int, file, kind string, err error) Finding {
 }
 
 // checkEntry runs every check on one indexed node.
-func (s *Store) checkEntry(e *Entry, policy *Policy) []Finding {
+// known holds the folding policy hashes the node may have been folded under.
+func (s *Store) checkEntry(e *Entry, known map[string]bool) []Finding {
 	path, err := s.checkContainment(e)
 	if err != nil {
 		return []Finding{finding(e.StepID, e.FilePath, KindPathContainment, err)}
@@ -118,19 +119,20 @@ func (s *Store) checkEntry(e *Entry, policy *Policy) []Finding {
 		}
 		return []Finding{finding(e.StepID, path, KindIntegrity, err)}
 	}
-	if err := verifyNode(e, n, path); err != nil {
-		return []Finding{finding(e.StepID, path, KindIntegrity, err)}
-	}
 	var out []Finding
-	if got := sha256Hex([]byte(n.RawContent)); got != n.PayloadSHA256 {
-		out = append(out, finding(e.StepID, path, KindPayload, &IntegrityCheckError{StepID: e.StepID, File: path,
-			Reason: fmt.Sprintf("payload_sha256 %s, but the stored raw content hashes to %s", n.PayloadSHA256, got)}))
-	}
-	if pv, _ := n.Doc["projection_version"].(string); pv == ProjectionVersion && policy != nil {
-		if p, err := Project(n.Turn(), policy.Hash()); err == nil && p.SHA256 != n.ProjectionSHA256 {
-			out = append(out, finding(e.StepID, path, KindProjection, &IntegrityCheckError{StepID: e.StepID, File: path,
-				Reason: fmt.Sprintf("projection_sha256 %s, but the stored fields project to %s under the policy in force (the content, the lists or the policy changed)", n.ProjectionSHA256, p.SHA256)}))
+	if err := verifyNode(e, n, path); err != nil {
+		var ie *IntegrityCheckError
+		if errors.As(err, &ie) && ie.Check == "payload" {
+			// The artifact hash verifies but the payload does not: the
+			// file was re-signed after tampering.
+			out = append(out, finding(e.StepID, path, KindPayload, err))
+		} else {
+			return []Finding{finding(e.StepID, path, KindIntegrity, err)}
 		}
+	}
+	if pv, _ := n.Doc["projection_version"].(string); pv == ProjectionVersion && !projectsUnderAny(n, known) {
+		out = append(out, finding(e.StepID, path, KindProjection, &IntegrityCheckError{StepID: e.StepID, File: path, Check: "projection",
+			Reason: fmt.Sprintf("projection_sha256 %s is not reproduced by the stored content and lists under any folding policy this store has used", n.ProjectionSHA256)}))
 	}
 	var diffs []string
 	if n.StepID != e.StepID {
@@ -150,4 +152,20 @@ func (s *Store) checkEntry(e *Entry, policy *Policy) []Finding {
 			Reason: fmt.Sprintf("the index entry disagrees with the cold node on %v", diffs)}))
 	}
 	return out
+}
+
+// projectsUnderAny reports whether the node's stored fields reproduce its
+// projection_sha256 under one of the policy hashes.
+func projectsUnderAny(n *ColdNode, policyHashes map[string]bool) bool {
+	hashes := make([]string, 0, len(policyHashes))
+	for h := range policyHashes {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		if p, err := Project(n.Turn(), h); err == nil && p.SHA256 == n.ProjectionSHA256 {
+			return true
+		}
+	}
+	return false
 }
