@@ -1,0 +1,435 @@
+package inspect
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextfold/contextfold"
+)
+
+//go:embed templates/*.html assets/*
+var embedded embed.FS
+
+// Options configure an Inspector. The zero value is the safe default.
+type Options struct {
+	// AllowedHosts are extra host names (without a port) that a request's
+	// Host header may name, besides the loopback names localhost, 127.0.0.1
+	// and ::1.
+	AllowedHosts []string
+	// AnyHost turns the Host header check off. UNSAFE for a loopback bind:
+	// a web page on any site could then read the store through a DNS name
+	// rebound to 127.0.0.1. Meant only for an explicitly non-loopback bind.
+	AnyHost bool
+	// Now stamps "verify now" results. nil: time.Now.
+	Now func() time.Time
+}
+
+// Inspector is the read-only web inspector of one store. It is an
+// http.Handler, safe for concurrent use.
+type Inspector struct {
+	store  *contextfold.Store
+	opts   Options
+	hosts  map[string]bool
+	mux    *http.ServeMux
+	pages  map[string]*template.Template
+	assets fs.FS
+}
+
+// pageNames are the templates that render a whole page.
+var pageNames = []string{"timeline", "step", "scan", "recall", "evictions", "validate", "charts", "error"}
+
+// New returns the inspector of a store. It reads nothing yet: every request
+// reads the store afresh, so the pages follow a store that changes.
+func New(store *contextfold.Store, opts Options) (*Inspector, error) {
+	if store == nil {
+		return nil, errors.New("inspect: nil store")
+	}
+	in := &Inspector{store: store, opts: opts, pages: map[string]*template.Template{},
+		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
+	for _, h := range opts.AllowedHosts {
+		in.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
+	}
+	funcs := template.FuncMap{
+		"num":   num,
+		"f1":    func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+		"short": func(h string) string { return shortHash(h) },
+		"query": func(k, v string) string { return "?" + url.Values{k: {v}}.Encode() },
+		"join":  strings.Join,
+		"add":   func(a, b int) int { return a + b },
+		"sub":   func(a, b int) int { return a - b },
+		"pct": func(a, b float64) string {
+			if b <= 0 {
+				return "0"
+			}
+			return strconv.FormatFloat(100*a/b, 'f', 1, 64)
+		},
+	}
+	for _, name := range pageNames {
+		t, err := template.New(name).Funcs(funcs).ParseFS(embedded, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("inspect: template %s: %w", name, err)
+		}
+		in.pages[name] = t
+	}
+	sub, err := fs.Sub(embedded, "assets")
+	if err != nil {
+		return nil, err
+	}
+	in.assets = sub
+	in.routes()
+	return in, nil
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
+
+func (in *Inspector) now() time.Time {
+	if in.opts.Now != nil {
+		return in.opts.Now()
+	}
+	return time.Now()
+}
+
+func (in *Inspector) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", in.handleTimeline)
+	m.HandleFunc("GET /step/{id}", in.handleStep)
+	m.HandleFunc("GET /step/{id}/raw", in.handleRaw)
+	m.HandleFunc("GET /scan", in.handleScan)
+	m.HandleFunc("GET /recall", in.handleRecall)
+	m.HandleFunc("GET /evictions", in.handleEvictions)
+	m.HandleFunc("GET /validate", in.handleValidate)
+	m.HandleFunc("GET /charts", in.handleCharts)
+	m.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(in.assets)))
+	m.HandleFunc("GET /api/status", in.apiStatus)
+	m.HandleFunc("GET /api/steps", in.apiSteps)
+	m.HandleFunc("GET /api/steps/{id}", in.apiStep)
+	m.HandleFunc("GET /api/steps/{id}/verify", in.apiVerify)
+	m.HandleFunc("GET /api/scan", in.apiScan)
+	m.HandleFunc("GET /api/recall", in.apiRecall)
+	m.HandleFunc("GET /api/evictions", in.apiEvictions)
+	m.HandleFunc("GET /api/validate", in.apiValidate)
+	m.HandleFunc("GET /api/charts", in.apiCharts)
+	m.HandleFunc("/", in.handleNotFound)
+	in.mux = m
+}
+
+// csp allows the inspector's own script and stylesheet only: no inline
+// script, no inline style, no other origin, no framing, no plugins.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// ServeHTTP guards every request (GET and HEAD only, loopback Host names,
+// security headers) and serves it.
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", csp)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
+	hdr.Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hdr.Set("Allow", "GET, HEAD")
+		http.Error(w, "contextfold ui is read-only: only GET and HEAD are served", http.StatusMethodNotAllowed)
+		return
+	}
+	if !in.opts.AnyHost && !in.hostAllowed(r.Host) {
+		http.Error(w, "Host "+strconv.Quote(r.Host)+" is not allowed: the inspector answers only to loopback names (DNS-rebinding guard); open it as http://127.0.0.1:PORT/", http.StatusForbidden)
+		return
+	}
+	in.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether a Host header names a loopback name or an
+// allowed host.
+func (in *Inspector) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return host != "" && in.hosts[strings.ToLower(strings.Trim(host, "[]"))]
+}
+
+// pageData is what every page template receives.
+type pageData struct {
+	Title    string
+	Nav      string
+	Dir      string
+	Exists   bool
+	Warnings []string
+	Data     any
+}
+
+func (in *Inspector) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, warnings []string) {
+	pd := pageData{Title: title, Nav: name, Dir: in.store.Dir(), Data: data, Warnings: warnings}
+	if _, err := os.Stat(filepath.Join(in.store.Dir(), contextfold.IndexFile)); err == nil {
+		pd.Exists = true
+	}
+	var buf bytes.Buffer
+	if err := in.pages[name].ExecuteTemplate(&buf, "layout", pd); err != nil {
+		http.Error(w, "inspect: render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(buf.Bytes())
+	}
+}
+
+// errorData is the error page.
+type errorData struct {
+	Status  int
+	Heading string
+	Message string
+}
+
+func (in *Inspector) renderError(w http.ResponseWriter, r *http.Request, status int, heading, msg string) {
+	in.render(w, r, status, "error", heading, errorData{Status: status, Heading: heading, Message: msg}, nil)
+}
+
+func (in *Inspector) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	in.renderError(w, r, http.StatusNotFound, "Not found", "There is no page at "+r.URL.Path+".")
+}
+
+func (in *Inspector) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	f := filterOf(r)
+	d := in.timeline(f)
+	in.render(w, r, http.StatusOK, "timeline", "Timeline", d, d.Warnings)
+}
+
+func filterOf(r *http.Request) timelineFilter {
+	q := r.URL.Query()
+	clean := func(s string) string {
+		s = strings.TrimSpace(s)
+		if !utf8Valid(s) || len(s) > 1024 {
+			return ""
+		}
+		return s
+	}
+	f := timelineFilter{Term: clean(q.Get("term")), File: clean(q.Get("file")), Error: clean(q.Get("error"))}
+	switch st := q.Get("state"); st {
+	case StateVerified, StateTampered, StateBroken, StateOrphan:
+		f.State = st
+	}
+	return f
+}
+
+// stepArgs parses the step id of the path and the page and verify
+// parameters; ok is false when it already answered (404).
+func (in *Inspector) stepArgs(w http.ResponseWriter, r *http.Request, api bool) (step, page int, ok bool) {
+	step, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil {
+		in.notFound(w, r, api, "“"+r.PathValue("id")+"” is not a step id: step ids are integers.")
+		return 0, 0, false
+	}
+	page = 1
+	if p := r.URL.Query().Get("page"); p != "" {
+		page, err = strconv.Atoi(p)
+		if err != nil || page < 1 {
+			in.notFound(w, r, api, "“"+p+"” is not a page number.")
+			return 0, 0, false
+		}
+	}
+	return step, page, true
+}
+
+func (in *Inspector) notFound(w http.ResponseWriter, r *http.Request, api bool, msg string) {
+	if api {
+		in.writeJSON(w, r, http.StatusNotFound, map[string]any{"error": msg})
+		return
+	}
+	in.renderError(w, r, http.StatusNotFound, "Not found", msg)
+}
+
+func (in *Inspector) stepError(w http.ResponseWriter, r *http.Request, api bool, step, page int, err error) {
+	switch {
+	case errors.Is(err, errNoStep):
+		in.notFound(w, r, api, fmt.Sprintf("Step %d is not in the recall index and has no cold node file.", step))
+	case errors.Is(err, errNoPage):
+		in.notFound(w, r, api, fmt.Sprintf("Step %d's payload has no page %d.", step, page))
+	default:
+		in.renderError(w, r, http.StatusInternalServerError, "Cannot read the step", err.Error())
+	}
+}
+
+func (in *Inspector) handleStep(w http.ResponseWriter, r *http.Request) {
+	step, page, ok := in.stepArgs(w, r, false)
+	if !ok {
+		return
+	}
+	d, err := in.step(step, page, r.URL.Query().Get("verify") != "")
+	if err != nil {
+		in.stepError(w, r, false, step, page, err)
+		return
+	}
+	in.render(w, r, http.StatusOK, "step", fmt.Sprintf("Step %d", step), d, nil)
+}
+
+// handleRaw serves the raw payload as plain text, whole. The browser shows
+// it as text (nosniff); a sandbox CSP keeps it inert even if opened alone.
+func (in *Inspector) handleRaw(w http.ResponseWriter, r *http.Request) {
+	step, _, ok := in.stepArgs(w, r, false)
+	if !ok {
+		return
+	}
+	h, err := in.store.Hydrate(step)
+	if err != nil {
+		if errors.Is(err, contextfold.ErrNodeNotFound) {
+			in.notFound(w, r, false, fmt.Sprintf("Step %d is not in the recall index.", step))
+			return
+		}
+		in.renderError(w, r, http.StatusConflict, "Not verified", fmt.Sprintf("Step %d does not verify, so its raw payload is not served whole: %v. Its step page shows what the file holds, marked unverified.", step, err))
+		return
+	}
+	w.Header().Set("Content-Security-Policy", "sandbox; default-src 'none'")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=\"step_%d.txt\"", step))
+	w.Header().Set("Content-Length", strconv.Itoa(len(h.RawContent)))
+	if r.Method != http.MethodHead {
+		w.Write([]byte(h.RawContent))
+	}
+}
+
+func (in *Inspector) handleScan(w http.ResponseWriter, r *http.Request) {
+	d := in.scan(r.URL.Query().Get("prompt"))
+	status := http.StatusOK
+	if d.Message != "" {
+		status = http.StatusBadRequest
+	}
+	in.render(w, r, status, "scan", "MMU simulator", d, nil)
+}
+
+func (in *Inspector) handleRecall(w http.ResponseWriter, r *http.Request) {
+	d := in.recall(r.URL.Query().Get("q"))
+	status := http.StatusOK
+	if d.Message != "" {
+		status = http.StatusBadRequest
+	}
+	in.render(w, r, status, "recall", "Recall", d, nil)
+}
+
+func (in *Inspector) handleEvictions(w http.ResponseWriter, r *http.Request) {
+	d := in.evictions()
+	in.render(w, r, http.StatusOK, "evictions", "Eviction log", d, d.Warnings)
+}
+
+func (in *Inspector) handleValidate(w http.ResponseWriter, r *http.Request) {
+	d, err := in.validate()
+	if err != nil {
+		in.renderError(w, r, http.StatusInternalServerError, "Validate failed", err.Error())
+		return
+	}
+	in.render(w, r, http.StatusOK, "validate", "Validate", d, nil)
+}
+
+func (in *Inspector) handleCharts(w http.ResponseWriter, r *http.Request) {
+	in.render(w, r, http.StatusOK, "charts", "Charts", in.charts(), nil)
+}
+
+// writeJSON answers with v as indented JSON.
+func (in *Inspector) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, "inspect: encode: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		w.Write(buf.Bytes())
+	}
+}
+
+func (in *Inspector) apiStatus(w http.ResponseWriter, r *http.Request) {
+	sn := in.snapshot()
+	in.writeJSON(w, r, http.StatusOK, map[string]any{"summary": in.summarize(sn), "warnings": nonNil(sn.warnings), "ipcf_version": contextfold.IPCFVersion})
+}
+
+func (in *Inspector) apiSteps(w http.ResponseWriter, r *http.Request) {
+	in.writeJSON(w, r, http.StatusOK, in.timeline(filterOf(r)))
+}
+
+func (in *Inspector) apiStep(w http.ResponseWriter, r *http.Request) {
+	step, page, ok := in.stepArgs(w, r, true)
+	if !ok {
+		return
+	}
+	d, err := in.step(step, page, false)
+	if err != nil {
+		in.stepError(w, r, true, step, page, err)
+		return
+	}
+	in.writeJSON(w, r, http.StatusOK, d)
+}
+
+func (in *Inspector) apiVerify(w http.ResponseWriter, r *http.Request) {
+	step, _, ok := in.stepArgs(w, r, true)
+	if !ok {
+		return
+	}
+	d, err := in.step(step, 1, true)
+	if err != nil {
+		in.stepError(w, r, true, step, 1, err)
+		return
+	}
+	in.writeJSON(w, r, http.StatusOK, d.Verify)
+}
+
+func (in *Inspector) apiScan(w http.ResponseWriter, r *http.Request) {
+	d := in.scan(r.URL.Query().Get("prompt"))
+	status := http.StatusOK
+	if d.Message != "" {
+		status = http.StatusBadRequest
+	}
+	in.writeJSON(w, r, status, d)
+}
+
+func (in *Inspector) apiRecall(w http.ResponseWriter, r *http.Request) {
+	d := in.recall(r.URL.Query().Get("q"))
+	status := http.StatusOK
+	if d.Message != "" {
+		status = http.StatusBadRequest
+	}
+	in.writeJSON(w, r, status, d)
+}
+
+func (in *Inspector) apiEvictions(w http.ResponseWriter, r *http.Request) {
+	in.writeJSON(w, r, http.StatusOK, in.evictions())
+}
+
+func (in *Inspector) apiValidate(w http.ResponseWriter, r *http.Request) {
+	d, err := in.validate()
+	if err != nil {
+		in.writeJSON(w, r, http.StatusInternalServerError, map[string]any{"error": err.Error()})
+		return
+	}
+	in.writeJSON(w, r, http.StatusOK, d)
+}
+
+func (in *Inspector) apiCharts(w http.ResponseWriter, r *http.Request) {
+	in.writeJSON(w, r, http.StatusOK, in.charts())
+}
