@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+)
+
+// cli runs the command line in-process and returns stdout, stderr and the
+// exit code.
+func cli(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func mustJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, s)
+	}
+}
+
+func demoDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	if _, errs, code := cli(t, "", "demo", "--dir", dir); code != 0 {
+		t.Fatalf("demo: %d %s", code, errs)
+	}
+	return dir
+}
+
+func TestDemoShowsShowcaseAndCleanValidate(t *testing.T) {
+	out, _, code := cli(t, "", "demo", "--json", "--dir", filepath.Join(t.TempDir(), "s"))
+	var res struct {
+		Hydrated   []int `json:"hydrated_steps"`
+		ValidateOK bool  `json:"validate_ok"`
+		Passed     int   `json:"passed"`
+	}
+	mustJSON(t, out, &res)
+	if code != 0 || !reflect.DeepEqual(res.Hydrated, []int{342, 137, 447}) || !res.ValidateOK || res.Passed != 8 {
+		t.Fatalf("demo: code %d %+v", code, res)
+	}
+	text, _, _ := cli(t, "", "demo", "--dir", filepath.Join(t.TempDir(), "s"))
+	for _, want := range []string{"hydrate step 342", "hydrate step 137", "hydrate step 447", "latest_chronological", "evicted step 342", "clean"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+func TestDemoWithoutDirUsesATemporaryStore(t *testing.T) {
+	wd := t.TempDir()
+	old, _ := os.Getwd()
+	os.Chdir(wd)
+	defer os.Chdir(old)
+	t.Setenv(contextfold.EnvStoreDir, "")
+	out, _, code := cli(t, "", "demo")
+	if code != 0 || !strings.Contains(out, os.TempDir()) {
+		t.Fatalf("demo: %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(wd, ".contextfold")); err == nil {
+		t.Error("demo without --dir touched ./.contextfold")
+	}
+}
+
+func TestDirFlagBeforeOrAfterAndEnv(t *testing.T) {
+	dir := demoDir(t)
+	for _, args := range [][]string{{"--dir", dir, "status", "--json"}, {"status", "--json", "--dir", dir}} {
+		out, _, code := cli(t, "", args...)
+		var st map[string]any
+		mustJSON(t, out, &st)
+		if code != 0 || st["total"] != float64(8) {
+			t.Errorf("%v: %d %v", args, code, st)
+		}
+		for _, k := range []string{"total", "active", "evicted", "total_tokens", "policy"} {
+			if _, ok := st[k]; !ok {
+				t.Errorf("status --json lacks %q", k)
+			}
+		}
+	}
+	t.Setenv(contextfold.EnvStoreDir, dir)
+	out, _, _ := cli(t, "", "status", "--json")
+	if !strings.Contains(out, `"total": 8`) {
+		t.Errorf("CONTEXTFOLD_DIR ignored: %s", out)
+	}
+}
+
+func TestFoldArgumentsAndOutputs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	log := filepath.Join(t.TempDir(), "out.log")
+	os.WriteFile(log, []byte("$ go test ./...\nFAIL: TestX ValueError"), 0o644)
+
+	out, _, code := cli(t, "", "--dir", dir, "fold", "42", "go", "test", "run", "--file", log, "--json")
+	if code != 0 {
+		t.Fatalf("fold: %d", code)
+	}
+	stored, _ := os.ReadFile(filepath.Join(dir, "cold_nodes", "step_000042.json"))
+	if strings.TrimSpace(out) != string(stored) {
+		t.Errorf("fold --json must print the cold node as stored")
+	}
+	var node map[string]any
+	mustJSON(t, out, &node)
+	if node["summary"] != "go test run" || node["artifact_sha256"] == nil {
+		t.Errorf("node: %v", node)
+	}
+	// Folding an indexed step exits 0 and says so.
+	out, _, code = cli(t, "", "--dir", dir, "fold", "42", "other")
+	if code != 0 || !strings.Contains(out, "already indexed") {
+		t.Errorf("refold: %d %s", code, out)
+	}
+	// Negative ids after --.
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "--", "-5", "before", "the", "start"); code != 0 {
+		t.Errorf("negative id: %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cold_nodes", "step_-00005.json")); err != nil {
+		t.Error(err)
+	}
+	// Standard input and explicit lists.
+	out, _, code = cli(t, "", "--dir", dir, "fold", "7", "stdin", "--file", "-", "--files", "a.go,b.go", "--errors", "", "--json")
+	mustJSON(t, out, &node)
+	if code != 0 || !reflect.DeepEqual(node["files"], []any{"a.go", "b.go"}) || !reflect.DeepEqual(node["errors"], []any{}) {
+		t.Errorf("explicit lists: %v", node)
+	}
+
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fold", "abc", "summary"}, "not an integer"},
+		{[]string{"fold", "1"}, "needs a step id and a summary"},
+		{[]string{"fold", "1", "s", "--file", "/does/not/exist"}, "cannot read"},
+		{[]string{"fold", "1", "s", "--file", t.TempDir()}, "is a directory"},
+		{[]string{"fold", "1", "s", "--bogus"}, "unknown flag"},
+	}
+	for _, b := range bad {
+		_, errs, code := cli(t, "", append([]string{"--dir", dir}, b.args...)...)
+		if code != 1 || !strings.Contains(errs, b.want) {
+			t.Errorf("%v: code %d, stderr %q, want %q", b.args, code, errs, b.want)
+		}
+	}
+}
+
+func TestFoldInputJSONKeepsAnyText(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	raw := "NUL\x00 and\r\nnewlines \u2028 ✓"
+	in, _ := json.Marshal(map[string]any{"step_id": 9, "summary": "odd bytes", "raw_content": raw, "commands": []string{}})
+	out, errs, code := cli(t, string(in), "--dir", dir, "fold", "--input", "-", "--json")
+	if code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "hydrate", "9", "--json")
+	var h map[string]any
+	mustJSON(t, out, &h)
+	if h["raw_content"] != raw || h["content"] != raw || h["truncated"] != false {
+		t.Errorf("hydrate: %v", h)
+	}
+	for _, k := range []string{"step_id", "content", "raw_content", "token_estimate", "truncated", "payload_sha256", "projection_sha256", "artifact_sha256", "summary"} {
+		if _, ok := h[k]; !ok {
+			t.Errorf("hydrate --json lacks %q", k)
+		}
+	}
+	if _, errs, code := cli(t, `{"summary": "no id"}`, "--dir", dir, "fold", "--input", "-"); code != 1 || !strings.Contains(errs, "step_id") {
+		t.Errorf("missing step_id: %d %s", code, errs)
+	}
+	if _, errs, code := cli(t, `{"step_id": "x"`, "--dir", dir, "fold", "--input", "-"); code != 1 || !strings.Contains(errs, "expected") {
+		t.Errorf("malformed: %d %s", code, errs)
+	}
+}
+
+func TestQueryCommandsJSON(t *testing.T) {
+	dir := demoDir(t)
+	out, _, code := cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt)
+	var scan struct {
+		QueryTerms []string `json:"query_terms"`
+		Selected   []struct {
+			StepID       int      `json:"step_id"`
+			MatchedTerms []string `json:"matched_terms"`
+			TokenCost    int      `json:"token_cost"`
+		} `json:"selected"`
+		Dropped []any `json:"dropped"`
+	}
+	mustJSON(t, out, &scan)
+	if code != 0 || len(scan.Selected) != 3 || scan.Selected[0].StepID != 342 || scan.Selected[0].TokenCost != 12 || scan.Dropped == nil {
+		t.Errorf("scan: %s", out)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "recall", "--json", "PostgreSQL", "port")
+	var hits []map[string]any
+	mustJSON(t, out, &hits)
+	if len(hits) != 4 || hits[0]["step_id"] != float64(137) || hits[0]["status"] != "latest_chronological" || hits[0]["summary"] == nil || hits[0]["coverage"] != float64(2) {
+		t.Errorf("recall: %s", out)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "scan", "--", "-v flag broke nothing")
+	if !strings.Contains(out, "query terms") {
+		t.Errorf("a prompt starting with - after --: %s", out)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "evict", "137", "--json")
+	var ev map[string]any
+	mustJSON(t, out, &ev)
+	if ev["step_id"] != float64(137) || ev["evicted_at"] == nil {
+		t.Errorf("evict: %s", out)
+	}
+}
+
+func TestExitCodesForBrokenState(t *testing.T) {
+	dir := demoDir(t)
+	nodes := filepath.Join(dir, "cold_nodes")
+	if _, _, code := cli(t, "", "--dir", dir, "hydrate", "1"); code != 2 {
+		t.Errorf("not found: %d", code)
+	}
+	if _, _, code := cli(t, "", "--dir", dir, "evict", "1"); code != 2 {
+		t.Errorf("evict not found: %d", code)
+	}
+	data, _ := os.ReadFile(filepath.Join(nodes, "step_000137.json"))
+	os.WriteFile(filepath.Join(nodes, "step_000138.json"), data, 0o644)
+	if _, _, code := cli(t, "", "--dir", dir, "hydrate", "138"); code != 4 {
+		t.Errorf("orphan: %d", code)
+	}
+	os.Remove(filepath.Join(nodes, "step_000342.json"))
+	if _, errs, code := cli(t, "", "--dir", dir, "hydrate", "342"); code != 5 || !strings.Contains(errs, "broken reference") {
+		t.Errorf("broken: %d %s", code, errs)
+	}
+	os.WriteFile(filepath.Join(nodes, "step_000447.json"), bytes.Replace(mustRead(t, filepath.Join(nodes, "step_000447.json")), []byte("Patched"), []byte("Botched"), 1), 0o644)
+	if _, _, code := cli(t, "", "--dir", dir, "hydrate", "447"); code != 3 {
+		t.Errorf("tampered: %d", code)
+	}
+	out, _, code := cli(t, "", "--dir", dir, "validate", "--json")
+	var rep struct {
+		OK       bool `json:"ok"`
+		Passed   int  `json:"passed"`
+		Findings []struct {
+			StepID *int   `json:"step_id"`
+			Kind   string `json:"kind"`
+		} `json:"findings"`
+	}
+	mustJSON(t, out, &rep)
+	kinds := map[string]int{}
+	for _, f := range rep.Findings {
+		kinds[f.Kind] = *f.StepID
+	}
+	if code != 1 || rep.OK || rep.Passed != 6 || kinds["orphan"] != 138 || kinds["broken_reference"] != 342 || kinds["integrity"] != 447 {
+		t.Errorf("validate: %d %s", code, out)
+	}
+	if _, _, code := cli(t, "", "--dir", demoDir(t), "validate"); code != 0 {
+		t.Errorf("clean validate: %d", code)
+	}
+}
+
+func TestBadStoreFilesNameTheFile(t *testing.T) {
+	dir := demoDir(t)
+	os.WriteFile(filepath.Join(dir, "hydration_policy.json"), []byte("{oops"), 0o644)
+	if _, errs, code := cli(t, "", "--dir", dir, "scan", "port"); code != 1 || !strings.Contains(errs, "hydration_policy.json") || !strings.Contains(errs, "remove the file") {
+		t.Errorf("bad policy: %d %s", code, errs)
+	}
+	dir = demoDir(t)
+	os.WriteFile(filepath.Join(dir, "recall_index.json"), []byte(`{"nodes": {"1": {"step_id": "one"}}}`), 0o644)
+	if _, errs, code := cli(t, "", "--dir", dir, "status"); code != 1 || !strings.Contains(errs, "recall_index.json") {
+		t.Errorf("bad index: %d %s", code, errs)
+	}
+	file := filepath.Join(t.TempDir(), "plain")
+	os.WriteFile(file, nil, 0o644)
+	if _, errs, code := cli(t, "", "--dir", file, "status"); code != 1 || !strings.Contains(errs, "not a directory") {
+		t.Errorf("--dir on a file: %d %s", code, errs)
+	}
+}
+
+func TestHelpHasExamples(t *testing.T) {
+	for _, c := range []string{"fold", "scan", "recall", "hydrate", "evict", "status", "validate", "demo"} {
+		out, _, code := cli(t, "", c, "--help")
+		if code != 0 || !strings.Contains(out, "Examples:") {
+			t.Errorf("%s --help: %d, no example", c, code)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestBinarySubprocess runs the real binary once, as a user would.
+func TestBinarySubprocess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "contextfold")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	cmd := exec.Command(bin, "demo", "--dir", dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	cmd = exec.Command(bin, "hydrate", "999", "--dir", dir)
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("exit code for not found: %v", err)
+	}
+}
