@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/proxy"
+)
+
+func init() { commands = append(commands, newProxyCmd) }
+
+func newProxyCmd(g *globals) *cobra.Command {
+	var (
+		listen, upstream, anthropicUp, openaiUp string
+		cfg                                     harness.Config
+		maxBody                                 int64
+	)
+	c := &cobra.Command{
+		Use:   "proxy",
+		Short: "Run a transparent LLM proxy that folds old turns and hydrates them on demand",
+		Long: `proxy listens for the Anthropic Messages API (POST /v1/messages) and the
+OpenAI Chat Completions API (POST /v1/chat/completions), streaming or not, and
+forwards them to the upstream. Before forwarding it folds old verbose turns
+into the session's store (replacing each by its folded-step record) and
+hydrates, verified, the cold nodes the latest human prompt mentions. Every
+other path passes through untouched. GET /contextfold/stats returns counters.
+
+Sessions: the X-Contextfold-Session header, else derived from the start of
+the conversation. Stores live under --dir (default: the user cache directory,
+contextfold/proxy), one per session.
+
+Point a client at it:
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
+  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 aider`,
+		Example: `  contextfold proxy --upstream https://api.anthropic.com
+  contextfold proxy --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com --openai-upstream https://api.openai.com
+  contextfold proxy --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if upstream == "" && anthropicUp == "" && openaiUp == "" {
+				return usagef("give --upstream URL (or --anthropic-upstream / --openai-upstream)")
+			}
+			dir := g.dir
+			if dir == "" {
+				base, err := os.UserCacheDir()
+				if err != nil {
+					return usagef("no --dir given and no user cache directory: %v", err)
+				}
+				dir = filepath.Join(base, "contextfold", "proxy")
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
+				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger})
+			if err != nil {
+				return usagef("%v", err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return usagef("cannot listen on %s: %v", listen, err)
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				<-ctx.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = hs.Shutdown(sctx)
+			}()
+			fmt.Fprintf(cmd.ErrOrStderr(), "contextfold proxy listening on http://%s (stores in %s)\n", ln.Addr(), dir)
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
+	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
+	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
+	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions (overrides --upstream)")
+	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded")
+	f.IntVar(&cfg.FoldBlock, "fold-block", harness.DefaultFoldBlock, "messages by which the fold boundary moves")
+	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded, in tokens")
+	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
+	return c
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold/harness"
+)
+
+func init() { commands = append(commands, newStepsCmd) }
+
+func newStepsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "steps",
+		Short: "List the folded-step records (the hot projection, spec §8) of every folded turn",
+		Long: `steps prints, for every folded turn of the store, the folded-step record that
+stays in the prompt in place of the turn: step_id, timestamp, target_files,
+action_type, summary (at most 280 characters), status and
+artifacts.cold_node_ref. Records are derived from the recall index and the
+verified cold node; a node that fails verification is described from its
+index entry alone. steps changes nothing in the store.`,
+		Example: `  contextfold steps
+  contextfold steps --json | jq '.[] | select(.status == "FAILED")'
+  contextfold --dir ~/.cache/contextfold/proxy/s-1a2b3c4d5e6f7a8b/g1 steps`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			entries, err := s.Entries()
+			if err != nil {
+				return err
+			}
+			steps := make([]harness.FoldedStep, 0, len(entries))
+			for _, e := range entries {
+				raw := ""
+				if h, err := s.Hydrate(e.StepID); err == nil {
+					raw = h.RawContent
+				}
+				steps = append(steps, harness.ProjectEntry(e, raw))
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				return writeJSON(out, steps)
+			}
+			if len(steps) == 0 {
+				fmt.Fprintln(out, "no folded steps")
+				return nil
+			}
+			for _, st := range steps {
+				fmt.Fprintf(out, "%6d  %s  %-17s %-7s %s\n", st.StepID, st.Timestamp, st.ActionType, st.Status, st.Summary)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,524 @@
+package harness
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/contextfold/contextfold"
+)
+
+// Defaults of Config. With them a conversation shorter than
+// DefaultHotWindow+DefaultFoldBlock messages is left alone, and a long agent
+// session keeps its last 12 to 27 messages verbatim while every older message
+// of 256 tokens or more is folded into a record of about 100 tokens.
+const (
+	DefaultHotWindow     = 12  // messages
+	DefaultFoldBlock     = 16  // messages
+	DefaultMinFoldTokens = 256 // tokens
+)
+
+// Config tunes when turns are folded. The zero value selects the defaults.
+type Config struct {
+	// HotWindow is the number of most recent messages that are never folded.
+	// 0 means DefaultHotWindow; a negative value means none.
+	HotWindow int
+	// FoldBlock is the step, in messages, by which the fold boundary moves
+	// (hysteresis). 0 means DefaultFoldBlock; values below 1 mean 1.
+	FoldBlock int
+	// MinFoldTokens is the size threshold: a message whose foldable text has
+	// fewer tokens (reference estimate, characters/4) stays in the prompt.
+	// 0 means DefaultMinFoldTokens; a negative value means no threshold.
+	MinFoldTokens int
+	// SessionID is written into every cold node ("" means the store's).
+	SessionID string
+}
+
+func (c Config) withDefaults() Config {
+	if c.HotWindow == 0 {
+		c.HotWindow = DefaultHotWindow
+	} else if c.HotWindow < 0 {
+		c.HotWindow = 0
+	}
+	if c.FoldBlock == 0 {
+		c.FoldBlock = DefaultFoldBlock
+	} else if c.FoldBlock < 1 {
+		c.FoldBlock = 1
+	}
+	if c.MinFoldTokens == 0 {
+		c.MinFoldTokens = DefaultMinFoldTokens
+	} else if c.MinFoldTokens < 0 {
+		c.MinFoldTokens = 0
+	}
+	return c
+}
+
+// ErrHistoryDiverged is matched (errors.Is) by the error PreTurnDispatch
+// returns when the conversation no longer agrees with the store: a folded
+// position now holds different content, or the history became shorter than
+// the folded steps. The client rewrote its history (its own compaction); the
+// caller should continue with a new store rather than mix two histories.
+var ErrHistoryDiverged = errors.New("harness: conversation history diverged from the store")
+
+// DivergedError reports the first step at which the history diverged.
+type DivergedError struct {
+	StepID int
+	Reason string
+}
+
+func (e *DivergedError) Error() string {
+	return fmt.Sprintf("harness: conversation history diverged from the store at step %d: %s", e.StepID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrHistoryDiverged) true.
+func (e *DivergedError) Is(target error) bool { return target == ErrHistoryDiverged }
+
+// FoldedMessage is a message that the dispatch replaces by its record.
+type FoldedMessage struct {
+	Index int        // position in the conversation (= step id)
+	Step  FoldedStep // the hot projection
+	// Text is what replaces the message's first foldable part
+	// (Step.PromptText()); its other foldable parts become PointerText.
+	Text string
+	// Tokens is the estimate of the folded payload that leaves the prompt.
+	Tokens int
+}
+
+// PointerText replaces the second and later foldable parts of a folded
+// message (their content is in the same cold node as the first).
+func PointerText(step int) string {
+	return "[contextfold: folded into step " + strconv.Itoa(step) + ", see its record]"
+}
+
+// HydratedNode is a verified cold node placed in the prompt.
+type HydratedNode struct {
+	StepID         int
+	Content        string // the verified content, capped per call
+	Tokens         int    // tokens of Content (the cap when truncated)
+	Truncated      bool
+	ArtifactSHA256 string
+	MatchedTerms   []string // the prompt terms it covered
+}
+
+// Refusal is a selected node that was not hydrated because it failed
+// verification or could not be read (CONF-09/10). Err is the typed error of
+// the store (errors.Is(err, contextfold.ErrIntegrityCheck), …).
+type Refusal struct {
+	StepID int
+	Err    error
+}
+
+// Accounting is the token bookkeeping of one dispatch. Tokens are reference
+// estimates (characters/4).
+type Accounting struct {
+	ClientTokens    int   `json:"client_tokens"`    // what the client sent
+	ForwardedTokens int   `json:"forwarded_tokens"` // what goes to the model
+	FoldedTokens    int   `json:"folded_tokens"`    // folded payloads taken out of the prompt
+	HydratedTokens  int   `json:"hydrated_tokens"`  // verified content put in
+	StepsFolded     int   `json:"steps_folded"`     // messages replaced by records
+	StepsHydrated   []int `json:"steps_hydrated"`
+	StepsDropped    []int `json:"steps_dropped"` // selected by the scan but over the per-turn budget
+	StepsRefused    []int `json:"steps_refused"` // failed verification, never injected
+}
+
+// Dispatch is the outcome of PreTurnDispatch: what to change in the outgoing
+// conversation, and the accounting. It is read-only for the caller.
+type Dispatch struct {
+	// Boundary is the fold boundary: messages before it may be folded.
+	Boundary int
+	// Folded lists the replaced messages in ascending order.
+	Folded []FoldedMessage
+	// PromptIndex is the message that carries the latest human prompt and
+	// receives the hydration; -1 when there is none.
+	PromptIndex int
+	// Prompt is the text that was scanned.
+	Prompt string
+	// Hydrated lists the injected nodes in scan order.
+	Hydrated []HydratedNode
+	// HydrationText is the content to append to the prompt message, after
+	// its tool results: one element per hydrated node. "" when none.
+	HydrationText string
+	// NewTurn is true when the prompt was not seen before (the scan ran).
+	NewTurn bool
+	// Warnings explain anything that was refused or failed; the turn still
+	// goes out.
+	Warnings   []string
+	Refused    []Refusal
+	Accounting Accounting
+}
+
+// Harness runs the turn lifecycle over one store (one conversation). It is
+// safe for concurrent use; calls are serialised.
+type Harness struct {
+	store *contextfold.Store
+	cfg   Config
+	seed  maphash.Seed
+
+	mu       sync.Mutex
+	verified map[int]uint64 // step → maphash of the payload checked against the index
+	turn     *turnState     // the hydration of the current human prompt
+	pending  map[int]bool   // hydrated and not yet evicted
+}
+
+type turnState struct {
+	promptIndex int
+	promptHash  uint64
+	hydrated    []HydratedNode
+	refused     []Refusal
+	dropped     []int
+	text        string
+	warnings    []string
+}
+
+// New returns a harness over store.
+func New(store *contextfold.Store, cfg Config) *Harness {
+	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(),
+		verified: map[int]uint64{}, pending: map[int]bool{}}
+}
+
+// Store returns the store the harness folds into.
+func (h *Harness) Store() *contextfold.Store { return h.store }
+
+// Config returns the configuration in force (defaults applied).
+func (h *Harness) Config() Config { return h.cfg }
+
+// Boundary returns the fold boundary for a conversation of n messages:
+// ⌊(n − HotWindow) / FoldBlock⌋ × FoldBlock, at least 0.
+func (h *Harness) Boundary(n int) int {
+	k := n - h.cfg.HotWindow
+	if k <= 0 {
+		return 0
+	}
+	return k / h.cfg.FoldBlock * h.cfg.FoldBlock
+}
+
+// PromptIndex returns the index of the message carrying the latest human
+// prompt: the last user message marked Human with text besides tool results
+// and hydrated content; -1 when there is none.
+func PromptIndex(conv []Message) int {
+	for i := len(conv) - 1; i >= 0; i-- {
+		m := conv[i]
+		if m.Role == RoleUser && m.Human && m.promptText() != "" {
+			return i
+		}
+	}
+	return -1
+}
+
+// PreTurnDispatch prepares one model call (pre_turn_dispatch): it folds the
+// cold messages of conv, derives their records, and hydrates the nodes the
+// latest human prompt needs. Within one human turn (the same prompt message)
+// the hydration is computed once and returned identical for every call.
+// Apply produces the outgoing conversation; conv is not modified.
+//
+// Folding is deterministic and idempotent: a message already folded is not
+// written again. A failed fold or a refused node is reported in Warnings
+// and the turn still goes out (the message stays verbatim, the node is left
+// out).
+//
+// Errors: a *DivergedError (ErrHistoryDiverged) when conv no longer agrees
+// with the store; a store error when the recall index cannot be read.
+func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+
+	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv))}
+	entries, err := h.entryMap()
+	if err != nil {
+		return nil, err
+	}
+	// Divergence: every folded step must still hold the content it was
+	// folded from.
+	for step := range entries {
+		if step < 0 || step >= len(conv) {
+			return nil, &DivergedError{StepID: step, Reason: fmt.Sprintf("the conversation has %d messages", len(conv))}
+		}
+	}
+	type cand struct {
+		i       int
+		payload string
+		tokens  int
+	}
+	var cands []cand
+	var toFold []contextfold.Turn
+	for i := 0; i < len(conv); i++ {
+		m := conv[i]
+		e, indexed := entries[i]
+		if !indexed && (i >= d.Boundary || i == d.PromptIndex || m.Role == RoleSystem) {
+			continue
+		}
+		payload, ok := m.payload()
+		if indexed {
+			if !ok || !h.sameAsIndexed(i, payload, e) {
+				return nil, &DivergedError{StepID: i, Reason: "the message differs from the folded content"}
+			}
+			if i == d.PromptIndex {
+				continue
+			}
+		} else {
+			if !ok {
+				continue
+			}
+		}
+		tokens := contextfold.TokenEstimate(payload)
+		if !indexed {
+			if tokens < h.cfg.MinFoldTokens {
+				continue
+			}
+			toFold = append(toFold, contextfold.Turn{StepID: i, Summary: Summarize(m), RawContent: payload, SessionID: h.cfg.SessionID})
+		}
+		cands = append(cands, cand{i, payload, tokens})
+	}
+	if len(toFold) > 0 {
+		if _, err := h.store.FoldBatch(toFold); err != nil {
+			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
+		}
+		if entries, err = h.entryMap(); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range cands {
+		e, ok := entries[c.i]
+		if !ok {
+			continue
+		}
+		if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
+			return nil, &DivergedError{StepID: c.i, Reason: "the store holds other content for this step"}
+		}
+		st := Project(conv[c.i], e)
+		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st, Text: st.PromptText(), Tokens: c.tokens})
+	}
+
+	h.hydrate(conv, d)
+	h.account(conv, d)
+	return d, nil
+}
+
+// Project derives the folded-step record of message m from its recall-index
+// entry (spec §8). It is a pure function of its arguments.
+func Project(m Message, e *contextfold.Entry) FoldedStep {
+	payload, _ := m.payload()
+	files := e.Files
+	if len(files) > maxTargetFiles {
+		files = files[:maxTargetFiles]
+	}
+	summary := e.Summary
+	if summary == "" {
+		summary = Summarize(m)
+	}
+	return FoldedStep{
+		StepID:      e.StepID,
+		Timestamp:   e.FoldedAt,
+		TargetFiles: append([]string{}, files...),
+		ActionType:  deriveActionType(m, payload),
+		Summary:     cut(clean(summary), MaxSummary),
+		Status:      deriveStatus(m, summary, payload),
+		Artifacts:   Artifacts{ColdNodeRef: e.FilePath},
+	}
+}
+
+// ProjectEntry derives the folded-step record of an indexed step from the
+// store alone: its entry and its raw content (pass "" when the cold node
+// cannot be read; the record is then derived from the entry). The role, tool
+// and command are read back from the summary's head when it has the form
+// Summarize writes ("tool Bash $ go test ./... [error]: …").
+func ProjectEntry(e *contextfold.Entry, raw string) FoldedStep {
+	m := Message{Parts: []Part{{Text: raw, Foldable: true}}}
+	if raw == "" {
+		m.Parts[0].Text = e.Summary
+	}
+	head, _, _ := strings.Cut(e.Summary, ": ")
+	if h, ok := strings.CutSuffix(head, " "+errorMark); ok {
+		head, m.IsError = h, true
+	}
+	if h, c, ok := strings.Cut(head, " $ "); ok {
+		head, m.Command = h, c
+	}
+	if role, tool, ok := strings.Cut(head, " "); ok && !strings.Contains(tool, " ") {
+		m.Role, m.Tool = role, tool
+	} else {
+		m.Role = head
+	}
+	if m.Command == "" && len(e.Commands) > 0 {
+		m.Command = e.Commands[0]
+	}
+	return Project(m, e)
+}
+
+func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
+	es, err := h.store.Entries()
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int]*contextfold.Entry, len(es))
+	for _, e := range es {
+		m[e.StepID] = e
+	}
+	return m, nil
+}
+
+// sameAsIndexed compares a payload with the entry's payload_sha256, caching
+// a fast hash of payloads already checked.
+func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) bool {
+	fast := maphash.String(h.seed, payload)
+	if v, ok := h.verified[step]; ok {
+		return v == fast
+	}
+	sum := sha256.Sum256([]byte(payload))
+	if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
+		return false
+	}
+	h.verified[step] = fast
+	return true
+}
+
+// hydrate fills in the hydration of the prompt, computing it once per human
+// turn.
+func (h *Harness) hydrate(conv []Message, d *Dispatch) {
+	if d.PromptIndex < 0 {
+		return
+	}
+	prompt := conv[d.PromptIndex].promptText()
+	key := maphash.String(h.seed, prompt)
+	t := h.turn
+	if t == nil || t.promptIndex != d.PromptIndex || t.promptHash != key {
+		d.NewTurn = true
+		// The next human prompt evicts whatever the last one left in.
+		for step := range h.pending {
+			if _, err := h.store.Evict(step); err != nil {
+				d.Warnings = append(d.Warnings, "evict failed: "+err.Error())
+			}
+			delete(h.pending, step)
+		}
+		t = &turnState{promptIndex: d.PromptIndex, promptHash: key}
+		h.scanAndHydrate(prompt, t)
+		h.turn = t
+	}
+	d.Prompt = prompt
+	d.Hydrated = t.hydrated
+	d.Refused = t.refused
+	d.HydrationText = t.text
+	d.Warnings = append(d.Warnings, t.warnings...)
+	d.Accounting.StepsDropped = t.dropped
+	for _, n := range t.hydrated {
+		h.pending[n.StepID] = true
+	}
+}
+
+func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
+	res, err := h.store.Scan(prompt)
+	if err != nil {
+		t.warnings = append(t.warnings, "scan failed, nothing hydrated: "+err.Error())
+		return
+	}
+	for _, p := range res.Dropped {
+		t.dropped = append(t.dropped, p.StepID)
+	}
+	var text []byte
+	for _, p := range res.Selected {
+		hy, err := h.store.Hydrate(p.StepID)
+		if err != nil {
+			t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
+			t.warnings = append(t.warnings, fmt.Sprintf("step %d refused: %v", p.StepID, err))
+			continue
+		}
+		n := HydratedNode{StepID: hy.StepID, Content: hy.Content, Tokens: hy.TokenEstimate,
+			Truncated: hy.Truncated, ArtifactSHA256: hy.ArtifactSHA256, MatchedTerms: p.MatchedTerms}
+		t.hydrated = append(t.hydrated, n)
+		if len(text) > 0 {
+			text = append(text, "\n\n"...)
+		}
+		text = append(text, HydrationBlock(n)...)
+	}
+	t.text = string(text)
+}
+
+func (h *Harness) account(conv []Message, d *Dispatch) {
+	a := &d.Accounting
+	for _, m := range conv {
+		for _, p := range m.Parts {
+			a.ClientTokens += contextfold.TokenEstimate(p.Text)
+		}
+	}
+	a.ForwardedTokens = a.ClientTokens
+	for _, f := range d.Folded {
+		a.FoldedTokens += f.Tokens
+		a.ForwardedTokens += contextfold.TokenEstimate(f.Text) - f.Tokens
+	}
+	a.StepsFolded = len(d.Folded)
+	for _, n := range d.Hydrated {
+		a.HydratedTokens += n.Tokens
+		a.StepsHydrated = append(a.StepsHydrated, n.StepID)
+	}
+	if d.HydrationText != "" {
+		a.ForwardedTokens += contextfold.TokenEstimate(d.HydrationText)
+	}
+	for _, r := range d.Refused {
+		a.StepsRefused = append(a.StepsRefused, r.StepID)
+	}
+	sort.Ints(a.StepsDropped)
+}
+
+// Apply returns the outgoing conversation: every folded message with its
+// first foldable part replaced by the record and its other foldable parts by
+// a pointer, and the hydration appended as the last part of the prompt
+// message. Parts that are not foldable are kept as they are. conv is not
+// modified.
+func (d *Dispatch) Apply(conv []Message) []Message {
+	out := make([]Message, len(conv))
+	copy(out, conv)
+	for _, f := range d.Folded {
+		m := out[f.Index]
+		parts := make([]Part, len(m.Parts))
+		copy(parts, m.Parts)
+		first := true
+		for k := range parts {
+			if !parts[k].Foldable {
+				continue
+			}
+			if first {
+				parts[k].Text = f.Text
+				first = false
+			} else {
+				parts[k].Text = PointerText(f.Index)
+			}
+		}
+		m.Parts = parts
+		out[f.Index] = m
+	}
+	if d.HydrationText != "" && d.PromptIndex >= 0 && d.PromptIndex < len(out) {
+		m := out[d.PromptIndex]
+		m.Parts = append(append([]Part{}, m.Parts...), Part{Text: d.HydrationText})
+		out[d.PromptIndex] = m
+	}
+	return out
+}
+
+// PostTurnResponse ends a model call (post_turn_response): it evicts every
+// node the dispatch hydrated, and the store appends each eviction to its log
+// (CONF-07). A later call of the same human turn hydrates the same content
+// again; the next human prompt does not.
+//
+// Errors: the store's, joined; the other nodes are still evicted.
+func (h *Harness) PostTurnResponse(d *Dispatch) ([]contextfold.Eviction, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var evs []contextfold.Eviction
+	var errs []error
+	for _, n := range d.Hydrated {
+		ev, err := h.store.Evict(n.StepID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(h.pending, n.StepID)
+		evs = append(evs, *ev)
+	}
+	return evs, errors.Join(errs...)
+}

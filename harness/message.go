@@ -1,0 +1,186 @@
+package harness
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Roles of the neutral message model.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Part is one piece of a message's content.
+type Part struct {
+	// Text is the text of the part (for a tool result: its output).
+	Text string
+	// Foldable is true when the part may be replaced by a folded-step record:
+	// plain text and tool output. Parts that must reach the model unchanged
+	// (thinking blocks, tool calls, images) are not foldable; an adapter may
+	// leave them out of the neutral model altogether.
+	Foldable bool
+	// ToolResult is true for the output of a tool call (it stays first in its
+	// message, before any hydrated content).
+	ToolResult bool
+}
+
+// Message is one message of a conversation in the transport-neutral model.
+// The proxy builds it from Anthropic and OpenAI request bodies; a Go agent
+// loop builds it directly.
+type Message struct {
+	Role  string // one of the Role* constants
+	Parts []Part
+	// Human is true when the message carries words of the human (a prompt),
+	// not only tool results. Hydration follows the latest human message.
+	Human bool
+	// Tool and Command name the tool call this message answers or makes, when
+	// known ("Bash", "go test ./..."); they shape the folded-step record.
+	Tool    string
+	Command string
+	// IsError is true for a tool result the tool flagged as failed.
+	IsError bool
+}
+
+// Text returns the message's text: its parts joined by a blank line.
+func (m Message) Text() string {
+	var b strings.Builder
+	for i, p := range m.Parts {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// payload is what a folded message stores: its foldable parts with any
+// hydrated content removed, joined by a blank line. ok is false when the
+// message has nothing foldable.
+func (m Message) payload() (string, bool) {
+	var b strings.Builder
+	n := 0
+	for _, p := range m.Parts {
+		if !p.Foldable {
+			continue
+		}
+		t := StripHydration(p.Text)
+		if strings.TrimSpace(t) == "" {
+			continue
+		}
+		if n > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(t)
+		n++
+	}
+	return b.String(), n > 0
+}
+
+// promptText is the text a scan matches: the non-tool-result text parts of a
+// human message, hydrated content removed.
+func (m Message) promptText() string {
+	var parts []string
+	for _, p := range m.Parts {
+		if p.ToolResult {
+			continue
+		}
+		if t := strings.TrimSpace(StripHydration(p.Text)); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Hydration markers. A hydrated node is placed in the prompt as
+//
+//	<contextfold-hydration step_id="137" artifact_sha256="…" chars="N" truncated="false">
+//	…content (N code points)…
+//	</contextfold-hydration>
+const (
+	HydrationOpen  = "<contextfold-hydration "
+	HydrationClose = "</contextfold-hydration>"
+)
+
+// IsHydration reports whether s holds hydrated content (a block the harness
+// injected, possibly echoed back by a client).
+func IsHydration(s string) bool { return strings.Contains(s, HydrationOpen) }
+
+// HydrationBlock renders one hydrated node as the element the harness injects.
+func HydrationBlock(h HydratedNode) string {
+	var b strings.Builder
+	b.WriteString(HydrationOpen)
+	b.WriteString(`step_id="` + strconv.Itoa(h.StepID) + `" artifact_sha256="` + h.ArtifactSHA256 +
+		`" chars="` + strconv.Itoa(utf8.RuneCountInString(h.Content)) + `" truncated="` + strconv.FormatBool(h.Truncated) + `">` + "\n")
+	b.WriteString(h.Content)
+	b.WriteString("\n" + HydrationClose)
+	return b.String()
+}
+
+// StripHydration removes every hydration element from s, using the declared
+// length of its content when it is intact and the next closing tag otherwise.
+// Text outside the elements is kept; surrounding blank lines are trimmed.
+func StripHydration(s string) string {
+	if !strings.Contains(s, HydrationOpen) {
+		return s
+	}
+	var out strings.Builder
+	rest := s
+	for {
+		i := strings.Index(rest, HydrationOpen)
+		if i < 0 {
+			out.WriteString(rest)
+			break
+		}
+		out.WriteString(rest[:i])
+		rest = rest[i:]
+		end := hydrationEnd(rest)
+		rest = rest[end:]
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// hydrationEnd returns the length of the hydration element at the start of s.
+func hydrationEnd(s string) int {
+	gt := strings.IndexByte(s, '>')
+	if gt < 0 {
+		return len(s)
+	}
+	head := s[:gt]
+	if n, ok := attrInt(head, "chars"); ok && n >= 0 {
+		// skip ">\n", n code points, then "\n</contextfold-hydration>".
+		pos := gt + 1
+		if pos < len(s) && s[pos] == '\n' {
+			pos++
+		}
+		for k := 0; k < n && pos < len(s); k++ {
+			_, size := utf8.DecodeRuneInString(s[pos:])
+			pos += size
+		}
+		tail := "\n" + HydrationClose
+		if strings.HasPrefix(s[pos:], tail) {
+			return pos + len(tail)
+		}
+	}
+	if j := strings.Index(s[gt:], HydrationClose); j >= 0 {
+		return gt + j + len(HydrationClose)
+	}
+	return len(s)
+}
+
+func attrInt(head, name string) (int, bool) {
+	k := strings.Index(head, " "+name+`="`)
+	if k < 0 {
+		return 0, false
+	}
+	v := head[k+len(name)+3:]
+	q := strings.IndexByte(v, '"')
+	if q < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v[:q])
+	return n, err == nil
+}

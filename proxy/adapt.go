@@ -1,0 +1,326 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/contextfold/contextfold/harness"
+)
+
+// API names the provider wire format of a request.
+type API string
+
+// The two APIs the proxy understands.
+const (
+	APIAnthropic API = "anthropic" // POST /v1/messages
+	APIOpenAI    API = "openai"    // POST /v1/chat/completions
+)
+
+// request is a client body read into the neutral model, with the byte
+// ranges needed to splice edits back into it.
+type request struct {
+	api    API
+	body   []byte
+	msgs   []harness.Message
+	spans  [][]span   // per message, per part: the value replaced when folding
+	points []appendAt // per message: where hydrated content goes
+	stream bool
+	seed   []byte // the start of the conversation, for the derived session id
+}
+
+// appendAt says how to add text at the end of a message's content.
+type appendAt struct {
+	content span // the content value
+	isArr   bool // array of blocks/parts; else a string
+	empty   bool // empty array
+	ok      bool
+	text    string // the string content (isArr false)
+}
+
+// errBadRequest marks a body the proxy rejects with 400.
+type errBadRequest struct{ msg string }
+
+func (e *errBadRequest) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &errBadRequest{msg: msg} }
+
+type toolRef struct{ name, command string }
+
+// parseRequest reads an Anthropic Messages or OpenAI Chat Completions body.
+func parseRequest(api API, body []byte) (*request, error) {
+	if !json.Valid(body) {
+		return nil, badRequest("request body is not valid JSON")
+	}
+	start := skipWS(body, 0)
+	if kind(body, span{start, len(body)}) != '{' {
+		return nil, badRequest("request body must be a JSON object")
+	}
+	top := objectFields(body, span{start, valueEnd(body, start)})
+	msgsSp, ok := get(top, "messages")
+	if !ok || kind(body, msgsSp) != '[' {
+		return nil, badRequest(`request body has no "messages" array`)
+	}
+	r := &request{api: api, body: body}
+	if sp, ok := get(top, "stream"); ok {
+		r.stream = string(body[sp.start:sp.end]) == "true"
+	}
+	elems := arrayElems(body, msgsSp)
+	r.msgs = make([]harness.Message, len(elems))
+	r.spans = make([][]span, len(elems))
+	r.points = make([]appendAt, len(elems))
+	if sp, ok := get(top, "system"); ok {
+		r.seed = append(r.seed, body[sp.start:sp.end]...)
+	}
+	tools := map[string]toolRef{}
+	firstUser := false
+	for i, el := range elems {
+		if kind(body, el) != '{' {
+			return nil, badRequest("messages[" + itoa(i) + "] is not an object")
+		}
+		mf := objectFields(body, el)
+		role := stringField(body, mf, "role")
+		if role == "" {
+			return nil, badRequest("messages[" + itoa(i) + "] has no role")
+		}
+		if !firstUser {
+			r.seed = append(r.seed, '\n')
+			r.seed = append(r.seed, body[el.start:el.end]...)
+			firstUser = role == "user"
+		}
+		if api == APIAnthropic {
+			r.anthropicMessage(i, role, mf, tools)
+		} else {
+			r.openaiMessage(i, role, mf, tools)
+		}
+	}
+	return r, nil
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+func (r *request) addPart(i int, p harness.Part, sp span) {
+	r.msgs[i].Parts = append(r.msgs[i].Parts, p)
+	r.spans[i] = append(r.spans[i], sp)
+}
+
+func (r *request) contentPoint(i int, content span) {
+	b := r.body
+	switch kind(b, content) {
+	case '"':
+		r.points[i] = appendAt{content: content, ok: true, text: decodeString(b, content)}
+	case '[':
+		r.points[i] = appendAt{content: content, isArr: true, ok: true, empty: len(arrayElems(b, content)) == 0}
+	}
+}
+
+func (r *request) anthropicMessage(i int, role string, mf []field, tools map[string]toolRef) {
+	b := r.body
+	m := &r.msgs[i]
+	m.Role = role
+	content, ok := get(mf, "content")
+	if !ok {
+		return
+	}
+	r.contentPoint(i, content)
+	switch kind(b, content) {
+	case '"':
+		t := decodeString(b, content)
+		r.addPart(i, harness.Part{Text: t, Foldable: true}, content)
+		m.Human = role == "user"
+	case '[':
+		for _, blk := range arrayElems(b, content) {
+			bf := objectFields(b, blk)
+			switch stringField(b, bf, "type") {
+			case "text":
+				sp, ok := get(bf, "text")
+				if !ok || kind(b, sp) != '"' {
+					continue
+				}
+				t := decodeString(b, sp)
+				r.addPart(i, harness.Part{Text: t, Foldable: true}, sp)
+				if role == "user" && strings.TrimSpace(harness.StripHydration(t)) != "" {
+					m.Human = true
+				}
+			case "tool_result":
+				if sp, ok := get(bf, "is_error"); ok && string(b[sp.start:sp.end]) == "true" {
+					m.IsError = true
+				}
+				if ref, ok := tools[stringField(b, bf, "tool_use_id")]; ok && m.Tool == "" {
+					m.Tool, m.Command = ref.name, ref.command
+				}
+				sp, ok := get(bf, "content")
+				if !ok {
+					continue
+				}
+				switch kind(b, sp) {
+				case '"':
+					r.addPart(i, harness.Part{Text: decodeString(b, sp), Foldable: true, ToolResult: true}, sp)
+				case '[':
+					text, onlyText := textBlocks(b, sp)
+					r.addPart(i, harness.Part{Text: text, Foldable: onlyText, ToolResult: true}, sp)
+				}
+			case "tool_use", "server_tool_use":
+				id := stringField(b, bf, "id")
+				name := stringField(b, bf, "name")
+				cmd := ""
+				if sp, ok := get(bf, "input"); ok {
+					cmd = commandOf(b[sp.start:sp.end])
+				}
+				tools[id] = toolRef{name, cmd}
+				if m.Tool == "" {
+					m.Tool, m.Command = name, cmd
+				}
+			}
+		}
+	}
+}
+
+// textBlocks joins the text of an array of content blocks; onlyText is false
+// when the array holds anything else (an image), which then stays as is.
+func textBlocks(b []byte, sp span) (text string, onlyText bool) {
+	var parts []string
+	onlyText = true
+	for _, blk := range arrayElems(b, sp) {
+		bf := objectFields(b, blk)
+		if stringField(b, bf, "type") != "text" {
+			onlyText = false
+			continue
+		}
+		parts = append(parts, stringField(b, bf, "text"))
+	}
+	return strings.Join(parts, "\n"), onlyText && len(parts) > 0
+}
+
+func (r *request) openaiMessage(i int, role string, mf []field, tools map[string]toolRef) {
+	b := r.body
+	m := &r.msgs[i]
+	switch role {
+	case "system", "developer":
+		m.Role = harness.RoleSystem
+	case "tool", "function":
+		m.Role = harness.RoleTool
+		id := stringField(b, mf, "tool_call_id")
+		if ref, ok := tools[id]; ok {
+			m.Tool, m.Command = ref.name, ref.command
+		} else if n := stringField(b, mf, "name"); n != "" {
+			m.Tool = n
+		}
+	default:
+		m.Role = role
+	}
+	if sp, ok := get(mf, "tool_calls"); ok && kind(b, sp) == '[' {
+		for _, tc := range arrayElems(b, sp) {
+			tf := objectFields(b, tc)
+			fsp, _ := get(tf, "function")
+			ff := objectFields(b, fsp)
+			name := stringField(b, ff, "name")
+			cmd := commandOf([]byte(stringField(b, ff, "arguments")))
+			tools[stringField(b, tf, "id")] = toolRef{name, cmd}
+			if m.Tool == "" {
+				m.Tool, m.Command = name, cmd
+			}
+		}
+	}
+	content, ok := get(mf, "content")
+	if !ok {
+		return
+	}
+	foldable := m.Role != harness.RoleSystem
+	r.contentPoint(i, content)
+	switch kind(b, content) {
+	case '"':
+		t := decodeString(b, content)
+		r.addPart(i, harness.Part{Text: t, Foldable: foldable, ToolResult: m.Role == harness.RoleTool}, content)
+		m.Human = role == "user" && strings.TrimSpace(harness.StripHydration(t)) != ""
+	case '[':
+		for _, p := range arrayElems(b, content) {
+			pf := objectFields(b, p)
+			if stringField(b, pf, "type") != "text" {
+				continue
+			}
+			sp, ok := get(pf, "text")
+			if !ok || kind(b, sp) != '"' {
+				continue
+			}
+			t := decodeString(b, sp)
+			r.addPart(i, harness.Part{Text: t, Foldable: foldable, ToolResult: m.Role == harness.RoleTool}, sp)
+			if role == "user" && strings.TrimSpace(harness.StripHydration(t)) != "" {
+				m.Human = true
+			}
+		}
+	}
+	if m.Role != harness.RoleUser {
+		r.points[i] = appendAt{}
+	}
+}
+
+// commandOf extracts a shell command or a path from tool-call arguments.
+func commandOf(args []byte) string {
+	var in map[string]any
+	if json.Unmarshal(args, &in) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "cmd", "file_path", "path", "query", "pattern", "url"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// sessionID derives a session id from the start of the conversation: the
+// system prompt and the messages up to the first user message.
+func (r *request) sessionID() string {
+	sum := sha256.Sum256(append([]byte(string(r.api)+"\n"), r.seed...))
+	return "s-" + hex.EncodeToString(sum[:8])
+}
+
+// rewrite splices the dispatch into the body: folded parts replaced by their
+// records, the hydration appended to the prompt message after its tool
+// results. Every other byte is the client's.
+func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
+	var edits []edit
+	for _, f := range d.Folded {
+		first := true
+		for k, p := range r.msgs[f.Index].Parts {
+			if !p.Foldable {
+				continue
+			}
+			text := harness.PointerText(f.Index)
+			if first {
+				text, first = f.Text, false
+			}
+			sp := r.spans[f.Index][k]
+			edits = append(edits, edit{sp.start, sp.end, encodeString(text)})
+		}
+	}
+	if d.HydrationText != "" && d.PromptIndex >= 0 {
+		pt := r.points[d.PromptIndex]
+		switch {
+		case !pt.ok:
+			return nil, errors.New("the prompt message has no content to extend")
+		case pt.isArr:
+			blk := append([]byte(`{"type":"text","text":`), encodeString(d.HydrationText)...)
+			blk = append(blk, '}')
+			if !pt.empty {
+				blk = append([]byte{','}, blk...)
+			}
+			// Insert before the closing bracket, after every existing block.
+			end := pt.content.end - 1
+			edits = append(edits, edit{end, end, blk})
+		default:
+			edits = append(edits, edit{pt.content.start, pt.content.end, encodeString(pt.text + "\n\n" + d.HydrationText)})
+		}
+	}
+	out := splice(r.body, edits)
+	if !json.Valid(out) {
+		return nil, errors.New("rewritten body is not valid JSON")
+	}
+	return out, nil
+}

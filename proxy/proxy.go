@@ -1,0 +1,589 @@
+// Package proxy is a transparent LLM proxy that folds an agent's
+// conversation in place: it speaks the Anthropic Messages API
+// (POST /v1/messages) and the OpenAI Chat Completions API
+// (POST /v1/chat/completions), streaming and not, and passes every other
+// request through untouched.
+//
+// For each API request the proxy reads the body into the neutral model of
+// package harness, runs PreTurnDispatch on the session's store, and splices
+// the result into the client's bytes: folded turns replaced by their
+// folded-step records, verified hydrated content appended to the message of
+// the latest human prompt after its tool results. Every other byte — thinking
+// blocks and their signatures, cache_control markers, images, tool pairing,
+// unknown fields — goes upstream exactly as the client wrote it. When the
+// response has been delivered, PostTurnResponse evicts the hydrated nodes.
+//
+// The response reaches the client byte for byte as the upstream sent it,
+// server-sent events flushed as they arrive; the proxy only reads a copy for
+// its bookkeeping. Authentication headers pass through and are never logged
+// or stored.
+//
+// Failure is safe: a node that fails verification is refused and the request
+// still goes out, with an X-Contextfold-Warning response header; upstream
+// errors reach the client unchanged; a client that disconnects cancels the
+// upstream call.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
+)
+
+// Header names the proxy reads or writes.
+const (
+	// HeaderSession selects the session store; without it the session is
+	// derived from the start of the conversation. It is not forwarded.
+	HeaderSession = "X-Contextfold-Session"
+	// HeaderWarning is added to a response when something was refused or
+	// failed (a tampered node, a failed fold); the request still went out.
+	HeaderWarning = "X-Contextfold-Warning"
+	// HeaderStats carries the request's accounting on the response, as
+	// "client=N forwarded=N folded=N hydrated=N" (tokens).
+	HeaderStats = "X-Contextfold-Tokens"
+)
+
+// Paths of the two APIs and of the stats endpoint.
+const (
+	PathAnthropic = "/v1/messages"
+	PathOpenAI    = "/v1/chat/completions"
+	PathStats     = "/contextfold/stats"
+)
+
+// DefaultMaxBodyBytes bounds a request body (bytes).
+const DefaultMaxBodyBytes = 64 << 20
+
+// Options configure a Server.
+type Options struct {
+	// Dir holds one store per session (Dir/<session>/g<generation>).
+	// Required.
+	Dir string
+	// Upstream is the base URL of the provider for both APIs, e.g.
+	// https://api.anthropic.com. AnthropicUpstream and OpenAIUpstream
+	// override it per API; the OpenAI one also receives every other path
+	// when set and Upstream is empty.
+	Upstream, AnthropicUpstream, OpenAIUpstream string
+	// Harness tunes folding (zero value: the harness defaults).
+	Harness harness.Config
+	// MaxBodyBytes bounds a request body in bytes; 0 means
+	// DefaultMaxBodyBytes. A larger body is answered 413.
+	MaxBodyBytes int64
+	// Logger receives one line per API request (nil: text on stderr).
+	Logger *slog.Logger
+	// Transport sends the upstream requests (nil: http.DefaultTransport).
+	Transport http.RoundTripper
+	// Clock stamps cold nodes and evictions (nil: contextfold.SystemClock).
+	Clock contextfold.Clock
+	// OnRequest, when set, is called with the record of every API request
+	// once its response is finished (tests, metrics). It must be safe for
+	// concurrent use.
+	OnRequest func(RequestRecord)
+}
+
+// RequestRecord is the accounting of one API request, as logged.
+type RequestRecord struct {
+	API        API    `json:"api"`
+	Session    string `json:"session"`
+	Generation int    `json:"generation"`
+	Stream     bool   `json:"stream"`
+	Status     int    `json:"status"` // upstream status; 499 when the client went away, 502 when the upstream failed
+	harness.Accounting
+	Messages   int              `json:"messages"`
+	Boundary   int              `json:"boundary"`
+	PromptStep int              `json:"prompt_step"`
+	NewTurn    bool             `json:"new_turn"`
+	Evicted    []int            `json:"evicted"`
+	Warnings   []string         `json:"warnings,omitempty"`
+	Observed   Observed         `json:"observed"`
+	Overhead   time.Duration    `json:"overhead_ns"` // time spent by the proxy before forwarding
+	Duration   time.Duration    `json:"duration_ns"` // until the response was finished
+	ClientSize int              `json:"client_bytes"`
+	SentSize   int              `json:"forwarded_bytes"`
+	Hydrated   []hydrationBrief `json:"hydrated,omitempty"`
+}
+
+type hydrationBrief struct {
+	StepID         int    `json:"step_id"`
+	Tokens         int    `json:"tokens"`
+	Truncated      bool   `json:"truncated"`
+	ArtifactSHA256 string `json:"artifact_sha256"`
+}
+
+// Server is the proxy. It is an http.Handler, safe for concurrent use.
+type Server struct {
+	opts      Options
+	anthropic *url.URL
+	openai    *url.URL
+	other     *url.URL
+	rp        *httputil.ReverseProxy
+	log       *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	stats    Stats
+}
+
+// Stats is served at GET /contextfold/stats.
+type Stats struct {
+	Requests        int             `json:"requests"`
+	PassThrough     int             `json:"pass_through"`
+	Rejected        int             `json:"rejected"`
+	ClientTokens    int             `json:"client_tokens"`
+	ForwardedTokens int             `json:"forwarded_tokens"`
+	FoldedTokens    int             `json:"folded_tokens"`
+	HydratedTokens  int             `json:"hydrated_tokens"`
+	Warnings        int             `json:"warnings"`
+	Sessions        int             `json:"sessions"`
+	Recent          []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
+}
+
+type session struct {
+	id  string
+	gen int
+	dir string
+	h   *harness.Harness
+}
+
+type ctxKey struct{}
+
+// reqState travels with a request from ServeHTTP to ModifyResponse.
+type reqState struct {
+	rec      RequestRecord
+	sess     *session
+	dispatch *harness.Dispatch
+	start    time.Time
+	once     sync.Once
+}
+
+// New returns a proxy server.
+//
+// Errors: a missing Dir or upstream, or an upstream that is not an
+// absolute http(s) URL.
+func New(opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("proxy: Options.Dir is required")
+	}
+	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if s.opts.MaxBodyBytes <= 0 {
+		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	var err error
+	parse := func(name, raw, fallback string) (*url.URL, error) {
+		if raw == "" {
+			raw = fallback
+		}
+		if raw == "" {
+			return nil, nil
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("proxy: %s upstream %q is not an absolute http(s) URL", name, raw)
+		}
+		return u, nil
+	}
+	if s.anthropic, err = parse("anthropic", opts.AnthropicUpstream, opts.Upstream); err != nil {
+		return nil, err
+	}
+	if s.openai, err = parse("openai", opts.OpenAIUpstream, opts.Upstream); err != nil {
+		return nil, err
+	}
+	if s.other, err = parse("default", opts.Upstream, ""); err != nil {
+		return nil, err
+	}
+	if s.other == nil {
+		s.other = s.openai
+		if s.other == nil {
+			s.other = s.anthropic
+		}
+	}
+	if s.other == nil {
+		return nil, errors.New("proxy: an upstream URL is required")
+	}
+	s.rp = &httputil.ReverseProxy{
+		Rewrite:        s.rewrite,
+		ModifyResponse: s.modifyResponse,
+		ErrorHandler:   s.errorHandler,
+		FlushInterval:  -1, // flush every write: server-sent events pass at once
+		Transport:      opts.Transport,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+func apiOf(r *http.Request) (API, bool) {
+	if r.Method != http.MethodPost {
+		return "", false
+	}
+	switch {
+	case strings.HasSuffix(r.URL.Path, PathAnthropic):
+		return APIAnthropic, true
+	case strings.HasSuffix(r.URL.Path, PathOpenAI):
+		return APIOpenAI, true
+	}
+	return "", false
+}
+
+// ServeHTTP handles one client request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == PathStats && r.Method == http.MethodGet {
+		s.serveStats(w)
+		return
+	}
+	api, ok := apiOf(r)
+	if !ok {
+		s.mu.Lock()
+		s.stats.PassThrough++
+		s.mu.Unlock()
+		s.rp.ServeHTTP(w, r)
+		return
+	}
+	if (api == APIAnthropic && s.anthropic == nil) || (api == APIOpenAI && s.openai == nil) {
+		s.reject(w, api, http.StatusNotFound, "no upstream is configured for the "+string(api)+" API")
+		return
+	}
+	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
+			return
+		}
+		s.reject(w, api, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+		return
+	}
+	out := body
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
+		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
+	} else {
+		req, err := parseRequest(api, body)
+		if err != nil {
+			var br *errBadRequest
+			if errors.As(err, &br) {
+				s.reject(w, api, http.StatusBadRequest, br.msg)
+				return
+			}
+			s.reject(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		sid := r.Header.Get(HeaderSession)
+		if sid != "" && !validSession.MatchString(sid) {
+			s.reject(w, api, http.StatusBadRequest, HeaderSession+" must be 1 to 64 characters of A-Z a-z 0-9 . _ - and start with a letter or digit")
+			return
+		}
+		if sid == "" {
+			sid = req.sessionID()
+		}
+		out = s.dispatch(st, req, sid)
+	}
+	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
+	st.rec.ClientTokens = contextfold.TokenEstimate(string(body))
+	st.rec.ForwardedTokens = contextfold.TokenEstimate(string(out))
+	st.rec.Overhead = time.Since(st.start)
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.ContentLength = int64(len(out))
+	r.Header.Del("Content-Length")
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
+	s.rp.ServeHTTP(w, r)
+}
+
+var validSession = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// dispatch runs the harness and returns the body to forward. On any failure
+// it returns the client's body and a warning: the request still goes out.
+func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
+	st.rec.Stream = req.stream
+	st.rec.Messages = len(req.msgs)
+	sess, err := s.session(sid, 0)
+	if err != nil {
+		st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
+		return req.body
+	}
+	d, err := sess.h.PreTurnDispatch(req.msgs)
+	if errors.Is(err, harness.ErrHistoryDiverged) {
+		// The client rewrote its history: continue in a new store.
+		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
+		if sess, err = s.session(sid, sess.gen+1); err == nil {
+			d, err = sess.h.PreTurnDispatch(req.msgs)
+		}
+	}
+	st.rec.Session = sid
+	if sess != nil {
+		st.rec.Generation = sess.gen
+	}
+	if err != nil {
+		st.rec.Warnings = append(st.rec.Warnings, "dispatch failed, forwarded unchanged: "+err.Error())
+		return req.body
+	}
+	st.sess, st.dispatch = sess, d
+	st.rec.Accounting = d.Accounting
+	st.rec.Boundary, st.rec.PromptStep, st.rec.NewTurn = d.Boundary, d.PromptIndex, d.NewTurn
+	st.rec.Warnings = append(st.rec.Warnings, d.Warnings...)
+	for _, n := range d.Hydrated {
+		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256})
+	}
+	out, err := req.rewrite(d)
+	if err != nil {
+		st.rec.Warnings = append(st.rec.Warnings, "rewrite failed, forwarded unchanged: "+err.Error())
+		st.dispatch = d // still evict what was hydrated
+		return req.body
+	}
+	return out
+}
+
+// session returns the session's harness; gen > 0 asks for at least that
+// generation (a new store after a divergence).
+func (s *Server) session(id string, gen int) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess != nil && sess.gen >= gen {
+		return sess, nil
+	}
+	if gen == 0 {
+		gen = latestGeneration(filepath.Join(s.opts.Dir, id))
+	}
+	dir := filepath.Join(s.opts.Dir, id, "g"+strconv.Itoa(gen))
+	store, err := contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: id})
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.opts.Harness
+	cfg.SessionID = id
+	sess = &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
+	s.sessions[id] = sess
+	s.stats.Sessions = len(s.sessions)
+	return sess, nil
+}
+
+// latestGeneration returns the highest g<N> under dir, at least 1.
+func latestGeneration(dir string) int {
+	ents, _ := os.ReadDir(dir)
+	best := 1
+	for _, e := range ents {
+		if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "g")); err == nil && strings.HasPrefix(e.Name(), "g") && n > best {
+			best = n
+		}
+	}
+	return best
+}
+
+func (s *Server) rewrite(pr *httputil.ProxyRequest) {
+	target := s.other
+	if api, ok := apiOf(pr.In); ok {
+		if api == APIAnthropic {
+			target = s.anthropic
+		} else {
+			target = s.openai
+		}
+		// Ask for an uncompressed response so that the bookkeeping can read
+		// it; the client still gets the upstream's bytes.
+		pr.Out.Header.Del("Accept-Encoding")
+	}
+	pr.SetURL(target)
+	pr.Out.Header.Del(HeaderSession)
+}
+
+func (s *Server) modifyResponse(resp *http.Response) error {
+	st, _ := resp.Request.Context().Value(ctxKey{}).(*reqState)
+	if st == nil {
+		return nil
+	}
+	st.rec.Status = resp.StatusCode
+	for _, w := range st.rec.Warnings {
+		resp.Header.Add(HeaderWarning, headerSafe(w))
+	}
+	a := st.rec.Accounting
+	resp.Header.Set(HeaderStats, fmt.Sprintf("client=%d forwarded=%d folded=%d hydrated=%d",
+		st.rec.ClientTokens, st.rec.ForwardedTokens, a.FoldedTokens, a.HydratedTokens))
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	resp.Body = &observedBody{rc: resp.Body, obs: newObserver(st.rec.API, sse), done: func(o Observed, err error) {
+		st.rec.Observed = o
+		if err != nil && !errors.Is(err, io.EOF) {
+			st.rec.Warnings = append(st.rec.Warnings, "response interrupted: "+err.Error())
+		}
+		s.finish(st)
+	}}
+	return nil
+}
+
+// headerSafe makes a warning fit on one header line.
+func headerSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 400 {
+		s = s[:400]
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	st, _ := r.Context().Value(ctxKey{}).(*reqState)
+	if r.Context().Err() != nil {
+		// The client went away; the upstream call was cancelled with it.
+		if st != nil {
+			st.rec.Status = 499
+			st.rec.Warnings = append(st.rec.Warnings, "client disconnected, upstream call cancelled")
+			s.finish(st)
+		}
+		return
+	}
+	api, _ := apiOf(r)
+	if st != nil {
+		st.rec.Status = http.StatusBadGateway
+		s.finish(st)
+	}
+	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error())
+}
+
+// finish evicts the hydrated nodes, logs the request and updates the stats.
+func (s *Server) finish(st *reqState) {
+	st.once.Do(func() {
+		if st.sess != nil && st.dispatch != nil && len(st.dispatch.Hydrated) > 0 {
+			evs, err := st.sess.h.PostTurnResponse(st.dispatch)
+			for _, ev := range evs {
+				st.rec.Evicted = append(st.rec.Evicted, ev.StepID)
+			}
+			if err != nil {
+				st.rec.Warnings = append(st.rec.Warnings, "evict failed: "+err.Error())
+			}
+		}
+		st.rec.Duration = time.Since(st.start)
+		rec := st.rec
+		s.mu.Lock()
+		s.stats.Requests++
+		s.stats.ClientTokens += rec.ClientTokens
+		s.stats.ForwardedTokens += rec.ForwardedTokens
+		s.stats.FoldedTokens += rec.FoldedTokens
+		s.stats.HydratedTokens += rec.HydratedTokens
+		if len(rec.Warnings) > 0 {
+			s.stats.Warnings++
+		}
+		s.stats.Recent = append(s.stats.Recent, rec)
+		if len(s.stats.Recent) > 32 {
+			s.stats.Recent = s.stats.Recent[len(s.stats.Recent)-32:]
+		}
+		s.mu.Unlock()
+		attrs := []any{"api", rec.API, "session", rec.Session, "gen", rec.Generation, "status", rec.Status,
+			"stream", rec.Stream, "messages", rec.Messages, "client_tokens", rec.ClientTokens,
+			"forwarded_tokens", rec.ForwardedTokens, "folded_tokens", rec.FoldedTokens,
+			"steps_folded", rec.StepsFolded, "hydrated_tokens", rec.HydratedTokens,
+			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused),
+			"evicted", ints(rec.Evicted), "overhead", rec.Overhead, "duration", rec.Duration}
+		for _, tc := range rec.Observed.ToolCalls {
+			attrs = append(attrs, "tool_call", tc.Name)
+		}
+		if len(rec.Warnings) > 0 {
+			attrs = append(attrs, "warnings", strings.Join(rec.Warnings, "; "))
+		}
+		s.log.Info("contextfold proxy request", attrs...)
+		if s.opts.OnRequest != nil {
+			s.opts.OnRequest(rec)
+		}
+	})
+}
+
+func ints(v []int) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	c := append([]int{}, v...)
+	sort.Ints(c)
+	parts := make([]string, len(c))
+	for i, n := range c {
+		parts[i] = strconv.Itoa(n)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Recent = append([]RequestRecord{}, s.stats.Recent...)
+	return st
+}
+
+func (s *Server) serveStats(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(s.Stats())
+}
+
+func (s *Server) reject(w http.ResponseWriter, api API, code int, msg string) {
+	s.mu.Lock()
+	s.stats.Rejected++
+	s.mu.Unlock()
+	s.writeError(w, api, code, msg)
+}
+
+// writeError answers in the error shape of the API.
+func (s *Server) writeError(w http.ResponseWriter, api API, code int, msg string) {
+	msg = "contextfold proxy: " + msg
+	var v any
+	if api == APIAnthropic {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}}
+	} else {
+		v = map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": nil}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// observedBody passes the upstream body through and feeds a copy to the
+// observer; at the end (EOF, error or Close) it calls done once.
+type observedBody struct {
+	rc   io.ReadCloser
+	obs  *observer
+	once sync.Once
+	done func(Observed, error)
+}
+
+func (b *observedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.obs.Write(p[:n])
+	}
+	if err != nil {
+		b.end(err)
+	}
+	return n, err
+}
+
+func (b *observedBody) end(err error) {
+	b.once.Do(func() { b.done(b.obs.result(), err) })
+}
+
+func (b *observedBody) Close() error {
+	err := b.rc.Close()
+	b.end(errors.New("closed before the end"))
+	return err
+}
