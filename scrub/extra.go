@@ -1,0 +1,310 @@
+package scrub
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Extra rules: our own detectors, run in addition to the gitleaks defaults.
+// Each one covers a class of secret that the gitleaks v8.30 default rules
+// miss (checked against the test corpus and field report 22):
+//
+//   - contextfold-url-password: a password in the user-info part of a URL,
+//     such as postgres://user:pass@host/db, mysql://…, redis://:pass@host,
+//     https://user:token@git.example.com. Gitleaks has no general rule for
+//     database URLs. Only the password is redacted; user and host stay.
+//   - contextfold-env-secret: a .env or shell style assignment NAME=value
+//     (also "export NAME=value" and "--name=value") whose name ends in a
+//     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, CREDENTIALS,
+//     PASSPHRASE, API_KEY/APIKEY, ACCESS_KEY, ACCESS_KEY_ID, PRIVATE_KEY,
+//     SECRET_KEY, SIGNING_KEY, ENCRYPTION_KEY, MASTER_KEY, AUTH_KEY, or any
+//     *_KEY whose value has 16+ characters mixing letters and digits) and
+//     whose value is non-trivial: 8+ characters, not a variable reference
+//     ($VAR, ${VAR}, %VAR%, {{var}}, <placeholder>), not a path, not a
+//     run of one repeated character, not true/false/null/none. Gitleaks'
+//     generic rule requires high entropy and skips many such values (e.g.
+//     AWS_SECRET_ACCESS_KEY values it cannot classify, test passwords).
+//     Names are matched by their last components only, so AWS_REGION,
+//     EDITOR, MAX_TOKENS or TOKEN_COUNTER never match.
+//   - contextfold-private-key-block: a whole PEM private key block, from
+//     "-----BEGIN … PRIVATE KEY-----" to the matching END line, or to the
+//     end of the text when the END line is missing (truncated output).
+//     Gitleaks requires 64+ characters of body and the END line.
+//   - contextfold-jwt: a JSON Web Token (eyJ….eyJ….signature). Gitleaks'
+//     rule requires 17+ characters per part and a minimum entropy.
+//   - contextfold-aws-access-key-id: AKIA/ASIA/ABIA/ACCA followed by 16
+//     upper-case letters or digits. Gitleaks only accepts the base-32
+//     alphabet (no 0, 1, 8, 9) above an entropy threshold, so many pasted
+//     and test key ids pass unnoticed.
+//   - contextfold-llm-api-key: API keys with well-known prefixes
+//     sk-ant-<kind><NN>-…, sk-proj-…, sk-svcacct-…, sk-admin-… of 20+
+//     characters. Gitleaks only knows exact lengths and an embedded marker,
+//     which shortened or reformatted keys do not have.
+//
+// Rule ids of our rules start with "contextfold-".
+
+// extraRule is one of our rules. To stay fast on large inputs a rule is not
+// run over the whole text: each occurrence of one of its anchor strings
+// yields a candidate start (begin), and the rule's regular expression,
+// anchored with ^, is matched from there on a bounded slice of the text.
+type extraRule struct {
+	id      string
+	anchors []string
+	// begin returns where a match containing the anchor found at p would
+	// start, or -1 when there cannot be one.
+	begin func(text string, p int) int
+	re    *regexp.Regexp // anchored with ^
+	// maxLen bounds the slice the regex sees (0 = rest of the text).
+	maxLen int
+	// secret returns the secret span given the submatch indexes (relative
+	// to the candidate start), or ok=false to veto the candidate.
+	secret func(cand string, m []int) (start, end int, ok bool)
+}
+
+var extraRules = []extraRule{
+	{
+		id:      "contextfold-url-password",
+		anchors: []string{"://"},
+		begin:   urlSchemeStart,
+		re:      regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'"\\<>]*:([^\s@'"\\/<>]{3,})@[A-Za-z0-9\[]`),
+		maxLen:  2048,
+		secret: func(c string, m []int) (int, int, bool) {
+			return m[2], m[3], !isPlaceholder(c[m[2]:m[3]])
+		},
+	},
+	{
+		id:      "contextfold-env-secret",
+		anchors: []string{"="},
+		begin:   envNameStart,
+		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
+		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
+		// quote, a shell separator, or a JSON escape (\n, \t, \", …).
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		maxLen: 4096,
+		secret: envSecret,
+	},
+	{
+		id:      "contextfold-private-key-block",
+		anchors: []string{"-----BEGIN"},
+		begin:   func(_ string, p int) int { return p },
+		re:      regexp.MustCompile(`^-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|$)`),
+	},
+	{
+		id:      "contextfold-jwt",
+		anchors: []string{"eyJ"},
+		begin:   wordStart,
+		re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`),
+	},
+	{
+		id:      "contextfold-aws-access-key-id",
+		anchors: []string{"AKIA", "ASIA", "ABIA", "ACCA"},
+		begin:   wordStart,
+		re:      regexp.MustCompile(`^(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b`),
+		maxLen:  64,
+	},
+	{
+		id:      "contextfold-llm-api-key",
+		anchors: []string{"sk-"},
+		begin:   wordStart,
+		re:      regexp.MustCompile(`^sk-(?:ant-[a-z]+[0-9]{2}-|proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}`),
+	},
+}
+
+// extraFindings runs our extra rules over text.
+func extraFindings(text string) []Finding {
+	var out []Finding
+	for _, r := range extraRules {
+		last := -1 // candidate starts already tried
+		for _, a := range r.anchors {
+			for off := 0; off < len(text); {
+				k := strings.Index(text[off:], a)
+				if k < 0 {
+					break
+				}
+				p := off + k
+				off = p + len(a)
+				b := r.begin(text, p)
+				if b < 0 || b == last {
+					continue
+				}
+				last = b
+				end := len(text)
+				if r.maxLen > 0 && b+r.maxLen < end {
+					end = b + r.maxLen
+				}
+				cand := text[b:end]
+				m := r.re.FindStringSubmatchIndex(cand)
+				if m == nil {
+					continue
+				}
+				s, e, ok := m[0], m[1], true
+				if r.secret != nil {
+					s, e, ok = r.secret(cand, m)
+				}
+				if ok && e > s {
+					out = append(out, Finding{RuleID: r.id, Start: b + s, End: b + e})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// wordStart accepts an anchor only at a word boundary (like \b before it).
+func wordStart(text string, p int) int {
+	if p > 0 && isWordByte(text[p-1]) {
+		return -1
+	}
+	return p
+}
+
+// urlSchemeStart walks back from "://" over the scheme.
+func urlSchemeStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b < 32 {
+		c := text[b-1]
+		if isWordByte(c) && c != '_' || c == '+' || c == '.' || c == '-' {
+			b--
+			continue
+		}
+		break
+	}
+	for b < p && !(text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
+		b++ // a scheme starts with a letter
+	}
+	if b == p || (b > 0 && isWordByte(text[b-1])) {
+		return -1
+	}
+	return b
+}
+
+// envNameStart walks back from "=" over blanks and the variable name; it
+// rejects ==, !=, <=, >= and =>.
+func envNameStart(text string, p int) int {
+	if p+1 < len(text) && (text[p+1] == '=' || text[p+1] == '>') {
+		return -1
+	}
+	if p > 0 && strings.IndexByte("=!<>:+-*/%&|^", text[p-1]) >= 0 && !(text[p-1] == '-' && p > 1 && isWordByte(text[p-2])) {
+		return -1
+	}
+	j := p
+	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
+		j--
+	}
+	b := j
+	for b > 0 && j-b < 256 && (isWordByte(text[b-1]) || text[b-1] == '.' || text[b-1] == '-') {
+		b--
+	}
+	// The name starts with a letter or '_' (skips "--" of --password=…).
+	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
+		b++
+	}
+	if b == j {
+		return -1
+	}
+	return b
+}
+
+// envSecret vets a NAME=value candidate and returns the value's span.
+func envSecret(c string, m []int) (int, int, bool) {
+	for g := 2; g <= 5; g++ {
+		if m[2*g] >= 0 {
+			s, e := m[2*g], m[2*g+1]
+			return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+		}
+	}
+	return 0, 0, false
+}
+
+// secretLast lists name components that make NAME=value a secret when the
+// name ends with them.
+var secretLast = map[string]bool{
+	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
+	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
+	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
+}
+
+// keyQualifiers make NAME=value a secret when NAME ends in <qualifier>_KEY.
+var keyQualifiers = map[string]bool{
+	"API": true, "ACCESS": true, "PRIVATE": true, "SECRET": true, "SIGNING": true,
+	"ENCRYPTION": true, "MASTER": true, "AUTH": true, "CLIENT": true,
+}
+
+func splitName(name string) []string {
+	return strings.FieldsFunc(strings.ToUpper(name), func(r rune) bool {
+		return r == '_' || r == '-' || r == '.'
+	})
+}
+
+// acceptEnvSecret decides whether NAME=value is a secret.
+func acceptEnvSecret(name, value string) bool {
+	parts := splitName(name)
+	if len(parts) == 0 {
+		return false
+	}
+	if isPlaceholder(value) || len(value) < 8 {
+		return false
+	}
+	last := parts[len(parts)-1]
+	if last == "ID" && len(parts) >= 3 && parts[len(parts)-2] == "KEY" && parts[len(parts)-3] == "ACCESS" {
+		return true // AWS_ACCESS_KEY_ID and the like
+	}
+	if secretLast[last] {
+		// Shell's PWD/OLDPWD hold paths, excluded by isPlaceholder.
+		return true
+	}
+	if last == "KEY" {
+		if len(parts) >= 2 && keyQualifiers[parts[len(parts)-2]] {
+			return true
+		}
+		return len(value) >= 16 && hasLetterAndDigit(value)
+	}
+	return false
+}
+
+func hasLetterAndDigit(s string) bool {
+	var l, d bool
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			d = true
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+			l = true
+		}
+	}
+	return l && d
+}
+
+// isPlaceholder reports values that are not secrets: variable references,
+// template placeholders, paths, repeated characters, and keywords.
+func isPlaceholder(v string) bool {
+	if v == "" {
+		return true
+	}
+	switch strings.ToLower(v) {
+	case "true", "false", "null", "none", "nil", "undefined", "required", "optional":
+		return true
+	}
+	switch v[0] {
+	case '$', '%', '<', '{', '/', '~':
+		return true
+	}
+	if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
+		return true
+	}
+	if len(v) >= 3 && v[1] == ':' && v[2] == '\\' { // C:\path
+		return true
+	}
+	same := true
+	for i := 1; i < len(v); i++ {
+		if v[i] != v[0] {
+			same = false
+			break
+		}
+	}
+	return same
+}

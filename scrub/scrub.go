@@ -1,0 +1,438 @@
+// Package scrub removes credentials from text before it is stored.
+//
+// Detection uses gitleaks (github.com/zricethezav/gitleaks/v8, package
+// detect) with its default rule set, plus a few extra rules defined in
+// extra.go for classes of secrets that the default rules miss (see there).
+// Only the secret part of a finding is replaced, by "[REDACTED:<rule-id>]".
+//
+// All offsets in this package are byte offsets into the text given.
+package scrub
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	ahocorasick "github.com/BobuSumisu/aho-corasick"
+	"github.com/zricethezav/gitleaks/v8/config"
+	"github.com/zricethezav/gitleaks/v8/detect"
+	"github.com/zricethezav/gitleaks/v8/report"
+)
+
+// Finding is one detected secret.
+type Finding struct {
+	// RuleID names the rule that found the secret: a gitleaks default rule
+	// id (e.g. "github-pat") or one of ours (prefix "contextfold-").
+	RuleID string
+	// Start and End are byte offsets of the secret in the text: text[Start:End].
+	Start, End int
+}
+
+// Result is the outcome of Scrub.
+type Result struct {
+	// Text is the scrubbed text; always valid UTF-8.
+	Text string
+	// Redactions is the number of "[REDACTED:…]" markers inserted. Findings
+	// that overlap or touch are merged into one marker.
+	Redactions int
+	// Rules holds the sorted, unique rule ids of every finding redacted.
+	Rules []string
+}
+
+// Scrubber finds and redacts secrets. The zero value is not usable; call New.
+// A Scrubber is safe for concurrent use by multiple goroutines.
+type Scrubber struct {
+	det   *detect.Detector
+	rules map[string]config.Rule
+	// kw finds the rules' keywords (lower case) in large texts.
+	kw *ahocorasick.Trie
+}
+
+var (
+	detOnce sync.Once
+	detVal  *detect.Detector
+	detKW   *ahocorasick.Trie
+	detErr  error
+)
+
+// sharedDetector builds the gitleaks detector once per process: building it
+// parses the default TOML config through viper's global instance (not safe
+// for concurrent use) and compiles about 200 regular expressions.
+func sharedDetector() (*detect.Detector, error) {
+	detOnce.Do(func() {
+		detVal, detErr = detect.NewDetectorDefaultConfig()
+		if detErr != nil {
+			return
+		}
+		kws := make([]string, 0, len(detVal.Config.Keywords))
+		for k := range detVal.Config.Keywords {
+			kws = append(kws, strings.ToLower(k))
+		}
+		sort.Strings(kws)
+		detKW = ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
+	})
+	return detVal, detErr
+}
+
+// New returns a Scrubber using the gitleaks default rules and our extra rules.
+// The underlying detector is built once per process and shared, so New is
+// cheap after the first call. It returns an error only if the gitleaks
+// default configuration cannot be loaded.
+func New() (*Scrubber, error) {
+	d, err := sharedDetector()
+	if err != nil {
+		return nil, err
+	}
+	return &Scrubber{det: d, rules: d.Config.Rules, kw: detKW}, nil
+}
+
+// redactionMarker returns the text that replaces a secret found by ruleID.
+func redactionMarker(ruleID string) string {
+	return "[REDACTED:" + ruleID + "]"
+}
+
+// Find returns every secret found in text, sorted by Start, then by End
+// (longer first), then gitleaks rules before ours, then by RuleID. Findings may overlap. It does not modify
+// anything and is meant for audits. Offsets are byte offsets into text, and
+// always fall on UTF-8 sequence boundaries of text.
+func (s *Scrubber) Find(text string) []Finding {
+	if text == "" {
+		return nil
+	}
+	var out []Finding
+	for _, w := range s.windows(text) {
+		for _, f := range s.gitleaksFindings(text[w[0]:w[1]]) {
+			f.Start += w[0]
+			f.End += w[0]
+			out = append(out, f)
+		}
+	}
+	out = append(out, extraFindings(text)...)
+	out = append(out, repeatFindings(text, out)...)
+	sortFindings(out)
+	return dedupe(out)
+}
+
+// Scrub returns text with the secret part of every finding replaced by
+// "[REDACTED:<rule-id>]". Invalid UTF-8 in text is first replaced by U+FFFD
+// (one per maximal invalid sequence), so the result is always valid UTF-8.
+// Overlapping or adjacent findings are merged into one span, labelled with
+// the rule of the finding that comes first in Find's order. The result is deterministic for a given text.
+func (s *Scrubber) Scrub(text string) Result {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	fs := s.Find(text)
+	if len(fs) == 0 {
+		return Result{Text: text}
+	}
+	ruleSet := map[string]struct{}{}
+	var b strings.Builder
+	b.Grow(len(text))
+	pos, n := 0, 0
+	for i := 0; i < len(fs); {
+		start, end, label := fs[i].Start, fs[i].End, fs[i].RuleID
+		ruleSet[fs[i].RuleID] = struct{}{}
+		j := i + 1
+		for ; j < len(fs) && fs[j].Start <= end; j++ {
+			if fs[j].End > end {
+				end = fs[j].End
+			}
+			ruleSet[fs[j].RuleID] = struct{}{}
+		}
+		b.WriteString(text[pos:start])
+		b.WriteString(redactionMarker(label))
+		pos = end
+		n++
+		i = j
+	}
+	b.WriteString(text[pos:])
+	rules := make([]string, 0, len(ruleSet))
+	for r := range ruleSet {
+		rules = append(rules, r)
+	}
+	sort.Strings(rules)
+	return Result{Text: b.String(), Redactions: n, Rules: rules}
+}
+
+// Windowing. Gitleaks runs a rule on a fragment only when one of the rule's
+// keywords occurs in it, and its rules then scan the whole fragment with
+// Go's regexp, at roughly 1 MB/s per rule. On a large text nearly every
+// common keyword (key, token, api, …) occurs somewhere, so we instead run the
+// detector on windows around the keyword occurrences: the keyword's line and
+// the next one, but at most windowBefore bytes before the keyword and
+// windowAfter bytes after it (to the END line for a private key), widened to
+// the nearest whitespace and merged when they overlap. A match reaching
+// further from its keyword can be missed; our extra rules and the repeat
+// pass always run on the whole text.
+const (
+	windowMinText = 16 << 10 // texts up to this size are scanned whole
+	windowBefore  = 512
+	windowAfter   = 2048
+	windowSnap    = 128 // how far an edge may move to reach whitespace
+	pemMaxBlock   = 64 << 10
+)
+
+// windows returns the [start, end) byte ranges of text to run gitleaks on,
+// sorted and disjoint.
+func (s *Scrubber) windows(text string) [][2]int {
+	if len(text) <= windowMinText {
+		return [][2]int{{0, len(text)}}
+	}
+	lower := asciiLower(text)
+	var ws [][2]int
+	for _, m := range s.kw.MatchString(lower) {
+		p := int(m.Pos())
+		a := max(0, p-windowBefore)
+		if nl := strings.LastIndexByte(text[a:p], '\n'); nl >= 0 {
+			a += nl + 1
+		}
+		b := min(len(text), p+len(m.Match())+windowAfter)
+		if nl := strings.IndexByte(text[p:b], '\n'); nl >= 0 {
+			if nl2 := strings.IndexByte(text[p+nl+1:b], '\n'); nl2 >= 0 {
+				b = p + nl + 1 + nl2
+			}
+		}
+		if m.MatchString() == "-----begin" {
+			if k := strings.Index(text[p:min(len(text), p+pemMaxBlock)], "-----END"); k >= 0 {
+				b = max(b, min(len(text), p+k+128))
+			}
+		}
+		ws = append(ws, [2]int{snapBack(text, a), snapForward(text, b)})
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
+	var out [][2]int
+	for _, w := range ws {
+		if n := len(out); n > 0 && w[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], w[1])
+			continue
+		}
+		out = append(out, w)
+	}
+	// Never split a UTF-8 sequence.
+	for i := range out {
+		for out[i][0] > 0 && !utf8.RuneStart(text[out[i][0]]) {
+			out[i][0]--
+		}
+		for out[i][1] < len(text) && !utf8.RuneStart(text[out[i][1]]) {
+			out[i][1]++
+		}
+	}
+	return out
+}
+
+// asciiLower lower-cases ASCII letters only, keeping byte offsets intact.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+// snapBack moves a window start back to just after whitespace, if near.
+func snapBack(text string, a int) int {
+	for i := a; i > 0 && a-i < windowSnap; i-- {
+		if isSpaceByte(text[i-1]) {
+			return i
+		}
+	}
+	return a
+}
+
+// snapForward moves a window end forward to whitespace, if near.
+func snapForward(text string, b int) int {
+	for i := b; i < len(text) && i-b < windowSnap; i++ {
+		if isSpaceByte(text[i]) {
+			return i
+		}
+	}
+	return b
+}
+
+// gitleaksFindings runs the gitleaks detector and converts its findings to
+// byte offsets. Gitleaks reports the match text and the secret, but only
+// line/column locations; we recover exact offsets by re-running the rule's
+// own regular expression over the text and pairing its matches, in order,
+// with the findings of that rule (gitleaks keeps them in match order and
+// only filters some out).
+func (s *Scrubber) gitleaksFindings(text string) []Finding {
+	found := s.det.DetectString(text)
+	if len(found) == 0 {
+		return nil
+	}
+	byRule := map[string][]report.Finding{}
+	var ruleOrder []string
+	for _, f := range found {
+		if _, ok := byRule[f.RuleID]; !ok {
+			ruleOrder = append(ruleOrder, f.RuleID)
+		}
+		byRule[f.RuleID] = append(byRule[f.RuleID], f)
+	}
+	var out []Finding
+	for _, id := range ruleOrder {
+		fs := byRule[id]
+		rule, ok := s.rules[id]
+		if !ok || rule.Regex == nil {
+			out = append(out, locateByValue(text, fs)...)
+			continue
+		}
+		matches := rule.Regex.FindAllStringIndex(text, -1)
+		j := 0
+		for _, f := range fs {
+			located := false
+			for ; j < len(matches); j++ {
+				m := matches[j]
+				raw := text[m[0]:m[1]]
+				trimmed := strings.Trim(raw, "\n")
+				if trimmed != f.Match {
+					continue
+				}
+				mStart := m[0] + strings.Index(raw, trimmed)
+				gs, ge, ok := secretSpan(rule, trimmed, f.Secret)
+				if !ok {
+					continue
+				}
+				out = append(out, Finding{RuleID: id, Start: mStart + gs, End: mStart + ge})
+				located = true
+				j++
+				break
+			}
+			if !located {
+				out = append(out, locateByValue(text, []report.Finding{f})...)
+			}
+		}
+	}
+	return out
+}
+
+// secretSpan finds the secret inside a gitleaks match the way gitleaks
+// extracts it: by running the rule's regex on the match text alone and taking
+// the rule's secret group, or else the first non-empty group, or else the
+// whole match. It reports whether the result equals the secret gitleaks gave.
+func secretSpan(rule config.Rule, match, secret string) (int, int, bool) {
+	start, end := 0, len(match)
+	if idx := rule.Regex.FindStringSubmatchIndex(match); len(idx) >= 4 {
+		if rule.SecretGroup > 0 {
+			if 2*rule.SecretGroup+1 < len(idx) && idx[2*rule.SecretGroup] >= 0 {
+				start, end = idx[2*rule.SecretGroup], idx[2*rule.SecretGroup+1]
+			}
+		} else {
+			for g := 1; 2*g+1 < len(idx); g++ {
+				if idx[2*g] >= 0 && idx[2*g+1] > idx[2*g] {
+					start, end = idx[2*g], idx[2*g+1]
+					break
+				}
+			}
+		}
+	}
+	if match[start:end] != secret {
+		// Fall back to the first occurrence of the secret inside the match.
+		k := strings.Index(match, secret)
+		if k < 0 || secret == "" {
+			return 0, 0, false
+		}
+		start, end = k, k+len(secret)
+	}
+	return start, end, true
+}
+
+// locateByValue is the fallback when a finding cannot be paired with a regex
+// match: every occurrence of its secret value in text is reported.
+func locateByValue(text string, fs []report.Finding) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if f.Secret == "" {
+			continue
+		}
+		for off := 0; ; {
+			k := strings.Index(text[off:], f.Secret)
+			if k < 0 {
+				break
+			}
+			out = append(out, Finding{RuleID: f.RuleID, Start: off + k, End: off + k + len(f.Secret)})
+			off += k + len(f.Secret)
+		}
+	}
+	return out
+}
+
+// minRepeatLen is the shortest secret value whose other occurrences in the
+// same text are redacted too.
+const minRepeatLen = 8
+
+// repeatFindings reports further occurrences of secret values already found,
+// so that a secret recognised in one place (say a KEY=value line) is also
+// removed where it is repeated without context (say an echo of the value).
+func repeatFindings(text string, fs []Finding) []Finding {
+	rule := map[string]string{}
+	var values []string
+	for _, f := range fs {
+		v := text[f.Start:f.End]
+		if len(v) < minRepeatLen {
+			continue
+		}
+		if _, ok := rule[v]; !ok {
+			rule[v] = f.RuleID
+			values = append(values, v)
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	var out []Finding
+	if len(values) == 1 {
+		v := values[0]
+		for off := 0; ; {
+			k := strings.Index(text[off:], v)
+			if k < 0 {
+				break
+			}
+			out = append(out, Finding{RuleID: rule[v], Start: off + k, End: off + k + len(v)})
+			off += k + len(v)
+		}
+		return out
+	}
+	trie := ahocorasick.NewTrieBuilder().AddStrings(values).Build()
+	for _, m := range trie.MatchString(text) {
+		p := int(m.Pos())
+		out = append(out, Finding{RuleID: rule[m.MatchString()], Start: p, End: p + len(m.Match())})
+	}
+	return out
+}
+
+// isOurs reports whether ruleID is one of our extra rules.
+func isOurs(ruleID string) bool { return strings.HasPrefix(ruleID, "contextfold-") }
+
+func sortFindings(fs []Finding) {
+	sort.Slice(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Start != b.Start {
+			return a.Start < b.Start
+		}
+		if a.End != b.End {
+			return a.End > b.End
+		}
+		if ao, bo := isOurs(a.RuleID), isOurs(b.RuleID); ao != bo {
+			return bo // gitleaks' rule names the kind first
+		}
+		return a.RuleID < b.RuleID
+	})
+}
+
+// dedupe removes exact duplicates from sorted findings.
+func dedupe(fs []Finding) []Finding {
+	out := fs[:0]
+	for i, f := range fs {
+		if i > 0 && f == fs[i-1] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
