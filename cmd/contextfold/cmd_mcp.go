@@ -100,9 +100,13 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, logger *slog.L
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Open event streams never end by themselves: wait briefly, then close.
+		shut, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		return hs.Shutdown(shut)
+		if err := hs.Shutdown(shut); err != nil {
+			return hs.Close()
+		}
+		return nil
 	}
 }
 
