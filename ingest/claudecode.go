@@ -1,0 +1,217 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// compactionPrefix starts the recap Claude Code writes as a user record after
+// it compacts a conversation.
+const compactionPrefix = "This session is being continued from a previous conversation"
+
+// jsonLine is one well-formed JSON object line of a JSONL file.
+type jsonLine struct {
+	line int
+	raw  []byte
+	obj  obj
+}
+
+// readJSONL splits data into lines, decodes each as a JSON object and reports
+// every other line (torn, empty, whitespace-only, not an object) as a Problem.
+func (p *parser) readJSONL(data []byte) []jsonLine {
+	var out []jsonLine
+	for n, rest := 1, data; len(rest) > 0; n++ {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		trimmed := bytes.TrimSpace(line)
+		switch {
+		case len(line) == 0:
+			p.problem(n, "empty line; skipped")
+			continue
+		case len(trimmed) == 0:
+			p.problem(n, "whitespace-only line; skipped")
+			continue
+		}
+		if !json.Valid(trimmed) {
+			p.problem(n, "not valid JSON (%s); line skipped, the record may be torn or cut short", jsonErr(trimmed))
+			continue
+		}
+		o, ok := decodeObj(trimmed)
+		if !ok {
+			p.problem(n, "a JSON %s where a JSON object record was expected; line skipped", jsonKind(trimmed))
+			continue
+		}
+		p.res.Replaced += countReplacements(trimmed)
+		out = append(out, jsonLine{line: n, raw: trimmed, obj: o})
+	}
+	return out
+}
+
+func jsonErr(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+func jsonKind(b []byte) string {
+	switch b[0] {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// parseClaudeCode parses a Claude Code session JSONL file.
+func (p *parser) parseClaudeCode(data []byte) error {
+	lines := p.readJSONL(data)
+	if len(lines) == 0 && len(p.res.Problems) > 0 {
+		return fmt.Errorf("ingest: claude-code: no readable JSON record in %d line(s) (first problem, line %d: %s); check that the file is a Claude Code session JSONL or use --format auto",
+			len(p.res.Problems), p.res.Problems[0].Line, p.res.Problems[0].Message)
+	}
+	seen := map[string]bool{}
+	tools := map[string]toolInfo{}
+	step := 0
+	for _, l := range lines {
+		p.res.Messages++
+		o := l.obj
+		typ := o.str("type")
+		if typ != "user" && typ != "assistant" && typ != "system" {
+			continue // queue-operation, file-history-snapshot, attachment, summary, unknown: not conversation turns
+		}
+		uuid := o.str("uuid")
+		if uuid != "" {
+			if seen[uuid] {
+				continue // re-appended copy of a record already ingested
+			}
+			seen[uuid] = true
+		}
+		d := draft{}
+		d.StepID = step
+		step++
+		d.ID = uuid
+		d.ParentID = o.str("parentUuid")
+		if d.ParentID == "" {
+			d.ParentID = o.str("logicalParentUuid")
+		}
+		d.SessionID = o.str("sessionId")
+		msg := o.obj("message")
+		switch typ {
+		case "system":
+			p.claudeSystem(&d, o)
+		case "user":
+			p.claudeUser(&d, o, msg, tools)
+		case "assistant":
+			p.claudeAssistant(&d, msg, tools)
+		}
+		p.add(d)
+	}
+	return nil
+}
+
+func (p *parser) claudeSystem(d *draft, o obj) {
+	d.Role, d.Kind = "system", "system"
+	sub := o.str("subtype")
+	if sub == "compact_boundary" {
+		d.Kind, d.label = "compact_boundary", "compact_boundary"
+	}
+	text := contentText(o["content"])
+	var extra []string
+	if sub != "" {
+		extra = append(extra, "subtype: "+sub)
+	}
+	for _, k := range []string{"level", "durationMs", "messageCount"} {
+		if v := o.scalar(k); v != "" {
+			extra = append(extra, k+": "+v)
+		}
+	}
+	if m := o.obj("compactMetadata"); m != nil {
+		extra = append(extra, "compactMetadata: "+renderJSON(o["compactMetadata"]))
+	}
+	d.Payload = joinSections(header(d.Role, d.Kind, ""), text, strings.Join(extra, "\n"))
+	d.source = text
+	if d.source == "" {
+		d.source = sub
+	}
+}
+
+func (p *parser) claudeUser(d *draft, o, msg obj, tools map[string]toolInfo) {
+	d.Role, d.Kind = "user", "prompt"
+	var c content
+	if msg != nil {
+		c = renderAnthropic(msg["content"])
+	} else if o.has("content") {
+		c = renderAnthropic(o["content"])
+	}
+	switch {
+	case c.results > 0:
+		d.Role, d.Kind = "tool", "tool_result"
+		d.IsError = c.isError
+		if len(c.resultIDs) > 0 {
+			if ti, ok := tools[c.resultIDs[0]]; ok {
+				d.Tool, d.Command = ti.name, ti.command
+			}
+		}
+		d.source = c.resultText
+		if strings.TrimSpace(d.source) == "" {
+			d.source = c.text
+		}
+	case o.boolean("isCompactSummary") || strings.HasPrefix(strings.TrimSpace(c.text), compactionPrefix):
+		d.Kind, d.label = "compaction", "compaction"
+		d.source = c.text
+	case o.boolean("isMeta"):
+		d.Kind, d.label = "meta", "meta"
+		d.source = c.text
+	default:
+		d.source = c.text
+	}
+	d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), c.body)
+}
+
+func (p *parser) claudeAssistant(d *draft, msg obj, tools map[string]toolInfo) {
+	d.Role, d.Kind = "assistant", "response"
+	var c content
+	if msg != nil {
+		c = renderAnthropic(msg["content"])
+	}
+	p.assistantFromContent(d, c, tools)
+}
+
+// assistantFromContent fills an assistant draft from Anthropic-style content.
+func (p *parser) assistantFromContent(d *draft, c content, tools map[string]toolInfo) {
+	if len(c.calls) > 0 {
+		d.Kind = "tool_call"
+		d.Tool, d.Command = c.calls[0].name, c.calls[0].command
+		for _, tc := range c.calls {
+			if tc.id != "" {
+				tools[tc.id] = toolInfo{name: tc.name, command: tc.command}
+			}
+		}
+	} else if strings.TrimSpace(c.text) == "" && c.thinking != "" {
+		d.Kind = "thought"
+	}
+	d.source = c.text
+	if strings.TrimSpace(d.source) == "" && len(c.calls) > 0 && d.Command == "" {
+		d.source = c.calls[0].args
+	}
+	if strings.TrimSpace(d.source) == "" {
+		d.source = c.thinking
+	}
+	d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), c.body)
+}

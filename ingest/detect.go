@@ -1,0 +1,215 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// detectLines is how many lines of a JSONL file Detect looks at.
+const detectLines = 64
+
+// claudeRecordTypes are record types that occur in Claude Code session files.
+var claudeRecordTypes = map[string]bool{
+	"user": true, "assistant": true, "system": true, "summary": true, "attachment": true,
+	"file-history-snapshot": true, "queue-operation": true, "progress": true,
+}
+
+// Detect recognises the transcript format of data. The error for unknown
+// input names the accepted formats and wraps [ErrUnknownFormat].
+func Detect(data []byte) (Format, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return "", unknownFormat("the input is empty")
+	}
+	switch trimmed[0] {
+	case '[':
+		a, ok := decodeArr(trimmed)
+		if !ok {
+			return "", unknownFormat("the input starts with '[' but is not a valid JSON array (" + jsonErr(trimmed) + ")")
+		}
+		if f, ok := chatFormat(a, nil); ok {
+			return f, nil
+		}
+		return "", unknownFormat("the JSON array does not hold chat messages (objects with \"role\")")
+	case '{':
+		if json.Valid(trimmed) {
+			o, _ := decodeObj(trimmed)
+			if f, ok := objectFormat(o); ok {
+				return f, nil
+			}
+			return "", unknownFormat("the JSON object has none of the expected fields (\"messages\", \"history\", a Claude Code record's \"type\"/\"uuid\")")
+		}
+		return detectJSONL(data)
+	}
+	if isAider(data) {
+		return FormatAider, nil
+	}
+	return "", unknownFormat("the input is neither JSON, JSONL nor an Aider chat history")
+}
+
+// detectJSONL classifies a JSONL file by its first well-formed object lines.
+func detectJSONL(data []byte) (Format, error) {
+	seen := 0
+	for n, rest := 0, data; len(rest) > 0 && n < detectLines; n++ {
+		line := rest
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		o, ok := decodeObj(line)
+		if !ok {
+			continue
+		}
+		seen++
+		if o.has("history") && (o.has("instance_id") || o.has("instruction") || o.has("test_result")) {
+			return FormatOpenHands, nil
+		}
+		if events := o.arr("history"); len(events) > 0 {
+			if e, ok := decodeObj(events[0]); ok && (e.has("action") || e.has("observation") || e.has("source")) {
+				return FormatOpenHands, nil
+			}
+		}
+		if isClaudeRecord(o) {
+			return FormatClaudeCode, nil
+		}
+	}
+	if seen == 0 {
+		return "", unknownFormat("no line of the input is a JSON object")
+	}
+	return "", unknownFormat("the JSON lines are neither Claude Code records (\"type\", \"uuid\", \"message\") nor OpenHands runs (\"history\")")
+}
+
+func isClaudeRecord(o obj) bool {
+	t := o.str("type")
+	if t == "" {
+		return false
+	}
+	if o.has("uuid") || o.has("parentUuid") || o.has("sessionId") || o.has("leafUuid") {
+		return true
+	}
+	return claudeRecordTypes[t] && (o.has("message") || t == "summary" || t == "queue-operation" || t == "file-history-snapshot")
+}
+
+// objectFormat classifies a single JSON object document.
+func objectFormat(o obj) (Format, bool) {
+	if strings.HasPrefix(o.str("trajectory_format"), "mini-swe-agent") {
+		return FormatMiniSWEAgent, true
+	}
+	if h, ok := o["history"]; ok {
+		if events, ok := decodeArr(h); ok {
+			for _, raw := range events {
+				e, ok := decodeObj(raw)
+				if !ok {
+					continue
+				}
+				if e.has("role") {
+					return FormatSWEAgent, true
+				}
+				if e.has("action") || e.has("observation") || e.has("source") {
+					return FormatOpenHands, true
+				}
+				break
+			}
+			if o.has("instance_id") && (o.has("test_result") || o.has("instruction")) {
+				return FormatOpenHands, true
+			}
+			if o.has("trajectory") || o.has("info") {
+				return FormatSWEAgent, true
+			}
+		}
+	}
+	if m, ok := o["messages"]; ok {
+		if msgs, ok := decodeArr(m); ok {
+			if info := o.obj("info"); info != nil && (info.has("mini_version") || strings.Contains(info.str("config"), "mini")) {
+				return FormatMiniSWEAgent, true
+			}
+			if f, ok := chatFormat(msgs, o); ok {
+				return f, true
+			}
+			if len(msgs) == 0 {
+				if o.has("system") {
+					return FormatAnthropic, true
+				}
+				return FormatOpenAI, true
+			}
+		}
+	}
+	if isClaudeRecord(o) {
+		return FormatClaudeCode, true
+	}
+	return "", false
+}
+
+// anthropicBlocks are content block types only the Anthropic API uses.
+var anthropicBlocks = map[string]bool{
+	"tool_use": true, "tool_result": true, "thinking": true, "redacted_thinking": true,
+	"server_tool_use": true, "web_search_tool_result": true, "document": true,
+	"mcp_tool_use": true, "mcp_tool_result": true,
+}
+
+// openAIParts are content part types only the OpenAI API uses.
+var openAIParts = map[string]bool{
+	"image_url": true, "input_audio": true, "refusal": true, "file": true, "input_text": true,
+}
+
+// chatFormat decides between the OpenAI and Anthropic message layouts.
+// top is the enclosing object, if any.
+func chatFormat(msgs []json.RawMessage, top obj) (Format, bool) {
+	anthropic, openai, roles := 0, 0, 0
+	for _, raw := range msgs {
+		m, ok := decodeObj(raw)
+		if !ok {
+			continue
+		}
+		if !m.has("role") {
+			continue
+		}
+		roles++
+		switch m.str("role") {
+		case "tool", "function", "system", "developer":
+			openai++
+		}
+		if m.has("tool_calls") || m.has("tool_call_id") || m.has("function_call") {
+			openai++
+		}
+		for _, b := range m.arr("content") {
+			bo, ok := decodeObj(b)
+			if !ok {
+				continue
+			}
+			t := bo.str("type")
+			switch {
+			case anthropicBlocks[t]:
+				anthropic++
+			case openAIParts[t]:
+				openai++
+			case t == "image" && bo.has("source"):
+				anthropic++
+			}
+		}
+	}
+	if roles == 0 {
+		return "", false
+	}
+	switch {
+	case anthropic > openai:
+		return FormatAnthropic, true
+	case openai > anthropic:
+		return FormatOpenAI, true
+	case top != nil && (top.has("system") || top.has("stop_sequences") || top.has("thinking")):
+		return FormatAnthropic, true
+	}
+	return FormatOpenAI, true
+}
+
+// isAider reports whether data looks like an Aider chat history.
+func isAider(data []byte) bool {
+	if bytes.HasPrefix(data, []byte(aiderSessionPrefix)) || bytes.Contains(data, []byte("\n"+aiderSessionPrefix)) {
+		return true
+	}
+	first := bytes.TrimLeft(data, " \t\r\n")
+	return bytes.HasPrefix(first, []byte("#### "))
+}

@@ -1,0 +1,372 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// obj is a decoded JSON object whose values are decoded on demand, so a field
+// of an unexpected type never fails the whole record.
+type obj map[string]json.RawMessage
+
+// decodeObj decodes raw as a JSON object; ok is false for anything else.
+func decodeObj(raw []byte) (obj, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var o obj
+	if err := json.Unmarshal(raw, &o); err != nil || o == nil {
+		return nil, false
+	}
+	return o, true
+}
+
+// decodeArr decodes raw as a JSON array; ok is false for anything else.
+func decodeArr(raw []byte) ([]json.RawMessage, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	var a []json.RawMessage
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, false
+	}
+	return a, true
+}
+
+func (o obj) has(k string) bool { _, ok := o[k]; return ok }
+
+// str returns the field as a string when it is a JSON string, else "".
+func (o obj) str(k string) string {
+	s, _ := rawString(o[k])
+	return s
+}
+
+// obj returns the field as an object, or nil.
+func (o obj) obj(k string) obj {
+	v, _ := decodeObj(o[k])
+	return v
+}
+
+// arr returns the field as an array, or nil.
+func (o obj) arr(k string) []json.RawMessage {
+	v, _ := decodeArr(o[k])
+	return v
+}
+
+// boolean returns the field when it is JSON true.
+func (o obj) boolean(k string) bool {
+	return string(bytes.TrimSpace(o[k])) == "true"
+}
+
+// num returns the field as a number text when it is a JSON number.
+func (o obj) num(k string) (string, bool) {
+	raw := bytes.TrimSpace(o[k])
+	if len(raw) == 0 || !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+		return "", false
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return "", false
+	}
+	return n.String(), true
+}
+
+// scalar renders a string, number or bool field as text ("" for others).
+func (o obj) scalar(k string) string {
+	raw := bytes.TrimSpace(o[k])
+	if len(raw) == 0 {
+		return ""
+	}
+	if s, ok := rawString(raw); ok {
+		return s
+	}
+	if n, ok := o.num(k); ok {
+		return n
+	}
+	switch string(raw) {
+	case "true", "false":
+		return string(raw)
+	}
+	return ""
+}
+
+// rawString decodes raw as a JSON string.
+func rawString(raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// renderJSON renders a JSON value compactly, keeping key order and number
+// text as given; strings are re-encoded so that lone surrogate escapes come
+// out as U+FFFD and non-ASCII text is written as itself. A JSON string value
+// is rendered as its text, without quotes.
+func renderJSON(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	if s, ok := rawString(raw); ok {
+		return s
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b strings.Builder
+	type frame struct {
+		object bool
+		n      int
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return validText(string(raw))
+		}
+		closing := false
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			closing = true
+		}
+		if len(stack) > 0 && !closing {
+			top := &stack[len(stack)-1]
+			switch {
+			case top.object && top.n%2 == 1:
+				b.WriteByte(':')
+			case top.n > 0:
+				b.WriteByte(',')
+			}
+			top.n++
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			b.WriteByte(byte(v))
+			if v == '{' || v == '[' {
+				stack = append(stack, frame{object: v == '{'})
+			} else if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case string:
+			writeJSONString(&b, v)
+		case json.Number:
+			b.WriteString(v.String())
+		case bool:
+			b.WriteString(strconv.FormatBool(v))
+		case nil:
+			b.WriteString("null")
+		}
+	}
+	return b.String()
+}
+
+func writeJSONString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte("0123456789abcdef"[r>>4])
+				b.WriteByte("0123456789abcdef"[r&0xf])
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+}
+
+// countReplacements counts what decoding raw JSON text turns into U+FFFD:
+// \uXXXX escapes of UTF-16 surrogates that do not form a high+low pair, and
+// bytes that are not valid UTF-8 (one per byte, as encoding/json does).
+func countReplacements(raw []byte) int {
+	n := 0
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c == '\\' {
+			if i+1 >= len(raw) {
+				break
+			}
+			if raw[i+1] != 'u' {
+				i += 2
+				continue
+			}
+			v, ok := hex4(raw, i+2)
+			if !ok {
+				i += 2
+				continue
+			}
+			switch {
+			case v >= 0xD800 && v <= 0xDBFF:
+				if i+7 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+					if w, ok := hex4(raw, i+8); ok && w >= 0xDC00 && w <= 0xDFFF {
+						i += 12
+						continue
+					}
+				}
+				n++
+			case v >= 0xDC00 && v <= 0xDFFF:
+				n++
+			}
+			i += 6
+			continue
+		}
+		if c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(raw[i:])
+		if r == utf8.RuneError && size == 1 {
+			n++
+		}
+		i += size
+	}
+	return n
+}
+
+func hex4(b []byte, at int) (int, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// validText replaces every invalid UTF-8 byte with U+FFFD.
+func validText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	out, _ := sanitize(s)
+	return out
+}
+
+// sanitize replaces every invalid UTF-8 byte with U+FFFD and counts them.
+func sanitize(s string) (string, int) {
+	if utf8.ValidString(s) {
+		return s, 0
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	n := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+			n++
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), n
+}
+
+// lineAt returns the 1-based line number of byte offset off in data.
+func lineAt(data []byte, off int) int {
+	if off > len(data) {
+		off = len(data)
+	}
+	if off < 0 {
+		off = 0
+	}
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}
+
+// elementLines returns, for the JSON array at data[start:], the 1-based line
+// of each element's first byte. It returns nil when the array cannot be
+// scanned; callers then report line 0.
+func elementLines(data []byte, arrayStart int) []int {
+	if arrayStart < 0 || arrayStart >= len(data) || data[arrayStart] != '[' {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data[arrayStart:]))
+	if _, err := dec.Token(); err != nil {
+		return nil
+	}
+	var lines []int
+	line := lineAt(data, arrayStart)
+	pos := arrayStart
+	for dec.More() {
+		off := arrayStart + int(dec.InputOffset())
+		for off < len(data) && (data[off] == ',' || data[off] == ' ' || data[off] == '\n' || data[off] == '\r' || data[off] == '\t') {
+			off++
+		}
+		line += bytes.Count(data[pos:off], []byte{'\n'})
+		pos = off
+		lines = append(lines, line)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return lines
+}
+
+// fieldOffset returns the byte offset of the value of top-level key in the
+// JSON object data, or -1.
+func fieldOffset(data []byte, key string) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return -1
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return -1
+		}
+		k, _ := t.(string)
+		off := int(dec.InputOffset())
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return -1
+		}
+		if k == key {
+			for off < len(data) && (data[off] == ':' || data[off] == ' ' || data[off] == '\n' || data[off] == '\r' || data[off] == '\t') {
+				off++
+			}
+			return off
+		}
+	}
+	return -1
+}

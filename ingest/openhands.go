@@ -1,0 +1,175 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// openHandsTools are actions that run a tool even when an event carries no
+// tool_call_metadata.
+var openHandsTools = map[string]bool{
+	"run": true, "run_ipython": true, "read": true, "edit": true, "write": true,
+	"browse": true, "browse_interactive": true, "call_tool_mcp": true, "delegate": true,
+}
+
+// openHandsEnvObservations are observations about the agent's state rather
+// than tool output.
+var openHandsEnvObservations = map[string]bool{
+	"agent_state_changed": true, "recall": true, "null": true, "user_rejected": true,
+}
+
+// parseOpenHands parses OpenHands evaluation output: one JSON run per line,
+// each with a "history" event stream. Step ids continue across runs.
+func (p *parser) parseOpenHands(data []byte) error {
+	var lines []jsonLine
+	if t := bytes.TrimSpace(data); bytes.IndexByte(t, '\n') >= 0 && json.Valid(t) {
+		// A single pretty-printed run rather than JSONL.
+		if o, ok := decodeObj(t); ok {
+			p.res.Replaced += countReplacements(t)
+			lines = []jsonLine{{line: 1, raw: t, obj: o}}
+		}
+	}
+	if lines == nil {
+		lines = p.readJSONL(data)
+	}
+	if len(lines) == 0 && len(p.res.Problems) > 0 {
+		return fmt.Errorf("ingest: openhands: no readable JSON run in %d line(s) (first problem, line %d: %s); check that the file is OpenHands output JSONL or use --format auto",
+			len(p.res.Problems), p.res.Problems[0].Line, p.res.Problems[0].Message)
+	}
+	step := 0
+	for _, l := range lines {
+		hist, ok := l.obj["history"]
+		events, isArr := decodeArr(hist)
+		if !ok || !isArr {
+			p.problem(l.line, "JSON object without a \"history\" array is not an OpenHands run; skipped")
+			continue
+		}
+		session := l.obj.scalar("instance_id")
+		for i, raw := range events {
+			p.res.Messages++
+			d := draft{}
+			d.StepID = step
+			step++
+			d.SessionID = session
+			o, ok := decodeObj(raw)
+			if !ok {
+				p.problem(l.line, "history[%d] of this run is not an event object; skipped", i)
+				continue
+			}
+			openHandsEvent(&d, o)
+			p.add(d)
+		}
+	}
+	return nil
+}
+
+func openHandsEvent(d *draft, o obj) {
+	d.ID = o.scalar("id")
+	d.ParentID = o.scalar("cause")
+	src := o.str("source")
+	message := o.str("message")
+	fn := o.obj("tool_call_metadata").str("function_name")
+	action, observation := o.str("action"), o.str("observation")
+	switch {
+	case action != "":
+		args := o.obj("args")
+		argsText := ""
+		if o.has("args") && !isNull(o["args"]) {
+			argsText = "[args]\n" + renderJSON(o["args"])
+		}
+		text := args.str("content")
+		if text == "" {
+			text = message
+		}
+		switch {
+		case action == "system":
+			d.Role, d.Kind = "system", "system"
+			d.source = text
+		case action == "message":
+			d.Role, d.Kind = "assistant", "response"
+			if src == "user" {
+				d.Role, d.Kind = "user", "prompt"
+			}
+			d.source = text
+		case action == "think":
+			d.Role, d.Kind = "assistant", "thought"
+			d.source = firstNonEmpty(args.str("thought"), message)
+		case action == "finish":
+			d.Role, d.Kind = "assistant", "response"
+			d.Tool = fn
+			d.source = firstNonEmpty(args.str("final_thought"), args.str("thought"), message)
+		case action == "condensation":
+			d.Role, d.Kind, d.label = "system", "compaction", "compaction"
+			d.source = firstNonEmpty(args.str("summary"), message)
+		case fn != "" || openHandsTools[action]:
+			d.Role, d.Kind = "assistant", "tool_call"
+			d.Tool = firstNonEmpty(fn, action)
+			d.Command = strings.TrimSpace(args.str("command"))
+			d.source = firstNonEmpty(args.str("thought"), message, args.str("path"))
+		default:
+			d.Role, d.Kind, d.label = roleOfSource(src), "event", action
+			d.source = message
+		}
+		d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), message, argsText)
+	case observation != "":
+		extras := o.obj("extras")
+		body := o.str("content")
+		var meta []string
+		if c := strings.TrimSpace(extras.str("command")); c != "" {
+			d.Command = c
+			meta = append(meta, "command: "+c)
+		}
+		if m := extras.obj("metadata"); m != nil {
+			if code, ok := m.num("exit_code"); ok {
+				meta = append(meta, "exit_code: "+code)
+				if n, err := strconv.ParseFloat(code, 64); err == nil && n > 0 {
+					d.IsError = true
+				}
+			}
+		}
+		if p := extras.str("path"); p != "" {
+			meta = append(meta, "path: "+p)
+		}
+		if fn == "" && openHandsEnvObservations[observation] {
+			d.Role, d.Kind, d.label = roleOfSource(src), "event", observation
+			if d.Role == "tool" {
+				d.Role = "system"
+			}
+		} else {
+			d.Role, d.Kind = "tool", "observation"
+			d.Tool = firstNonEmpty(fn, observation)
+			if observation == "error" || strings.HasPrefix(strings.TrimSpace(body), "ERROR:") {
+				d.IsError = true
+			}
+		}
+		d.source = firstNonEmpty(body, message)
+		d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), message, body, strings.Join(meta, "\n"))
+	default:
+		d.Role, d.Kind, d.label = roleOfSource(src), "event", "event"
+		d.source = message
+		d.Payload = joinSections(header(d.Role, d.Kind, ""), message)
+	}
+}
+
+func roleOfSource(src string) string {
+	switch src {
+	case "agent":
+		return "assistant"
+	case "user":
+		return "user"
+	default:
+		return "system"
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
