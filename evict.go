@@ -34,7 +34,7 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, ok := ix.entries[step]
+	r, ok := ix.get(step)
 	if !ok {
 		return nil, &NodeNotFoundError{StepID: step}
 	}
@@ -53,18 +53,10 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
 		return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
 	}
-	if !e.Evicted {
-		ne := *e
-		ne.Doc = make(map[string]any, len(e.Doc))
-		for k, v := range e.Doc {
-			ne.Doc[k] = v
-		}
-		ne.Doc["evicted"] = true
-		ne.Evicted = true
-		ne.pretty = nil
-		ix.entries[step] = &ne
-		if err := s.writeIndex(ix); err != nil {
-			return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+	if !r.evicted {
+		r.evicted = true
+		if err := s.commit(ix, []journalOp{{evict: step}}); err != nil {
+			return nil, err
 		}
 	}
 	return ev, nil

@@ -1,7 +1,7 @@
 package contextfold
 
 import (
-	"path/filepath"
+	"errors"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -59,22 +59,24 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 		return nil, err
 	}
 	results := make([]*FoldResult, len(turns))
-	var added []*Entry
+	var ops []journalOp
 	now := s.now()
 	for i, t := range turns {
-		if e, ok := ix.entries[t.StepID]; ok {
-			results[i] = &FoldResult{Entry: e, AlreadyIndexed: true}
-			if n, err := s.readColdNode(e.StepID); err == nil {
+		if r, ok := ix.get(t.StepID); ok {
+			results[i] = &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true}
+			if n, err := s.readColdNode(t.StepID); err == nil {
 				results[i].Node = n
 			}
 			continue
 		}
 		n, err := buildColdNode(t, policy.Hash(), now, false, TokenEstimate(t.Payload()), nil)
 		if err != nil {
+			s.ix = nil
 			return nil, err
 		}
 		data, err := canonjson.Pretty(n.Doc)
 		if err != nil {
+			s.ix = nil
 			return nil, err
 		}
 		path := s.NodePath(t.StepID)
@@ -82,19 +84,23 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
 		}
-		e := newEntry(n, s.indexFilePath(t.StepID), nil)
-		ix.add(e)
-		added = append(added, e)
-		results[i] = &FoldResult{Node: n, Entry: e}
+		r := ix.recordFromNode(n, s.indexFilePath(t.StepID))
+		ix.add(r)
+		ops = append(ops, journalOp{fold: r})
+		results[i] = &FoldResult{Node: n, Entry: ix.entry(r)}
 	}
-	if len(added) == 0 {
+	if len(ops) == 0 {
 		return results, nil
 	}
-	if ix.header["created_at"] == "" {
+	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = now
 	}
-	if err := s.writeIndex(ix); err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "free disk space or fix the permissions; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"}
+	if err := s.commit(ix, ops); err != nil {
+		var sf *StoreFileError
+		if errors.As(err, &sf) {
+			sf.Remedy += "; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"
+		}
+		return nil, err
 	}
 	return results, nil
 }
@@ -107,11 +113,11 @@ func (s *Store) Entry(step int) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, ok := ix.entries[step]
+	r, ok := ix.get(step)
 	if !ok {
 		return nil, &NodeNotFoundError{StepID: step}
 	}
-	return e, nil
+	return ix.entry(r), nil
 }
 
 // Entries returns every index entry in ascending step order.
@@ -122,9 +128,9 @@ func (s *Store) Entries() ([]*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Entry, 0, len(ix.entries))
-	for _, id := range ix.sortedSteps() {
-		out = append(out, ix.entries[id])
+	out := make([]*Entry, 0, ix.len())
+	for _, p := range ix.sortedPositions() {
+		out = append(out, ix.entry(ix.recs[p]))
 	}
 	return out, nil
 }

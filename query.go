@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"math/bits"
 	"path/filepath"
 	"sort"
 
@@ -48,26 +49,21 @@ func contains(sorted []string, t string) bool {
 	return i < len(sorted) && sorted[i] == t
 }
 
-// candidates returns the steps whose terms meet any query term, via the
-// inverted index, so the cost grows with the postings of the query's terms.
-func (ix *index) candidates(terms []string) []int {
-	seen := map[int]bool{}
-	var out []int
-	for _, t := range terms {
-		for _, id := range ix.postings[t] {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
-			}
-		}
+// queryIDs maps sorted query terms to dictionary ids; terms no node holds
+// get ok=false.
+func (ix *index) queryIDs(terms []string) (ids []uint32, ok []bool) {
+	ids, ok = make([]uint32, len(terms)), make([]bool, len(terms))
+	for i, t := range terms {
+		ids[i], ok[i] = ix.dict.lookup(t)
 	}
-	return out
+	return ids, ok
 }
 
 // Recall ranks the nodes that hold the query's terms (pull, CONF-04). The
 // primary tier holds the nodes of maximum coverage, newest step first,
 // labelled latest_chronological, superseded…, historical; every other
-// candidate follows, newest first, labelled related. Read-only.
+// candidate follows, newest first, labelled related. The cost grows with the
+// postings of the query's terms, not with the size of the index. Read-only.
 func (s *Store) Recall(query string) ([]RecallHit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -76,25 +72,40 @@ func (s *Store) Recall(query string) ([]RecallHit, error) {
 		return nil, err
 	}
 	terms := RecallTerms(query)
+	ids, known := ix.queryIDs(terms)
+	seen := map[int32]bool{}
 	var hits []RecallHit
-	for _, id := range ix.candidates(terms) {
-		e := ix.entries[id]
-		h := RecallHit{StepID: id, Summary: e.Summary, Evicted: e.Evicted}
-		for _, t := range terms {
-			inSummary := contains(e.SummaryTerms(), t)
-			inNode := contains(e.Terms(), t)
-			if inSummary {
-				h.Score += 2
-			}
-			if inNode {
-				h.Score++
-			}
-			if inSummary || inNode {
-				h.Coverage++
-			}
+	for i, id := range ids {
+		if !known[i] {
+			continue
 		}
-		if h.Coverage > 0 {
-			hits = append(hits, h)
+		for _, lists := range [][]int32{ix.post[id], ix.spost[id]} {
+			for _, p := range lists {
+				if seen[p] {
+					continue
+				}
+				seen[p] = true
+				r := ix.recs[p]
+				h := RecallHit{StepID: r.step, Summary: r.summary, Evicted: r.evicted}
+				for j, qid := range ids {
+					if !known[j] {
+						continue
+					}
+					inSummary, inNode := hasID(r.summaryTerms, qid), hasID(r.terms, qid)
+					if inSummary {
+						h.Score += 2
+					}
+					if inNode {
+						h.Score++
+					}
+					if inSummary || inNode {
+						h.Coverage++
+					}
+				}
+				if h.Coverage > 0 {
+					hits = append(hits, h)
+				}
+			}
 		}
 	}
 	return rankRecall(hits), nil
@@ -180,40 +191,40 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 	}
 	terms := ScanTerms(prompt)
 	res := &ScanResult{QueryTerms: terms, Selected: []ScanPick{}, Dropped: []ScanPick{}, BudgetTokens: budget}
-
-	residual := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		residual[t] = true
+	groups := ix.coverGroups(terms)
+	words := (len(terms) + 63) / 64
+	residual := make([]uint64, words)
+	for i := range terms {
+		residual[i/64] |= 1 << (i % 64)
 	}
-	cands := ix.candidates(terms)
-	sort.Sort(sort.Reverse(sort.IntSlice(cands))) // larger step first wins ties
 	remaining := budget
-	for len(residual) > 0 {
-		best, bestCov := 0, 0
-		for _, id := range cands {
+	for {
+		best, bestCov := -1, 0
+		for gi, g := range groups {
 			cov := 0
-			for _, t := range ix.entries[id].Terms() {
-				if residual[t] {
-					cov++
-				}
+			for w := 0; w < words; w++ {
+				cov += bits.OnesCount64(g.mask[w] & residual[w])
 			}
-			if cov > bestCov {
-				best, bestCov = id, cov
+			if cov > bestCov || (cov == bestCov && cov > 0 && ix.recs[g.pos].step > ix.recs[groups[best].pos].step) {
+				best, bestCov = gi, cov
 			}
 		}
 		if bestCov == 0 {
 			break
 		}
-		e := ix.entries[best]
+		g := groups[best]
+		r := ix.recs[g.pos]
 		var matched []string
-		for _, t := range e.Terms() {
-			if residual[t] {
-				matched = append(matched, t)
-				delete(residual, t)
+		for i := range terms {
+			if g.mask[i/64]&residual[i/64]&(1<<(i%64)) != 0 {
+				matched = append(matched, terms[i])
 			}
 		}
-		cost := minFloat(float64(e.TokenEstimate), capTokens, budget)
-		pick := ScanPick{StepID: best, MatchedTerms: matched, TokenCost: cost, Summary: e.Summary}
+		for w := 0; w < words; w++ {
+			residual[w] &^= g.mask[w]
+		}
+		cost := minFloat(float64(r.tokenEstimate), capTokens, budget)
+		pick := ScanPick{StepID: r.step, MatchedTerms: matched, TokenCost: cost, Summary: r.summary}
 		if len(res.Selected) == 0 || cost <= remaining {
 			res.Selected = append(res.Selected, pick)
 			remaining -= cost
@@ -223,6 +234,64 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// coverGroup is the newest node among those that hold exactly one set of the
+// query's terms: for set cover only that node of each set can ever be picked
+// (coverage depends only on the set; ties go to the larger step id).
+type coverGroup struct {
+	mask []uint64 // bit i: the node holds query term i
+	pos  int32
+}
+
+// coverGroups computes, from the postings of the query's terms only, the
+// distinct term sets the nodes hold and the newest node of each.
+func (ix *index) coverGroups(terms []string) []coverGroup {
+	ids, known := ix.queryIDs(terms)
+	words := (len(terms) + 63) / 64
+	slot := map[int32]int{}
+	var masks []uint64
+	var order []int32
+	for i, id := range ids {
+		if !known[i] {
+			continue
+		}
+		for _, p := range ix.post[id] {
+			k, ok := slot[p]
+			if !ok {
+				k = len(order)
+				slot[p] = k
+				order = append(order, p)
+				masks = append(masks, make([]uint64, words)...)
+			}
+			masks[k*words+i/64] |= 1 << (i % 64)
+		}
+	}
+	byMask := map[string]int{}
+	var groups []coverGroup
+	for k, p := range order {
+		m := masks[k*words : (k+1)*words]
+		key := maskKey(m)
+		if gi, ok := byMask[key]; ok {
+			if ix.recs[p].step > ix.recs[groups[gi].pos].step {
+				groups[gi].pos = p
+			}
+			continue
+		}
+		byMask[key] = len(groups)
+		groups = append(groups, coverGroup{mask: m, pos: p})
+	}
+	return groups
+}
+
+func maskKey(m []uint64) string {
+	b := make([]byte, 8*len(m))
+	for i, w := range m {
+		for j := 0; j < 8; j++ {
+			b[i*8+j] = byte(w >> (8 * j))
+		}
+	}
+	return string(b)
 }
 
 func minFloat(a float64, rest ...float64) float64 {

@@ -3,6 +3,7 @@ package contextfold
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -61,6 +62,8 @@ type Store struct {
 	mu      sync.Mutex
 	ix      *index
 	ixStamp fileStamp // of the recall_index.json that ix was read from
+	jOff    int64     // journal bytes applied to ix
+	jOps    int       // journal operations applied to ix
 }
 
 type fileStamp struct {
@@ -119,37 +122,122 @@ func stampOf(path string) (fileStamp, error) {
 	return fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}, nil
 }
 
-// loadIndex returns the current index, reloading it when the file changed.
-// Callers hold s.mu.
+// loadIndex returns the current index: recall_index.json (from memory when
+// unchanged, else from the cache file or the JSON) plus the journal's new
+// lines. Callers hold s.mu.
 func (s *Store) loadIndex() (*index, error) {
+	for attempt := 0; ; attempt++ {
+		ix, st, err := s.loadBase()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.replayJournal(ix); err != nil {
+			return nil, err
+		}
+		// A compaction between reading the base and the journal would hide
+		// journaled entries: if the index changed meanwhile, read again.
+		now, _ := stampOf(filepath.Join(s.dir, IndexFile))
+		if now == st || attempt == 3 {
+			return ix, nil
+		}
+		s.ix = nil
+	}
+}
+
+// loadBase returns the index as recall_index.json holds it.
+func (s *Store) loadBase() (*index, fileStamp, error) {
 	path := filepath.Join(s.dir, IndexFile)
 	st, err := stampOf(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		s.ix, s.ixStamp = nil, fileStamp{}
-		return newIndex(""), nil
+		if s.ix == nil || s.ixStamp.ok {
+			s.ix, s.ixStamp, s.jOff, s.jOps = newIndex(""), fileStamp{}, 0, 0
+		}
+		return s.ix, st, nil
 	}
 	if err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+		return nil, st, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
 	}
 	if s.ix != nil && st == s.ixStamp {
-		return s.ix, nil
+		return s.ix, st, nil
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+	var ix *index
+	if st.size >= IndexCacheThreshold {
+		if data, err := os.ReadFile(filepath.Join(s.dir, IndexCacheFile)); err == nil {
+			ix, _ = decodeCache(data, st)
+		}
 	}
-	ix, err := parseIndex(data)
-	if err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "restore it from a backup, or run 'contextfold repair --apply' to rebuild it from cold_nodes/"}
+	if ix == nil {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, st, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+		}
+		if ix, err = parseIndex(data); err != nil {
+			return nil, st, &StoreFileError{File: path, Err: err, Remedy: "restore it from a backup, or run 'contextfold repair --apply' to rebuild it from cold_nodes/"}
+		}
 	}
-	s.ix, s.ixStamp = ix, st
-	return ix, nil
+	s.ix, s.ixStamp, s.jOff, s.jOps = ix, st, 0, 0
+	return ix, st, nil
 }
 
-// writeIndex writes ix durably and remembers it as current. Callers hold
-// s.mu and the store lock.
+// replayJournal applies the journal lines not applied yet.
+func (s *Store) replayJournal(ix *index) error {
+	path := filepath.Join(s.dir, JournalFile)
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Size() <= s.jOff) {
+		return nil
+	}
+	if err != nil {
+		return &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+	}
+	defer f.Close()
+	data := make([]byte, fi.Size()-s.jOff)
+	n, err := f.ReadAt(data, s.jOff)
+	if err != nil && n < len(data) && !errors.Is(err, io.EOF) {
+		return &StoreFileError{File: path, Err: err, Remedy: "check the store's disk"}
+	}
+	consumed, lines, err := ix.applyJournal(data[:n])
+	s.jOff += int64(consumed)
+	s.jOps += lines
+	if err != nil {
+		s.ix = nil
+		return &StoreFileError{File: path, Err: err, Remedy: "run 'contextfold compact' after restoring the line, or remove the journal and run 'contextfold repair --apply' to re-index the cold nodes"}
+	}
+	return nil
+}
+
+// commit makes the in-memory changes ops durable: by appending them to the
+// journal while the index is large, else by rewriting recall_index.json (and
+// its cache) and emptying the journal. Callers hold s.mu and the store lock,
+// and loaded ix with loadIndex under that lock.
+func (s *Store) commit(ix *index, ops []journalOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if s.ixStamp.ok && s.ixStamp.size >= JournalThreshold && len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps {
+		lines, err := ix.encodeOps(ops)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(s.dir, JournalFile)
+		off, err := appendJournal(path, s.jOff, lines)
+		if err != nil {
+			s.ix = nil
+			return &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+		}
+		s.jOff, s.jOps = off, s.jOps+len(ops)
+		return nil
+	}
+	return s.writeIndex(ix)
+}
+
+// writeIndex rewrites recall_index.json durably (and the cache for a large
+// index), then empties the journal. Callers hold s.mu and the store lock.
 func (s *Store) writeIndex(ix *index) error {
-	if ix.header["created_at"] == "" || ix.header["created_at"] == nil {
+	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = s.now()
 	}
 	data, err := ix.encode()
@@ -159,14 +247,27 @@ func (s *Store) writeIndex(ix *index) error {
 	path := filepath.Join(s.dir, IndexFile)
 	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
 		s.ix = nil // the in-memory copy may be ahead of the disk
-		return fmt.Errorf("write %s: %w", path, err)
+		return &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
 	}
 	st, err := stampOf(path)
 	if err != nil {
 		s.ix = nil
 		return nil
 	}
-	s.ix, s.ixStamp = ix, st
+	cachePath := filepath.Join(s.dir, IndexCacheFile)
+	if int64(len(data)) >= IndexCacheThreshold {
+		if c, err := ix.encodeCache(st); err == nil {
+			_ = writeCache(s.dir, c) // derived data: a failure costs only time
+		}
+	} else {
+		_ = os.Remove(cachePath)
+	}
+	// The index now holds every journaled operation.
+	jpath := filepath.Join(s.dir, JournalFile)
+	if err := os.Remove(jpath); err == nil {
+		_ = syncDir(s.dir)
+	}
+	s.ix, s.ixStamp, s.jOff, s.jOps = ix, st, 0, 0
 	return nil
 }
 
@@ -199,4 +300,27 @@ func (s *Store) lock() (*fsutil.Lock, error) {
 		return nil, &StoreFileError{File: filepath.Join(s.dir, lockFile), Err: err, Remedy: "check the permissions of the store directory"}
 	}
 	return l, nil
+}
+
+func syncDir(dir string) error { return fsutil.SyncDir(dir) }
+
+// Compact rewrites recall_index.json with every journaled operation and
+// empties the journal, so that the index file alone describes the store (as
+// another IPCF implementation expects). A no-op for a store without a journal.
+func (s *Store) Compact() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(s.dir, JournalFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	l, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return err
+	}
+	return s.writeIndex(ix)
 }
