@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/hooks"
+)
+
+func init() { commands = append(commands, newHookCmd) }
+
+func newHookCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hook",
+		Short: "Run as an agent hook (Claude Code: contextfold hook claude-code <event>)",
+		Long: `hook runs contextfold inside an agent's hook system, for agents that cannot
+use the proxy. See docs/mcp-and-hooks.md for the settings.json snippet.`,
+	}
+	c.AddCommand(newClaudeCodeHookCmd(g))
+	return c
+}
+
+func newClaudeCodeHookCmd(g *globals) *cobra.Command {
+	var maxChars int
+	var strict, verbose bool
+	c := &cobra.Command{
+		Use:   "claude-code <UserPromptSubmit|Stop|SubagentStop|PreCompact|SessionStart>",
+		Short: "Claude Code hook: hydrate on UserPromptSubmit, fold on Stop/PreCompact, page table on SessionStart",
+		Long: `claude-code reads the hook's JSON payload on stdin.
+
+  UserPromptSubmit  scan the prompt; print {"hookSpecificOutput":{...,"additionalContext":...}}
+                    with the verified hydrated content, at most --max-chars characters,
+                    ending with a marker that says what was left out and how to fetch it.
+                    Nothing matches: print nothing.
+  Stop, SubagentStop, PreCompact
+                    fold the session's new turns from transcript_path (idempotent);
+                    print nothing.
+  SessionStart      print the session's folded steps as a compact page table.
+
+The store is --dir (placeholders {cwd} and {session_id} allowed), else
+$CONTEXTFOLD_DIR, else <cwd>/.contextfold/sessions/<session_id>.
+
+A hook must never block the user: on any error it prints a one-line note on
+stderr and exits 0, unless --strict (then exit 1, never 2, which Claude Code
+would take as "block").`,
+		Example: `  echo '{"session_id":"abc","cwd":"'$PWD'","hook_event_name":"UserPromptSubmit","prompt":"which port?"}' \
+    | contextfold hook claude-code UserPromptSubmit`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			stderr := cmd.ErrOrStderr()
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("internal error: %v", r)
+				}
+				if err == nil {
+					return
+				}
+				fmt.Fprintf(stderr, "contextfold hook: %s\n", oneLineErr(err))
+				if strict {
+					err = &silentExit{code: exitUsage}
+				} else {
+					err = nil
+				}
+			}()
+			event, ok := canonicalEvent(args[0])
+			if !ok {
+				return fmt.Errorf("unknown event %q; want UserPromptSubmit, Stop, SubagentStop, PreCompact or SessionStart", args[0])
+			}
+			in, err := hooks.ReadInput(cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			if err := in.CheckEvent(event); err != nil {
+				return err
+			}
+			dir := g.dir
+			if dir == "" {
+				dir = os.Getenv(contextfold.EnvStoreDir)
+			}
+			var diag io.Writer
+			if verbose || event == hooks.EventUserPromptSubmit {
+				diag = stderr
+			}
+			opts := hooks.Options{Dir: dir, MaxChars: maxChars, Diag: diag}
+			var out *hooks.Output
+			switch event {
+			case hooks.EventUserPromptSubmit:
+				out, err = hooks.UserPromptSubmit(in, opts)
+			case hooks.EventSessionStart:
+				out, err = hooks.SessionStart(in, opts)
+			default: // Stop, SubagentStop, PreCompact
+				var rep *hooks.FoldReport
+				rep, err = hooks.FoldTranscript(in, opts)
+				if err == nil && verbose {
+					fmt.Fprintf(stderr, "contextfold: folded %d new turns (%d already stored, %d secrets redacted) into %s\n",
+						rep.Folded, rep.Existing, rep.Redacted, rep.Dir)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return hooks.WriteOutput(cmd.OutOrStdout(), out)
+		},
+	}
+	c.Flags().IntVar(&maxChars, "max-chars", hooks.DefaultMaxChars, "cap of the injected context, in characters (UTF-16 code units)")
+	c.Flags().BoolVar(&strict, "strict", false, "exit 1 on errors instead of 0 (never blocks: exit 2 is not used)")
+	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "report what was folded on stderr")
+	return c
+}
+
+// canonicalEvent accepts an event name in any case, with or without '-' or
+// '_' (UserPromptSubmit, user-prompt-submit).
+func canonicalEvent(s string) (string, bool) {
+	key := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(s))
+	for _, e := range []string{hooks.EventUserPromptSubmit, hooks.EventStop, hooks.EventSubagentStop, hooks.EventPreCompact, hooks.EventSessionStart} {
+		if strings.ToLower(e) == key {
+			return e, true
+		}
+	}
+	return "", false
+}
+
+// oneLineErr flattens an error message to one line.
+func oneLineErr(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

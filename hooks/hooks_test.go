@@ -1,0 +1,354 @@
+package hooks_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/hooks"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// binary is the contextfold command, built once; the hooks run as real
+// subprocesses, as Claude Code runs them.
+var binary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "contextfold-hooks-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "contextfold")
+	out, err := exec.Command("go", "build", "-o", binary, "github.com/contextfold/contextfold/cmd/contextfold").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building contextfold: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// hook runs `contextfold hook claude-code <event> args...` in testdata/ with
+// the payload file on stdin and the store in dir.
+func hook(t testing.TB, dir, event, payloadFile string, args ...string) result {
+	t.Helper()
+	payload, err := os.ReadFile(filepath.Join("testdata", payloadFile))
+	if err != nil {
+		payload = []byte(payloadFile) // an inline payload
+	}
+	return hookRaw(t, dir, event, payload, args...)
+}
+
+func hookRaw(t testing.TB, dir, event string, payload []byte, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"hook", "claude-code", event}, args...)...)
+	cmd.Dir = "testdata"
+	cmd.Env = append(os.Environ(), contextfold.EnvStoreDir+"="+dir, contextfold.EnvSourceDateEpoch+"=1772449200")
+	cmd.Stdin = bytes.NewReader(payload)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// foldedSession returns a store holding the turns of 16-transcript.jsonl,
+// folded by the Stop hook.
+func foldedSession(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	if r := hook(t, dir, "Stop", "18-stop-hook-active.json"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("Stop: %+v", r)
+	}
+	return dir
+}
+
+// decodeOne checks that stdout is exactly one JSON object with
+// hookSpecificOutput.hookEventName, and returns it.
+func decodeOne(t *testing.T, stdout, event string) hooks.SpecificOutput {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var out struct {
+		HookSpecificOutput *hooks.SpecificOutput `json:"hookSpecificOutput"`
+	}
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON value:\n%s", stdout)
+	}
+	if out.HookSpecificOutput == nil || out.HookSpecificOutput.HookEventName != event {
+		t.Fatalf("hookSpecificOutput.hookEventName missing or wrong:\n%s", stdout)
+	}
+	return *out.HookSpecificOutput
+}
+
+// golden compares got (with the store directory replaced by $STORE) with
+// testdata/name.
+func golden(t *testing.T, name, dir, got string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, dir, "$STORE")
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file:\n got: %s\nwant: %s", name, got, want)
+	}
+}
+
+func len16(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// Field report 18: the Stop hook never blocks, exits 0, prints nothing, and
+// a second call folds nothing again.
+func TestStopIdempotent(t *testing.T) {
+	dir := foldedSession(t)
+	index := filepath.Join(dir, contextfold.IndexFile)
+	before, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := contextfold.Open(dir, contextfold.Options{})
+	entries, _ := s.Entries()
+	if len(entries) != 4 {
+		t.Fatalf("%d entries after Stop, want 4", len(entries))
+	}
+	for _, ev := range []string{"Stop", "PreCompact", "SubagentStop"} {
+		r := hook(t, dir, ev, "18-stop-hook-active.json", "-v")
+		if r.code != 0 || r.stdout != "" || strings.Contains(r.stdout, "block") {
+			t.Fatalf("%s again: %+v", ev, r)
+		}
+		if ev == "Stop" && !strings.Contains(r.stderr, "folded 0 new turns (4 already stored") {
+			t.Errorf("second Stop: %q", r.stderr)
+		}
+	}
+	after, _ := os.ReadFile(index)
+	if !bytes.Equal(before, after) {
+		t.Error("a second Stop changed the recall index")
+	}
+	files, _ := os.ReadDir(filepath.Join(dir, contextfold.ColdNodesDir))
+	if len(files) != 4 {
+		t.Errorf("%d cold node files, want 4", len(files))
+	}
+}
+
+// Field report 16: the injected context stays within the cap, is cut on a
+// line boundary, and ends with a marker naming the step, what was left out,
+// and the MCP tool to fetch it.
+func TestUserPromptSubmitCapAndMarker(t *testing.T) {
+	dir := foldedSession(t)
+	r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out := decodeOne(t, r.stdout, "UserPromptSubmit")
+	ctx := out.AdditionalContext
+	if n := len16(ctx); n > hooks.DefaultMaxChars {
+		t.Errorf("context is %d characters, over the cap %d", n, hooks.DefaultMaxChars)
+	}
+	if !utf8.ValidString(ctx) || strings.ContainsRune(ctx, utf8.RuneError) {
+		t.Error("context is not clean UTF-8")
+	}
+	if !strings.Contains(ctx, "[00000] assert cache_hit ratio") {
+		t.Error("the failing run's output is not in the context")
+	}
+	marker := ctx[strings.LastIndex(ctx, "\n[contextfold: left out"):]
+	for _, want := range []string{"of step 2", "characters", "fetch_archived_node", `"step_id": 2`, `"offset": `, "contextfold hydrate 2"} {
+		if !strings.Contains(marker, want) {
+			t.Errorf("marker %q lacks %q", marker, want)
+		}
+	}
+	if !strings.HasSuffix(ctx, "]") {
+		t.Error("the context does not end with the marker")
+	}
+	// Cut on a line boundary: the shown part of step 2 ends with a whole line.
+	shown := ctx[:strings.Index(ctx, "\n=== end of step 2 ===")]
+	if !strings.HasSuffix(shown, "🧪\n") {
+		t.Errorf("step 2 was not cut at the end of a line: …%q", shown[len(shown)-40:])
+	}
+	golden(t, "16-expected-stdout.json", dir, r.stdout)
+
+	// A smaller cap holds too, with the marker.
+	for _, max := range []string{"400", "1000", "2500"} {
+		r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--max-chars", max)
+		ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
+		if n := len16(ctx); n > atoi(max) {
+			t.Errorf("--max-chars %s: %d characters", max, n)
+		}
+		if !strings.Contains(ctx, "fetch_archived_node") {
+			t.Errorf("--max-chars %s: no marker", max)
+		}
+	}
+}
+
+func atoi(s string) int {
+	var n int
+	fmt.Sscan(s, &n)
+	return n
+}
+
+// Field report 17: one JSON object with hookEventName; an unknown id is a
+// diagnostic on stderr; nothing to add prints nothing; exit 0.
+func TestUserPromptSubmitOneObject(t *testing.T) {
+	dir := foldedSession(t)
+	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out := decodeOne(t, r.stdout, "UserPromptSubmit")
+	if !strings.Contains(out.AdditionalContext, "toolu_01FAKE0000000000001601") {
+		t.Error("the tool call's output is not in the context")
+	}
+	if !strings.Contains(r.stderr, "build-log-0000") || strings.Contains(r.stdout, "does not exist") {
+		t.Errorf("the unknown id is not reported on stderr: %q", r.stderr)
+	}
+	golden(t, "17-expected-stdout.json", dir, r.stdout)
+
+	r = hook(t, dir, "UserPromptSubmit", "17b-hook-no-ids.json")
+	if r.code != 0 || r.stdout != "" {
+		t.Errorf("no match: exit %d, stdout %q", r.code, r.stdout)
+	}
+	// No store at all: nothing, quickly.
+	r = hook(t, filepath.Join(t.TempDir(), "none"), "UserPromptSubmit", "16-hook-userpromptsubmit.json")
+	if r.code != 0 || r.stdout != "" {
+		t.Errorf("no store: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// Field report 23: a node whose bytes do not match its hash is refused, not
+// pasted; the hook still exits 0.
+func TestTornBlobNeverPasted(t *testing.T) {
+	var fr struct {
+		Blob   string `json:"blob_on_disk_utf8"`
+		Prompt string `json:"hydrate_prompt"`
+	}
+	data, _ := os.ReadFile("testdata/23-torn-cold-blob.json")
+	if err := json.Unmarshal(data, &fr); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	s, _ := contextfold.Open(dir, contextfold.Options{})
+	if _, err := s.Fold(contextfold.Turn{StepID: 7, Summary: "go test ./... (toolu_01FAKE0000000000002301)", RawContent: fr.Blob + "ok  example.com/widget/pkg240\t0.31s\nPASS\n"}); err != nil {
+		t.Fatal(err)
+	}
+	p := s.NodePath(7)
+	node, _ := os.ReadFile(p)
+	torn := strings.Replace(string(node), `pkg240\t0.31s\nPASS\n`, ``, 1)
+	if torn == string(node) {
+		t.Fatal("could not tear the node")
+	}
+	os.WriteFile(p, []byte(torn), 0o644)
+	payload, _ := json.Marshal(map[string]any{"session_id": "s-23", "transcript_path": "", "cwd": t.TempDir(), "hook_event_name": "UserPromptSubmit", "prompt": fr.Prompt})
+	r := hookRaw(t, dir, "UserPromptSubmit", payload)
+	if r.code != 0 || r.stdout != "" || strings.Contains(r.stderr, "pkg000") {
+		t.Fatalf("torn blob: exit %d, stdout %q", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "integrity check failed for step 7") {
+		t.Errorf("stderr does not say why: %q", r.stderr)
+	}
+}
+
+func TestSessionStartPageTable(t *testing.T) {
+	dir := foldedSession(t)
+	r := hook(t, dir, "SessionStart", `{"session_id":"5a9d7e3b-1c2f-4e8a-b6d0-7e1f2c3a4b5d","transcript_path":"./16-transcript.jsonl","cwd":"/home/dev/widget","hook_event_name":"SessionStart","source":"resume"}`)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out := decodeOne(t, r.stdout, "SessionStart")
+	if !strings.Contains(out.AdditionalContext, "2 | 2026-03-02T11:00:00Z | COMMAND_EXECUTION") {
+		t.Errorf("page table:\n%s", out.AdditionalContext)
+	}
+	golden(t, "sessionstart-expected-stdout.json", dir, r.stdout)
+	r = hook(t, dir, "SessionStart", `{"session_id":"x","hook_event_name":"SessionStart"}`, "--max-chars", "300")
+	if ctx := decodeOne(t, r.stdout, "SessionStart").AdditionalContext; len16(ctx) > 300 {
+		t.Errorf("--max-chars 300: %d characters", len16(ctx))
+	}
+}
+
+// A failing hook never blocks: exit 0 with one line on stderr, unless
+// --strict (exit 1, never 2).
+func TestFailuresNeverBlock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	cases := []struct{ name, event, payload string }{
+		{"not json", "UserPromptSubmit", "{not json"},
+		{"two objects", "UserPromptSubmit", `{"prompt":"a"}{"prompt":"b"}`},
+		{"wrong event", "Stop", `{"session_id":"s","hook_event_name":"UserPromptSubmit","transcript_path":"x"}`},
+		{"missing transcript", "Stop", `{"session_id":"s","hook_event_name":"Stop","transcript_path":"/nonexistent/t.jsonl"}`},
+		{"unknown event", "Notification", `{}`},
+		{"bad session id", "SessionStart", `{"session_id":"../../etc","cwd":"/tmp","hook_event_name":"SessionStart"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := dir
+			if c.name == "bad session id" {
+				d = "" // per-session default: the id must be refused
+			}
+			r := hookRaw(t, d, c.event, []byte(c.payload))
+			if r.code != 0 || r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || r.stderr == "" {
+				t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+			r = hookRaw(t, d, c.event, []byte(c.payload), "--strict")
+			if r.code != 1 {
+				t.Errorf("--strict: exit %d", r.code)
+			}
+		})
+	}
+}
+
+// The per-session store: <cwd>/.contextfold/sessions/<session_id>.
+func TestDefaultStoreLocation(t *testing.T) {
+	cwd := t.TempDir()
+	tr, _ := filepath.Abs("testdata/16-transcript.jsonl")
+	payload, _ := json.Marshal(map[string]any{"session_id": "sess-1", "transcript_path": tr, "cwd": cwd, "hook_event_name": "Stop"})
+	if r := hookRaw(t, "", "Stop", payload); r.code != 0 || r.stderr != "" {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, ".contextfold", "sessions", "sess-1", contextfold.IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := hooks.StoreDir(&hooks.Input{SessionID: "abc", CWD: "/p"}, "{cwd}/stores/{session_id}")
+	if err != nil || dir != "/p/stores/abc" {
+		t.Errorf("placeholders: %q %v", dir, err)
+	}
+}
+
+// BenchmarkUserPromptSubmitNoMatch times the whole hook process on a prompt
+// that matches nothing (target: under 20 ms per call).
+func BenchmarkUserPromptSubmitNoMatch(b *testing.B) {
+	dir := foldedSession(b)
+	payload, _ := os.ReadFile("testdata/17b-hook-no-ids.json")
+	for b.Loop() {
+		if r := hookRaw(b, dir, "UserPromptSubmit", payload); r.code != 0 || r.stdout != "" {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
