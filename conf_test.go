@@ -566,3 +566,23 @@ func TestCONF13PassiveInterceptionMultiIntent(t *testing.T) {
 		}
 	})
 }
+
+func decodeForTest(data []byte) (map[string]any, error) {
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := v.(map[string]any)
+	return m, nil
+}
+
+func writeForTest(t *testing.T, path string, v any) {
+	t.Helper()
+	out, err := canonjson.Pretty(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -83,7 +83,9 @@ func (s *Store) readEvictionLogDoc() (map[string]any, error) {
 }
 
 // EvictionLog returns every eviction event in log order.
-func (s *Store) EvictionLog() ([]Eviction, error) {
+func (s *Store) EvictionLog() ([]Eviction, error) { return s.evictionEvents() }
+
+func (s *Store) evictionEvents() ([]Eviction, error) {
 	doc, err := s.readEvictionLogDoc()
 	if err != nil {
 		return nil, err

@@ -39,6 +39,13 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 // if the index write itself succeeded; cold nodes written without an index
 // entry are orphans that 'repair' re-indexes.
 func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
+	return s.FoldBatchProgress(turns, nil)
+}
+
+// FoldBatchProgress is FoldBatch with progress reporting: progress, when not
+// nil, is called after each turn with the number of turns done and the total.
+// It is called from the folding goroutine and must not call the Store.
+func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) ([]*FoldResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, err := s.lock()
@@ -62,6 +69,9 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 	var ops []journalOp
 	now := s.now()
 	for i, t := range turns {
+		if progress != nil && i > 0 {
+			progress(i, len(turns))
+		}
 		if r, ok := ix.get(t.StepID); ok {
 			results[i] = &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true}
 			if n, err := s.readColdNode(t.StepID); err == nil {
@@ -88,6 +98,9 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 		ix.add(r)
 		ops = append(ops, journalOp{fold: r})
 		results[i] = &FoldResult{Node: n, Entry: ix.entry(r)}
+	}
+	if progress != nil {
+		progress(len(turns), len(turns))
 	}
 	if len(ops) == 0 {
 		return results, nil

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/ingest"
+)
+
+func init() { commands = append(commands, newIngestCmd) }
+
+// ingestReport is the closing report of an ingest.
+type ingestReport struct {
+	File           string           `json:"file"`
+	Format         string           `json:"format"`
+	Messages       int              `json:"messages_read"`
+	Turns          int              `json:"turns"`
+	Folded         int              `json:"turns_folded"`
+	AlreadyIndexed int              `json:"already_indexed"`
+	Skipped        int              `json:"skipped_below_min_tokens"`
+	TokensArchived int              `json:"tokens_archived"`
+	SummaryTokens  int              `json:"summary_tokens"`
+	Replaced       int              `json:"replaced_invalid_characters"`
+	Problems       []ingest.Problem `json:"problems"`
+	Store          string           `json:"store"`
+}
+
+func newIngestCmd(g *globals) *cobra.Command {
+	var format string
+	var minTokens int
+	c := &cobra.Command{
+		Use:   "ingest PATH [--format auto|claude-code|openai|anthropic|swe-agent|mini-swe-agent|openhands|aider]",
+		Short: "Fold a real agent session (Claude Code, OpenAI, Anthropic, SWE-agent, …) into the store",
+		Long: `ingest reads a recorded agent session and folds every turn into the store.
+
+The step id of a turn is its 0-based position in the conversation history as
+the file records it (the message index; for JSONL the index among unique
+message records), so it never changes when the transcript grows: ingesting the
+same transcript again, or a longer version of it, folds only the new turns and
+leaves every existing hash unchanged.
+
+The payload is the turn's full content (text, tool-call arguments, tool
+output) in a deterministic rendering. The summary is a deterministic
+extractive one-liner of at most 280 characters (role, tool and command, first
+meaningful or error line) — it is not an LLM summary.
+
+Bad lines in JSONL input are reported and skipped; unknown input is rejected
+with the list of accepted formats.`,
+		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
+  contextfold ingest run.traj --format swe-agent --min-tokens 200
+  contextfold --dir /tmp/s ingest messages.json --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := ingest.ParseFormat(format)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			path := args[0]
+			if fi, err := os.Stat(path); err != nil {
+				return usagef("cannot read %s: %v", path, err)
+			} else if fi.IsDir() {
+				return usagef("%s is a directory; ingest takes one session file", path)
+			}
+			res, err := ingest.ParseFile(path, f)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			rep := ingestReport{File: path, Format: string(res.Format), Messages: res.Messages, Turns: len(res.Turns),
+				Replaced: res.Replaced, Problems: res.Problems, Store: s.Dir()}
+			if rep.Problems == nil {
+				rep.Problems = []ingest.Problem{}
+			}
+			var turns []contextfold.Turn
+			for _, t := range res.Turns {
+				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID}
+				if contextfold.TokenEstimate(ct.Payload()) < minTokens {
+					rep.Skipped++
+					continue
+				}
+				turns = append(turns, ct)
+			}
+			progress := progressFunc(cmd.ErrOrStderr(), len(turns), "folding turns", g.jsonOut)
+			results, err := s.FoldBatchProgress(turns, progress)
+			if err != nil {
+				return err
+			}
+			for _, r := range results {
+				if r.AlreadyIndexed {
+					rep.AlreadyIndexed++
+					continue
+				}
+				rep.Folded++
+				rep.TokensArchived += r.Node.TokenEstimate
+				rep.SummaryTokens += contextfold.TokenEstimate(r.Node.Summary)
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				return writeJSON(out, rep)
+			}
+			fmt.Fprintf(out, "ingested %s (%s) into %s\n", path, rep.Format, rep.Store)
+			fmt.Fprintf(out, "  messages read      %d\n  turns              %d\n  folded now         %d\n  already indexed    %d\n",
+				rep.Messages, rep.Turns, rep.Folded, rep.AlreadyIndexed)
+			if minTokens > 0 {
+				fmt.Fprintf(out, "  below --min-tokens %d\n", rep.Skipped)
+			}
+			fmt.Fprintf(out, "  tokens archived    %d\n  tokens a prompt still carries (summaries) %d\n", rep.TokensArchived, rep.SummaryTokens)
+			if rep.Replaced > 0 {
+				fmt.Fprintf(out, "  %d invalid characters (lone surrogates, bad UTF-8) replaced by U+FFFD\n", rep.Replaced)
+			}
+			for _, p := range rep.Problems {
+				fmt.Fprintf(out, "  skipped line %d: %s\n", p.Line, p.Message)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "auto", "input format: auto, claude-code, openai, anthropic, swe-agent, mini-swe-agent, openhands, aider")
+	c.Flags().IntVar(&minTokens, "min-tokens", 0, "fold only turns whose payload is at least this many tokens")
+	return c
+}
+
+// progressFunc returns a progress callback that draws a bar on w when w is a
+// terminal and the work is long enough to need one; else nil.
+func progressFunc(w io.Writer, total int, what string, quiet bool) func(done, total int) {
+	f, ok := w.(*os.File)
+	if quiet || !ok || !term.IsTerminal(int(f.Fd())) || total < 200 {
+		return nil
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100_000_000))
+	return func(done, _ int) { _ = bar.Set(done) }
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+)
+
+func init() { commands = append(commands, newRepairCmd, newCompactCmd) }
+
+func newRepairCmd(g *globals) *cobra.Command {
+	var apply bool
+	c := &cobra.Command{
+		Use:   "repair [--apply]",
+		Short: "Plan (and with --apply carry out) the repair of every broken state validate finds",
+		Long: `repair shows what it would do and changes nothing; --apply does it:
+  - an orphan whose artifact verifies is indexed again (its eviction state is
+    restored from the eviction log);
+  - a broken reference, or an entry whose path escapes cold_nodes/, leaves the
+    index (the entry is kept in quarantine/);
+  - a corrupt or tampered file moves to quarantine/ with its index entry;
+  - an unreadable index moves to quarantine/ and is rebuilt from cold_nodes/.
+Nothing is ever deleted. Every applied action is appended to repair_log.json.
+After --apply, validate is clean and a second repair does nothing.`,
+		Example: "  contextfold repair\n  contextfold repair --apply --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			res, err := s.Repair(apply)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				acts := make([]map[string]any, 0, len(res.Actions))
+				for _, a := range res.Actions {
+					m := map[string]any{"action": a.Action, "file": a.File, "reason": a.Reason}
+					if a.StepID != nil {
+						m["step_id"] = *a.StepID
+					}
+					acts = append(acts, m)
+				}
+				return writeJSON(out, map[string]any{"applied": res.Applied, "actions": acts})
+			}
+			if len(res.Actions) == 0 {
+				fmt.Fprintln(out, "nothing to repair")
+				return nil
+			}
+			verb := "would"
+			if apply {
+				verb = "did"
+			}
+			for _, a := range res.Actions {
+				step := "-"
+				if a.StepID != nil {
+					step = fmt.Sprint(*a.StepID)
+				}
+				fmt.Fprintf(out, "%s %-14s step %-6s %s\n    because %s\n", verb, a.Action, step, a.File, a.Reason)
+			}
+			if !apply {
+				fmt.Fprintln(out, "dry run: nothing changed; run 'contextfold repair --apply' to do it")
+			} else {
+				fmt.Fprintf(out, "%d actions applied and logged in %s\n", len(res.Actions), contextfold.RepairLogFile)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&apply, "apply", false, "carry out the plan (default: dry run)")
+	return c
+}
+
+func newCompactCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "compact",
+		Short: "Write journaled updates of a large store into recall_index.json",
+		Long: `Stores whose index is 4 MiB or more journal folds and evictions in
+index_journal.jsonl and rewrite the index every 256 operations. compact
+rewrites it now, so the index file alone describes the store, as another IPCF
+implementation (the reference) expects. A no-op when there is no journal.`,
+		Example: "  contextfold compact",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			if err := s.Compact(); err != nil {
+				return err
+			}
+			if g.jsonOut {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"compacted": true})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "recall_index.json is up to date")
+			return nil
+		},
+	}
+}

@@ -1,0 +1,302 @@
+package contextfold
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
+)
+
+// Repair protocol (spec §12, beyond IPCF-1.1): our extension files.
+const (
+	// QuarantineDir receives every file repair takes out of service; nothing
+	// is ever deleted.
+	QuarantineDir = "quarantine"
+	// RepairLogFile is the append-only record of repair actions:
+	// {"actions": [{"at","action","step_id","file","reason"}, …]}.
+	RepairLogFile = "repair_log.json"
+)
+
+// Repair actions.
+const (
+	ActionReindex       = "reindex"        // an orphan whose artifact verifies is indexed again
+	ActionDropReference = "drop_reference" // an index entry without a usable file leaves the index (kept in quarantine/)
+	ActionQuarantine    = "quarantine"     // a corrupt or tampered file (and its entry) moves to quarantine/
+	ActionRebuildIndex  = "rebuild_index"  // an unreadable index (or journal) moves to quarantine/; the index is rebuilt from cold_nodes/
+)
+
+// RepairAction is one step of a repair plan.
+type RepairAction struct {
+	Action string // one of the Action* constants
+	StepID *int   // nil for a store file
+	File   string // the file concerned
+	Reason string // the finding that calls for it
+}
+
+// RepairResult is a repair plan, and whether it was applied.
+type RepairResult struct {
+	Actions []RepairAction
+	Applied bool
+}
+
+// Repair plans, and with apply carries out, the repair of every broken state
+// Validate reports: an orphan whose artifact verifies is re-indexed (with its
+// eviction state restored from the eviction log); a broken reference or an
+// entry whose path escapes cold_nodes/ leaves the index; a corrupt or
+// tampered file moves to quarantine/ with its index entry; an unreadable
+// index is rebuilt from cold_nodes/. Nothing is ever deleted. Applied actions
+// are appended to repair_log.json. After an applied repair Validate is clean
+// and a second Repair plans nothing.
+//
+// Without apply, Repair changes nothing. It is safe to call at start-up of a
+// harness; it takes the store lock when applying.
+func (s *Store) Repair(apply bool) (*RepairResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if apply {
+		l, err := s.lock()
+		if err != nil {
+			return nil, err
+		}
+		defer l.Unlock()
+	}
+	res := &RepairResult{Applied: apply}
+	var moves [][2]string // quarantine moves: from, name
+	var entryDocs = map[string]map[string]any{}
+
+	ix, err := s.loadIndex()
+	if err != nil {
+		var sf *StoreFileError
+		if !errors.As(err, &sf) {
+			return nil, err
+		}
+		res.Actions = append(res.Actions, RepairAction{Action: ActionRebuildIndex, File: sf.File, Reason: sf.Error()})
+		for _, f := range []string{IndexFile, JournalFile, IndexCacheFile} {
+			if _, err := os.Stat(filepath.Join(s.dir, f)); err == nil {
+				moves = append(moves, [2]string{filepath.Join(s.dir, f), f})
+			}
+		}
+		created := ""
+		if data, rerr := os.ReadFile(filepath.Join(s.dir, IndexFile)); rerr == nil {
+			if v, derr := canonjson.Decode(data); derr == nil {
+				if m, ok := v.(map[string]any); ok {
+					created, _ = m["created_at"].(string)
+				}
+			}
+		}
+		ix = newIndex(created)
+	}
+	policy, _ := s.Policy()
+	known := s.knownPolicyHashes(policy)
+
+	keep := newIndex("")
+	keep.header = ix.header
+	for _, p := range ix.sortedPositions() {
+		e := ix.entry(ix.recs[p])
+		findings := s.checkEntry(e, known)
+		if len(findings) == 0 {
+			r, err := keep.recordFromDoc("", e.Doc)
+			if err != nil {
+				return nil, err
+			}
+			keep.add(r)
+			continue
+		}
+		f := findings[0]
+		step := e.StepID
+		name := stepFileName(step)
+		entryDocs[name] = e.Doc
+		switch f.Kind {
+		case KindBrokenReference, KindPathContainment:
+			res.Actions = append(res.Actions, RepairAction{Action: ActionDropReference, StepID: &step, File: e.FilePath, Reason: f.Message})
+		default:
+			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, StepID: &step, File: s.NodePath(step), Reason: f.Message})
+			moves = append(moves, [2]string{s.NodePath(step), name})
+		}
+	}
+
+	// Orphans: files in cold_nodes/ that the kept index does not list.
+	names, _ := os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
+	var reindex []*ColdNode
+	for _, d := range names {
+		m := stepFileRE.FindStringSubmatch(d.Name())
+		if m == nil {
+			continue
+		}
+		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
+		id, err := strconv.Atoi(m[1])
+		if err == nil && stepFileName(id) == d.Name() {
+			if _, indexed := keep.get(id); indexed {
+				continue
+			}
+			if already(res.Actions, id, ActionQuarantine) {
+				continue
+			}
+		}
+		step := id
+		n, why := s.verifyOrphan(id, d.Name(), path, known)
+		if why == "" {
+			res.Actions = append(res.Actions, RepairAction{Action: ActionReindex, StepID: &step, File: path, Reason: "orphan whose artifact verifies"})
+			reindex = append(reindex, n)
+		} else {
+			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, StepID: &step, File: path, Reason: "orphan that does not verify: " + why})
+			moves = append(moves, [2]string{path, d.Name()})
+		}
+	}
+	if !apply || len(res.Actions) == 0 {
+		return res, nil
+	}
+
+	// Apply: quarantine first (moves, entry copies), then the new index.
+	now := s.now()
+	qdir := filepath.Join(s.dir, QuarantineDir)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return nil, &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	}
+	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
+	for name, doc := range entryDocs {
+		data, err := canonjson.Pretty(doc)
+		if err != nil {
+			return nil, err
+		}
+		dst := uniquePath(filepath.Join(qdir, stamp+"-"+strings.TrimSuffix(name, ".json")+".index-entry.json"))
+		if err := fsutil.WriteFileAtomic(dst, data, 0o644); err != nil {
+			return nil, &StoreFileError{File: dst, Err: err, Remedy: "free disk space"}
+		}
+	}
+	for _, mv := range moves {
+		dst := uniquePath(filepath.Join(qdir, stamp+"-"+mv[1]))
+		if err := os.Rename(mv[0], dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &StoreFileError{File: mv[0], Err: err, Remedy: "fix the permissions of the store directory"}
+		}
+	}
+	if err := fsutil.SyncDir(qdir); err != nil {
+		return nil, err
+	}
+	evicted := map[int]bool{}
+	if log, err := s.evictionEvents(); err == nil {
+		for _, ev := range log {
+			evicted[ev.StepID] = true
+		}
+	}
+	for _, n := range reindex {
+		r := keep.recordFromNode(n, s.indexFilePath(n.StepID))
+		r.evicted = evicted[n.StepID]
+		keep.add(r)
+	}
+	if v, _ := keep.header["created_at"].(string); v == "" {
+		keep.header["created_at"] = now
+	}
+	if keep.header["ipcf_version"] == nil {
+		keep.header["ipcf_version"] = IPCFVersion
+		keep.header["projection_version"] = ProjectionVersion
+	}
+	s.ix = nil
+	if err := s.writeIndex(keep); err != nil {
+		return nil, err
+	}
+	return res, s.appendRepairLog(now, res.Actions)
+}
+
+func already(actions []RepairAction, step int, action string) bool {
+	for _, a := range actions {
+		if a.StepID != nil && *a.StepID == step && a.Action == action {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyOrphan checks that an unindexed file is a whole, untampered cold node
+// of the step its name says; it returns the reason when it is not.
+func (s *Store) verifyOrphan(id int, name, path string, known map[string]bool) (*ColdNode, string) {
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil, "not a regular file"
+	}
+	if stepFileName(id) != name {
+		return nil, "the file name is not a canonical step file name"
+	}
+	n, err := readColdNodeFile(id, path)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if n.StepID != id {
+		return nil, fmt.Sprintf("the file holds step %d", n.StepID)
+	}
+	if n.ArtifactSHA256 == "" {
+		return nil, "no artifact_sha256"
+	}
+	if h, err := ArtifactHash(n.Doc); err != nil || h != n.ArtifactSHA256 {
+		return nil, "artifact hash mismatch"
+	}
+	if sha256Hex([]byte(n.RawContent)) != n.PayloadSHA256 {
+		return nil, "payload hash mismatch"
+	}
+	if pv, _ := n.Doc["projection_version"].(string); pv == ProjectionVersion && !projectsUnderAny(n, known) {
+		return nil, "projection hash mismatch"
+	}
+	return n, ""
+}
+
+func uniquePath(p string) string {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return p
+	}
+	ext := filepath.Ext(p)
+	base := strings.TrimSuffix(p, ext)
+	for i := 2; ; i++ {
+		q := fmt.Sprintf("%s.%d%s", base, i, ext)
+		if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
+			return q
+		}
+	}
+}
+
+// appendRepairLog appends actions to repair_log.json.
+func (s *Store) appendRepairLog(at string, actions []RepairAction) error {
+	path := filepath.Join(s.dir, RepairLogFile)
+	doc := map[string]any{"actions": []any{}}
+	if data, err := os.ReadFile(path); err == nil {
+		if v, err := canonjson.Decode(data); err == nil {
+			if m, ok := v.(map[string]any); ok {
+				if _, ok := m["actions"].([]any); ok {
+					doc = m
+				}
+			}
+		}
+	}
+	list := doc["actions"].([]any)
+	for _, a := range actions {
+		item := map[string]any{"at": at, "action": a.Action, "file": a.File, "reason": a.Reason, "step_id": nil}
+		if a.StepID != nil {
+			item["step_id"] = *a.StepID
+		}
+		list = append(list, item)
+	}
+	doc["actions"] = list
+	data, err := canonjson.Pretty(doc)
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+		return &StoreFileError{File: path, Err: err, Remedy: "free disk space"}
+	}
+	return nil
+}
+
+// sortActions orders a plan by step id for display.
+func sortActions(a []RepairAction) {
+	sort.SliceStable(a, func(i, j int) bool {
+		if a[i].StepID == nil || a[j].StepID == nil {
+			return a[i].StepID == nil && a[j].StepID != nil
+		}
+		return *a[i].StepID < *a[j].StepID
+	})
+}
