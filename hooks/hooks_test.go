@@ -352,3 +352,35 @@ func BenchmarkUserPromptSubmitNoMatch(b *testing.B) {
 		}
 	}
 }
+
+// Field report 22: secrets in the transcript never reach the store or the
+// hook's output; harmless settings survive.
+func TestSecretsRedacted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	tr, _ := filepath.Abs("testdata/22-secrets-in-tool-output.jsonl")
+	stop, _ := json.Marshal(map[string]any{"session_id": "s22", "transcript_path": tr, "cwd": t.TempDir(), "hook_event_name": "Stop"})
+	if r := hookRaw(t, dir, "Stop", stop); r.code != 0 || r.stderr != "" {
+		t.Fatalf("Stop: %+v", r)
+	}
+	prompt, _ := json.Marshal(map[string]any{"session_id": "s22", "cwd": t.TempDir(), "hook_event_name": "UserPromptSubmit", "prompt": "why does the deploy script fail? show the environment, AWS_REGION and EDITOR"})
+	r := hookRaw(t, dir, "UserPromptSubmit", prompt)
+	ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
+	needles, _ := os.ReadFile("testdata/22-secrets-needles.txt")
+	var haystack strings.Builder
+	haystack.WriteString(r.stdout + r.stderr + ctx)
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			haystack.Write(b)
+		}
+		return nil
+	})
+	for _, n := range strings.Split(strings.TrimSpace(string(needles)), "\n") {
+		if n = strings.TrimSpace(n); n != "" && strings.Contains(haystack.String(), n) {
+			t.Errorf("secret %.8s… found in the store or the hook output", n)
+		}
+	}
+	if !strings.Contains(haystack.String(), "REDACTED") {
+		t.Error("no redaction marker anywhere")
+	}
+}
