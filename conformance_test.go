@@ -87,7 +87,7 @@ func vectorStore(t *testing.T, fixed string, policy json.RawMessage) *Store {
 			t.Fatal(err)
 		}
 	}
-	s, err := Open(dir, Options{Clock: func() time.Time { return ts }})
+	s, err := Open(dir, Options{Clock: func() time.Time { return ts }, Scrub: ScrubOff})
 	if err != nil {
 		t.Fatal(err)
 	}

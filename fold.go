@@ -65,6 +65,10 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if err := s.recordPolicy(policy); err != nil {
 		return nil, err
 	}
+	sc, err := s.scrubber()
+	if err != nil {
+		return nil, err
+	}
 	results := make([]*FoldResult, len(turns))
 	var ops []journalOp
 	now := s.now()
@@ -79,7 +83,16 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			}
 			continue
 		}
-		n, err := buildColdNode(t, policy.Hash(), now, false, TokenEstimate(t.Payload()), nil)
+		if t.SessionID == "" {
+			t.SessionID = s.opts.SessionID
+		}
+		// Secrets are redacted in memory: the original never reaches disk.
+		t, redactions := scrubTurn(sc, t)
+		var extra map[string]any
+		if redactions > 0 {
+			extra = map[string]any{"redactions": redactions}
+		}
+		n, err := buildColdNode(t, policy.Hash(), now, redactions > 0, TokenEstimate(t.Payload()), extra)
 		if err != nil {
 			s.ix = nil
 			return nil, err

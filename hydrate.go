@@ -219,3 +219,7 @@ func pySlicePrefix(s string, n int) string {
 	}
 	return s
 }
+
+// ReadColdNode reads and parses a step's cold node file without verifying it
+// (audits such as scrub-check use it; hydrate is the verified read).
+func (s *Store) ReadColdNode(step int) (*ColdNode, error) { return s.readColdNode(step) }

@@ -215,6 +215,12 @@ func (ix *index) recordFromNode(n *ColdNode, filePath string) *record {
 		idents: ix.dict.ids2(n.Identifiers), files: n.Files, commands: n.Commands, errors: n.Errors,
 	}
 	ix.derive(r, n.Identifiers)
+	if red, ok := n.Doc["redactions"]; ok {
+		// A scrubbed node's entry records its redaction count: a
+		// non-standard entry, kept whole.
+		r.extra = ix.entry(r).Doc
+		r.extra["redactions"] = red
+	}
 	return r
 }
 

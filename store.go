@@ -46,6 +46,10 @@ type Options struct {
 	Clock Clock
 	// SessionID is written into new cold nodes. "": DefaultSessionID.
 	SessionID string
+	// Scrub says whether secrets are redacted before anything reaches disk
+	// (default: on, unless CONTEXTFOLD_SCRUB=off or the store's settings turn
+	// it off).
+	Scrub ScrubMode
 }
 
 // Store is an IPCF store: one directory holding cold_nodes/, the recall

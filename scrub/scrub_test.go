@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -248,5 +249,25 @@ func TestLargeText(t *testing.T) {
 	}
 	if !strings.Contains(out, filler) || !strings.Contains(out, "AWS_REGION=eu-west-1") {
 		t.Error("harmless text lost")
+	}
+}
+
+// TestScrubIsIdempotent: scrubbed text has nothing left to find, so auditing
+// a scrubbed store (scrub-check) reports nothing.
+func TestScrubIsIdempotent(t *testing.T) {
+	s := newTestScrubber(t)
+	data, err := os.ReadFile("testdata/22-secrets-in-tool-output.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := s.Scrub(string(data))
+	if once.Redactions == 0 {
+		t.Fatal("the corpus has secrets")
+	}
+	if f := s.Find(once.Text); len(f) != 0 {
+		t.Errorf("scrubbed text still has findings: %+v", f)
+	}
+	if twice := s.Scrub(once.Text); twice.Text != once.Text || twice.Redactions != 0 {
+		t.Error("scrubbing twice changed the text")
 	}
 }

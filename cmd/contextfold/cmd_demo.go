@@ -35,7 +35,7 @@ existing one; the path is printed so you can explore it afterwards.`,
 				}
 				dir = tmp + "/.contextfold"
 			}
-			s, err := contextfold.Open(dir, contextfold.Options{})
+			s, err := contextfold.Open(dir, g.storeOptions())
 			if err != nil {
 				return err
 			}

@@ -33,6 +33,7 @@ const (
 type globals struct {
 	dir     string
 	jsonOut bool
+	noScrub bool
 }
 
 // usageError marks an error caused by the command line (exit code 1).
@@ -118,6 +119,7 @@ The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.dir, "dir", "", "store directory (default $CONTEXTFOLD_DIR, else ./.contextfold)")
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
+	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
@@ -145,7 +147,16 @@ func (g *globals) storeDir() string {
 
 // openStore opens the store chosen by the global flags.
 func (g *globals) openStore() (*contextfold.Store, error) {
-	return contextfold.Open(g.storeDir(), contextfold.Options{})
+	return contextfold.Open(g.storeDir(), g.storeOptions())
+}
+
+// storeOptions are the store options the global flags select.
+func (g *globals) storeOptions() contextfold.Options {
+	var o contextfold.Options
+	if g.noScrub {
+		o.Scrub = contextfold.ScrubOff
+	}
+	return o
 }
 
 // writeJSON prints v as indented JSON without HTML escaping.

@@ -1,0 +1,123 @@
+package contextfold
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/scrub"
+)
+
+// SettingsFile holds a store's own settings (our extension):
+// {"scrub": bool, "token_counter": string}. Absent keys take the defaults.
+const SettingsFile = "store_settings.json"
+
+// EnvScrub turns secret scrubbing off when set to "off", "0" or "false".
+const EnvScrub = "CONTEXTFOLD_SCRUB"
+
+// ScrubMode says whether secrets are scrubbed before a cold node is written.
+type ScrubMode int
+
+const (
+	// ScrubDefault scrubs unless CONTEXTFOLD_SCRUB=off or the store's
+	// settings say "scrub": false.
+	ScrubDefault ScrubMode = iota
+	// ScrubOn always scrubs.
+	ScrubOn
+	// ScrubOff never scrubs: the reference-identical profile, under which
+	// the conformance vectors run.
+	ScrubOff
+)
+
+var sharedScrubber = sync.OnceValues(scrub.New)
+
+// scrubber returns the scrubber in force for this store, or nil when
+// scrubbing is off.
+func (s *Store) scrubber() (*scrub.Scrubber, error) {
+	switch s.opts.Scrub {
+	case ScrubOff:
+		return nil, nil
+	case ScrubDefault:
+		switch strings.ToLower(os.Getenv(EnvScrub)) {
+		case "off", "0", "false", "no":
+			return nil, nil
+		}
+		if on, ok := s.settingBool("scrub"); ok && !on {
+			return nil, nil
+		}
+	}
+	sc, err := sharedScrubber()
+	if err != nil {
+		return nil, &StoreFileError{File: "(secret scrubber)", Err: err, Remedy: "set CONTEXTFOLD_SCRUB=off to fold without scrubbing"}
+	}
+	return sc, nil
+}
+
+// ScrubEnabled reports whether folds into this store scrub secrets.
+func (s *Store) ScrubEnabled() bool {
+	sc, err := s.scrubber()
+	return err == nil && sc != nil
+}
+
+// settings reads store_settings.json; a missing file is empty settings.
+func (s *Store) settings() (map[string]any, error) {
+	path := filepath.Join(s.dir, SettingsFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]any{}, nil
+	}
+	if err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "make it readable or remove it"}
+	}
+	v, err := canonjson.Decode(data)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return nil, &StoreFileError{File: path, Err: errors.New("not a JSON object"), Remedy: `write {"scrub": true} or remove the file`}
+	}
+	return m, nil
+}
+
+func (s *Store) settingBool(key string) (value, ok bool) {
+	m, err := s.settings()
+	if err != nil {
+		return false, false
+	}
+	b, ok := m[key].(bool)
+	return b, ok
+}
+
+// scrubTurn redacts secrets from every text of a turn that reaches disk:
+// summary, payload and explicit lists. It returns the clean turn and the
+// number of redactions.
+func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
+	if sc == nil {
+		return t, 0
+	}
+	n := 0
+	clean := func(s string) string {
+		if s == "" {
+			return s
+		}
+		r := sc.Scrub(s)
+		n += r.Redactions
+		return r.Text
+	}
+	cleanList := func(ss []string) []string {
+		if ss == nil {
+			return nil
+		}
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = clean(s)
+		}
+		return out
+	}
+	t.Summary = clean(t.Summary)
+	t.RawContent = clean(t.RawContent)
+	t.Files, t.Commands, t.Errors = cleanList(t.Files), cleanList(t.Commands), cleanList(t.Errors)
+	return t, n
+}
