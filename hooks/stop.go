@@ -8,7 +8,6 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
-	"github.com/contextfold/contextfold/scrub"
 )
 
 // FoldReport says what a Stop (or PreCompact) hook folded.
@@ -56,25 +55,19 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 			have[e.StepID] = true
 		}
 	}
+	// Secrets are redacted by the store itself before anything reaches disk
+	// (on by default), and counted per node.
 	var turns []contextfold.Turn
-	var sc *scrub.Scrubber
 	for _, t := range res.Turns {
 		if have[t.StepID] {
 			rep.Existing++
 			continue
 		}
-		if sc == nil {
-			if sc, err = scrub.New(); err != nil {
-				return nil, fmt.Errorf("hooks: loading the secret scrubber: %w", err)
-			}
-		}
-		sum, payload := sc.Scrub(t.Summary), sc.Scrub(t.Payload)
-		rep.Redacted += sum.Redactions + payload.Redactions
 		session := t.SessionID
 		if session == "" {
 			session = in.SessionID
 		}
-		turns = append(turns, contextfold.Turn{StepID: t.StepID, Summary: sum.Text, RawContent: payload.Text, SessionID: session})
+		turns = append(turns, contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: session})
 	}
 	if len(turns) == 0 {
 		return rep, nil
@@ -88,6 +81,9 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 			rep.Existing++ // folded meanwhile by a concurrent hook
 		} else {
 			rep.Folded++
+			if n, ok := r.Node.Doc["redactions"].(int); ok {
+				rep.Redacted += n
+			}
 		}
 	}
 	return rep, nil
