@@ -198,7 +198,7 @@ type chartsData struct {
 }
 
 func (in *Inspector) charts() *chartsData {
-	sn := in.snapshot()
+	sn := in.snapshot(false)
 	d := &chartsData{Points: []chartPoint{}}
 	var bytes int64
 	tokens := 0

@@ -46,6 +46,7 @@ type Inspector struct {
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	assets fs.FS
+	cache  reportCache
 }
 
 // pageNames are the templates that render a whole page.
@@ -335,7 +336,7 @@ func (in *Inspector) handleEvictions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (in *Inspector) handleValidate(w http.ResponseWriter, r *http.Request) {
-	d, err := in.validate()
+	d, err := in.validate(r.URL.Query().Get("fresh") != "")
 	if err != nil {
 		in.renderError(w, r, http.StatusInternalServerError, "Validate failed", err.Error())
 		return
@@ -365,7 +366,7 @@ func (in *Inspector) writeJSON(w http.ResponseWriter, r *http.Request, status in
 }
 
 func (in *Inspector) apiStatus(w http.ResponseWriter, r *http.Request) {
-	sn := in.snapshot()
+	sn := in.snapshot(false)
 	in.writeJSON(w, r, http.StatusOK, map[string]any{"summary": in.summarize(sn), "warnings": nonNil(sn.warnings), "ipcf_version": contextfold.IPCFVersion})
 }
 
@@ -422,7 +423,7 @@ func (in *Inspector) apiEvictions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (in *Inspector) apiValidate(w http.ResponseWriter, r *http.Request) {
-	d, err := in.validate()
+	d, err := in.validate(r.URL.Query().Get("fresh") != "")
 	if err != nil {
 		in.writeJSON(w, r, http.StatusInternalServerError, map[string]any{"error": err.Error()})
 		return

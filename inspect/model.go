@@ -105,14 +105,14 @@ type snapshot struct {
 // snapshot reads the index, the validate report, the eviction log and the
 // policy. A store file that cannot be read becomes a warning; the rest is
 // still shown.
-func (in *Inspector) snapshot() *snapshot {
+func (in *Inspector) snapshot(fresh bool) *snapshot {
 	s := in.store
 	sn := &snapshot{byStep: map[int]*stepRow{}, entries: map[int]*contextfold.Entry{}}
 	entries, err := s.Entries()
 	if err != nil {
 		sn.warnings = append(sn.warnings, err.Error())
 	}
-	rep, err := s.Validate()
+	rep, err := in.report(fresh)
 	if err != nil {
 		sn.warnings = append(sn.warnings, "validate: "+err.Error())
 		rep = &contextfold.Report{}
@@ -141,15 +141,11 @@ func (in *Inspector) snapshot() *snapshot {
 	}
 	for _, e := range entries {
 		sn.entries[e.StepID] = e
-		payload := e.Summary
-		if h, err := s.Hydrate(e.StepID); err == nil {
-			payload = h.RawContent
-		}
 		row := stepRow{
 			StepID: e.StepID, Summary: e.Summary, Tokens: e.TokenEstimate, HotTokens: contextfold.TokenEstimate(e.Summary),
 			Evicted: e.Evicted, Indexed: true, State: StateVerified, FindingKinds: []string{}, FoldedAt: e.FoldedAt,
 			Files: nonNil(e.Files), Commands: nonNil(e.Commands), Errors: nonNil(e.Errors),
-			ActionType: ActionType(e.Summary, payload, e.Files, e.Commands),
+			ActionType: in.actionType(e),
 			Hydrations: hydrations[e.StepID], terms: e.Terms(),
 		}
 		if fi, err := os.Lstat(s.NodePath(e.StepID)); err == nil {
@@ -366,7 +362,7 @@ func anyContains(list []string, sub string) bool {
 }
 
 func (in *Inspector) timeline(f timelineFilter) *timelineData {
-	sn := in.snapshot()
+	sn := in.snapshot(false)
 	d := &timelineData{Filter: f, Rows: []stepRow{}, Total: len(sn.rows), Summary: in.summarize(sn), Warnings: nonNil(sn.warnings)}
 	for i := range sn.rows {
 		if f.matches(&sn.rows[i]) {
@@ -440,7 +436,7 @@ var errNoPage = errors.New("no such page")
 
 func (in *Inspector) step(step, page int, verify bool) (*stepData, error) {
 	s := in.store
-	sn := in.snapshot()
+	sn := in.snapshot(false)
 	row, ok := sn.byStep[step]
 	if !ok {
 		return nil, errNoStep
@@ -599,10 +595,15 @@ func (in *Inspector) verify(step int, sn *snapshot, e *contextfold.Entry, doc ma
 		}
 	}
 	v.State = StateVerified
-	if len(v.Findings) > 0 {
-		v.State = v.Findings[0].State
-	} else if herr != nil {
+	switch {
+	case errors.Is(herr, contextfold.ErrBrokenReference):
+		v.State = StateBroken
+	case errors.Is(herr, contextfold.ErrOrphanedNode):
+		v.State = StateOrphan
+	case herr != nil:
 		v.State = StateTampered
+	case len(v.Findings) > 0:
+		v.State = v.Findings[0].State
 	}
 	v.OK = v.State == StateVerified && herr == nil
 	for _, r := range v.Hashes {

@@ -238,7 +238,7 @@ type evictionDay struct {
 }
 
 func (in *Inspector) evictions() *evictionsData {
-	sn := in.snapshot()
+	sn := in.snapshot(false)
 	d := &evictionsData{Events: []evictionView{}, Warnings: nonNil(sn.warnings)}
 	for i, ev := range sn.log {
 		v := evictionView{N: i + 1, StepID: ev.StepID, EvictedAt: ev.EvictedAt}
@@ -265,14 +265,17 @@ type validateData struct {
 	Passed   int           `json:"passed"`
 	Findings []findingView `json:"findings"`
 	Dir      string        `json:"dir"`
+	// CheckedAt is when the report was made: pages reuse it while no store
+	// file changed (names, sizes, times); ?fresh=1 validates again.
+	CheckedAt string `json:"checked_at"`
 }
 
-func (in *Inspector) validate() (*validateData, error) {
-	rep, err := in.store.Validate()
+func (in *Inspector) validate(fresh bool) (*validateData, error) {
+	rep, at, err := in.reportAt(fresh)
 	if err != nil {
 		return nil, err
 	}
-	d := &validateData{OK: rep.OK(), Passed: rep.Passed, Findings: []findingView{}, Dir: in.store.Dir()}
+	d := &validateData{OK: rep.OK(), Passed: rep.Passed, Findings: []findingView{}, Dir: in.store.Dir(), CheckedAt: at}
 	for _, f := range rep.Findings {
 		d.Findings = append(d.Findings, viewFinding(f))
 	}
