@@ -214,3 +214,25 @@ func (g Gen) SmallTurns(first, n int) []contextfold.Turn {
 	}
 	return ts
 }
+
+// BuildStore makes dir a store of the turns of steps 0..n-1, folded with
+// FoldBatch in chunks of 10,000. A store that already holds exactly those n
+// steps is kept as it is, so benchmarks can reuse a store built earlier.
+func (g Gen) BuildStore(dir string, n int, opts contextfold.Options) error {
+	s, err := contextfold.Open(dir, opts)
+	if err != nil {
+		return err
+	}
+	if st, err := s.Status(); err == nil && st.Total == n {
+		if e, err := s.Entry(n - 1); err == nil && e.Summary == g.Turn(n-1).Summary {
+			return nil
+		}
+	}
+	const chunk = 10_000
+	for first := 0; first < n; first += chunk {
+		if _, err := s.FoldBatch(g.Turns(first, min(chunk, n-first))); err != nil {
+			return err
+		}
+	}
+	return nil
+}

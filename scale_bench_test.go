@@ -1,0 +1,248 @@
+package contextfold_test
+
+// Store-scale benchmarks (BENCHMARKS.md, "Store scale"). Public API only, so
+// they measure whatever the core does. Sizes 1k and 10k always; 100k with
+// CONTEXTFOLD_BENCH_LARGE=1 (building it takes minutes). Stores are built
+// once per run, or kept in CONTEXTFOLD_BENCH_DIR across runs when it is set.
+//
+//	go test -run '^$' -bench 'Scale|Ingest' -benchtime 20x .
+//	CONTEXTFOLD_BENCH_LARGE=1 CONTEXTFOLD_BENCH_DIR=/var/tmp/cfbench go test -run '^$' -bench Scale -benchtime 20x -timeout 3h .
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/testgen"
+)
+
+const benchSeed = 42
+
+var benchGen = testgen.New(benchSeed)
+
+// benchSizes are the store sizes measured.
+func benchSizes() []int {
+	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") == "1" {
+		return []int{1_000, 10_000, 100_000}
+	}
+	return []int{1_000, 10_000}
+}
+
+// benchStoreDir returns the directory of a store of n generated nodes.
+func benchStoreDir(b *testing.B, n int) string {
+	b.Helper()
+	var dir string
+	if root := os.Getenv("CONTEXTFOLD_BENCH_DIR"); root != "" {
+		dir = filepath.Join(root, fmt.Sprintf("store-%d", n))
+	} else {
+		d, err := os.MkdirTemp("", "contextfold-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(d) })
+		dir = filepath.Join(d, ".contextfold")
+	}
+	start := time.Now()
+	if err := benchGen.BuildStore(dir, n, contextfold.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("store of %d nodes ready in %v (%s)", n, time.Since(start).Round(time.Millisecond), dir)
+	return dir
+}
+
+// latencies records per-operation times and reports percentiles.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B, prefix string) {
+	if len(l) == 0 {
+		return
+	}
+	s := append(latencies(nil), l...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	pct := func(p float64) float64 {
+		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), prefix+"p50-ms")
+	b.ReportMetric(pct(0.99), prefix+"p99-ms")
+}
+
+// BenchmarkStoreScale measures fold, scan, recall and load at each size.
+func BenchmarkStoreScale(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			dir := benchStoreDir(b, n)
+			b.Run("scan", func(b *testing.B) { benchQuery(b, dir, n, true) })
+			b.Run("recall", func(b *testing.B) { benchQuery(b, dir, n, false) })
+			b.Run("load", func(b *testing.B) { benchLoad(b, dir, n) })
+			b.Run("fold", func(b *testing.B) { benchFold(b, dir, n) })
+		})
+	}
+}
+
+func benchQuery(b *testing.B, dir string, n int, scan bool) {
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Scan(benchGen.Prompt(-1)); err != nil { // load the index
+		b.Fatal(err)
+	}
+	var lat latencies
+	picks := 0
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		if scan {
+			res, err := s.Scan(benchGen.Prompt(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			picks += len(res.Selected)
+		} else {
+			hits, err := s.Recall(benchGen.Query(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			picks += len(hits)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	lat.report(b, "")
+	b.ReportMetric(float64(picks)/float64(len(lat)), "results/op")
+	if picks == 0 {
+		b.Fatal("no query matched anything: the benchmark measures nothing")
+	}
+}
+
+// benchFold folds new turns into the store (it grows by b.N nodes; run
+// with a small -benchtime such as 20x).
+func benchFold(b *testing.B, dir string, n int) {
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := s.Status()
+	if err != nil {
+		b.Fatal(err)
+	}
+	next := 10_000_000 + st.Total // steps the store does not hold
+	var lat latencies
+	for b.Loop() {
+		t := benchGen.Turn(next)
+		t0 := time.Now()
+		if _, err := s.Fold(t); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		next++
+	}
+	lat.report(b, "")
+}
+
+// benchLoad measures Open + first Scan in a fresh process, which also
+// reports its resident memory with the index loaded.
+func benchLoad(b *testing.B, dir string, n int) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lat latencies
+	var rss, hwm, heap float64
+	for i := 0; b.Loop(); i++ {
+		cmd := exec.Command(exe, "-test.run=^TestScaleHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "CONTEXTFOLD_SCALE_CHILD="+dir, "CONTEXTFOLD_SCALE_PROMPT="+benchGen.Prompt(i))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("load child: %v\n%s", err, out)
+		}
+		m := map[string]float64{}
+		sc := bufio.NewScanner(strings.NewReader(string(out)))
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					m[k] = f
+				}
+			}
+		}
+		if _, ok := m["load_ns"]; !ok {
+			b.Fatalf("load child said: %s", out)
+		}
+		lat = append(lat, time.Duration(m["load_ns"]))
+		rss, hwm, heap = max(rss, m["rss_kb"]), max(hwm, m["hwm_kb"]), max(heap, m["heap_bytes"])
+	}
+	lat.report(b, "load-")
+	b.ReportMetric(rss/1024, "rss-MB")
+	b.ReportMetric(hwm/1024, "peak-rss-MB")
+	b.ReportMetric(heap/(1<<20), "heap-MB")
+}
+
+// TestScaleHelperProcess is not a test: it is the fresh process of the load
+// benchmark. It opens the store, scans once, and prints the time taken and
+// its memory.
+func TestScaleHelperProcess(t *testing.T) {
+	dir := os.Getenv("CONTEXTFOLD_SCALE_CHILD")
+	if dir == "" {
+		t.Skip("helper process of the load benchmark; runs only as its child")
+	}
+	t0 := time.Now()
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err == nil {
+		_, err = s.Scan(os.Getenv("CONTEXTFOLD_SCALE_PROMPT"))
+	}
+	d := time.Since(t0)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("load_ns=%d\nheap_bytes=%d\n", d.Nanoseconds(), ms.HeapAlloc)
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		for _, k := range []string{"VmRSS", "VmHWM"} {
+			if v, ok := strings.CutPrefix(line, k+":"); ok {
+				fmt.Printf("%s_kb=%s\n", strings.ToLower(k[2:]), strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			}
+		}
+	}
+	runtime.KeepAlive(s)
+	os.Exit(0)
+}
+
+// BenchmarkIngest10k folds 10,000 generated turns with one FoldBatch into a
+// fresh store per iteration (run with -benchtime 1x).
+func BenchmarkIngest10k(b *testing.B) {
+	const n = 10_000
+	turns := benchGen.Turns(0, n)
+	for b.Loop() {
+		b.StopTimer()
+		d, err := os.MkdirTemp("", "contextfold-ingest-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := contextfold.Open(filepath.Join(d, ".contextfold"), contextfold.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		rs, err := s.FoldBatch(turns)
+		b.StopTimer()
+		if err != nil || len(rs) != n {
+			b.Fatalf("ingest: %v (%d results)", err, len(rs))
+		}
+		os.RemoveAll(d)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "turns/s")
+}
