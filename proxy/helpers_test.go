@@ -54,7 +54,11 @@ func newUpstream(t *testing.T) *upstream {
 			h(w, r)
 			return
 		}
-		if bytes.Contains(body, []byte(`"stream":true`)) {
+		var probe struct {
+			Stream bool `json:"stream"`
+		}
+		json.Unmarshal(body, &probe)
+		if probe.Stream {
 			if sse == nil {
 				sse = readFile(t, "field-reports/15-sse-event-lines-ping.txt")
 				if strings.HasSuffix(r.URL.Path, PathOpenAI) {

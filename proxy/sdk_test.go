@@ -187,7 +187,7 @@ func TestOpenAISDKStreaming(t *testing.T) {
 	tp := newProxy(t, up, smallWindow)
 	c := openaiClient(tp)
 	stream := c.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-4.1",
-		Messages: openaiConversation(bigLog("quuxloader", 150), "show quuxloader again"),
+		Messages:      openaiConversation(bigLog("quuxloader", 150), "show quuxloader again"),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(false)}})
 	var acc openai.ChatCompletionAccumulator
 	for stream.Next() {
