@@ -78,7 +78,7 @@ const (
 	chartH      = 260.0
 	chartLeft   = 64.0
 	chartRight  = 16.0
-	chartTop    = 30.0
+	chartTop    = 44.0
 	chartBottom = 46.0
 )
 
@@ -94,7 +94,7 @@ func frame(title, desc, unit string, labels []string, ymax float64) (*svgChart, 
 		c.Lines = append(c.Lines, svgLine{X1: chartLeft, Y1: y, X2: chartLeft + pw, Y2: y, Class: "grid"})
 		c.Texts = append(c.Texts, svgText{X: chartLeft - 6, Y: y + 4, Text: humanize(v), Anchor: "end", Class: "tick"})
 	}
-	c.Texts = append(c.Texts, svgText{X: 12, Y: chartTop - 12, Text: unit, Anchor: "start", Class: "unit"})
+	c.Texts = append(c.Texts, svgText{X: 12, Y: chartTop - 10, Text: unit, Anchor: "start", Class: "unit"})
 	n := len(labels)
 	if n > 0 {
 		slot := pw / float64(n)
@@ -123,8 +123,8 @@ func humanize(v float64) string {
 }
 
 // barChart draws grouped bars: one group per label, one bar per series.
-func barChart(title, desc, unit string, labels []string, series [][]float64, classes, names []string) *svgChart {
-	ymax := 0.0
+func barChart(title, desc, unit string, labels []string, series [][]float64, classes, names []string, minY float64) *svgChart {
+	ymax := minY
 	for _, s := range series {
 		for _, v := range s {
 			ymax = math.Max(ymax, v)
@@ -148,7 +148,7 @@ func barChart(title, desc, unit string, labels []string, series [][]float64, cla
 		}
 	}
 	for k, name := range names {
-		c.Legend = append(c.Legend, svgLegend{X: chartLeft + float64(k)*190, Y: 12, Class: classes[k], Text: name})
+		c.Legend = append(c.Legend, svgLegend{X: chartLeft + float64(k)*230, Y: 4, Class: classes[k], Text: name})
 	}
 	return c
 }
@@ -175,7 +175,7 @@ func lineChart(title, desc, unit string, labels []string, values []float64, titl
 		c.Rects = append(c.Rects, svgRect{X: x - 3, Y: y - 3, W: 6, H: 6, Class: class + " dot", Title: titles[i]})
 	}
 	c.Polys = append(c.Polys, svgPoly{Points: pts, Class: class})
-	c.Legend = append(c.Legend, svgLegend{X: chartLeft, Y: 12, Class: class, Text: name})
+	c.Legend = append(c.Legend, svgLegend{X: chartLeft, Y: 4, Class: class, Text: name})
 	return c
 }
 
@@ -227,7 +227,7 @@ func tokensChart(rows []stepRow) *svgChart {
 		hot[i], cold[i] = float64(r.HotTokens), float64(r.Tokens)
 	}
 	return barChart("Tokens per step", "hot: the summary that stays in the prompt; cold: the payload folded to disk", "tokens",
-		stepLabels(rows), [][]float64{hot, cold}, []string{"hot", "cold"}, []string{"hot (summary in the prompt)", "cold (folded payload)"})
+		stepLabels(rows), [][]float64{hot, cold}, []string{"hot", "cold"}, []string{"hot (summary in the prompt)", "cold (folded payload)"}, 0)
 }
 
 func archiveChart(points []chartPoint) *svgChart {
@@ -248,7 +248,7 @@ func hydrationsChart(rows []stepRow) *svgChart {
 		v[i] = float64(r.Hydrations)
 	}
 	return barChart("Hydrations per step", "from the eviction log: every hydration ends with one eviction event (CONF-07)", "hydrations",
-		stepLabels(rows), [][]float64{v}, []string{"hyd"}, []string{"hydrated, then evicted"})
+		stepLabels(rows), [][]float64{v}, []string{"hyd"}, []string{"hydrated, then evicted"}, 4)
 }
 
 // budgetBar draws the per-turn budget with the admitted picks stacked in it.
