@@ -111,6 +111,15 @@ type Projection struct {
 // Project computes the projection of a turn under a policy (spec §3, §4,
 // CONF-03, CONF-11). It is a pure function.
 func Project(t Turn, policyHash string) (Projection, error) {
+	p := projectFields(t)
+	var err error
+	p.PolicyHash = policyHash
+	p.SHA256, err = p.hash(policyHash)
+	return p, err
+}
+
+// projectFields extracts the projection's fields (everything but the hash).
+func projectFields(t Turn) Projection {
 	payload := t.Payload()
 	terms := extract.Extract(extract.Text(t.Summary, payload))
 	p := Projection{
@@ -120,7 +129,6 @@ func Project(t Turn, policyHash string) (Projection, error) {
 		Files:             terms.Files,
 		Commands:          terms.Commands,
 		Errors:            terms.Errors,
-		PolicyHash:        policyHash,
 	}
 	if t.Files != nil {
 		p.Files = copyStrings(t.Files)
@@ -131,6 +139,12 @@ func Project(t Turn, policyHash string) (Projection, error) {
 	if t.Errors != nil {
 		p.Errors = copyStrings(t.Errors)
 	}
+	return p
+}
+
+// hash is projection_sha256 of the fields under a folding policy hash: the
+// SHA-256 of the canonical JSON of the eight projection fields.
+func (p Projection) hash(policyHash string) (string, error) {
 	c, err := canonjson.Canonical(map[string]any{
 		"projection_version":  ProjectionVersion,
 		"step_id":             p.StepID,
@@ -139,13 +153,12 @@ func Project(t Turn, policyHash string) (Projection, error) {
 		"files":               extract.SortUnique(copyStrings(p.Files)),
 		"commands":            extract.SortUnique(copyStrings(p.Commands)),
 		"errors":              extract.SortUnique(copyStrings(p.Errors)),
-		"folding_policy_hash": p.PolicyHash,
+		"folding_policy_hash": policyHash,
 	})
 	if err != nil {
-		return p, err
+		return "", err
 	}
-	p.SHA256 = sha256Hex(c)
-	return p, nil
+	return sha256Hex(c), nil
 }
 
 // buildColdNode makes the cold node of a turn (spec §5) and computes its

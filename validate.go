@@ -162,8 +162,9 @@ func projectsUnderAny(n *ColdNode, policyHashes map[string]bool) bool {
 		hashes = append(hashes, h)
 	}
 	sort.Strings(hashes)
+	fields := projectFields(n.Turn())
 	for _, h := range hashes {
-		if p, err := Project(n.Turn(), h); err == nil && p.SHA256 == n.ProjectionSHA256 {
+		if sum, err := fields.hash(h); err == nil && sum == n.ProjectionSHA256 {
 			return true
 		}
 	}
