@@ -1,3 +1,10 @@
+//go:build !race
+
+// These multi-process tests run without the race detector (scripts/test.sh
+// runs them separately): the race detector sees only one process, the
+// children fold on a single goroutine, and its 5–10× slowdown would stretch
+// 2,000 folds from 8 processes to a quarter of an hour.
+
 package contextfold_test
 
 // Durability tests: crash injection (SIGKILL of a folding child process),
