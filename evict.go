@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/schema"
 )
 
 // Eviction is one event of the append-only eviction log (CONF-07).
@@ -50,6 +51,9 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 		return nil, err
 	}
 	path := filepath.Join(s.dir, EvictionLogFile)
+	if err := schema.Validate(schema.EvictionLog, data); err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
+	}
 	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
 		return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
 	}

@@ -2,9 +2,12 @@ package contextfold
 
 import (
 	"errors"
+	"path/filepath"
+	"strconv"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/schema"
 )
 
 // FoldResult reports one fold.
@@ -69,6 +72,10 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if err != nil {
 		return nil, err
 	}
+	counter, err := policy.Counter()
+	if err != nil {
+		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
+	}
 	results := make([]*FoldResult, len(turns))
 	var ops []journalOp
 	now := s.now()
@@ -92,7 +99,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		if redactions > 0 {
 			extra = map[string]any{"redactions": redactions}
 		}
-		n, err := buildColdNode(t, policy.Hash(), now, redactions > 0, TokenEstimate(t.Payload()), extra)
+		n, err := buildColdNode(t, policy.Hash(), now, redactions > 0, counter.Count(t.Payload()), extra)
 		if err != nil {
 			s.ix = nil
 			return nil, err
@@ -103,11 +110,20 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			return nil, err
 		}
 		path := s.NodePath(t.StepID)
+		// Every artifact is checked against its schema before it is written.
+		if err := schema.Validate(schema.ColdNode, data); err != nil {
+			s.ix = nil
+			return nil, &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
+		}
 		if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
 		}
 		r := ix.recordFromNode(n, s.indexFilePath(t.StepID))
+		if err := validateEntryDoc(ix.entry(r).Doc); err != nil {
+			s.ix = nil
+			return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
+		}
 		ix.add(r)
 		ops = append(ops, journalOp{fold: r})
 		results[i] = &FoldResult{Node: n, Entry: ix.entry(r)}
@@ -159,4 +175,17 @@ func (s *Store) Entries() ([]*Entry, error) {
 		out = append(out, ix.entry(ix.recs[p]))
 	}
 	return out, nil
+}
+
+// validateEntryDoc checks one index entry against the recall_index schema.
+func validateEntryDoc(doc map[string]any) error {
+	step, _ := doc["step_id"].(int)
+	c, err := canonjson.Canonical(map[string]any{
+		"ipcf_version": IPCFVersion, "projection_version": ProjectionVersion, "created_at": "2000-01-01T00:00:00Z",
+		"nodes": map[string]any{strconv.Itoa(step): doc},
+	})
+	if err != nil {
+		return err
+	}
+	return schema.Validate(schema.RecallIndex, c)
 }

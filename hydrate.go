@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/tokens"
 )
 
 // Hydration is a verified cold node paged into a prompt (spec §5 hydrate).
@@ -178,9 +179,24 @@ func (s *Store) hydrateEntry(e *Entry, policy *Policy) (*Hydration, error) {
 		Node:             n,
 	}
 	if float64(n.TokenEstimate) > capTokens {
-		h.Content = pySlicePrefix(n.RawContent, capCodePoints(capTokens))
+		counter, err := policy.Counter()
+		if err != nil {
+			return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
+		}
 		h.Truncated = true
 		h.TokenEstimate = int(math.Floor(capTokens))
+		if counter.Name() == tokens.HeuristicName {
+			// The reference: the first 4 × cap code points (Python slice
+			// semantics, so a negative cap drops from the end).
+			h.Content = pySlicePrefix(n.RawContent, capCodePoints(capTokens))
+		} else {
+			// An exact counter cuts on a token boundary, never inside a
+			// UTF-8 sequence, and reports what the content really costs.
+			h.Content, _ = counter.Truncate(n.RawContent, h.TokenEstimate)
+			if c := counter.Count(h.Content); c < h.TokenEstimate {
+				h.TokenEstimate = c
+			}
+		}
 	}
 	return h, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/tokens"
 )
 
 // Policy keys and default values (spec §7).
@@ -146,6 +147,23 @@ func (p *Policy) IntegrityVerification() bool {
 func (p *Policy) TokenCounter() string {
 	s, _ := p.doc[KeyTokenCounter].(string)
 	return s
+}
+
+// Counter returns the token counter the policy selects: absent (or
+// "heuristic") → the reference heuristic max(1, ⌊code points / 4⌋);
+// "o200k_base" or "cl100k_base" → exact counts (vocabularies embedded).
+// An unknown name or a non-string value is an error naming the accepted
+// values.
+func (p *Policy) Counter() (tokens.Counter, error) {
+	v, ok := p.doc[KeyTokenCounter]
+	if !ok {
+		return tokens.Heuristic(), nil
+	}
+	name, isStr := v.(string)
+	if !isStr {
+		return nil, fmt.Errorf("policy key %q must be a string: heuristic, o200k_base or cl100k_base", KeyTokenCounter)
+	}
+	return tokens.ByName(name)
 }
 
 // truthy is Python's truth value of a decoded JSON value.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/schema"
 )
 
 // Repair protocol (spec §12, beyond IPCF-1.1): our extension files.
@@ -284,6 +285,9 @@ func (s *Store) appendRepairLog(at string, actions []RepairAction) error {
 	data, err := canonjson.Pretty(doc)
 	if err != nil {
 		return err
+	}
+	if err := schema.Validate(schema.RepairLog, data); err != nil {
+		return &StoreFileError{File: path, Err: err, Remedy: "repair_log.json does not follow its schema; move it aside and repair again"}
 	}
 	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
 		return &StoreFileError{File: path, Err: err, Remedy: "free disk space"}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/contextfold/contextfold/schema"
 )
 
 // Finding kinds reported by Validate.
@@ -21,6 +23,7 @@ const (
 	KindProjection    = "projection"     // projection_sha256 ≠ recomputed projection
 	KindIndexMismatch = "index_mismatch" // the index entry disagrees with its cold node
 	KindStoreFile     = "store_file"     // the index, policy or eviction log cannot be read
+	KindSchema        = "schema"         // a file does not follow its JSON Schema (package schema)
 )
 
 // Finding is one problem Validate found. StepID is nil for a finding about a
@@ -66,11 +69,15 @@ func (s *Store) Validate() (*Report, error) {
 			rep.Findings = append(rep.Findings, Finding{File: sf.File, Kind: KindStoreFile, Message: sf.Error(), Err: perr})
 		}
 	}
+	rep.Findings = append(rep.Findings, s.checkStoreFileSchemas()...)
 	known := s.knownPolicyHashes(policy)
 	indexed := make(map[int]bool, len(entries))
 	for _, e := range entries {
 		indexed[e.StepID] = true
 		fs := s.checkEntry(e, known)
+		if err := validateEntryDoc(e.Doc); err != nil {
+			fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
+		}
 		if len(fs) == 0 {
 			rep.Passed++
 		}
@@ -120,6 +127,9 @@ func (s *Store) checkEntry(e *Entry, known map[string]bool) []Finding {
 		return []Finding{finding(e.StepID, path, KindIntegrity, err)}
 	}
 	var out []Finding
+	if err := schema.ValidateValue(schema.ColdNode, n.Doc); err != nil {
+		out = append(out, finding(e.StepID, path, KindSchema, err))
+	}
 	if err := verifyNode(e, n, path); err != nil {
 		var ie *IntegrityCheckError
 		if errors.As(err, &ie) && ie.Check == "payload" {
@@ -127,7 +137,7 @@ func (s *Store) checkEntry(e *Entry, known map[string]bool) []Finding {
 			// file was re-signed after tampering.
 			out = append(out, finding(e.StepID, path, KindPayload, err))
 		} else {
-			return []Finding{finding(e.StepID, path, KindIntegrity, err)}
+			return append(out, finding(e.StepID, path, KindIntegrity, err))
 		}
 	}
 	if pv, _ := n.Doc["projection_version"].(string); pv == ProjectionVersion && !projectsUnderAny(n, known) {
@@ -169,4 +179,26 @@ func projectsUnderAny(n *ColdNode, policyHashes map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// checkStoreFileSchemas validates the store's JSON files other than the index
+// and the cold nodes against their schemas.
+func (s *Store) checkStoreFileSchemas() []Finding {
+	var out []Finding
+	for _, f := range []struct{ file, schema string }{
+		{PolicyFile, schema.HydrationPolicy},
+		{EvictionLogFile, schema.EvictionLog},
+		{SettingsFile, schema.StoreSettings},
+		{RepairLogFile, schema.RepairLog},
+	} {
+		path := filepath.Join(s.dir, f.file)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // absent; unreadable files are reported by the operations that need them
+		}
+		if err := schema.Validate(f.schema, data); err != nil {
+			out = append(out, Finding{File: path, Kind: KindSchema, Message: err.Error(), Err: err})
+		}
+	}
+	return out
 }

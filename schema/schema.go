@@ -29,6 +29,17 @@ var files embed.FS
 
 const baseURL = "https://github.com/contextfold/contextfold/schema/"
 
+// Schema names, for Validate, ValidateValue and Source.
+const (
+	ColdNode        = "cold_node"
+	RecallIndex     = "recall_index"
+	HydrationPolicy = "hydration_policy"
+	EvictionLog     = "eviction_log"
+	FoldedStep      = "folded_step"
+	RepairLog       = "repair_log"
+	StoreSettings   = "store_settings"
+)
+
 // ErrUnknownSchema is wrapped by the errors returned for a schema name that
 // does not exist.
 var ErrUnknownSchema = errors.New("unknown schema")

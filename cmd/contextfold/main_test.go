@@ -310,3 +310,21 @@ func TestBinarySubprocess(t *testing.T) {
 		t.Errorf("exit code for not found: %v", err)
 	}
 }
+
+func TestSchemaCommand(t *testing.T) {
+	out, _, code := cli(t, "", "schema", "cold_node")
+	var s map[string]any
+	mustJSON(t, out, &s)
+	if code != 0 || s["$schema"] == nil {
+		t.Errorf("schema cold_node: %d %s", code, out)
+	}
+	out, _, _ = cli(t, "", "schema")
+	var all map[string]any
+	mustJSON(t, out, &all)
+	if len(all) != 7 || all["folded_step"] == nil {
+		t.Errorf("schema: %d schemas", len(all))
+	}
+	if _, errs, code := cli(t, "", "schema", "nope"); code != 1 || !strings.Contains(errs, "cold_node") {
+		t.Errorf("unknown schema: %d %s", code, errs)
+	}
+}
