@@ -261,11 +261,12 @@ var bareExts = []string{"py", "js", "ts", "json", "md", "sql", "sh", "yml", "yam
 func Files(text string) []string { return files([]rune(text)) }
 
 func files(rs []rune) []string {
+	m := newPathMatcher(rs)
 	var out []string
 	for i := 0; i < len(rs); {
-		end := matchPath(rs, i)
+		end := m.matchPath(i)
 		if end < 0 {
-			end = matchBareFile(rs, i)
+			end = m.matchBareFile(i)
 		}
 		if end < 0 {
 			i++
@@ -277,68 +278,132 @@ func files(rs []rune) []string {
 	return SortUnique(out)
 }
 
-// matchPath matches (?:[\w.-]+[/\\])+[\w.-]+\.[a-zA-Z0-9]+ at i and returns
-// the end, or -1.
-func matchPath(rs []rune, i int) int {
-	// Collect the ends of successive "segment + separator" groups.
-	var groupEnds []int
-	p := i
-	for {
-		q := p
-		for q < len(rs) && isPathChar(rs[q]) {
-			q++
+// pathMatcher answers the two file alternatives at any position in O(1)
+// amortised, with the results a backtracking matcher gives: a naive scan
+// from every position is quadratic on long runs of word characters (and so
+// is the reference's regex engine).
+type pathMatcher struct {
+	rs []rune
+	// runEnd[i] is the end of the run of path characters ([\w.-]) that
+	// contains i (i itself when rs[i] is not a path character).
+	runEnd []int
+	// lastBare[e] is, for the run ending at e, the largest position of a '.'
+	// followed by a bare extension, and the end of that match; -1 if none.
+	lastBare map[int][2]int
+	// chainBest memoises, per segment end, the end of the longest path match
+	// (-2: not computed, -1: none).
+	chainBest map[int]int
+	nameExt   map[int]int
+}
+
+func newPathMatcher(rs []rune) *pathMatcher {
+	m := &pathMatcher{rs: rs, runEnd: make([]int, len(rs)), lastBare: map[int][2]int{}, chainBest: map[int]int{}, nameExt: map[int]int{}}
+	end := len(rs)
+	for i := len(rs) - 1; i >= 0; i-- {
+		if !isPathChar(rs[i]) {
+			end = i
 		}
-		if q == p || q >= len(rs) || (rs[q] != '/' && rs[q] != '\\') {
-			break
+		m.runEnd[i] = end
+		if !isPathChar(rs[i]) {
+			m.runEnd[i] = i
 		}
-		p = q + 1
-		groupEnds = append(groupEnds, p)
 	}
-	// Greedy: try the most groups first, then fewer.
-	for g := len(groupEnds) - 1; g >= 0; g-- {
-		if end := matchNameExt(rs, groupEnds[g]); end >= 0 {
-			return end
+	return m
+}
+
+// matchPath matches (?:[\w.-]+[/\\])+[\w.-]+\.[a-zA-Z0-9]+ at i: the most
+// groups that still leave a name with an extension after the last separator.
+func (m *pathMatcher) matchPath(i int) int {
+	if i >= len(m.rs) || !isPathChar(m.rs[i]) {
+		return -1
+	}
+	return m.best(m.runEnd[i])
+}
+
+// best is the match end for a chain whose first segment ends at q (all
+// positions of a segment share it).
+func (m *pathMatcher) best(q int) int {
+	if v, ok := m.chainBest[q]; ok {
+		return v
+	}
+	res := -1
+	if q < len(m.rs) && (m.rs[q] == '/' || m.rs[q] == '\\') {
+		g := q + 1 // a group end: a segment starts here
+		if g < len(m.rs) && isPathChar(m.rs[g]) {
+			res = m.best(m.runEnd[g]) // more groups first
+		}
+		if res < 0 {
+			res = m.matchNameExt(g)
 		}
 	}
-	return -1
+	m.chainBest[q] = res
+	return res
 }
 
 // matchNameExt matches [\w.-]+\.[a-zA-Z0-9]+ at p: the greedy name backs off
 // to the last '.' that has a name character before it and an ASCII
 // alphanumeric after it.
-func matchNameExt(rs []rune, p int) int {
-	q := p
-	for q < len(rs) && isPathChar(rs[q]) {
-		q++
+func (m *pathMatcher) matchNameExt(p int) int {
+	if v, ok := m.nameExt[p]; ok {
+		return v
 	}
-	// The name part is rs[p:d] with d > p, rs[d] == '.'.
-	for d := q - 1; d > p; d-- {
-		if rs[d] != '.' || d+1 >= len(rs) || !isASCIIAlnum(rs[d+1]) {
-			continue
+	rs := m.rs
+	res := -1
+	if p < len(rs) && isPathChar(rs[p]) {
+		q := m.runEnd[p]
+		for d := q - 1; d > p; d-- {
+			if rs[d] != '.' || d+1 >= len(rs) || !isASCIIAlnum(rs[d+1]) {
+				continue
+			}
+			e := d + 1
+			for e < len(rs) && isASCIIAlnum(rs[e]) {
+				e++
+			}
+			res = e
+			break
 		}
-		e := d + 1
-		for e < len(rs) && isASCIIAlnum(rs[e]) {
-			e++
-		}
-		return e
 	}
+	m.nameExt[p] = res
+	return res
+}
+
+// matchBareFile matches [\w.-]+\.(?:py|js|…) at i: the last '.' of the run
+// after i whose following text starts with an extension (first alternative
+// wins).
+func (m *pathMatcher) matchBareFile(i int) int {
+	rs := m.rs
+	if i >= len(rs) || !isPathChar(rs[i]) {
+		return -1
+	}
+	q := m.runEnd[i]
+	lb, ok := m.lastBare[q]
+	if !ok {
+		lb = [2]int{-1, -1}
+		for d := q - 1; d >= 0 && d < len(rs) && isPathChar(rs[d]); d-- {
+			if rs[d] != '.' {
+				continue
+			}
+			if e := bareExtEnd(rs, d); e > 0 {
+				lb = [2]int{d, e}
+				break
+			}
+		}
+		m.lastBare[q] = lb
+	}
+	if lb[0] > i {
+		return lb[1]
+	}
+	// The last extension dot of the run is at or before i: an earlier one
+	// cannot be after i either.
 	return -1
 }
 
-// matchBareFile matches [\w.-]+\.(?:py|js|…) at i.
-func matchBareFile(rs []rune, i int) int {
-	q := i
-	for q < len(rs) && isPathChar(rs[q]) {
-		q++
-	}
-	for d := q - 1; d > i; d-- {
-		if rs[d] != '.' {
-			continue
-		}
-		for _, ext := range bareExts {
-			if hasPrefixRunes(rs[d+1:], ext) {
-				return d + 1 + len(ext)
-			}
+// bareExtEnd returns the end of the first bare extension after the dot at
+// d, or -1.
+func bareExtEnd(rs []rune, d int) int {
+	for _, ext := range bareExts {
+		if hasPrefixRunes(rs[d+1:], ext) {
+			return d + 1 + len(ext)
 		}
 	}
 	return -1
