@@ -328,3 +328,28 @@ func TestSchemaCommand(t *testing.T) {
 		t.Errorf("unknown schema: %d %s", code, errs)
 	}
 }
+
+func TestSourceDateEpochFixesTimestamps(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "1767225600")
+	run := func() map[string]string {
+		dir := filepath.Join(t.TempDir(), ".contextfold")
+		cli(t, "", "--dir", dir, "demo")
+		return snapshotRel(t, dir)
+	}
+	a, b := run(), run()
+	if !equalMaps(a, b) {
+		t.Error("two demo runs with SOURCE_DATE_EPOCH differ")
+	}
+	if !strings.Contains(a["recall_index.json"], `"created_at": "2026-01-01T00:00:00Z"`) || !strings.Contains(a["eviction_log.json"], `"evicted_at": "2026-01-01T00:00:00Z"`) {
+		t.Errorf("timestamps do not follow SOURCE_DATE_EPOCH:\n%s", a["eviction_log.json"])
+	}
+}
+
+func snapshotRel(t *testing.T, dir string) map[string]string {
+	out := map[string]string{}
+	for p, v := range snapshot(t, dir) {
+		r, _ := filepath.Rel(dir, p)
+		out[r] = v
+	}
+	return out
+}
