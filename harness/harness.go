@@ -12,15 +12,16 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Defaults of Config. With them a conversation shorter than
 // DefaultHotWindow+DefaultFoldBlock messages is left alone, and a long agent
-// session keeps its last 12 to 27 messages verbatim while every older message
+// session keeps its last 8 to 15 messages verbatim while every older message
 // of 256 tokens or more is folded into a record of about 100 tokens.
 const (
-	DefaultHotWindow     = 12  // messages
-	DefaultFoldBlock     = 16  // messages
+	DefaultHotWindow     = 8   // messages
+	DefaultFoldBlock     = 8   // messages
 	DefaultMinFoldTokens = 256 // tokens
 )
 
@@ -283,12 +284,20 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 			return nil, err
 		}
 	}
+	justFolded := map[int]bool{}
+	for _, t := range toFold {
+		justFolded[t.StepID] = true
+	}
 	for _, c := range cands {
 		e, ok := entries[c.i]
 		if !ok {
 			continue
 		}
-		if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
+		if justFolded[c.i] {
+			// Folded from this very payload (the store may have scrubbed
+			// secrets out of what it keeps).
+			h.verified[c.i] = maphash.String(h.seed, c.payload)
+		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
 			return nil, &DivergedError{StepID: c.i, Reason: "the store holds other content for this step"}
 		}
 		st := Project(conv[c.i], e)
@@ -372,11 +381,28 @@ func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) 
 	}
 	sum := sha256.Sum256([]byte(payload))
 	if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
-		return false
+		// The store scrubs secrets before writing (on by default): compare
+		// with the scrubbed payload.
+		sc := scrubber()
+		if sc == nil {
+			return false
+		}
+		sum = sha256.Sum256([]byte(sc.Scrub(payload).Text))
+		if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
+			return false
+		}
 	}
 	h.verified[step] = fast
 	return true
 }
+
+var scrubber = sync.OnceValue(func() *scrub.Scrubber {
+	sc, err := scrub.New()
+	if err != nil {
+		return nil
+	}
+	return sc
+})
 
 // hydrate fills in the hydration of the prompt, computing it once per human
 // turn.

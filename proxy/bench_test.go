@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"testing"
+	"time"
+)
+
+type slogLogger = slog.Logger
+
+func newDiscardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// conversation500 is a 500-message agent conversation: tool outputs of
+// about 2 kB, short assistant turns, a human prompt every 20 messages.
+func conversation500() []byte {
+	var msgs []map[string]any
+	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
+	for i := 1; len(msgs) < 499; i++ {
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": "call_" + itoa(i), "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"go test ./pkg` + itoa(i) + `"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "call_" + itoa(i), "content": bigLog("pkg"+itoa(i), 40)})
+		if i%10 == 0 {
+			msgs = append(msgs, map[string]any{"role": "user", "content": "continue with pkg" + itoa(i-5)})
+		}
+	}
+	msgs = append(msgs, map[string]any{"role": "user", "content": "what did pkg42 print?"})
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:500]})
+	return b
+}
+
+// BenchmarkProxyOverhead measures the proxy's added latency per request on a
+// 500-message conversation: the time from receiving the body to handing the
+// rewritten body to the transport (parse, dispatch, splice), in steady state
+// (the session already folded). It reports p50 and p99.
+func BenchmarkProxyOverhead(b *testing.B) {
+	body := conversation500()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	defer up.Close()
+	var overheads []time.Duration
+	srv, err := New(Options{Dir: b.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		OnRequest: func(r RequestRecord) { overheads = append(overheads, r.Overhead) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	send := func() {
+		resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	send() // first request folds the session
+	overheads = overheads[:0]
+	b.SetBytes(int64(len(body)))
+	b.ResetTimer()
+	for range b.N {
+		send()
+	}
+	b.StopTimer()
+	sort.Slice(overheads, func(i, j int) bool { return overheads[i] < overheads[j] })
+	if n := len(overheads); n > 0 {
+		b.ReportMetric(float64(overheads[n/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(overheads[(n*99)/100].Microseconds())/1000, "p99-ms")
+	}
+}
+
+// BenchmarkProxyFirstFold measures the first request of a 500-message
+// conversation, which folds every cold message into a new store.
+func BenchmarkProxyFirstFold(b *testing.B) {
+	body := conversation500()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	defer up.Close()
+	for range b.N {
+		srv, _ := New(Options{Dir: b.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger()})
+		req := httptest.NewRequest("POST", PathOpenAI, bytes.NewReader(body))
+		srv.ServeHTTP(httptest.NewRecorder(), req)
+	}
+}
