@@ -165,6 +165,12 @@ type Harness struct {
 	verified map[int]uint64 // step → maphash of the payload checked against the index
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]bool   // hydrated and not yet evicted
+	records  map[int]cachedStep
+}
+
+type cachedStep struct {
+	fast uint64 // maphash of the payload it was derived from
+	step FoldedStep
 }
 
 type turnState struct {
@@ -180,7 +186,7 @@ type turnState struct {
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(),
-		verified: map[int]uint64{}, pending: map[int]bool{}}
+		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}}
 }
 
 // Store returns the store the harness folds into.
@@ -300,8 +306,13 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
 			return nil, &DivergedError{StepID: c.i, Reason: "the store holds other content for this step"}
 		}
-		st := Project(conv[c.i], e)
-		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st, Text: st.PromptText(), Tokens: c.tokens})
+		fast := h.verified[c.i]
+		st, ok := h.records[c.i]
+		if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
+			st = cachedStep{fast, Project(conv[c.i], e)}
+			h.records[c.i] = st
+		}
+		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st.step, Text: st.step.PromptText(), Tokens: c.tokens})
 	}
 
 	h.hydrate(conv, d)

@@ -212,6 +212,11 @@ var (
 
 // looksFailed reports a non-zero exit code recorded in a tool output.
 func looksFailed(text string) bool {
+	lower := strings.Contains(text, "returncode") || strings.Contains(text, "xit code") || strings.Contains(text, "xit status") ||
+		strings.Contains(text, "XIT CODE") || strings.Contains(text, "XIT STATUS")
+	if !lower {
+		return false
+	}
 	m := exitRe.FindStringSubmatch(text)
 	if m == nil {
 		return false

@@ -69,21 +69,25 @@ func valueEnd(b []byte, i int) int {
 	}
 }
 
-// stringEnd returns the end of the string starting at the quote at i.
+// stringEnd returns the end of the string starting at the quote at i: the
+// first quote preceded by an even number of backslashes.
 func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		k := bytes.IndexAny(b[j:], `"\`)
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return len(b)
 		}
-		j += k
-		if b[j] == '\\' {
-			j++
-			continue
+		q := j + k
+		n := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
 		}
-		return j + 1
+		if n%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
 	}
-	return len(b)
 }
 
 // objectFields lists the members of the object at sp.
@@ -154,9 +158,50 @@ func decodeString(b []byte, sp span) string {
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner)
 	}
+	if s, ok := unescape(inner); ok {
+		return s
+	}
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
+}
+
+// unescape decodes the common escapes of a JSON string body; ok is false for
+// \u escapes and invalid UTF-8 (encoding/json handles those, surrogates
+// included).
+func unescape(in []byte) (string, bool) {
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i >= len(in) {
+			return "", false
+		}
+		switch in[i] {
+		case '"', '\\', '/':
+			out = append(out, in[i])
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		default:
+			return "", false
+		}
+	}
+	return string(out), true
 }
 
 // stringField returns the string value of key, "" when absent or not a string.
