@@ -26,6 +26,10 @@ type Eviction struct {
 func (s *Store) Evict(step int) (*Eviction, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := os.Stat(filepath.Join(s.dir, IndexFile)); errors.Is(err, fs.ErrNotExist) {
+		// Nothing is indexed: do not create a store just to say so.
+		return nil, &NodeNotFoundError{StepID: step}
+	}
 	l, err := s.lock()
 	if err != nil {
 		return nil, err

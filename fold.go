@@ -2,8 +2,11 @@ package contextfold
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -110,6 +113,20 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			return nil, err
 		}
 		path := s.NodePath(t.StepID)
+		// A file already there but not indexed is an orphan (a fold that
+		// crashed before its index update, or a hand-made file). Folded
+		// turns are never lost: an orphan that verifies and holds this very
+		// turn is adopted as it is; any other is moved to quarantine/ first.
+		if adopted, err := s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
+			s.ix = nil
+			return nil, err
+		} else if adopted != nil {
+			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID))
+			ix.add(r)
+			ops = append(ops, journalOp{fold: r})
+			results[i] = &FoldResult{Node: adopted, Entry: ix.entry(r)}
+			continue
+		}
 		// Every artifact is checked against its schema before it is written.
 		if err := schema.Validate(schema.ColdNode, data); err != nil {
 			s.ix = nil
@@ -188,4 +205,35 @@ func validateEntryDoc(doc map[string]any) error {
 		return err
 	}
 	return schema.Validate(schema.RecallIndex, c)
+}
+
+// resolveOrphanBeforeFold handles an unindexed file at a step's path before a
+// fold writes there. It returns the file's node when it verifies and holds
+// the same summary and payload as t (the fold is then an adoption, nothing is
+// written), or moves the file to quarantine/ (logged in repair_log.json) and
+// returns nil. No file: nil. Callers hold the store lock.
+func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now string) (*ColdNode, error) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	known := s.knownPolicyHashes(policy)
+	if n, why := s.verifyOrphan(t.StepID, stepFileName(t.StepID), path, known); why == "" &&
+		n.Summary == t.Summary && n.RawContent == t.Payload() {
+		return n, nil
+	}
+	qdir := filepath.Join(s.dir, QuarantineDir)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return nil, &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	}
+	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
+	dst := uniquePath(filepath.Join(qdir, stamp+"-"+stepFileName(t.StepID)))
+	if err := os.Rename(path, dst); err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "move the orphaned file away by hand, or run 'contextfold repair --apply'"}
+	}
+	if err := fsutil.SyncDir(qdir); err != nil {
+		return nil, err
+	}
+	step := t.StepID
+	return nil, s.appendRepairLog(now, []RepairAction{{Action: ActionQuarantine, StepID: &step, File: path,
+		Reason: "an unindexed file stood where step " + strconv.Itoa(step) + " is folded; kept in " + dst}})
 }

@@ -45,6 +45,10 @@ type RepairAction struct {
 type RepairResult struct {
 	Actions []RepairAction
 	Applied bool
+	// Manual lists findings repair cannot fix because they are a person's
+	// choice, not derived data: a hydration policy, store settings or log
+	// file that does not parse or does not follow its schema.
+	Manual []Finding
 }
 
 // Repair plans, and with apply carries out, the repair of every broken state
@@ -68,7 +72,13 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		}
 		defer l.Unlock()
 	}
-	res := &RepairResult{Applied: apply}
+	res := &RepairResult{Applied: apply, Manual: s.checkStoreFileSchemas()}
+	if _, err := s.Policy(); err != nil {
+		var sf *StoreFileError
+		if errors.As(err, &sf) {
+			res.Manual = append(res.Manual, Finding{File: sf.File, Kind: KindStoreFile, Message: sf.Error(), Err: err})
+		}
+	}
 	var moves [][2]string // quarantine moves: from, name
 	var entryDocs = map[string]map[string]any{}
 

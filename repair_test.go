@@ -126,3 +126,51 @@ func TestRepairRebuildsAnUnreadableIndex(t *testing.T) {
 		t.Errorf("scan after rebuild: %+v", res2.Selected)
 	}
 }
+
+// A fold onto an unindexed file never loses it: an orphan holding the same
+// turn is adopted, any other is quarantined first.
+func TestFoldOverAnOrphan(t *testing.T) {
+	s := demoStore(t)
+	editIndex(t, s, func(n map[string]any) { delete(n, "499"); delete(n, "447") })
+	tr := DemoTurns()
+	// 499: the same turn again → adopted, file unchanged, nothing quarantined.
+	before, _ := os.ReadFile(s.NodePath(499))
+	if _, err := s.Fold(tr[7]); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(s.NodePath(499))
+	if string(before) != string(after) {
+		t.Error("adopting an orphan rewrote it")
+	}
+	// 447: another turn → the orphan goes to quarantine, the new one is stored.
+	old, _ := os.ReadFile(s.NodePath(447))
+	if _, err := s.Fold(Turn{StepID: 447, Summary: "something else"}); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := os.ReadDir(filepath.Join(s.Dir(), QuarantineDir))
+	if len(q) != 1 {
+		t.Fatalf("quarantine: %v", q)
+	}
+	kept, _ := os.ReadFile(filepath.Join(s.Dir(), QuarantineDir, q[0].Name()))
+	if string(kept) != string(old) {
+		t.Error("the quarantined file is not the orphan")
+	}
+	if rep, _ := s.Validate(); !rep.OK() || rep.Passed != 8 {
+		t.Errorf("validate: %+v", rep)
+	}
+	logData, _ := os.ReadFile(filepath.Join(s.Dir(), RepairLogFile))
+	if !strings.Contains(string(logData), "quarantine") {
+		t.Error("the quarantine is not logged")
+	}
+}
+
+func TestEvictOnAMissingStoreCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "nostore")
+	s, _ := Open(dir, Options{})
+	if _, err := s.Evict(1); !errors.Is(err, ErrNodeNotFound) {
+		t.Fatalf("evict: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Error("evict created the store directory")
+	}
+}

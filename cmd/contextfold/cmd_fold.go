@@ -70,6 +70,9 @@ so any text, NUL and newlines included, can be folded.`,
 					if err != nil {
 						return err
 					}
+					if raw == "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: %s is empty, so the summary is the payload (IPCF §3)\n", file)
+					}
 					t.RawContent = raw
 				}
 			}
@@ -109,8 +112,14 @@ so any text, NUL and newlines included, can be folded.`,
 				fmt.Fprintf(out, "step %d is already indexed; nothing changed (%s)\n", t.StepID, res.Entry.FilePath)
 				return nil
 			}
-			fmt.Fprintf(out, "folded step %d → %s\n  %d tokens archived · payload %s…\n  identifiers: %s\n",
-				t.StepID, res.Entry.FilePath, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12], preview(strings.Join(res.Node.Identifiers, " "), 100))
+			fmt.Fprintf(out, "folded step %d → %s\n  %d tokens archived · payload %s…\n",
+				t.StepID, res.Entry.FilePath, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12])
+			if len(res.Node.Identifiers) > 0 {
+				fmt.Fprintf(out, "  identifiers: %s\n", preview(strings.Join(res.Node.Identifiers, " "), 100))
+			}
+			if res.Node.Sanitized {
+				fmt.Fprintf(out, "  secrets redacted before writing: %v\n", res.Node.Doc["redactions"])
+			}
 			return nil
 		},
 	}
@@ -167,6 +176,9 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	var in foldInput
 	if err := dec.Decode(&in); err != nil {
 		return contextfold.Turn{}, usagef("%s: not a turn object: %v; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, err)
+	}
+	if dec.More() {
+		return contextfold.Turn{}, usagef("%s: holds more than one JSON document; --input takes one turn (fold each turn with its own call, or use 'contextfold ingest' for a whole session)", path)
 	}
 	if in.StepID == nil {
 		return contextfold.Turn{}, usagef("%s: \"step_id\" is required", path)

@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
 )
 
 func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusCmd) }
@@ -30,7 +34,7 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}
@@ -56,7 +60,7 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 				state = "truncated to the per-call cap"
 			}
 			fmt.Fprintf(out, "step %d · %s · %d tokens (%s) · verified artifact %s…\n--- content ---\n%s\n--- end ---\n",
-				h.StepID, h.Summary, h.TokenEstimate, state, h.ArtifactSHA256[:12], h.Content)
+				h.StepID, terminalSafe(h.Summary), h.TokenEstimate, state, h.ArtifactSHA256[:12], terminalSafe(h.Content))
 			return nil
 		},
 	}
@@ -103,7 +107,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Example: "  contextfold status\n  contextfold status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}
@@ -112,15 +116,51 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if _, err := st.Policy.MaxTokensPerCall(); err != nil {
+				return fmt.Errorf("%s: %v (set it to a number)", filepath.Join(s.Dir(), contextfold.PolicyFile), err)
+			}
+			if _, err := st.Policy.MaxTokensPerTurn(); err != nil {
+				return fmt.Errorf("%s: %v (set it to a number)", filepath.Join(s.Dir(), contextfold.PolicyFile), err)
+			}
 			if g.jsonOut {
 				return writeJSON(out, map[string]any{"total": st.Total, "active": st.Active, "evicted": st.Evicted,
 					"total_tokens": st.TotalTokens, "policy": st.Policy.Doc(), "policy_hash": st.Policy.Hash(), "dir": s.Dir()})
 			}
-			per, _ := st.Policy.MaxTokensPerCall()
+			per, _ := st.Policy.MaxTokensPerCall() // checked above
 			turn, _ := st.Policy.MaxTokensPerTurn()
 			fmt.Fprintf(out, "store %s\n  %d nodes (%d active, %d evicted), %d tokens archived\n  policy %s…: %v tokens per call, %v per turn, integrity verification %v\n",
 				s.Dir(), st.Total, st.Active, st.Evicted, st.TotalTokens, st.Policy.Hash()[:12], numberOut(per), numberOut(turn), st.Policy.IntegrityVerification())
 			return nil
 		},
 	}
+}
+
+// terminalSafe makes text safe to print on a terminal in human output:
+// control characters other than newline and tab, and bidirectional
+// overrides, are shown as escapes (--raw and --json print the exact text).
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f:
+		return true
+	}
+	return false
 }

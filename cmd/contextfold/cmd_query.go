@@ -24,7 +24,7 @@ changes nothing; use hydrate to page a node in.`,
 			if len(args) == 0 {
 				return usagef("scan needs a prompt: contextfold scan <prompt…>")
 			}
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ score is +2 per query term in the node's summary and +1 per term in the node.`,
 			if len(args) == 0 {
 				return usagef("recall needs a query: contextfold recall <query…>")
 			}
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}

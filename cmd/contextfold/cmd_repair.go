@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +28,7 @@ Nothing is ever deleted. Every applied action is appended to repair_log.json.
 After --apply, validate is clean and a second repair does nothing.`,
 		Example: "  contextfold repair\n  contextfold repair --apply --json",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			s, err := g.openStore()
 			if err != nil {
 				return err
@@ -45,10 +47,28 @@ After --apply, validate is clean and a second repair does nothing.`,
 					}
 					acts = append(acts, m)
 				}
-				return writeJSON(out, map[string]any{"applied": res.Applied, "actions": acts})
+				manual := make([]map[string]any, 0, len(res.Manual))
+				for _, f := range res.Manual {
+					manual = append(manual, map[string]any{"file": f.File, "kind": f.Kind, "message": f.Message})
+				}
+				if err := writeJSON(out, map[string]any{"applied": res.Applied, "actions": acts, "manual": manual}); err != nil {
+					return err
+				}
+				if len(res.Manual) > 0 {
+					return &silentExit{code: exitUsage}
+				}
+				return nil
+			}
+			defer func() {
+				for _, f := range res.Manual {
+					fmt.Fprintf(out, "needs a hand: %s\n    %s\n", f.File, f.Message)
+				}
+			}()
+			if len(res.Manual) > 0 {
+				defer func() { err = &silentExit{code: exitUsage} }()
 			}
 			if len(res.Actions) == 0 {
-				fmt.Fprintln(out, "nothing to repair")
+				fmt.Fprintln(out, "nothing to repair automatically")
 				return nil
 			}
 			verb := "would"
@@ -89,13 +109,19 @@ implementation (the reference) expects. A no-op when there is no journal.`,
 			if err != nil {
 				return err
 			}
+			_, statErr := os.Stat(filepath.Join(s.Dir(), contextfold.JournalFile))
+			hadJournal := statErr == nil
 			if err := s.Compact(); err != nil {
 				return err
 			}
 			if g.jsonOut {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"compacted": true})
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"compacted": hadJournal})
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "recall_index.json is up to date")
+			if hadJournal {
+				fmt.Fprintln(cmd.OutOrStdout(), "journaled updates written into recall_index.json")
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "no journal: recall_index.json was already up to date")
+			}
 			return nil
 		},
 	}

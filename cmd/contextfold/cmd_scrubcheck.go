@@ -22,7 +22,7 @@ changes nothing and exits 1 when it found any.`,
 		Example: "  contextfold scrub-check\n  contextfold scrub-check --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}

@@ -38,7 +38,7 @@ failures, reports each one, changes nothing, and exits 1 when it found any.`,
 		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}

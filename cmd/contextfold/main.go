@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -109,6 +111,7 @@ The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
 ./.contextfold.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",
 		Example: `  contextfold demo
   contextfold fold 137 "PostgreSQL port reverted to 5433" --file step137.log
   contextfold scan "What port are we using for PostgreSQL?"
@@ -150,6 +153,16 @@ func (g *globals) openStore() (*contextfold.Store, error) {
 	return contextfold.Open(g.storeDir(), g.storeOptions())
 }
 
+// openStoreToRead opens the store for a read-only command and notes on
+// stderr when it does not exist.
+func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
+	s, err := g.openStore()
+	if err == nil {
+		noteMissingStore(cmd, s.Dir())
+	}
+	return s, err
+}
+
 // storeOptions are the store options the global flags select.
 func (g *globals) storeOptions() contextfold.Options {
 	var o contextfold.Options
@@ -170,8 +183,27 @@ func writeJSON(w io.Writer, v any) error {
 // parseStepID parses a step id argument.
 func parseStepID(s string) (int, error) {
 	n, err := strconv.Atoi(s)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, usagef("step id %s is out of range (at most %d)", s, math.MaxInt)
+	}
 	if err != nil {
-		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (use -- before a negative id: contextfold hydrate -- -5)", s)
+		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (put -- before a negative id, e.g. 'contextfold hydrate -- -5')", s)
 	}
 	return n, nil
+}
+
+// noteMissingStore tells a read command's user, on stderr, that the store
+// does not exist yet (a mistyped --dir reads as an empty store).
+func noteMissingStore(cmd *cobra.Command, dir string) {
+	if _, err := os.Stat(dir); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: no store at %s yet (nothing folded); check --dir or $CONTEXTFOLD_DIR\n", dir)
+	}
+}
+
+// version is the module version of the binary, from its build information.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
 }

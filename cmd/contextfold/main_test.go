@@ -353,3 +353,40 @@ func snapshotRel(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+func TestNewUserRoughEdges(t *testing.T) {
+	dir := demoDir(t)
+	if _, errs, code := cli(t, `{"step_id":11,"summary":"s"}{"step_id":12,"summary":"t"}`, "--dir", dir, "fold", "--input", "-"); code != 1 || !strings.Contains(errs, "more than one JSON document") {
+		t.Errorf("two documents on --input: %d %s", code, errs)
+	}
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "14", "empty", "stdin", "--file", "-"); code != 0 || !strings.Contains(errs, "summary is the payload") {
+		t.Errorf("empty stdin: %d %s", code, errs)
+	}
+	os.WriteFile(filepath.Join(dir, "hydration_policy.json"), []byte(`{"max_rehydration_tokens_per_call": "lots"}`), 0o644)
+	if _, errs, code := cli(t, "", "--dir", dir, "status"); code != 1 || !strings.Contains(errs, "must be a number") {
+		t.Errorf("status with a bad policy: %d %s", code, errs)
+	}
+	if out, _, code := cli(t, "", "--dir", dir, "repair"); code != 1 || !strings.Contains(out, "needs a hand") {
+		t.Errorf("repair with a bad policy: %d %s", code, out)
+	}
+	os.Remove(filepath.Join(dir, "hydration_policy.json"))
+	if out, _, code := cli(t, "", "--version"); code != 0 || !strings.Contains(out, "IPCF-1.1") {
+		t.Errorf("--version: %d %s", code, out)
+	}
+	if _, errs, _ := cli(t, "", "--dir", filepath.Join(t.TempDir(), "typo"), "status"); !strings.Contains(errs, "no store at") {
+		t.Errorf("missing store: %s", errs)
+	}
+	in, _ := json.Marshal(map[string]any{"step_id": 900, "summary": "ansi", "raw_content": "red \x1b[31mX\x1b[0m \u202eevil"})
+	cli(t, string(in), "--dir", dir, "fold", "--input", "-")
+	out, _, _ := cli(t, "", "--dir", dir, "hydrate", "900")
+	if strings.ContainsAny(out, "\x1b\u202e") || !strings.Contains(out, `\u001b[31m`) {
+		t.Errorf("human hydrate must not send control characters to the terminal: %q", out)
+	}
+	raw, _, _ := cli(t, "", "--dir", dir, "hydrate", "900", "--raw")
+	if raw != "red \x1b[31mX\x1b[0m \u202eevil" {
+		t.Errorf("--raw must be exact: %q", raw)
+	}
+	if _, errs, code := cli(t, "", "hydrate", "99999999999999999999"); code != 1 || !strings.Contains(errs, "out of range") {
+		t.Errorf("huge id: %d %s", code, errs)
+	}
+}
