@@ -63,48 +63,9 @@ func matchTerms(identifiers, files, errs []string) []string {
 	return extract.SortUnique(all)
 }
 
-// dict interns terms as dense ids. Not safe for concurrent mutation; an
-// index owns one and mutates it under the store's mutex.
-type dict struct {
-	ids   map[string]uint32
-	terms []string
-}
-
-func newDict() *dict { return &dict{ids: map[string]uint32{}} }
-
-func (d *dict) id(t string) uint32 {
-	if id, ok := d.ids[t]; ok {
-		return id
-	}
-	id := uint32(len(d.terms))
-	d.ids[t] = id
-	d.terms = append(d.terms, t)
-	return id
-}
-
-func (d *dict) lookup(t string) (uint32, bool) {
-	id, ok := d.ids[t]
-	return id, ok
-}
-
-func (d *dict) ids2(ss []string) []uint32 {
-	out := make([]uint32, len(ss))
-	for i, s := range ss {
-		out[i] = d.id(s)
-	}
-	return out
-}
-
-func (d *dict) strs(ids []uint32) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = d.terms[id]
-	}
-	return out
-}
-
-// record is the compact in-memory form of an index entry: identifiers and
-// matchable terms as dictionary ids, so 100k entries fit in tens of MB.
+// record is the in-memory form of an index entry. A record holds no term
+// lists: matching goes through the index's postings, and Entry.Terms /
+// SummaryTerms are recomputed when an entry is materialised.
 type record struct {
 	step          int
 	summary       string
@@ -112,9 +73,9 @@ type record struct {
 	projection    string
 	artifact      string
 	filePath      string
-	tokenEstimate int
+	tokenEstimate int // tokens
 	foldedAt      string
-	idents        []uint32 // identifiers as stored (order and duplicates kept)
+	idents        []string // identifiers as stored (order and duplicates kept)
 	files         []string
 	commands      []string
 	errors        []string
@@ -122,13 +83,6 @@ type record struct {
 	// extra holds the whole entry document when it has keys or value types
 	// beyond the standard ones; nil for the standard form.
 	extra map[string]any
-
-	terms        []uint32 // matchable terms, sorted by id
-	summaryTerms []uint32 // identifiers of the summary, sorted by id
-
-	// cold holds the still-encoded fields of a record loaded from the
-	// index cache (see full); nil once decoded.
-	cold []byte
 }
 
 // standardKeys are the keys of an index entry (spec §5).
@@ -138,26 +92,32 @@ var standardKeys = map[string]bool{
 	"projection_version": true, "step_id": true, "summary": true, "token_estimate": true,
 }
 
-// index is the in-memory recall index: the header of recall_index.json, a
-// record per step, and an inverted index from term id to node positions.
+// index is the in-memory recall index: the header of recall_index.json and a
+// record per step, at positions 0..len()-1 that never change. Positions
+// 0..nb-1 are the records of base, the read-only snapshot of
+// recall_index.cache (ascending step order); later positions are heap
+// records (folded, journaled or parsed from JSON since), indexed by byStep,
+// post and spost. Invariant: recs[p] is nil only for a base record not
+// materialised yet (see rec); once materialised, the record is the truth
+// (an eviction marks it).
 type index struct {
-	header map[string]any // every top-level key but "nodes"
-	dict   *dict
-	recs   []*record          // node positions; a position never changes
-	byStep map[int]int32      // step id → position
-	post   map[uint32][]int32 // matchable term → positions
-	// spost lists summary terms a node holds but not among its matchable
-	// terms (only possible in an index written elsewhere), for recall.
-	spost map[uint32][]int32
+	header map[string]any     // every top-level key but "nodes"
+	base   *baseIndex         // nil: no snapshot, every record is on the heap
+	nb     int                // records in base
+	recs   []*record          // by position; see the invariant above
+	byStep map[int]int32      // step id → position, heap records only
+	post   map[string][]int32 // matchable term → heap positions, ascending
+	spost  map[string][]int32 // summary identifier → heap positions, ascending
+
+	scratch []uint64 // per-position work array of Scan and Recall (len()*words)
 }
 
 func newIndex(createdAt string) *index {
 	ix := &index{
 		header: map[string]any{"ipcf_version": IPCFVersion, "projection_version": ProjectionVersion},
-		dict:   newDict(),
 		byStep: map[int]int32{},
-		post:   map[uint32][]int32{},
-		spost:  map[uint32][]int32{},
+		post:   map[string][]int32{},
+		spost:  map[string][]int32{},
 	}
 	if createdAt != "" {
 		ix.header["created_at"] = createdAt
@@ -167,44 +127,80 @@ func newIndex(createdAt string) *index {
 
 func (ix *index) len() int { return len(ix.recs) }
 
+// get returns the record of a step (materialising a base record).
 func (ix *index) get(step int) (*record, bool) {
-	p, ok := ix.byStep[step]
-	if !ok {
-		return nil, false
+	if p, ok := ix.byStep[step]; ok {
+		return ix.recs[p], true
 	}
-	return ix.recs[p], true
+	if p, ok := ix.base.find(step); ok {
+		return ix.rec(p), true
+	}
+	return nil, false
 }
 
-// add inserts a record whose step is not indexed yet.
+// rec returns the record at position p, materialising a base record from
+// its entry in recall_index.json.
+func (ix *index) rec(p int32) *record {
+	if r := ix.recs[p]; r != nil {
+		return r
+	}
+	r := ix.base.record(ix, p)
+	ix.recs[p] = r
+	return r
+}
+
+// stepAt, summaryAt, tokensAt and evictedAt read a position's hot fields
+// without materialising a base record.
+func (ix *index) stepAt(p int32) int {
+	if r := ix.recs[p]; r != nil {
+		return r.step
+	}
+	return ix.base.step(p)
+}
+
+func (ix *index) summaryAt(p int32) string {
+	if r := ix.recs[p]; r != nil {
+		return r.summary
+	}
+	return ix.base.summary(p)
+}
+
+func (ix *index) tokensAt(p int32) int {
+	if r := ix.recs[p]; r != nil {
+		return r.tokenEstimate
+	}
+	return ix.base.tokens(p)
+}
+
+func (ix *index) evictedAt(p int32) bool {
+	if r := ix.recs[p]; r != nil {
+		return r.evicted
+	}
+	return ix.base.evicted(p)
+}
+
+// add inserts a record whose step is not indexed yet, as a heap record.
 func (ix *index) add(r *record) {
 	pos := int32(len(ix.recs))
 	ix.recs = append(ix.recs, r)
 	ix.byStep[r.step] = pos
-	for _, t := range r.terms {
+	for _, t := range matchTerms(r.idents, r.files, r.errors) {
 		ix.post[t] = append(ix.post[t], pos)
 	}
-	for _, t := range r.summaryTerms {
-		if !hasID(r.terms, t) {
-			ix.spost[t] = append(ix.spost[t], pos)
-		}
+	for _, t := range extract.Identifiers(extract.NFC(r.summary)) {
+		ix.spost[t] = append(ix.spost[t], pos)
 	}
 }
 
-// derive fills the matchable and summary terms of r.
-func (ix *index) derive(r *record, identifiers []string) {
-	ts := matchTerms(identifiers, r.files, r.errors)
-	r.terms = sortedIDs(ix.dict.ids2(ts))
-	r.summaryTerms = sortedIDs(ix.dict.ids2(extract.Identifiers(extract.NFC(r.summary))))
-}
-
-func sortedIDs(ids []uint32) []uint32 {
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
-
-func hasID(sorted []uint32, id uint32) bool {
-	i := sort.Search(len(sorted), func(i int) bool { return sorted[i] >= id })
-	return i < len(sorted) && sorted[i] == id
+// appendPostings appends to dst the positions whose matchable terms
+// (summary=false) or summary identifiers (summary=true) hold t: base
+// positions ascending, then heap positions ascending.
+func (ix *index) appendPostings(dst []int32, t string, summary bool) []int32 {
+	dst = ix.base.appendPostings(dst, t, summary)
+	if summary {
+		return append(dst, ix.spost[t]...)
+	}
+	return append(dst, ix.post[t]...)
 }
 
 // recordFromNode builds the record of a freshly folded node.
@@ -212,9 +208,8 @@ func (ix *index) recordFromNode(n *ColdNode, filePath string) *record {
 	r := &record{
 		step: n.StepID, summary: n.Summary, payload: n.PayloadSHA256, projection: n.ProjectionSHA256,
 		artifact: n.ArtifactSHA256, filePath: filePath, tokenEstimate: n.TokenEstimate, foldedAt: n.FoldedAt,
-		idents: ix.dict.ids2(n.Identifiers), files: n.Files, commands: n.Commands, errors: n.Errors,
+		idents: n.Identifiers, files: n.Files, commands: n.Commands, errors: n.Errors,
 	}
-	ix.derive(r, n.Identifiers)
 	if red, ok := n.Doc["redactions"]; ok {
 		// A scrubbed node's entry records its redaction count: a
 		// non-standard entry, kept whole.
@@ -261,8 +256,7 @@ func (ix *index) recordFromDoc(key string, v any) (*record, error) {
 	if _, isNum := doc["token_estimate"].(json.Number); !isNum {
 		standard = false
 	}
-	var idents []string
-	if idents, err = stringsField(doc, "identifiers"); err != nil {
+	if r.idents, err = stringsField(doc, "identifiers"); err != nil {
 		return nil, fmt.Errorf("entry %q: %w", key, err)
 	}
 	if r.files, err = stringsField(doc, "files"); err != nil {
@@ -292,22 +286,17 @@ func (ix *index) recordFromDoc(key string, v any) (*record, error) {
 	if !standard {
 		r.extra = doc
 	}
-	r.idents = ix.dict.ids2(idents)
-	ix.derive(r, idents)
 	return r, nil
 }
 
 // entry materialises the public Entry of a record.
 func (ix *index) entry(r *record) *Entry {
-	ix.full(r)
 	e := &Entry{
 		StepID: r.step, Summary: r.summary, PayloadSHA256: r.payload, ProjectionSHA256: r.projection,
 		ArtifactSHA256: r.artifact, FilePath: r.filePath, TokenEstimate: r.tokenEstimate, FoldedAt: r.foldedAt,
-		Identifiers: ix.dict.strs(r.idents), Files: copyStrings(r.files), Commands: copyStrings(r.commands),
+		Identifiers: copyStrings(r.idents), Files: copyStrings(r.files), Commands: copyStrings(r.commands),
 		Errors: copyStrings(r.errors), Evicted: r.evicted,
 	}
-	e.terms = extract.SortUnique(ix.dict.strs(r.terms))
-	e.summaryTerms = extract.SortUnique(ix.dict.strs(r.summaryTerms))
 	if r.extra != nil {
 		e.Doc = make(map[string]any, len(r.extra))
 		for k, v := range r.extra {
@@ -327,13 +316,36 @@ func (ix *index) entry(r *record) *Entry {
 	return e
 }
 
-// sortedPositions returns node positions in ascending step order.
+// sortedPositions returns node positions in ascending step order, with
+// every record materialised (ix.recs[p] is set for each).
 func (ix *index) sortedPositions() []int32 {
-	pos := make([]int32, len(ix.recs))
-	for i := range pos {
-		pos[i] = int32(i)
+	pos := ix.stepOrder()
+	for _, p := range pos {
+		ix.rec(p)
 	}
-	sort.Slice(pos, func(i, j int) bool { return ix.recs[pos[i]].step < ix.recs[pos[j]].step })
+	return pos
+}
+
+// stepOrder returns node positions in ascending step order without
+// materialising records: the base positions (already in step order) merged
+// with the heap positions.
+func (ix *index) stepOrder() []int32 {
+	heap := make([]int32, 0, len(ix.recs)-ix.nb)
+	for p := ix.nb; p < len(ix.recs); p++ {
+		heap = append(heap, int32(p))
+	}
+	sort.Slice(heap, func(i, j int) bool { return ix.recs[heap[i]].step < ix.recs[heap[j]].step })
+	pos := make([]int32, 0, len(ix.recs))
+	b := int32(0)
+	for _, h := range heap {
+		for ; b < int32(ix.nb) && ix.stepAt(b) < ix.recs[h].step; b++ {
+			pos = append(pos, b)
+		}
+		pos = append(pos, h)
+	}
+	for ; b < int32(ix.nb); b++ {
+		pos = append(pos, b)
+	}
 	return pos
 }
 
@@ -373,47 +385,81 @@ func parseIndex(data []byte) (*index, error) {
 	return ix, nil
 }
 
-// encode writes the index in the pretty form of spec §1.
-func (ix *index) encode() ([]byte, error) {
-	var nodes bytes.Buffer
-	keys := make([]string, len(ix.recs))
-	byKey := make(map[string]*record, len(ix.recs))
-	for i, r := range ix.recs {
-		keys[i] = strconv.Itoa(r.step)
-		byKey[keys[i]] = r
-	}
-	sort.Strings(keys)
-	nodes.Grow(len(ix.recs) * 1024)
-	if len(keys) == 0 {
-		nodes.WriteString("{}")
-	} else {
-		nodes.WriteString("{")
-		for i, k := range keys {
-			if i > 0 {
-				nodes.WriteByte(',')
-			}
-			nodes.WriteString("\n    ")
-			canonjson.WriteString(&nodes, k)
-			nodes.WriteString(": ")
-			if err := ix.writeEntry(&nodes, byKey[k]); err != nil {
-				return nil, err
-			}
-		}
-		nodes.WriteString("\n  }")
-	}
+// entrySpan locates a position's entry in an encoded recall_index.json: the
+// byte offset and length of its value (the object after `"KEY": `).
+type entrySpan struct {
+	off int64  // bytes from the start of the file
+	n   uint32 // bytes
+}
+
+// nodesMarker stands for the "nodes" object while the header is encoded: raw
+// control bytes, which the encoder escapes everywhere else.
+const nodesMarker = "\x01nodes\x01"
+
+// encode writes the index in the pretty form of spec §1 and returns, by
+// position, the span of every entry. An untouched base record (recs[p] nil)
+// is copied byte for byte from the index file it was loaded from, which
+// holds it in exactly this form (the snapshot is only made of an index file
+// in our encoding); every other record is encoded.
+func (ix *index) encode() ([]byte, []entrySpan, error) {
 	doc := make(map[string]any, len(ix.header)+1)
 	for k, v := range ix.header {
 		doc[k] = v
 	}
-	doc["nodes"] = canonjson.Raw(nodes.Bytes())
-	return canonjson.Pretty(doc)
+	doc["nodes"] = canonjson.Raw(nodesMarker)
+	frame, err := canonjson.Pretty(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	cut := bytes.Index(frame, []byte(nodesMarker))
+	if cut < 0 {
+		return nil, nil, fmt.Errorf("index encoding: nodes marker lost")
+	}
+	type keyed struct {
+		key string
+		p   int32
+	}
+	keys := make([]keyed, len(ix.recs))
+	for p := range ix.recs {
+		keys[p] = keyed{strconv.Itoa(ix.stepAt(int32(p))), int32(p)}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
+	var b bytes.Buffer
+	b.Grow(len(frame) + ix.base.jsonSize() + (len(ix.recs)-ix.nb)*2048 + 64)
+	b.Write(frame[:cut])
+	spans := make([]entrySpan, len(ix.recs))
+	if len(keys) == 0 {
+		b.WriteString("{}")
+	} else {
+		b.WriteString("{")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("\n    ")
+			canonjson.WriteString(&b, k.key)
+			b.WriteString(": ")
+			off := b.Len()
+			if ix.recs[k.p] == nil {
+				err = ix.base.copyEntry(&b, k.p)
+			} else {
+				err = ix.writeEntry(&b, ix.recs[k.p])
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			spans[k.p] = entrySpan{int64(off), uint32(b.Len() - off)}
+		}
+		b.WriteString("\n  }")
+	}
+	b.Write(frame[cut+len(nodesMarker):])
+	return b.Bytes(), spans, nil
 }
 
 // writeEntry writes one entry in pretty form at depth 2. The standard form is
 // written directly in sorted key order; anything else through the generic
 // encoder.
 func (ix *index) writeEntry(b *bytes.Buffer, r *record) error {
-	ix.full(r)
 	if r.extra != nil {
 		doc := make(map[string]any, len(r.extra))
 		for k, v := range r.extra {
@@ -474,7 +520,7 @@ func (ix *index) writeEntry(b *bytes.Buffer, r *record) error {
 	key("folded_at", false)
 	canonjson.WriteString(b, r.foldedAt)
 	key("identifiers", false)
-	list(ix.dict.strs(r.idents))
+	list(r.idents)
 	key("payload_sha256", false)
 	canonjson.WriteString(b, r.payload)
 	key("projection_sha256", false)

@@ -8,278 +8,515 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 )
 
 // IndexCacheFile is a binary snapshot of a large recall_index.json (our
 // extension), written next to it by every full index write of at least
-// IndexCacheThreshold bytes. It is bound to the exact index file it was made
-// from (size, modification time, inode) and checksummed (CRC-32C), so a stale
-// or torn cache is ignored and the JSON is parsed instead. It lets a one-shot
-// command load a 100k-node index in milliseconds rather than seconds.
+// IndexCacheThreshold bytes (and by a reader that had to parse such an index
+// in our encoding). It is bound to the exact index file it was made from
+// (size, modification time, inode) and checksummed (CRC-32C), so a stale or
+// corrupt cache is ignored and the JSON is parsed instead.
+//
+// The snapshot holds what matching needs, addressed by offsets so that a
+// process maps the file and touches only what a query uses: a sorted term
+// dictionary, per-term postings, a fixed-width record table in step order
+// and the summaries. Entries themselves are not copied: the record table
+// gives each entry's byte span in recall_index.json, which is read (from the
+// very file the cache is bound to) when an entry is materialised.
+//
+// Layout (little endian; offsets in bytes from the start of the file):
+//
+//	head   [0,160)  magic "CFIDXv2\n"; index file size u64, mtime i64 (ns),
+//	                inode u64; chunk size u32; section count u32 (7);
+//	                7 × (offset u64, length u64); CRC of section 6 u32;
+//	                CRC of the head's preceding 156 bytes u32
+//	section 0       header: canonical JSON of the top-level keys but "nodes"
+//	section 1       records: n × recordSize bytes in ascending step order:
+//	                step i64, token_estimate i64, entry offset u64, summary
+//	                offset u64 (in section 5), entry length u32, summary
+//	                length u32, flags u8 (1: evicted), 7 zero bytes
+//	section 2       term table: (terms+1) × (term offset u32 in section 3,
+//	                postings offset u32 in section 4); the last row ends the
+//	                previous one
+//	section 3       the terms, concatenated, in ascending byte order
+//	section 4       per term: uvarint count and uvarint gaps (position −
+//	                previous position, the first from −1) of the positions
+//	                whose matchable terms hold it, then the same for the
+//	                positions whose summary identifiers hold it
+//	section 5       the summaries, concatenated
+//	section 6       CRC-32C of every cacheChunk bytes of [160, section 6)
+//
+// At load only the head, the header and the record table are verified (they
+// are small: 48 bytes a node); other chunks are verified the first time a
+// query touches them, and a failure marks the snapshot bad (see baseIndex).
 const IndexCacheFile = "recall_index.cache"
 
 // IndexCacheThreshold is the index size in bytes from which the cache is
 // kept (a variable for tests).
 var IndexCacheThreshold int64 = 1 << 20
 
-var cacheMagic = []byte("CFIDXv1\n")
+const (
+	cacheHead    = 160
+	cacheChunk   = 64 << 10
+	cacheSecs    = 7
+	recordSize   = 48
+	secHeader    = 0
+	secRecords   = 1
+	secTermTable = 2
+	secTerms     = 3
+	secPostings  = 4
+	secSummaries = 5
+	secChunkCRCs = 6
+)
+
+var cacheMagic = []byte("CFIDXv2\n")
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-type cacheWriter struct{ bytes.Buffer }
-
-func (w *cacheWriter) uvarint(v uint64) { w.Write(binary.AppendUvarint(nil, v)) }
-func (w *cacheWriter) varint(v int64)   { w.Write(binary.AppendVarint(nil, v)) }
-func (w *cacheWriter) str(s string)     { w.uvarint(uint64(len(s))); w.WriteString(s) }
-func (w *cacheWriter) strs(ss []string) {
-	w.uvarint(uint64(len(ss)))
-	for _, s := range ss {
-		w.str(s)
-	}
-}
-func (w *cacheWriter) ids(ids []uint32) {
-	w.uvarint(uint64(len(ids)))
-	for _, id := range ids {
-		w.uvarint(uint64(id))
-	}
+// baseIndex is a loaded snapshot: read-only, shared by nothing but its index.
+// Records are addressed by position 0..n-1 (ascending step).
+type baseIndex struct {
+	data    []byte // the cache file, mapped
+	secs    [cacheSecs][]byte
+	secOff  [cacheSecs]int // file offset of each section
+	n       int            // records
+	nterms  int            // terms in the dictionary
+	jsonf   *os.File       // the recall_index.json the snapshot was made of
+	checked []uint64       // bitset of chunks whose CRC was verified
+	bad     bool           // a lazily verified chunk failed, or an offset was out of range
 }
 
-// encodeCache renders the snapshot of ix for the index file with stamp st.
-func (ix *index) encodeCache(st fileStamp) ([]byte, error) {
-	var w cacheWriter
-	w.Write(cacheMagic)
-	w.uvarint(uint64(st.size))
-	w.varint(st.mtime.UnixNano())
-	w.uvarint(st.ino)
-	hdr, err := canonjson.Canonical(ix.header)
+// decodeCache opens a snapshot made for the index file f with stamp st.
+// data is the whole cache file; f stays open for reading entries.
+func decodeCache(data []byte, st fileStamp, f *os.File) (*index, error) {
+	b, err := openBase(data, st)
 	if err != nil {
 		return nil, err
 	}
-	w.str(string(hdr))
-	w.strs(ix.dict.terms)
-	w.uvarint(uint64(len(ix.recs)))
-	var cold cacheWriter
-	for _, r := range ix.recs {
-		ix.full(r)
-		w.varint(int64(r.step))
-		w.varint(int64(r.tokenEstimate))
-		if r.evicted {
-			w.WriteByte(1)
-		} else {
-			w.WriteByte(0)
-		}
-		w.str(r.summary)
-		w.ids(r.terms)
-		w.ids(r.summaryTerms)
-		cold.Reset()
-		cold.str(r.payload)
-		cold.str(r.projection)
-		cold.str(r.artifact)
-		cold.str(r.filePath)
-		cold.str(r.foldedAt)
-		cold.ids(r.idents)
-		cold.strs(r.files)
-		cold.strs(r.commands)
-		cold.strs(r.errors)
-		extra := ""
-		if r.extra != nil {
-			c, err := canonjson.Canonical(r.extra)
-			if err != nil {
-				return nil, err
-			}
-			extra = string(c)
-		}
-		cold.str(extra)
-		w.str(cold.String())
-	}
-	sum := crc32.Checksum(w.Bytes(), crcTable)
-	w.Write(binary.LittleEndian.AppendUint32(nil, sum))
-	return w.Bytes(), nil
-}
-
-type cacheReader struct {
-	b   []byte
-	err error
-}
-
-var errCacheShort = errors.New("index cache: truncated")
-
-func (r *cacheReader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errCacheShort
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *cacheReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errCacheShort
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *cacheReader) bytesN() []byte {
-	n := r.uvarint()
-	if r.err != nil || uint64(len(r.b)) < n {
-		r.err = errCacheShort
-		return nil
-	}
-	out := r.b[:n:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *cacheReader) str() string { return string(r.bytesN()) }
-
-func (r *cacheReader) strs() []string {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.err = errCacheShort
-		return nil
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = r.str()
-	}
-	return out
-}
-
-func (r *cacheReader) ids(max int) []uint32 {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.err = errCacheShort
-		return nil
-	}
-	out := make([]uint32, n)
-	for i := range out {
-		v := r.uvarint()
-		if v >= uint64(max) {
-			r.err = errors.New("index cache: term id out of range")
-			return nil
-		}
-		out[i] = uint32(v)
-	}
-	return out
-}
-
-func (r *cacheReader) byte1() byte {
-	if r.err != nil || len(r.b) == 0 {
-		r.err = errCacheShort
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-// decodeCache reads a snapshot made for the index file with stamp st. Cold
-// fields stay encoded until a record is materialised.
-func decodeCache(data []byte, st fileStamp) (*index, error) {
-	if len(data) < len(cacheMagic)+4 || !bytes.Equal(data[:len(cacheMagic)], cacheMagic) {
-		return nil, errors.New("index cache: not a cache file")
-	}
-	body := data[:len(data)-4]
-	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
-		return nil, errors.New("index cache: checksum mismatch")
-	}
-	r := &cacheReader{b: body[len(cacheMagic):]}
-	if int64(r.uvarint()) != st.size || r.varint() != st.mtime.UnixNano() || r.uvarint() != st.ino || r.err != nil {
-		return nil, errors.New("index cache: made for another index file")
-	}
-	hv, err := canonjson.Decode(r.bytesN())
+	b.jsonf = f
+	hv, err := canonjson.Decode(b.secs[secHeader])
 	if err != nil {
 		return nil, fmt.Errorf("index cache: header: %v", err)
 	}
 	ix := newIndex("")
-	ix.header, _ = hv.(map[string]any)
-	terms := r.strs()
-	ix.dict.terms = terms
-	ix.dict.ids = make(map[string]uint32, len(terms))
-	for i, t := range terms {
-		ix.dict.ids[t] = uint32(i)
+	if ix.header, _ = hv.(map[string]any); ix.header == nil {
+		return nil, errors.New("index cache: header is not an object")
 	}
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		return nil, errCacheShort
-	}
-	ix.recs = make([]*record, 0, n)
-	for i := uint64(0); i < n && r.err == nil; i++ {
-		rec := &record{}
-		rec.step = int(r.varint())
-		rec.tokenEstimate = int(r.varint())
-		rec.evicted = r.byte1() == 1
-		rec.summary = r.str()
-		rec.terms = r.ids(len(terms))
-		rec.summaryTerms = r.ids(len(terms))
-		rec.cold = r.bytesN()
-		if r.err == nil {
-			ix.add(rec)
-		}
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
+	ix.base, ix.nb, ix.recs = b, b.n, make([]*record, b.n)
 	return ix, nil
 }
 
-// full decodes the cold fields of a record loaded from the cache. A cache
-// that passed its checksum decodes; should it not, the fields stay empty and
-// the record no longer verifies, which hydrate and validate report.
-func (ix *index) full(rec *record) {
-	if rec.cold == nil {
-		return
+func openBase(data []byte, st fileStamp) (*baseIndex, error) {
+	le := binary.LittleEndian
+	if len(data) < cacheHead || !bytes.Equal(data[:len(cacheMagic)], cacheMagic) {
+		return nil, errors.New("index cache: not a v2 cache file")
 	}
-	r := &cacheReader{b: rec.cold}
-	rec.cold = nil
-	rec.payload = r.str()
-	rec.projection = r.str()
-	rec.artifact = r.str()
-	rec.filePath = r.str()
-	rec.foldedAt = r.str()
-	rec.idents = r.ids(len(ix.dict.terms))
-	rec.files = r.strs()
-	rec.commands = r.strs()
-	rec.errors = r.strs()
-	if extra := r.bytesN(); len(extra) > 0 {
-		if v, err := canonjson.Decode(extra); err == nil {
-			rec.extra, _ = v.(map[string]any)
+	if crc32.Checksum(data[:cacheHead-4], crcTable) != le.Uint32(data[cacheHead-4:]) {
+		return nil, errors.New("index cache: head checksum mismatch")
+	}
+	if int64(le.Uint64(data[8:])) != st.size || int64(le.Uint64(data[16:])) != st.mtime.UnixNano() || le.Uint64(data[24:]) != st.ino {
+		return nil, errors.New("index cache: made for another index file")
+	}
+	if le.Uint32(data[32:]) != cacheChunk || le.Uint32(data[36:]) != cacheSecs {
+		return nil, errors.New("index cache: unknown geometry")
+	}
+	b := &baseIndex{data: data}
+	for i := range b.secs {
+		off, n := le.Uint64(data[40+16*i:]), le.Uint64(data[48+16*i:])
+		if off < cacheHead || off > uint64(len(data)) || n > uint64(len(data))-off {
+			return nil, errors.New("index cache: section out of range")
+		}
+		b.secs[i], b.secOff[i] = data[off:off+n:off+n], int(off)
+	}
+	crcs := b.secs[secChunkCRCs]
+	chunked := len(data) - cacheHead - len(crcs)
+	if chunked < 0 || len(crcs) != 4*((chunked+cacheChunk-1)/cacheChunk) || crc32.Checksum(crcs, crcTable) != le.Uint32(data[cacheHead-8:]) {
+		return nil, errors.New("index cache: chunk table mismatch")
+	}
+	for i := range secChunkCRCs {
+		if b.secOff[i]+len(b.secs[i]) > cacheHead+chunked {
+			return nil, errors.New("index cache: section overlaps the chunk table")
 		}
 	}
+	b.checked = make([]uint64, (len(crcs)/4+63)/64)
+	if len(b.secs[secRecords])%recordSize != 0 || len(b.secs[secTermTable]) < 8 || len(b.secs[secTermTable])%8 != 0 {
+		return nil, errors.New("index cache: malformed tables")
+	}
+	b.n, b.nterms = len(b.secs[secRecords])/recordSize, len(b.secs[secTermTable])/8-1
+	if !b.verify(b.secOff[secHeader], len(b.secs[secHeader])) || !b.verify(b.secOff[secRecords], len(b.secs[secRecords])) {
+		return nil, errors.New("index cache: checksum mismatch")
+	}
+	return b, nil
 }
 
-// writeCache writes the snapshot without fsync: it is derived data, bound to
-// its index file and checksummed, so a lost or torn cache costs only time.
+// verify checks the CRC of every not yet verified chunk that the file bytes
+// [off, off+n) overlap. A mismatch marks b bad.
+func (b *baseIndex) verify(off, n int) bool {
+	if n == 0 || b.bad {
+		return !b.bad
+	}
+	off -= cacheHead
+	crcs := b.secs[secChunkCRCs]
+	for c := off / cacheChunk; c <= (off+n-1)/cacheChunk; c++ {
+		if b.checked[c/64]&(1<<(c%64)) != 0 {
+			continue
+		}
+		lo := cacheHead + c*cacheChunk
+		hi := min(lo+cacheChunk, len(b.data)-len(crcs))
+		if crc32.Checksum(b.data[lo:hi], crcTable) != binary.LittleEndian.Uint32(crcs[4*c:]) {
+			b.bad = true
+			return false
+		}
+		b.checked[c/64] |= 1 << (c % 64)
+	}
+	return true
+}
+
+// verifyAll verifies every chunk (tests, tools).
+func (b *baseIndex) verifyAll() bool {
+	return b.verify(cacheHead, len(b.data)-cacheHead-len(b.secs[secChunkCRCs]))
+}
+
+// slice returns section sec's bytes [off, off+n), verified, or nil (and b
+// marked bad) when out of range or corrupt.
+func (b *baseIndex) slice(sec int, off, n uint64) []byte {
+	s := b.secs[sec]
+	if off > uint64(len(s)) || n > uint64(len(s))-off {
+		b.bad = true
+		return nil
+	}
+	if !b.verify(b.secOff[sec]+int(off), int(n)) {
+		return nil
+	}
+	return s[off : off+n : off+n]
+}
+
+// failed reports whether a query met a corrupt part of the snapshot; its
+// answers since loading may then be wrong.
+func (b *baseIndex) failed() bool { return b != nil && b.bad }
+
+func (b *baseIndex) row(p int32) []byte { return b.secs[secRecords][int(p)*recordSize:][:recordSize] }
+
+func (b *baseIndex) step(p int32) int     { return int(int64(binary.LittleEndian.Uint64(b.row(p)))) }
+func (b *baseIndex) tokens(p int32) int   { return int(int64(binary.LittleEndian.Uint64(b.row(p)[8:]))) }
+func (b *baseIndex) evicted(p int32) bool { return b.row(p)[40]&1 != 0 }
+
+func (b *baseIndex) summary(p int32) string {
+	r := b.row(p)
+	return string(b.slice(secSummaries, binary.LittleEndian.Uint64(r[24:]), uint64(binary.LittleEndian.Uint32(r[36:]))))
+}
+
+// find returns the position of a step by binary search of the record table.
+func (b *baseIndex) find(step int) (int32, bool) {
+	if b == nil {
+		return 0, false
+	}
+	i := sort.Search(b.n, func(i int) bool { return b.step(int32(i)) >= step })
+	return int32(i), i < b.n && b.step(int32(i)) == step
+}
+
+// entrySpan returns where position p's entry lies in the index file.
+func (b *baseIndex) entrySpan(p int32) entrySpan {
+	r := b.row(p)
+	return entrySpan{int64(binary.LittleEndian.Uint64(r[16:])), binary.LittleEndian.Uint32(r[32:])}
+}
+
+// readEntry reads position p's entry bytes from the index file.
+func (b *baseIndex) readEntry(p int32) ([]byte, error) {
+	sp := b.entrySpan(p)
+	buf := make([]byte, sp.n)
+	if _, err := b.jsonf.ReadAt(buf, sp.off); err != nil {
+		return nil, err
+	}
+	if len(buf) < 2 || buf[0] != '{' || buf[len(buf)-1] != '}' {
+		return nil, errors.New("index cache: entry span does not hold an object")
+	}
+	return buf, nil
+}
+
+// record materialises position p from its entry in the index file. Should
+// the entry not read or parse (the file changed in place under the same
+// stamp), the record keeps the snapshot's fields only and no longer
+// verifies, which hydrate and validate report.
+func (b *baseIndex) record(ix *index, p int32) *record {
+	step := b.step(p)
+	if data, err := b.readEntry(p); err == nil {
+		if v, err := canonjson.Decode(data); err == nil {
+			if r, err := ix.recordFromDoc(strconv.Itoa(step), v); err == nil {
+				return r
+			}
+		}
+	}
+	return &record{step: step, summary: b.summary(p), tokenEstimate: b.tokens(p), evicted: b.evicted(p),
+		idents: []string{}, files: []string{}, commands: []string{}, errors: []string{}}
+}
+
+// copyEntry appends position p's entry bytes, as the index file holds them.
+func (b *baseIndex) copyEntry(w *bytes.Buffer, p int32) error {
+	data, err := b.readEntry(p)
+	if err != nil {
+		return fmt.Errorf("copying entry %d from %s: %w", b.step(p), b.jsonf.Name(), err)
+	}
+	w.Write(data)
+	return nil
+}
+
+// jsonSize is the size in bytes of the index file (0 without a snapshot),
+// to size buffers.
+func (b *baseIndex) jsonSize() int {
+	if b == nil {
+		return 0
+	}
+	return int(binary.LittleEndian.Uint64(b.data[8:]))
+}
+
+// term returns dictionary term i (nil when corrupt).
+func (b *baseIndex) term(i int) ([]byte, uint64, uint64) {
+	row := b.slice(secTermTable, uint64(8*i), 16)
+	if row == nil {
+		return nil, 0, 0
+	}
+	le := binary.LittleEndian
+	t0, t1 := uint64(le.Uint32(row)), uint64(le.Uint32(row[8:]))
+	p0, p1 := uint64(le.Uint32(row[4:])), uint64(le.Uint32(row[12:]))
+	if t1 < t0 || p1 < p0 {
+		b.bad = true
+		return nil, 0, 0
+	}
+	return b.slice(secTerms, t0, t1-t0), p0, p1 - p0
+}
+
+// appendPostings appends the base positions of term t (see index.appendPostings).
+func (b *baseIndex) appendPostings(dst []int32, t string, summary bool) []int32 {
+	if b == nil {
+		return dst
+	}
+	i := sort.Search(b.nterms, func(i int) bool {
+		s, _, _ := b.term(i)
+		return string(s) >= t
+	})
+	if i == b.nterms {
+		return dst
+	}
+	s, off, n := b.term(i)
+	if string(s) != t || b.bad {
+		return dst
+	}
+	return b.decodePostings(dst, b.slice(secPostings, off, n), summary)
+}
+
+// decodePostings appends one of the two position lists of a term's postings.
+func (b *baseIndex) decodePostings(dst []int32, data []byte, summary bool) []int32 {
+	for list := 0; list < 2; list++ {
+		cnt, k := binary.Uvarint(data)
+		if k <= 0 || cnt > uint64(len(data)) {
+			b.bad = true
+			return dst
+		}
+		data = data[k:]
+		take := summary == (list == 1)
+		p := int64(-1)
+		for ; cnt > 0; cnt-- {
+			var gap uint64
+			if len(data) > 0 && data[0] < 0x80 {
+				gap, data = uint64(data[0]), data[1:]
+			} else {
+				g, k := binary.Uvarint(data)
+				if k <= 0 {
+					b.bad = true
+					return dst
+				}
+				gap, data = g, data[k:]
+			}
+			p += int64(gap)
+			if take {
+				if gap == 0 || p >= int64(b.n) {
+					b.bad = true
+					return dst
+				}
+				dst = append(dst, int32(p))
+			}
+		}
+		if take {
+			return dst
+		}
+	}
+	return dst
+}
+
+// encodeCache renders the snapshot of ix for the index file with stamp st,
+// whose entries lie at spans (by position). It reads the base snapshot's
+// postings rather than re-extracting terms.
+func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
+	le := binary.LittleEndian
+	order := ix.stepOrder()
+	newPos := make([]int32, len(ix.recs))
+	for np, p := range order {
+		newPos[p] = int32(np)
+	}
+	var secs [cacheSecs]bytes.Buffer
+	hdr, err := canonjson.Canonical(ix.header)
+	if err != nil {
+		return nil, err
+	}
+	secs[secHeader].Write(hdr)
+	row := make([]byte, recordSize)
+	for _, p := range order {
+		summary := ix.summaryAt(p)
+		clear(row)
+		le.PutUint64(row, uint64(int64(ix.stepAt(p))))
+		le.PutUint64(row[8:], uint64(int64(ix.tokensAt(p))))
+		le.PutUint64(row[16:], uint64(spans[p].off))
+		le.PutUint64(row[24:], uint64(secs[secSummaries].Len()))
+		le.PutUint32(row[32:], spans[p].n)
+		le.PutUint32(row[36:], uint32(len(summary)))
+		if ix.evictedAt(p) {
+			row[40] = 1
+		}
+		secs[secRecords].Write(row)
+		secs[secSummaries].WriteString(summary)
+	}
+	// Terms: the base dictionary (sorted) merged with the heap's terms.
+	heapTerms := make([]string, 0, len(ix.post)+len(ix.spost))
+	for t := range ix.post {
+		heapTerms = append(heapTerms, t)
+	}
+	for t := range ix.spost {
+		if _, ok := ix.post[t]; !ok {
+			heapTerms = append(heapTerms, t)
+		}
+	}
+	sort.Strings(heapTerms)
+	var lists [2][]int32
+	var buf []byte
+	emit := func(t string, baseTerm int) {
+		var r [8]byte
+		le.PutUint32(r[:], uint32(secs[secTerms].Len()))
+		le.PutUint32(r[4:], uint32(secs[secPostings].Len()))
+		secs[secTermTable].Write(r[:])
+		secs[secTerms].WriteString(t)
+		for k, summary := range []bool{false, true} {
+			l := lists[k][:0]
+			if baseTerm >= 0 {
+				_, off, n := ix.base.term(baseTerm)
+				l = ix.base.decodePostings(l, ix.base.slice(secPostings, off, n), summary)
+			}
+			if summary {
+				l = append(l, ix.spost[t]...)
+			} else {
+				l = append(l, ix.post[t]...)
+			}
+			for i, p := range l {
+				l[i] = newPos[p]
+			}
+			sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+			buf = binary.AppendUvarint(buf[:0], uint64(len(l)))
+			prev := int32(-1)
+			for _, p := range l {
+				buf = binary.AppendUvarint(buf, uint64(p-prev))
+				prev = p
+			}
+			secs[secPostings].Write(buf)
+			lists[k] = l
+		}
+	}
+	h := 0
+	for i := 0; i < ix.base.termCount(); i++ {
+		bt, _, _ := ix.base.term(i)
+		t := string(bt)
+		for ; h < len(heapTerms) && heapTerms[h] < t; h++ {
+			emit(heapTerms[h], -1)
+		}
+		if h < len(heapTerms) && heapTerms[h] == t {
+			h++
+		}
+		emit(t, i)
+	}
+	for ; h < len(heapTerms); h++ {
+		emit(heapTerms[h], -1)
+	}
+	if ix.base.failed() {
+		return nil, errors.New("index cache: the snapshot read is corrupt")
+	}
+	var end [8]byte
+	le.PutUint32(end[:], uint32(secs[secTerms].Len()))
+	le.PutUint32(end[4:], uint32(secs[secPostings].Len()))
+	secs[secTermTable].Write(end[:])
+	if secs[secTerms].Len() >= 1<<32 || secs[secPostings].Len() >= 1<<32 {
+		return nil, errors.New("index cache: too large for 32-bit offsets")
+	}
+
+	out := make([]byte, cacheHead, cacheHead+secs[secRecords].Len()+secs[secTerms].Len()+secs[secPostings].Len()+secs[secSummaries].Len()+secs[secTermTable].Len()+len(hdr))
+	copy(out, cacheMagic)
+	le.PutUint64(out[8:], uint64(st.size))
+	le.PutUint64(out[16:], uint64(st.mtime.UnixNano()))
+	le.PutUint64(out[24:], st.ino)
+	le.PutUint32(out[32:], cacheChunk)
+	le.PutUint32(out[36:], cacheSecs)
+	for i := range secChunkCRCs {
+		le.PutUint64(out[40+16*i:], uint64(len(out)))
+		le.PutUint64(out[48+16*i:], uint64(secs[i].Len()))
+		out = append(out, secs[i].Bytes()...)
+	}
+	var crcs []byte
+	for lo := cacheHead; lo < len(out); lo += cacheChunk {
+		crcs = le.AppendUint32(crcs, crc32.Checksum(out[lo:min(lo+cacheChunk, len(out))], crcTable))
+	}
+	le.PutUint64(out[40+16*secChunkCRCs:], uint64(len(out)))
+	le.PutUint64(out[48+16*secChunkCRCs:], uint64(len(crcs)))
+	out = append(out, crcs...)
+	le.PutUint32(out[cacheHead-8:], crc32.Checksum(crcs, crcTable))
+	le.PutUint32(out[cacheHead-4:], crc32.Checksum(out[:cacheHead-4], crcTable))
+	return out, nil
+}
+
+func (b *baseIndex) termCount() int {
+	if b == nil {
+		return 0
+	}
+	return b.nterms
+}
+
+// readCache maps the cache file and opens the snapshot for the index file f
+// (stamp st). The mapping and f are released when the index is collected.
+func readCache(dir string, st fileStamp, f *os.File) (*index, error) {
+	data, unmap, err := mapFile(filepath.Join(dir, IndexCacheFile))
+	if err != nil {
+		return nil, err
+	}
+	ix, err := decodeCache(data, st, f)
+	if err != nil {
+		unmap()
+		return nil, err
+	}
+	runtime.AddCleanup(ix.base, func(f *os.File) { unmap(); f.Close() }, f)
+	return ix, nil
+}
+
+// writeCache writes the snapshot durably (fsync before the rename, so that a
+// present cache is whole). It is derived data: a failure costs only time.
 func writeCache(dir string, data []byte) error {
 	f, err := os.CreateTemp(dir, "."+IndexCacheFile+".tmp*")
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, IndexCacheFile)); err != nil {
-		os.Remove(f.Name())
-		return err
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, IndexCacheFile))
 	}
-	return nil
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }

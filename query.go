@@ -3,6 +3,7 @@ package contextfold
 import (
 	"math/bits"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/contextfold/contextfold/internal/extract"
@@ -49,14 +50,13 @@ func contains(sorted []string, t string) bool {
 	return i < len(sorted) && sorted[i] == t
 }
 
-// queryIDs maps sorted query terms to dictionary ids; terms no node holds
-// get ok=false.
-func (ix *index) queryIDs(terms []string) (ids []uint32, ok []bool) {
-	ids, ok = make([]uint32, len(terms)), make([]bool, len(terms))
-	for i, t := range terms {
-		ids[i], ok[i] = ix.dict.lookup(t)
+// work returns the index's per-position work array, n*words long and all
+// zero; callers leave it all zero again.
+func (ix *index) work(words int) []uint64 {
+	if need := ix.len() * words; len(ix.scratch) < need {
+		ix.scratch = make([]uint64, need)
 	}
-	return ids, ok
+	return ix.scratch
 }
 
 // Recall ranks the nodes that hold the query's terms (pull, CONF-04). The
@@ -67,48 +67,59 @@ func (ix *index) queryIDs(terms []string) (ids []uint32, ok []bool) {
 func (s *Store) Recall(query string) ([]RecallHit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ix, err := s.loadIndex()
-	if err != nil {
-		return nil, err
-	}
 	terms := RecallTerms(query)
-	ids, known := ix.queryIDs(terms)
-	seen := map[int32]bool{}
-	var hits []RecallHit
-	for i, id := range ids {
-		if !known[i] {
-			continue
+	for {
+		ix, err := s.loadIndex()
+		if err != nil {
+			return nil, err
 		}
-		for _, lists := range [][]int32{ix.post[id], ix.spost[id]} {
-			for _, p := range lists {
-				if seen[p] {
-					continue
-				}
-				seen[p] = true
-				r := ix.recs[p]
-				h := RecallHit{StepID: r.step, Summary: r.summary, Evicted: r.evicted}
-				for j, qid := range ids {
-					if !known[j] {
-						continue
-					}
-					inSummary, inNode := hasID(r.summaryTerms, qid), hasID(r.terms, qid)
-					if inSummary {
-						h.Score += 2
-					}
-					if inNode {
-						h.Score++
-					}
-					if inSummary || inNode {
-						h.Coverage++
-					}
-				}
-				if h.Coverage > 0 {
-					hits = append(hits, h)
-				}
+		hits := ix.recall(terms)
+		if !ix.base.failed() {
+			return rankRecall(hits), nil
+		}
+		s.distrustCache() // the snapshot is corrupt: read the JSON
+	}
+}
+
+// recall scores every node that holds a query term in its matchable terms
+// or its summary's identifiers: +2 per term among the summary's
+// identifiers, +1 per term among the node's terms; coverage counts the terms
+// found in either.
+func (ix *index) recall(terms []string) []RecallHit {
+	acc := ix.work(1) // per position: score<<32 | coverage
+	var cand, node, sum []int32
+	for _, t := range terms {
+		node = ix.appendPostings(node[:0], t, false)
+		sum = ix.appendPostings(sum[:0], t, true)
+		// Both lists ascend (base positions, then heap positions above
+		// them): merge them.
+		for i, j := 0, 0; i < len(node) || j < len(sum); {
+			var p int32
+			var add uint64
+			switch {
+			case j == len(sum) || (i < len(node) && node[i] < sum[j]):
+				p, add = node[i], 1
+				i++
+			case i == len(node) || sum[j] < node[i]:
+				p, add = sum[j], 2
+				j++
+			default:
+				p, add = node[i], 3
+				i, j = i+1, j+1
 			}
+			if acc[p] == 0 {
+				cand = append(cand, p)
+			}
+			acc[p] += add<<32 | 1
 		}
 	}
-	return rankRecall(hits), nil
+	hits := make([]RecallHit, 0, len(cand))
+	for _, p := range cand {
+		hits = append(hits, RecallHit{StepID: ix.stepAt(p), Summary: ix.summaryAt(p), Evicted: ix.evictedAt(p),
+			Score: int(acc[p] >> 32), Coverage: int(uint32(acc[p]))})
+		acc[p] = 0
+	}
+	return hits
 }
 
 func rankRecall(hits []RecallHit) []RecallHit {
@@ -183,13 +194,24 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 	if err != nil {
 		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_turn to a number"}
 	}
+	terms := ScanTerms(prompt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ix, err := s.loadIndex()
-	if err != nil {
-		return nil, err
+	for {
+		ix, err := s.loadIndex()
+		if err != nil {
+			return nil, err
+		}
+		res := ix.scan(terms, capTokens, budget)
+		if !ix.base.failed() {
+			return res, nil
+		}
+		s.distrustCache() // the snapshot is corrupt: read the JSON
 	}
-	terms := ScanTerms(prompt)
+}
+
+// scan runs the residual greedy set cover of Scan; costs are in tokens.
+func (ix *index) scan(terms []string, capTokens, budget float64) *ScanResult {
 	res := &ScanResult{QueryTerms: terms, Selected: []ScanPick{}, Dropped: []ScanPick{}, BudgetTokens: budget}
 	groups := ix.coverGroups(terms)
 	words := (len(terms) + 63) / 64
@@ -205,7 +227,7 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 			for w := 0; w < words; w++ {
 				cov += bits.OnesCount64(g.mask[w] & residual[w])
 			}
-			if cov > bestCov || (cov == bestCov && cov > 0 && ix.recs[g.pos].step > ix.recs[groups[best].pos].step) {
+			if cov > bestCov || (cov == bestCov && cov > 0 && g.step > groups[best].step) {
 				best, bestCov = gi, cov
 			}
 		}
@@ -213,7 +235,6 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 			break
 		}
 		g := groups[best]
-		r := ix.recs[g.pos]
 		var matched []string
 		for i := range terms {
 			if g.mask[i/64]&residual[i/64]&(1<<(i%64)) != 0 {
@@ -223,8 +244,8 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 		for w := 0; w < words; w++ {
 			residual[w] &^= g.mask[w]
 		}
-		cost := minFloat(float64(r.tokenEstimate), capTokens, budget)
-		pick := ScanPick{StepID: r.step, MatchedTerms: matched, TokenCost: cost, Summary: r.summary}
+		cost := minFloat(float64(ix.tokensAt(g.pos)), capTokens, budget)
+		pick := ScanPick{StepID: g.step, MatchedTerms: matched, TokenCost: cost, Summary: ix.summaryAt(g.pos)}
 		if len(res.Selected) == 0 || cost <= remaining {
 			res.Selected = append(res.Selected, pick)
 			remaining -= cost
@@ -233,7 +254,7 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 			res.Dropped = append(res.Dropped, pick)
 		}
 	}
-	return res, nil
+	return res
 }
 
 // coverGroup is the newest node among those that hold exactly one set of the
@@ -242,46 +263,92 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 type coverGroup struct {
 	mask []uint64 // bit i: the node holds query term i
 	pos  int32
+	step int
 }
 
 // coverGroups computes, from the postings of the query's terms only, the
-// distinct term sets the nodes hold and the newest node of each.
+// distinct term sets the nodes hold and the newest node of each. The masks
+// are built in the index's dense work array; candidates are then visited in
+// ascending position order, which is ascending step order for base records.
 func (ix *index) coverGroups(terms []string) []coverGroup {
-	ids, known := ix.queryIDs(terms)
-	words := (len(terms) + 63) / 64
-	slot := map[int32]int{}
-	var masks []uint64
-	var order []int32
-	for i, id := range ids {
-		if !known[i] {
-			continue
-		}
-		for _, p := range ix.post[id] {
-			k, ok := slot[p]
-			if !ok {
-				k = len(order)
-				slot[p] = k
-				order = append(order, p)
-				masks = append(masks, make([]uint64, words)...)
+	words := max(1, (len(terms)+63)/64)
+	masks := ix.work(words)
+	var cand, post []int32
+	for i, t := range terms {
+		post = ix.appendPostings(post[:0], t, false)
+		bit, w := uint64(1)<<(i%64), i/64
+		for _, p := range post {
+			m := masks[int(p)*words:][:words]
+			if m[0] == 0 && isZero(m[1:]) {
+				cand = append(cand, p)
 			}
-			masks[k*words+i/64] |= 1 << (i % 64)
+			m[w] |= bit
 		}
 	}
-	byMask := map[string]int{}
-	var groups []coverGroup
-	for k, p := range order {
-		m := masks[k*words : (k+1)*words]
-		key := maskKey(m)
-		if gi, ok := byMask[key]; ok {
-			if ix.recs[p].step > ix.recs[groups[gi].pos].step {
-				groups[gi].pos = p
-			}
-			continue
+	// Group lookup: a table indexed by mask for few terms, else a map.
+	var table []int32
+	var byMask map[string]int32
+	if len(terms) <= 16 {
+		table = make([]int32, 1<<len(terms))
+		for i := range table {
+			table[i] = -1
 		}
-		byMask[key] = len(groups)
-		groups = append(groups, coverGroup{mask: m, pos: p})
+	} else {
+		byMask = map[string]int32{}
+	}
+	var groups []coverGroup
+	visit := func(p int32) {
+		m := masks[int(p)*words:][:words]
+		gi := int32(-1)
+		var key string
+		if table != nil {
+			gi = table[m[0]]
+		} else {
+			key = maskKey(m)
+			if g, ok := byMask[key]; ok {
+				gi = g
+			}
+		}
+		switch {
+		case gi < 0:
+			gi = int32(len(groups))
+			groups = append(groups, coverGroup{mask: append([]uint64(nil), m...), pos: p, step: ix.stepAt(p)})
+			if table != nil {
+				table[m[0]] = gi
+			} else {
+				byMask[key] = gi
+			}
+		case int(p) < ix.nb: // base positions ascend in step: p is newer
+			groups[gi].pos, groups[gi].step = p, ix.stepAt(p)
+		default:
+			if st := ix.stepAt(p); st > groups[gi].step {
+				groups[gi].pos, groups[gi].step = p, st
+			}
+		}
+		clear(m)
+	}
+	if len(cand)*16 > ix.len() { // many candidates: one pass over the array
+		for p := range ix.len() {
+			if masks[p*words] != 0 || !isZero(masks[p*words+1:p*words+words]) {
+				visit(int32(p))
+			}
+		}
+	} else {
+		slices.Sort(cand)
+		for _, p := range cand {
+			visit(p)
+		}
 	}
 	return groups
+}
+
+func isZero(m []uint64) bool {
+	for _, w := range m {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func maskKey(m []uint64) string {

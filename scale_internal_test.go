@@ -167,15 +167,15 @@ func TestStaleCacheIsIgnored(t *testing.T) {
 	ix := filepath.Join(s.Dir(), IndexFile)
 	st, _ := stampOf(ix)
 	cache, _ := os.ReadFile(filepath.Join(s.Dir(), IndexCacheFile))
-	cached, err := decodeCache(cache, st)
-	if err != nil || cached.len() != 20 {
+	cached, err := decodeCache(cache, st, nil)
+	if err != nil || cached.len() != 20 || !cached.base.verifyAll() {
 		t.Fatalf("the cache of the current index must decode: %v", err)
 	}
-	for i := range cache { // a flipped bit is caught by the checksum
+	for i := range cache { // a flipped bit is caught by a checksum, at load or when read
 		if i%97 == 0 {
 			bad := append([]byte{}, cache...)
 			bad[i] ^= 0x10
-			if _, err := decodeCache(bad, st); err == nil {
+			if ix, err := decodeCache(bad, st, nil); err == nil && ix.base.verifyAll() {
 				t.Fatalf("corrupt cache (byte %d) accepted", i)
 			}
 		}

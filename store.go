@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,9 @@ type Store struct {
 	ixStamp fileStamp // of the recall_index.json that ix was read from
 	jOff    int64     // journal bytes applied to ix
 	jOps    int       // journal operations applied to ix
+	// badCache is the stamp of an index file whose cache failed a lazy
+	// checksum: that index is read from its JSON instead.
+	badCache fileStamp
 }
 
 type fileStamp struct {
@@ -164,23 +168,66 @@ func (s *Store) loadBase() (*index, fileStamp, error) {
 	if s.ix != nil && st == s.ixStamp {
 		return s.ix, st, nil
 	}
-	var ix *index
-	if st.size >= IndexCacheThreshold {
-		if data, err := os.ReadFile(filepath.Join(s.dir, IndexCacheFile)); err == nil {
-			ix, _ = decodeCache(data, st)
+	// The snapshot is bound to the file opened here: its entries are read
+	// from this very file even if another process replaces the index.
+	f, err := os.Open(path)
+	var fi os.FileInfo
+	if err == nil {
+		if fi, err = f.Stat(); err != nil {
+			f.Close()
 		}
 	}
+	if err != nil {
+		return nil, st, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+	}
+	st = fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}
+	var ix *index
+	if st.size >= IndexCacheThreshold && st != s.badCache {
+		ix, _ = readCache(s.dir, st, f)
+	}
 	if ix == nil {
-		data, err := os.ReadFile(path)
+		data := make([]byte, st.size)
+		_, err := f.ReadAt(data, 0)
+		f.Close()
 		if err != nil {
 			return nil, st, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
 		}
 		if ix, err = parseIndex(data); err != nil {
 			return nil, st, &StoreFileError{File: path, Err: err, Remedy: "restore it from a backup, or run 'contextfold repair --apply' to rebuild it from cold_nodes/"}
 		}
+		if st.size >= IndexCacheThreshold {
+			s.cacheParsed(ix, data, st)
+		}
 	}
 	s.ix, s.ixStamp, s.jOff, s.jOps = ix, st, 0, 0
 	return ix, st, nil
+}
+
+// cacheParsed writes the cache of an index that had to be parsed from its
+// JSON (written by another implementation or an older version, or its cache
+// was lost), so that the next process maps it instead. Only an index file in
+// our exact encoding gets one: the snapshot locates entries by their byte
+// spans in it. Best effort, without the store lock: the cache is bound to
+// the file's stamp, so a cache of a file replaced meanwhile is ignored.
+func (s *Store) cacheParsed(ix *index, data []byte, st fileStamp) {
+	enc, spans, err := ix.encode()
+	if err != nil || !bytes.Equal(enc, data) {
+		return
+	}
+	c, err := ix.encodeCache(st, spans)
+	if err != nil {
+		return
+	}
+	if now, _ := stampOf(filepath.Join(s.dir, IndexFile)); now == st {
+		_ = writeCache(s.dir, c)
+	}
+}
+
+// distrustCache drops the in-memory index after a query met a corrupt part
+// of its snapshot: the index file with that stamp is parsed from JSON from
+// now on (and its cache rewritten).
+func (s *Store) distrustCache() {
+	s.badCache, s.ix = s.ixStamp, nil
 }
 
 // replayJournal applies the journal lines not applied yet.
@@ -244,8 +291,9 @@ func (s *Store) writeIndex(ix *index) error {
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = s.now()
 	}
-	data, err := ix.encode()
+	data, spans, err := ix.encode()
 	if err != nil {
+		s.ix = nil
 		return err
 	}
 	path := filepath.Join(s.dir, IndexFile)
@@ -260,7 +308,7 @@ func (s *Store) writeIndex(ix *index) error {
 	}
 	cachePath := filepath.Join(s.dir, IndexCacheFile)
 	if int64(len(data)) >= IndexCacheThreshold {
-		if c, err := ix.encodeCache(st); err == nil {
+		if c, err := ix.encodeCache(st, spans); err == nil {
 			_ = writeCache(s.dir, c) // derived data: a failure costs only time
 		}
 	} else {
