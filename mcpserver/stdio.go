@@ -22,9 +22,10 @@ func StdioTransport(r io.Reader, w io.Writer, drain time.Duration) mcp.Transport
 	}
 	c := &counter{}
 	c.cond = sync.NewCond(&c.mu)
+	cw := &countingWriter{w: w, c: c}
 	return &mcp.IOTransport{
-		Reader: &drainingReader{r: r, c: c, drain: drain},
-		Writer: &countingWriter{w: w, c: c},
+		Reader: &drainingReader{r: r, c: c, drain: drain, w: cw},
+		Writer: cw,
 	}
 }
 
@@ -115,29 +116,58 @@ func (l *lineCounter) count(line []byte) int {
 type drainingReader struct {
 	r     io.Reader
 	c     *counter
+	w     *countingWriter // for parse errors answered here
 	lines lineCounter
 	drain time.Duration
 	eof   bool
+	in    []byte // bytes read, not yet split into lines
+	out   []byte // whole, valid lines waiting for the SDK
 }
 
+// Read hands the SDK whole lines of valid JSON only. A line that is not JSON
+// is answered here with a JSON-RPC parse error (-32700, id null) and dropped,
+// so one bad line cannot end the session and lose the answers to the others.
 func (d *drainingReader) Read(p []byte) (int, error) {
-	if d.eof {
-		// Answer what was read before ending the session. A last line
-		// without its newline is not waited for.
-		d.c.wait(d.drain)
-		return 0, io.EOF
+	for len(d.out) == 0 {
+		if d.eof {
+			// Answer what was read before ending the session. A last
+			// line without its newline is not waited for.
+			d.c.wait(d.drain)
+			return 0, io.EOF
+		}
+		buf := make([]byte, 64<<10)
+		n, err := d.r.Read(buf)
+		d.in = append(d.in, buf[:n]...)
+		if err == io.EOF {
+			d.eof = true
+			if len(bytes.TrimSpace(d.in)) > 0 {
+				d.in = append(d.in, '\n') // a last line without its newline
+			}
+		} else if err != nil {
+			return 0, err
+		}
+		for {
+			i := bytes.IndexByte(d.in, '\n')
+			if i < 0 {
+				break
+			}
+			line := d.in[:i+1]
+			d.in = d.in[i+1:]
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			if !json.Valid(line) {
+				d.w.parseError()
+				continue
+			}
+			d.out = append(d.out, line...)
+		}
 	}
-	n, err := d.r.Read(p)
+	n := copy(p, d.out)
 	d.lines.requests = true
 	d.c.add(d.lines.feed(p[:n]))
-	if err == io.EOF {
-		d.eof = true
-		if n > 0 {
-			return n, nil // deliver the data first; EOF on the next call
-		}
-		return d.Read(p)
-	}
-	return n, err
+	d.out = d.out[n:]
+	return n, nil
 }
 
 func (d *drainingReader) Close() error {
@@ -164,3 +194,10 @@ func (cw *countingWriter) Write(p []byte) (int, error) {
 }
 
 func (cw *countingWriter) Close() error { return nil }
+
+// parseError answers a line that is not JSON (JSON-RPC 2.0 §5.1).
+func (cw *countingWriter) parseError() {
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	io.WriteString(cw.w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}`+"\n")
+}

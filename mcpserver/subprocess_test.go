@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/mcpserver"
 )
 
@@ -222,4 +223,31 @@ func freePort(t *testing.T) string {
 	}
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// A line that is not JSON gets a parse error and the session goes on: the
+// requests around it are all answered.
+func TestStdioSurvivesAMalformedLine(t *testing.T) {
+	var out bytes.Buffer
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`garbage line`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"store_status","arguments":{}}}`,
+	}, "\n") + "\n"
+	store, err := contextfold.Open(filepath.Join(t.TempDir(), ".contextfold"), contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(store, mcpserver.Options{})
+	if err := srv.Run(context.Background(), mcpserver.StdioTransport(strings.NewReader(in), &out, 10*time.Second)); err != nil {
+		t.Logf("run: %v", err)
+	}
+	text := out.String()
+	for _, want := range []string{`"id":1`, `"code":-32700`, `"id":2`, `"id":3`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("missing %s in:\n%s", want, text)
+		}
+	}
 }

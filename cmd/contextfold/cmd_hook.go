@@ -20,10 +20,21 @@ func newHookCmd(g *globals) *cobra.Command {
 		Short: "Run as an agent hook (Claude Code: contextfold hook claude-code <event>)",
 		Long: `hook runs contextfold inside an agent's hook system, for agents that cannot
 use the proxy. See docs/mcp-and-hooks.md for the settings.json snippet.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown agent %q; supported: claude-code (contextfold hook claude-code <event>)", args[0])
+			}
+			return usagef("name the agent: contextfold hook claude-code <event>")
+		},
 	}
 	c.AddCommand(newClaudeCodeHookCmd(g))
 	return c
 }
+
+// minHookChars is the smallest --max-chars that leaves room for content and
+// the marker that says what was left out.
+const minHookChars = 256
 
 func newClaudeCodeHookCmd(g *globals) *cobra.Command {
 	var maxChars int
@@ -67,6 +78,9 @@ would take as "block").`,
 					err = nil
 				}
 			}()
+			if maxChars < minHookChars {
+				return usagef("--max-chars %d is too small to hold a hydrated node and its marker; use at least %d", maxChars, minHookChars)
+			}
 			event, ok := canonicalEvent(args[0])
 			if !ok {
 				return fmt.Errorf("unknown event %q; want UserPromptSubmit, Stop, SubagentStop, PreCompact or SessionStart", args[0])
