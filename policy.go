@@ -210,3 +210,19 @@ func numberValue(f float64) any {
 	}
 	return f
 }
+
+// TokenCounter returns the token counter the store's policy selects, for
+// accounting outside the store (the proxy's, a harness's); the reference
+// heuristic when the policy names none or cannot be read (the operations
+// that depend on the policy report that error themselves).
+func (s *Store) TokenCounter() tokens.Counter {
+	p, err := s.Policy()
+	if err != nil {
+		return tokens.Heuristic()
+	}
+	c, err := p.Counter()
+	if err != nil {
+		return tokens.Heuristic()
+	}
+	return c
+}

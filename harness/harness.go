@@ -13,6 +13,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/scrub"
+	"github.com/contextfold/contextfold/tokens"
 )
 
 // Defaults of Config. With them a conversation shorter than
@@ -160,6 +161,9 @@ type Harness struct {
 	store *contextfold.Store
 	cfg   Config
 	seed  maphash.Seed
+	// counter counts tokens as the store's policy says (token_counter), for
+	// the size threshold and the accounting.
+	counter tokens.Counter
 
 	mu       sync.Mutex
 	verified map[int]uint64 // step → maphash of the payload checked against the index
@@ -185,9 +189,13 @@ type turnState struct {
 
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
-	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(),
+	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
 		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}}
 }
+
+// CountTokens counts text with the store's token counter (policy key
+// token_counter; the reference heuristic by default), in tokens.
+func (h *Harness) CountTokens(text string) int { return h.counter.Count(text) }
 
 // Store returns the store the harness folds into.
 func (h *Harness) Store() *contextfold.Store { return h.store }
@@ -273,14 +281,14 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 				continue
 			}
 		}
-		tokens := contextfold.TokenEstimate(payload)
+		ntok := h.counter.Count(payload)
 		if !indexed {
-			if tokens < h.cfg.MinFoldTokens {
+			if ntok < h.cfg.MinFoldTokens {
 				continue
 			}
 			toFold = append(toFold, contextfold.Turn{StepID: i, Summary: Summarize(m), RawContent: payload, SessionID: h.cfg.SessionID})
 		}
-		cands = append(cands, cand{i, payload, tokens})
+		cands = append(cands, cand{i, payload, ntok})
 	}
 	if len(toFold) > 0 {
 		if _, err := h.store.FoldBatch(toFold); err != nil {
@@ -480,13 +488,13 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 	a := &d.Accounting
 	for _, m := range conv {
 		for _, p := range m.Parts {
-			a.ClientTokens += contextfold.TokenEstimate(p.Text)
+			a.ClientTokens += h.counter.Count(p.Text)
 		}
 	}
 	a.ForwardedTokens = a.ClientTokens
 	for _, f := range d.Folded {
 		a.FoldedTokens += f.Tokens
-		a.ForwardedTokens += contextfold.TokenEstimate(f.Text) - f.Tokens
+		a.ForwardedTokens += h.counter.Count(f.Text) - f.Tokens
 	}
 	a.StepsFolded = len(d.Folded)
 	for _, n := range d.Hydrated {
@@ -494,12 +502,17 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 		a.StepsHydrated = append(a.StepsHydrated, n.StepID)
 	}
 	if d.HydrationText != "" {
-		a.ForwardedTokens += contextfold.TokenEstimate(d.HydrationText)
+		a.ForwardedTokens += h.counter.Count(d.HydrationText)
 	}
 	for _, r := range d.Refused {
 		a.StepsRefused = append(a.StepsRefused, r.StepID)
 	}
 	sort.Ints(a.StepsDropped)
+	for _, l := range []*[]int{&a.StepsHydrated, &a.StepsDropped, &a.StepsRefused} {
+		if *l == nil {
+			*l = []int{} // JSON [] rather than null
+		}
+	}
 }
 
 // Apply returns the outgoing conversation: every folded message with its

@@ -298,8 +298,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out = s.dispatch(st, req, sid)
 	}
 	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
-	st.rec.ClientTokens = contextfold.TokenEstimate(string(body))
-	st.rec.ForwardedTokens = contextfold.TokenEstimate(string(out))
+	count := contextfold.TokenEstimate
+	if st.sess != nil {
+		count = st.sess.h.CountTokens // the session store's token_counter
+	}
+	st.rec.ClientTokens = count(string(body))
+	st.rec.ForwardedTokens = count(string(out))
 	st.rec.Overhead = time.Since(st.start)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -547,11 +551,17 @@ func (s *Server) reject(w http.ResponseWriter, api API, code int, msg string) {
 // writeError answers in the error shape of the API.
 func (s *Server) writeError(w http.ResponseWriter, api API, code int, msg string) {
 	msg = "contextfold proxy: " + msg
+	// A problem with the request is the client's; anything else (an
+	// unreachable upstream) is the API's.
+	errType := "invalid_request_error"
+	if code >= 500 {
+		errType = "api_error"
+	}
 	var v any
 	if api == APIAnthropic {
-		v = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": msg}}
+		v = map[string]any{"type": "error", "error": map[string]any{"type": errType, "message": msg}}
 	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": nil}}
+		v = map[string]any{"error": map[string]any{"message": msg, "type": errType, "code": nil}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/inspect"
 	"github.com/contextfold/contextfold/proxy"
 )
 
@@ -24,6 +25,7 @@ func init() { commands = append(commands, newProxyCmd) }
 func newProxyCmd(g *globals) *cobra.Command {
 	var (
 		listen, upstream, anthropicUp, openaiUp string
+		allowRemote                             bool
 		cfg                                     harness.Config
 		maxBody                                 int64
 	)
@@ -66,6 +68,15 @@ Point a client at it:
 			if err != nil {
 				return usagef("%v", err)
 			}
+			// The proxy carries API keys and whole conversations: loopback
+			// only, unless asked explicitly.
+			loopback, err := inspect.CheckListenAddr(listen, true)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if !loopback && !allowRemote {
+				return usagef("listen address %q is not a loopback address; the proxy carries API keys and whole conversations, so it binds to loopback only unless you pass --allow-remote", listen)
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return usagef("cannot listen on %s: %v", listen, err)
@@ -87,7 +98,8 @@ Point a client at it:
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
+	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on (loopback unless --allow-remote)")
+	f.BoolVar(&allowRemote, "allow-remote", false, "UNSAFE: listen on a non-loopback address (API keys and conversations cross that network)")
 	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
 	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions (overrides --upstream)")
