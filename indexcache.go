@@ -31,10 +31,10 @@ import (
 //
 // Layout (little endian; offsets in bytes from the start of the file):
 //
-//	head   [0,160)  magic "CFIDXv2\n"; index file size u64, mtime i64 (ns),
-//	                inode u64; chunk size u32; section count u32 (7);
-//	                7 × (offset u64, length u64); CRC of section 6 u32;
-//	                CRC of the head's preceding 156 bytes u32
+//	head   [0,176)  magic "CFIDXv2\n"; index file size u64, mtime i64 (ns),
+//	                inode u64; chunk size u32; section count u32 (8);
+//	                8 × (offset u64, length u64); CRC of section 7 u32;
+//	                CRC of the head's preceding 172 bytes u32
 //	section 0       header: canonical JSON of the top-level keys but "nodes"
 //	section 1       records: n × recordSize bytes in ascending step order:
 //	                step i64, token_estimate i64, entry offset u64, summary
@@ -49,7 +49,10 @@ import (
 //	                whose matchable terms hold it, then the same for the
 //	                positions whose summary identifiers hold it
 //	section 5       the summaries, concatenated
-//	section 6       CRC-32C of every cacheChunk bytes of [160, section 6)
+//	section 6       dense terms: count d ≤ 64 u32, d × term number u32 (the
+//	                terms most nodes hold), then n × u64 signatures: bit f
+//	                of position p's signature says it holds dense term f
+//	section 7       CRC-32C of every cacheChunk bytes of [176, section 7)
 //
 // At load only the head, the header and the record table are verified (they
 // are small: 48 bytes a node); other chunks are verified the first time a
@@ -61,9 +64,9 @@ const IndexCacheFile = "recall_index.cache"
 var IndexCacheThreshold int64 = 1 << 20
 
 const (
-	cacheHead    = 160
+	cacheSecs    = 8
+	cacheHead    = 40 + 16*cacheSecs + 8
 	cacheChunk   = 64 << 10
-	cacheSecs    = 7
 	recordSize   = 48
 	secHeader    = 0
 	secRecords   = 1
@@ -71,7 +74,9 @@ const (
 	secTerms     = 3
 	secPostings  = 4
 	secSummaries = 5
-	secChunkCRCs = 6
+	secDense     = 6
+	secChunkCRCs = 7
+	maxDense     = 64
 )
 
 var cacheMagic = []byte("CFIDXv2\n")
@@ -83,12 +88,14 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 type baseIndex struct {
 	data    []byte // the cache file, mapped
 	secs    [cacheSecs][]byte
-	secOff  [cacheSecs]int // file offset of each section
-	n       int            // records
-	nterms  int            // terms in the dictionary
-	jsonf   *os.File       // the recall_index.json the snapshot was made of
-	checked []uint64       // bitset of chunks whose CRC was verified
-	bad     bool           // a lazily verified chunk failed, or an offset was out of range
+	secOff  [cacheSecs]int  // file offset of each section
+	n       int             // records
+	nterms  int             // terms in the dictionary
+	jsonf   *os.File        // the recall_index.json the snapshot was made of
+	checked []uint64        // bitset of chunks whose CRC was verified
+	bad     bool            // a lazily verified chunk failed, or an offset was out of range
+	dense   map[string]uint // dense term → its signature bit
+	sigs    []byte          // n × u64 signatures (section 6), verified at first use
 }
 
 // decodeCache opens a snapshot made for the index file f with stamp st.
@@ -150,6 +157,22 @@ func openBase(data []byte, st fileStamp) (*baseIndex, error) {
 	b.n, b.nterms = len(b.secs[secRecords])/recordSize, len(b.secs[secTermTable])/8-1
 	if !b.verify(b.secOff[secHeader], len(b.secs[secHeader])) || !b.verify(b.secOff[secRecords], len(b.secs[secRecords])) {
 		return nil, errors.New("index cache: checksum mismatch")
+	}
+	ds := b.secs[secDense]
+	if len(ds) < 4 || le.Uint32(ds) > maxDense {
+		return nil, errors.New("index cache: malformed dense terms")
+	}
+	d := int(le.Uint32(ds))
+	if len(ds) != 4+4*d+8*b.n || !b.verify(b.secOff[secDense], 4+4*d) {
+		return nil, errors.New("index cache: malformed dense terms")
+	}
+	b.dense, b.sigs = make(map[string]uint, d), ds[4+4*d:]
+	for f := range d {
+		t, _, _ := b.term(int(le.Uint32(ds[4+4*f:])))
+		if t == nil {
+			return nil, errors.New("index cache: dense term out of range")
+		}
+		b.dense[string(t)] = uint(f)
 	}
 	return b, nil
 }
@@ -394,6 +417,7 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 	sort.Strings(heapTerms)
 	var lists [2][]int32
 	var buf []byte
+	var dfs []int // by term number: nodes holding the term
 	emit := func(t string, baseTerm int) {
 		var r [8]byte
 		le.PutUint32(r[:], uint32(secs[secTerms].Len()))
@@ -423,6 +447,9 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 			}
 			secs[secPostings].Write(buf)
 			lists[k] = l
+			if !summary {
+				dfs = append(dfs, len(l))
+			}
 		}
 	}
 	h := 0
@@ -450,6 +477,7 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 	if secs[secTerms].Len() >= 1<<32 || secs[secPostings].Len() >= 1<<32 {
 		return nil, errors.New("index cache: too large for 32-bit offsets")
 	}
+	writeDense(&secs[secDense], dfs, secs[secTermTable].Bytes(), secs[secPostings].Bytes(), len(order))
 
 	out := make([]byte, cacheHead, cacheHead+secs[secRecords].Len()+secs[secTerms].Len()+secs[secPostings].Len()+secs[secSummaries].Len()+secs[secTermTable].Len()+len(hdr))
 	copy(out, cacheMagic)
@@ -473,6 +501,56 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 	le.PutUint32(out[cacheHead-8:], crc32.Checksum(crcs, crcTable))
 	le.PutUint32(out[cacheHead-4:], crc32.Checksum(out[:cacheHead-4], crcTable))
 	return out, nil
+}
+
+// writeDense writes section 6: the maxDense terms held by the most nodes
+// (ties: the smaller term number) and every position's signature.
+func writeDense(w *bytes.Buffer, dfs []int, table, postings []byte, n int) {
+	var top []int // term numbers, by df descending
+	for t, df := range dfs {
+		if df == 0 || (len(top) == maxDense && df <= dfs[top[maxDense-1]]) {
+			continue
+		}
+		i := sort.Search(len(top), func(i int) bool { return dfs[top[i]] < df })
+		if len(top) < maxDense {
+			top = append(top, 0)
+		}
+		copy(top[i+1:], top[i:])
+		top[i] = t
+	}
+	le := binary.LittleEndian
+	sigs := make([]uint64, n)
+	b := &baseIndex{n: n}
+	for f, t := range top {
+		off, end := le.Uint32(table[8*t+4:]), le.Uint32(table[8*t+12:])
+		for _, p := range b.decodePostings(nil, postings[off:end], false) {
+			sigs[p] |= 1 << f
+		}
+	}
+	w.Write(le.AppendUint32(nil, uint32(len(top))))
+	for _, t := range top {
+		w.Write(le.AppendUint32(nil, uint32(t)))
+	}
+	for _, s := range sigs {
+		w.Write(le.AppendUint64(nil, s))
+	}
+}
+
+// denseBit returns the signature bit of a dense term.
+func (b *baseIndex) denseBit(t string) (uint, bool) {
+	if b == nil {
+		return 0, false
+	}
+	f, ok := b.dense[t]
+	return f, ok
+}
+
+// denseSigs returns the signatures, verified (nil when corrupt or absent).
+func (b *baseIndex) denseSigs() []byte {
+	if b == nil || len(b.dense) == 0 {
+		return nil
+	}
+	return b.slice(secDense, uint64(len(b.secs[secDense])-len(b.sigs)), uint64(len(b.sigs)))
 }
 
 func (b *baseIndex) termCount() int {

@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"path/filepath"
 	"slices"
@@ -267,15 +268,30 @@ type coverGroup struct {
 }
 
 // coverGroups computes, from the postings of the query's terms only, the
-// distinct term sets the nodes hold and the newest node of each. The masks
-// are built in the index's dense work array; candidates are then visited in
-// ascending position order, which is ascending step order for base records.
+// distinct term sets the nodes hold and the newest node of each. Masks are
+// built in the index's dense work array. With up to 64 terms and a snapshot,
+// the snapshot's dense terms (held by most nodes) are read from its
+// per-position signatures rather than their long postings: base positions
+// are then visited newest first, and one whose mask holds dense terms only is
+// settled by a lookup of its signature bits.
 func (ix *index) coverGroups(terms []string) []coverGroup {
 	words := max(1, (len(terms)+63)/64)
 	masks := ix.work(words)
+	var sigs []byte
+	if words == 1 {
+		sigs = ix.base.denseSigs()
+	}
+	var qf uint64           // the query's dense terms, as signature bits
+	var fterm [maxDense]int // signature bit → query term index
 	var cand, post []int32
 	for i, t := range terms {
-		post = ix.appendPostings(post[:0], t, false)
+		if f, ok := ix.base.denseBit(t); ok && sigs != nil {
+			qf |= 1 << f
+			fterm[f] = i
+			post = append(post[:0], ix.post[t]...) // heap positions only
+		} else {
+			post = ix.appendPostings(post[:0], t, false)
+		}
 		bit, w := uint64(1)<<(i%64), i/64
 		for _, p := range post {
 			m := masks[int(p)*words:][:words]
@@ -285,39 +301,39 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 			m[w] |= bit
 		}
 	}
-	// Group lookup: a table indexed by mask for few terms, else a map.
-	var table []int32
-	var byMask map[string]int32
-	if len(terms) <= 16 {
-		table = make([]int32, 1<<len(terms))
-		for i := range table {
-			table[i] = -1
-		}
-	} else {
-		byMask = map[string]int32{}
-	}
 	var groups []coverGroup
-	visit := func(p int32) {
+	var byMask maskTable       // words == 1: full mask → group
+	var byKey map[string]int32 // words > 1
+	add := func(m []uint64, p int32) int32 {
+		groups = append(groups, coverGroup{mask: append([]uint64(nil), m...), pos: p, step: ix.stepAt(p)})
+		return int32(len(groups) - 1)
+	}
+	// visit files position p under its mask, the newest node winning, and
+	// clears the mask. newerFirst: p is older than every position visited
+	// before it that has the same mask.
+	visit := func(p int32, newerFirst bool) {
 		m := masks[int(p)*words:][:words]
-		gi := int32(-1)
+		var gi int32
+		var ok bool
 		var key string
-		if table != nil {
-			gi = table[m[0]]
+		if words == 1 {
+			gi, ok = byMask.get(m[0])
 		} else {
 			key = maskKey(m)
-			if g, ok := byMask[key]; ok {
-				gi = g
+			if byKey == nil {
+				byKey = map[string]int32{}
 			}
+			gi, ok = byKey[key]
 		}
 		switch {
-		case gi < 0:
-			gi = int32(len(groups))
-			groups = append(groups, coverGroup{mask: append([]uint64(nil), m...), pos: p, step: ix.stepAt(p)})
-			if table != nil {
-				table[m[0]] = gi
+		case !ok:
+			gi = add(m, p)
+			if words == 1 {
+				byMask.put(m[0], gi)
 			} else {
-				byMask[key] = gi
+				byKey[key] = gi
 			}
+		case newerFirst:
 		case int(p) < ix.nb: // base positions ascend in step: p is newer
 			groups[gi].pos, groups[gi].step = p, ix.stepAt(p)
 		default:
@@ -327,19 +343,93 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		}
 		clear(m)
 	}
-	if len(cand)*16 > ix.len() { // many candidates: one pass over the array
-		for p := range ix.len() {
-			if masks[p*words] != 0 || !isZero(masks[p*words+1:p*words+words]) {
-				visit(int32(p))
+	switch {
+	case sigs != nil:
+		var byDense maskTable // signature bits of the dense-only masks seen
+		expand := func(k uint64) uint64 {
+			var full uint64
+			for ; k != 0; k &= k - 1 {
+				full |= 1 << fterm[bits.TrailingZeros64(k)]
+			}
+			return full
+		}
+		for p := int32(ix.nb) - 1; p >= 0; p-- {
+			k := binary.LittleEndian.Uint64(sigs[8*int(p):]) & qf
+			if masks[p] == 0 {
+				if k == 0 {
+					continue
+				}
+				if _, seen := byDense.get(k); !seen {
+					masks[p] = expand(k)
+					visit(p, true)
+					byDense.put(k, 0)
+				}
+				continue
+			}
+			masks[p] |= expand(k)
+			visit(p, true)
+		}
+		for p := ix.nb; p < ix.len(); p++ {
+			if masks[p] != 0 {
+				visit(int32(p), false)
 			}
 		}
-	} else {
+	case len(cand)*16 > ix.len(): // many candidates: one pass over the array
+		for p := range ix.len() {
+			if masks[p*words] != 0 || !isZero(masks[p*words+1:p*words+words]) {
+				visit(int32(p), false)
+			}
+		}
+	default:
 		slices.Sort(cand)
 		for _, p := range cand {
-			visit(p)
+			visit(p, false)
 		}
 	}
 	return groups
+}
+
+// maskTable maps non-zero masks to group numbers (open addressing, load at
+// most 1/2). The zero value is an empty table.
+type maskTable struct {
+	keys []uint64 // 0: free
+	vals []int32
+	n    int
+}
+
+func (t *maskTable) slot(k uint64) int {
+	mask := len(t.keys) - 1
+	for i := int((k * 0x9E3779B97F4A7C15) >> 40); ; i++ {
+		if t.keys[i&mask] == k || t.keys[i&mask] == 0 {
+			return i & mask
+		}
+	}
+}
+
+func (t *maskTable) get(k uint64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	i := t.slot(k)
+	return t.vals[i], t.keys[i] == k
+}
+
+func (t *maskTable) put(k uint64, v int32) {
+	if 2*(t.n+1) > len(t.keys) {
+		old, oldv := t.keys, t.vals
+		t.keys, t.vals = make([]uint64, max(256, 4*len(old))), make([]int32, max(256, 4*len(old)))
+		for i, k := range old {
+			if k != 0 {
+				j := t.slot(k)
+				t.keys[j], t.vals[j] = k, oldv[i]
+			}
+		}
+	}
+	i := t.slot(k)
+	if t.keys[i] == 0 {
+		t.n++
+	}
+	t.keys[i], t.vals[i] = k, v
 }
 
 func isZero(m []uint64) bool {
