@@ -49,9 +49,10 @@ import (
 //	                whose matchable terms hold it, then the same for the
 //	                positions whose summary identifiers hold it
 //	section 5       the summaries, concatenated
-//	section 6       dense terms: count d ≤ 64 u32, d × term number u32 (the
-//	                terms most nodes hold), then n × u64 signatures: bit f
-//	                of position p's signature says it holds dense term f
+//	section 6       dense terms: count d ≤ 128 u32, d × term number u32 (the
+//	                terms most nodes hold), then n × 2 u64 signatures: bit
+//	                f%64 of word f/64 of position p's signature says it
+//	                holds dense term f
 //	section 7       CRC-32C of every cacheChunk bytes of [176, section 7)
 //
 // At load only the head, the header and the record table are verified (they
@@ -76,7 +77,7 @@ const (
 	secSummaries = 5
 	secDense     = 6
 	secChunkCRCs = 7
-	maxDense     = 64
+	maxDense     = 128 // dense terms: two signature words a position
 )
 
 var cacheMagic = []byte("CFIDXv2\n")
@@ -95,7 +96,7 @@ type baseIndex struct {
 	checked []uint64        // bitset of chunks whose CRC was verified
 	bad     bool            // a lazily verified chunk failed, or an offset was out of range
 	dense   map[string]uint // dense term → its signature bit
-	sigs    []byte          // n × u64 signatures (section 6), verified at first use
+	sigs    []byte          // n × 2 u64 signatures (section 6), verified at first use
 }
 
 // decodeCache opens a snapshot made for the index file f with stamp st.
@@ -163,7 +164,7 @@ func openBase(data []byte, st fileStamp) (*baseIndex, error) {
 		return nil, errors.New("index cache: malformed dense terms")
 	}
 	d := int(le.Uint32(ds))
-	if len(ds) != 4+4*d+8*b.n || !b.verify(b.secOff[secDense], 4+4*d) {
+	if len(ds) != 4+4*d+16*b.n || !b.verify(b.secOff[secDense], 4+4*d) {
 		return nil, errors.New("index cache: malformed dense terms")
 	}
 	b.dense, b.sigs = make(map[string]uint, d), ds[4+4*d:]
@@ -481,9 +482,6 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 
 	out := make([]byte, cacheHead, cacheHead+secs[secRecords].Len()+secs[secTerms].Len()+secs[secPostings].Len()+secs[secSummaries].Len()+secs[secTermTable].Len()+len(hdr))
 	copy(out, cacheMagic)
-	le.PutUint64(out[8:], uint64(st.size))
-	le.PutUint64(out[16:], uint64(st.mtime.UnixNano()))
-	le.PutUint64(out[24:], st.ino)
 	le.PutUint32(out[32:], cacheChunk)
 	le.PutUint32(out[36:], cacheSecs)
 	for i := range secChunkCRCs {
@@ -499,8 +497,18 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 	le.PutUint64(out[48+16*secChunkCRCs:], uint64(len(crcs)))
 	out = append(out, crcs...)
 	le.PutUint32(out[cacheHead-8:], crc32.Checksum(crcs, crcTable))
-	le.PutUint32(out[cacheHead-4:], crc32.Checksum(out[:cacheHead-4], crcTable))
+	stampCache(out, st)
 	return out, nil
+}
+
+// stampCache binds an encoded snapshot to the index file with stamp st (a
+// snapshot can be encoded before its index file is written).
+func stampCache(c []byte, st fileStamp) {
+	le := binary.LittleEndian
+	le.PutUint64(c[8:], uint64(st.size))
+	le.PutUint64(c[16:], uint64(st.mtime.UnixNano()))
+	le.PutUint64(c[24:], st.ino)
+	le.PutUint32(c[cacheHead-4:], crc32.Checksum(c[:cacheHead-4], crcTable))
 }
 
 // writeDense writes section 6: the maxDense terms held by the most nodes
@@ -519,12 +527,12 @@ func writeDense(w *bytes.Buffer, dfs []int, table, postings []byte, n int) {
 		top[i] = t
 	}
 	le := binary.LittleEndian
-	sigs := make([]uint64, n)
+	sigs := make([]uint64, 2*n)
 	b := &baseIndex{n: n}
 	for f, t := range top {
 		off, end := le.Uint32(table[8*t+4:]), le.Uint32(table[8*t+12:])
 		for _, p := range b.decodePostings(nil, postings[off:end], false) {
-			sigs[p] |= 1 << f
+			sigs[2*int(p)+f/64] |= 1 << (f % 64)
 		}
 	}
 	w.Write(le.AppendUint32(nil, uint32(len(top))))
@@ -578,7 +586,9 @@ func readCache(dir string, st fileStamp, f *os.File) (*index, error) {
 
 // writeCache writes the snapshot durably (fsync before the rename, so that a
 // present cache is whole). It is derived data: a failure costs only time.
-func writeCache(dir string, data []byte) error {
+// valid, when not nil, is asked just before the rename whether the snapshot
+// is still wanted (a reader's cache must not replace a newer one).
+func writeCache(dir string, data []byte, valid func() bool) error {
 	f, err := os.CreateTemp(dir, "."+IndexCacheFile+".tmp*")
 	if err != nil {
 		return err
@@ -589,6 +599,9 @@ func writeCache(dir string, data []byte) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && valid != nil && !valid() {
+		err = errors.New("index cache: the index changed meanwhile")
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), filepath.Join(dir, IndexCacheFile))

@@ -281,13 +281,29 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 	if words == 1 {
 		sigs = ix.base.denseSigs()
 	}
-	var qf uint64           // the query's dense terms, as signature bits
-	var fterm [maxDense]int // signature bit → query term index
+	// The query's dense terms as signature bits, folded into one word: word
+	// 1 is rotated by rot so that its bits miss word 0's (else the dense
+	// terms are read from their postings like the others).
+	var qf [2]uint64
+	var cterm [64]int // folded signature bit → query term index
+	rot := 0
+	if sigs != nil {
+		for _, t := range terms {
+			if f, ok := ix.base.denseBit(t); ok {
+				qf[f/64] |= 1 << (f % 64)
+			}
+		}
+		for rot < 64 && qf[0]&bits.RotateLeft64(qf[1], rot) != 0 {
+			rot++
+		}
+		if rot == 64 {
+			sigs = nil
+		}
+	}
 	var cand, post []int32
 	for i, t := range terms {
 		if f, ok := ix.base.denseBit(t); ok && sigs != nil {
-			qf |= 1 << f
-			fterm[f] = i
+			cterm[(int(f%64)+rot*int(f/64))%64] = i
 			post = append(post[:0], ix.post[t]...) // heap positions only
 		} else {
 			post = ix.appendPostings(post[:0], t, false)
@@ -295,7 +311,7 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		bit, w := uint64(1)<<(i%64), i/64
 		for _, p := range post {
 			m := masks[int(p)*words:][:words]
-			if m[0] == 0 && isZero(m[1:]) {
+			if sigs == nil && m[0] == 0 && isZero(m[1:]) {
 				cand = append(cand, p)
 			}
 			m[w] |= bit
@@ -345,28 +361,32 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 	}
 	switch {
 	case sigs != nil:
-		var byDense maskTable // signature bits of the dense-only masks seen
+		// Base positions newest first: a position that holds no term but
+		// dense ones, with a dense key seen before, is older than the group
+		// already made for its mask.
+		var seen maskTable
 		expand := func(k uint64) uint64 {
 			var full uint64
 			for ; k != 0; k &= k - 1 {
-				full |= 1 << fterm[bits.TrailingZeros64(k)]
+				full |= 1 << cterm[bits.TrailingZeros64(k)]
 			}
 			return full
 		}
+		le := binary.LittleEndian
 		for p := int32(ix.nb) - 1; p >= 0; p-- {
-			k := binary.LittleEndian.Uint64(sigs[8*int(p):]) & qf
-			if masks[p] == 0 {
+			sig := sigs[16*int(p):][:16]
+			k := le.Uint64(sig)&qf[0] | bits.RotateLeft64(le.Uint64(sig[8:])&qf[1], rot)
+			other := masks[p]
+			if other == 0 {
 				if k == 0 {
 					continue
 				}
-				if _, seen := byDense.get(k); !seen {
-					masks[p] = expand(k)
-					visit(p, true)
-					byDense.put(k, 0)
+				if seen.has(k) {
+					continue
 				}
-				continue
+				seen.put(k, 0)
 			}
-			masks[p] |= expand(k)
+			masks[p] = other | expand(k)
 			visit(p, true)
 		}
 		for p := ix.nb; p < ix.len(); p++ {
@@ -412,6 +432,10 @@ func (t *maskTable) get(k uint64) (int32, bool) {
 	}
 	i := t.slot(k)
 	return t.vals[i], t.keys[i] == k
+}
+
+func (t *maskTable) has(k uint64) bool {
+	return t.n != 0 && t.keys[t.slot(k)] == k
 }
 
 func (t *maskTable) put(k uint64, v int32) {

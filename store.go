@@ -218,9 +218,10 @@ func (s *Store) cacheParsed(ix *index, data []byte, st fileStamp) {
 	if err != nil {
 		return
 	}
-	if now, _ := stampOf(filepath.Join(s.dir, IndexFile)); now == st {
-		_ = writeCache(s.dir, c)
-	}
+	_ = writeCache(s.dir, c, func() bool {
+		now, _ := stampOf(filepath.Join(s.dir, IndexFile))
+		return now == st
+	})
 }
 
 // distrustCache drops the in-memory index after a query met a corrupt part
@@ -296,6 +297,12 @@ func (s *Store) writeIndex(ix *index) error {
 		s.ix = nil
 		return err
 	}
+	// The cache is encoded before the index is replaced and stamped after,
+	// so that readers meet a new index without its cache only briefly.
+	var cache []byte
+	if int64(len(data)) >= IndexCacheThreshold {
+		cache, _ = ix.encodeCache(fileStamp{}, spans)
+	}
 	path := filepath.Join(s.dir, IndexFile)
 	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
 		s.ix = nil // the in-memory copy may be ahead of the disk
@@ -307,10 +314,9 @@ func (s *Store) writeIndex(ix *index) error {
 		return nil
 	}
 	cachePath := filepath.Join(s.dir, IndexCacheFile)
-	if int64(len(data)) >= IndexCacheThreshold {
-		if c, err := ix.encodeCache(st, spans); err == nil {
-			_ = writeCache(s.dir, c) // derived data: a failure costs only time
-		}
+	if cache != nil {
+		stampCache(cache, st)
+		_ = writeCache(s.dir, cache, nil) // derived data: a failure costs only time
 	} else {
 		_ = os.Remove(cachePath)
 	}
