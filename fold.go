@@ -15,8 +15,9 @@ import (
 
 // FoldResult reports one fold.
 type FoldResult struct {
-	// Node is the cold node as stored (for an already indexed step: as read
-	// back from its file when readable, else nil).
+	// Node is the cold node as stored. For an already indexed step, Fold
+	// reads it back from its file (nil when unreadable); FoldBatch leaves it
+	// nil, so re-folding a long session reads no file.
 	Node *ColdNode
 	// Entry is the recall-index entry of the step.
 	Entry *Entry
@@ -35,6 +36,11 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 	rs, err := s.FoldBatch([]Turn{t})
 	if err != nil {
 		return nil, err
+	}
+	if r := rs[0]; r.AlreadyIndexed {
+		if n, err := s.readColdNode(t.StepID); err == nil {
+			r.Node = n
+		}
 	}
 	return rs[0], nil
 }
@@ -88,9 +94,6 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		}
 		if r, ok := ix.get(t.StepID); ok {
 			results[i] = &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true}
-			if n, err := s.readColdNode(t.StepID); err == nil {
-				results[i].Node = n
-			}
 			continue
 		}
 		if t.SessionID == "" {
