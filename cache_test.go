@@ -256,3 +256,28 @@ func TestCacheScanAndRecallEquivalence(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexCountsMatchEntries: the counts Status needs, read from the
+// records, agree with the entries.
+func TestIndexCountsMatchEntries(t *testing.T) {
+	s, _, _ := cacheStore(t, 30)
+	if _, err := s.Fold(Turn{StepID: 1000, Summary: "late", RawContent: "late turn"}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := mustOpen(t, s.Dir())
+	total, evicted, tokens, err := fresh.indexCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, _ := fresh.Entries()
+	wantEv, wantTok := 0, 0
+	for _, e := range es {
+		if e.Evicted {
+			wantEv++
+		}
+		wantTok += e.TokenEstimate
+	}
+	if total != len(es) || evicted != wantEv || tokens != wantTok || evicted != 1 {
+		t.Errorf("counts %d %d %d, entries %d %d %d", total, evicted, tokens, len(es), wantEv, wantTok)
+	}
+}

@@ -374,7 +374,7 @@ func parseIndex(data []byte) (*index, error) {
 	for k := range nodes {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys) // deterministic dictionary ids and positions
+	sort.Strings(keys) // deterministic positions
 	for _, k := range keys {
 		r, err := ix.recordFromDoc(k, nodes[k])
 		if err != nil {

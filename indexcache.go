@@ -24,8 +24,9 @@ import (
 //
 // The snapshot holds what matching needs, addressed by offsets so that a
 // process maps the file and touches only what a query uses: a sorted term
-// dictionary, per-term postings, a fixed-width record table in step order
-// and the summaries. Entries themselves are not copied: the record table
+// dictionary, per-term postings, a fixed-width record table in step order,
+// the summaries, and per-node signatures of the terms most nodes hold (scan
+// reads those instead of their long postings). Entries themselves are not copied: the record table
 // gives each entry's byte span in recall_index.json, which is read (from the
 // very file the cache is bound to) when an entry is materialised.
 //

@@ -329,6 +329,25 @@ func (s *Store) writeIndex(ix *index) error {
 	return nil
 }
 
+// indexCounts counts the index's nodes, the evicted ones and the archived
+// tokens (sum of token_estimate) without materialising entries: Status can
+// use it instead of Entries, which reads every entry of a large index.
+func (s *Store) indexCounts() (total, evicted, tokens int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for p := range int32(ix.len()) {
+		if ix.evictedAt(p) {
+			evicted++
+		}
+		tokens += ix.tokensAt(p)
+	}
+	return ix.len(), evicted, tokens, nil
+}
+
 // Policy returns the hydration policy in force: hydration_policy.json when
 // present, else DefaultPolicy (spec §7).
 func (s *Store) Policy() (*Policy, error) {
