@@ -364,29 +364,7 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		// Base positions newest first: a position that holds no term but
 		// dense ones, with a dense key seen before, is older than the group
 		// already made for its mask.
-		var seen maskTable
-		expand := func(k uint64) uint64 {
-			var full uint64
-			for ; k != 0; k &= k - 1 {
-				full |= 1 << cterm[bits.TrailingZeros64(k)]
-			}
-			return full
-		}
-		le := binary.LittleEndian
-		for p := int32(ix.nb) - 1; p >= 0; p-- {
-			sig := sigs[16*int(p):][:16]
-			k := le.Uint64(sig)&qf[0] | bits.RotateLeft64(le.Uint64(sig[8:])&qf[1], rot)
-			other := masks[p]
-			if other == 0 {
-				if k == 0 {
-					continue
-				}
-				if seen.has(k) {
-					continue
-				}
-				seen.put(k, 0)
-			}
-			masks[p] = other | expand(k)
+		for _, p := range denseVisits(sigs[:16*ix.nb], masks[:ix.nb], qf, rot, &cterm) {
 			visit(p, true)
 		}
 		for p := ix.nb; p < ix.len(); p++ {
@@ -409,6 +387,35 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 	return groups
 }
 
+// denseVisits is the hot loop of coverGroups over the base positions with
+// signatures: newest first, it returns the positions to visit (one for each
+// dense key not seen before among positions holding dense terms only, and
+// every position marked in masks) and sets their masks to the query-term
+// masks they hold. qf and rot fold a signature's query bits into one word;
+// cterm maps a folded bit to its query term.
+func denseVisits(sigs []byte, masks []uint64, qf [2]uint64, rot int, cterm *[64]int) []int32 {
+	var seen maskTable
+	var out []int32
+	le := binary.LittleEndian
+	for p := len(masks) - 1; p >= 0; p-- {
+		sig := sigs[16*p : 16*p+16]
+		k := le.Uint64(sig)&qf[0] | bits.RotateLeft64(le.Uint64(sig[8:])&qf[1], rot)
+		other := masks[p]
+		if other == 0 {
+			if k == 0 || seen.has(k) {
+				continue
+			}
+			seen.put(k, 0)
+		}
+		for ; k != 0; k &= k - 1 {
+			other |= 1 << cterm[bits.TrailingZeros64(k)]
+		}
+		masks[p] = other
+		out = append(out, int32(p))
+	}
+	return out
+}
+
 // maskTable maps non-zero masks to group numbers (open addressing, load at
 // most 1/2). The zero value is an empty table.
 type maskTable struct {
@@ -419,7 +426,8 @@ type maskTable struct {
 
 func (t *maskTable) slot(k uint64) int {
 	mask := len(t.keys) - 1
-	for i := int((k * 0x9E3779B97F4A7C15) >> 40); ; i++ {
+	// The top bits of the product depend on every bit of k.
+	for i := int((k * 0x9E3779B97F4A7C15) >> (64 - bits.Len(uint(mask)))); ; i++ {
 		if t.keys[i&mask] == k || t.keys[i&mask] == 0 {
 			return i & mask
 		}
