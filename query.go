@@ -311,7 +311,7 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		bit, w := uint64(1)<<(i%64), i/64
 		for _, p := range post {
 			m := masks[int(p)*words:][:words]
-			if sigs == nil && m[0] == 0 && isZero(m[1:]) {
+			if m[0] == 0 && isZero(m[1:]) {
 				cand = append(cand, p)
 			}
 			m[w] |= bit
@@ -397,21 +397,44 @@ func denseVisits(sigs []byte, masks []uint64, qf [2]uint64, rot int, cterm *[64]
 	var seen maskTable
 	var out []int32
 	le := binary.LittleEndian
-	for p := len(masks) - 1; p >= 0; p-- {
+	full := qf[0] | bits.RotateLeft64(qf[1], rot) // every dense query term
+	key := func(p int) uint64 {
 		sig := sigs[16*p : 16*p+16]
-		k := le.Uint64(sig)&qf[0] | bits.RotateLeft64(le.Uint64(sig[8:])&qf[1], rot)
+		return le.Uint64(sig)&qf[0] | bits.RotateLeft64(le.Uint64(sig[8:])&qf[1], rot)
+	}
+	mark := func(p int, k uint64) {
 		other := masks[p]
-		if other == 0 {
-			if k == 0 || seen.has(k) {
-				continue
-			}
-			seen.put(k, 0)
-		}
 		for ; k != 0; k &= k - 1 {
 			other |= 1 << cterm[bits.TrailingZeros64(k)]
 		}
 		masks[p] = other
 		out = append(out, int32(p))
+	}
+	p := len(masks) - 1
+	for ; p >= 0; p-- {
+		k := key(p)
+		if masks[p] == 0 {
+			if k == 0 || seen.has(k) {
+				continue
+			}
+			seen.put(k, 0)
+		}
+		mark(p, k)
+		if k == full {
+			// This node holds every dense query term: any older node that
+			// holds dense terms only holds a subset of its terms and is older,
+			// so the greedy never picks it (never more coverage, ties to the
+			// newer step; nothing left once this node's terms are covered).
+			// Only the older nodes that hold a rare term remain to visit.
+			break
+		}
+	}
+	// The older nodes marked by a rare term's postings, newest first: a
+	// sequential sweep of the mask array, cheaper than sorting them.
+	for q := p - 1; q >= 0; q-- {
+		if masks[q] != 0 {
+			mark(q, key(q))
+		}
 	}
 	return out
 }
