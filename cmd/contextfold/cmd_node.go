@@ -8,12 +8,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/mcpserver"
 )
 
 func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusCmd) }
 
 func newHydrateCmd(g *globals) *cobra.Command {
 	var raw bool
+	var offset int
 	c := &cobra.Command{
 		Use:   "hydrate <step_id>",
 		Short: "Page a cold node in, verified, within the per-call cap (CONF-05/06/09)",
@@ -42,6 +44,17 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 			if err != nil {
 				return err
 			}
+			// --offset reads on past the per-call cap, one window at a time,
+			// from the same verified content.
+			page, err := mcpserver.Page(h, offset)
+			if err != nil {
+				return usagef("%v", strings.TrimPrefix(err.Error(), "BadArgument: "))
+			}
+			if offset > 0 {
+				h.Content = page.Content
+				h.Truncated = page.Next > 0
+				h.TokenEstimate = s.TokenCounter().Count(page.Content)
+			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
 				return writeJSON(out, map[string]any{
@@ -49,6 +62,7 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 					"token_estimate": h.TokenEstimate, "truncated": h.Truncated,
 					"payload_sha256": h.PayloadSHA256, "projection_sha256": h.ProjectionSHA256,
 					"artifact_sha256": h.ArtifactSHA256, "summary": h.Summary,
+					"offset": page.Offset, "next_offset": page.Next, "total_chars": page.Total,
 				})
 			}
 			if raw {
@@ -57,7 +71,7 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 			}
 			state := "whole"
 			if h.Truncated {
-				state = "truncated to the per-call cap"
+				state = fmt.Sprintf("truncated to the per-call cap; read on with --offset %d", page.Next)
 			}
 			fmt.Fprintf(out, "step %d · %s · %d tokens (%s) · verified artifact %s…\n--- content ---\n%s\n--- end ---\n",
 				h.StepID, terminalSafe(h.Summary), h.TokenEstimate, state, h.ArtifactSHA256[:12], terminalSafe(h.Content))
@@ -65,6 +79,7 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 		},
 	}
 	c.Flags().BoolVar(&raw, "raw", false, "print only the content, nothing around it")
+	c.Flags().IntVar(&offset, "offset", 0, "start at this many characters (code points) into the verified content, to read past the per-call cap")
 	return c
 }
 

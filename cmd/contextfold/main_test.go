@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,5 +389,40 @@ func TestNewUserRoughEdges(t *testing.T) {
 	}
 	if _, errs, code := cli(t, "", "hydrate", "99999999999999999999"); code != 1 || !strings.Contains(errs, "out of range") {
 		t.Errorf("huge id: %d %s", code, errs)
+	}
+}
+
+func TestHydrateOffsetReadsPastTheCap(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	var b strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "line %d of a long log\n", i)
+	}
+	log := filepath.Join(t.TempDir(), "big.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	cli(t, "", "--dir", dir, "fold", "1", "big", "--file", log)
+	var got strings.Builder
+	offset := 0
+	for pages := 0; pages < 10; pages++ {
+		out, errs, code := cli(t, "", "--dir", dir, "hydrate", "1", "--json", "--offset", fmt.Sprint(offset))
+		if code != 0 {
+			t.Fatalf("offset %d: %s", offset, errs)
+		}
+		var h struct {
+			Content string `json:"content"`
+			Next    int    `json:"next_offset"`
+		}
+		mustJSON(t, out, &h)
+		got.WriteString(h.Content)
+		if h.Next == 0 {
+			break
+		}
+		offset = h.Next
+	}
+	if got.String() != b.String() {
+		t.Errorf("the pages do not add up to the payload (%d of %d bytes)", got.Len(), b.Len())
+	}
+	if _, errs, code := cli(t, "", "--dir", dir, "hydrate", "1", "--offset", "999999"); code != 1 || !strings.Contains(errs, "outside the content") {
+		t.Errorf("offset past the end: %d %s", code, errs)
 	}
 }
