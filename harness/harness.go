@@ -344,11 +344,20 @@ func Project(m Message, e *contextfold.Entry) FoldedStep {
 		StepID:      e.StepID,
 		Timestamp:   e.FoldedAt,
 		TargetFiles: append([]string{}, files...),
-		ActionType:  deriveActionType(m, payload),
+		ActionType:  actionType(m, e, summary, payload),
 		Summary:     cut(clean(summary), MaxSummary),
 		Status:      deriveStatus(m, summary, payload),
 		Artifacts:   Artifacts{ColdNodeRef: e.FilePath},
 	}
+}
+
+// actionType classifies a turn from its tool and command, and when they say
+// nothing, from its text and lists.
+func actionType(m Message, e *contextfold.Entry, summary, payload string) string {
+	if a := deriveActionType(m, payload); a != ActionOther {
+		return a
+	}
+	return textActionType(summary, payload, e.Files, e.Commands)
 }
 
 // ProjectEntry derives the folded-step record of an indexed step from the
@@ -368,10 +377,14 @@ func ProjectEntry(e *contextfold.Entry, raw string) FoldedStep {
 	if h, c, ok := strings.Cut(head, " $ "); ok {
 		head, m.Command = h, c
 	}
-	if role, tool, ok := strings.Cut(head, " "); ok && !strings.Contains(tool, " ") {
-		m.Role, m.Tool = role, tool
-	} else {
-		m.Role = head
+	// Only a head Summarize wrote names a role (and a tool): a summary
+	// written by a person ("Final review: …") names neither.
+	switch role, tool, _ := strings.Cut(head, " "); role {
+	case "user", "assistant", "tool", "system":
+		m.Role = role
+		if tool != "" && !strings.Contains(tool, " ") {
+			m.Tool = tool
+		}
 	}
 	if m.Command == "" && len(e.Commands) > 0 {
 		m.Command = e.Commands[0]

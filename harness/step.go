@@ -229,10 +229,19 @@ func looksFailed(text string) bool {
 // as failed, so that the status can be derived from the stored summary.
 const errorMark = "[error]"
 
-// deriveStatus is FAILED for a failed tool result, else SUCCESS.
+// failureLine matches a line of tool output that reports a failure: a test
+// runner's FAIL/FAILED, a Python traceback, a Go panic, make's "***", an
+// "error:" or "fatal:" prefix, npm's ERR!.
+var failureLine = regexp.MustCompile(`(?m)^(?:\s*(?:FAIL(?:ED)?\b|--- FAIL:|Traceback \(most recent call last\):|panic: |make(?:\[\d+\])?: \*\*\* |(?:error|fatal|ERROR|FATAL)(?:\[[^\]]*\])?: |npm ERR! ))`)
+
+// deriveStatus is FAILED for a failed tool result — flagged by the tool, a
+// non-zero exit code, or a failure line in its output — else SUCCESS.
 func deriveStatus(m Message, summary, payload string) string {
 	head, _, _ := strings.Cut(summary, ": ")
 	if m.IsError || strings.HasSuffix(head, errorMark) || looksFailed(payload) {
+		return StatusFailed
+	}
+	if (m.Role == "tool" || m.Tool != "" || m.Command != "") && failureLine.MatchString(payload) {
 		return StatusFailed
 	}
 	return StatusSuccess

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/ingest"
 )
 
@@ -115,58 +116,14 @@ func SessionStart(in *Input, opts Options) (*Output, error) {
 	return &Output{HookSpecificOutput: SpecificOutput{HookEventName: EventSessionStart, AdditionalContext: text}}, nil
 }
 
-// StepRecord is the folded-step record of an indexed turn (IPCF §8), derived
-// from its index entry. ActionType and Status are heuristics: COMMAND_EXECUTION
-// when the turn ran commands, CODE_MODIFICATION when it names files and
-// reads like an edit, EXPLORATION when it names files, else OTHER; FAILED
-// when errors were extracted or the summary is marked [error], else SUCCESS.
-type StepRecord struct {
-	StepID      int      `json:"step_id"`
-	Timestamp   string   `json:"timestamp"`
-	TargetFiles []string `json:"target_files"`
-	ActionType  string   `json:"action_type"`
-	Summary     string   `json:"summary"`
-	Status      string   `json:"status"`
-	Artifacts   struct {
-		ColdNodeRef string `json:"cold_node_ref"`
-	} `json:"artifacts"`
-}
+// StepRecord is the folded-step record of an indexed turn (IPCF §8): the hot
+// projection of package harness, so the proxy, the inspector and the hooks
+// classify a turn the same way.
+type StepRecord = harness.FoldedStep
 
-// Record derives the folded-step record of an index entry.
-func Record(e *contextfold.Entry) StepRecord {
-	r := StepRecord{StepID: e.StepID, Timestamp: e.FoldedAt, TargetFiles: e.Files, Summary: e.Summary, Status: "SUCCESS"}
-	if r.TargetFiles == nil {
-		r.TargetFiles = []string{}
-	}
-	if utf8.RuneCountInString(r.Summary) > 280 {
-		r.Summary = string([]rune(r.Summary)[:279]) + "…"
-	}
-	lower := strings.ToLower(e.Summary)
-	switch {
-	case len(e.Commands) > 0 || strings.Contains(lower, "bash"):
-		r.ActionType = "COMMAND_EXECUTION"
-	case len(e.Files) > 0 && containsAny(lower, "edit", "write", "patch", "replace", "diff"):
-		r.ActionType = "CODE_MODIFICATION"
-	case len(e.Files) > 0 || containsAny(lower, "read", "grep", "glob", "search"):
-		r.ActionType = "EXPLORATION"
-	default:
-		r.ActionType = "OTHER"
-	}
-	if len(e.Errors) > 0 || strings.Contains(lower, "[error]") {
-		r.Status = "FAILED"
-	}
-	r.Artifacts.ColdNodeRef = e.FilePath
-	return r
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, x := range subs {
-		if strings.Contains(s, x) {
-			return true
-		}
-	}
-	return false
-}
+// Record derives the folded-step record of an index entry (from the entry
+// alone: the page table must not read every cold node).
+func Record(e *contextfold.Entry) StepRecord { return harness.ProjectEntry(e, "") }
 
 // pageTable renders the records, one line each, newest kept within max.
 func pageTable(entries []*contextfold.Entry, dir string, max int) string {

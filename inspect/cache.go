@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
 )
 
 // reportCache keeps the last Validate report with a fingerprint of the files
@@ -87,11 +88,13 @@ func (in *Inspector) actionType(e *contextfold.Entry) string {
 	if ok {
 		return a
 	}
+	// The hot projection's own classification (package harness), from the
+	// verified content when it can be read, else from the entry alone.
 	h, err := in.store.Hydrate(e.StepID)
 	if err != nil {
-		return ActionType(e.Summary, e.Summary, e.Files, e.Commands)
+		return harness.ProjectEntry(e, "").ActionType
 	}
-	a = ActionType(e.Summary, h.RawContent, e.Files, e.Commands)
+	a = harness.ProjectEntry(e, h.RawContent).ActionType
 	in.cache.mu.Lock()
 	if in.cache.actions == nil {
 		in.cache.actions = map[string]string{}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/canonjson"
 )
 
@@ -165,12 +166,13 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 			continue
 		}
 		row := stepRow{StepID: *f.StepID, Summary: "(orphan: the file exists, the recall index does not list it)", State: StateOrphan,
-			FindingKinds: []string{f.Kind}, Files: []string{}, Commands: []string{}, Errors: []string{}, ActionType: ActionOther}
+			FindingKinds: []string{f.Kind}, Files: []string{}, Commands: []string{}, Errors: []string{}, ActionType: harness.ActionOther}
 		if doc, err := readNodeDoc(s.NodePath(*f.StepID)); err == nil {
 			t := turnFromDoc(doc)
 			row.Summary = t.Summary
 			row.Files, row.Commands, row.Errors = nonNil(t.Files), nonNil(t.Commands), nonNil(t.Errors)
-			row.ActionType = ActionType(t.Summary, t.RawContent, t.Files, t.Commands)
+			row.ActionType = harness.ProjectEntry(&contextfold.Entry{StepID: t.StepID, Summary: t.Summary,
+				Files: t.Files, Commands: t.Commands, Errors: t.Errors}, t.RawContent).ActionType
 			row.Tokens = contextfold.TokenEstimate(t.Payload())
 			row.HotTokens = contextfold.TokenEstimate(t.Summary)
 			row.FoldedAt, _ = doc["folded_at"].(string)

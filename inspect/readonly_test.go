@@ -170,41 +170,6 @@ func TestServeStopsOnCancel(t *testing.T) {
 	}
 }
 
-func TestActionType(t *testing.T) {
-	want := map[int]string{
-		37: ActionCommandExecution, 91: ActionCommandExecution, 137: ActionCommandExecution,
-		200: ActionRefactor, 318: ActionCommandExecution, 342: ActionOther,
-		447: ActionCodeModification, 499: ActionVerification,
-	}
-	for _, turn := range contextfold.DemoTurns() {
-		p, err := contextfold.Project(turn, contextfold.DefaultPolicy().Hash())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ActionType(turn.Summary, turn.Payload(), p.Files, p.Commands); got != want[turn.StepID] {
-			t.Errorf("step %d: %s, want %s", turn.StepID, got, want[turn.StepID])
-		}
-	}
-	diff := "diff --git a/x.go b/x.go\n--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-a\n+b"
-	for _, tc := range []struct {
-		summary, payload string
-		files, cmds      []string
-		want             string
-	}{
-		{"Apply patch", diff, []string{"x.go"}, nil, ActionCodeModification},
-		{"Run the suite", "", nil, []string{"go test ./..."}, ActionCommandExecution},
-		{"Looked around", "read the README", nil, nil, ActionExploration},
-		{"Opened main.go", "package main", []string{"main.go"}, nil, ActionExploration},
-		{"All tests passing", "", nil, nil, ActionVerification},
-		{"Thinking", "hmm", nil, nil, ActionOther},
-		{"", "", nil, nil, ActionOther},
-	} {
-		if got := ActionType(tc.summary, tc.payload, tc.files, tc.cmds); got != tc.want {
-			t.Errorf("ActionType(%q): %s, want %s", tc.summary, got, tc.want)
-		}
-	}
-}
-
 func TestSegmentsAndPages(t *testing.T) {
 	in := "a\x1b[1mb\tc\n\u202e\x00é\x7f\u0085z"
 	var out strings.Builder

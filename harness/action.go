@@ -1,24 +1,13 @@
-package inspect
+package harness
 
 import (
 	"strings"
 	"unicode"
 )
 
-// Action types of the hot projection's folded step (spec §8).
-const (
-	ActionCodeModification = "CODE_MODIFICATION"
-	ActionCommandExecution = "COMMAND_EXECUTION"
-	ActionExploration      = "EXPLORATION"
-	ActionRefactor         = "REFACTOR"
-	ActionVerification     = "VERIFICATION"
-	ActionOther            = "OTHER"
-)
-
-// ActionType derives the action type of a folded step (spec §8) from its
-// summary, payload and stored lists. It is a small deterministic stand-in for
-// the hot projection of package harness, and the only place the inspector
-// decides it. The rules, first match wins:
+// textActionType classifies a folded step (spec §8) from its summary, payload
+// and stored lists alone, for turns whose tool and command say nothing
+// (deriveActionType answered OTHER). The rules, first match wins:
 //
 //  1. commands present → COMMAND_EXECUTION
 //  2. files and diff markers in the payload ("diff --git", "+++ ", "--- ",
@@ -31,14 +20,14 @@ const (
 //  6. files, or a reading word (read, inspect, explore, search, found…) →
 //     EXPLORATION
 //  7. otherwise OTHER
-func ActionType(summary, payload string, files, commands []string) string {
+func textActionType(summary, payload string, files, commands []string) string {
 	if len(commands) > 0 {
 		return ActionCommandExecution
 	}
 	if len(files) > 0 && hasDiffMarkers(payload) {
 		return ActionCodeModification
 	}
-	words := wordSet(summary + "\n" + payload)
+	words := wordSetOf(summary + "\n" + payload)
 	has := func(prefixes ...string) bool {
 		for w := range words {
 			for _, p := range prefixes {
@@ -74,7 +63,7 @@ func hasDiffMarkers(payload string) bool {
 }
 
 // wordSet returns the lower-cased letter runs of s.
-func wordSet(s string) map[string]bool {
+func wordSetOf(s string) map[string]bool {
 	out := map[string]bool{}
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) }) {
 		out[strings.ToLower(w)] = true
