@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,6 +140,14 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	for _, d := range names {
 		m := stepFileRE.FindStringSubmatch(d.Name())
 		if m == nil {
+			// A temporary file of an atomic write that was interrupted
+			// (".step_NNNNNN.json<random>"): never part of the store, moved
+			// aside so that cold_nodes/ holds nodes only.
+			if tempFileRE.MatchString(d.Name()) && d.Type().IsRegular() {
+				path := filepath.Join(s.dir, ColdNodesDir, d.Name())
+				res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, File: path, Reason: "temporary file left by an interrupted write"})
+				moves = append(moves, [2]string{path, d.Name()})
+			}
 			continue
 		}
 		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
@@ -215,6 +224,10 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	}
 	return res, s.appendRepairLog(now, res.Actions)
 }
+
+// tempFileRE matches the temporary files of an interrupted atomic write in
+// cold_nodes/ (renameio names them "." + target name + random digits).
+var tempFileRE = regexp.MustCompile(`^\.step_-?\d+\.json-?\d+$`)
 
 func already(actions []RepairAction, step int, action string) bool {
 	for _, a := range actions {

@@ -174,3 +174,26 @@ func TestEvictOnAMissingStoreCreatesNothing(t *testing.T) {
 		t.Error("evict created the store directory")
 	}
 }
+
+// Temporary files of interrupted atomic writes are moved to quarantine/.
+func TestRepairQuarantinesTemporaryFiles(t *testing.T) {
+	s := demoStore(t)
+	tmp := filepath.Join(s.Dir(), ColdNodesDir, ".step_000137.json3908123")
+	os.WriteFile(tmp, []byte(`{"torn`), 0o644)
+	plan, err := s.Repair(false)
+	if err != nil || len(plan.Actions) != 1 || plan.Actions[0].Action != ActionQuarantine || plan.Actions[0].StepID != nil {
+		t.Fatalf("plan: %v %+v", err, plan)
+	}
+	if _, err := s.Repair(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Error("the temporary file is still in cold_nodes/")
+	}
+	if again, _ := s.Repair(true); len(again.Actions) != 0 {
+		t.Errorf("second repair: %+v", again.Actions)
+	}
+	if rep, _ := s.Validate(); !rep.OK() {
+		t.Errorf("validate: %+v", rep.Findings)
+	}
+}
