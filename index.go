@@ -110,6 +110,9 @@ type index struct {
 	spost  map[string][]int32 // summary identifier → heap positions, ascending
 
 	scratch []uint64 // per-position work array of Scan and Recall (len()*words)
+	// postBuf and visitBuf are scan buffers reused across scans, so that a
+	// scan over 100k nodes allocates little (guarded by the store's mutex).
+	postBuf, visitBuf []int32
 }
 
 func newIndex(createdAt string) *index {

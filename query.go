@@ -300,7 +300,9 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 			sigs = nil
 		}
 	}
-	var cand, post []int32
+	var cand []int32
+	post := ix.postBuf[:0] // reused across scans (callers hold the store's mutex)
+	defer func() { ix.postBuf = post[:0] }()
 	for i, t := range terms {
 		if f, ok := ix.base.denseBit(t); ok && sigs != nil {
 			cterm[(int(f%64)+rot*int(f/64))%64] = i
@@ -311,7 +313,7 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		bit, w := uint64(1)<<(i%64), i/64
 		for _, p := range post {
 			m := masks[int(p)*words:][:words]
-			if m[0] == 0 && isZero(m[1:]) {
+			if sigs == nil && m[0] == 0 && isZero(m[1:]) {
 				cand = append(cand, p)
 			}
 			m[w] |= bit
@@ -364,7 +366,8 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		// Base positions newest first: a position that holds no term but
 		// dense ones, with a dense key seen before, is older than the group
 		// already made for its mask.
-		for _, p := range denseVisits(sigs[:16*ix.nb], masks[:ix.nb], qf, rot, &cterm) {
+		ix.visitBuf = denseVisits(sigs[:16*ix.nb], masks[:ix.nb], qf, rot, &cterm, ix.visitBuf[:0])
+		for _, p := range ix.visitBuf {
 			visit(p, true)
 		}
 		for p := ix.nb; p < ix.len(); p++ {
@@ -393,9 +396,8 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 // every position marked in masks) and sets their masks to the query-term
 // masks they hold. qf and rot fold a signature's query bits into one word;
 // cterm maps a folded bit to its query term.
-func denseVisits(sigs []byte, masks []uint64, qf [2]uint64, rot int, cterm *[64]int) []int32 {
+func denseVisits(sigs []byte, masks []uint64, qf [2]uint64, rot int, cterm *[64]int, out []int32) []int32 {
 	var seen maskTable
-	var out []int32
 	le := binary.LittleEndian
 	full := qf[0] | bits.RotateLeft64(qf[1], rot) // every dense query term
 	key := func(p int) uint64 {
