@@ -433,10 +433,28 @@ func denseVisits(sigs []byte, masks []uint64, qf [2]uint64, rot int, cterm *[64]
 	}
 	// The older nodes marked by a rare term's postings, newest first: a
 	// sequential sweep of the mask array, cheaper than sorting them.
+	// A node whose whole query mask a newer node already showed adds no
+	// group (the newer node owns it): skip it before any further work.
+	var shown maskTable
+	for _, v := range out {
+		shown.put(masks[v], 0)
+	}
 	for q := p - 1; q >= 0; q-- {
-		if masks[q] != 0 {
-			mark(q, key(q))
+		if masks[q] == 0 {
+			continue
 		}
+		k := key(q)
+		m := masks[q]
+		for kk := k; kk != 0; kk &= kk - 1 {
+			m |= 1 << cterm[bits.TrailingZeros64(kk)]
+		}
+		if shown.has(m) {
+			masks[q] = 0 // not visited: keep the work array clear
+			continue
+		}
+		shown.put(m, 0)
+		masks[q] = m
+		out = append(out, int32(q))
 	}
 	return out
 }
