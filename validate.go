@@ -202,3 +202,23 @@ func (s *Store) checkStoreFileSchemas() []Finding {
 	}
 	return out
 }
+
+// Remedy says what to do about a finding of a kind: the repair action that
+// fixes it, or what a person must restore. validate and the inspector show it.
+func Remedy(kind string) string {
+	switch kind {
+	case KindOrphan:
+		return "contextfold repair --apply re-indexes it if its artifact verifies, else moves it to quarantine/"
+	case KindBrokenReference:
+		return "contextfold repair --apply drops the entry from the index (or restore the file from a backup)"
+	case KindIntegrity, KindPayload, KindIndexMismatch, KindProjection:
+		return "contextfold repair --apply moves the file and its entry to quarantine/ (or restore the file from a backup)"
+	case KindPathContainment:
+		return "the index points outside cold_nodes/: contextfold repair --apply drops the entry and re-indexes the real file (or restore recall_index.json)"
+	case KindSchema:
+		return "the file does not follow its schema (contextfold schema NAME): fix or restore it"
+	case KindStoreFile:
+		return "restore the file from a backup; for recall_index.json, contextfold repair --apply rebuilds it from cold_nodes/"
+	}
+	return "fix or restore the file named"
+}

@@ -35,25 +35,6 @@ func stateOfKind(kind string) string {
 	return StateTampered
 }
 
-// repairSuggestion says what to do about a finding of a kind.
-func repairSuggestion(kind string) string {
-	switch kind {
-	case contextfold.KindOrphan:
-		return "contextfold repair --apply re-indexes it if its artifact verifies"
-	case contextfold.KindBrokenReference:
-		return "contextfold repair --apply drops the entry from the index (or restore the file from a backup)"
-	case contextfold.KindIntegrity, contextfold.KindPayload, contextfold.KindIndexMismatch:
-		return "contextfold repair --apply moves the file to quarantine/ (or restore it from a backup)"
-	case contextfold.KindPathContainment:
-		return "the index points outside cold_nodes/: restore recall_index.json, or run contextfold repair --apply"
-	case contextfold.KindProjection:
-		return "the content or the policy changed since the fold: restore the node or hydration_policy.json"
-	case contextfold.KindStoreFile:
-		return "restore the file from a backup, or run contextfold repair --apply to rebuild the index from cold_nodes/"
-	}
-	return "fix or restore the file named"
-}
-
 // maxNodeFileBytes bounds the cold node files the inspector reads itself
 // (unverified views of tampered or orphan nodes).
 const maxNodeFileBytes = 256 << 20
@@ -69,7 +50,7 @@ type findingView struct {
 }
 
 func viewFinding(f contextfold.Finding) findingView {
-	return findingView{StepID: f.StepID, Kind: f.Kind, State: stateOfKind(f.Kind), File: f.File, Message: f.Message, Suggestion: repairSuggestion(f.Kind)}
+	return findingView{StepID: f.StepID, Kind: f.Kind, State: stateOfKind(f.Kind), File: f.File, Message: f.Message, Suggestion: contextfold.Remedy(f.Kind)}
 }
 
 // stepRow is one line of the timeline.

@@ -10,23 +10,6 @@ import (
 
 func init() { commands = append(commands, newValidateCmd) }
 
-// repairHint says what to do about a finding.
-func repairHint(kind string) string {
-	switch kind {
-	case contextfold.KindOrphan:
-		return "run 'contextfold repair --apply' to re-index it if its artifact verifies"
-	case contextfold.KindBrokenReference:
-		return "run 'contextfold repair --apply' to drop the entry from the index"
-	case contextfold.KindIntegrity, contextfold.KindPayload, contextfold.KindIndexMismatch:
-		return "run 'contextfold repair --apply' to move the file to quarantine/"
-	case contextfold.KindPathContainment:
-		return "the index points outside cold_nodes/: restore recall_index.json, or run 'contextfold repair --apply'"
-	case contextfold.KindProjection:
-		return "the content or the policy changed since the fold; restore the node or the policy file"
-	}
-	return "fix or restore the file named"
-}
-
 func newValidateCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate",
@@ -50,7 +33,7 @@ failures, reports each one, changes nothing, and exits 1 when it found any.`,
 			if g.jsonOut {
 				fs := make([]map[string]any, 0, len(rep.Findings))
 				for _, f := range rep.Findings {
-					m := map[string]any{"file": f.File, "kind": f.Kind, "message": f.Message, "remedy": repairHint(f.Kind)}
+					m := map[string]any{"file": f.File, "kind": f.Kind, "message": f.Message, "remedy": contextfold.Remedy(f.Kind)}
 					if f.StepID != nil {
 						m["step_id"] = *f.StepID
 					}
@@ -61,7 +44,7 @@ failures, reports each one, changes nothing, and exits 1 when it found any.`,
 				}
 			} else {
 				for _, f := range rep.Findings {
-					fmt.Fprintf(out, "%-16s %s\n                 → %s\n", f.Kind, f.Message, repairHint(f.Kind))
+					fmt.Fprintf(out, "%-16s %s\n                 → %s\n", f.Kind, f.Message, contextfold.Remedy(f.Kind))
 				}
 				if rep.OK() {
 					fmt.Fprintf(out, "ok: %d nodes verified, no findings\n", rep.Passed)
