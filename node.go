@@ -80,14 +80,6 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func strList(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
-
 func copyStrings(ss []string) []string {
 	if ss == nil {
 		return nil

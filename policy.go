@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
@@ -200,15 +199,6 @@ func jsonType(v any) string {
 		return "an object"
 	}
 	return "a number"
-}
-
-// numberValue turns a float64 that holds an integral value into an int for
-// JSON output, keeping fractions as they are.
-func numberValue(f float64) any {
-	if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-		return int(f)
-	}
-	return f
 }
 
 // TokenCounter returns the token counter the store's policy selects, for

@@ -46,11 +46,6 @@ func ScanTerms(prompt string) []string {
 	return extract.SortUnique(all)
 }
 
-func contains(sorted []string, t string) bool {
-	i := sort.SearchStrings(sorted, t)
-	return i < len(sorted) && sorted[i] == t
-}
-
 // work returns the index's per-position work array, n*words long and all
 // zero; callers leave it all zero again.
 func (ix *index) work(words int) []uint64 {

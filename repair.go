@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -316,14 +315,4 @@ func (s *Store) appendRepairLog(at string, actions []RepairAction) error {
 		return &StoreFileError{File: path, Err: err, Remedy: "free disk space"}
 	}
 	return nil
-}
-
-// sortActions orders a plan by step id for display.
-func sortActions(a []RepairAction) {
-	sort.SliceStable(a, func(i, j int) bool {
-		if a[i].StepID == nil || a[j].StepID == nil {
-			return a[i].StepID == nil && a[j].StepID != nil
-		}
-		return *a[i].StepID < *a[j].StepID
-	})
 }

@@ -33,9 +33,6 @@ import (
 	"unicode/utf8"
 )
 
-// Object is a JSON object whose keys are written in sorted order.
-type Object = map[string]any
-
 // Raw is a pre-encoded JSON fragment written verbatim. In pretty output it
 // must already carry the indentation of the place it is written at; it is
 // used to cache index entries so that rewriting a large index is a copy.

@@ -240,9 +240,6 @@ nasıl neden ne hangi var yok şey mi mu mü mı`)
 
 func isStopWord(folded string) bool { return stopWords[folded] }
 
-// IsStopWord reports whether the folded term is an IPCF stop word.
-func IsStopWord(folded string) bool { return isStopWord(folded) }
-
 // ---- files -------------------------------------------------------------
 
 func isPathChar(r rune) bool { return r == '.' || r == '-' || IsWord(r) }
