@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/contextfold/contextfold/internal/canonjson"
 )
 
 // obj is a decoded JSON object whose values are decoded on demand, so a field
@@ -165,7 +167,7 @@ func renderJSON(raw json.RawMessage) string {
 				stack = stack[:len(stack)-1]
 			}
 		case string:
-			writeJSONString(&b, v)
+			canonjson.WriteString(&b, v)
 		case json.Number:
 			b.WriteString(v.String())
 		case bool:
@@ -175,33 +177,6 @@ func renderJSON(raw json.RawMessage) string {
 		}
 	}
 	return b.String()
-}
-
-func writeJSONString(b *strings.Builder, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				b.WriteString(`\u00`)
-				b.WriteByte("0123456789abcdef"[r>>4])
-				b.WriteByte("0123456789abcdef"[r&0xf])
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
 }
 
 // countReplacements counts what decoding raw JSON text turns into U+FFFD:

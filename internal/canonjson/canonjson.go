@@ -211,9 +211,16 @@ func write(b *bytes.Buffer, v any, indent, depth int) error {
 
 const hexDigits = "0123456789abcdef"
 
+// StringWriter is what WriteString writes to: a *bytes.Buffer or a
+// *strings.Builder.
+type StringWriter interface {
+	WriteByte(c byte) error
+	WriteString(s string) (int, error)
+}
+
 // WriteString writes s as a JSON string with Python's ensure_ascii=False
 // escaping. Invalid UTF-8 bytes are written as U+FFFD.
-func WriteString(b *bytes.Buffer, s string) {
+func WriteString(b StringWriter, s string) {
 	b.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {
