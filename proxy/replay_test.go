@@ -534,4 +534,3 @@ func replaySVG(names []string, results map[string][]replayPoint) []byte {
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
 }
-
