@@ -3,6 +3,7 @@ package scripted
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 )
 
@@ -36,21 +37,59 @@ func parseTurn(api API, body []byte) (*Turn, error) {
 			t.ToolSchemas[name] = schema
 		}
 	}
+	var err error
 	switch api {
 	case Anthropic:
-		return t, t.anthropic(top)
+		err = t.anthropic(top)
 	case Chat:
-		return t, t.chat(top)
+		err = t.chat(top)
 	default:
-		return t, t.responses(top)
+		err = t.responses(top)
 	}
+	t.Prompt = strings.TrimSpace(hydration.ReplaceAllString(t.Prompt, ""))
+	return t, err
 }
+
+// hydration matches the content contextfold adds to a prompt, which is not
+// the human's words.
+var hydration = regexp.MustCompile(`(?s)<contextfold-hydration\b.*?</contextfold-hydration>`)
 
 // isReminder is true for text the agent adds on its own (Claude Code's
 // <system-reminder> blocks), which is not a human prompt by itself.
 func isReminder(s string) bool {
 	s = strings.TrimSpace(s)
 	return s == "" || strings.HasPrefix(s, "<system-reminder>") || strings.HasPrefix(s, "<contextfold-hydration")
+}
+
+// humanText returns a message content's text and whether any of it is the
+// human's (not only reminders the agent adds).
+func humanText(raw json.RawMessage, extra ...string) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, !isReminder(s) && !hasPrefix(s, extra)
+	}
+	var parts []map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &parts)
+	var out []string
+	human := false
+	for _, p := range parts {
+		var txt string
+		if json.Unmarshal(p["text"], &txt) == nil {
+			out = append(out, txt)
+			human = human || (!isReminder(txt) && !hasPrefix(txt, extra))
+		}
+	}
+	return strings.Join(out, "\n"), human
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	s = strings.TrimSpace(s)
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func textOf(raw json.RawMessage) string {
@@ -130,7 +169,7 @@ func (t *Turn) chat(top map[string]json.RawMessage) error {
 	for i, m := range msgs {
 		switch m.Role {
 		case "user":
-			if s := textOf(m.Content); !isReminder(s) {
+			if s, human := humanText(m.Content); human {
 				t.Prompt, t.PromptIndex, t.Results = s, i, nil
 			}
 		case "tool", "function":
@@ -161,8 +200,8 @@ func (t *Turn) responses(top map[string]json.RawMessage) error {
 		_ = json.Unmarshal(it["role"], &role)
 		switch {
 		case (typ == "" || typ == "message") && role == "user":
-			if s := textOf(it["content"]); !isReminder(s) && !strings.HasPrefix(strings.TrimSpace(s), "<environment_context>") &&
-				!strings.HasPrefix(strings.TrimSpace(s), "# AGENTS.md") && !strings.HasPrefix(strings.TrimSpace(s), "<user_instructions>") {
+			// Codex sends its environment and AGENTS.md as user messages.
+			if s, human := humanText(it["content"], "<environment_context>", "# AGENTS.md", "<user_instructions>"); human {
 				t.Prompt, t.PromptIndex, t.Results = s, i, nil
 			}
 		case strings.HasSuffix(typ, "_call_output"):

@@ -49,8 +49,9 @@ type Request struct {
 // Turn is the neutral view of a model call that a Script decides on.
 type Turn struct {
 	API API
-	// Prompt is the text of the latest human message (system reminders
-	// included; the agent's own wrapping may surround the human's words).
+	// Prompt is the text of the latest human message (the agent's system
+	// reminders included), without the content contextfold hydrated into
+	// it.
 	Prompt string
 	// PromptIndex is the position of that message in the conversation
 	// (-1 when there is none).
