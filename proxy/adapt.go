@@ -328,6 +328,9 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 	var edits []edit
 	removed := map[int]bool{}
 	if w := d.WorkingSet; w != nil && len(w.Removed) > 0 {
+		if len(r.elems) != len(r.msgs) {
+			return nil, errors.New("this request shape cannot drop messages")
+		}
 		if w.PageTable != "" {
 			msg := append([]byte(`{"role":"user","content":`), encodeString(w.PageTable)...)
 			msg = append(msg, "},"...)

@@ -51,10 +51,49 @@ func openaiSession(steps int, question string, stream bool) []byte {
 	return b
 }
 
+// responsesSession is the same session as an OpenAI Responses request,
+// each call led by a reasoning item.
+func responsesSession(steps int, question string) []byte {
+	items := []any{map[string]any{"role": "user", "content": "Fix the flaky retry in the billing webhook handler."}}
+	for i := 0; i < steps; i++ {
+		id := "call_" + itoa(i)
+		items = append(items,
+			map[string]any{"type": "reasoning", "id": "rs_" + itoa(i), "summary": []any{}, "encrypted_content": "enc" + itoa(i)},
+			map[string]any{"type": "function_call", "call_id": id, "name": "shell", "arguments": `{"command":"go test ./pkg` + itoa(i) + `"}`},
+			map[string]any{"type": "function_call_output", "call_id": id, "output": bigLog("webhookpkg"+itoa(i), 30)})
+	}
+	items = append(items, map[string]any{"role": "user", "content": question})
+	b, _ := json.Marshal(map[string]any{"model": "gpt-5", "instructions": "You are a coding agent.", "input": items})
+	return b
+}
+
 // checkPairs fails when a tool result is not answered by the message right
 // before it (Anthropic) or by an earlier assistant tool call (OpenAI).
 func checkPairs(t *testing.T, api API, fwd []byte) {
 	t.Helper()
+	if api == APIResponses {
+		var body struct{ Input []map[string]any }
+		json.Unmarshal(fwd, &body)
+		calls := map[any]bool{}
+		for i, it := range body.Input {
+			switch it["type"] {
+			case "reasoning":
+				if i+1 >= len(body.Input) || body.Input[i+1]["type"] != "function_call" {
+					t.Fatalf("item %d: reasoning item without the call it leads to", i)
+				}
+			case "function_call":
+				if body.Input[i-1]["type"] != "reasoning" {
+					t.Fatalf("item %d: function call without its reasoning item", i)
+				}
+				calls[it["call_id"]] = true
+			case "function_call_output":
+				if !calls[it["call_id"]] {
+					t.Fatalf("item %d answers a call that is no longer there", i)
+				}
+			}
+		}
+		return
+	}
 	ms := messages(t, fwd)
 	calls := map[string]bool{}
 	for i, m := range ms {
@@ -99,6 +138,7 @@ func TestWorkingSetBothAPIs(t *testing.T) {
 		{"anthropic", APIAnthropic, PathAnthropic, func(n int) []byte { return anthropicSession(n, "what did the sweep find?") }},
 		{"openai", APIOpenAI, PathOpenAI, func(n int) []byte { return openaiSession(n, "what did the sweep find?", false) }},
 		{"openai-stream", APIOpenAI, PathOpenAI, func(n int) []byte { return openaiSession(n, "what did the sweep find?", true) }},
+		{"responses", APIResponses, PathResponses, func(n int) []byte { return responsesSession(n, "what did the sweep find?") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newUpstream(t)
@@ -126,6 +166,13 @@ func TestWorkingSetBothAPIs(t *testing.T) {
 					t.Fatalf("%d steps: %d tokens forwarded, budget %d", steps, n, budgetCfg.ContextBudget)
 				}
 				checkPairs(t, tc.api, fwd)
+				if tc.api == APIResponses {
+					if !bytes.Contains(fwd, []byte(`{"content":"Fix the flaky retry in the billing webhook handler.","role":"user"},{"role":"user","content":"`+harness.PageTableOpen)) {
+						t.Fatal("no page table right after the task")
+					}
+					prev = fwd
+					continue
+				}
 				ms := messages(t, fwd)
 				// The task statement is pinned; the page table follows it.
 				task := 0
