@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/scrub"
 	"github.com/contextfold/contextfold/tokens"
 )
@@ -63,6 +64,11 @@ type Config struct {
 	// HydrationShare is the share of ContextBudget, in percent, that the
 	// hydration of one human turn may take. 0 means DefaultHydrationShare.
 	HydrationShare int
+	// Match is the scan's matching mode (package match): match.Exact is the
+	// reference's, match.Ranked weighs terms and hydrates large nodes by
+	// windows around the matched lines. "" means what the store's settings
+	// ask for (match.StoreMode).
+	Match match.Mode
 }
 
 func (c Config) withDefaults() Config {
@@ -236,6 +242,14 @@ type turnState struct {
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
 		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}}
+}
+
+// matchMode returns the matching mode in force.
+func (h *Harness) matchMode() match.Mode {
+	if h.cfg.Match != "" {
+		return h.cfg.Match
+	}
+	return match.StoreMode(h.store)
 }
 
 // CountTokens counts text with the store's token counter (policy key
@@ -556,7 +570,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 }
 
 func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
-	res, err := h.store.Scan(prompt)
+	res, err := match.Scan(h.store, prompt, h.matchMode())
 	if err != nil {
 		t.warnings = append(t.warnings, "scan failed, nothing hydrated: "+err.Error())
 		return
@@ -575,7 +589,7 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 			t.dropped = append(t.dropped, p.StepID)
 			continue
 		}
-		hy, err := h.store.Hydrate(p.StepID)
+		hy, err := match.Hydrate(h.store, p.StepID, prompt, h.matchMode())
 		if err != nil {
 			t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
 			t.warnings = append(t.warnings, fmt.Sprintf("step %d refused: %v", p.StepID, err))

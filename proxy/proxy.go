@@ -48,6 +48,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/match"
 )
 
 // Header names the proxy reads or writes.
@@ -83,7 +84,8 @@ type Options struct {
 	// override it per API; the OpenAI one also receives every other path
 	// when set and Upstream is empty.
 	Upstream, AnthropicUpstream, OpenAIUpstream string
-	// Harness tunes folding (zero value: the harness defaults).
+	// Harness tunes folding (zero value: the harness defaults, with ranked
+	// matching: Harness.Match "" means match.Ranked here).
 	Harness harness.Config
 	// MaxBodyBytes bounds a request body in bytes; 0 means
 	// DefaultMaxBodyBytes. A larger body is answered 413.
@@ -396,6 +398,9 @@ func (s *Server) session(id string, gen int) (*session, error) {
 	}
 	cfg := s.opts.Harness
 	cfg.SessionID = id
+	if cfg.Match == "" {
+		cfg.Match = match.Ranked
+	}
 	sess = &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
 	s.sessions[id] = sess
 	s.stats.Sessions = len(s.sessions)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/inspect"
+	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/proxy"
 )
 
@@ -28,6 +29,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		allowRemote                             bool
 		cfg                                     harness.Config
 		maxBody                                 int64
+		matchName                               string
 	)
 	c := &cobra.Command{
 		Use:   "proxy",
@@ -65,6 +67,11 @@ Point a client at it:
 				}
 				dir = filepath.Join(base, "contextfold", "proxy")
 			}
+			mode, err := match.ParseMode(matchName)
+			if err != nil {
+				return usagef("--match: %v", err)
+			}
+			cfg.Match = mode
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
 				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger})
@@ -109,6 +116,7 @@ Point a client at it:
 	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
 	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
 	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
+	f.StringVar(&matchName, "match", string(match.Ranked), "scan matching mode: exact (the reference's) or ranked (weighted terms, focused hydration)")
 	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded")
 	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
 	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens")
