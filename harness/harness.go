@@ -221,6 +221,10 @@ type Harness struct {
 	records  map[int]cachedStep
 	nodeOK   map[int]bool // step → its cold node verified (budget mode)
 	ws       *workset
+	keyOK    map[int]uint64 // step → Message.Key last verified against the store
+	// entries caches the recall index by step for entriesVer.
+	entries    map[int]*contextfold.Entry
+	entriesVer string
 }
 
 type cachedStep struct {
@@ -241,7 +245,7 @@ type turnState struct {
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
-		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}}
+		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}, keyOK: map[int]uint64{}}
 }
 
 // matchMode returns the matching mode in force.
@@ -255,6 +259,11 @@ func (h *Harness) matchMode() match.Mode {
 // CountTokens counts text with the store's token counter (policy key
 // token_counter; the reference heuristic by default), in tokens.
 func (h *Harness) CountTokens(text string) int { return h.counter.Count(text) }
+
+// HeuristicCounter reports whether the store counts tokens with the
+// reference heuristic (characters/4), so that a caller may count bytes
+// without converting them to a string.
+func (h *Harness) HeuristicCounter() bool { return h.counter.Name() == tokens.HeuristicName }
 
 // Store returns the store the harness folds into.
 func (h *Harness) Store() *contextfold.Store { return h.store }
@@ -324,9 +333,16 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 	if h.cfg.budgeted() {
 		d.Boundary = 0
 		for step, e := range entries {
-			payload, ok := conv[step].storePayload()
+			m := &conv[step]
+			if m.Key != 0 && h.keyOK[step] == m.Key {
+				continue // the same bytes as when last verified
+			}
+			payload, ok := m.storePayload()
 			if !ok || !h.sameAsIndexed(step, payload, e) {
 				return nil, &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
+			}
+			if m.Key != 0 {
+				h.keyOK[step] = m.Key
 			}
 		}
 		if err := h.budgetDispatch(conv, fixedTokens, d, entries); err != nil {
@@ -492,7 +508,13 @@ func ProjectEntry(e *contextfold.Entry, raw string) FoldedStep {
 	return Project(m, e)
 }
 
+// entryMap returns the recall index by step, rebuilt only when the index
+// changed (Store.IndexVersion). Callers must not modify it.
 func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
+	ver, verr := h.store.IndexVersion()
+	if verr == nil && h.entries != nil && ver == h.entriesVer {
+		return h.entries, nil
+	}
 	es, err := h.store.Entries()
 	if err != nil {
 		return nil, err
@@ -500,6 +522,9 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 	m := make(map[int]*contextfold.Entry, len(es))
 	for _, e := range es {
 		m[e.StepID] = e
+	}
+	if verr == nil {
+		h.entries, h.entriesVer = m, ver
 	}
 	return m, nil
 }
@@ -618,7 +643,7 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 	a := &d.Accounting
 	for _, m := range conv {
 		for _, p := range m.Parts {
-			a.ClientTokens += h.counter.Count(p.Text)
+			a.ClientTokens += h.partCost(p)
 		}
 	}
 	a.ForwardedTokens = a.ClientTokens
@@ -631,7 +656,7 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 		for _, i := range w.Removed {
 			n := 0
 			for _, p := range conv[i].Parts {
-				n += h.counter.Count(p.Text)
+				n += h.partCost(p)
 			}
 			a.FoldedTokens += n
 			a.ForwardedTokens -= n

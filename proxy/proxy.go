@@ -146,6 +146,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	stats    Stats
+	cache    *parseCache
 }
 
 // Stats is served at GET /contextfold/stats.
@@ -184,7 +185,9 @@ type reqState struct {
 	sess     *session
 	dispatch *harness.Dispatch
 	start    time.Time
-	once     sync.Once
+	// clientTokens is the client body's count when the dispatch measured it.
+	clientTokens int
+	once         sync.Once
 }
 
 // New returns a proxy server.
@@ -195,7 +198,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("proxy: Options.Dir is required")
 	}
-	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger}
+	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -279,7 +282,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -293,7 +296,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
 	} else {
-		req, err := parseRequest(api, body)
+		req, err := parseRequestCached(api, body, s.cache)
 		if err != nil {
 			var br *errBadRequest
 			if errors.As(err, &br) {
@@ -319,12 +322,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
-	count := contextfold.TokenEstimate
-	if st.sess != nil {
-		count = st.sess.h.CountTokens // the session store's token_counter
+	count := func(b []byte) int { return heuristicTokens(b) } // contextfold.TokenEstimate without a copy
+	if st.sess != nil && !st.sess.h.HeuristicCounter() {
+		count = func(b []byte) int { return st.sess.h.CountTokens(string(b)) } // the session store's token_counter
 	}
-	st.rec.ClientTokens = count(string(body))
-	st.rec.ForwardedTokens = count(string(out))
+	if st.clientTokens > 0 {
+		st.rec.ClientTokens = st.clientTokens
+	} else {
+		st.rec.ClientTokens = count(body)
+	}
+	if len(out) == len(body) && st.clientTokens > 0 && (st.dispatch == nil || bytes.Equal(out, body)) {
+		st.rec.ForwardedTokens = st.rec.ClientTokens
+	} else {
+		st.rec.ForwardedTokens = count(out)
+	}
 	st.rec.Overhead = time.Since(st.start)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -345,7 +356,8 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 		st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 		return req.body
 	}
-	fixed := req.measure(sess.h.CountTokens)
+	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
+	st.clientTokens = total
 	d, err := sess.h.DispatchRequest(req.msgs, fixed)
 	if errors.Is(err, harness.ErrHistoryDiverged) {
 		// The client rewrote its history: continue in a new store.
@@ -625,4 +637,15 @@ func (b *observedBody) Close() error {
 	err := b.rc.Close()
 	b.end(errors.New("closed before the end"))
 	return err
+}
+
+// readBody reads a request body, sized up front from its Content-Length
+// (at most limit bytes) so that a large body is not copied as it grows.
+func readBody(rd io.Reader, n, limit int64) ([]byte, error) {
+	if n <= 0 || n > limit {
+		return io.ReadAll(rd)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+1))
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
 }
