@@ -120,6 +120,9 @@ type RequestRecord struct {
 	ClientSize int              `json:"client_bytes"`
 	SentSize   int              `json:"forwarded_bytes"`
 	Hydrated   []hydrationBrief `json:"hydrated,omitempty"`
+	// WorkingSet describes the budgeted working set of the request (nil
+	// with the fixed message window).
+	WorkingSet *harness.WorkingSet `json:"working_set,omitempty"`
 }
 
 type hydrationBrief struct {
@@ -340,12 +343,13 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 		st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 		return req.body
 	}
-	d, err := sess.h.PreTurnDispatch(req.msgs)
+	fixed := req.measure(sess.h.CountTokens)
+	d, err := sess.h.DispatchRequest(req.msgs, fixed)
 	if errors.Is(err, harness.ErrHistoryDiverged) {
 		// The client rewrote its history: continue in a new store.
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 		if sess, err = s.session(sid, sess.gen+1); err == nil {
-			d, err = sess.h.PreTurnDispatch(req.msgs)
+			d, err = sess.h.DispatchRequest(req.msgs, fixed)
 		}
 	}
 	st.rec.Session = sid
@@ -359,6 +363,7 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 	st.sess, st.dispatch = sess, d
 	st.rec.Accounting = d.Accounting
 	st.rec.Boundary, st.rec.PromptStep, st.rec.NewTurn = d.Boundary, d.PromptIndex, d.NewTurn
+	st.rec.WorkingSet = d.WorkingSet
 	st.rec.Warnings = append(st.rec.Warnings, d.Warnings...)
 	for _, n := range d.Hydrated {
 		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256})

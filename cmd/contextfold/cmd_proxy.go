@@ -50,7 +50,8 @@ Point a client at it:
   Codex, Qwen Code and others: see docs/agents.md`,
 		Example: `  contextfold proxy --upstream https://api.anthropic.com
   contextfold proxy --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com --openai-upstream https://api.openai.com
-  contextfold proxy --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
+  contextfold proxy --context-budget 60000 --fold-target 40 --pin-messages 2
+  contextfold proxy --context-budget -1 --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if upstream == "" && anthropicUp == "" && openaiUp == "" {
@@ -105,9 +106,12 @@ Point a client at it:
 	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
 	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions (overrides --upstream)")
+	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
+	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
+	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
 	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded")
-	f.IntVar(&cfg.FoldBlock, "fold-block", harness.DefaultFoldBlock, "messages by which the fold boundary moves")
-	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded, in tokens")
+	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
+	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens")
 	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
 	return c
 }
