@@ -76,6 +76,17 @@ type WorkingSet struct {
 	// fold event (-1 when none).
 	FirstChanged int `json:"first_changed"`
 	Events       int `json:"fold_events"`
+	// The estimate by part, in tokens: the request outside its messages
+	// (system prompt, tools), the pinned messages, the folded-step records,
+	// the messages kept verbatim before the tail, the hot tail, the
+	// hydration. With PageTableTokens they sum to Estimate.
+	FixedTokens     int `json:"fixed_tokens"`
+	PinnedTokens    int `json:"pinned_tokens"`
+	RecordTokens    int `json:"record_tokens"`
+	VerbatimTokens  int `json:"verbatim_tokens"`
+	TailTokens      int `json:"tail_tokens"`
+	HydrationTokens int `json:"hydration_tokens"`
+	Records         int `json:"records"`
 }
 
 // pinEnd returns the end of the pinned prefix: Config.PinMessages, or
@@ -215,6 +226,21 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	w.PageTable, w.PageLines, w.PageOmitted = ws.block, ws.lines, ws.omitted
 	if ws.block != "" {
 		w.PageTableTokens = h.wire(ws.block) + 8
+	}
+	w.FixedTokens, w.HydrationTokens = fixed, hyd
+	for i, m := range conv {
+		switch {
+		case ws.removed[i]:
+		case i < pin:
+			w.PinnedTokens += h.cost(m)
+		case i >= tail:
+			w.TailTokens += h.cost(m)
+		case ws.folded[i]:
+			w.RecordTokens += h.recordCost(m, h.recordTextGuess(i), i)
+			w.Records++
+		default:
+			w.VerbatimTokens += h.cost(m)
+		}
 	}
 	return nil
 }
@@ -514,4 +540,25 @@ func PageLine(s FoldedStep) string {
 	}
 	head := "#" + strconv.Itoa(s.StepID) + " " + status + " "
 	return cut(head+s.Summary, MaxPageLine-len([]rune(tail))) + tail
+}
+
+// WorkingSetLogName is the file, beside a proxy session's store generations
+// (Dir/<session>/), where the proxy appends one WorkingSetRecord per request
+// as a JSON line. It is not part of the store (nothing in it reaches a
+// model); the inspector draws it.
+const WorkingSetLogName = "workset.jsonl"
+
+// WorkingSetRecord is one request's working set as the proxy logs it.
+type WorkingSetRecord struct {
+	Request    int `json:"request"` // 1-based, per proxy process and session
+	Generation int `json:"generation"`
+	Messages   int `json:"messages"`
+	// ClientTokens and ForwardedTokens count the whole request bodies;
+	// StablePrefixTokens is the longest common prefix of this forwarded body
+	// with the session's previous one (what a prefix cache reuses).
+	ClientTokens       int   `json:"client_tokens"`
+	ForwardedTokens    int   `json:"forwarded_tokens"`
+	StablePrefixTokens int   `json:"stable_prefix_tokens"`
+	HydratedSteps      []int `json:"hydrated_steps"`
+	WorkingSet
 }
