@@ -606,7 +606,7 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		"history, each turn asked once). A probe counts when the turn has left the prompt (its answer line is\n" +
 		"not in the forwarded request outside hydration); it is answered when that line is hydrated into the\n" +
 		"same request. Matching: ranked (the proxy's default).\n\n" +
-		"| session | api | probes (turn left the prompt) | answer line hydrated | recall | still in the prompt |\n|---|---|---:|---:|---:|---:|\n")
+		"| session | api | probes (turn left the prompt) | answer line hydrated | recall | still in the prompt | missed |\n|---|---|---:|---:|---:|---:|---|\n")
 	for _, n := range names {
 		ps := probes[n]
 		api := "openai"
@@ -617,8 +617,12 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		if ps.Probes > 0 {
 			rec = fmt.Sprintf("%.0f%%", 100*float64(ps.Hydrated)/float64(ps.Probes))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d | %s |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt, strings.Join(ps.Missed, ", "))
 	}
+	b.WriteString("\nA missed probe is the ranked scan's choice, not the budget's: the miss of the Anthropic\n" +
+		"rendering (HandleFunc) was outscored by a node matching the question's generic words (\"line\",\n" +
+		"\"output\") and then dropped by the per-turn hydration budget (`contextfold scan --match ranked` on the\n" +
+		"kept store shows it; keep the stores with `CONTEXTFOLD_REPLAY_KEEP=<dir>`).\n")
 	b.WriteString("\nPer request (every request of each session):\n\n")
 	for _, n := range names {
 		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n| request | messages | client tokens | cached | forwarded tokens | cached | folded away | hydrated | fold event |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", n)
