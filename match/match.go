@@ -18,6 +18,8 @@
 package match
 
 import (
+	"encoding/json"
+	"os"
 	"errors"
 	"fmt"
 	"math"
@@ -87,7 +89,13 @@ func StoreMode(s *contextfold.Store) Mode {
 }
 
 // params are the ranked scorer's constants used by this package.
-var params = ranked.DefaultParams()
+var params = func() ranked.Params {
+	p := ranked.DefaultParams()
+	if v := os.Getenv("CFEVAL_PARAMS"); v != "" { // TEMP: tuning only
+		json.Unmarshal([]byte(v), &p)
+	}
+	return p
+}()
 
 // Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
 // Ranked: the ranked picks, best first, admitted against the same per-turn

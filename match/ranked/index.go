@@ -1,6 +1,8 @@
 package ranked
 
 import (
+	"slices"
+	"strings"
 	"sort"
 	"sync"
 
@@ -16,7 +18,15 @@ type doc struct {
 	summary  string
 	evicted  bool
 	dead     bool // replaced or no longer indexed: skipped by every query
+	question bool // a short node with a line ending in a question mark
+	// specific holds the node's specific terms (paths, versions, numbers,
+	// identifiers with digits, underscores or inner capitals), sorted term
+	// ids, at most maxSpecific: two nodes sharing one are about the same
+	// entity (intent ownership).
+	specific []int32
 }
+
+const maxSpecific = 256
 
 type posting struct {
 	doc int32
@@ -164,6 +174,9 @@ func (ix *Index) add(d doc, text string) {
 		}
 		if tf[tid] == 0 {
 			terms = append(terms, tid)
+			if (t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))) && len(d.specific) < maxSpecific {
+				d.specific = append(d.specific, tid)
+			}
 		}
 		tf[tid]++
 	})
@@ -174,7 +187,9 @@ func (ix *Index) add(d doc, text string) {
 		}
 		ix.post[tid] = append(ix.post[tid], posting{doc: id, tf: uint16(c)})
 	}
+	slices.Sort(d.specific)
 	d.length = float64(max(n, 1))
+	d.question = n <= maxQuestionWords && isQuestion(text)
 	ix.docs = append(ix.docs, d)
 	ix.byStep[d.step] = id
 	ix.live++
@@ -224,4 +239,36 @@ func (ix *Index) Len() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return ix.live
+}
+
+// maxQuestionWords is the longest node (analysed words) that counts as a
+// question turn.
+const maxQuestionWords = 120
+
+// isQuestion reports whether a line of text ends with a question mark
+// (ASCII, full-width, Arabic), the mark of a question turn.
+func isQuestion(text string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, " \t\r\"')*_`")
+		if strings.HasSuffix(line, "?") || strings.HasSuffix(line, "？") || strings.HasSuffix(line, "؟") {
+			return true
+		}
+	}
+	return false
+}
+
+// shareSpecific reports whether two docs hold a specific term in common.
+func (ix *Index) shareSpecific(a, b int32) bool {
+	x, y := ix.docs[a].specific, ix.docs[b].specific
+	for i, j := 0, 0; i < len(x) && j < len(y); {
+		switch {
+		case x[i] == y[j]:
+			return true
+		case x[i] < y[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
 }

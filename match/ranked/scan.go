@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Params are the scorer's constants. The zero value is not valid; use
@@ -21,6 +22,11 @@ type Params struct {
 	// its call, a call through its result, an answer through its question).
 	// Below 1 so that the node holding the term itself wins.
 	Neighbour float64
+	// Answer is the weight of a term of a question turn lent to the turn
+	// after it (rule "a question lends its terms to its answer"), counted in
+	// the answer's score; Asker scales the question turn's own score, so
+	// that the answer wins over the question that asked for it.
+	Answer, Asker float64
 	// Covered is the weight left to a term already covered by an earlier
 	// pick of the same scan (rule "ranked set cover").
 	Covered float64
@@ -36,7 +42,9 @@ type Params struct {
 	// never saw hydrates nothing even if its generic words match.
 	MinShare float64
 	// Supersede turns on intent ownership (spec §4, CONF-13): a node is
-	// never picked when a newer node holds every prompt term it holds.
+	// never picked when a newer node about the same entity (they share a
+	// specific term: a path, a version, a number, an identifier) holds
+	// every prompt term it holds — the newer node updated that fact.
 	Supersede bool
 	// MaxTerms bounds the prompt terms kept (the rarest), so a 1 MB prompt
 	// costs what 64 terms cost.
@@ -47,7 +55,7 @@ type Params struct {
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
-	return Params{K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3,
+	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 200}
 }
 
@@ -102,7 +110,10 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			df = ix.liveDF(id)
 		}
 		if df == 0 {
-			if t.Kind == KindWord || t.Kind == KindCompound || t.Kind == KindCJK {
+			// An unknown specific term (a path, a version, an identifier with
+			// digits, underscores or inner capitals) is information the
+			// archive lacks; an unknown ordinary word is not.
+			if t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)) {
 				q.info += kindWeight[t.Kind] * maxIdf
 			}
 			continue
@@ -228,7 +239,14 @@ func (ix *Index) score(q *Query, p Params) []*match {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p))
-				mark(po.doc, s)
+				if ix.docs[po.doc].question {
+					mark(po.doc, s*float32(p.Asker))
+					if _, next := ix.neighbours(po.doc); next >= 0 {
+						mark(next, s*float32(p.Answer))
+					}
+				} else {
+					mark(po.doc, s)
+				}
 			}
 		}
 		for _, d := range groupTouched {
@@ -277,7 +295,7 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 
 // strength is how strongly m holds query term i (its own saturation, or its
 // neighbour's, whichever is larger).
-func (m *match) strength(i int) float64 { return m.own[i] }
+func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
 // Scan ranks the store's nodes for a prompt and chooses the ones to
 // hydrate, best first, before any budget (the caller admits them against
@@ -307,7 +325,7 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 	alive := make([]*match, 0, len(cands))
 	superseded := map[int32]bool{}
 	for _, c := range cands {
-		if p.Supersede && c.mask != 0 && ix.superseded(c, cands) {
+		if p.Supersede && c.mask != 0 && ix.superseded(c, cands, p) {
 			superseded[c.doc] = true
 			if len(res.Superseded) < 10 {
 				res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
@@ -410,25 +428,43 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
 	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
+	prev, _ := ix.neighbours(d)
+	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {
 		m.nbDoc[i] = -1
 		if tf := ix.tf(t.id, d); tf > 0 {
 			m.own[i] = ix.sat(tf, d, p)
-			m.score += m.own[i] * t.weight
+			if ix.docs[d].question {
+				m.own[i] *= p.Asker
+			}
 			if t.primary && i < 64 {
 				m.mask |= 1 << i
 			}
 		}
+		if asker {
+			if tf := ix.tf(t.id, prev); tf > 0 {
+				if v := p.Answer * ix.sat(tf, prev, p); v > m.own[i] {
+					m.nb[i], m.nbDoc[i] = v, prev
+				}
+			}
+		}
+	}
+	best := make([]float64, q.groups)
+	for i, t := range q.terms {
+		best[t.group] = math.Max(best[t.group], m.strength(i)*t.weight)
+	}
+	for _, v := range best {
+		m.score += v
 	}
 	return m
 }
 
 // superseded reports whether a newer candidate holds every primary term c
 // holds.
-func (ix *Index) superseded(c *match, cands []*match) bool {
+func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
 	step := ix.docs[c.doc].step
 	for _, o := range cands {
-		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask {
+		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask && ix.shareSpecific(c.doc, o.doc) {
 			return true
 		}
 	}
@@ -531,4 +567,15 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: d.summary, Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
 	}
 	return out
+}
+
+// specific reports whether a word of the prompt names something specific:
+// it holds a digit, an underscore, or a capital after its first letter.
+func specific(w string) bool {
+	for i, r := range w {
+		if unicode.IsDigit(r) || r == '_' || (i > 0 && unicode.IsUpper(r)) {
+			return true
+		}
+	}
+	return false
 }
