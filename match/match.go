@@ -117,10 +117,13 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	r := ix.Scan(prompt, params)
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
+	admitted := map[int]bool{}
 	for _, p := range r.Picks {
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
-		if len(res.Selected) == 0 || cost <= remaining {
+		// A companion (the neighbour of a pick) goes only with its pick.
+		if (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])) {
+			admitted[p.Step] = true
 			res.Selected = append(res.Selected, pick)
 			remaining -= cost
 			res.UsedTokens += cost

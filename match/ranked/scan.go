@@ -193,6 +193,10 @@ type Pick struct {
 	Why     []string // how each matched (see the rules on Params)
 	Tokens  int      // the node's token_estimate
 	Summary string
+	// IsCompanion: chosen as the companion of the pick at step CompanionOf
+	// (its neighbour; conversation structure), not on its own merits.
+	CompanionOf int
+	IsCompanion bool
 }
 
 // Result is a ranked scan's outcome before the budget: the picks in order,
@@ -387,10 +391,11 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 	// Conversation structure: the node just before or after a pick (the
 	// answer after a question, the result after its call, the call before
 	// its result) is a companion when the words the pick holds and it lacks,
-	// weighted by Neighbour, lift it over the cut-off. It follows its pick.
-	var out []Pick
-	for i, c := range order {
-		out = append(out, res.Picks[i])
+	// weighted by Neighbour, lift it over the cut-off. Companions come after
+	// every pick made on its own merits, so they only use what budget is
+	// left.
+	out := res.Picks
+	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
 			if nd < 0 || picked[nd] || superseded[nd] {
@@ -417,7 +422,9 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 			}
 			if lent >= threshold {
 				picked[nd] = true
-				out = append(out, ix.pick(q, m, lent, nil))
+				pk := ix.pick(q, m, lent, nil)
+				pk.CompanionOf, pk.IsCompanion = ix.docs[c.doc].step, true
+				out = append(out, pk)
 			}
 		}
 	}
