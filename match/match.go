@@ -18,8 +18,6 @@
 package match
 
 import (
-	"encoding/json"
-	"os"
 	"errors"
 	"fmt"
 	"math"
@@ -89,13 +87,12 @@ func StoreMode(s *contextfold.Store) Mode {
 }
 
 // params are the ranked scorer's constants used by this package.
-var params = func() ranked.Params {
-	p := ranked.DefaultParams()
-	if v := os.Getenv("CFEVAL_PARAMS"); v != "" { // TEMP: tuning only
-		json.Unmarshal([]byte(v), &p)
-	}
-	return p
-}()
+var params = ranked.DefaultParams()
+
+// SetRankedParams replaces the ranked scorer's constants, for evaluations
+// (cmd/cfeval -params); not safe while scans run. Production code keeps
+// ranked.DefaultParams.
+func SetRankedParams(p ranked.Params) { params = p }
 
 // Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
 // Ranked: the ranked picks, best first, admitted against the same per-turn

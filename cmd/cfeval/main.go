@@ -6,11 +6,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 
 	"github.com/contextfold/contextfold/internal/matcheval"
+	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
 )
 
 func main() {
@@ -24,7 +27,15 @@ func main() {
 	n := fs.Int("n", 0, "conversations to run (0: all)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	verbose := fs.Bool("v", false, "print every probe that misses")
+	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
 	fs.Parse(os.Args[2:])
+	if *paramJSON != "" {
+		p := ranked.DefaultParams()
+		if err := json.Unmarshal([]byte(*paramJSON), &p); err != nil {
+			fail(fmt.Errorf("-params: %w", err))
+		}
+		match.SetRankedParams(p)
+	}
 	tmp, err := os.MkdirTemp("", "cfeval-")
 	if err != nil {
 		fail(err)

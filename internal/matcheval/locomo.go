@@ -205,7 +205,7 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 				got[MethodBM25] = append(got[MethodBM25], d)
 				tok[MethodBM25] += float64(contextfold.TokenEstimate(texts[d]))
 			}
-			if os.Getenv("CFEVAL_DEBUG") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25]) {
+			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25]) {
 				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25])
 				for _, e := range ev {
 					fmt.Printf("  ev %d: %s\n", e, texts[e])

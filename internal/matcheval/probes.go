@@ -71,7 +71,7 @@ var questionTemplates = []string{
 
 // GenerateProbes makes at most one probe per old turn of a session (every
 // turn but the last four): among the identifiers of the turn's payload that
-// no other turn of the session contains, one chosen by a hash of the step;
+// no other turn of the session contains (ignoring case), one chosen by a hash of the step;
 // the answer is the line that holds it. Deterministic.
 func GenerateProbes(session string, turns []contextfold.Turn) []Probe {
 	if len(turns) <= 4 {
@@ -79,21 +79,25 @@ func GenerateProbes(session string, turns []contextfold.Turn) []Probe {
 	}
 	texts := make([]string, len(turns))
 	for i, t := range turns {
-		texts[i] = t.Summary + "\n" + t.RawContent
+		texts[i] = strings.ToLower(t.Summary + "\n" + t.RawContent)
 	}
 	var out []Probe
 	for i, t := range turns[:len(turns)-4] {
 		var cands []string
 		seen := map[string]bool{}
-		for _, m := range identifierRE.FindAllString(t.RawContent, -1) {
-			m = strings.Trim(m, "./-")
+		for _, loc := range identifierRE.FindAllStringIndex(t.RawContent, -1) {
+			// Whole tokens only: not the tail of 0001_accounts.sql.
+			if loc[0] > 0 && isIdentByte(t.RawContent[loc[0]-1]) || loc[1] < len(t.RawContent) && isIdentByte(t.RawContent[loc[1]]) {
+				continue
+			}
+			m := strings.Trim(t.RawContent[loc[0]:loc[1]], "./-")
 			if len(m) < 5 || seen[m] {
 				continue
 			}
 			seen[m] = true
 			unique := true
 			for j, other := range texts {
-				if j != i && strings.Contains(other, m) {
+				if j != i && strings.Contains(other, strings.ToLower(m)) {
 					unique = false
 					break
 				}
@@ -276,4 +280,8 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+func isIdentByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }

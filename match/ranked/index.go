@@ -2,8 +2,8 @@ package ranked
 
 import (
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/contextfold/contextfold"

@@ -37,10 +37,11 @@ type Params struct {
 	// "cut-off": nothing is hydrated when nothing scores clearly).
 	Floor float64
 	// MinShare: the best node must cover at least this share of the
-	// prompt's information (the idf mass of its terms, unknown terms
-	// counted at the highest idf): a prompt about something the archive
-	// never saw hydrates nothing even if its generic words match.
-	MinShare float64
+	// prompt's information (the idf mass of its terms, unknown specific
+	// terms counted at the highest idf, unknown ordinary words at
+	// UnknownWord × that): a prompt about something the archive never saw
+	// hydrates nothing even if one of its words matches.
+	MinShare, UnknownWord float64
 	// Supersede turns on intent ownership (spec §4, CONF-13): a node is
 	// never picked when a newer node about the same entity (they share a
 	// specific term: a path, a version, a number, an identifier) holds
@@ -55,7 +56,7 @@ type Params struct {
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
-	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3,
+	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 200}
 }
 
@@ -68,6 +69,7 @@ type qterm struct {
 	weight  float64 // kindWeight × idf
 	primary bool    // counts for coverage and intent ownership
 	group   int     // terms derived from one word of the prompt share a group
+	special bool    // a specific term: a compound or an identifier-like word
 }
 
 // Query is an analysed prompt against one index.
@@ -112,14 +114,20 @@ func (ix *Index) query(prompt string, p Params) *Query {
 		if df == 0 {
 			// An unknown specific term (a path, a version, an identifier with
 			// digits, underscores or inner capitals) is information the
-			// archive lacks; an unknown ordinary word is not.
-			if t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)) {
+			// archive lacks.
+			// An unknown ordinary word counts half: a prompt about a haiku
+			// on autumn leaves is not about the one node that says "leaves".
+			switch {
+			case t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)):
 				q.info += kindWeight[t.Kind] * maxIdf
+			case t.Kind == KindWord || t.Kind == KindCJK:
+				q.info += kindWeight[t.Kind] * maxIdf * p.UnknownWord
 			}
 			continue
 		}
 		w := kindWeight[t.Kind] * ix.idf(df)
-		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart})
+		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart,
+			special: t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))})
 		if t.Kind != KindFuzzy && t.Kind != KindPart {
 			q.info += w
 		}
@@ -315,7 +323,7 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 		return res
 	}
 	top := cands[0].score
-	if top < p.Floor || top < p.MinShare*q.info {
+	if !ix.passes(q, cands[0], p) {
 		for i, c := range cands {
 			if i == 10 {
 				break
@@ -466,6 +474,20 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 	return m
 }
 
+// passes reports whether the best candidate scores clearly enough to
+// hydrate anything (rule "cut-off"): it holds a specific term of the prompt
+// (an identifier is evidence, even in a store so small that no term is
+// rare), or it scores at least Floor and holds at least MinShare of the
+// prompt's information.
+func (ix *Index) passes(q *Query, m *match, p Params) bool {
+	for i, t := range q.terms {
+		if t.special && m.own[i] > 0 {
+			return true
+		}
+	}
+	return m.score >= p.Floor && m.score >= p.MinShare*q.info
+}
+
 // superseded reports whether a newer candidate holds every primary term c
 // holds.
 func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
@@ -561,7 +583,7 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 	defer ix.mu.Unlock()
 	q := ix.query(query, p)
 	cands := ix.score(q, p)
-	if len(cands) == 0 || cands[0].score < p.Floor || cands[0].score < p.MinShare*q.info {
+	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}
 	var out []Hit
@@ -579,10 +601,16 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 // specific reports whether a word of the prompt names something specific:
 // it holds a digit, an underscore, or a capital after its first letter.
 func specific(w string) bool {
+	inner, lower := false, false
 	for i, r := range w {
-		if unicode.IsDigit(r) || r == '_' || (i > 0 && unicode.IsUpper(r)) {
+		switch {
+		case unicode.IsDigit(r) || r == '_':
 			return true
+		case i > 0 && unicode.IsUpper(r):
+			inner = true
+		case unicode.IsLower(r):
+			lower = true
 		}
 	}
-	return false
+	return inner && lower
 }
