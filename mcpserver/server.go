@@ -89,6 +89,7 @@ func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 			}
 			start := time.Now()
 			res, err := next(ctx, method, req)
+			err = wireError(err)
 			if log != nil {
 				attrs := []any{"method", method, "ms", time.Since(start).Milliseconds()}
 				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
@@ -109,7 +110,7 @@ func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 
 func (s *server) addTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolRecall,
 		Title:       "Recall archived turns",
 		Annotations: readOnly,
@@ -117,14 +118,14 @@ func (s *server) addTools() {
 Candidates with the best coverage come first, newest first: "latest_chronological" is the current fact, "superseded" and "historical" are older versions of it (e.g. a port that changed), "related" matches only part of the query.
 Use the step_id with fetch_archived_node to read the content.`,
 	}, s.recall)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolFetch,
 		Title:       "Fetch an archived turn (verified)",
 		Annotations: readOnly,
 		Description: `Read the content of one archived turn by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
 Content is capped per call (the store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.`,
 	}, s.fetch)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolScan,
 		Title:       "Scan a prompt against the archive",
 		Annotations: readOnly,
@@ -132,7 +133,7 @@ Content is capped per call (the store's per-call token cap); when truncated is t
 By default it ranks (match "ranked"): rare terms weigh more than common ones, inflections and identifier parts match, a question lends its terms to the answer after it, an older node is never picked over a newer one about the same entity, and nothing is picked when nothing scores clearly; match "exact" uses the IPCF reference's residual set cover instead.
 Returns what would be hydrated and why (matched terms, token cost), and what was dropped for the budget. Nothing is read or changed; fetch the selected steps with fetch_archived_node.`,
 	}, s.scan)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  ToolFold,
 		Title: "Fold (archive) a turn",
 		Annotations: &mcp.ToolAnnotations{
@@ -141,7 +142,7 @@ Returns what would be hydrated and why (matched terms, token cost), and what was
 		Description: `Archive a verbose turn: its content is stored losslessly as a cold node with SHA-256 hashes, and indexed by the identifiers, files, commands and errors it mentions, so that recall and scan find it later.
 step_id is the turn's position in the conversation; folding a step that is already archived changes nothing (already_indexed: true).`,
 	}, s.fold)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  ToolEvict,
 		Title: "Evict a hydrated turn",
 		Annotations: &mcp.ToolAnnotations{
@@ -149,13 +150,13 @@ step_id is the turn's position in the conversation; folding a step that is alrea
 		},
 		Description: `Record that an archived turn that was brought into the context has left it again after the response (IPCF eviction). The archived content is never deleted; an event is appended to the eviction log.`,
 	}, s.evict)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolStatus,
 		Title:       "Archive status",
 		Annotations: readOnly,
 		Description: `Count the archived turns (total, active, evicted), the archived tokens, and show the hydration policy in force (per-call cap, per-turn budget, integrity verification).`,
 	}, s.status)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolValidate,
 		Title:       "Validate the archive",
 		Annotations: readOnly,
