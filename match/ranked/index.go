@@ -50,6 +50,9 @@ type Index struct {
 	live    int
 	total   float64 // sum of live docs' lengths
 	version string  // store index version the index was refreshed against
+	dir     string  // the store directory, for the cache file ("" : none)
+	unsaved int     // nodes changed since the cache file was written
+	read    int     // cold nodes read and analysed by Refresh (for tests)
 
 	// scratch, reused across queries (guarded by mu)
 	acc  []float64
@@ -74,7 +77,10 @@ func For(s *contextfold.Store) (*Index, error) {
 	registry.Lock()
 	ix := registry.m[s.Dir()]
 	if ix == nil {
-		ix = NewIndex()
+		if ix = load(s.Dir()); ix == nil {
+			ix = NewIndex()
+		}
+		ix.dir = s.Dir()
 		registry.m[s.Dir()] = ix
 	}
 	registry.Unlock()
@@ -83,6 +89,12 @@ func For(s *contextfold.Store) (*Index, error) {
 	}
 	return ix, nil
 }
+
+// saveEvery: the cache file is rewritten when at least this many nodes
+// (or 1 % of the index, whichever is more) changed since it was written,
+// so that a fold per turn does not rewrite it per turn; the few nodes
+// folded since are read again by the next process.
+const saveEvery = 32
 
 // Refresh brings the index up to date with the store: nodes not seen yet,
 // or whose artifact_sha256 changed, are read and analysed; nodes no longer
@@ -115,22 +127,29 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 			ix.kill(d)
 		}
 		text := e.Summary
+		ix.read++
 		if n, err := s.ReadColdNode(e.StepID); err == nil {
 			text = n.Summary + "\n" + n.RawContent
 		}
 		ix.add(doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}, text)
 		changed = true
+		ix.unsaved++
 	}
 	for step, d := range ix.byStep {
 		if !present[step] {
 			ix.kill(d)
 			changed = true
+			ix.unsaved++
 		}
 	}
 	if changed {
 		ix.reorder()
 	}
 	ix.version = ver
+	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || (changed && ix.unsaved == ix.live)) {
+		ix.save(ix.dir)
+		ix.unsaved = 0
+	}
 	return nil
 }
 
