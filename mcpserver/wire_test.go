@@ -18,14 +18,16 @@ import (
 
 // wire drives a real `contextfold mcp` subprocess over stdio with raw lines.
 type wire struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	out   *bufio.Reader
 	lines chan string
 }
 
-func startWire(t *testing.T, dir string, extra ...string) *wire {
+func startWire(t *testing.T, dir string, extra ...string) *wire { return startWireB(t, dir, extra...) }
+
+func startWireB(t testing.TB, dir string, extra ...string) *wire {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"mcp", "--dir", dir, "--quiet"}, extra...)...)
 	in, err := cmd.StdinPipe()

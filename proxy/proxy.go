@@ -44,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextfold/contextfold"
@@ -169,6 +170,7 @@ type Server struct {
 	stats    Stats
 
 	budget     budget           // request bodies in flight
+	freeing    atomic.Bool      // returnMemory is running
 	statsHosts *hostguard.Guard // Host names GET /contextfold/stats answers
 }
 
