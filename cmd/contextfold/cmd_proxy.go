@@ -121,7 +121,7 @@ Point a client at it:
 	f.BoolVar(&allowRemote, "allow-remote", false, "UNSAFE: listen on a non-loopback address (API keys and conversations cross that network)")
 	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
-	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions (overrides --upstream)")
+	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions and /v1/responses (overrides --upstream)")
 	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
 	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
 	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
