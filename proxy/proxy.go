@@ -44,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextfold/contextfold"
@@ -172,6 +173,7 @@ type Server struct {
 	cache    *parseCache // message elements parsed before
 
 	budget     budget           // request bodies in flight
+	freeing    atomic.Bool      // returnMemory is running
 	statsHosts *hostguard.Guard // Host names GET /contextfold/stats answers
 }
 
