@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "contextfold")
+	os.Setenv("CONTEXTFOLD_CACHE_DIR", filepath.Join(dir, "cache")) // derived data (ranked index) stays out of the user's cache
 	out, err := exec.Command("go", "build", "-o", binary, "github.com/contextfold/contextfold/cmd/contextfold").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building contextfold: %v\n%s", err, out)
@@ -166,7 +167,7 @@ func TestStopIdempotent(t *testing.T) {
 // and the MCP tool to fetch it.
 func TestUserPromptSubmitCapAndMarker(t *testing.T) {
 	dir := foldedSession(t)
-	r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json")
+	r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--match", "exact") // the reference mode's cut and marker
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -199,7 +200,7 @@ func TestUserPromptSubmitCapAndMarker(t *testing.T) {
 
 	// A smaller cap holds too, with the marker.
 	for _, max := range []string{"400", "1000", "2500"} {
-		r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--max-chars", max)
+		r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--max-chars", max, "--match", "exact")
 		ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
 		if n := len16(ctx); n > atoi(max) {
 			t.Errorf("--max-chars %s: %d characters", max, n)
@@ -220,7 +221,7 @@ func atoi(s string) int {
 // diagnostic on stderr; nothing to add prints nothing; exit 0.
 func TestUserPromptSubmitOneObject(t *testing.T) {
 	dir := foldedSession(t)
-	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json")
+	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json", "--match", "exact") // the golden file is the reference mode's
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -284,13 +285,19 @@ func TestSessionStartPageTable(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	out := decodeOne(t, r.stdout, "SessionStart")
-	if !strings.Contains(out.AdditionalContext, "2 | 2026-03-02T11:00:00Z | COMMAND_EXECUTION") {
+	if !strings.Contains(out.AdditionalContext, "\n#2 FAILED tool Bash $ RUN_TAG=9c41e2 make itest") {
 		t.Errorf("page table:\n%s", out.AdditionalContext)
 	}
 	golden(t, "sessionstart-expected-stdout.json", dir, r.stdout)
 	r = hook(t, dir, "SessionStart", `{"session_id":"x","hook_event_name":"SessionStart"}`, "--max-chars", "300")
 	if ctx := decodeOne(t, r.stdout, "SessionStart").AdditionalContext; len16(ctx) > 300 {
 		t.Errorf("--max-chars 300: %d characters", len16(ctx))
+	}
+	// Over the budget the oldest lines leave first, as in the proxy's block.
+	r = hook(t, dir, "SessionStart", `{"session_id":"5a9d7e3b-1c2f-4e8a-b6d0-7e1f2c3a4b5d","hook_event_name":"SessionStart"}`, "--max-chars", "600")
+	ctx := decodeOne(t, r.stdout, "SessionStart").AdditionalContext
+	if len16(ctx) > 600 || strings.Contains(ctx, "\n#0 ") || !strings.Contains(ctx, "\n#3 ok") || !strings.Contains(ctx, "older steps left out") {
+		t.Errorf("--max-chars 600: the newest lines should stay, the oldest leave with a note:\n%s", ctx)
 	}
 }
 
@@ -382,5 +389,29 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	if !strings.Contains(haystack.String(), "REDACTED") {
 		t.Error("no redaction marker anywhere")
+	}
+}
+
+// The hook ranks by default: a large node comes back as excerpts around
+// the matched lines, with their offsets, and a prompt that asks about
+// nothing in the archive injects nothing.
+func TestUserPromptSubmitRankedDefault(t *testing.T) {
+	dir := foldedSession(t)
+	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
+	if !strings.Contains(ctx, "toolu_01FAKE0000000000001601") || !strings.Contains(ctx, "[contextfold: lines ") || !strings.Contains(ctx, "shown as excerpts around the matched lines") {
+		t.Errorf("ranked context lacks the matched excerpt or its marker: %.600q", ctx)
+	}
+	for _, prompt := range []string{"thanks, go on", "now write a haiku about autumn", "ok"} {
+		payload, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": t.TempDir(), "hook_event_name": "UserPromptSubmit", "prompt": prompt})
+		if r := hookRaw(t, dir, "UserPromptSubmit", payload); r.code != 0 || r.stdout != "" {
+			t.Errorf("%q injected %q (exit %d)", prompt, r.stdout, r.code)
+		}
+	}
+	if r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json", "--match", "fuzzy"); r.stdout != "" || !strings.Contains(r.stderr, "exact, ranked") {
+		t.Errorf("an unknown --match was accepted: exit %d, %q", r.code, r.stderr)
 	}
 }
