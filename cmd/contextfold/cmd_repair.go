@@ -29,7 +29,7 @@ After --apply, validate is clean and a second repair does nothing.`,
 		Example: "  contextfold repair\n  contextfold repair --apply --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			s, err := g.openStore()
+			s, err := g.openExistingStore()
 			if err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ implementation (the reference) expects. A no-op when there is no journal.`,
 		Example: "  contextfold compact",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStore()
+			s, err := g.openExistingStore()
 			if err != nil {
 				return err
 			}

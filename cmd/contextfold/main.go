@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 
@@ -161,6 +162,35 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 		noteMissingStore(cmd, s.Dir())
 	}
 	return s, err
+}
+
+// openExistingStore opens the store for a command that must not invent one
+// (repair --apply, compact, ui): a directory that holds neither
+// recall_index.json nor cold_nodes/ is refused, since it is most likely a
+// mistyped --dir.
+func (g *globals) openExistingStore() (*contextfold.Store, error) {
+	s, err := g.openStore()
+	if err != nil {
+		return nil, err
+	}
+	if !isStore(s.Dir()) {
+		why := "does not exist"
+		if _, err := os.Stat(s.Dir()); err == nil {
+			why = "holds no recall_index.json and no cold_nodes/"
+		}
+		return nil, usagef("no store at %s: the directory %s; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", s.Dir(), why)
+	}
+	return s, nil
+}
+
+// isStore reports whether dir holds a store's index or cold node directory.
+func isStore(dir string) bool {
+	for _, f := range []string{contextfold.IndexFile, contextfold.ColdNodesDir} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // storeOptions are the store options the global flags select.
