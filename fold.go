@@ -240,3 +240,77 @@ func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now
 	return nil, s.appendRepairLog(now, []RepairAction{{Action: ActionQuarantine, StepID: &step, File: path,
 		Reason: "an unindexed file stood where step " + strconv.Itoa(step) + " is folded; kept in " + dst}})
 }
+
+// FoldConflict is a step whose id is indexed with another turn than the one
+// offered: typically a turn of another session at the same position, which
+// folding would silently drop (spec §5: folding an indexed step changes
+// nothing).
+type FoldConflict struct {
+	StepID int
+	// StoredSession is the session_id of the stored cold node ("" when it
+	// cannot be read; Conflicts reads it for the first 8 conflicts only).
+	StoredSession string
+	// OfferedSession is the turn's session id (DefaultSessionID when none).
+	OfferedSession string
+}
+
+// Conflicts returns, in the order of turns, the turns whose step id is
+// indexed with a different summary or payload (compared as they would be
+// stored, after scrubbing). Turns not indexed yet and turns indexed exactly
+// as offered (an idempotent re-fold) are not conflicts. It reads the index
+// and, only for a turn that contains secrets or conflicts, the scrubber and
+// the stored node; it writes nothing and takes no lock.
+func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
+	s.mu.Lock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	type pending struct {
+		t        Turn
+		sum, pay string
+	}
+	var maybe []pending
+	for _, t := range turns {
+		r, ok := ix.get(t.StepID)
+		if !ok {
+			continue
+		}
+		if r.summary == t.Summary && r.payload == sha256Hex([]byte(t.Payload())) {
+			continue
+		}
+		maybe = append(maybe, pending{t, r.summary, r.payload})
+	}
+	s.mu.Unlock()
+	if len(maybe) == 0 {
+		return nil, nil
+	}
+	sc, err := s.scrubber()
+	if err != nil {
+		return nil, err
+	}
+	var out []FoldConflict
+	for _, m := range maybe {
+		if sc != nil {
+			// A turn whose secrets were redacted is stored scrubbed.
+			if c, _ := scrubTurn(sc, m.t); c.Summary == m.sum && sha256Hex([]byte(c.Payload())) == m.pay {
+				continue
+			}
+		}
+		fc := FoldConflict{StepID: m.t.StepID, OfferedSession: m.t.SessionID}
+		if fc.OfferedSession == "" {
+			fc.OfferedSession = s.opts.SessionID
+		}
+		if fc.OfferedSession == "" {
+			fc.OfferedSession = DefaultSessionID
+		}
+		if len(out) < 8 { // enough to name the sessions; a long conflict reads no more
+			if n, err := s.readColdNode(m.t.StepID); err == nil {
+				fc.StoredSession = n.SessionID
+			}
+		}
+		out = append(out, fc)
+	}
+	return out, nil
+}

@@ -35,3 +35,58 @@ func TestMistypedDirIsNotAStore(t *testing.T) {
 		t.Errorf("repair of a store: %d %s %s", code, out, errs)
 	}
 }
+
+// TestIngestOfAnotherSessionIsRefused: ingesting a second, different
+// session into a store that holds one is refused (exit 1) naming both
+// sessions and the remedy, and changes nothing; the remedy works; a
+// re-ingest of the same session says why nothing was folded; a grown
+// transcript still folds only its new turns.
+func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	first, second := transcripts[0].path, transcripts[1].path // Claude Code, then SWE-agent
+	if _, errs, code := cli(t, "", "--dir", dir, "ingest", first); code != 0 {
+		t.Fatalf("first ingest: %s", errs)
+	}
+	before := snapshot(t, dir)
+	out, errs, code := cli(t, "", "--dir", dir, "ingest", second)
+	if code != 1 || !strings.Contains(errs, "another session") || !strings.Contains(errs, "Nothing was folded") ||
+		!strings.Contains(errs, "--dir "+filepath.Join(dir, "sessions")) {
+		t.Fatalf("second session: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Both sessions are named: the stored one (from its cold nodes) and the new one.
+	n, err := os.ReadFile(filepath.Join(dir, "cold_nodes", "step_000000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node struct {
+		Session string `json:"session_id"`
+	}
+	mustJSON(t, string(n), &node)
+	if !strings.Contains(errs, `"`+node.Session+`"`) {
+		t.Errorf("the stored session %q is not named: %s", node.Session, errs)
+	}
+	if !equalMaps(before, snapshot(t, dir)) {
+		t.Error("a refused ingest changed the store")
+	}
+	// The remedy: a store of its own.
+	i := strings.Index(errs, "contextfold --dir ")
+	fields := strings.Fields(errs[i:])
+	if _, errs, code := cli(t, "", "--dir", fields[2], "ingest", second); code != 0 {
+		t.Fatalf("remedy: %s", errs)
+	}
+	// The same session again: exit 0, and says why nothing was folded.
+	out, _, code = cli(t, "", "--dir", dir, "ingest", first)
+	if code != 0 || !strings.Contains(out, "nothing new") {
+		t.Errorf("re-ingest: %d %s", code, out)
+	}
+	// Two OpenAI-style message files without session ids collide too.
+	a := filepath.Join(t.TempDir(), "a.json")
+	b := filepath.Join(t.TempDir(), "b.json")
+	os.WriteFile(a, []byte(`[{"role":"user","content":"fix the parser in lexer.go"},{"role":"assistant","content":"done: lexer.go patched"}]`), 0o644)
+	os.WriteFile(b, []byte(`[{"role":"user","content":"why is the CI red on main?"},{"role":"assistant","content":"flaky test in net_test.go"}]`), 0o644)
+	d2 := filepath.Join(t.TempDir(), ".contextfold")
+	cli(t, "", "--dir", d2, "ingest", a)
+	if _, errs, code := cli(t, "", "--dir", d2, "ingest", b); code != 1 || !strings.Contains(errs, "Nothing was folded") {
+		t.Errorf("second message file: %d %s", code, errs)
+	}
+}
