@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -45,8 +46,10 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 	return rs[0], nil
 }
 
-// FoldBatch folds many turns under one lock: every cold node is written, then
-// the index once. Turns are folded in order; the first fold of a step wins.
+// FoldBatch folds many turns under one lock: cold nodes are written, and the
+// index is committed after every FoldCommitEvery nodes (or
+// FoldCommitInterval) and at the end, so that an interrupted batch keeps
+// what it folded. Turns are folded in order; the first fold of a step wins.
 // On a write error the turns folded before it stay folded in the index only
 // if the index write itself succeeded; cold nodes written without an index
 // entry are orphans that 'repair' re-indexes.
@@ -88,9 +91,19 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	results := make([]*FoldResult, len(turns))
 	var ops []journalOp
 	now := s.now()
+	lastCommit := time.Now()
 	for i, t := range turns {
 		if progress != nil && i > 0 {
 			progress(i, len(turns))
+		}
+		// A long batch commits the index as it goes, so that a process
+		// killed midway keeps what it folded (CONF-01): every
+		// FoldCommitEvery new nodes or FoldCommitInterval.
+		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
+			if err := s.commitBatch(ix, ops, now); err != nil {
+				return nil, err
+			}
+			ops, lastCommit = ops[:0], time.Now()
 		}
 		if r, ok := ix.get(t.StepID); ok {
 			results[i] = &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true}
@@ -151,8 +164,25 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
+	if err := s.commitBatch(ix, ops, now); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// Batch commits of FoldBatch (variables for tests): a batch commits the
+// index after every FoldCommitEvery new nodes, or when FoldCommitInterval
+// passed since its last commit, and at its end.
+var (
+	FoldCommitEvery    = 256
+	FoldCommitInterval = 2 * time.Second
+)
+
+// commitBatch commits the folds ops of a batch. Callers hold s.mu and the
+// store lock.
+func (s *Store) commitBatch(ix *index, ops []journalOp, now string) error {
 	if len(ops) == 0 {
-		return results, nil
+		return nil
 	}
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = now
@@ -162,9 +192,9 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		if errors.As(err, &sf) {
 			sf.Remedy += "; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"
 		}
-		return nil, err
+		return err
 	}
-	return results, nil
+	return nil
 }
 
 // Entry returns the index entry of a step, or *NodeNotFoundError.
