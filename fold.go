@@ -2,6 +2,7 @@ package contextfold
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -255,8 +256,8 @@ func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now
 		return n, nil
 	}
 	qdir := filepath.Join(s.dir, QuarantineDir)
-	if err := os.MkdirAll(qdir, 0o755); err != nil {
-		return nil, &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	if err := mkQuarantine(qdir); err != nil {
+		return nil, err
 	}
 	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
 	dst := uniquePath(filepath.Join(qdir, stamp+"-"+stepFileName(t.StepID)))
@@ -343,4 +344,17 @@ func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
 		out = append(out, fc)
 	}
 	return out, nil
+}
+
+// mkQuarantine creates quarantine/ as needed and refuses one that is not a
+// directory of the store (a symlink would move files outside it).
+func mkQuarantine(qdir string) error {
+	if fi, err := os.Lstat(qdir); err == nil && !fi.IsDir() {
+		return &StoreFileError{File: qdir, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(qdir)),
+			Remedy: "replace it by a plain directory (move the link away), then try again"}
+	}
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	}
+	return nil
 }

@@ -1,7 +1,17 @@
 package contextfold
 
 import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestConflictsFindOtherTurnsAtIndexedSteps: a turn indexed as offered is
@@ -27,5 +37,160 @@ func TestConflictsFindOtherTurnsAtIndexedSteps(t *testing.T) {
 	c, err := s.Conflicts(other)
 	if err != nil || len(c) != 1 || c[0].StepID != 1 || c[0].StoredSession != "sess-a" || c[0].OfferedSession != "sess-b" {
 		t.Fatalf("conflicts: %v %+v", err, c)
+	}
+}
+
+// TestDirectorySymlinksAreNotContained: a cold_nodes/ that is a symlink to
+// a directory outside the store holds nothing the store trusts (hydrate
+// and validate report path containment, fold and repair refuse); a
+// quarantine/ that is a symlink is never written through.
+func TestDirectorySymlinksAreNotContained(t *testing.T) {
+	s := demoStore(t)
+	outside := filepath.Join(t.TempDir(), "outside")
+	cold := filepath.Join(s.Dir(), ColdNodesDir)
+	if err := os.Rename(cold, outside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, cold); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, s.Dir())
+	if _, err := s.Hydrate(137); !errors.Is(err, ErrPathContainment) {
+		t.Errorf("hydrate through a symlinked cold_nodes/: %v", err)
+	}
+	rep, err := s.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, f := range rep.Findings {
+		kinds[f.Kind]++
+	}
+	if rep.Passed != 0 || kinds[KindPathContainment] != 9 || len(rep.Findings) != 9 {
+		t.Errorf("validate: passed %d, findings %v", rep.Passed, kinds)
+	}
+	before := treeOf(t, outside)
+	if _, err := s.Fold(Turn{StepID: 5, Summary: "new"}); err == nil || !strings.Contains(err.Error(), "not a directory of the store") {
+		t.Errorf("fold through a symlinked cold_nodes/: %v", err)
+	}
+	for _, apply := range []bool{false, true} {
+		if _, err := s.Repair(apply); err == nil {
+			t.Errorf("repair(%v) through a symlinked cold_nodes/ succeeded", apply)
+		}
+	}
+	if treeOf(t, outside) != before {
+		t.Error("the directory outside the store changed")
+	}
+
+	// quarantine/ a symlink: repair of a tampered node writes nothing outside.
+	s = demoStore(t)
+	qout := filepath.Join(t.TempDir(), "qout")
+	os.Mkdir(qout, 0o755)
+	if err := os.Symlink(qout, filepath.Join(s.Dir(), QuarantineDir)); err != nil {
+		t.Fatal(err)
+	}
+	node := s.NodePath(137)
+	data, _ := os.ReadFile(node)
+	os.WriteFile(node, []byte(strings.Replace(string(data), "5433", "6543", 1)), 0o644)
+	if _, err := s.Repair(true); err == nil || !strings.Contains(err.Error(), "quarantine") {
+		t.Errorf("repair with a symlinked quarantine/: %v", err)
+	}
+	if ents, _ := os.ReadDir(qout); len(ents) != 0 {
+		t.Errorf("repair wrote outside the store: %v", ents)
+	}
+	if _, err := os.Stat(node); err != nil {
+		t.Error("the tampered node left cold_nodes/")
+	}
+}
+
+func treeOf(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		data, _ := os.ReadFile(p)
+		fmt.Fprintf(&b, "%s %v %v %x\n", p, fi.Mode(), fi.ModTime().UnixNano(), sha256.Sum256(data))
+		return nil
+	})
+	return b.String()
+}
+
+// TestLeftoverTemporaryFiles: temporaries of interrupted atomic writes, in
+// the store root and in cold_nodes/, are reported by validate and moved to
+// quarantine/ by repair.
+func TestLeftoverTemporaryFiles(t *testing.T) {
+	s := demoStore(t)
+	root := filepath.Join(s.Dir(), "."+IndexFile+"8245512")
+	cold := filepath.Join(s.Dir(), ColdNodesDir, ".step_000137.json77123")
+	os.WriteFile(root, []byte(`{"nodes": {`), 0o644)
+	os.WriteFile(cold, []byte(`{"step_id": 13`), 0o644)
+	rep, err := s.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var temps []string
+	for _, f := range rep.Findings {
+		if f.Kind == KindTempFile {
+			temps = append(temps, f.File)
+		}
+	}
+	sort.Strings(temps)
+	if len(rep.Findings) != 2 || !reflect.DeepEqual(temps, []string{root, cold}) && !reflect.DeepEqual(temps, []string{cold, root}) {
+		t.Fatalf("validate: %+v", rep.Findings)
+	}
+	res, err := s.Repair(true)
+	if err != nil || len(res.Actions) != 2 {
+		t.Fatalf("repair: %v %+v", err, res)
+	}
+	for _, p := range []string{root, cold} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s still there", p)
+		}
+	}
+	if rep, _ := s.Validate(); !rep.OK() {
+		t.Errorf("after repair: %+v", rep.Findings)
+	}
+	q, _ := os.ReadDir(filepath.Join(s.Dir(), QuarantineDir))
+	if len(q) != 2 {
+		t.Errorf("quarantine: %v", q)
+	}
+}
+
+// TestValidateDuringAFoldReportsNoFalseOrphans: a node a live writer wrote
+// but has not indexed yet (it holds the store lock) is not an orphan:
+// validate waits for the writer's commit and checks again.
+func TestValidateDuringAFoldReportsNoFalseOrphans(t *testing.T) {
+	s := demoStore(t)
+	writer := mustOpen(t, s.Dir())
+	started := make(chan struct{})
+	var once sync.Once
+	done := make(chan *Report)
+	turns := make([]Turn, 10)
+	for i := range turns {
+		turns[i] = Turn{StepID: 1000 + i, Summary: fmt.Sprintf("turn %d", i)}
+	}
+	go func() {
+		<-started
+		rep, err := mustOpen(t, s.Dir()).Validate()
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	_, err := writer.FoldBatchProgress(turns, func(n, total int) {
+		if n == 5 { // nodes 1000..1004 are on disk, not yet indexed
+			once.Do(func() { close(started) })
+			time.Sleep(300 * time.Millisecond) // validate lists cold_nodes/ meanwhile
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := <-done
+	if !rep.OK() {
+		t.Errorf("validate during a fold: %+v", rep.Findings)
 	}
 }

@@ -394,9 +394,15 @@ func (s *Store) Policy() (*Policy, error) {
 }
 
 // lock takes the store's exclusive inter-process lock, creating the store
-// directory and cold_nodes/ as needed.
+// directory and cold_nodes/ as needed; a cold_nodes/ that is a symlink is
+// refused (writes through it would leave the store).
 func (s *Store) lock() (*fsutil.Lock, error) {
-	if err := os.MkdirAll(filepath.Join(s.dir, ColdNodesDir), 0o755); err != nil {
+	cold := filepath.Join(s.dir, ColdNodesDir)
+	if fi, err := os.Lstat(cold); err == nil && !fi.IsDir() {
+		return nil, &StoreFileError{File: cold, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(cold)),
+			Remedy: "replace it by a plain directory (move the link away, then move the cold nodes it holds back in)"}
+	}
+	if err := os.MkdirAll(cold, 0o755); err != nil {
 		return nil, &StoreFileError{File: s.dir, Err: err, Remedy: "check that the store directory can be created and written"}
 	}
 	l, err := fsutil.LockFile(filepath.Join(s.dir, lockFile))

@@ -8,7 +8,9 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"time"
 
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/schema"
 )
 
@@ -24,6 +26,7 @@ const (
 	KindIndexMismatch = "index_mismatch" // the index entry disagrees with its cold node
 	KindStoreFile     = "store_file"     // the index, policy or eviction log cannot be read
 	KindSchema        = "schema"         // a file does not follow its JSON Schema (package schema)
+	KindTempFile      = "temp_file"      // a temporary file left by an interrupted atomic write
 )
 
 // Finding is one problem Validate found. StepID is nil for a finding about a
@@ -46,6 +49,63 @@ type Report struct {
 func (r *Report) OK() bool { return len(r.Findings) == 0 }
 
 var stepFileRE = regexp.MustCompile(`^step_(-?\d+)\.json$`)
+
+// ValidateLockWait is how long Validate waits for a writer holding the
+// store lock before it reports unindexed files as orphans anyway.
+var ValidateLockWait = 30 * time.Second
+
+// rootTempFileRE matches the temporary files of interrupted atomic writes in
+// the store root ("." + target name + random digits, as renameio names them,
+// and the index snapshot's temporaries).
+var rootTempFileRE = regexp.MustCompile(`^\.(recall_index\.json|eviction_log\.json|policy_history\.json|repair_log\.json|store_settings\.json|hydration_policy\.json)-?\d+$|^\.recall_index\.cache\.tmp\d*$`)
+
+// leftoverFiles lists the orphan files of cold_nodes/ (step files whose
+// step indexed does not report) and the temporary files of interrupted
+// writes in cold_nodes/ (when coldNodes) and the store root.
+func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding {
+	var out []Finding
+	var names []os.DirEntry
+	if coldNodes {
+		names, _ = os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
+	}
+	for _, d := range names {
+		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
+		m := stepFileRE.FindStringSubmatch(d.Name())
+		if m == nil {
+			if tempFileRE.MatchString(d.Name()) {
+				out = append(out, Finding{File: path, Kind: KindTempFile, Message: path + ": temporary file left by an interrupted write"})
+			}
+			continue
+		}
+		id, err := strconv.Atoi(m[1])
+		if err == nil && stepFileName(id) == d.Name() && indexed(id) {
+			continue
+		}
+		step := id
+		oe := &OrphanedNodeError{StepID: id, File: path}
+		out = append(out, Finding{StepID: &step, File: path, Kind: KindOrphan, Message: oe.Error(), Err: oe})
+	}
+	roots, _ := os.ReadDir(s.dir)
+	for _, d := range roots {
+		if rootTempFileRE.MatchString(d.Name()) {
+			path := filepath.Join(s.dir, d.Name())
+			out = append(out, Finding{File: path, Kind: KindTempFile, Message: path + ": temporary file left by an interrupted write"})
+		}
+	}
+	return out
+}
+
+// checkColdNodesDir reports a cold_nodes/ that is not a plain directory of
+// the store (a symlink may lead outside it).
+func (s *Store) checkColdNodesDir() (Finding, bool) {
+	path := filepath.Join(s.dir, ColdNodesDir)
+	fi, err := os.Lstat(path)
+	if err != nil || fi.IsDir() {
+		return Finding{}, true
+	}
+	err = &PathContainmentError{StepID: -1, FilePath: ColdNodesDir, Resolved: resolvePath(path), Want: path}
+	return Finding{File: path, Kind: KindPathContainment, Message: path + " is not a directory of the store (a symlink to " + resolvePath(path) + "); cold nodes must live in the store", Err: err}, false
+}
 
 // Validate audits every indexed node (path containment, broken reference,
 // artifact integrity, payload and projection hashes, agreement of the entry
@@ -83,21 +143,26 @@ func (s *Store) Validate() (*Report, error) {
 		}
 		rep.Findings = append(rep.Findings, fs...)
 	}
-	names, _ := os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
-	for _, d := range names {
-		m := stepFileRE.FindStringSubmatch(d.Name())
-		if m == nil {
-			continue
-		}
-		id, err := strconv.Atoi(m[1])
-		if err == nil && stepFileName(id) == d.Name() && indexed[id] {
-			continue
-		}
-		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
-		step := id
-		oe := &OrphanedNodeError{StepID: id, File: path}
-		rep.Findings = append(rep.Findings, Finding{StepID: &step, File: path, Kind: KindOrphan, Message: oe.Error(), Err: oe})
+	coldOK := true
+	if f, ok := s.checkColdNodesDir(); !ok {
+		rep.Findings, coldOK = append(rep.Findings, f), false
 	}
+	leftovers := s.leftoverFiles(func(id int) bool { return indexed[id] }, coldOK)
+	if len(leftovers) > 0 {
+		// A live writer may have written a node (or be writing a file)
+		// that its index commit will list: under the shared lock no writer
+		// is midway, so what is still unindexed then is left over.
+		if l, ok, err := fsutil.RLockExisting(filepath.Join(s.dir, lockFile), ValidateLockWait); err == nil && ok {
+			s.mu.Lock()
+			ix, err := s.loadIndex()
+			s.mu.Unlock()
+			if err == nil {
+				leftovers = s.leftoverFiles(func(id int) bool { _, ok := ix.get(id); return ok }, coldOK)
+			}
+			l.Unlock()
+		}
+	}
+	rep.Findings = append(rep.Findings, leftovers...)
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i].StepID, rep.Findings[j].StepID
 		if a == nil || b == nil {
@@ -215,6 +280,8 @@ func Remedy(kind string) string {
 		return "contextfold repair --apply moves the file and its entry to quarantine/ (or restore the file from a backup)"
 	case KindPathContainment:
 		return "the index points outside cold_nodes/: contextfold repair --apply drops the entry and re-indexes the real file (or restore recall_index.json)"
+	case KindTempFile:
+		return "contextfold repair --apply moves it to quarantine/ (it is never part of the store)"
 	case KindSchema:
 		return "the file does not follow its schema (contextfold schema NAME): fix or restore it"
 	case KindStoreFile:
