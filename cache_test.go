@@ -233,7 +233,7 @@ func TestCacheScanAndRecallEquivalence(t *testing.T) {
 	fresh := mustOpen(t, big.Dir())
 	fresh.Scan("x")
 	if fresh.ix.base == nil || fresh.ix.nb != 290 || len(fresh.ix.base.dense) == 0 {
-		t.Fatalf("expected a snapshot of 290 records with dense terms")
+		t.Fatalf("expected a snapshot of 290 records with dense terms: base %v nb %d", fresh.ix.base != nil, fresh.ix.nb)
 	}
 	var queries []string
 	for i := 0; i < 60; i++ {

@@ -76,6 +76,21 @@ func (e *PathContainmentError) Is(target error) bool {
 	return target == ErrPathContainment || target == ErrIntegrityCheck
 }
 
+// LeftoverFileError reports a temporary file left by an interrupted atomic
+// write (in the store root or cold_nodes/): a file no index lists, so
+// errors.Is(err, ErrOrphanedNode) holds. 'contextfold repair --apply' moves
+// it to quarantine/.
+type LeftoverFileError struct {
+	File string
+}
+
+func (e *LeftoverFileError) Error() string {
+	return e.File + ": temporary file left by an interrupted write (run 'contextfold repair --apply' to move it to quarantine/)"
+}
+
+// Is makes errors.Is true for ErrOrphanedNode.
+func (e *LeftoverFileError) Is(target error) bool { return target == ErrOrphanedNode }
+
 // OrphanedNodeError reports a cold node file that the index does not list.
 type OrphanedNodeError struct {
 	StepID int

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // withLargeStoreMode makes every store behave as a large one: updates are
@@ -15,7 +16,13 @@ func withLargeStoreMode(t *testing.T) {
 	t.Helper()
 	jt, jm, ct := JournalThreshold, JournalMaxOps, IndexCacheThreshold
 	JournalThreshold, JournalMaxOps, IndexCacheThreshold = 1, 8, 1
-	t.Cleanup(func() { JournalThreshold, JournalMaxOps, IndexCacheThreshold = jt, jm, ct })
+	// One index commit a batch, so that a batch's snapshot holds it all.
+	ce, ci := FoldCommitEvery, FoldCommitInterval
+	FoldCommitEvery, FoldCommitInterval = 1<<30, time.Hour
+	t.Cleanup(func() {
+		JournalThreshold, JournalMaxOps, IndexCacheThreshold = jt, jm, ct
+		FoldCommitEvery, FoldCommitInterval = ce, ci
+	})
 }
 
 func manyTurns(n int) []Turn {

@@ -73,7 +73,8 @@ func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding 
 		m := stepFileRE.FindStringSubmatch(d.Name())
 		if m == nil {
 			if tempFileRE.MatchString(d.Name()) {
-				out = append(out, Finding{File: path, Kind: KindTempFile, Message: path + ": temporary file left by an interrupted write"})
+				le := &LeftoverFileError{File: path}
+				out = append(out, Finding{File: path, Kind: KindTempFile, Message: le.Error(), Err: le})
 			}
 			continue
 		}
@@ -89,7 +90,8 @@ func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding 
 	for _, d := range roots {
 		if rootTempFileRE.MatchString(d.Name()) {
 			path := filepath.Join(s.dir, d.Name())
-			out = append(out, Finding{File: path, Kind: KindTempFile, Message: path + ": temporary file left by an interrupted write"})
+			le := &LeftoverFileError{File: path}
+			out = append(out, Finding{File: path, Kind: KindTempFile, Message: le.Error(), Err: le})
 		}
 	}
 	return out
