@@ -109,7 +109,27 @@ func TestInterruptedIngestKeepsProgress(t *testing.T) {
 	if code != 0 || rep.Folded+rep.AlreadyIndexed != turns || rep.AlreadyIndexed != prev {
 		t.Fatalf("final ingest: %d %+v %s", code, rep, errs)
 	}
+	// What the kills may leave: temporaries of the atomic writes they cut
+	// (validate reports them, repair moves them to quarantine/); no orphan,
+	// since the finishing run adopted every node written before a kill.
+	out, _, code = cli(t, "", "--dir", dir, "validate", "--json")
+	var rep2 struct {
+		Findings []struct {
+			Kind string `json:"kind"`
+		} `json:"findings"`
+	}
+	mustJSON(t, out, &rep2)
+	for _, f := range rep2.Findings {
+		if f.Kind != contextfold.KindTempFile {
+			t.Errorf("validate after the kills: %s", out)
+		}
+	}
+	if len(rep2.Findings) > 0 {
+		if _, errs, code := cli(t, "", "--dir", dir, "repair", "--apply"); code != 0 {
+			t.Fatalf("repair: %s", errs)
+		}
+	}
 	if out, _, code := cli(t, "", "--dir", dir, "validate"); code != 0 {
-		t.Fatalf("validate after the kills: %s", out)
+		t.Fatalf("validate after the kills and repair: %s", out)
 	}
 }
