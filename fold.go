@@ -213,6 +213,23 @@ func (s *Store) Entry(step int) (*Entry, error) {
 	return ix.entry(r), nil
 }
 
+// IndexVersion returns an opaque string that changes whenever the recall
+// index changes (a fold, an eviction, a repair, a compaction, another
+// process's write): the identity (size, mtime, inode) of recall_index.json,
+// the journal bytes applied and the number of entries. Derived data such as
+// the ranked matcher's index (package match/ranked) binds itself to it.
+// Read-only; safe for concurrent use.
+func (s *Store) IndexVersion() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return "", err
+	}
+	st := s.ixStamp
+	return fmt.Sprintf("%t/%d/%d/%d/%d/%d", st.ok, st.size, st.mtime.UnixNano(), st.ino, s.jOff, ix.len()), nil
+}
+
 // Entries returns every index entry in ascending step order.
 func (s *Store) Entries() ([]*Entry, error) {
 	s.mu.Lock()

@@ -28,6 +28,18 @@ type Hydration struct {
 	ProjectionSHA256 string
 	ArtifactSHA256   string
 	Node             *ColdNode
+	// Windows, set only by focused hydration (package match, ranked mode),
+	// are the parts of RawContent that Content holds, in order; nil when
+	// Content is the reference's prefix truncation or the whole payload.
+	Windows []Window `json:",omitempty"`
+}
+
+// Window is one excerpt of a cold node's payload placed by focused
+// hydration: code-point offsets [Start, End) into RawContent and the
+// 1-based lines [FirstLine, LastLine] it spans.
+type Window struct {
+	Start, End          int
+	FirstLine, LastLine int
 }
 
 // checkContainment verifies that the index's file_path resolves, symlinks

@@ -159,6 +159,12 @@ type ScanPick struct {
 	// tokens; a float only when the policy's numbers are fractional.
 	TokenCost float64
 	Summary   string
+	// Score is the ranked matcher's marginal score when it picked the node
+	// (BM25-like units; package match/ranked); 0 in exact mode.
+	Score float64 `json:",omitempty"`
+	// Why lists, in ranked mode, what matched: "term", "term~stem",
+	// "term(part)", "term@neighbour:STEP"; nil in exact mode.
+	Why []string `json:",omitempty"`
 }
 
 // ScanResult is the outcome of a scan: the nodes to hydrate in pick order,

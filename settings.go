@@ -81,6 +81,20 @@ func (s *Store) settings() (map[string]any, error) {
 	return m, nil
 }
 
+// Setting returns the value of one key of the store's store_settings.json
+// (decoded JSON: bool, string, float64, []any, map[string]any or nil) and
+// whether the key is present. A missing or unreadable file has no keys.
+// Read-only; safe for concurrent use. Used by extensions such as the
+// matching mode ({"matching": "ranked"}, package match).
+func (s *Store) Setting(key string) (any, bool) {
+	m, err := s.settings()
+	if err != nil {
+		return nil, false
+	}
+	v, ok := m[key]
+	return v, ok
+}
+
 func (s *Store) settingBool(key string) (value, ok bool) {
 	m, err := s.settings()
 	if err != nil {

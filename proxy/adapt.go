@@ -29,6 +29,11 @@ type request struct {
 	points []appendAt // per message: where hydrated content goes
 	stream bool
 	seed   []byte // the start of the conversation, for the derived session id
+	// passReason, when set, says why the body is forwarded unchanged
+	// without folding (see responses.go); chained marks a Responses request
+	// continuing a provider-held conversation.
+	passReason string
+	chained    bool
 }
 
 // appendAt says how to add text at the end of a message's content.
@@ -38,6 +43,9 @@ type appendAt struct {
 	empty   bool // empty array
 	ok      bool
 	text    string // the string content (isArr false)
+	// partType is the type of an added text part ("" means "text"; the
+	// Responses API's user content takes "input_text").
+	partType string
 }
 
 // errBadRequest marks a body the proxy rejects with 400.
@@ -49,7 +57,8 @@ func badRequest(msg string) error { return &errBadRequest{msg: msg} }
 
 type toolRef struct{ name, command string }
 
-// parseRequest reads an Anthropic Messages or OpenAI Chat Completions body.
+// parseRequest reads an Anthropic Messages, OpenAI Chat Completions or
+// OpenAI Responses body.
 func parseRequest(api API, body []byte) (*request, error) {
 	if !json.Valid(body) {
 		return nil, badRequest("request body is not valid JSON")
@@ -59,6 +68,9 @@ func parseRequest(api API, body []byte) (*request, error) {
 		return nil, badRequest("request body must be a JSON object")
 	}
 	top := objectFields(body, span{start, valueEnd(body, start)})
+	if api == APIResponses {
+		return parseResponses(body, top)
+	}
 	msgsSp, ok := get(top, "messages")
 	if !ok || kind(body, msgsSp) != '[' {
 		return nil, badRequest(`request body has no "messages" array`)
@@ -306,7 +318,11 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 		case !pt.ok:
 			return nil, errors.New("the prompt message has no content to extend")
 		case pt.isArr:
-			blk := append([]byte(`{"type":"text","text":`), encodeString(d.HydrationText)...)
+			typ := pt.partType
+			if typ == "" {
+				typ = "text"
+			}
+			blk := append([]byte(`{"type":"`+typ+`","text":`), encodeString(d.HydrationText)...)
 			blk = append(blk, '}')
 			if !pt.empty {
 				blk = append([]byte{','}, blk...)

@@ -124,9 +124,12 @@ func (o *observer) event(ev []byte) {
 	if d == "[DONE]" {
 		return
 	}
-	if o.api == APIAnthropic {
+	switch o.api {
+	case APIAnthropic:
 		o.anthropicEvent([]byte(d))
-	} else {
+	case APIResponses:
+		o.responsesEvent([]byte(d))
+	default:
 		o.openaiChunk([]byte(d))
 	}
 }
@@ -263,6 +266,10 @@ func (o *observer) result() Observed {
 }
 
 func (o *observer) parseBody() {
+	if o.api == APIResponses {
+		o.parseResponsesBody()
+		return
+	}
 	if o.api == APIAnthropic {
 		var msg struct {
 			Content []struct {

@@ -1,8 +1,10 @@
 // Package proxy is a transparent LLM proxy that folds an agent's
 // conversation in place: it speaks the Anthropic Messages API
-// (POST /v1/messages) and the OpenAI Chat Completions API
-// (POST /v1/chat/completions), streaming and not, and passes every other
-// request through untouched.
+// (POST /v1/messages), the OpenAI Chat Completions API
+// (POST /v1/chat/completions) and the OpenAI Responses API
+// (POST /v1/responses, see responses.go), streaming and not, and passes
+// every other request through untouched (a POST of an unknown shape with an
+// X-Contextfold-Warning, counted in Stats.UnknownShape).
 //
 // For each API request the proxy reads the body into the neutral model of
 // package harness, runs PreTurnDispatch on the session's store, and splices
@@ -143,16 +145,23 @@ type Server struct {
 
 // Stats is served at GET /contextfold/stats.
 type Stats struct {
-	Requests        int             `json:"requests"`
-	PassThrough     int             `json:"pass_through"`
-	Rejected        int             `json:"rejected"`
-	ClientTokens    int             `json:"client_tokens"`
-	ForwardedTokens int             `json:"forwarded_tokens"`
-	FoldedTokens    int             `json:"folded_tokens"`
-	HydratedTokens  int             `json:"hydrated_tokens"`
-	Warnings        int             `json:"warnings"`
-	Sessions        int             `json:"sessions"`
-	Recent          []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
+	Requests        int `json:"requests"`
+	PassThrough     int `json:"pass_through"`
+	Rejected        int `json:"rejected"`
+	ClientTokens    int `json:"client_tokens"`
+	ForwardedTokens int `json:"forwarded_tokens"`
+	FoldedTokens    int `json:"folded_tokens"`
+	HydratedTokens  int `json:"hydrated_tokens"`
+	Warnings        int `json:"warnings"`
+	// Chained counts Responses requests continuing a provider-held
+	// conversation (previous_response_id): forwarded unchanged, not folded.
+	Chained int `json:"chained"`
+	// UnknownShape counts API requests of a shape the proxy does not know
+	// (a POST to another path, a Responses body without "input"):
+	// forwarded byte for byte with an X-Contextfold-Warning.
+	UnknownShape int             `json:"unknown_shape"`
+	Sessions     int             `json:"sessions"`
+	Recent       []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
 }
 
 type session struct {
@@ -240,6 +249,8 @@ func apiOf(r *http.Request) (API, bool) {
 		return APIAnthropic, true
 	case strings.HasSuffix(r.URL.Path, PathOpenAI):
 		return APIOpenAI, true
+	case strings.HasSuffix(r.URL.Path, PathResponses):
+		return APIResponses, true
 	}
 	return "", false
 }
@@ -255,10 +266,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.stats.PassThrough++
 		s.mu.Unlock()
-		s.rp.ServeHTTP(w, r)
+		s.rp.ServeHTTP(w, unknownShape(s, r))
 		return
 	}
-	if (api == APIAnthropic && s.anthropic == nil) || (api == APIOpenAI && s.openai == nil) {
+	if (api == APIAnthropic && s.anthropic == nil) || (api != APIAnthropic && s.openai == nil) {
 		s.reject(w, api, http.StatusNotFound, "no upstream is configured for the "+string(api)+" API")
 		return
 	}
@@ -287,6 +298,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.reject(w, api, http.StatusBadRequest, err.Error())
 			return
 		}
+		if req.passReason != "" {
+			s.countUnfolded(st, req)
+		}
 		sid := r.Header.Get(HeaderSession)
 		if sid != "" && !validSession.MatchString(sid) {
 			s.reject(w, api, http.StatusBadRequest, HeaderSession+" must be 1 to 64 characters of A-Z a-z 0-9 . _ - and start with a letter or digit")
@@ -295,7 +309,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sid == "" {
 			sid = req.sessionID()
 		}
-		out = s.dispatch(st, req, sid)
+		if req.passReason == "" {
+			out = s.dispatch(st, req, sid)
+		}
 	}
 	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
 	count := contextfold.TokenEstimate
@@ -412,6 +428,9 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 func (s *Server) modifyResponse(resp *http.Response) error {
 	st, _ := resp.Request.Context().Value(ctxKey{}).(*reqState)
 	if st == nil {
+		if w, ok := resp.Request.Context().Value(passWarnKey{}).(string); ok {
+			resp.Header.Add(HeaderWarning, headerSafe(w))
+		}
 		return nil
 	}
 	st.rec.Status = resp.StatusCode

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/mcpserver"
 )
 
@@ -17,6 +18,7 @@ func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusC
 func newHydrateCmd(g *globals) *cobra.Command {
 	var raw bool
 	var offset int
+	var focus string
 	c := &cobra.Command{
 		Use:   "hydrate <step_id>",
 		Short: "Page a cold node in, verified, within the per-call cap (CONF-05/06/09)",
@@ -27,10 +29,16 @@ points when its estimate exceeds max_rehydration_tokens_per_call. hydrate
 changes nothing in the store.
 
 Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
-5 broken reference.`,
+5 broken reference.
+
+--focus PROMPT (ranked focused hydration): when the node exceeds the cap,
+print windows of whole lines around the lines that hold the prompt's terms,
+each after a marker naming its lines and character offsets, instead of the
+node's first 4 × cap code points. The whole node is verified first.`,
 		Example: `  contextfold hydrate 137
   contextfold hydrate 137 --json | jq -r .payload_sha256
-  contextfold hydrate -- -1`,
+  contextfold hydrate -- -1
+  contextfold hydrate 16 --focus "which test failed in the ledger package?"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseStepID(args[0])
@@ -41,7 +49,15 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 			if err != nil {
 				return err
 			}
-			h, err := s.Hydrate(id)
+			var h *contextfold.Hydration
+			if cmd.Flags().Changed("focus") {
+				if offset > 0 {
+					return usagef("--focus and --offset do not combine: --offset reads the plain content")
+				}
+				h, err = match.Hydrate(s, id, focus, match.Ranked)
+			} else {
+				h, err = s.Hydrate(id)
+			}
 			if err != nil {
 				return err
 			}
@@ -63,13 +79,21 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				return writeJSON(out, map[string]any{
+				doc := map[string]any{
 					"step_id": h.StepID, "content": h.Content, "raw_content": h.RawContent,
 					"token_estimate": h.TokenEstimate, "truncated": h.Truncated,
 					"payload_sha256": h.PayloadSHA256, "projection_sha256": h.ProjectionSHA256,
 					"artifact_sha256": h.ArtifactSHA256, "summary": h.Summary,
 					"offset": page.Offset, "next_offset": page.Next, "total_chars": page.Total,
-				})
+				}
+				if h.Windows != nil {
+					wins := make([]map[string]any, len(h.Windows))
+					for i, w := range h.Windows {
+						wins[i] = map[string]any{"start": w.Start, "end": w.End, "first_line": w.FirstLine, "last_line": w.LastLine}
+					}
+					doc["windows"] = wins
+				}
+				return writeJSON(out, doc)
 			}
 			if raw {
 				fmt.Fprint(out, h.Content)
@@ -81,12 +105,16 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 			} else if h.Truncated {
 				state = "truncated: the per-call cap allows no content"
 			}
+			if h.Windows != nil {
+				state = fmt.Sprintf("focused: %d window(s) around the matched lines", len(h.Windows))
+			}
 			fmt.Fprintf(out, "step %d · %s · %d tokens (%s) · verified artifact %s…\n--- content ---\n%s\n--- end ---\n",
 				h.StepID, terminalSafe(h.Summary), h.TokenEstimate, state, h.ArtifactSHA256[:12], terminalSafe(h.Content))
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&raw, "raw", false, "print only the content, nothing around it")
+	c.Flags().StringVar(&focus, "focus", "", "place the content's window(s) around the lines matching this prompt (ranked focused hydration)")
 	c.Flags().IntVar(&offset, "offset", 0, "start at this many characters (code points) into the verified content, to read past the per-call cap")
 	return c
 }

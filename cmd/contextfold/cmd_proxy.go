@@ -32,9 +32,10 @@ func newProxyCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "proxy",
 		Short: "Run a transparent LLM proxy that folds old turns and hydrates them on demand",
-		Long: `proxy listens for the Anthropic Messages API (POST /v1/messages) and the
-OpenAI Chat Completions API (POST /v1/chat/completions), streaming or not, and
-forwards them to the upstream. Before forwarding it folds old verbose turns
+		Long: `proxy listens for the Anthropic Messages API (POST /v1/messages), the
+OpenAI Chat Completions API (POST /v1/chat/completions) and the OpenAI
+Responses API (POST /v1/responses), streaming or not, and forwards them to
+the upstream. Before forwarding it folds old verbose turns
 into the session's store (replacing each by its folded-step record) and
 hydrates, verified, the cold nodes the latest human prompt mentions. Every
 other path passes through untouched. GET /contextfold/stats returns counters.
@@ -45,7 +46,8 @@ contextfold/proxy), one per session.
 
 Point a client at it:
   ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
-  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 aider`,
+  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 aider
+  Codex, Qwen Code and others: see docs/agents.md`,
 		Example: `  contextfold proxy --upstream https://api.anthropic.com
   contextfold proxy --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com --openai-upstream https://api.openai.com
   contextfold proxy --hot-window 20 --fold-block 32 --min-fold-tokens 512`,

@@ -5,21 +5,48 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 func init() { commands = append(commands, newScanCmd, newRecallCmd) }
 
+// matchFlag adds --match to a query command; resolve gives the mode: the
+// flag's, else the store's {"matching": …} setting, else exact.
+func matchFlag(c *cobra.Command) func(s *contextfold.Store) (match.Mode, error) {
+	var name string
+	c.Flags().StringVar(&name, "match", "", "matching mode: exact (the reference, default) or ranked (BM25-like, stems, cut-off); default: the store's \"matching\" setting, else exact")
+	return func(s *contextfold.Store) (match.Mode, error) {
+		if name == "" {
+			return match.StoreMode(s), nil
+		}
+		m, err := match.ParseMode(name)
+		if err != nil {
+			return "", usagef("--match: %v", err)
+		}
+		return m, nil
+	}
+}
+
 func newScanCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var mode func(*contextfold.Store) (match.Mode, error)
+	c := &cobra.Command{
 		Use:   "scan <prompt…>",
 		Short: "Show which cold nodes the MMU would hydrate for a prompt (push, CONF-13)",
 		Long: `scan matches a prompt against the recall index the way the software MMU does
 before a turn: query terms are the prompt's identifiers, files and error names;
 nodes are picked by residual greedy set cover (most uncovered terms first, the
 larger step id on ties), admitted while they fit the per-turn budget. scan
-changes nothing; use hydrate to page a node in.`,
+changes nothing; use hydrate to page a node in.
+
+--match ranked uses the ranked matcher instead (package match/ranked): terms
+weighed by rarity, stems and identifier parts, neighbouring turns, a score
+cut-off (nothing when nothing scores clearly) and intent ownership; each pick
+shows its score and why it matched.`,
 		Example: `  contextfold scan "What port are we using for PostgreSQL, and which migration applied the billing table?"
-  contextfold scan --json -- "-v flag broke tests/test_api.py"`,
+  contextfold scan --json -- "-v flag broke tests/test_api.py"
+  contextfold scan --match ranked "why did the tenant billing migration fail?"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("scan needs a prompt: contextfold scan <prompt…>")
@@ -28,7 +55,11 @@ changes nothing; use hydrate to page a node in.`,
 			if err != nil {
 				return err
 			}
-			res, err := s.Scan(strings.Join(args, " "))
+			m, err := mode(s)
+			if err != nil {
+				return err
+			}
+			res, err := match.Scan(s, strings.Join(args, " "), m)
 			if err != nil {
 				return err
 			}
@@ -36,10 +67,10 @@ changes nothing; use hydrate to page a node in.`,
 			if g.jsonOut {
 				var sel, drop []pickJSON
 				for _, p := range res.Selected {
-					sel = append(sel, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary})
+					sel = append(sel, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary, p.Score, p.Why})
 				}
 				for _, p := range res.Dropped {
-					drop = append(drop, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary})
+					drop = append(drop, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary, p.Score, p.Why})
 				}
 				if sel == nil {
 					sel = []pickJSON{}
@@ -47,8 +78,12 @@ changes nothing; use hydrate to page a node in.`,
 				if drop == nil {
 					drop = []pickJSON{}
 				}
-				return writeJSON(out, map[string]any{"query_terms": res.QueryTerms, "selected": sel, "dropped": drop,
-					"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens)})
+				doc := map[string]any{"query_terms": res.QueryTerms, "selected": sel, "dropped": drop,
+					"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens)}
+				if m == match.Ranked {
+					doc["match"] = string(m)
+				}
+				return writeJSON(out, doc)
 			}
 			fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
 			if len(res.Selected) == 0 {
@@ -58,6 +93,9 @@ changes nothing; use hydrate to page a node in.`,
 			fmt.Fprintf(out, "would hydrate (%v of %v tokens):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))
 			for i, p := range res.Selected {
 				fmt.Fprintf(out, "  %d. step %d  [%s]  %v tokens  %s\n", i+1, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost), preview(p.Summary, 80))
+				if m == match.Ranked {
+					fmt.Fprintf(out, "     score %.3f: %s\n", p.Score, strings.Join(p.Why, "; "))
+				}
 			}
 			for _, p := range res.Dropped {
 				fmt.Fprintf(out, "  dropped: step %d  [%s]  %v tokens do not fit the per-turn budget\n", p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost))
@@ -65,6 +103,8 @@ changes nothing; use hydrate to page a node in.`,
 			return nil
 		},
 	}
+	mode = matchFlag(c)
+	return c
 }
 
 type pickJSON struct {
@@ -72,6 +112,8 @@ type pickJSON struct {
 	MatchedTerms []string `json:"matched_terms"`
 	TokenCost    any      `json:"token_cost"`
 	Summary      string   `json:"summary"`
+	Score        float64  `json:"score,omitempty"` // ranked only
+	Why          []string `json:"why,omitempty"`   // ranked only
 }
 
 // numberOut prints integral values as integers.
@@ -83,13 +125,16 @@ func numberOut(f float64) any {
 }
 
 func newRecallCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var mode func(*contextfold.Store) (match.Mode, error)
+	c := &cobra.Command{
 		Use:   "recall <query…>",
 		Short: "Rank archived turns for a query, newest first (pull, CONF-04)",
 		Long: `recall ranks the nodes that hold the query's identifiers. The nodes with the
 highest coverage come first, newest step first, labelled latest_chronological,
 superseded…, historical; the other candidates follow, labelled related. The
-score is +2 per query term in the node's summary and +1 per term in the node.`,
+score is +2 per query term in the node's summary and +1 per term in the node.
+--match ranked ranks with the ranked scorer (score = ranked score × 100) and
+keeps the labels.`,
 		Example: `  contextfold recall PostgreSQL port
   contextfold recall --json migration V12`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -100,7 +145,11 @@ score is +2 per query term in the node's summary and +1 per term in the node.`,
 			if err != nil {
 				return err
 			}
-			hits, err := s.Recall(strings.Join(args, " "))
+			m, err := mode(s)
+			if err != nil {
+				return err
+			}
+			hits, err := match.Recall(s, strings.Join(args, " "), m)
 			if err != nil {
 				return err
 			}
@@ -122,4 +171,6 @@ score is +2 per query term in the node's summary and +1 per term in the node.`,
 			return nil
 		},
 	}
+	mode = matchFlag(c)
+	return c
 }

@@ -1,0 +1,267 @@
+// Package match dispatches the MMU's matching between the reference's exact
+// mode and the ranked mode (package match/ranked), which spec §4 allows "on
+// top of the index, without changing the cold storage or hash verification
+// contracts": whatever the mode, the cold nodes, the index entries and the
+// three hashes are the same, and hydration verifies the whole artifact
+// first.
+//
+//   - Exact is the reference (spec §5): identifiers, files and errors of the
+//     prompt, residual greedy set cover, prefix truncation. It is the
+//     default of the command line and what the conformance vectors check.
+//   - Ranked weighs terms by rarity (BM25-like), stems, splits identifiers,
+//     uses neighbouring turns, cuts off by score, keeps intent ownership
+//     (CONF-13), and hydrates large nodes by windows around the matched
+//     lines (focused hydration).
+//
+// Every function is read-only towards the store (CONF-08): the ranked index
+// lives in memory (one per store directory and process).
+package match
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match/ranked"
+	"github.com/contextfold/contextfold/tokens"
+)
+
+// Mode is a matching mode.
+type Mode string
+
+const (
+	// Exact is the reference's matching (spec §5).
+	Exact Mode = "exact"
+	// Ranked is the ranked matcher (package match/ranked).
+	Ranked Mode = "ranked"
+)
+
+// Modes lists the modes, in the order shown to users.
+var Modes = []Mode{Exact, Ranked}
+
+// SettingKey is the store_settings.json key that selects the mode of a
+// store ({"matching": "ranked"}).
+const SettingKey = "matching"
+
+// ErrUnknownMode is wrapped by ParseMode's error.
+var ErrUnknownMode = errors.New("unknown matching mode")
+
+// ParseMode parses a mode name (case-insensitive, surrounding spaces
+// ignored). An unknown name is an error wrapping ErrUnknownMode that lists
+// the modes.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(strings.ToLower(strings.TrimSpace(s))) {
+	case Exact:
+		return Exact, nil
+	case Ranked:
+		return Ranked, nil
+	}
+	return "", fmt.Errorf("%w %q: use one of %s", ErrUnknownMode, s, modeList())
+}
+
+func modeList() string {
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
+}
+
+// StoreMode returns the mode the store's settings ask for: Ranked when
+// store_settings.json holds {"matching": "ranked"}, else Exact (also when
+// the value is not a known mode name).
+func StoreMode(s *contextfold.Store) Mode {
+	v, ok := s.Setting(SettingKey)
+	if !ok {
+		return Exact
+	}
+	name, _ := v.(string)
+	if m, err := ParseMode(name); err == nil {
+		return m
+	}
+	return Exact
+}
+
+// params are the ranked scorer's constants used by this package.
+var params = ranked.DefaultParams()
+
+// Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
+// Ranked: the ranked picks, best first, admitted against the same per-turn
+// budget as exact (the first pick always, a later one only if its cost,
+// min(token_estimate, per-call cap, per-turn budget), fits what remains;
+// the others are Dropped). Each ranked pick carries its Score and Why.
+func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResult, error) {
+	if mode != Ranked {
+		return s.Scan(prompt)
+	}
+	capTokens, budget, err := limits(s)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := ranked.For(s)
+	if err != nil {
+		return nil, err
+	}
+	r := ix.Scan(prompt, params)
+	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
+	remaining := budget
+	for _, p := range r.Picks {
+		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
+		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
+		if len(res.Selected) == 0 || cost <= remaining {
+			res.Selected = append(res.Selected, pick)
+			remaining -= cost
+			res.UsedTokens += cost
+		} else {
+			res.Dropped = append(res.Dropped, pick)
+		}
+	}
+	return res, nil
+}
+
+// Explain is a ranked scan with what it left out, for the inspector: the
+// scan result plus the candidates below the cut-off and those superseded by
+// a newer node (intent ownership).
+type Explain struct {
+	Result     *contextfold.ScanResult
+	CutOff     []contextfold.ScanPick
+	Superseded []contextfold.ScanPick
+}
+
+// ExplainRanked runs a ranked scan and reports what the cut-off and intent
+// ownership left out.
+func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
+	res, err := Scan(s, prompt, Ranked)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := ranked.For(s)
+	if err != nil {
+		return nil, err
+	}
+	r := ix.Scan(prompt, params)
+	conv := func(ps []ranked.Pick) []contextfold.ScanPick {
+		out := []contextfold.ScanPick{}
+		for _, p := range ps {
+			out = append(out, contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: float64(p.Tokens), Summary: p.Summary, Score: p.Score, Why: p.Why})
+		}
+		return out
+	}
+	return &Explain{Result: res, CutOff: conv(r.CutOff), Superseded: conv(r.Superseded)}, nil
+}
+
+// Recall is recall in the given mode. Exact: exactly s.Recall(query).
+// Ranked: the nodes the ranked scorer finds (before any cut-off by budget),
+// labelled as CONF-04 does: the nodes holding the most distinct prompt
+// terms form the primary tier, newest first, labelled
+// latest_chronological, superseded…, historical; the others follow by
+// score, labelled related. Score is the ranked score × 100, rounded.
+func Recall(s *contextfold.Store, query string, mode Mode) ([]contextfold.RecallHit, error) {
+	if mode != Ranked {
+		return s.Recall(query)
+	}
+	ix, err := ranked.For(s)
+	if err != nil {
+		return nil, err
+	}
+	hits := ix.Recall(query, params)
+	out := []contextfold.RecallHit{}
+	if len(hits) == 0 {
+		return out, nil
+	}
+	maxCov := 0
+	for _, h := range hits {
+		maxCov = max(maxCov, h.Coverage)
+	}
+	var primary, rest []contextfold.RecallHit
+	for _, h := range hits {
+		rh := contextfold.RecallHit{StepID: h.Step, Coverage: h.Coverage, Score: int(math.Round(h.Score * 100)), Summary: h.Summary, Evicted: h.Evicted}
+		if h.Coverage == maxCov {
+			primary = append(primary, rh)
+		} else {
+			rh.Status = contextfold.StatusRelated
+			rest = append(rest, rh)
+		}
+	}
+	sort.SliceStable(primary, func(i, j int) bool { return primary[i].StepID > primary[j].StepID })
+	for i := range primary {
+		switch {
+		case i == 0:
+			primary[i].Status = contextfold.StatusLatest
+		case i == len(primary)-1:
+			primary[i].Status = contextfold.StatusHistorical
+		default:
+			primary[i].Status = contextfold.StatusSuperseded
+		}
+	}
+	return append(out, append(primary, rest...)...), nil
+}
+
+// Hydrate pages a cold node in. Exact: exactly s.Hydrate(step) (the
+// reference's prefix truncation). Ranked: the same verified hydration (the
+// whole artifact and payload are verified first, with the same errors);
+// then, when the node exceeds the per-call cap and a line of it holds a
+// term of prompt, Content holds windows of whole lines around the matched
+// lines, each after a marker line naming its lines and character offsets
+// (Windows lists them), within 4 × cap code points (the heuristic's
+// characters per token; with an exact token counter, within cap tokens).
+// Without a matched line, Content is the reference's truncation.
+func Hydrate(s *contextfold.Store, step int, prompt string, mode Mode) (*contextfold.Hydration, error) {
+	h, err := s.Hydrate(step)
+	if err != nil || mode != Ranked || !h.Truncated {
+		return h, err
+	}
+	capTokens, _, err := limits(s)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := ranked.For(s)
+	if err != nil {
+		return nil, err
+	}
+	weights := ix.Weights(prompt, params)
+	counter := s.TokenCounter()
+	limit := int(math.Floor(capTokens * 4))
+	for limit > 0 {
+		text, wins := ranked.Focus(h.RawContent, weights, limit)
+		if wins == nil {
+			return h, nil
+		}
+		n := counter.Count(text)
+		if counter.Name() == tokens.HeuristicName || n <= int(capTokens) {
+			h.Content, h.TokenEstimate = text, n
+			h.Windows = make([]contextfold.Window, len(wins))
+			for i, w := range wins {
+				h.Windows[i] = contextfold.Window{Start: w.Start, End: w.End, FirstLine: w.FirstLine, LastLine: w.LastLine}
+			}
+			return h, nil
+		}
+		limit = limit * 3 / 4
+	}
+	return h, nil
+}
+
+func limits(s *contextfold.Store) (capTokens, budget float64, err error) {
+	policy, err := s.Policy()
+	if err != nil {
+		return 0, 0, err
+	}
+	if capTokens, err = policy.MaxTokensPerCall(); err != nil {
+		return 0, 0, &contextfold.StoreFileError{File: filepath.Join(s.Dir(), contextfold.PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_call to a number"}
+	}
+	if budget, err = policy.MaxTokensPerTurn(); err != nil {
+		return 0, 0, &contextfold.StoreFileError{File: filepath.Join(s.Dir(), contextfold.PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_turn to a number"}
+	}
+	return capTokens, budget, nil
+}
+
+func nonNil(ss []string) []string {
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}

@@ -1,0 +1,336 @@
+package ranked
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	snowball "github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
+	"github.com/blevesearch/snowballstem/spanish"
+	"github.com/blevesearch/snowballstem/turkish"
+
+	"github.com/contextfold/contextfold/internal/extract"
+)
+
+// Kind says how a term was derived from the text. The cold node side indexes
+// every kind under the same term string; the query side weighs a matched
+// term by its kind (see kindWeight).
+type Kind uint8
+
+const (
+	// KindWord is a word or number as written (folded), or the Snowball stem
+	// of an alphabetic word (rule "stem": failed → fail, migrations → migrat).
+	KindWord Kind = iota
+	// KindCompound is a run joined by . / - : \ @ # + (a path, a file name, a
+	// version, a decimal number with its unit: test_models.py, 0.33s, 99.9).
+	KindCompound
+	// KindPart is a part of an identifier (rule "identifier parts":
+	// TenantBilling → tenant, bill; test_models → test, model).
+	KindPart
+	// KindFuzzy is the first four letters of a stem, for inflections the
+	// stemmer does not join (failure/failed, postgres/postgresql).
+	KindFuzzy
+	// KindCJK is a character bigram of a Chinese, Japanese or Korean run
+	// (rule "CJK n-grams"; these scripts do not separate words by spaces).
+	KindCJK
+)
+
+// kindWeight is the query-side weight of a matched term of each kind.
+var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7}
+
+// fuzzyPrefix marks fuzzy terms so that they never collide with words.
+const fuzzyPrefix = "\x01"
+
+// Term is one term of an analysed text.
+type Term struct {
+	Text string
+	Kind Kind
+	Src  string // the word or run of the text it was derived from
+}
+
+// analyzer holds the per-call Snowball environment (not safe for
+// concurrent use; Analyze makes one per call).
+type analyzer struct {
+	env *snowball.Env
+}
+
+// maxAnalyzeBytes bounds the text analysed per document or prompt (bytes):
+// a 1 MB prompt is analysed in full, anything longer is cut (on a rune
+// boundary) so that work stays linear and bounded.
+const maxAnalyzeBytes = 4 << 20
+
+// Analyze returns the terms of text in order of occurrence (duplicates
+// kept: a document's term frequencies count them). Deterministic; invalid
+// UTF-8 is read as U+FFFD, which is no word character. Safe for concurrent
+// use.
+func Analyze(text string) []Term {
+	var out []Term
+	analyzeInto(text, func(t Term) { out = append(out, t) })
+	return out
+}
+
+func analyzeInto(text string, emit func(Term)) {
+	if len(text) > maxAnalyzeBytes {
+		cut := maxAnalyzeBytes
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	a := &analyzer{env: snowball.NewEnv("")}
+	// Chunks: maximal runs of word characters and joiners.
+	start := -1
+	for i, r := range text {
+		if isChunkRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			a.chunk(text[start:i], emit)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		a.chunk(text[start:], emit)
+	}
+}
+
+func isJoiner(r rune) bool {
+	switch r {
+	case '.', '/', '-', ':', '\\', '@', '#', '+':
+		return true
+	}
+	return false
+}
+
+func isChunkRune(r rune) bool { return (extract.IsWord(r) && r != utf8.RuneError) || isJoiner(r) }
+
+func isCJK(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
+}
+
+// chunk analyses one run of word characters and joiners.
+func (a *analyzer) chunk(c string, emit func(Term)) {
+	c = strings.TrimFunc(c, isJoiner)
+	if c == "" {
+		return
+	}
+	words := strings.FieldsFunc(c, isJoiner)
+	if len(words) > 1 {
+		whole := extract.FoldTerm(c)
+		if utf8.RuneCountInString(whole) <= 200 {
+			emit(Term{whole, KindCompound, c})
+			// A path also yields its last element (ingest/x/foo.go → foo.go)
+			// and a file:line reference its file (app.py:42 → app.py).
+			if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") {
+				emit(Term{whole[i+1:], KindCompound, c})
+			}
+			if i := strings.LastIndexByte(whole, ':'); i > 0 && allDigits(whole[i+1:]) && strings.ContainsAny(whole[:i], ".") {
+				emit(Term{whole[:i], KindCompound, c})
+			}
+		}
+	}
+	for _, w := range words {
+		a.word(w, emit)
+	}
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// word analyses one run of word characters (underscores included).
+func (a *analyzer) word(w string, emit func(Term)) {
+	// CJK runs inside the word are n-grammed apart from the rest.
+	if hasCJK(w) {
+		var rest []rune
+		var cjk []rune
+		flush := func() {
+			if len(cjk) > 0 {
+				cjkGrams(cjk, emit)
+				cjk = cjk[:0]
+			}
+			if len(rest) > 0 {
+				a.word(string(rest), emit)
+				rest = rest[:0]
+			}
+		}
+		for _, r := range w {
+			if isCJK(r) {
+				if len(rest) > 0 {
+					a.word(string(rest), emit)
+					rest = rest[:0]
+				}
+				cjk = append(cjk, r)
+			} else {
+				if len(cjk) > 0 {
+					cjkGrams(cjk, emit)
+					cjk = cjk[:0]
+				}
+				rest = append(rest, r)
+			}
+		}
+		flush()
+		return
+	}
+	folded := extract.FoldTerm(w)
+	parts := identifierParts(w)
+	if hasDigit(folded) && len(parts) <= 1 {
+		// A number or an alphanumeric token (v12, 5433, e2e): as written.
+		if len(folded) >= 2 {
+			emit(Term{folded, KindWord, w})
+		}
+		return
+	}
+	if len(parts) > 1 {
+		emit(Term{folded, KindWord, w})
+		for _, p := range parts {
+			a.alpha(extract.FoldTerm(p), w, KindPart, emit)
+		}
+		return
+	}
+	a.alpha(folded, w, KindWord, emit)
+}
+
+// alpha emits the stem (and its fuzzy prefix) of one folded word, unless it
+// is a stop word.
+func (a *analyzer) alpha(w, src string, kind Kind, emit func(Term)) {
+	if utf8.RuneCountInString(w) < 2 || IsStopWord(w) {
+		return
+	}
+	if hasDigit(w) {
+		emit(Term{w, kind, src})
+		return
+	}
+	st := a.stem(w)
+	emit(Term{st, kind, src})
+	if rs := []rune(st); len(rs) >= 4 && kind == KindWord {
+		emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
+	}
+}
+
+// stem applies the Snowball stemmer of the word's language, chosen from its
+// letters alone (so that a prompt and a cold node stem a word alike):
+// Turkish when it has ğ ş ı ç ö ü, Spanish when it has ñ or an acute
+// accent, English for plain ASCII; other scripts are left as they are.
+func (a *analyzer) stem(w string) string {
+	lang := 'e'
+	for _, r := range w {
+		switch {
+		case strings.ContainsRune("ğşıçöü", r):
+			lang = 't'
+		case strings.ContainsRune("ñáéíóú", r):
+			if lang != 't' {
+				lang = 's'
+			}
+		case r >= utf8.RuneSelf && lang == 'e':
+			lang = 'x'
+		}
+	}
+	if lang == 'x' {
+		return w
+	}
+	a.env.SetCurrent(w)
+	switch lang {
+	case 't':
+		turkish.Stem(a.env)
+	case 's':
+		spanish.Stem(a.env)
+	default:
+		english.Stem(a.env)
+	}
+	if st := a.env.Current(); st != "" {
+		return st
+	}
+	return w
+}
+
+func hasDigit(s string) bool {
+	for _, r := range s {
+		if unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCJK(s string) bool {
+	for _, r := range s {
+		if r >= 0x1100 && isCJK(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// identifierParts splits an identifier at underscores and lower→upper or
+// letter↔digit case changes (TenantBilling → Tenant, Billing; HTTPServer →
+// HTTP, Server; test_models → test, models). One part: no split.
+func identifierParts(w string) []string {
+	var parts []string
+	for _, seg := range strings.FieldsFunc(w, func(r rune) bool { return r == '_' }) {
+		rs := []rune(seg)
+		start := 0
+		for i := 1; i < len(rs); i++ {
+			prev, cur := rs[i-1], rs[i]
+			split := false
+			switch {
+			case unicode.IsLower(prev) && unicode.IsUpper(cur):
+				// Not before an all-capitals tail (PostgreSQL, MySQL): that is
+				// a name, not two words.
+				split = hasLower(rs[i:])
+			case unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
+				split = true
+			case unicode.IsLetter(prev) && unicode.IsDigit(cur), unicode.IsDigit(prev) && unicode.IsLetter(cur):
+				split = true
+			}
+			if split {
+				parts = append(parts, string(rs[start:i]))
+				start = i
+			}
+		}
+		parts = append(parts, string(rs[start:]))
+	}
+	return parts
+}
+
+// cjkGrams emits the character bigrams of a CJK run (a lone character as
+// itself), skipping stop words and bigrams made only of stop characters.
+func cjkGrams(rs []rune, emit func(Term)) {
+	if len(rs) == 1 {
+		if !cjkStopChars[rs[0]] {
+			emit(Term{string(rs), KindCJK, string(rs)})
+		}
+		return
+	}
+	for i := 0; i+1 < len(rs); i++ {
+		if cjkStopChars[rs[i]] && cjkStopChars[rs[i+1]] {
+			continue
+		}
+		g := string(rs[i : i+2])
+		if cjkStopWords[g] {
+			continue
+		}
+		emit(Term{g, KindCJK, g})
+	}
+}
+
+func hasLower(rs []rune) bool {
+	for _, r := range rs {
+		if unicode.IsLower(r) {
+			return true
+		}
+	}
+	return false
+}

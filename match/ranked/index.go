@@ -1,0 +1,227 @@
+package ranked
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/contextfold/contextfold"
+)
+
+// doc is one cold node as the ranked matcher sees it.
+type doc struct {
+	step     int
+	artifact string // artifact_sha256 of the node it was derived from
+	tokens   int    // the node's token_estimate (tokens)
+	length   float64
+	summary  string
+	evicted  bool
+	dead     bool // replaced or no longer indexed: skipped by every query
+}
+
+type posting struct {
+	doc int32
+	tf  uint16
+}
+
+// Index is the ranked matcher's inverted index over a store's cold nodes:
+// for every analysed term (see Analyze) the nodes holding it and how often.
+// It is derived data: built from the cold nodes read through the store's
+// public API, bound to each node's artifact_sha256, and brought up to date
+// incrementally (a fold adds only the new nodes' postings). Safe for
+// concurrent use.
+type Index struct {
+	mu      sync.Mutex
+	vocab   map[string]int32
+	post    [][]posting
+	docs    []doc
+	byStep  map[int]int32
+	order   []int32 // live docs in ascending step order
+	rank    []int32 // doc → position in order (-1: dead)
+	live    int
+	total   float64 // sum of live docs' lengths
+	version string  // store index version the index was refreshed against
+
+	// scratch, reused across queries (guarded by mu)
+	acc  []float64
+	tmp  []float32
+	seen []bool
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}}
+}
+
+var registry = struct {
+	sync.Mutex
+	m map[string]*Index
+}{m: map[string]*Index{}}
+
+// For returns the process-wide ranked index of the store, refreshed to the
+// store's current recall index. Read-only towards the store: it never
+// writes a file inside it (CONF-08).
+func For(s *contextfold.Store) (*Index, error) {
+	registry.Lock()
+	ix := registry.m[s.Dir()]
+	if ix == nil {
+		ix = NewIndex()
+		registry.m[s.Dir()] = ix
+	}
+	registry.Unlock()
+	if err := ix.Refresh(s); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// Refresh brings the index up to date with the store: nodes not seen yet,
+// or whose artifact_sha256 changed, are read and analysed; nodes no longer
+// indexed are dropped; eviction flags are copied. Cost: one pass over the
+// index entries plus the new nodes, nothing when the store's index did not
+// change since the last refresh.
+func (ix *Index) Refresh(s *contextfold.Store) error {
+	ver, err := s.IndexVersion()
+	if err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ver == ix.version && ix.version != "" {
+		return nil
+	}
+	entries, err := s.Entries()
+	if err != nil {
+		return err
+	}
+	present := make(map[int]bool, len(entries))
+	changed := false
+	for _, e := range entries {
+		present[e.StepID] = true
+		if d, ok := ix.byStep[e.StepID]; ok {
+			if ix.docs[d].artifact == e.ArtifactSHA256 {
+				ix.docs[d].evicted = e.Evicted
+				continue
+			}
+			ix.kill(d)
+		}
+		text := e.Summary
+		if n, err := s.ReadColdNode(e.StepID); err == nil {
+			text = n.Summary + "\n" + n.RawContent
+		}
+		ix.add(doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}, text)
+		changed = true
+	}
+	for step, d := range ix.byStep {
+		if !present[step] {
+			ix.kill(d)
+			changed = true
+		}
+	}
+	if changed {
+		ix.reorder()
+	}
+	ix.version = ver
+	return nil
+}
+
+// Add indexes one node's text (summary and payload) under its step; a step
+// already indexed is replaced. For tests and evaluations that build an
+// index without a store.
+func (ix *Index) Add(step int, artifact string, tokens int, summary, text string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if d, ok := ix.byStep[step]; ok {
+		ix.kill(d)
+	}
+	ix.add(doc{step: step, artifact: artifact, tokens: tokens, summary: summary}, text)
+	ix.reorder()
+}
+
+func (ix *Index) kill(d int32) {
+	if ix.docs[d].dead {
+		return
+	}
+	ix.docs[d].dead = true
+	ix.live--
+	ix.total -= ix.docs[d].length
+	delete(ix.byStep, ix.docs[d].step)
+}
+
+func (ix *Index) add(d doc, text string) {
+	id := int32(len(ix.docs))
+	tf := map[int32]int{}
+	var terms []int32
+	n := 0
+	analyzeInto(text, func(t Term) {
+		if t.Kind != KindFuzzy && t.Kind != KindCompound {
+			n++
+		}
+		tid, ok := ix.vocab[t.Text]
+		if !ok {
+			tid = int32(len(ix.post))
+			ix.vocab[t.Text] = tid
+			ix.post = append(ix.post, nil)
+		}
+		if tf[tid] == 0 {
+			terms = append(terms, tid)
+		}
+		tf[tid]++
+	})
+	for _, tid := range terms {
+		c := tf[tid]
+		if c > 65535 {
+			c = 65535
+		}
+		ix.post[tid] = append(ix.post[tid], posting{doc: id, tf: uint16(c)})
+	}
+	d.length = float64(max(n, 1))
+	ix.docs = append(ix.docs, d)
+	ix.byStep[d.step] = id
+	ix.live++
+	ix.total += d.length
+}
+
+// reorder recomputes the step order of the live docs (neighbours).
+func (ix *Index) reorder() {
+	ix.order = ix.order[:0]
+	for i := range ix.docs {
+		if !ix.docs[i].dead {
+			ix.order = append(ix.order, int32(i))
+		}
+	}
+	sort.Slice(ix.order, func(a, b int) bool { return ix.docs[ix.order[a]].step < ix.docs[ix.order[b]].step })
+	if cap(ix.rank) < len(ix.docs) {
+		ix.rank = make([]int32, len(ix.docs))
+	}
+	ix.rank = ix.rank[:len(ix.docs)]
+	for i := range ix.rank {
+		ix.rank[i] = -1
+	}
+	for i, d := range ix.order {
+		ix.rank[d] = int32(i)
+	}
+}
+
+// neighbours returns the live docs just before and after d in step order
+// (-1 when none).
+func (ix *Index) neighbours(d int32) (prev, next int32) {
+	prev, next = -1, -1
+	r := ix.rank[d]
+	if r < 0 {
+		return
+	}
+	if r > 0 {
+		prev = ix.order[r-1]
+	}
+	if int(r)+1 < len(ix.order) {
+		next = ix.order[r+1]
+	}
+	return
+}
+
+// Len returns the number of live nodes indexed.
+func (ix *Index) Len() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.live
+}

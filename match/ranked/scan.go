@@ -1,0 +1,534 @@
+package ranked
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Params are the scorer's constants. The zero value is not valid; use
+// DefaultParams.
+type Params struct {
+	K1, B float64 // BM25 term-frequency saturation and length normalisation
+	// MaxLenRatio caps a node's length relative to the average in the
+	// length normalisation, so that the matched line of a 3,000-token file
+	// view still counts (rule "long nodes").
+	MaxLenRatio float64
+	// Neighbour is the weight of a term matched in the node just before or
+	// after (rule "conversation structure": a tool result is found through
+	// its call, a call through its result, an answer through its question).
+	// Below 1 so that the node holding the term itself wins.
+	Neighbour float64
+	// Covered is the weight left to a term already covered by an earlier
+	// pick of the same scan (rule "ranked set cover").
+	Covered float64
+	// Ratio: a pick needs a marginal score of at least Ratio × the best
+	// node's score (rule "cut-off").
+	Ratio float64
+	// Floor: the best node must score at least Floor, in idf units (rule
+	// "cut-off": nothing is hydrated when nothing scores clearly).
+	Floor float64
+	// MinShare: the best node must cover at least this share of the
+	// prompt's information (the idf mass of its terms, unknown terms
+	// counted at the highest idf): a prompt about something the archive
+	// never saw hydrates nothing even if its generic words match.
+	MinShare float64
+	// Supersede turns on intent ownership (spec §4, CONF-13): a node is
+	// never picked when a newer node holds every prompt term it holds.
+	Supersede bool
+	// MaxTerms bounds the prompt terms kept (the rarest), so a 1 MB prompt
+	// costs what 64 terms cost.
+	MaxTerms int
+	// Candidates bounds the nodes examined by the selection.
+	Candidates int
+}
+
+// DefaultParams are the constants the ranked mode uses.
+func DefaultParams() Params {
+	return Params{K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3,
+		Supersede: true, MaxTerms: 64, Candidates: 200}
+}
+
+// qterm is one distinct term of a prompt.
+type qterm struct {
+	id      int32
+	text    string
+	src     string
+	kind    Kind
+	weight  float64 // kindWeight × idf
+	primary bool    // counts for coverage and intent ownership
+	group   int     // terms derived from one word of the prompt share a group
+}
+
+// Query is an analysed prompt against one index.
+type Query struct {
+	terms  []qterm
+	groups int
+	// info is the prompt's information: the weights of its known terms plus
+	// the highest idf for each unknown word.
+	info float64
+	all  []string // every distinct term text of the prompt, for display
+}
+
+func (ix *Index) idf(df int) float64 {
+	n := float64(ix.live)
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// query analyses a prompt. Callers hold ix.mu.
+func (ix *Index) query(prompt string, p Params) *Query {
+	q := &Query{}
+	best := map[string]Term{}
+	var order []string
+	analyzeInto(prompt, func(t Term) {
+		old, ok := best[t.Text]
+		if !ok {
+			order = append(order, t.Text)
+			best[t.Text] = t
+			return
+		}
+		if kindWeight[t.Kind] > kindWeight[old.Kind] {
+			best[t.Text] = t
+		}
+	})
+	maxIdf := ix.idf(0)
+	for _, text := range order {
+		t := best[text]
+		id, ok := ix.vocab[text]
+		df := 0
+		if ok {
+			df = ix.liveDF(id)
+		}
+		if df == 0 {
+			if t.Kind == KindWord || t.Kind == KindCompound || t.Kind == KindCJK {
+				q.info += kindWeight[t.Kind] * maxIdf
+			}
+			continue
+		}
+		w := kindWeight[t.Kind] * ix.idf(df)
+		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart})
+		if t.Kind != KindFuzzy && t.Kind != KindPart {
+			q.info += w
+		}
+	}
+	q.all = order
+	// The rarest terms first; ties by text (deterministic).
+	sort.Slice(q.terms, func(a, b int) bool {
+		if q.terms[a].weight != q.terms[b].weight {
+			return q.terms[a].weight > q.terms[b].weight
+		}
+		return q.terms[a].text < q.terms[b].text
+	})
+	if len(q.terms) > p.MaxTerms {
+		q.terms = q.terms[:p.MaxTerms]
+	}
+	// A prompt word counts once: its stem, its fuzzy prefix and its parts
+	// form a group scored by the best of them.
+	gid := map[string]int{}
+	for i := range q.terms {
+		g, ok := gid[q.terms[i].src]
+		if !ok {
+			g = len(gid)
+			gid[q.terms[i].src] = g
+		}
+		q.terms[i].group = g
+	}
+	q.groups = len(gid)
+	return q
+}
+
+// liveDF is the number of live docs holding term id.
+func (ix *Index) liveDF(id int32) int {
+	ps := ix.post[id]
+	if ix.live == len(ix.docs) {
+		return len(ps)
+	}
+	n := 0
+	for _, p := range ps {
+		if !ix.docs[p.doc].dead {
+			n++
+		}
+	}
+	return n
+}
+
+func (ix *Index) sat(tf uint16, d int32, p Params) float64 {
+	avg := ix.total / float64(max(ix.live, 1))
+	r := ix.docs[d].length / avg
+	if r > p.MaxLenRatio {
+		r = p.MaxLenRatio
+	}
+	f := float64(tf)
+	return f * (p.K1 + 1) / (f + p.K1*(1-p.B+p.B*r))
+}
+
+// match is how one candidate holds each prompt term.
+type match struct {
+	doc   int32
+	score float64   // total score (no coverage discount)
+	own   []float64 // per query term: saturation in the node itself
+	nb    []float64 // per query term: weighted saturation in a neighbour
+	nbDoc []int32   // the neighbour that lent it
+	mask  uint64    // primary terms held by the node itself
+}
+
+// Pick is one node chosen by a ranked scan, or left out by it.
+type Pick struct {
+	Step    int
+	Score   float64  // marginal score when picked (idf units)
+	Terms   []string // prompt terms it matched, sorted
+	Why     []string // how each matched (see the rules on Params)
+	Tokens  int      // the node's token_estimate
+	Summary string
+}
+
+// Result is a ranked scan's outcome before the budget: the picks in order,
+// and the candidates the cut-off or intent ownership left out.
+type Result struct {
+	Terms      []string // the prompt's matchable terms, sorted
+	Picks      []Pick
+	CutOff     []Pick // scored but below the cut-off (at most 10)
+	Superseded []Pick // held only terms a newer node holds (CONF-13; at most 10)
+}
+
+// score computes every candidate's total score. Callers hold ix.mu.
+func (ix *Index) score(q *Query, p Params) []*match {
+	if len(q.terms) == 0 || ix.live == 0 {
+		return nil
+	}
+	n := len(ix.docs)
+	if len(ix.acc) < n {
+		ix.acc = make([]float64, n)
+		ix.tmp = make([]float32, n)
+		ix.seen = make([]bool, n)
+	}
+	var touched []int32
+	var groupTouched []int32
+	for g := 0; g < q.groups; g++ {
+		groupTouched = groupTouched[:0]
+		mark := func(d int32, v float32) {
+			if d < 0 {
+				return
+			}
+			if ix.tmp[d] == 0 {
+				groupTouched = append(groupTouched, d)
+			}
+			if v > ix.tmp[d] {
+				ix.tmp[d] = v
+			}
+		}
+		for _, t := range q.terms {
+			if t.group != g {
+				continue
+			}
+			for _, po := range ix.post[t.id] {
+				if ix.docs[po.doc].dead {
+					continue
+				}
+				s := float32(t.weight * ix.sat(po.tf, po.doc, p))
+				mark(po.doc, s)
+			}
+		}
+		for _, d := range groupTouched {
+			if !ix.seen[d] {
+				ix.seen[d] = true
+				touched = append(touched, d)
+			}
+			ix.acc[d] += float64(ix.tmp[d])
+			ix.tmp[d] = 0
+		}
+	}
+	// The best candidates, by score then newest step.
+	sort.Slice(touched, func(a, b int) bool {
+		da, db := touched[a], touched[b]
+		if ix.acc[da] != ix.acc[db] {
+			return ix.acc[da] > ix.acc[db]
+		}
+		return ix.docs[da].step > ix.docs[db].step
+	})
+	if len(touched) > p.Candidates {
+		for _, d := range touched[p.Candidates:] {
+			ix.acc[d], ix.seen[d] = 0, false
+		}
+		touched = touched[:p.Candidates]
+	}
+	out := make([]*match, 0, len(touched))
+	for _, d := range touched {
+		m := ix.detail(q, d, p)
+		m.score = ix.acc[d]
+		ix.acc[d], ix.seen[d] = 0, false
+		out = append(out, m)
+	}
+	return out
+}
+
+// tf is the frequency of term id in doc d (binary search: postings ascend
+// by doc).
+func (ix *Index) tf(id int32, d int32) uint16 {
+	ps := ix.post[id]
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= d })
+	if i < len(ps) && ps[i].doc == d {
+		return ps[i].tf
+	}
+	return 0
+}
+
+// strength is how strongly m holds query term i (its own saturation, or its
+// neighbour's, whichever is larger).
+func (m *match) strength(i int) float64 { return m.own[i] }
+
+// Scan ranks the store's nodes for a prompt and chooses the ones to
+// hydrate, best first, before any budget (the caller admits them against
+// the per-turn budget). Deterministic: ties go to the newer step.
+// Safe for concurrent use.
+func (ix *Index) Scan(prompt string, p Params) *Result {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	q := ix.query(prompt, p)
+	res := &Result{Terms: displayTerms(q)}
+	cands := ix.score(q, p)
+	if len(cands) == 0 {
+		return res
+	}
+	top := cands[0].score
+	if top < p.Floor || top < p.MinShare*q.info {
+		for i, c := range cands {
+			if i == 10 {
+				break
+			}
+			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
+		}
+		return res
+	}
+	// Intent ownership: a candidate whose primary terms a newer candidate
+	// all holds is superseded (the newest node owns that intent).
+	alive := make([]*match, 0, len(cands))
+	superseded := map[int32]bool{}
+	for _, c := range cands {
+		if p.Supersede && c.mask != 0 && ix.superseded(c, cands) {
+			superseded[c.doc] = true
+			if len(res.Superseded) < 10 {
+				res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
+			}
+			continue
+		}
+		alive = append(alive, c)
+	}
+	// Ranked set cover: the next pick is the candidate of largest marginal
+	// score, a prompt word already covered by an earlier pick counting only
+	// Covered; a candidate is admitted only if its own total score is at
+	// least Ratio × the best (cut-off).
+	covered := make([]bool, q.groups)
+	threshold := p.Ratio * top
+	best := make([]float64, q.groups)
+	marginal := func(c *match) float64 {
+		clear(best)
+		for i, t := range q.terms {
+			v := c.strength(i) * t.weight
+			if covered[t.group] {
+				v *= p.Covered
+			}
+			best[t.group] = math.Max(best[t.group], v)
+		}
+		s := 0.0
+		for _, v := range best {
+			s += v
+		}
+		return s
+	}
+	var kept, order []*match
+	picked := map[int32]bool{}
+	for _, c := range alive {
+		if c.score >= threshold {
+			kept = append(kept, c)
+		} else if len(res.CutOff) < 10 {
+			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
+		}
+	}
+	for len(kept) > 0 {
+		bi, bs := -1, 0.0
+		for i, c := range kept {
+			s := marginal(c)
+			if bi < 0 || s > bs || (s == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
+				bi, bs = i, s
+			}
+		}
+		c := kept[bi]
+		kept = append(kept[:bi], kept[bi+1:]...)
+		res.Picks = append(res.Picks, ix.pick(q, c, bs, covered))
+		for i, t := range q.terms {
+			if c.own[i] > 0 {
+				covered[t.group] = true
+			}
+		}
+		picked[c.doc] = true
+		order = append(order, c)
+	}
+	// Conversation structure: the node just before or after a pick (the
+	// answer after a question, the result after its call, the call before
+	// its result) is a companion when the words the pick holds and it lacks,
+	// weighted by Neighbour, lift it over the cut-off. It follows its pick.
+	var out []Pick
+	for i, c := range order {
+		out = append(out, res.Picks[i])
+		prev, next := ix.neighbours(c.doc)
+		for _, nd := range [2]int32{prev, next} {
+			if nd < 0 || picked[nd] || superseded[nd] {
+				continue
+			}
+			m := ix.detail(q, nd, p)
+			lent := 0.0
+			clear(best)
+			holds := make([]bool, q.groups)
+			for i, t := range q.terms {
+				if m.own[i] > 0 {
+					holds[t.group] = true
+				}
+			}
+			for i, t := range q.terms {
+				if holds[t.group] || c.own[i] == 0 {
+					continue
+				}
+				m.nb[i], m.nbDoc[i] = p.Neighbour*c.own[i], c.doc
+				best[t.group] = math.Max(best[t.group], m.nb[i]*t.weight)
+			}
+			for _, v := range best {
+				lent += v
+			}
+			if lent >= threshold {
+				picked[nd] = true
+				out = append(out, ix.pick(q, m, lent, nil))
+			}
+		}
+	}
+	res.Picks = out
+	return res
+}
+
+// detail computes how doc d holds each prompt term itself.
+func (ix *Index) detail(q *Query, d int32, p Params) *match {
+	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
+	for i, t := range q.terms {
+		m.nbDoc[i] = -1
+		if tf := ix.tf(t.id, d); tf > 0 {
+			m.own[i] = ix.sat(tf, d, p)
+			m.score += m.own[i] * t.weight
+			if t.primary && i < 64 {
+				m.mask |= 1 << i
+			}
+		}
+	}
+	return m
+}
+
+// superseded reports whether a newer candidate holds every primary term c
+// holds.
+func (ix *Index) superseded(c *match, cands []*match) bool {
+	step := ix.docs[c.doc].step
+	for _, o := range cands {
+		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask {
+			return true
+		}
+	}
+	return false
+}
+
+func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
+	d := ix.docs[m.doc]
+	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: d.summary}
+	for i, t := range q.terms {
+		if m.own[i] == 0 && m.nb[i] == 0 {
+			continue
+		}
+		name := termName(t.text)
+		pk.Terms = append(pk.Terms, name)
+		why := name
+		switch t.kind {
+		case KindPart:
+			why += " (identifier part of " + strconv.Quote(t.src) + ")"
+		case KindFuzzy:
+			why += " (prefix of " + strconv.Quote(t.src) + ")"
+		case KindCJK:
+			why += " (CJK bigram)"
+		default:
+			if !strings.EqualFold(t.src, t.text) && t.src != "" {
+				why += " (stem of " + strconv.Quote(t.src) + ")"
+			}
+		}
+		if m.own[i] < m.nb[i] {
+			why += " via neighbour step " + strconv.Itoa(ix.docs[m.nbDoc[i]].step)
+		}
+		if covered != nil && covered[t.group] {
+			why += " [already covered]"
+		}
+		pk.Why = append(pk.Why, why)
+	}
+	sort.Strings(pk.Terms)
+	return pk
+}
+
+func termName(t string) string {
+	if strings.HasPrefix(t, fuzzyPrefix) {
+		return t[len(fuzzyPrefix):] + "*"
+	}
+	return t
+}
+
+func displayTerms(q *Query) []string {
+	out := make([]string, 0, len(q.all))
+	for _, t := range q.all {
+		out = append(out, termName(t))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Weights returns, for focused hydration, the prompt's matchable terms and
+// their weights (idf × kind weight). Safe for concurrent use.
+func (ix *Index) Weights(prompt string, p Params) map[string]float64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	q := ix.query(prompt, p)
+	w := make(map[string]float64, len(q.terms))
+	for _, t := range q.terms {
+		w[t.text] = t.weight
+	}
+	return w
+}
+
+// Hit is one ranked recall candidate.
+type Hit struct {
+	Step     int
+	Score    float64 // total score (idf units)
+	Coverage int     // distinct primary prompt terms the node holds itself
+	Summary  string
+	Evicted  bool
+	Terms    []string
+	Why      []string
+}
+
+// Recall ranks every node that scores at least 10 % of the best one (at
+// most p.Candidates), best first, ties to the newer step; nothing when the
+// best node does not pass the scan's cut-off (Floor, MinShare). Safe for
+// concurrent use.
+func (ix *Index) Recall(query string, p Params) []Hit {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	q := ix.query(query, p)
+	cands := ix.score(q, p)
+	if len(cands) == 0 || cands[0].score < p.Floor || cands[0].score < p.MinShare*q.info {
+		return nil
+	}
+	var out []Hit
+	for _, c := range cands {
+		if c.score < 0.1*cands[0].score {
+			break
+		}
+		d := ix.docs[c.doc]
+		pk := ix.pick(q, c, c.score, nil)
+		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: d.summary, Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
+	}
+	return out
+}
