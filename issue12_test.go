@@ -194,3 +194,27 @@ func TestValidateDuringAFoldReportsNoFalseOrphans(t *testing.T) {
 		t.Errorf("validate during a fold: %+v", rep.Findings)
 	}
 }
+
+// TestSessionIDIsScrubbed: a secret in the session id (of the turn or the
+// store's Options) is redacted before the cold node is written.
+func TestSessionIDIsScrubbed(t *testing.T) {
+	t.Setenv(EnvScrub, "")
+	for _, opts := range []Options{{SessionID: "ci AKIAZ4QXLEWJTNMA7B3C"}, {}} {
+		s, err := Open(filepath.Join(t.TempDir(), DefaultStoreDir), Options{Clock: fixedClock, SessionID: opts.SessionID, Scrub: ScrubOn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn := Turn{StepID: 1, Summary: "deploy"}
+		if opts.SessionID == "" {
+			turn.SessionID = "ci AKIAZ4QXLEWJTNMA7B3C"
+		}
+		res, err := s.Fold(turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := os.ReadFile(s.NodePath(1))
+		if strings.Contains(string(data), "AKIAZ4QXLEWJTNMA7B3C") || !strings.HasPrefix(res.Node.SessionID, "ci [REDACTED:") || !res.Node.Sanitized {
+			t.Errorf("session id stored as %q (sanitized %v)", res.Node.SessionID, res.Node.Sanitized)
+		}
+	}
+}
