@@ -11,16 +11,16 @@ import (
 // follow gitleaks' [allowlist] table, written as JSON in a store's
 // store_settings.json under "scrub_allowlist":
 //
-//	{"description": "test fixtures",
-//	 "regexes": ["^test-token-[0-9]+$"], "regexTarget": "secret",
-//	 "stopwords": ["fixture"], "secrets": ["hunter2-for-tests"]}
+//		{"description": "test fixtures",
+//		 "regexes": ["^test-token-[0-9]+$"], "regexTarget": "secret",
+//		 "stopwords": ["fixture"], "secrets": ["hunter2-for-tests"]}
 //
-//   - regexes: Go RE2 expressions; a finding is allowed when one matches its
-//     regexTarget: "secret" (default: the redacted span) or "line" (the
-//     whole line holding it). gitleaks' "match" target is read as "secret".
-//   - stopwords: a finding whose secret contains one (ASCII case-insensitive)
-//     is allowed, as in gitleaks.
-//   - secrets: exact secret values that are allowed (our extension).
+//	  - regexes: Go RE2 expressions; a finding is allowed when one matches its
+//	    regexTarget: "secret" (default: the redacted span) or "line" (the
+//	    whole line holding it). gitleaks' "match" target is read as "secret".
+//	  - stopwords: a finding whose secret contains one (ASCII case-insensitive)
+//	    is allowed, as in gitleaks.
+//	  - secrets: exact secret values that are allowed (our extension).
 //
 // gitleaks' "paths" and "commits" do not apply to folded turns and are
 // refused rather than ignored.
