@@ -218,3 +218,56 @@ func TestSessionIDIsScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleFoldsJournalEarly: one-process-per-turn folds (a new Store for
+// every fold, as hooks and the CLI do) stop rewriting the whole index once
+// it reaches 64 KiB: a few hundred folds rewrite it only a few dozen times,
+// and Compact leaves the index alone describing the store.
+func TestSingleFoldsJournalEarly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), DefaultStoreDir)
+	rewrites, last := 0, uint64(0)
+	const n = 400
+	for i := 0; i < n; i++ {
+		s := mustOpen(t, dir)
+		if _, err := s.Fold(Turn{StepID: i, Summary: fmt.Sprintf("turn %d ran pytest on service_%d", i, i),
+			RawContent: fmt.Sprintf("$ pytest tests/test_service_%d.py\n%d passed, 1 failed: AssertionError in handler_%d", i, i, i)}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := stampOf(filepath.Join(dir, IndexFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ino != last {
+			rewrites++
+			last = st.ino
+		}
+	}
+	st, _ := stampOf(filepath.Join(dir, IndexFile))
+	if st.size < JournalThreshold {
+		t.Fatalf("the index (%d bytes) must pass the journal threshold for this test", st.size)
+	}
+	if rewrites > n/4 {
+		t.Errorf("%d single folds rewrote the index %d times", n, rewrites)
+	}
+	s := mustOpen(t, dir)
+	before, _ := s.Entries()
+	if err := s.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, JournalFile)); err == nil {
+		t.Error("a journal after Compact")
+	}
+	ix, err := parseIndex(mustReadFile(t, filepath.Join(dir, IndexFile)))
+	if err != nil || ix.len() != n || len(before) != n {
+		t.Errorf("after compact the index file holds %d of %d nodes (%v)", ix.len(), n, err)
+	}
+}
+
+func mustReadFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -99,6 +99,11 @@ with the list of accepted formats.`,
 			if err != nil {
 				return err
 			}
+			// An ingest leaves the index whole (no journal), so that the
+			// store reads the same in any IPCF implementation.
+			if err := s.Compact(); err != nil {
+				return err
+			}
 			for _, r := range results {
 				if r.AlreadyIndexed {
 					rep.AlreadyIndexed++
