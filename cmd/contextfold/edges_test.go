@@ -2,9 +2,13 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/hooks"
+	"github.com/contextfold/contextfold/mcpserver"
 )
 
 // TestMistypedDirIsNotAStore: the commands that would write or serve a
@@ -88,5 +92,20 @@ func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
 	cli(t, "", "--dir", d2, "ingest", a)
 	if _, errs, code := cli(t, "", "--dir", d2, "ingest", b); code != 1 || !strings.Contains(errs, "Nothing was folded") {
 		t.Errorf("second message file: %d %s", code, errs)
+	}
+}
+
+// TestHooksDoNotImportTheMCPAdapter: adapters do not lean on each other;
+// the hooks name the MCP fetch tool by the same name the server has.
+func TestHooksDoNotImportTheMCPAdapter(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../hooks").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "contextfold/mcpserver") {
+		t.Error("hooks imports mcpserver")
+	}
+	if hooks.ToolFetchName != mcpserver.ToolFetch {
+		t.Errorf("hooks name the fetch tool %q, the MCP server %q", hooks.ToolFetchName, mcpserver.ToolFetch)
 	}
 }
