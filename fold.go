@@ -101,7 +101,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		// killed midway keeps what it folded (CONF-01): every
 		// FoldCommitEvery new nodes or FoldCommitInterval.
 		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
-			if err := s.commitBatch(ix, ops, now); err != nil {
+			if err := s.commitBatch(ix, ops, now, true); err != nil {
 				return nil, err
 			}
 			ops, lastCommit = ops[:0], time.Now()
@@ -165,7 +165,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
-	if err := s.commitBatch(ix, ops, now); err != nil {
+	if err := s.commitBatch(ix, ops, now, false); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -179,16 +179,19 @@ var (
 	FoldCommitInterval = 2 * time.Second
 )
 
-// commitBatch commits the folds ops of a batch. Callers hold s.mu and the
-// store lock.
-func (s *Store) commitBatch(ix *index, ops []journalOp, now string) error {
+// commitBatch commits the folds ops of a batch (midBatch: not its last
+// commit). Callers hold s.mu and the store lock.
+func (s *Store) commitBatch(ix *index, ops []journalOp, now string, midBatch bool) error {
 	if len(ops) == 0 {
+		if !midBatch && s.jOps > JournalMaxOps {
+			return s.writeIndex(ix) // the batch's journal, folded into the index
+		}
 		return nil
 	}
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = now
 	}
-	if err := s.commit(ix, ops); err != nil {
+	if err := s.commitOps(ix, ops, midBatch); err != nil {
 		var sf *StoreFileError
 		if errors.As(err, &sf) {
 			sf.Remedy += "; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"

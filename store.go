@@ -273,11 +273,19 @@ func (s *Store) replayJournal(ix *index) error {
 // journal while the index is large, else by rewriting recall_index.json (and
 // its cache) and emptying the journal. Callers hold s.mu and the store lock,
 // and loaded ix with loadIndex under that lock.
-func (s *Store) commit(ix *index, ops []journalOp) error {
+func (s *Store) commit(ix *index, ops []journalOp) error { return s.commitOps(ix, ops, false) }
+
+// commitOps is commit; midBatch marks a commit in the middle of a long
+// batch, which is journaled whenever the index is large (however many
+// operations the journal then holds): the batch's last commit rewrites the
+// index if the journal grew past JournalMaxOps, so a long ingest rewrites a
+// large index once rather than at every intermediate commit.
+func (s *Store) commitOps(ix *index, ops []journalOp, midBatch bool) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if s.ixStamp.ok && s.ixStamp.size >= JournalThreshold && len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps {
+	large := s.ixStamp.ok && s.ixStamp.size >= JournalThreshold
+	if large && (midBatch || len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps) {
 		lines, err := ix.encodeOps(ops)
 		if err != nil {
 			return err
