@@ -81,3 +81,25 @@ func TestSummaryLineSkipsProgressMeters(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedDocumentIsNamed: a JSON document cut short is reported as a
+// truncated JSON document, with where it ends, whether the format is
+// detected or forced; JSONL with a torn last line is still JSONL.
+func TestTruncatedDocumentIsNamed(t *testing.T) {
+	traj := readTestdata(t, "transcripts/swe-agent/i_got_id_demo.traj")
+	msgs := []byte("[\n  {\"role\": \"user\", \"content\": \"hi\"},\n  {\"role\": \"assistant\", \"content\": \"hel")
+	for _, tc := range []struct {
+		data []byte
+		f    Format
+	}{{traj[:3000], FormatAuto}, {traj[:3000], FormatSWEAgent}, {traj[:len(traj)-2], FormatAuto}, {msgs, FormatAuto}, {msgs, FormatOpenAI}} {
+		_, err := Parse(tc.data, tc.f)
+		if err == nil || !strings.Contains(err.Error(), "truncated JSON document") || !strings.Contains(err.Error(), "ends at line") {
+			t.Errorf("%s, %d bytes: %v", tc.f, len(tc.data), err)
+		}
+	}
+	jsonl := readTestdata(t, "transcripts/claude-code/ledger-api-session.jsonl")
+	res, err := Parse(jsonl[:len(jsonl)-40], FormatAuto)
+	if err != nil || len(res.Problems) != 1 {
+		t.Errorf("JSONL with a torn last line: %v %v", err, res)
+	}
+}

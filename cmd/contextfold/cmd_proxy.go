@@ -109,5 +109,9 @@ Point a client at it:
 	f.IntVar(&cfg.FoldBlock, "fold-block", harness.DefaultFoldBlock, "messages by which the fold boundary moves")
 	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded, in tokens")
 	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
+	// The proxy's --dir is a directory of per-session stores with its own
+	// default (not $CONTEXTFOLD_DIR or ./.contextfold): this local flag, on
+	// the same variable, shadows the global one so that --help says so.
+	f.StringVar(&g.dir, "dir", "", "directory holding one store per session (default: the per-user cache directory's contextfold/proxy, e.g. ~/.cache/contextfold/proxy)")
 	return c
 }

@@ -109,3 +109,18 @@ func TestHooksDoNotImportTheMCPAdapter(t *testing.T) {
 		t.Errorf("hooks name the fetch tool %q, the MCP server %q", hooks.ToolFetchName, mcpserver.ToolFetch)
 	}
 }
+
+// TestSmallEdges: a negative id without -- is answered with the hint to use
+// --; proxy --help names its own store default.
+func TestSmallEdges(t *testing.T) {
+	for _, args := range [][]string{{"hydrate", "-1"}, {"evict", "-3"}, {"scan", "-x marks the spot"}} {
+		_, errs, code := cli(t, "", args...)
+		if code != 1 || !strings.Contains(errs, "put -- before it") {
+			t.Errorf("%v: %d %s", args, code, errs)
+		}
+	}
+	out, _, _ := cli(t, "", "proxy", "--help")
+	if !strings.Contains(out, "one store per session (default: the per-user cache directory") || strings.Contains(out, "else ./.contextfold") {
+		t.Errorf("proxy --help on --dir:\n%s", out)
+	}
+}

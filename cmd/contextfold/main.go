@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -125,6 +126,10 @@ The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag") {
+			// A negative step id or a prompt starting with '-' reads as a flag.
+			return usagef("%v; to pass a negative step id or text that starts with '-', put -- before it (e.g. '%s -- -1') (see '%s --help')", err, c.CommandPath(), c.CommandPath())
+		}
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
 	for _, mk := range commands {
