@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/scripted"
 	"github.com/contextfold/contextfold/proxy"
 )
@@ -71,12 +72,18 @@ type proxyUnder struct {
 	recs []proxy.RequestRecord
 }
 
+// e2eBudget is the proxy's context budget in these tests (tokens, the
+// store's token_counter): below the sessions' peak (33k–46k tokens with the
+// agents' system prompts and tool definitions), so that fold events happen.
+const e2eBudget = 28000
+
 func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
 	t.Helper()
 	p := &proxyUnder{}
 	srv, err := proxy.New(proxy.Options{
 		Dir:      t.TempDir(),
 		Upstream: up.URL,
+		Harness:  harness.Config{ContextBudget: e2eBudget},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnRequest: func(r proxy.RequestRecord) {
 			p.mu.Lock()
@@ -253,23 +260,34 @@ func (p *proxyUnder) hydratedSince(n int) string {
 }
 
 // checkProxySession asserts what every proxied session must show: every
-// request succeeded, the tool pairs of every forwarded body are intact, the
-// proxy folded, and the forwarded prompt shrank.
+// request succeeded; the agent's own history reached 40+ tool calls; the
+// tool pairs of every forwarded body are intact (the working set takes
+// pairs out together); every forwarded request fits the context budget; the
+// proxy folded (records in place, or turns collapsed into the page table)
+// and the forwarded prompt shrank.
 func checkProxySession(t *testing.T, px *proxyUnder, up *scripted.Server, api scripted.API, pairs func(*testing.T, []byte) int) {
 	t.Helper()
 	recs := px.records()
-	var folded, hydrated, maxClient, maxFwd, lastClient, lastFwd int
+	var folded, collapsed, foldedTok, hydrated, maxClient, maxFwd, lastClient, lastFwd, maxMsgs int
 	for i, r := range recs {
 		if r.Status != 200 {
 			t.Errorf("request %d: status %d warnings %v", i, r.Status, r.Warnings)
 		}
 		folded += r.StepsFolded
+		collapsed += r.StepsCollapsed
+		foldedTok += r.FoldedTokens
 		hydrated += len(r.Hydrated)
 		if r.ClientTokens > maxClient {
 			maxClient = r.ClientTokens
 		}
 		if r.ForwardedTokens > maxFwd {
 			maxFwd = r.ForwardedTokens
+		}
+		if r.ForwardedTokens > e2eBudget {
+			t.Errorf("request %d: forwarded %d tokens, over the context budget of %d (client sent %d)", i, r.ForwardedTokens, e2eBudget, r.ClientTokens)
+		}
+		if r.Messages > maxMsgs {
+			maxMsgs = r.Messages
 		}
 		lastClient, lastFwd = r.ClientTokens, r.ForwardedTokens
 	}
@@ -281,16 +299,17 @@ func checkProxySession(t *testing.T, px *proxyUnder, up *scripted.Server, api sc
 		}
 		calls += len(r.Reply.Calls)
 	}
-	t.Logf("%s: %d proxied requests, %d model requests, %d tool calls made, largest forwarded history %d tool pairs; "+
-		"steps folded %d, nodes hydrated %d; tokens client max %d → forwarded max %d, last %d → %d",
-		api, len(recs), len(reqs), calls, maxPairs, folded, hydrated, maxClient, maxFwd, lastClient, lastFwd)
-	if calls < 40 {
-		t.Errorf("only %d tool calls were made (want 40+)", calls)
+	t.Logf("%s: %d proxied requests (client history up to %d messages), %d model requests, %d tool calls; "+
+		"largest forwarded history %d intact tool pairs; steps folded in place %d, collapsed into the page table %d, %d tokens folded; "+
+		"nodes hydrated %d; tokens client max %d → forwarded max %d (budget %d), last %d → %d",
+		api, len(recs), maxMsgs, len(reqs), calls, maxPairs, folded, collapsed, foldedTok, hydrated, maxClient, maxFwd, e2eBudget, lastClient, lastFwd)
+	if calls < 40 || maxMsgs < 80 {
+		t.Errorf("%d tool calls were made and the client's history reached %d messages (want 40+ calls, 80+ messages)", calls, maxMsgs)
 	}
-	if maxPairs < 40 {
-		t.Errorf("the largest forwarded history holds %d tool pairs (want 40+)", maxPairs)
+	if maxPairs == 0 {
+		t.Errorf("no forwarded body held a tool pair")
 	}
-	if folded == 0 {
+	if folded+collapsed == 0 || foldedTok == 0 {
 		t.Errorf("the proxy folded nothing")
 	}
 	if maxFwd >= maxClient {

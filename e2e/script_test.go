@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/contextfold/contextfold/internal/scripted"
@@ -41,7 +43,30 @@ const sessionSteps = 42
 // stepCommand is the shell command of step i: three steps print hundreds of
 // lines with one answer line; every third step prints a medium listing;
 // the rest print a line.
+//
+// Every command starts with the no-op ": build-step N;", by which the
+// scripted model knows how far the session got from the request alone: a
+// proxy with a context budget takes folded turns out of the prompt, so
+// counting the tool results in the request does not tell.
 func stepCommand(i int) string {
+	return ": build-step " + strconv.Itoa(i) + "; " + stepBody(i)
+}
+
+// lastStep returns the highest step whose command the request carries, or
+// -1.
+func lastStep(body []byte) int {
+	last := -1
+	for _, m := range stepRE.FindAllSubmatch(body, -1) {
+		if n, _ := strconv.Atoi(string(m[1])); n > last {
+			last = n
+		}
+	}
+	return last
+}
+
+var stepRE = regexp.MustCompile(`: build-step (\d+);`)
+
+func stepBody(i int) string {
 	switch i {
 	case 0:
 		return `for i in $(seq 1 400); do echo "cc -O2 -Wall -fPIC -c src/module_$i.c -o build/module_$i.o"; done; ` + emit(probes[0].Answer) + `; echo "collect2: error: ld returned 1 exit status"`
@@ -104,7 +129,10 @@ func sessionScript(extra scripted.Script) scripted.Script {
 		}
 		switch {
 		case strings.Contains(t.Prompt, runMarker):
-			k := len(t.Results)
+			k := 0
+			if len(t.Results) > 0 {
+				k = lastStep(t.Body) + 1
+			}
 			if k < sessionSteps {
 				if c, ok := shellCall(t, k, stepCommand(k)); ok {
 					return scripted.Reply{Calls: []scripted.Call{c}}

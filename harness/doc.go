@@ -20,7 +20,43 @@
 // every already folded position with the stored payload hash: the dispatch
 // then fails with [ErrHistoryDiverged] and the caller starts a new store.
 //
-// # The fold boundary
+// # The working set under a token budget (the default)
+//
+// With Config.ContextBudget (DefaultContextBudget unless FoldBlock selects
+// the fixed window below), the harness keeps the forwarded request under a
+// number of tokens instead of a number of messages:
+//
+//   - Pinned: system messages, and the leading messages through the first
+//     human message (the task statement; Config.PinMessages to pin more),
+//     are never folded. Neither is the hot tail (the last HotWindow
+//     messages) nor the message carrying the latest human prompt.
+//   - While the conversation fits, nothing changes: a short session goes out
+//     byte for byte.
+//   - Past the budget, a fold event folds oldest first until the estimate is
+//     under FoldTarget percent of the budget: first in place (a message of
+//     MinFoldTokens or more becomes its folded-step record), then whole
+//     groups — a message and the tool results that answer it, never split —
+//     leave the prompt. One user message holding the page-table block (one
+//     line per removed step, PageLine) takes the place of the first removed
+//     message; when the block outgrows PageTableShare percent of the budget,
+//     its oldest lines leave it too. Every removed turn stays in the store
+//     and the recall index, and a scan hydrates it back.
+//   - The working set only changes at a fold event, so between two events
+//     the forwarded prefix is byte-identical and prompt caches keep hitting.
+//     Hydration goes into the latest user (or tool-result) message only,
+//     bounded by HydrationShare percent of the budget.
+//   - A record or page line only stands for a turn whose cold node verifies
+//     (checked once per harness, so after every restart); a turn whose node
+//     fails goes out as the client wrote it.
+//
+// Records are written from the harness's own reading of the turn: the
+// command (for mini-swe-agent and SWE-agent, the fenced shell block of the
+// message before), the exit status (<returncode>, OpenHands' "exit code"),
+// the first error line, the files touched (Aider edit blocks, diffs, whole
+// path tokens), with progress meters, banners and bare tags skipped. The
+// recall index keeps the reference extraction of spec §4 for matching.
+//
+// # The fold boundary (fixed message window)
 //
 // The boundary below which turns are folded moves in blocks of
 // [Config.FoldBlock] messages (hysteresis): it is

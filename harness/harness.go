@@ -40,9 +40,35 @@ type Config struct {
 	MinFoldTokens int
 	// SessionID is written into every cold node ("" means the store's).
 	SessionID string
+
+	// ContextBudget is the most tokens (the store's token_counter) a
+	// forwarded request may take: system prompt, tool definitions and
+	// messages. While the conversation fits, nothing is folded; past it, a
+	// fold event folds oldest first down to FoldTarget percent of it (see
+	// the package doc). 0 means DefaultContextBudget unless FoldBlock is set
+	// (which selects the fixed message window); NoBudget (negative) always
+	// selects the window.
+	ContextBudget int
+	// FoldTarget is the share of ContextBudget, in percent (1–95), that a
+	// fold event folds down to. 0 means DefaultFoldTarget.
+	FoldTarget int
+	// PinMessages is the number of leading messages never folded (the
+	// system prompt and the task statement). 0 means through the first
+	// human message. Budget mode only.
+	PinMessages int
+	// PageTableShare is the share of ContextBudget, in percent, the
+	// page-table block may take before its oldest lines leave the prompt.
+	// 0 means DefaultPageTableShare.
+	PageTableShare int
+	// HydrationShare is the share of ContextBudget, in percent, that the
+	// hydration of one human turn may take. 0 means DefaultHydrationShare.
+	HydrationShare int
 }
 
 func (c Config) withDefaults() Config {
+	if c.ContextBudget == 0 && c.FoldBlock == 0 {
+		c.ContextBudget = DefaultContextBudget
+	}
 	if c.HotWindow == 0 {
 		c.HotWindow = DefaultHotWindow
 	} else if c.HotWindow < 0 {
@@ -52,6 +78,15 @@ func (c Config) withDefaults() Config {
 		c.FoldBlock = DefaultFoldBlock
 	} else if c.FoldBlock < 1 {
 		c.FoldBlock = 1
+	}
+	if c.FoldTarget <= 0 || c.FoldTarget > 95 {
+		c.FoldTarget = DefaultFoldTarget
+	}
+	if c.PageTableShare <= 0 || c.PageTableShare > 100 {
+		c.PageTableShare = DefaultPageTableShare
+	}
+	if c.HydrationShare <= 0 || c.HydrationShare > 100 {
+		c.HydrationShare = DefaultHydrationShare
 	}
 	if c.MinFoldTokens == 0 {
 		c.MinFoldTokens = DefaultMinFoldTokens
@@ -124,6 +159,7 @@ type Accounting struct {
 	FoldedTokens    int   `json:"folded_tokens"`    // folded payloads taken out of the prompt
 	HydratedTokens  int   `json:"hydrated_tokens"`  // verified content put in
 	StepsFolded     int   `json:"steps_folded"`     // messages replaced by records
+	StepsCollapsed  int   `json:"steps_collapsed"`  // messages that left the prompt for the page table
 	StepsHydrated   []int `json:"steps_hydrated"`
 	StepsDropped    []int `json:"steps_dropped"` // selected by the scan but over the per-turn budget
 	StepsRefused    []int `json:"steps_refused"` // failed verification, never injected
@@ -146,6 +182,13 @@ type Dispatch struct {
 	// HydrationText is the content to append to the prompt message, after
 	// its tool results: one element per hydrated node. "" when none.
 	HydrationText string
+	// HydrationIndex is the message HydrationText is appended to: the
+	// prompt message with the fixed window, the latest user or tool-result
+	// message under a budget; -1 when none.
+	HydrationIndex int
+	// WorkingSet describes the budgeted working set (nil with the fixed
+	// window).
+	WorkingSet *WorkingSet
 	// NewTurn is true when the prompt was not seen before (the scan ran).
 	NewTurn bool
 	// Warnings explain anything that was refused or failed; the turn still
@@ -170,6 +213,8 @@ type Harness struct {
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]bool   // hydrated and not yet evicted
 	records  map[int]cachedStep
+	nodeOK   map[int]bool // step → its cold node verified (budget mode)
+	ws       *workset
 }
 
 type cachedStep struct {
@@ -190,7 +235,7 @@ type turnState struct {
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
-		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}}
+		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}}
 }
 
 // CountTokens counts text with the store's token counter (policy key
@@ -240,10 +285,17 @@ func PromptIndex(conv []Message) int {
 // Errors: a *DivergedError (ErrHistoryDiverged) when conv no longer agrees
 // with the store; a store error when the recall index cannot be read.
 func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
+	return h.DispatchRequest(conv, 0)
+}
+
+// DispatchRequest is PreTurnDispatch for a request that carries fixed
+// tokens besides its messages (system prompt, tool definitions, framing),
+// counted against Config.ContextBudget.
+func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 
-	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv))}
+	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
 	entries, err := h.entryMap()
 	if err != nil {
 		return nil, err
@@ -255,6 +307,21 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 			return nil, &DivergedError{StepID: step, Reason: fmt.Sprintf("the conversation has %d messages", len(conv))}
 		}
 	}
+	if h.cfg.budgeted() {
+		d.Boundary = 0
+		for step, e := range entries {
+			payload, ok := conv[step].storePayload()
+			if !ok || !h.sameAsIndexed(step, payload, e) {
+				return nil, &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
+			}
+		}
+		if err := h.budgetDispatch(conv, fixedTokens, d, entries); err != nil {
+			return nil, err
+		}
+		h.account(conv, d)
+		return d, nil
+	}
+	d.HydrationIndex = d.PromptIndex
 	type cand struct {
 		i       int
 		payload string
@@ -286,7 +353,7 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 			if ntok < h.cfg.MinFoldTokens {
 				continue
 			}
-			toFold = append(toFold, contextfold.Turn{StepID: i, Summary: Summarize(m), RawContent: payload, SessionID: h.cfg.SessionID})
+			toFold = append(toFold, h.turnOf(conv, i, payload))
 		}
 		cands = append(cands, cand{i, payload, ntok})
 	}
@@ -314,10 +381,21 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
 			return nil, &DivergedError{StepID: c.i, Reason: "the store holds other content for this step"}
 		}
+		if !justFolded[c.i] && !h.intact(c.i) {
+			// The node fails verification: the turn goes out as the client
+			// wrote it, never as a record of content that cannot come back.
+			d.Warnings = append(d.Warnings, fmt.Sprintf("step %d: cold node fails verification, forwarded verbatim", c.i))
+			continue
+		}
+		if justFolded[c.i] {
+			h.nodeOK[c.i] = true
+		}
 		fast := h.verified[c.i]
 		st, ok := h.records[c.i]
 		if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
-			st = cachedStep{fast, Project(conv[c.i], e)}
+			m := conv[c.i]
+			m.Command = commandFor(conv, c.i)
+			st = cachedStep{fast, Project(m, e)}
 			h.records[c.i] = st
 		}
 		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st.step, Text: st.step.PromptText(), Tokens: c.tokens})
@@ -332,9 +410,17 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 // entry (spec §8). It is a pure function of its arguments.
 func Project(m Message, e *contextfold.Entry) FoldedStep {
 	payload, _ := m.payload()
-	files := e.Files
-	if len(files) > maxTargetFiles {
-		files = files[:maxTargetFiles]
+	// The harness's own reading of the turn (the index keeps the reference
+	// extraction for matching); from the index alone, its plausible files.
+	var files []string
+	if payload != "" && payload != e.Summary {
+		files = targetFiles(m.Command, payload)
+	} else {
+		for _, f := range e.Files {
+			if looksLikeFile(f) && len(files) < maxTargetFiles {
+				files = append(files, f)
+			}
+		}
 	}
 	summary := e.Summary
 	if summary == "" {
@@ -479,7 +565,16 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 		t.dropped = append(t.dropped, p.StepID)
 	}
 	var text []byte
+	capTokens := 0 // the budget's share for one human turn (0: none)
+	if h.cfg.budgeted() {
+		capTokens = h.cfg.ContextBudget * h.cfg.HydrationShare / 100
+	}
+	used := 0
 	for _, p := range res.Selected {
+		if capTokens > 0 && used >= capTokens {
+			t.dropped = append(t.dropped, p.StepID)
+			continue
+		}
 		hy, err := h.store.Hydrate(p.StepID)
 		if err != nil {
 			t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
@@ -488,6 +583,14 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 		}
 		n := HydratedNode{StepID: hy.StepID, Content: hy.Content, Tokens: hy.TokenEstimate,
 			Truncated: hy.Truncated, ArtifactSHA256: hy.ArtifactSHA256, MatchedTerms: p.MatchedTerms}
+		if capTokens > 0 && used+n.Tokens > capTokens {
+			if used > 0 {
+				t.dropped = append(t.dropped, p.StepID)
+				continue
+			}
+			n.Content, n.Tokens, n.Truncated = cutTokens(n.Content, capTokens), capTokens, true
+		}
+		used += n.Tokens
 		t.hydrated = append(t.hydrated, n)
 		if len(text) > 0 {
 			text = append(text, "\n\n"...)
@@ -510,6 +613,20 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 		a.ForwardedTokens += h.counter.Count(f.Text) - f.Tokens
 	}
 	a.StepsFolded = len(d.Folded)
+	if w := d.WorkingSet; w != nil {
+		for _, i := range w.Removed {
+			n := 0
+			for _, p := range conv[i].Parts {
+				n += h.counter.Count(p.Text)
+			}
+			a.FoldedTokens += n
+			a.ForwardedTokens -= n
+		}
+		a.StepsCollapsed = len(w.Removed)
+		if w.PageTable != "" {
+			a.ForwardedTokens += h.counter.Count(w.PageTable)
+		}
+	}
 	for _, n := range d.Hydrated {
 		a.HydratedTokens += n.Tokens
 		a.StepsHydrated = append(a.StepsHydrated, n.StepID)
@@ -533,7 +650,33 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 // a pointer, and the hydration appended as the last part of the prompt
 // message. Parts that are not foldable are kept as they are. conv is not
 // modified.
+//
+// Under a budget, the messages of WorkingSet.Removed leave the conversation
+// and one user message holding the page table takes the place of the first
+// of them; the hydration goes to HydrationIndex.
 func (d *Dispatch) Apply(conv []Message) []Message {
+	out := d.apply(conv)
+	w := d.WorkingSet
+	if w == nil || len(w.Removed) == 0 {
+		return out
+	}
+	gone := make(map[int]bool, len(w.Removed))
+	for _, i := range w.Removed {
+		gone[i] = true
+	}
+	kept := make([]Message, 0, len(out)-len(w.Removed)+1)
+	for i, m := range out {
+		if i == w.Removed[0] && w.PageTable != "" {
+			kept = append(kept, Message{Role: RoleUser, Parts: []Part{{Text: w.PageTable}}})
+		}
+		if !gone[i] {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}
+
+func (d *Dispatch) apply(conv []Message) []Message {
 	out := make([]Message, len(conv))
 	copy(out, conv)
 	for _, f := range d.Folded {
@@ -555,10 +698,10 @@ func (d *Dispatch) Apply(conv []Message) []Message {
 		m.Parts = parts
 		out[f.Index] = m
 	}
-	if d.HydrationText != "" && d.PromptIndex >= 0 && d.PromptIndex < len(out) {
-		m := out[d.PromptIndex]
+	if d.HydrationText != "" && d.HydrationIndex >= 0 && d.HydrationIndex < len(out) {
+		m := out[d.HydrationIndex]
 		m.Parts = append(append([]Part{}, m.Parts...), Part{Text: d.HydrationText})
-		out[d.PromptIndex] = m
+		out[d.HydrationIndex] = m
 	}
 	return out
 }
@@ -584,4 +727,17 @@ func (h *Harness) PostTurnResponse(d *Dispatch) ([]contextfold.Eviction, error) 
 		evs = append(evs, *ev)
 	}
 	return evs, errors.Join(errs...)
+}
+
+// cutTokens shortens s to about n tokens of the reference estimate
+// (characters/4), on a character boundary.
+func cutTokens(s string, n int) string {
+	k := 0
+	for i := range s {
+		if k == n*4 {
+			return s[:i]
+		}
+		k++
+	}
+	return s
 }

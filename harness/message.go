@@ -26,6 +26,9 @@ type Part struct {
 	// ToolResult is true for the output of a tool call (it stays first in its
 	// message, before any hydrated content).
 	ToolResult bool
+	// Tokens is what the part takes on the wire (its encoded form), in
+	// tokens; 0 means counted from Text. The proxy sets it.
+	Tokens int
 }
 
 // Message is one message of a conversation in the transport-neutral model.
@@ -43,6 +46,14 @@ type Message struct {
 	Command string
 	// IsError is true for a tool result the tool flagged as failed.
 	IsError bool
+	// AnswersTool is true for a message that carries tool results (an
+	// Anthropic tool_result block, an OpenAI tool message): it stays right
+	// after the message that made the calls, and the two leave the prompt
+	// together or not at all.
+	AnswersTool bool
+	// Tokens is what the whole message takes on the wire, in tokens; 0
+	// means counted from its parts. The proxy sets it.
+	Tokens int
 }
 
 // Text returns the message's text: its parts joined by a blank line.
@@ -78,6 +89,27 @@ func (m Message) payload() (string, bool) {
 		n++
 	}
 	return b.String(), n > 0
+}
+
+// storePayload is what a message stores when it is folded: its payload, or
+// for a message with nothing foldable (a tool call), the text of its other
+// parts.
+func (m Message) storePayload() (string, bool) {
+	if p, ok := m.payload(); ok {
+		return p, true
+	}
+	var b strings.Builder
+	for _, p := range m.Parts {
+		t := StripHydration(p.Text)
+		if strings.TrimSpace(t) == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(t)
+	}
+	return b.String(), b.Len() > 0
 }
 
 // promptText is the text a scan matches: the non-tool-result text parts of a

@@ -138,7 +138,17 @@ func Summarize(m Message) string {
 	if m.IsError {
 		head += " " + errorMark
 	}
-	line := firstLine(text, m.IsError || looksFailed(text))
+	o := readObservation(text)
+	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text))
+	switch {
+	case len(o.editedIn) > 0:
+		line = "edits " + strings.Join(o.editedIn, ", ") + ": " + line
+	case o.exit != "" && line == "":
+		line = "exit " + o.exit + ", no output"
+	case o.exit != "":
+		line = "exit " + o.exit + ": " + line
+	}
+	line = strings.TrimSuffix(line, ": ")
 	s := clean(head)
 	if line != "" {
 		s += ": " + line

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/hostguard"
 )
 
 //go:embed templates/*.html assets/*
@@ -42,7 +42,7 @@ type Options struct {
 type Inspector struct {
 	store  *contextfold.Store
 	opts   Options
-	hosts  map[string]bool
+	hosts  *hostguard.Guard
 	mux    *http.ServeMux
 	pages  map[string]*template.Template
 	assets fs.FS
@@ -59,10 +59,7 @@ func New(store *contextfold.Store, opts Options) (*Inspector, error) {
 		return nil, errors.New("inspect: nil store")
 	}
 	in := &Inspector{store: store, opts: opts, pages: map[string]*template.Template{},
-		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
-	for _, h := range opts.AllowedHosts {
-		in.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
-	}
+		hosts: hostguard.New(opts.AllowedHosts)}
 	funcs := template.FuncMap{
 		"num":   num,
 		"f1":    func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
@@ -153,21 +150,11 @@ func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "contextfold ui is read-only: only GET and HEAD are served", http.StatusMethodNotAllowed)
 		return
 	}
-	if !in.opts.AnyHost && !in.hostAllowed(r.Host) {
+	if !in.opts.AnyHost && !in.hosts.Allowed(r.Host) {
 		http.Error(w, "Host "+strconv.Quote(r.Host)+" is not allowed: the inspector answers only to loopback names (DNS-rebinding guard); open it as http://127.0.0.1:PORT/", http.StatusForbidden)
 		return
 	}
 	in.mux.ServeHTTP(w, r)
-}
-
-// hostAllowed reports whether a Host header names a loopback name or an
-// allowed host.
-func (in *Inspector) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	return host != "" && in.hosts[strings.ToLower(strings.Trim(host, "[]"))]
 }
 
 // pageData is what every page template receives.

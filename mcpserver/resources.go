@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextfold/contextfold"
@@ -132,8 +133,11 @@ func (s *server) readStep(_ context.Context, req *mcp.ReadResourceRequest) (*mcp
 	uri := req.Params.URI
 	rest, ok := strings.CutPrefix(uri, StepURIPrefix)
 	step, err := strconv.Atoi(rest)
-	if !ok || err != nil {
-		return nil, fmt.Errorf("BadArgument: %q is not a step address; use %s<step_id>, e.g. %s", uri, StepURIPrefix, StepURI(137))
+	if !ok || err != nil || strconv.Itoa(step) != rest {
+		// Not a step id in its one decimal form ("%2e%2e", "+5", "007",
+		// a number past int64): invalid params, not a missing node.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"BadArgument: %q is not a step address; use %s<step_id> with the step id as a decimal integer, e.g. %s", truncateForMessage(uri), StepURIPrefix, StepURI(137))}
 	}
 	h, err := s.store.Hydrate(step)
 	if errors.Is(err, contextfold.ErrNodeNotFound) {

@@ -88,6 +88,7 @@ func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 			}
 			start := time.Now()
 			res, err := next(ctx, method, req)
+			err = wireError(err)
 			if log != nil {
 				attrs := []any{"method", method, "ms", time.Since(start).Milliseconds()}
 				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
@@ -108,7 +109,7 @@ func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 
 func (s *server) addTools() {
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolRecall,
 		Title:       "Recall archived turns",
 		Annotations: readOnly,
@@ -116,21 +117,21 @@ func (s *server) addTools() {
 Candidates with the best coverage come first, newest first: "latest_chronological" is the current fact, "superseded" and "historical" are older versions of it (e.g. a port that changed), "related" matches only part of the query.
 Use the step_id with fetch_archived_node to read the content.`,
 	}, s.recall)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolFetch,
 		Title:       "Fetch an archived turn (verified)",
 		Annotations: readOnly,
 		Description: `Read the content of one archived turn by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
 Content is capped per call (the store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.`,
 	}, s.fetch)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolScan,
 		Title:       "Scan a prompt against the archive",
 		Annotations: readOnly,
 		Description: `Match a prompt against the archive the way contextfold does before each turn: it takes the prompt's terms (identifiers, file names, error names), picks the archived turns that cover them (newest first, one per intent), and keeps within the per-turn token budget.
 Returns what would be hydrated and why (matched terms, token cost), and what was dropped for the budget. Nothing is read or changed; fetch the selected steps with fetch_archived_node.`,
 	}, s.scan)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  ToolFold,
 		Title: "Fold (archive) a turn",
 		Annotations: &mcp.ToolAnnotations{
@@ -139,7 +140,7 @@ Returns what would be hydrated and why (matched terms, token cost), and what was
 		Description: `Archive a verbose turn: its content is stored losslessly as a cold node with SHA-256 hashes, and indexed by the identifiers, files, commands and errors it mentions, so that recall and scan find it later.
 step_id is the turn's position in the conversation; folding a step that is already archived changes nothing (already_indexed: true).`,
 	}, s.fold)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:  ToolEvict,
 		Title: "Evict a hydrated turn",
 		Annotations: &mcp.ToolAnnotations{
@@ -147,13 +148,13 @@ step_id is the turn's position in the conversation; folding a step that is alrea
 		},
 		Description: `Record that an archived turn that was brought into the context has left it again after the response (IPCF eviction). The archived content is never deleted; an event is appended to the eviction log.`,
 	}, s.evict)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolStatus,
 		Title:       "Archive status",
 		Annotations: readOnly,
 		Description: `Count the archived turns (total, active, evicted), the archived tokens, and show the hydration policy in force (per-call cap, per-turn budget, integrity verification).`,
 	}, s.status)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolValidate,
 		Title:       "Validate the archive",
 		Annotations: readOnly,

@@ -25,6 +25,7 @@ type request struct {
 	api    API
 	body   []byte
 	msgs   []harness.Message
+	elems  []span     // per message: the element of the messages array
 	spans  [][]span   // per message, per part: the value replaced when folding
 	points []appendAt // per message: where hydrated content goes
 	stream bool
@@ -80,6 +81,7 @@ func parseRequest(api API, body []byte) (*request, error) {
 		r.stream = string(body[sp.start:sp.end]) == "true"
 	}
 	elems := arrayElems(body, msgsSp)
+	r.elems = elems
 	r.msgs = make([]harness.Message, len(elems))
 	r.spans = make([][]span, len(elems))
 	r.points = make([]appendAt, len(elems))
@@ -160,6 +162,7 @@ func (r *request) anthropicMessage(i int, role string, mf []field, tools map[str
 					m.Human = true
 				}
 			case "tool_result":
+				m.AnswersTool = true
 				if sp, ok := get(bf, "is_error"); ok && string(b[sp.start:sp.end]) == "true" {
 					m.IsError = true
 				}
@@ -183,6 +186,9 @@ func (r *request) anthropicMessage(i int, role string, mf []field, tools map[str
 				cmd := ""
 				if sp, ok := get(bf, "input"); ok {
 					cmd = commandOf(b[sp.start:sp.end])
+					// The call itself: never rewritten, but stored with
+					// its message when the message leaves the prompt.
+					r.addPart(i, harness.Part{Text: name + " " + string(b[sp.start:sp.end])}, sp)
 				}
 				tools[id] = toolRef{name, cmd}
 				if m.Tool == "" {
@@ -217,6 +223,7 @@ func (r *request) openaiMessage(i int, role string, mf []field, tools map[string
 		m.Role = harness.RoleSystem
 	case "tool", "function":
 		m.Role = harness.RoleTool
+		m.AnswersTool = true
 		id := stringField(b, mf, "tool_call_id")
 		if ref, ok := tools[id]; ok {
 			m.Tool, m.Command = ref.name, ref.command
@@ -232,7 +239,9 @@ func (r *request) openaiMessage(i int, role string, mf []field, tools map[string
 			fsp, _ := get(tf, "function")
 			ff := objectFields(b, fsp)
 			name := stringField(b, ff, "name")
-			cmd := commandOf([]byte(stringField(b, ff, "arguments")))
+			args := stringField(b, ff, "arguments")
+			cmd := commandOf([]byte(args))
+			r.addPart(i, harness.Part{Text: name + " " + args}, tc)
 			tools[stringField(b, tf, "id")] = toolRef{name, cmd}
 			if m.Tool == "" {
 				m.Tool, m.Command = name, cmd
@@ -267,7 +276,7 @@ func (r *request) openaiMessage(i int, role string, mf []field, tools map[string
 			}
 		}
 	}
-	if m.Role != harness.RoleUser {
+	if m.Role != harness.RoleUser && m.Role != harness.RoleTool {
 		r.points[i] = appendAt{}
 	}
 }
@@ -293,12 +302,53 @@ func (r *request) sessionID() string {
 	return "s-" + hex.EncodeToString(sum[:8])
 }
 
+// measure sets the wire tokens of every message and part (their encoded
+// bytes, counted) and returns the tokens of the rest of the body (system
+// prompt, tool definitions, framing).
+func (r *request) measure(count func(string) int) int {
+	b := r.body
+	total := count(string(b))
+	msgs := 0
+	for i, el := range r.elems {
+		m := &r.msgs[i]
+		m.Tokens = max(count(string(b[el.start:el.end])), 1)
+		msgs += m.Tokens
+		for k, sp := range r.spans[i] {
+			m.Parts[k].Tokens = max(count(string(b[sp.start:sp.end])), 1)
+		}
+	}
+	return max(total-msgs, 0)
+}
+
 // rewrite splices the dispatch into the body: folded parts replaced by their
-// records, the hydration appended to the prompt message after its tool
-// results. Every other byte is the client's.
+// records, the messages that left the prompt removed and the page table put
+// in place of the first of them, the hydration appended to its message after
+// its tool results. Every other byte is the client's.
 func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 	var edits []edit
+	removed := map[int]bool{}
+	if w := d.WorkingSet; w != nil && len(w.Removed) > 0 {
+		if len(r.elems) != len(r.msgs) {
+			return nil, errors.New("this request shape cannot drop messages")
+		}
+		if w.PageTable != "" {
+			msg := append([]byte(`{"role":"user","content":`), encodeString(w.PageTable)...)
+			msg = append(msg, "},"...)
+			at := r.elems[w.Removed[0]].start
+			edits = append(edits, edit{at, at, msg})
+		}
+		for _, i := range w.Removed {
+			if i+1 >= len(r.elems) {
+				return nil, errors.New("the last message cannot leave the prompt")
+			}
+			removed[i] = true
+			edits = append(edits, edit{r.elems[i].start, r.elems[i+1].start, nil})
+		}
+	}
 	for _, f := range d.Folded {
+		if removed[f.Index] {
+			continue
+		}
 		first := true
 		for k, p := range r.msgs[f.Index].Parts {
 			if !p.Foldable {
@@ -312,8 +362,8 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 			edits = append(edits, edit{sp.start, sp.end, encodeString(text)})
 		}
 	}
-	if d.HydrationText != "" && d.PromptIndex >= 0 {
-		pt := r.points[d.PromptIndex]
+	if d.HydrationText != "" && d.HydrationIndex >= 0 && !removed[d.HydrationIndex] {
+		pt := r.points[d.HydrationIndex]
 		switch {
 		case !pt.ok:
 			return nil, errors.New("the prompt message has no content to extend")

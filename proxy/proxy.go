@@ -48,6 +48,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/hostguard"
 )
 
 // Header names the proxy reads or writes.
@@ -88,6 +89,28 @@ type Options struct {
 	// MaxBodyBytes bounds a request body in bytes; 0 means
 	// DefaultMaxBodyBytes. A larger body is answered 413.
 	MaxBodyBytes int64
+	// MaxInFlightBytes is the budget of request bodies held at once by the
+	// API requests in flight, in bytes; 0 means DefaultMaxInFlightBytes, a
+	// negative value means no budget. A request holds its body's size from
+	// the moment its body starts to arrive until its response is finished;
+	// one that does not fit is answered 503 with Retry-After
+	// (RetryAfterSeconds) without its body being read. The proxy's memory
+	// for a request is a small multiple of its body (docs/proxy.md gives
+	// the measured multiple), so this bounds the proxy's memory. It must be
+	// at least MaxBodyBytes.
+	MaxInFlightBytes int64
+	// BodyReadTimeout is how long a client may take to send a whole
+	// request body; 0 means DefaultBodyReadTimeout, a negative value means
+	// no limit. A slower API request is answered 408 and its connection
+	// closed; a slower passed-through body is cut.
+	BodyReadTimeout time.Duration
+	// AllowedHosts are extra host names (without a port) that the Host
+	// header of a GET /contextfold/stats may name, besides localhost,
+	// 127.0.0.1 and ::1 (the DNS-rebinding guard the inspector has too).
+	// AnyHost turns that check off (for an explicitly non-loopback bind).
+	// The API paths accept any Host.
+	AllowedHosts []string
+	AnyHost      bool
 	// Logger receives one line per API request (nil: text on stderr).
 	Logger *slog.Logger
 	// Transport sends the upstream requests (nil: http.DefaultTransport).
@@ -120,6 +143,9 @@ type RequestRecord struct {
 	ClientSize int              `json:"client_bytes"`
 	SentSize   int              `json:"forwarded_bytes"`
 	Hydrated   []hydrationBrief `json:"hydrated,omitempty"`
+	// WorkingSet describes the budgeted working set of the request (nil
+	// with the fixed message window).
+	WorkingSet *harness.WorkingSet `json:"working_set,omitempty"`
 }
 
 type hydrationBrief struct {
@@ -141,9 +167,14 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	stats    Stats
+
+	budget     budget           // request bodies in flight
+	statsHosts *hostguard.Guard // Host names GET /contextfold/stats answers
 }
 
-// Stats is served at GET /contextfold/stats.
+// Stats are the proxy's counters. GET /contextfold/stats serves them with
+// every tool call's input withheld (publicStats); Server.Stats and
+// Options.OnRequest see them whole.
 type Stats struct {
 	Requests        int `json:"requests"`
 	PassThrough     int `json:"pass_through"`
@@ -197,6 +228,17 @@ func New(opts Options) (*Server, error) {
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.opts.MaxInFlightBytes == 0 {
+		s.opts.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if s.opts.MaxInFlightBytes > 0 && s.opts.MaxInFlightBytes < s.opts.MaxBodyBytes {
+		return nil, fmt.Errorf("proxy: MaxInFlightBytes (%d) is smaller than MaxBodyBytes (%d): a body of the largest size could never be served; raise --max-inflight-bytes or lower --max-body-bytes", s.opts.MaxInFlightBytes, s.opts.MaxBodyBytes)
+	}
+	s.budget.max = s.opts.MaxInFlightBytes
+	if s.opts.BodyReadTimeout == 0 {
+		s.opts.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	s.statsHosts = hostguard.New(opts.AllowedHosts)
 	var err error
 	parse := func(name, raw, fallback string) (*url.URL, error) {
 		if raw == "" {
@@ -258,7 +300,7 @@ func apiOf(r *http.Request) (API, bool) {
 // ServeHTTP handles one client request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == PathStats && r.Method == http.MethodGet {
-		s.serveStats(w)
+		s.serveStats(w, r)
 		return
 	}
 	api, ok := apiOf(r)
@@ -266,7 +308,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.stats.PassThrough++
 		s.mu.Unlock()
-		s.rp.ServeHTTP(w, unknownShape(s, r))
+		s.passThrough(w, unknownShape(s, r))
 		return
 	}
 	if (api == APIAnthropic && s.anthropic == nil) || (api != APIAnthropic && s.openai == nil) {
@@ -274,14 +316,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", mbe.Limit))
-			return
-		}
-		s.reject(w, api, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+	body, release, ok := s.readBody(w, r, api)
+	defer release()
+	if !ok {
 		return
 	}
 	out := body
@@ -318,8 +355,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if st.sess != nil {
 		count = st.sess.h.CountTokens // the session store's token_counter
 	}
-	st.rec.ClientTokens = count(string(body))
-	st.rec.ForwardedTokens = count(string(out))
+	st.rec.ClientTokens = count(bytesString(body))
+	st.rec.ForwardedTokens = count(bytesString(out))
 	st.rec.Overhead = time.Since(st.start)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -340,12 +377,13 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 		st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 		return req.body
 	}
-	d, err := sess.h.PreTurnDispatch(req.msgs)
+	fixed := req.measure(sess.h.CountTokens)
+	d, err := sess.h.DispatchRequest(req.msgs, fixed)
 	if errors.Is(err, harness.ErrHistoryDiverged) {
 		// The client rewrote its history: continue in a new store.
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 		if sess, err = s.session(sid, sess.gen+1); err == nil {
-			d, err = sess.h.PreTurnDispatch(req.msgs)
+			d, err = sess.h.DispatchRequest(req.msgs, fixed)
 		}
 	}
 	st.rec.Session = sid
@@ -359,6 +397,7 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 	st.sess, st.dispatch = sess, d
 	st.rec.Accounting = d.Accounting
 	st.rec.Boundary, st.rec.PromptStep, st.rec.NewTurn = d.Boundary, d.PromptIndex, d.NewTurn
+	st.rec.WorkingSet = d.WorkingSet
 	st.rec.Warnings = append(st.rec.Warnings, d.Warnings...)
 	for _, n := range d.Hydrated {
 		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256})
@@ -467,6 +506,11 @@ func headerSafe(s string) string {
 
 func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	st, _ := r.Context().Value(ctxKey{}).(*reqState)
+	if bodyTimedOut(r) {
+		w.Header().Set("Connection", "close")
+		s.reject(w, "", http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (--body-read-timeout)", s.opts.BodyReadTimeout))
+		return
+	}
 	if r.Context().Err() != nil {
 		// The client went away; the upstream call was cancelled with it.
 		if st != nil {
@@ -553,11 +597,18 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-func (s *Server) serveStats(w http.ResponseWriter) {
+func (s *Server) serveStats(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !s.opts.AnyHost && !s.statsHosts.Allowed(r.Host) {
+		http.Error(w, "contextfold proxy: Host "+strconv.Quote(r.Host)+" is not allowed for "+PathStats+
+			": it answers only to loopback names (DNS-rebinding guard); open it as http://127.0.0.1:PORT"+PathStats, http.StatusForbidden)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(s.Stats())
+	_ = enc.Encode(publicStats(s.Stats()))
 }
 
 func (s *Server) reject(w http.ResponseWriter, api API, code int, msg string) {

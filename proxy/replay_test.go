@@ -11,19 +11,35 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/ingest"
 )
 
-// transcriptsDir holds the real transcripts shared by the team.
-const transcriptsDir = "../../shared/transcripts"
+// transcriptsDir holds the project's copies of the real transcripts (licence
+// notes beside them).
+const transcriptsDir = "../ingest/testdata/transcripts"
 
-// replayPoint is one request of a replay.
+// longName is the long session of the replay: every bundled transcript's
+// turns chained into one session, in file order (see longTurns).
+const longName = "long/all-transcripts-chained"
+
+// replayPoint is one request of a replay. Tokens are the reference estimate
+// (characters/4) of the request body; Cached is the longest common prefix
+// with the previous request of the same side, in tokens.
 type replayPoint struct {
 	Messages, Client, Forwarded, Folded, Hydrated int
+	ClientCached, ForwardedCached                 int
+	FoldEvent                                     bool
+	Budget                                        int
 }
+
+// effective is the cache-adjusted input cost of a request: uncached tokens
+// plus a tenth of the cached ones.
+func effective(total, cached int) float64 { return float64(total-cached) + 0.1*float64(cached) }
 
 // chatMessages renders ingested turns as an OpenAI messages array, the way a
 // client resends its history: a tool result becomes a "tool" message paired
@@ -65,29 +81,173 @@ func chatMessages(turns []ingest.Turn) []map[string]any {
 	return out
 }
 
-// replay sends the growing conversation through a proxy, one request before
-// each assistant message (and one at the end).
-func replay(t testing.TB, path string) []replayPoint {
-	res, err := ingest.ParseFile(path, ingest.FormatAuto)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
+// anthropicMessages renders ingested turns as an Anthropic Messages request
+// (as Claude Code sends it): the first system turn is the top-level system
+// prompt, a tool result is a user message with a tool_result block paired
+// with a tool_use block added to the assistant message before it, every
+// other turn a text message.
+func anthropicMessages(turns []ingest.Turn) (string, []map[string]any) {
+	var out []map[string]any
+	system := ""
+	lastAssistant := -1
+	for _, t := range turns {
+		isResult := t.Role == "tool" || t.Kind == "tool_result"
+		if t.Role == "system" && system == "" && len(out) == 0 {
+			system = t.Payload
+			continue
+		}
+		if isResult && lastAssistant >= 0 {
+			id := "toolu_" + itoa(t.StepID)
+			name := t.Tool
+			if name == "" {
+				name = "tool"
+			}
+			a := out[lastAssistant]
+			blocks := a["content"].([]any)
+			a["content"] = append(blocks, map[string]any{"type": "tool_use", "id": id, "name": name,
+				"input": map[string]any{"command": t.Command}})
+			out = append(out, map[string]any{"role": "user", "content": []any{map[string]any{
+				"type": "tool_result", "tool_use_id": id, "content": t.Payload, "is_error": t.IsError}}})
+			lastAssistant = -1
+			continue
+		}
+		role := t.Role
+		if role != "assistant" {
+			role = "user"
+		}
+		if role == "assistant" {
+			lastAssistant = len(out)
+		} else {
+			lastAssistant = -1
+		}
+		out = append(out, map[string]any{"role": role, "content": []any{map[string]any{"type": "text", "text": t.Payload}}})
 	}
-	msgs := chatMessages(res.Turns)
+	return system, out
+}
+
+// replaySession is one transcript to replay in one API's format.
+type replaySession struct {
+	name  string
+	api   API
+	turns []ingest.Turn
+}
+
+// history returns the conversation as the client sends it before message
+// k: an assistant message only keeps the tool calls whose results are in.
+func history(msgs []map[string]any, k int, api API) []map[string]any {
+	hist := make([]map[string]any, k)
+	for i, m := range msgs[:k] {
+		hist[i] = m
+		if api == APIAnthropic {
+			blocks, _ := m["content"].([]any)
+			var keep []any
+			for _, b := range blocks {
+				bm := b.(map[string]any)
+				if bm["type"] == "tool_use" && (i+1 >= k || !answers(msgs[i+1], bm["id"])) {
+					continue
+				}
+				keep = append(keep, b)
+			}
+			if len(keep) != len(blocks) {
+				cp := map[string]any{"role": m["role"], "content": keep}
+				if len(keep) == 0 {
+					cp["content"] = []any{map[string]any{"type": "text", "text": "(tool call)"}}
+				}
+				hist[i] = cp
+			}
+			continue
+		}
+		if calls, ok := m["tool_calls"].([]any); ok {
+			var keep []any
+			for _, c := range calls {
+				id := c.(map[string]any)["id"]
+				for _, r := range msgs[i+1 : k] {
+					if r["tool_call_id"] == id {
+						keep = append(keep, c)
+					}
+				}
+			}
+			cp := map[string]any{}
+			for kk, v := range m {
+				cp[kk] = v
+			}
+			if keep == nil {
+				delete(cp, "tool_calls")
+			} else {
+				cp["tool_calls"] = keep
+			}
+			hist[i] = cp
+		}
+	}
+	return hist
+}
+
+func answers(m map[string]any, id any) bool {
+	blocks, _ := m["content"].([]any)
+	for _, b := range blocks {
+		if bm := b.(map[string]any); bm["type"] == "tool_result" && bm["tool_use_id"] == id {
+			return true
+		}
+	}
+	return false
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// replay sends the growing conversation through a proxy, one request before
+// each assistant message (and one at the end), and measures what the client
+// sent and what the upstream received.
+func replay(t testing.TB, rs replaySession, cfg harness.Config) []replayPoint {
+	var system string
+	var msgs []map[string]any
+	if rs.api == APIAnthropic {
+		system, msgs = anthropicMessages(rs.turns)
+	} else {
+		msgs = chatMessages(rs.turns)
+	}
+	var mu sync.Mutex
+	var fwd [][]byte
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		io.WriteString(w, openaiReply)
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		fwd = append(fwd, b)
+		mu.Unlock()
+		if rs.api == APIAnthropic {
+			io.WriteString(w, anthropicReply)
+		} else {
+			io.WriteString(w, openaiReply)
+		}
 	}))
 	defer up.Close()
 	var points []replayPoint
-	srv, err := New(Options{Dir: t.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: discardLogger(),
+	srv, err := New(Options{Dir: t.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: discardLogger(), Harness: cfg,
 		OnRequest: func(r RequestRecord) {
-			points = append(points, replayPoint{r.Messages, r.ClientTokens, r.ForwardedTokens, r.FoldedTokens, r.HydratedTokens})
+			p := replayPoint{Messages: r.Messages, Client: r.ClientTokens, Forwarded: r.ForwardedTokens,
+				Folded: r.FoldedTokens, Hydrated: r.HydratedTokens}
+			if r.WorkingSet != nil {
+				p.FoldEvent, p.Budget = r.WorkingSet.FoldEvent, r.WorkingSet.Budget
+			}
+			points = append(points, p)
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	px := httptest.NewServer(srv)
 	defer px.Close()
+	path := PathOpenAI
+	if rs.api == APIAnthropic {
+		path = PathAnthropic
+	}
+	var prevClient, prevFwd []byte
 	for k := 1; k <= len(msgs); k++ {
 		if k < len(msgs) && msgs[k]["role"] != "assistant" {
 			continue
@@ -95,100 +255,142 @@ func replay(t testing.TB, path string) []replayPoint {
 		if msgs[k-1]["role"] == "assistant" {
 			continue
 		}
-		// The tool calls of an assistant message are known once all their
-		// results are in; send the history as it stood then.
-		hist := make([]map[string]any, k)
-		for i, m := range msgs[:k] {
-			hist[i] = m
-			if calls, ok := m["tool_calls"].([]any); ok {
-				var keep []any
-				for _, c := range calls {
-					id := c.(map[string]any)["id"]
-					for _, r := range msgs[i+1 : k] {
-						if r["tool_call_id"] == id {
-							keep = append(keep, c)
-						}
-					}
-				}
-				cp := map[string]any{}
-				for kk, v := range m {
-					cp[kk] = v
-				}
-				if keep == nil {
-					delete(cp, "tool_calls")
-				} else {
-					cp["tool_calls"] = keep
-				}
-				hist[i] = cp
+		req := map[string]any{"model": "gpt-4.1", "messages": history(msgs, k, rs.api)}
+		if rs.api == APIAnthropic {
+			req = map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 4096, "messages": history(msgs, k, rs.api)}
+			if system != "" {
+				req["system"] = system
 			}
 		}
-		body, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": hist})
-		resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(body))
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(px.URL+path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
-			t.Fatalf("%s: request %d: %s", path, k, resp.Status)
+			t.Fatalf("%s: request %d: %s", rs.name, k, resp.Status)
 		}
+		mu.Lock()
+		out := fwd[len(fwd)-1]
+		mu.Unlock()
+		p := &points[len(points)-1]
+		p.ClientCached = contextfold.TokenEstimate(string(body[:commonPrefix(body, prevClient)]))
+		p.ForwardedCached = contextfold.TokenEstimate(string(out[:commonPrefix(out, prevFwd)]))
+		if prevClient == nil {
+			p.ClientCached = 0
+		}
+		if prevFwd == nil {
+			p.ForwardedCached = 0
+		}
+		prevClient, prevFwd = body, out
 	}
 	return points
 }
 
-func transcripts(t testing.TB) []string {
+// sessions lists the replayed sessions: every bundled transcript in the API
+// of its agent (Claude Code: Anthropic; the others: OpenAI), the Claude Code
+// one in OpenAI's as well, and the long chained session in both.
+func sessions(t testing.TB) []replaySession {
 	var files []string
 	filepath.WalkDir(transcriptsDir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && !strings.HasSuffix(p, "README.md") {
+		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".history.md") {
 			files = append(files, p)
 		}
 		return nil
 	})
 	sort.Strings(files)
 	if len(files) == 0 {
-		t.Skip("no transcripts in " + transcriptsDir)
+		t.Fatal("no transcripts in " + transcriptsDir)
 	}
-	return files
+	var out []replaySession
+	var long []ingest.Turn
+	for _, f := range files {
+		res, err := ingest.ParseFile(f, ingest.FormatAuto)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		name := strings.TrimPrefix(f, transcriptsDir+"/")
+		if res.Format == ingest.FormatClaudeCode {
+			out = append(out, replaySession{name + " (anthropic)", APIAnthropic, res.Turns})
+		}
+		out = append(out, replaySession{name, APIOpenAI, res.Turns})
+		long = append(long, res.Turns...)
+	}
+	out = append(out, replaySession{longName, APIOpenAI, longTurns(long)},
+		replaySession{longName + " (anthropic)", APIAnthropic, longTurns(long)})
+	return out
 }
 
-// TestReplayTranscripts replays the real transcripts through the proxy and
-// checks that the forwarded conversation is smaller than what the client
-// sent by the end of each. With CONTEXTFOLD_REPLAY_WRITE=1 it rewrites the
-// "## Proxy replay" section of BENCHMARKS.md and proxy/replay.svg.
+// longTurns chains the turns of every transcript into one session: the first
+// transcript's opening stays the task, every later system turn becomes a
+// user message, step ids are renumbered in order.
+func longTurns(turns []ingest.Turn) []ingest.Turn {
+	out := make([]ingest.Turn, 0, len(turns))
+	for i, t := range turns {
+		if t.Role == "system" && i > 0 {
+			t.Role, t.Kind = "user", "prompt"
+		}
+		t.StepID = i
+		out = append(out, t)
+	}
+	return out
+}
+
+// TestReplayTranscripts replays the real transcripts through the proxy with
+// the default settings and checks the working set's targets: a session under
+// the budget is forwarded byte for byte; no request is over the budget; the
+// long session's last request is at most a quarter of the client's and its
+// cache-adjusted input cost at most 60 % of the client's; no session costs
+// more than the client's own. With CONTEXTFOLD_REPLAY_WRITE=1 it rewrites the
+// "## Proxy replay" section of BENCHMARKS.md and proxy/replay.svg. The long
+// session runs only with CONTEXTFOLD_REPLAY_FULL=1 or the write (about a
+// minute).
 func TestReplayTranscripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replay skipped in -short mode")
+	}
 	write := os.Getenv("CONTEXTFOLD_REPLAY_WRITE") == "1"
-	files := transcripts(t)
-	if !write && os.Getenv("CONTEXTFOLD_REPLAY_FULL") != "1" {
-		// Keep the default suite fast: the transcripts under 128 kB.
-		var small []string
-		for _, f := range files {
-			if st, err := os.Stat(f); err == nil && st.Size() < 128<<10 {
-				small = append(small, f)
+	full := write || os.Getenv("CONTEXTFOLD_REPLAY_FULL") == "1"
+	results := map[string][]replayPoint{}
+	var names []string
+	for _, rs := range sessions(t) {
+		if !full && strings.HasPrefix(rs.name, "long/") {
+			continue
+		}
+		pts := replay(t, rs, harness.Config{})
+		if len(pts) == 0 {
+			t.Fatalf("%s: no requests", rs.name)
+		}
+		var cc, fc float64
+		for i, p := range pts {
+			cc += effective(p.Client, p.ClientCached)
+			fc += effective(p.Forwarded, p.ForwardedCached)
+			if p.Forwarded > harness.DefaultContextBudget {
+				t.Errorf("%s: request %d forwarded %d tokens, over the budget %d", rs.name, i+1, p.Forwarded, harness.DefaultContextBudget)
+			}
+			if p.Client <= harness.DefaultContextBudget && p.Folded == 0 && p.Forwarded != p.Client {
+				t.Errorf("%s: request %d under the budget changed: client %d, forwarded %d", rs.name, i+1, p.Client, p.Forwarded)
 			}
 		}
-		files = small
-	}
-	results := map[string][]replayPoint{}
-	for _, f := range files {
-		if !write && testing.Short() {
-			break
+		if fc > cc*1.0001 {
+			t.Errorf("%s: effective input cost %.0f through the proxy, above the client's %.0f", rs.name, fc, cc)
 		}
-		pts := replay(t, f)
-		if len(pts) == 0 {
-			t.Fatalf("%s: no requests", f)
+		last := pts[len(pts)-1]
+		if last.Client > 100_000 {
+			if 4*last.Forwarded > last.Client {
+				t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
+			}
+			if fc > 0.6*cc {
+				t.Errorf("%s: effective cost %.0f through the proxy, more than 60 %% of the client's %.0f", rs.name, fc, cc)
+			}
 		}
-		var sc, sf int
-		for _, p := range pts {
-			sc += p.Client
-			sf += p.Forwarded
-		}
-		if sf >= sc {
-			t.Errorf("%s: no reduction over the replay: client %d tokens, forwarded %d", f, sc, sf)
-		}
-		results[strings.TrimPrefix(f, transcriptsDir+"/")] = pts
+		results[rs.name] = pts
+		names = append(names, rs.name)
 	}
 	if write {
-		if err := writeReplayReport(results); err != nil {
+		if err := writeReplayReport(names, results); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -197,38 +399,58 @@ func TestReplayTranscripts(t *testing.T) {
 func discardLogger() *slogLogger { return newDiscardLogger() }
 
 // writeReplayReport writes the section and the plot.
-func writeReplayReport(results map[string][]replayPoint) error {
-	names := make([]string, 0, len(results))
-	for n := range results {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func writeReplayReport(names []string, results map[string][]replayPoint) error {
 	var b strings.Builder
 	b.WriteString("## Proxy replay\n\n")
-	b.WriteString("Each real transcript in `../shared/transcripts/` (parsed by `ingest`, rendered as an OpenAI\n" +
-		"messages array, tool output as user observations) is replayed through `contextfold proxy` with the\n" +
-		"default harness settings (hot window 8 messages, fold block 8, fold threshold 256 tokens): one\n" +
-		"request before each assistant message, the conversation growing as a client sends it. Tokens are\n" +
-		"the reference estimate (characters/4) of the whole request body. Regenerate with\n" +
-		"`CONTEXTFOLD_REPLAY_WRITE=1 go test ./proxy -run TestReplayTranscripts`.\n\n")
-	b.WriteString("![client vs forwarded tokens per request](proxy/replay.svg)\n\n")
-	b.WriteString("| transcript | requests | last request: client tokens | forwarded | reduction | all requests: client tokens | forwarded | reduction |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("Each transcript in `ingest/testdata/transcripts/` (parsed by `ingest`) is replayed through\n" +
+		"`contextfold proxy` with the default settings (context budget " + itoa(harness.DefaultContextBudget) + " tokens, fold target " +
+		itoa(harness.DefaultFoldTarget) + " %, hot tail " + itoa(harness.DefaultHotWindow) + " messages): one request before each assistant\n" +
+		"message, the conversation growing as a client sends it. Claude Code is replayed as Anthropic Messages\n" +
+		"requests (tool_use / tool_result blocks) and as OpenAI ones, the others as OpenAI Chat Completions\n" +
+		"(tool results as `tool` messages). **long** chains every transcript's turns into one session, in file\n" +
+		"order (the first transcript's opening is the task; later system turns become user messages) —\n" +
+		"the only session over 100k tokens. Tokens are the reference estimate (characters/4) of the whole\n" +
+		"request body. *Cached* is the longest common prefix with the previous request of the same side (what\n" +
+		"a provider's prefix cache can reuse); the effective input cost is uncached + 0.1 × cached tokens.\n" +
+		"Regenerate with `CONTEXTFOLD_REPLAY_WRITE=1 go test ./proxy -run TestReplayTranscripts -timeout 20m`\n" +
+		"(`CONTEXTFOLD_REPLAY_FULL=1` checks the targets without writing).\n\n")
+	b.WriteString("![client vs forwarded tokens and effective cost per request](proxy/replay.svg)\n\n")
+	b.WriteString("| session | api | requests | last request: client | forwarded | share | max forwarded | fold events | cache hit: client | forwarded | effective cost: client | forwarded | share |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range names {
 		pts := results[n]
 		last := pts[len(pts)-1]
-		var sc, sf int
+		var sc, sf, cc, fc, mx, ev int
+		var ec, ef float64
 		for _, p := range pts {
 			sc += p.Client
 			sf += p.Forwarded
+			cc += p.ClientCached
+			fc += p.ForwardedCached
+			ec += effective(p.Client, p.ClientCached)
+			ef += effective(p.Forwarded, p.ForwardedCached)
+			mx = max(mx, p.Forwarded)
+			if p.FoldEvent {
+				ev++
+			}
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% |\n", n, len(pts), last.Client, last.Forwarded,
-			100*(1-float64(last.Forwarded)/float64(last.Client)), sc, sf, 100*(1-float64(sf)/float64(sc)))
+		api := "openai"
+		if strings.HasSuffix(n, "(anthropic)") {
+			api = "anthropic"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% | %.0f%% | %.0f | %.0f | %.0f%% |\n",
+			strings.TrimSuffix(n, " (anthropic)"), api, len(pts), last.Client, last.Forwarded, 100*float64(last.Forwarded)/float64(last.Client),
+			mx, ev, 100*float64(cc)/float64(sc), 100*float64(fc)/float64(sf), ec, ef, 100*ef/ec)
 	}
-	b.WriteString("\nPer request (every request of each transcript):\n\n")
+	b.WriteString("\nPer request (every request of each session):\n\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n| request | messages | client tokens | forwarded tokens | folded away | hydrated |\n|---:|---:|---:|---:|---:|---:|\n", n)
+		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n| request | messages | client tokens | cached | forwarded tokens | cached | folded away | hydrated | fold event |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", n)
 		for i, p := range results[n] {
-			fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d |\n", i+1, p.Messages, p.Client, p.Forwarded, p.Folded, p.Hydrated)
+			ev := ""
+			if p.FoldEvent {
+				ev = "yes"
+			}
+			fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", i+1, p.Messages, p.Client, p.ClientCached, p.Forwarded, p.ForwardedCached, p.Folded, p.Hydrated, ev)
 		}
 		b.WriteString("\n</details>\n\n")
 	}
@@ -284,7 +506,7 @@ func replaySVG(names []string, results map[string][]replayPoint) []byte {
 	rows := (len(names) + cols - 1) / cols
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", cols*w, rows*h+24)
-	fmt.Fprintf(&b, `<text x="10" y="16" font-size="13">contextfold proxy replay: tokens per request — client sent (grey) vs forwarded (blue)</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="16" font-size="13">contextfold proxy replay: tokens per request — client sent (grey), forwarded (blue); effective input cost: client (orange), forwarded (green)</text>`+"\n")
 	for k, n := range names {
 		pts := results[n]
 		x0, y0 := (k%cols)*w, (k/cols)*h+24
@@ -305,10 +527,10 @@ func replaySVG(names []string, results map[string][]replayPoint) []byte {
 		}
 		line(func(p replayPoint) int { return p.Client }, "#999")
 		line(func(p replayPoint) int { return p.Forwarded }, "#1f6fd1")
+		line(func(p replayPoint) int { return int(effective(p.Client, p.ClientCached)) }, "#e08a2c")
+		line(func(p replayPoint) int { return int(effective(p.Forwarded, p.ForwardedCached)) }, "#2ca02c")
 		fmt.Fprintf(&b, `<text x="%d" y="%d">requests (%d)</text></g>`+"\n", pad, h-pad+14, len(pts))
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
 }
-
-var _ = harness.DefaultHotWindow

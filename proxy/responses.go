@@ -76,6 +76,7 @@ func parseResponses(body []byte, top []field) (*request, error) {
 		return r, nil
 	}
 	elems := arrayElems(body, in)
+	r.elems = elems
 	r.msgs = make([]harness.Message, len(elems))
 	r.spans = make([][]span, len(elems))
 	r.points = make([]appendAt, len(elems))
@@ -92,6 +93,11 @@ func parseResponses(body []byte, top []field) (*request, error) {
 			firstUser = role == "user"
 		}
 		r.responsesItem(i, typ, role, f, tools)
+		if i > 0 && stringField(body, objectFields(body, elems[i-1]), "type") == "reasoning" {
+			// A reasoning item and the item it leads to leave the prompt
+			// together or not at all.
+			r.msgs[i].AnswersTool = true
+		}
 	}
 	return r, nil
 }

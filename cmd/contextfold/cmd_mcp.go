@@ -25,6 +25,7 @@ func init() { commands = append(commands, newMCPCmd) }
 func newMCPCmd(g *globals) *cobra.Command {
 	var httpAddr string
 	var quiet bool
+	var maxFrame int
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the store to an agent as an MCP server (stdio, or streamable HTTP with --http)",
@@ -37,7 +38,10 @@ Resources: contextfold://steps/{step_id} (each cold node, verified) and
 contextfold://recall_index, read-only.
 
 By default the server speaks JSON-RPC on stdin/stdout; stdout carries nothing
-else, and logs go to stderr. With --http 127.0.0.1:PORT it serves streamable
+else, and logs go to stderr. Every line must be one JSON-RPC 2.0 message of at
+most --max-frame-bytes; any other line (not JSON, a batch, a bare value, an id
+that is not a string or an integer within ±2^53, a longer line) is answered
+with a JSON-RPC error and the session goes on. With --http 127.0.0.1:PORT it serves streamable
 HTTP at http://127.0.0.1:PORT/mcp (loopback addresses only).
 
 The store is --dir, else $CONTEXTFOLD_DIR, else ./.contextfold. Other processes
@@ -64,7 +68,10 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				return serveHTTP(ctx, srv, httpAddr, logger, cmd.ErrOrStderr())
 			}
 			logger.Info("serving MCP on stdio", "store", store.Dir())
-			t := mcpserver.StdioTransport(cmd.InOrStdin(), cmd.OutOrStdout(), 0)
+			if maxFrame <= 0 {
+				return usagef("--max-frame-bytes %d: give a positive number of bytes (default %d)", maxFrame, mcpserver.DefaultMaxFrameBytes)
+			}
+			t := mcpserver.StdioTransportWith(cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.StdioOptions{MaxFrameBytes: maxFrame})
 			err = srv.Run(ctx, t)
 			if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
 				err = nil
@@ -74,6 +81,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
+	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC line read on stdio, in bytes; a longer one is skipped and answered with an Invalid Request error")
 	return c
 }
 

@@ -27,7 +27,9 @@ func newProxyCmd(g *globals) *cobra.Command {
 		listen, upstream, anthropicUp, openaiUp string
 		allowRemote                             bool
 		cfg                                     harness.Config
-		maxBody                                 int64
+		maxBody, maxInFlight                    int64
+		bodyTimeout                             time.Duration
+		allowedHosts                            []string
 	)
 	c := &cobra.Command{
 		Use:   "proxy",
@@ -38,7 +40,13 @@ Responses API (POST /v1/responses), streaming or not, and forwards them to
 the upstream. Before forwarding it folds old verbose turns
 into the session's store (replacing each by its folded-step record) and
 hydrates, verified, the cold nodes the latest human prompt mentions. Every
-other path passes through untouched. GET /contextfold/stats returns counters.
+other path passes through untouched. GET /contextfold/stats returns counters
+(tool-call inputs withheld; it answers only to a loopback Host header or one
+given with --allowed-host, against DNS rebinding).
+
+Limits: a body larger than --max-body-bytes is answered 413; one that takes
+longer than --body-read-timeout to arrive, 408; when the bodies of the
+requests in flight would pass --max-inflight-bytes, 503 with Retry-After.
 
 Sessions: the X-Contextfold-Session header, else derived from the start of
 the conversation. Stores live under --dir (default: the user cache directory,
@@ -50,7 +58,8 @@ Point a client at it:
   Codex, Qwen Code and others: see docs/agents.md`,
 		Example: `  contextfold proxy --upstream https://api.anthropic.com
   contextfold proxy --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com --openai-upstream https://api.openai.com
-  contextfold proxy --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
+  contextfold proxy --context-budget 60000 --fold-target 40 --pin-messages 2
+  contextfold proxy --context-budget -1 --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if upstream == "" && anthropicUp == "" && openaiUp == "" {
@@ -64,12 +73,6 @@ Point a client at it:
 				}
 				dir = filepath.Join(base, "contextfold", "proxy")
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
-				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger})
-			if err != nil {
-				return usagef("%v", err)
-			}
 			// The proxy carries API keys and whole conversations: loopback
 			// only, unless asked explicitly.
 			loopback, err := inspect.CheckListenAddr(listen, true)
@@ -78,6 +81,20 @@ Point a client at it:
 			}
 			if !loopback && !allowRemote {
 				return usagef("listen address %q is not a loopback address; the proxy carries API keys and whole conversations, so it binds to loopback only unless you pass --allow-remote", listen)
+			}
+			if bodyTimeout < 0 {
+				return usagef("--body-read-timeout %s is negative; give a duration such as 60s, or 0 for no limit", bodyTimeout)
+			}
+			if bodyTimeout == 0 {
+				bodyTimeout = -1 // proxy.Options: negative means no limit
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
+				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger,
+				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout,
+				AllowedHosts: allowedHosts, AnyHost: !loopback})
+			if err != nil {
+				return usagef("%v", err)
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
@@ -105,10 +122,16 @@ Point a client at it:
 	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
 	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions (overrides --upstream)")
+	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
+	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
+	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
 	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded")
-	f.IntVar(&cfg.FoldBlock, "fold-block", harness.DefaultFoldBlock, "messages by which the fold boundary moves")
-	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded, in tokens")
-	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
+	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
+	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens")
+	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes (larger: 413)")
+	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of request bodies held at once by the requests in flight, in bytes; past it 503 with Retry-After (at least --max-body-bytes; -1: no budget)")
+	f.DurationVar(&bodyTimeout, "body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send a request body (slower: 408; 0: no limit)")
+	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "extra Host name /contextfold/stats answers to besides localhost, 127.0.0.1 and ::1 (repeatable)")
 	// The proxy's --dir is a directory of per-session stores with its own
 	// default (not $CONTEXTFOLD_DIR or ./.contextfold): this local flag, on
 	// the same variable, shadows the global one so that --help says so.

@@ -55,10 +55,12 @@ func parseTurn(api API, body []byte) (*Turn, error) {
 var hydration = regexp.MustCompile(`(?s)<contextfold-hydration\b.*?</contextfold-hydration>`)
 
 // isReminder is true for text the agent adds on its own (Claude Code's
-// <system-reminder> blocks), which is not a human prompt by itself.
+// <system-reminder> blocks) or contextfold adds (hydration, the page-table
+// block), which is not a human prompt by itself.
 func isReminder(s string) bool {
 	s = strings.TrimSpace(s)
-	return s == "" || strings.HasPrefix(s, "<system-reminder>") || strings.HasPrefix(s, "<contextfold-hydration")
+	return s == "" || strings.HasPrefix(s, "<system-reminder>") || strings.HasPrefix(s, "<contextfold-hydration") ||
+		strings.HasPrefix(s, "[contextfold")
 }
 
 // humanText returns a message content's text and whether any of it is the

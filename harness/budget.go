@@ -1,0 +1,488 @@
+package harness
+
+import (
+	"fmt"
+	"hash/maphash"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/contextfold/contextfold"
+)
+
+// Defaults of the token-budget working set (Config.ContextBudget).
+//
+// DefaultContextBudget suits today's 200k-token-window models: a fifth of
+// the window, which leaves the rest for the response, for tool definitions
+// the proxy cannot see, and keeps the input cost of a long session low. A
+// conversation under it is forwarded unchanged.
+const (
+	DefaultContextBudget  = 40_000 // tokens
+	DefaultFoldTarget     = 50     // percent of the budget a fold event folds down to
+	DefaultPageTableShare = 10     // percent of the budget the page-table block may take
+	DefaultHydrationShare = 20     // percent of the budget one human turn may hydrate
+)
+
+// NoBudget as Config.ContextBudget selects the fixed message window
+// (HotWindow, FoldBlock, MinFoldTokens) of earlier versions.
+const NoBudget = -1
+
+// PageTableOpen starts the page-table block: the one message that stands for
+// the removed run of old steps, one line per step.
+const PageTableOpen = "[contextfold page table: "
+
+// budgeted reports whether the token budget rules (see the package doc).
+func (c Config) budgeted() bool { return c.ContextBudget > 0 }
+
+// workset is the state of the working set between two fold events. It only
+// changes at a fold event, so the forwarded prefix stays byte-identical in
+// between (prompt caches keep hitting).
+type workset struct {
+	folded  map[int]bool // shown as their folded-step record, in place
+	removed map[int]bool // left the prompt: a line of the page table, or nothing
+	omitted int          // the oldest page lines that left the prompt as well
+	events  int          // fold events so far
+	block   string       // the page-table text (derived from removed, omitted)
+	lines   int
+	// n is the conversation length at the last dispatch: a shorter one
+	// resets the working set.
+	n int
+}
+
+func newWorkset() *workset { return &workset{folded: map[int]bool{}, removed: map[int]bool{}} }
+
+// WorkingSet describes a budgeted dispatch: which messages are pinned,
+// which left the prompt, what stands for them, and the budget.
+type WorkingSet struct {
+	Budget   int `json:"budget"`   // tokens
+	Estimate int `json:"estimate"` // forwarded tokens the harness expects (its own count)
+	// Pinned messages [0, Pinned) are never folded (system prompt, task).
+	Pinned int `json:"pinned"`
+	// TailStart: messages from here on are the hot tail, never folded.
+	TailStart int `json:"tail_start"`
+	// Removed lists the messages that left the prompt, ascending; the page
+	// table message is inserted in place of the first of them.
+	Removed []int `json:"removed"`
+	// PageTable is the text of the inserted message ("" when none).
+	PageTable       string `json:"-"`
+	PageLines       int    `json:"page_lines"`
+	PageOmitted     int    `json:"page_omitted"`
+	PageTableTokens int    `json:"page_table_tokens"`
+	// FoldEvent is true when this dispatch changed the working set (the
+	// forwarded prefix differs from the previous request's from the first
+	// changed message on).
+	FoldEvent bool `json:"fold_event"`
+	// FirstChanged is the first message whose forwarded form changed at this
+	// fold event (-1 when none).
+	FirstChanged int `json:"first_changed"`
+	Events       int `json:"fold_events"`
+}
+
+// pinEnd returns the end of the pinned prefix: Config.PinMessages, or
+// through the first human message (the task statement).
+func (h *Harness) pinEnd(conv []Message) int {
+	if h.cfg.PinMessages > 0 {
+		return min(h.cfg.PinMessages, len(conv))
+	}
+	for i, m := range conv {
+		if m.Role == RoleUser && m.Human {
+			return i + 1
+		}
+	}
+	k := 0
+	for k < len(conv) && conv[k].Role == RoleSystem {
+		k++
+	}
+	return k
+}
+
+// answersTool reports a message that must stay right after the one before
+// it: it carries tool results.
+func answersTool(m Message) bool {
+	if m.AnswersTool || m.Role == RoleTool {
+		return true
+	}
+	for _, p := range m.Parts {
+		if p.ToolResult {
+			return true
+		}
+	}
+	return false
+}
+
+// cost returns the tokens message m takes in the forwarded request.
+func (h *Harness) cost(m Message) int {
+	if m.Tokens > 0 {
+		return m.Tokens
+	}
+	n := 4
+	for _, p := range m.Parts {
+		n += h.partCost(p)
+	}
+	return n
+}
+
+func (h *Harness) partCost(p Part) int {
+	if p.Tokens > 0 {
+		return p.Tokens
+	}
+	return h.counter.Count(p.Text)
+}
+
+// wire estimates the tokens of text the harness writes, once JSON-encoded.
+func (h *Harness) wire(s string) int {
+	return h.counter.Count(s) + strings.Count(s, `"`)/4 + strings.Count(s, "\n")/4 + 2
+}
+
+// recordCost returns the tokens of message m shown as record text.
+func (h *Harness) recordCost(m Message, text string, index int) int {
+	c := h.cost(m)
+	first := true
+	for _, p := range m.Parts {
+		if !p.Foldable {
+			continue
+		}
+		c -= h.partCost(p)
+		if first {
+			c += h.wire(text)
+			first = false
+		} else {
+			c += h.wire(PointerText(index))
+		}
+	}
+	return max(c, 1)
+}
+
+// budgetDispatch is PreTurnDispatch under a token budget.
+func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries map[int]*contextfold.Entry) error {
+	ws := h.ws
+	if ws == nil || len(conv) < ws.n {
+		ws = newWorkset()
+		h.ws = ws
+	}
+	ws.n = len(conv)
+	budget := h.cfg.ContextBudget
+	pin := h.pinEnd(conv)
+	tail := max(len(conv)-h.cfg.HotWindow, pin)
+	w := &WorkingSet{Budget: budget, Pinned: pin, TailStart: tail, FirstChanged: -1}
+	d.WorkingSet = w
+	d.HydrationIndex = hydrationHost(conv)
+
+	h.hydrate(conv, d)
+	hyd := 0
+	if d.HydrationText != "" {
+		hyd = h.wire(d.HydrationText) + 8
+	}
+	est := fixed + hyd + h.estimate(conv, ws)
+	if est > budget {
+		w.FoldEvent = true
+		ws.events++
+		target := budget * h.cfg.FoldTarget / 100
+		first, err := h.foldEvent(conv, ws, entries, pin, tail, d.PromptIndex, est-target, d)
+		if err != nil {
+			return err
+		}
+		w.FirstChanged = first
+		est = fixed + hyd + h.estimate(conv, ws)
+	}
+	w.Estimate = est
+	w.Events = ws.events
+	// The dispatch.
+	if entries2, err := h.entryMap(); err == nil {
+		entries = entries2
+	}
+	idx := make([]int, 0, len(ws.folded))
+	for i := range ws.folded {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		e := entries[i]
+		if e == nil || ws.removed[i] {
+			continue
+		}
+		st := h.record(conv, i, e)
+		payload, _ := conv[i].payload()
+		d.Folded = append(d.Folded, FoldedMessage{Index: i, Step: st, Text: st.PromptText(), Tokens: h.counter.Count(payload)})
+	}
+	for i := range ws.removed {
+		w.Removed = append(w.Removed, i)
+	}
+	sort.Ints(w.Removed)
+	w.PageTable, w.PageLines, w.PageOmitted = ws.block, ws.lines, ws.omitted
+	if ws.block != "" {
+		w.PageTableTokens = h.wire(ws.block) + 8
+	}
+	return nil
+}
+
+// hydrationHost is the latest user (or tool-result) message: hydration goes
+// there only, after its tool results, so that the prefix before it is never
+// touched by hydration.
+func hydrationHost(conv []Message) int {
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == RoleUser || conv[i].Role == RoleTool {
+			return i
+		}
+	}
+	return -1
+}
+
+// estimate returns the forwarded tokens of the messages under ws.
+func (h *Harness) estimate(conv []Message, ws *workset) int {
+	n := 0
+	for i, m := range conv {
+		switch {
+		case ws.removed[i]:
+		case ws.folded[i]:
+			n += h.recordCost(m, h.recordTextGuess(i), i)
+		default:
+			n += h.cost(m)
+		}
+	}
+	if ws.block != "" {
+		n += h.wire(ws.block) + 8
+	}
+	return n
+}
+
+// recordTextGuess returns the cached record text of step i, or a
+// representative one before the step is folded.
+func (h *Harness) recordTextGuess(i int) string {
+	if st, ok := h.records[i]; ok {
+		return st.step.PromptText()
+	}
+	return FoldedStep{StepID: i, Timestamp: "2006-01-02T15:04:05Z", ActionType: ActionCommandExecution, Status: StatusSuccess,
+		Summary: strings.Repeat("x", 160), TargetFiles: []string{"path/to/file.go"}, Artifacts: Artifacts{ColdNodeRef: "cold_nodes/step_000000.json"}}.PromptText()
+}
+
+// record returns the folded-step record of message i (cached).
+func (h *Harness) record(conv []Message, i int, e *contextfold.Entry) FoldedStep {
+	payload, _ := conv[i].storePayload()
+	fast := maphash.String(h.seed, payload)
+	st, ok := h.records[i]
+	if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
+		m := conv[i]
+		m.Command = commandFor(conv, i)
+		st = cachedStep{fast, Project(m, e)}
+		h.records[i] = st
+	}
+	return st.step
+}
+
+// intact reports whether step i's cold node verifies (read-only, cached for
+// the harness's lifetime): a record or page line only stands for a turn
+// whose verbatim text can be hydrated back.
+func (h *Harness) intact(i int) bool {
+	if ok, seen := h.nodeOK[i]; seen {
+		return ok
+	}
+	_, err := h.store.Hydrate(i)
+	h.nodeOK[i] = err == nil
+	return err == nil
+}
+
+// foldEvent folds oldest first until the estimate has dropped by need
+// tokens: first in place (records), then whole groups of messages leave the
+// prompt for the page table. It returns the first changed message.
+func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contextfold.Entry, pin, tail, prompt, need int, d *Dispatch) (int, error) {
+	first := -1
+	mark := func(i int) {
+		if first < 0 || i < first {
+			first = i
+		}
+	}
+	usable := func(i int) bool {
+		if e := entries[i]; e != nil {
+			return h.intact(i)
+		}
+		return true
+	}
+	// Phase 1: records in place, oldest first.
+	var toFold []contextfold.Turn
+	pending := map[int]bool{}
+	for i := pin; i < tail && need > 0; i++ {
+		m := conv[i]
+		if ws.folded[i] || ws.removed[i] || m.Role == RoleSystem || i == prompt {
+			continue
+		}
+		payload, ok := m.payload()
+		if !ok || h.counter.Count(payload) < h.cfg.MinFoldTokens || !usable(i) {
+			continue
+		}
+		save := h.cost(m) - h.recordCost(m, h.recordTextGuess(i), i)
+		if save <= 0 {
+			continue
+		}
+		if entries[i] == nil {
+			toFold = append(toFold, h.turnOf(conv, i, payload))
+			pending[i] = true
+		}
+		ws.folded[i] = true
+		need -= save
+		mark(i)
+	}
+	// Phase 2: groups leave the prompt (a group is a message and the tool
+	// results that answer it), oldest first.
+	type group struct{ a, b int }
+	var groups []group
+	if need > 0 {
+		for i := pin; i < tail; {
+			j := i + 1
+			for j < len(conv) && answersTool(conv[j]) {
+				j++
+			}
+			if j > tail {
+				break
+			}
+			groups = append(groups, group{i, j})
+			i = j
+		}
+	}
+	var removedNow []int
+	for _, g := range groups {
+		if need <= 0 {
+			break
+		}
+		ok := !answersTool(conv[g.a])
+		save := 0
+		for i := g.a; i < g.b && ok; i++ {
+			m := conv[i]
+			if ws.removed[i] {
+				ok = false // already gone (a group is removed whole)
+				break
+			}
+			if m.Role == RoleSystem || i == prompt || !usable(i) {
+				ok = false
+				break
+			}
+			if ws.folded[i] {
+				save += h.recordCost(m, h.recordTextGuess(i), i)
+			} else {
+				save += h.cost(m)
+			}
+			save -= 20 // its page line
+		}
+		if !ok {
+			continue
+		}
+		for i := g.a; i < g.b; i++ {
+			if entries[i] == nil && !pending[i] {
+				if payload, ok := conv[i].storePayload(); ok {
+					toFold = append(toFold, h.turnOf(conv, i, payload))
+					pending[i] = true
+				}
+			}
+			ws.removed[i] = true
+			removedNow = append(removedNow, i)
+			mark(i)
+		}
+		need -= save
+	}
+	if len(toFold) > 0 {
+		if _, err := h.store.FoldBatch(toFold); err != nil {
+			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
+		}
+		es, err := h.entryMap()
+		if err != nil {
+			return first, err
+		}
+		for k, v := range es {
+			entries[k] = v
+		}
+		for _, t := range toFold {
+			if entries[t.StepID] == nil {
+				// Not stored: the message stays verbatim.
+				delete(ws.folded, t.StepID)
+				continue
+			}
+			h.verified[t.StepID] = maphash.String(h.seed, t.RawContent)
+			h.nodeOK[t.StepID] = true
+		}
+		// A removed group with a message that is not in the store comes back
+		// whole.
+		for _, i := range removedNow {
+			if _, ok := conv[i].storePayload(); ok && entries[i] == nil {
+				a, b := i, i+1
+				for a > 0 && answersTool(conv[a]) {
+					a--
+				}
+				for b < len(conv) && answersTool(conv[b]) {
+					b++
+				}
+				for k := a; k < b; k++ {
+					delete(ws.removed, k)
+				}
+			}
+		}
+	}
+	h.buildPageTable(conv, ws, entries)
+	return first, nil
+}
+
+// turnOf is the store turn of message i.
+func (h *Harness) turnOf(conv []Message, i int, payload string) contextfold.Turn {
+	m := conv[i]
+	m.Command = commandFor(conv, i)
+	return contextfold.Turn{StepID: i, Summary: Summarize(m), RawContent: payload, SessionID: h.cfg.SessionID}
+}
+
+// buildPageTable renders the page-table block: one line per removed step
+// that is in the store, ascending; the oldest lines leave it when it grows
+// past its share of the budget.
+func (h *Harness) buildPageTable(conv []Message, ws *workset, entries map[int]*contextfold.Entry) {
+	var steps []int
+	for i := range ws.removed {
+		if entries[i] != nil {
+			steps = append(steps, i)
+		}
+	}
+	sort.Ints(steps)
+	lines := make([]string, len(steps))
+	for k, i := range steps {
+		lines[k] = PageLine(h.record(conv, i, entries[i]))
+	}
+	limit := h.cfg.ContextBudget * h.cfg.PageTableShare / 100
+	total := 0
+	for _, l := range lines {
+		total += h.wire(l)
+	}
+	omit := ws.omitted
+	for k := 0; k < omit && k < len(lines); k++ {
+		total -= h.wire(lines[k])
+	}
+	for omit < len(lines) && total > limit {
+		total -= h.wire(lines[omit])
+		omit++
+	}
+	ws.omitted = min(omit, len(lines))
+	ws.lines = len(lines) - ws.omitted
+	if len(steps) == 0 {
+		ws.block = ""
+		return
+	}
+	var b strings.Builder
+	b.WriteString(PageTableOpen)
+	fmt.Fprintf(&b, "%d earlier steps are folded into verified cold storage and left the prompt; mention a step's files, commands or errors to recall it]\n", len(steps))
+	if ws.omitted > 0 {
+		fmt.Fprintf(&b, "(%d older steps, %d–%d, are listed in the recall index only)\n", ws.omitted, steps[0], steps[ws.omitted-1])
+	}
+	for _, l := range lines[ws.omitted:] {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	ws.block = strings.TrimRight(b.String(), "\n")
+}
+
+// MaxPageLine bounds a page-table line, in characters (code points).
+const MaxPageLine = 120
+
+// PageLine renders one folded step as a page-table line:
+// "#<step_id> <STATUS> <summary>", at most MaxPageLine characters.
+func PageLine(s FoldedStep) string {
+	status := s.Status
+	if status == StatusSuccess {
+		status = "ok"
+	}
+	return cut("#"+strconv.Itoa(s.StepID)+" "+status+" "+s.Summary, MaxPageLine)
+}

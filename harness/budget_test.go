@@ -1,0 +1,218 @@
+package harness
+
+import (
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
+)
+
+// agentConv is a coding-agent session: a system prompt, the task, then
+// assistant tool calls each answered by a tool result of about 500 tokens.
+func agentConv(steps int) []Message {
+	conv := []Message{
+		{Role: RoleSystem, Parts: []Part{{Text: "You are a coding agent."}}},
+		{Role: RoleUser, Human: true, Parts: []Part{{Text: "<pr_description>\nFix the widget parser so that empty input is accepted.\n</pr_description>", Foldable: true}}},
+	}
+	for i := 0; i < steps; i++ {
+		conv = append(conv,
+			Message{Role: RoleAssistant, Tool: "bash", Command: "go test ./pkg" + strconv.Itoa(i),
+				Parts: []Part{{Text: "Let me run the tests of pkg" + strconv.Itoa(i), Foldable: true}, {Text: `bash {"command":"go test ./pkg` + strconv.Itoa(i) + `"}`}}},
+			Message{Role: RoleTool, Tool: "bash", Command: "go test ./pkg" + strconv.Itoa(i), AnswersTool: true,
+				Parts: []Part{{Text: strings.Repeat("ok  example.com/widget/pkg"+strconv.Itoa(i)+" line of output\n", 45), Foldable: true, ToolResult: true}}})
+	}
+	return conv
+}
+
+func tokensOf(h *Harness, conv []Message) int {
+	n := 0
+	for _, m := range conv {
+		n += h.cost(m)
+	}
+	return n
+}
+
+func TestBudgetShortSessionUnchanged(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 100_000})
+	conv := agentConv(20)
+	d, err := h.PreTurnDispatch(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Folded) != 0 || len(d.WorkingSet.Removed) != 0 || d.WorkingSet.FoldEvent {
+		t.Fatalf("a session under the budget was changed: %+v", d.WorkingSet)
+	}
+	if !reflect.DeepEqual(d.Apply(conv), conv) {
+		t.Fatal("Apply changed a session under the budget")
+	}
+}
+
+func TestBudgetLongSessionBoundedPinnedPaired(t *testing.T) {
+	const budget = 6000
+	h := newHarness(t, Config{ContextBudget: budget})
+	var prev []Message
+	events := 0
+	for steps := 5; steps <= 120; steps++ {
+		conv := agentConv(steps)
+		d, err := h.PreTurnDispatch(conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := d.WorkingSet
+		out := d.Apply(conv)
+		if got := tokensOf(h, out); got > budget {
+			t.Fatalf("%d steps: %d tokens forwarded, budget %d", steps, got, budget)
+		}
+		// Pinned: the system prompt and the task go out as the client wrote them.
+		if !reflect.DeepEqual(out[0], conv[0]) || !reflect.DeepEqual(out[1], conv[1]) {
+			t.Fatalf("%d steps: the pinned prefix changed", steps)
+		}
+		// The hot tail is verbatim.
+		for k := 1; k <= DefaultHotWindow; k++ {
+			if !reflect.DeepEqual(out[len(out)-k], conv[len(conv)-k]) {
+				t.Fatalf("%d steps: hot tail message -%d changed", steps, k)
+			}
+		}
+		// A tool call and its result leave the prompt together.
+		gone := map[int]bool{}
+		for _, i := range w.Removed {
+			gone[i] = true
+		}
+		for i := 1; i < len(conv); i++ {
+			if answersTool(conv[i]) && gone[i] != gone[i-1] {
+				t.Fatalf("%d steps: message %d and the call it answers were split", steps, i)
+			}
+		}
+		if w.FoldEvent {
+			events++
+		} else if prev != nil {
+			// Between fold events the forwarded prefix is append-only.
+			if !reflect.DeepEqual(out[:len(prev)-1], prev[:len(prev)-1]) {
+				t.Fatalf("%d steps: the forwarded prefix changed without a fold event", steps)
+			}
+		}
+		prev = out
+	}
+	if events < 2 || events > 30 {
+		t.Fatalf("%d fold events over 115 requests: folds should be large and rare", events)
+	}
+	d, _ := h.PreTurnDispatch(agentConv(120))
+	w := d.WorkingSet
+	if w.PageTable == "" || !strings.HasPrefix(w.PageTable, PageTableOpen) {
+		t.Fatalf("no page table after 240 messages: %+v", w)
+	}
+	out := d.Apply(agentConv(120))
+	if out[2].Parts[0].Text != w.PageTable {
+		t.Fatal("the page table does not follow the pinned prefix")
+	}
+	// Every removed step is still in the store.
+	for _, i := range w.Removed {
+		if _, err := h.Store().Entry(i); err != nil {
+			t.Fatalf("removed step %d is not in the store: %v", i, err)
+		}
+	}
+}
+
+func TestBudgetTamperedNodeForwardedVerbatimAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := func() time.Time { return time.Unix(1772445600, 0) }
+	open := func() *Harness {
+		s, err := contextfold.Open(dir, contextfold.Options{Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return New(s, Config{ContextBudget: 6000, PageTableShare: 100, FoldTarget: 80})
+	}
+	conv := agentConv(40)
+	d, err := open().PreTurnDispatch(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Folded) == 0 {
+		t.Fatal("nothing folded in place")
+	}
+	victim := d.Folded[0].Index
+	// Tamper with the victim's cold node, then restart.
+	h := open()
+	path := h.Store().NodePath(victim)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), "line of output", "line of 0utput", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err = h.PreTurnDispatch(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.Folded {
+		if f.Index == victim {
+			t.Fatalf("step %d fails verification but went out as its record", victim)
+		}
+	}
+	for _, i := range d.WorkingSet.Removed {
+		if i == victim {
+			t.Fatalf("step %d fails verification but left the prompt", victim)
+		}
+	}
+	out := d.Apply(conv)
+	found := false
+	for _, m := range out {
+		if reflect.DeepEqual(m, conv[victim]) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("step %d is not forwarded verbatim", victim)
+	}
+}
+
+func TestRecordsFormatAware(t *testing.T) {
+	conv := []Message{
+		{Role: RoleAssistant, Parts: []Part{{Text: "THOUGHT: run the tests\n\n```bash\npython -m pytest tests/test_requests.py -x\n```", Foldable: true}}},
+		{Role: RoleUser, Parts: []Part{{Text: "<returncode>1</returncode>\n<output>\n\r 45%|████▌     | 9/20\n============ test session starts ============\nrequests.py:12: in get\nE   ValueError: bad proxy 172.16.1.1/-172.16.1.1\nsee README.rst\n</output>", Foldable: true}}},
+	}
+	m := conv[1]
+	m.Command = commandFor(conv, 1)
+	if m.Command != "python -m pytest tests/test_requests.py -x" {
+		t.Fatalf("command %q", m.Command)
+	}
+	s := Summarize(m)
+	for _, want := range []string{"$ python -m pytest tests/test_requests.py -x", "exit 1", "ValueError: bad proxy"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary %q lacks %q", s, want)
+		}
+	}
+	if strings.Contains(s, "returncode") || strings.Contains(s, "45%") {
+		t.Errorf("summary %q leads with a tag or a progress meter", s)
+	}
+	e := &contextfold.Entry{StepID: 1, FoldedAt: "2026-03-02T10:00:00Z", FilePath: "cold_nodes/step_000001.json", Summary: s,
+		Files: []string{"README.rs", "equests.py", "172.16.1.1/-172.16.1.1"}}
+	st := Project(m, e)
+	want := []string{"tests/test_requests.py", "requests.py", "README.rst"}
+	if !reflect.DeepEqual(st.TargetFiles, want) {
+		t.Errorf("target_files %q, want %q", st.TargetFiles, want)
+	}
+	if st.Status != StatusFailed {
+		t.Errorf("status %s", st.Status)
+	}
+	if err := st.Validate(); err != nil {
+		t.Error(err)
+	}
+	// Aider edit blocks name their files.
+	aider := Message{Role: RoleAssistant, Parts: []Part{{Text: "I'll fix it.\n\nsrc/widget/parse.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```", Foldable: true}}}
+	if s := Summarize(aider); !strings.Contains(s, "edits src/widget/parse.py") {
+		t.Errorf("aider summary %q", s)
+	}
+	for tok, want := range map[string]bool{"README.rst": true, "requests.py": true, "172.16.1.1": false, "-172.16.1.1": false,
+		"v1.2.3": false, "https://x.io/a.py": false, "Makefile": true, "go.mod": true, "1.2.go": false} {
+		if got := looksLikeFile(tok); got != want {
+			t.Errorf("looksLikeFile(%q) = %v", tok, got)
+		}
+	}
+}
