@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -89,6 +90,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if err != nil {
 		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
 	}
+	maxIdents := s.maxIndexIdentifiers(sc)
 	results := make([]*FoldResult, len(turns))
 	var ops []journalOp
 	now := s.now()
@@ -138,14 +140,16 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			s.ix = nil
 			return nil, err
 		} else if adopted != nil {
-			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID))
+			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID), maxIdents)
 			ix.add(r)
 			ops = append(ops, journalOp{fold: r})
 			results[i] = &FoldResult{Node: adopted, Entry: ix.entry(r)}
 			continue
 		}
-		// Every artifact is checked against its schema before it is written.
-		if err := schema.Validate(schema.ColdNode, data); err != nil {
+		// Every artifact is checked against its schema before it is written
+		// (the document itself: re-parsing its encoding would cost several
+		// times the payload's size in memory).
+		if err := schema.ValidateValue(schema.ColdNode, n.Doc); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
@@ -153,7 +157,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
 		}
-		r := ix.recordFromNode(n, s.indexFilePath(t.StepID))
+		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
 		if err := validateEntryDoc(ix.entry(r).Doc); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
@@ -248,17 +252,17 @@ func (s *Store) Entries() ([]*Entry, error) {
 	return out, nil
 }
 
-// validateEntryDoc checks one index entry against the recall_index schema.
+// validateEntryDoc checks one index entry against the recall_index schema
+// (its entry definition: the check the whole index makes of each entry).
 func validateEntryDoc(doc map[string]any) error {
-	step, _ := doc["step_id"].(int)
-	c, err := canonjson.Canonical(map[string]any{
-		"ipcf_version": IPCFVersion, "projection_version": ProjectionVersion, "created_at": "2000-01-01T00:00:00Z",
-		"nodes": map[string]any{strconv.Itoa(step): doc},
-	})
-	if err != nil {
-		return err
+	key := "0"
+	switch v := doc["step_id"].(type) {
+	case int:
+		key = strconv.Itoa(v)
+	case json.Number:
+		key = v.String()
 	}
-	return schema.Validate(schema.RecallIndex, c)
+	return schema.ValidateIndexEntry(key, doc)
 }
 
 // resolveOrphanBeforeFold handles an unindexed file at a step's path before a

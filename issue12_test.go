@@ -271,3 +271,56 @@ func mustReadFile(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestIndexIdentifiersCapped: outside the reference profile one node's index
+// entry lists at most MaxIndexIdentifiers identifiers (the summary's first,
+// then the shortest), while its cold node keeps them all and validates; the
+// reference profile (scrubbing off) lists every one.
+func TestIndexIdentifiersCapped(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < MaxIndexIdentifiers+5000; i++ {
+		fmt.Fprintf(&b, "tok%x ", i*7919)
+	}
+	b.WriteString("zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzlongest\n")
+	turn := Turn{StepID: 3, Summary: "huge log zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzlongest", RawContent: b.String()}
+	for _, mode := range []ScrubMode{ScrubOn, ScrubOff} {
+		s, err := Open(filepath.Join(t.TempDir(), DefaultStoreDir), Options{Clock: fixedClock, Scrub: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Fold(turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := s.Entry(3)
+		all := len(res.Node.Identifiers)
+		if all < MaxIndexIdentifiers+5000 {
+			t.Fatalf("the cold node lists %d identifiers", all)
+		}
+		want := all
+		if mode == ScrubOn {
+			want = MaxIndexIdentifiers
+		}
+		if len(e.Identifiers) != want || !sort.StringsAreSorted(e.Identifiers) {
+			t.Errorf("mode %d: the entry lists %d identifiers (sorted %v), want %d", mode, len(e.Identifiers), sort.StringsAreSorted(e.Identifiers), want)
+		}
+		if !slicesContains(e.Identifiers, "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzlongest") || !slicesContains(e.Identifiers, "huge") {
+			t.Errorf("mode %d: the summary's identifiers are not all kept", mode)
+		}
+		if rep, _ := s.Validate(); !rep.OK() {
+			t.Errorf("mode %d: validate: %+v", mode, rep.Findings)
+		}
+		if r, _ := s.Scan("what did the huge log with zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzlongest say"); len(r.Selected) != 1 {
+			t.Errorf("mode %d: the node is not found by its summary's terms: %+v", mode, r)
+		}
+	}
+}
+
+func slicesContains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -115,6 +115,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	}
 	policy, _ := s.Policy()
 	known := s.knownPolicyHashes(policy)
+	sc, _ := s.scrubber()
 
 	keep := newIndex("")
 	keep.header = ix.header
@@ -224,7 +225,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		}
 	}
 	for _, n := range reindex {
-		r := keep.recordFromNode(n, s.indexFilePath(n.StepID))
+		r := keep.recordFromNode(n, s.indexFilePath(n.StepID), s.maxIndexIdentifiers(sc))
 		r.evicted = evicted[n.StepID]
 		keep.add(r)
 	}

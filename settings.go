@@ -176,3 +176,14 @@ func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
 	t.Files, t.Commands, t.Errors = cleanList(t.Files), cleanList(t.Commands), cleanList(t.Errors)
 	return t, n
 }
+
+// maxIndexIdentifiers is the cap on the identifiers of one index entry
+// (MaxIndexIdentifiers) for a store whose folds scrub with sc: the default
+// profile. The reference-identical profile (scrubbing off, sc nil: the
+// conformance vectors) lists every identifier, as the reference does.
+func (s *Store) maxIndexIdentifiers(sc *scrub.Scrubber) int {
+	if sc == nil {
+		return 0
+	}
+	return MaxIndexIdentifiers
+}

@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -136,10 +139,33 @@ func (s *Store) Validate() (*Report, error) {
 	indexed := make(map[int]bool, len(entries))
 	for _, e := range entries {
 		indexed[e.StepID] = true
-		fs := s.checkEntry(e, known)
-		if err := validateEntryDoc(e.Doc); err != nil {
-			fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
-		}
+	}
+	// Every entry's checks are independent (reading and hashing its node,
+	// re-extracting its projection, two schema checks): they run on all
+	// CPUs, and their findings are gathered in step order.
+	per := make([][]Finding, len(entries))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(1, len(entries)/64)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return
+				}
+				e := entries[i]
+				fs := s.checkEntry(e, known)
+				if err := validateEntryDoc(e.Doc); err != nil {
+					fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
+				}
+				per[i] = fs
+			}
+		}()
+	}
+	wg.Wait()
+	for _, fs := range per {
 		if len(fs) == 0 {
 			rep.Passed++
 		}
