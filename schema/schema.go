@@ -132,6 +132,9 @@ func ValidateIndexEntry(key string, v any) error {
 	if compileErr != nil {
 		return compileErr
 	}
+	if fastValid(RecallIndex+"#entry", v) {
+		return nil
+	}
 	err := validate(RecallIndex, compiledEntry, jsonValue(v))
 	var ve *ValidationError
 	if errors.As(err, &ve) {
@@ -232,6 +235,9 @@ func ValidateValue(name string, v any) error {
 	s, err := get(name)
 	if err != nil {
 		return err
+	}
+	if fastValid(name, v) {
+		return nil
 	}
 	return validate(name, s, jsonValue(v))
 }
