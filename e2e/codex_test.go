@@ -13,8 +13,9 @@ import (
 )
 
 // codexSetup writes $HOME/.codex/config.toml pointing Codex at baseURL
-// (…/v1) on the Responses API, with update checks, analytics and feedback
-// off, and returns the environment to run it with.
+// (…/v1) on the Responses API, with update checks, analytics, feedback and
+// the features that call home off, and returns the environment to run it
+// with.
 func codexSetup(t *testing.T, home, baseURL string) []string {
 	t.Helper()
 	dir := filepath.Join(home, ".codex")
@@ -30,6 +31,17 @@ enabled = false
 
 [feedback]
 enabled = false
+
+# Features that reach out to github.com, api.github.com or chatgpt.com at
+# start (plugin marketplace, apps, model discovery, update notices).
+[features]
+apps = false
+plugins = false
+remote_plugin = false
+plugin_sharing = false
+in_app_updates = false
+api_key_model_discovery = false
+tool_suggest = false
 
 [model_providers.contextfold]
 name = "contextfold"

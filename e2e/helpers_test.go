@@ -12,14 +12,45 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// outside records every attempt of an agent to reach a host other than
+// loopback: the agents run with HTTP_PROXY/HTTPS_PROXY pointing at it (and
+// NO_PROXY for loopback), so a telemetry ping or update check that the
+// environment failed to turn off shows up here instead of leaving the
+// machine. It answers 403.
+var outside = struct {
+	sync.Mutex
+	hosts []string
+	url   string
+}{}
+
+// noOutsideCalls fails the test if an agent tried to reach the outside
+// since mark (a value of outsideMark).
+func noOutsideCalls(t *testing.T, mark int) {
+	t.Helper()
+	outside.Lock()
+	defer outside.Unlock()
+	if len(outside.hosts) > mark {
+		t.Errorf("the agent tried to reach hosts outside loopback: %v", outside.hosts[mark:])
+	}
+}
+
+func outsideMark() int {
+	outside.Lock()
+	defer outside.Unlock()
+	return len(outside.hosts)
+}
 
 // contextfoldBin is the contextfold binary built once for the hook and MCP
 // tests ("" when the build failed; buildErr says why).
@@ -38,7 +69,15 @@ func TestMain(m *testing.M) {
 	} else {
 		contextfoldBin = bin
 	}
+	sentinel := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		outside.Lock()
+		outside.hosts = append(outside.hosts, r.Method+" "+r.Host)
+		outside.Unlock()
+		http.Error(w, "contextfold e2e: no outside network", http.StatusForbidden)
+	}))
+	outside.url = sentinel.URL
 	code := m.Run()
+	sentinel.Close()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -87,11 +126,15 @@ func runAgent(t *testing.T, timeout time.Duration, dir string, env []string, bin
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1"}, env...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
+		"HTTP_PROXY=" + outside.url, "HTTPS_PROXY=" + outside.url, "http_proxy=" + outside.url, "https_proxy=" + outside.url,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}, env...)
 	cmd.WaitDelay = 5 * time.Second
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	start := time.Now()
+	mark := outsideMark()
+	defer noOutsideCalls(t, mark)
 	err := cmd.Run()
 	r := agentRun{Stdout: so.String(), Stderr: se.String(), Err: err, Took: time.Since(start)}
 	if ctx.Err() != nil {

@@ -178,19 +178,17 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		w.FoldEvent = true
 		ws.events++
 		target := budget * h.cfg.FoldTarget / 100
-		first, err := h.foldEvent(conv, ws, entries, pin, tail, d.PromptIndex, est-target, d)
+		first, es, err := h.foldEvent(conv, ws, entries, pin, tail, d.PromptIndex, est-target, d)
 		if err != nil {
 			return err
 		}
+		entries = es
 		w.FirstChanged = first
 		est = fixed + hyd + h.estimate(conv, ws)
 	}
 	w.Estimate = est
 	w.Events = ws.events
 	// The dispatch.
-	if entries2, err := h.entryMap(); err == nil {
-		entries = entries2
-	}
 	idx := make([]int, 0, len(ws.folded))
 	for i := range ws.folded {
 		idx = append(idx, i)
@@ -202,8 +200,13 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 			continue
 		}
 		st := h.record(conv, i, e)
-		payload, _ := conv[i].payload()
-		d.Folded = append(d.Folded, FoldedMessage{Index: i, Step: st, Text: st.PromptText(), Tokens: h.counter.Count(payload)})
+		n := 0
+		for _, p := range conv[i].Parts {
+			if p.Foldable {
+				n += h.partCost(p)
+			}
+		}
+		d.Folded = append(d.Folded, FoldedMessage{Index: i, Step: st, Text: st.PromptText(), Tokens: n})
 	}
 	for i := range ws.removed {
 		w.Removed = append(w.Removed, i)
@@ -285,8 +288,8 @@ func (h *Harness) intact(i int) bool {
 // foldEvent folds oldest first until the estimate has dropped by need
 // tokens: first in place (records), then whole groups of messages leave the
 // prompt for the page table. It returns the first changed message.
-func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contextfold.Entry, pin, tail, prompt, need int, d *Dispatch) (int, error) {
-	first := -1
+func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contextfold.Entry, pin, tail, prompt, need int, d *Dispatch) (first int, _ map[int]*contextfold.Entry, _ error) {
+	first = -1
 	mark := func(i int) {
 		if first < 0 || i < first {
 			first = i
@@ -385,11 +388,9 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		}
 		es, err := h.entryMap()
 		if err != nil {
-			return first, err
+			return first, entries, err
 		}
-		for k, v := range es {
-			entries[k] = v
-		}
+		entries = es
 		for _, t := range toFold {
 			if entries[t.StepID] == nil {
 				// Not stored: the message stays verbatim.
@@ -417,7 +418,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		}
 	}
 	h.buildPageTable(conv, ws, entries)
-	return first, nil
+	return first, entries, nil
 }
 
 // turnOf is the store turn of message i.

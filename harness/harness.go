@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/scrub"
 	"github.com/contextfold/contextfold/tokens"
 )
@@ -63,6 +64,11 @@ type Config struct {
 	// HydrationShare is the share of ContextBudget, in percent, that the
 	// hydration of one human turn may take. 0 means DefaultHydrationShare.
 	HydrationShare int
+	// Match is the scan's matching mode (package match): match.Exact is the
+	// reference's, match.Ranked weighs terms and hydrates large nodes by
+	// windows around the matched lines. "" means what the store's settings
+	// ask for (match.StoreMode).
+	Match match.Mode
 }
 
 func (c Config) withDefaults() Config {
@@ -215,6 +221,10 @@ type Harness struct {
 	records  map[int]cachedStep
 	nodeOK   map[int]bool // step → its cold node verified (budget mode)
 	ws       *workset
+	keyOK    map[int]uint64 // step → Message.Key last verified against the store
+	// entries caches the recall index by step for entriesVer.
+	entries    map[int]*contextfold.Entry
+	entriesVer string
 }
 
 type cachedStep struct {
@@ -235,12 +245,25 @@ type turnState struct {
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
-		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}}
+		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}, keyOK: map[int]uint64{}}
+}
+
+// matchMode returns the matching mode in force.
+func (h *Harness) matchMode() match.Mode {
+	if h.cfg.Match != "" {
+		return h.cfg.Match
+	}
+	return match.StoreMode(h.store)
 }
 
 // CountTokens counts text with the store's token counter (policy key
 // token_counter; the reference heuristic by default), in tokens.
 func (h *Harness) CountTokens(text string) int { return h.counter.Count(text) }
+
+// HeuristicCounter reports whether the store counts tokens with the
+// reference heuristic (characters/4), so that a caller may count bytes
+// without converting them to a string.
+func (h *Harness) HeuristicCounter() bool { return h.counter.Name() == tokens.HeuristicName }
 
 // Store returns the store the harness folds into.
 func (h *Harness) Store() *contextfold.Store { return h.store }
@@ -310,9 +333,16 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 	if h.cfg.budgeted() {
 		d.Boundary = 0
 		for step, e := range entries {
-			payload, ok := conv[step].storePayload()
+			m := &conv[step]
+			if m.Key != 0 && h.keyOK[step] == m.Key {
+				continue // the same bytes as when last verified
+			}
+			payload, ok := m.storePayload()
 			if !ok || !h.sameAsIndexed(step, payload, e) {
 				return nil, &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
+			}
+			if m.Key != 0 {
+				h.keyOK[step] = m.Key
 			}
 		}
 		if err := h.budgetDispatch(conv, fixedTokens, d, entries); err != nil {
@@ -478,7 +508,13 @@ func ProjectEntry(e *contextfold.Entry, raw string) FoldedStep {
 	return Project(m, e)
 }
 
+// entryMap returns the recall index by step, rebuilt only when the index
+// changed (Store.IndexVersion). Callers must not modify it.
 func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
+	ver, verr := h.store.IndexVersion()
+	if verr == nil && h.entries != nil && ver == h.entriesVer {
+		return h.entries, nil
+	}
 	es, err := h.store.Entries()
 	if err != nil {
 		return nil, err
@@ -486,6 +522,9 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 	m := make(map[int]*contextfold.Entry, len(es))
 	for _, e := range es {
 		m[e.StepID] = e
+	}
+	if verr == nil {
+		h.entries, h.entriesVer = m, ver
 	}
 	return m, nil
 }
@@ -556,7 +595,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 }
 
 func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
-	res, err := h.store.Scan(prompt)
+	res, err := match.Scan(h.store, prompt, h.matchMode())
 	if err != nil {
 		t.warnings = append(t.warnings, "scan failed, nothing hydrated: "+err.Error())
 		return
@@ -575,7 +614,7 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 			t.dropped = append(t.dropped, p.StepID)
 			continue
 		}
-		hy, err := h.store.Hydrate(p.StepID)
+		hy, err := match.Hydrate(h.store, p.StepID, prompt, h.matchMode())
 		if err != nil {
 			t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
 			t.warnings = append(t.warnings, fmt.Sprintf("step %d refused: %v", p.StepID, err))
@@ -604,7 +643,7 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 	a := &d.Accounting
 	for _, m := range conv {
 		for _, p := range m.Parts {
-			a.ClientTokens += h.counter.Count(p.Text)
+			a.ClientTokens += h.partCost(p)
 		}
 	}
 	a.ForwardedTokens = a.ClientTokens
@@ -617,7 +656,7 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 		for _, i := range w.Removed {
 			n := 0
 			for _, p := range conv[i].Parts {
-				n += h.counter.Count(p.Text)
+				n += h.partCost(p)
 			}
 			a.FoldedTokens += n
 			a.ForwardedTokens -= n

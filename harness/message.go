@@ -54,6 +54,10 @@ type Message struct {
 	// Tokens is what the whole message takes on the wire, in tokens; 0
 	// means counted from its parts. The proxy sets it.
 	Tokens int
+	// Key identifies the message as sent (a hash of its encoded bytes; 0:
+	// unknown). A step whose message keeps the key it had when the harness
+	// last verified it against the store is not hashed again.
+	Key uint64
 }
 
 // Text returns the message's text: its parts joined by a blank line.
@@ -72,8 +76,24 @@ func (m Message) Text() string {
 // hydrated content removed, joined by a blank line. ok is false when the
 // message has nothing foldable.
 func (m Message) payload() (string, bool) {
+	// The common case, one foldable part without hydration: no copy.
+	only, n := -1, 0
+	for k, p := range m.Parts {
+		if p.Foldable {
+			only, n = k, n+1
+		}
+	}
+	if n == 1 {
+		t := m.Parts[only].Text
+		if !strings.Contains(t, HydrationOpen) {
+			if strings.TrimSpace(t) == "" {
+				return "", false
+			}
+			return t, true
+		}
+	}
 	var b strings.Builder
-	n := 0
+	n = 0
 	for _, p := range m.Parts {
 		if !p.Foldable {
 			continue

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contextfold/contextfold/match"
 	"io"
 	"os"
 	"path/filepath"
@@ -86,6 +87,17 @@ type Options struct {
 	// Diag receives one-line diagnostics (an unmatched id, a refused node).
 	// nil discards them.
 	Diag io.Writer
+	// Match is the matching mode of UserPromptSubmit: "" or match.Ranked
+	// (the default: ranked scan, focused hydration), or match.Exact (the
+	// reference's scan and prefix truncation).
+	Match match.Mode
+}
+
+func (o Options) mode() match.Mode {
+	if o.Match == "" {
+		return match.Ranked
+	}
+	return o.Match
 }
 
 func (o Options) maxChars() int {

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "contextfold")
+	os.Setenv("CONTEXTFOLD_CACHE_DIR", filepath.Join(dir, "cache")) // derived data (ranked index) stays out of the user's cache
 	out, err := exec.Command("go", "build", "-o", binary, "github.com/contextfold/contextfold/cmd/contextfold").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building contextfold: %v\n%s", err, out)
@@ -166,7 +167,7 @@ func TestStopIdempotent(t *testing.T) {
 // and the MCP tool to fetch it.
 func TestUserPromptSubmitCapAndMarker(t *testing.T) {
 	dir := foldedSession(t)
-	r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json")
+	r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--match", "exact") // the reference mode's cut and marker
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -199,7 +200,7 @@ func TestUserPromptSubmitCapAndMarker(t *testing.T) {
 
 	// A smaller cap holds too, with the marker.
 	for _, max := range []string{"400", "1000", "2500"} {
-		r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--max-chars", max)
+		r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--max-chars", max, "--match", "exact")
 		ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
 		if n := len16(ctx); n > atoi(max) {
 			t.Errorf("--max-chars %s: %d characters", max, n)
@@ -220,7 +221,7 @@ func atoi(s string) int {
 // diagnostic on stderr; nothing to add prints nothing; exit 0.
 func TestUserPromptSubmitOneObject(t *testing.T) {
 	dir := foldedSession(t)
-	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json")
+	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json", "--match", "exact") // the golden file is the reference mode's
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -382,5 +383,29 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 	if !strings.Contains(haystack.String(), "REDACTED") {
 		t.Error("no redaction marker anywhere")
+	}
+}
+
+// The hook ranks by default: a large node comes back as excerpts around
+// the matched lines, with their offsets, and a prompt that asks about
+// nothing in the archive injects nothing.
+func TestUserPromptSubmitRankedDefault(t *testing.T) {
+	dir := foldedSession(t)
+	r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
+	if !strings.Contains(ctx, "toolu_01FAKE0000000000001601") || !strings.Contains(ctx, "[contextfold: lines ") || !strings.Contains(ctx, "shown as excerpts around the matched lines") {
+		t.Errorf("ranked context lacks the matched excerpt or its marker: %.600q", ctx)
+	}
+	for _, prompt := range []string{"thanks, go on", "now write a haiku about autumn", "ok"} {
+		payload, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": t.TempDir(), "hook_event_name": "UserPromptSubmit", "prompt": prompt})
+		if r := hookRaw(t, dir, "UserPromptSubmit", payload); r.code != 0 || r.stdout != "" {
+			t.Errorf("%q injected %q (exit %d)", prompt, r.stdout, r.code)
+		}
+	}
+	if r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json", "--match", "fuzzy"); r.stdout != "" || !strings.Contains(r.stderr, "exact, ranked") {
+		t.Errorf("an unknown --match was accepted: exit %d, %q", r.code, r.stderr)
 	}
 }

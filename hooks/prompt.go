@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // UserPromptSubmit scans the prompt against the store and returns the
@@ -30,7 +31,7 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	scan, err := store.Scan(in.Prompt)
+	scan, err := match.Scan(store, in.Prompt, opts.mode())
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 	var parts []part
 	var refused []string
 	for _, p := range picks {
-		h, err := store.Hydrate(p.StepID)
+		h, err := match.Hydrate(store, p.StepID, in.Prompt, opts.mode())
 		if err != nil {
 			name := contextfold.ErrorName(err)
 			if name == "" {
@@ -344,6 +345,9 @@ func renderContext(parts []part, refused []string, dir string, maxChars int) str
 // cut records the part of a node's content that was left out.
 type cut struct {
 	step, shown, total int // code points
+	// focused: the content shown is focused hydration's windows (ranked),
+	// not a prefix; shown counts their characters.
+	focused bool
 }
 
 // layout renders the header and the parts within avail UTF-16 units and
@@ -399,7 +403,7 @@ func layout(parts []part, dir string, avail int) (string, []cut) {
 		content, _ := cutTo(h.Content, share[i])
 		shown := utf8.RuneCountInString(content)
 		if shown < total {
-			cuts = append(cuts, cut{step: h.StepID, shown: shown, total: total})
+			cuts = append(cuts, cut{step: h.StepID, shown: shown, total: total, focused: h.Windows != nil})
 		}
 		if shown == 0 && total > 0 {
 			continue // nothing of it fits: named in the marker only
@@ -448,9 +452,12 @@ func closingMarker(cuts []cut, refused []string, dir string) string {
 		if i > 0 {
 			b.WriteString(";")
 		}
-		if c.shown == 0 {
+		switch {
+		case c.shown == 0:
 			fmt.Fprintf(&b, " all %s characters of step %d", group(c.total), c.step)
-		} else {
+		case c.focused:
+			fmt.Fprintf(&b, " step %d is shown as excerpts around the matched lines (%s of its %s characters, offsets in each excerpt's marker)", c.step, group(c.shown), group(c.total))
+		default:
 			fmt.Fprintf(&b, " %s of %s characters of step %d (shown up to character %s)", group(c.total-c.shown), group(c.total), c.step, group(c.shown))
 		}
 	}
@@ -463,6 +470,9 @@ func closingMarker(cuts []cut, refused []string, dir string) string {
 	b.WriteString(".")
 	if len(cuts) > 0 {
 		c := cuts[0]
+		if c.focused {
+			c.shown = 0 // the whole node, from its start
+		}
 		fmt.Fprintf(&b, " Fetch the rest, verified, with the MCP tool %s {\"step_id\": %d, \"offset\": %d} or the command: contextfold hydrate %d --dir %s",
 			toolFetch, c.step, c.shown, c.step, strconv.Quote(dir))
 		if len(cuts) > 1 {

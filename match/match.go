@@ -89,6 +89,11 @@ func StoreMode(s *contextfold.Store) Mode {
 // params are the ranked scorer's constants used by this package.
 var params = ranked.DefaultParams()
 
+// SetRankedParams replaces the ranked scorer's constants, for evaluations
+// (cmd/cfeval -params); not safe while scans run. Production code keeps
+// ranked.DefaultParams.
+func SetRankedParams(p ranked.Params) { params = p }
+
 // Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
 // Ranked: the ranked picks, best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
@@ -109,10 +114,13 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	r := ix.Scan(prompt, params)
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
+	admitted := map[int]bool{}
 	for _, p := range r.Picks {
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
-		if len(res.Selected) == 0 || cost <= remaining {
+		// A companion (the neighbour of a pick) goes only with its pick.
+		if (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])) {
+			admitted[p.Step] = true
 			res.Selected = append(res.Selected, pick)
 			remaining -= cost
 			res.UsedTokens += cost

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // Options configure New. The zero value is valid.
@@ -129,6 +130,7 @@ Content is capped per call (the store's per-call token cap); when truncated is t
 		Title:       "Scan a prompt against the archive",
 		Annotations: readOnly,
 		Description: `Match a prompt against the archive the way contextfold does before each turn: it takes the prompt's terms (identifiers, file names, error names), picks the archived turns that cover them (newest first, one per intent), and keeps within the per-turn token budget.
+By default it ranks (match "ranked"): rare terms weigh more than common ones, inflections and identifier parts match, a question lends its terms to the answer after it, an older node is never picked over a newer one about the same entity, and nothing is picked when nothing scores clearly; match "exact" uses the IPCF reference's residual set cover instead.
 Returns what would be hydrated and why (matched terms, token cost), and what was dropped for the budget. Nothing is read or changed; fetch the selected steps with fetch_archived_node.`,
 	}, s.scan)
 	addTool(s.mcp, &mcp.Tool{
@@ -171,7 +173,11 @@ func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs)
 	if a.Limit < 0 {
 		return nil, RecallResult{}, fmt.Errorf("BadArgument: limit %d is negative", a.Limit)
 	}
-	hits, err := s.store.Recall(a.Query)
+	mode, err := toolMode(a.Match)
+	if err != nil {
+		return nil, RecallResult{}, err
+	}
+	hits, err := match.Recall(s.store, a.Query, mode)
 	if err != nil {
 		return nil, RecallResult{}, toolError(err)
 	}
@@ -250,7 +256,11 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 	if strings.TrimSpace(a.Prompt) == "" {
 		return nil, ScanResult{}, errors.New("BadArgument: prompt is empty")
 	}
-	r, err := s.store.Scan(a.Prompt)
+	mode, err := toolMode(a.Match)
+	if err != nil {
+		return nil, ScanResult{}, err
+	}
+	r, err := match.Scan(s.store, a.Prompt, mode)
 	if err != nil {
 		return nil, ScanResult{}, toolError(err)
 	}
@@ -260,6 +270,9 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 	}
 	for i, p := range r.Selected {
 		why := "covers " + quoteTerms(p.MatchedTerms)
+		if len(p.Why) > 0 {
+			why = "matched " + strings.Join(p.Why, "; ")
+		}
 		if i == 0 {
 			why += "; the best match is always admitted"
 		} else {
@@ -274,7 +287,20 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 }
 
 func pick(p contextfold.ScanPick, why string) ScanPick {
-	return ScanPick{StepID: p.StepID, Summary: p.Summary, MatchedTerms: nonNil(p.MatchedTerms), TokenCost: p.TokenCost, Reason: why}
+	return ScanPick{StepID: p.StepID, Summary: p.Summary, MatchedTerms: nonNil(p.MatchedTerms), TokenCost: p.TokenCost, Reason: why, Score: p.Score}
+}
+
+// toolMode is the matching mode of a tool call: ranked unless the match
+// argument says exact.
+func toolMode(name string) (match.Mode, error) {
+	if strings.TrimSpace(name) == "" {
+		return match.Ranked, nil
+	}
+	m, err := match.ParseMode(name)
+	if err != nil {
+		return "", fmt.Errorf("BadArgument: match: %v", err)
+	}
+	return m, nil
 }
 
 func (s *server) fold(_ context.Context, _ *mcp.CallToolRequest, a FoldArgs) (*mcp.CallToolResult, FoldResult, error) {

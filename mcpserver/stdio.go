@@ -290,7 +290,7 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // id to answer with (the message's own when valid, else null).
 func checkLine(line []byte) (request bool, id json.RawMessage, code int, msg string) {
 	null := json.RawMessage("null")
-	if !json.Valid(line) {
+	if len(bytes.TrimSpace(line)) == 0 || !json.Valid(line) {
 		return false, null, -32700, "Parse error: the line is not JSON"
 	}
 	trimmed := bytes.TrimSpace(line)

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "contextfold")
+	os.Setenv("CONTEXTFOLD_CACHE_DIR", filepath.Join(dir, "cache")) // derived data (ranked index) stays out of the user's cache
 	out, err := exec.Command("go", "build", "-o", binary, "github.com/contextfold/contextfold/cmd/contextfold").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building contextfold: %v\n%s", err, out)

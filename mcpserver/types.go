@@ -25,6 +25,7 @@ const (
 type RecallArgs struct {
 	Query string `json:"query" jsonschema:"words, identifiers, file names or error names to look for in the archive, e.g. 'PostgreSQL port'"`
 	Limit int    `json:"limit,omitempty" jsonschema:"return at most this many candidates (0 or absent: all)"`
+	Match string `json:"match,omitempty" jsonschema:"matching mode: ranked (default: terms weighed by rarity, stems, neighbouring turns) or exact (the IPCF reference's exact-term matching)"`
 }
 
 // RecallCandidate is one ranked recall hit.
@@ -32,7 +33,7 @@ type RecallCandidate struct {
 	StepID   int    `json:"step_id" jsonschema:"the step id; pass it to fetch_archived_node"`
 	Status   string `json:"status" jsonschema:"latest_chronological (the newest node of the best coverage: trust it first), superseded, historical (older versions of the same facts), or related (partial match)"`
 	Coverage int    `json:"coverage" jsonschema:"distinct query terms the node holds"`
-	Score    int    `json:"score" jsonschema:"+2 per term in the node's summary, +1 per term in its indexed terms"`
+	Score    int    `json:"score" jsonschema:"exact: +2 per term in the node's summary, +1 per term in its indexed terms; ranked: the ranked score x 100"`
 	Summary  string `json:"summary" jsonschema:"the one-line summary of the archived turn"`
 	Evicted  bool   `json:"evicted" jsonschema:"true when the node was hydrated earlier and evicted after that response"`
 }
@@ -73,6 +74,7 @@ type FetchResult struct {
 // ScanArgs are the arguments of scan_prompt.
 type ScanArgs struct {
 	Prompt string `json:"prompt" jsonschema:"the user's prompt (or any text) to match against the archive"`
+	Match  string `json:"match,omitempty" jsonschema:"matching mode: ranked (default: terms weighed by rarity, stems, neighbouring turns, a score cut-off) or exact (the IPCF reference's residual set cover)"`
 }
 
 // ScanPick is one node the scan chose or dropped, with the reason.
@@ -82,6 +84,7 @@ type ScanPick struct {
 	MatchedTerms []string `json:"matched_terms" jsonschema:"the prompt terms this node covered when it was picked"`
 	TokenCost    float64  `json:"token_cost" jsonschema:"tokens it costs: min(token_estimate, per-call cap, per-turn budget)"`
 	Reason       string   `json:"reason" jsonschema:"why it was selected or dropped"`
+	Score        float64  `json:"score,omitempty" jsonschema:"ranked mode: the node's marginal score when picked"`
 }
 
 // ScanResult is the result of scan_prompt: what would be hydrated and why.

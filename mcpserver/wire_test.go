@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,14 +19,16 @@ import (
 
 // wire drives a real `contextfold mcp` subprocess over stdio with raw lines.
 type wire struct {
-	t     *testing.T
+	t     testing.TB
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	out   *bufio.Reader
 	lines chan string
 }
 
-func startWire(t *testing.T, dir string, extra ...string) *wire {
+func startWire(t *testing.T, dir string, extra ...string) *wire { return startWireB(t, dir, extra...) }
+
+func startWireB(t testing.TB, dir string, extra ...string) *wire {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"mcp", "--dir", dir, "--quiet"}, extra...)...)
 	in, err := cmd.StdinPipe()
@@ -301,5 +304,63 @@ func TestStdioResourceErrors(t *testing.T) {
 	r = w.call("ok", "resources/read", `{"uri":"contextfold://steps/3"}`)
 	if r.Error != nil || !strings.Contains(string(r.Result), "the third") {
 		t.Errorf("step 3: %s", r.raw)
+	}
+}
+
+// The same checks guard streamable HTTP: a body that is not one JSON-RPC
+// message with an exact id, or that is over the frame limit, is answered
+// before the SDK decodes it, and valid requests still go through.
+func TestHTTPRefusesWhatIsNotARequest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	port := freePort(t)
+	cmd := exec.Command(binary, "mcp", "--dir", dir, "--http", "127.0.0.1:"+port, "--quiet", "--max-frame-bytes", "65536")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	url := "http://127.0.0.1:" + port + "/mcp"
+	post := func(body string) (int, reply) {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if resp, err = http.DefaultClient.Do(req); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var r reply
+		text := string(b)
+		if i := strings.Index(text, "data: "); i >= 0 { // an event stream answer
+			text = strings.TrimSpace(strings.SplitN(text[i+6:], "\n", 2)[0])
+		}
+		json.Unmarshal([]byte(text), &r)
+		r.raw = string(b)
+		return resp.StatusCode, r
+	}
+	for body, want := range map[string]int{
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`: -32600,
+		`42`: -32600,
+		`{"jsonrpc":"2.0","id":1.5,"method":"initialize"}`:                                    -32600,
+		`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`:                             -32600,
+		`{"jsonrpc":"1.0","id":1,"method":"initialize"}`:                                      -32600,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("a", 70000) + `"}`: -32600,
+		`{"jsonrpc":`: -32700,
+	} {
+		code, r := post(body)
+		if (code != 400 && code != 413) || r.Error == nil || r.Error.Code != want {
+			t.Errorf("%.60s: HTTP %d %.200s, want 400/413 with error %d", body, code, r.raw, want)
+		}
+	}
+	code, r := post(`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != 200 || r.Error != nil || string(r.ID) != "7" {
+		t.Fatalf("initialize over HTTP: %d %.300s", code, r.raw)
 	}
 }

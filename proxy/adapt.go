@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/harness"
 )
@@ -25,9 +26,12 @@ type request struct {
 	api    API
 	body   []byte
 	msgs   []harness.Message
-	elems  []span     // per message: the element of the messages array
-	spans  [][]span   // per message, per part: the value replaced when folding
-	points []appendAt // per message: where hydrated content goes
+	elems  []span   // per message: the element of the messages array
+	spans  [][]span // per message, per part: the value replaced when folding
+	events [][]toolEvent
+	roles  []string      // per message: the role as written
+	cached []*cachedElem // per message: its cached parse (nil: parsed now)
+	points []appendAt    // per message: where hydrated content goes
 	stream bool
 	seed   []byte // the start of the conversation, for the derived session id
 	// passReason, when set, says why the body is forwarded unchanged
@@ -60,57 +64,166 @@ type toolRef struct{ name, command string }
 
 // parseRequest reads an Anthropic Messages, OpenAI Chat Completions or
 // OpenAI Responses body.
-func parseRequest(api API, body []byte) (*request, error) {
-	if !json.Valid(body) {
-		return nil, badRequest("request body is not valid JSON")
-	}
-	start := skipWS(body, 0)
-	if kind(body, span{start, len(body)}) != '{' {
-		return nil, badRequest("request body must be a JSON object")
-	}
-	top := objectFields(body, span{start, valueEnd(body, start)})
+func parseRequest(api API, body []byte) (*request, error) { return parseRequestCached(api, body, nil) }
+
+// parseRequestCached is parseRequest reusing, from c, the parse of every
+// message element seen before byte for byte (an agent resends its whole
+// history each turn: only the new messages are read and validated).
+func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 	if api == APIResponses {
-		return parseResponses(body, top)
+		if !json.Valid(body) {
+			return nil, badRequest("request body is not valid JSON")
+		}
+		start := skipWS(body, 0)
+		if kind(body, span{start, len(body)}) != '{' {
+			return nil, badRequest("request body must be a JSON object")
+		}
+		return parseResponses(body, objectFields(body, span{start, valueEnd(body, start)}))
 	}
-	msgsSp, ok := get(top, "messages")
-	if !ok || kind(body, msgsSp) != '[' {
+	top, elems, ok := skeleton(body)
+	if !ok {
+		if !json.Valid(body) {
+			return nil, badRequest("request body is not valid JSON")
+		}
+		start := skipWS(body, 0)
+		if kind(body, span{start, len(body)}) != '{' {
+			return nil, badRequest("request body must be a JSON object")
+		}
+		top = objectFields(body, span{start, valueEnd(body, start)})
+	}
+	msgsSp, has := get(top, "messages")
+	if !has || kind(body, msgsSp) != '[' {
 		return nil, badRequest(`request body has no "messages" array`)
+	}
+	if !ok {
+		elems = arrayElems(body, msgsSp)
+	}
+	// Validity: every value outside the messages, and every message not in
+	// the cache (the skeleton between them is checked by skeleton).
+	if ok {
+		for _, f := range top {
+			if f.key != "messages" && !json.Valid(body[f.val.start:f.val.end]) {
+				return nil, badRequest("request body is not valid JSON")
+			}
+		}
 	}
 	r := &request{api: api, body: body}
 	if sp, ok := get(top, "stream"); ok {
 		r.stream = string(body[sp.start:sp.end]) == "true"
 	}
-	elems := arrayElems(body, msgsSp)
 	r.elems = elems
 	r.msgs = make([]harness.Message, len(elems))
 	r.spans = make([][]span, len(elems))
 	r.points = make([]appendAt, len(elems))
+	r.events = make([][]toolEvent, len(elems))
+	r.roles = make([]string, len(elems))
 	if sp, ok := get(top, "system"); ok {
 		r.seed = append(r.seed, body[sp.start:sp.end]...)
 	}
-	tools := map[string]toolRef{}
 	firstUser := false
 	for i, el := range elems {
-		if kind(body, el) != '{' {
-			return nil, badRequest("messages[" + itoa(i) + "] is not an object")
-		}
-		mf := objectFields(body, el)
-		role := stringField(body, mf, "role")
-		if role == "" {
-			return nil, badRequest("messages[" + itoa(i) + "] has no role")
+		raw := body[el.start:el.end]
+		var key uint64
+		if c != nil {
+			key = c.key(raw)
+			if e := c.get(key, len(raw)); e != nil {
+				r.fromCache(i, e, el.start)
+			} else {
+				if ok && !json.Valid(raw) {
+					return nil, badRequest("request body is not valid JSON")
+				}
+				if err := r.parseMessage(i, el); err != nil {
+					return nil, err
+				}
+				c.put(key, r.toCache(i, el.start, len(raw), key))
+				r.msgs[i].Key = key
+			}
+		} else {
+			if ok && !json.Valid(raw) {
+				return nil, badRequest("request body is not valid JSON")
+			}
+			if err := r.parseMessage(i, el); err != nil {
+				return nil, err
+			}
 		}
 		if !firstUser {
 			r.seed = append(r.seed, '\n')
-			r.seed = append(r.seed, body[el.start:el.end]...)
-			firstUser = role == "user"
-		}
-		if api == APIAnthropic {
-			r.anthropicMessage(i, role, mf, tools)
-		} else {
-			r.openaiMessage(i, role, mf, tools)
+			r.seed = append(r.seed, raw...)
+			firstUser = r.roles[i] == "user"
 		}
 	}
+	r.resolveTools()
 	return r, nil
+}
+
+// parseMessage reads messages[i].
+func (r *request) parseMessage(i int, el span) error {
+	body := r.body
+	if kind(body, el) != '{' {
+		return badRequest("messages[" + itoa(i) + "] is not an object")
+	}
+	mf := objectFields(body, el)
+	role := stringField(body, mf, "role")
+	if role == "" {
+		return badRequest("messages[" + itoa(i) + "] has no role")
+	}
+	r.roles[i] = role
+	if r.api == APIAnthropic {
+		r.anthropicMessage(i, role, mf)
+	} else {
+		r.openaiMessage(i, role, mf)
+	}
+	return nil
+}
+
+// Tool events of a message, replayed in order by resolveTools: a call
+// declares its id (and names the message's tool when it has none yet); a
+// result (Anthropic) takes the tool of the call it answers when the message
+// has none yet; an answer (OpenAI tool message) takes it, or its own name.
+const (
+	evCall = iota + 1
+	evResult
+	evAnswer
+)
+
+type toolEvent struct {
+	kind int
+	id   string
+	ref  toolRef
+}
+
+func (r *request) event(i int, e toolEvent) {
+	if r.events != nil {
+		r.events[i] = append(r.events[i], e)
+	}
+}
+
+// resolveTools names the tool and command of every message from its own
+// calls and the calls its results answer.
+func (r *request) resolveTools() {
+	tools := map[string]toolRef{}
+	for i, evs := range r.events {
+		m := &r.msgs[i]
+		for _, e := range evs {
+			switch e.kind {
+			case evCall:
+				tools[e.id] = e.ref
+				if m.Tool == "" {
+					m.Tool, m.Command = e.ref.name, e.ref.command
+				}
+			case evResult:
+				if ref, ok := tools[e.id]; ok && m.Tool == "" {
+					m.Tool, m.Command = ref.name, ref.command
+				}
+			case evAnswer:
+				if ref, ok := tools[e.id]; ok {
+					m.Tool, m.Command = ref.name, ref.command
+				} else if e.ref.name != "" {
+					m.Tool = e.ref.name
+				}
+			}
+		}
+	}
 }
 
 func itoa(i int) string {
@@ -133,7 +246,7 @@ func (r *request) contentPoint(i int, content span) {
 	}
 }
 
-func (r *request) anthropicMessage(i int, role string, mf []field, tools map[string]toolRef) {
+func (r *request) anthropicMessage(i int, role string, mf []field) {
 	b := r.body
 	m := &r.msgs[i]
 	m.Role = role
@@ -166,9 +279,7 @@ func (r *request) anthropicMessage(i int, role string, mf []field, tools map[str
 				if sp, ok := get(bf, "is_error"); ok && string(b[sp.start:sp.end]) == "true" {
 					m.IsError = true
 				}
-				if ref, ok := tools[stringField(b, bf, "tool_use_id")]; ok && m.Tool == "" {
-					m.Tool, m.Command = ref.name, ref.command
-				}
+				r.event(i, toolEvent{kind: evResult, id: stringField(b, bf, "tool_use_id")})
 				sp, ok := get(bf, "content")
 				if !ok {
 					continue
@@ -190,10 +301,7 @@ func (r *request) anthropicMessage(i int, role string, mf []field, tools map[str
 					// its message when the message leaves the prompt.
 					r.addPart(i, harness.Part{Text: name + " " + string(b[sp.start:sp.end])}, sp)
 				}
-				tools[id] = toolRef{name, cmd}
-				if m.Tool == "" {
-					m.Tool, m.Command = name, cmd
-				}
+				r.event(i, toolEvent{kind: evCall, id: id, ref: toolRef{name, cmd}})
 			}
 		}
 	}
@@ -215,7 +323,7 @@ func textBlocks(b []byte, sp span) (text string, onlyText bool) {
 	return strings.Join(parts, "\n"), onlyText && len(parts) > 0
 }
 
-func (r *request) openaiMessage(i int, role string, mf []field, tools map[string]toolRef) {
+func (r *request) openaiMessage(i int, role string, mf []field) {
 	b := r.body
 	m := &r.msgs[i]
 	switch role {
@@ -224,12 +332,7 @@ func (r *request) openaiMessage(i int, role string, mf []field, tools map[string
 	case "tool", "function":
 		m.Role = harness.RoleTool
 		m.AnswersTool = true
-		id := stringField(b, mf, "tool_call_id")
-		if ref, ok := tools[id]; ok {
-			m.Tool, m.Command = ref.name, ref.command
-		} else if n := stringField(b, mf, "name"); n != "" {
-			m.Tool = n
-		}
+		r.event(i, toolEvent{kind: evAnswer, id: stringField(b, mf, "tool_call_id"), ref: toolRef{name: stringField(b, mf, "name")}})
 	default:
 		m.Role = role
 	}
@@ -242,10 +345,7 @@ func (r *request) openaiMessage(i int, role string, mf []field, tools map[string
 			args := stringField(b, ff, "arguments")
 			cmd := commandOf([]byte(args))
 			r.addPart(i, harness.Part{Text: name + " " + args}, tc)
-			tools[stringField(b, tf, "id")] = toolRef{name, cmd}
-			if m.Tool == "" {
-				m.Tool, m.Command = name, cmd
-			}
+			r.event(i, toolEvent{kind: evCall, id: stringField(b, tf, "id"), ref: toolRef{name, cmd}})
 		}
 	}
 	content, ok := get(mf, "content")
@@ -303,21 +403,50 @@ func (r *request) sessionID() string {
 }
 
 // measure sets the wire tokens of every message and part (their encoded
-// bytes, counted) and returns the tokens of the rest of the body (system
-// prompt, tool definitions, framing).
-func (r *request) measure(count func(string) int) int {
+// bytes, counted) and returns the tokens of the whole body and of the rest
+// of it (system prompt, tool definitions, framing). heuristic says that
+// count is the reference estimate, which the parse cache holds already.
+func (r *request) measure(count func(string) int, heuristic bool) (total, fixed int) {
 	b := r.body
-	total := count(string(b))
+	cnt := func(x []byte) int {
+		if heuristic {
+			return heuristicTokens(x)
+		}
+		return max(count(string(x)), 1)
+	}
 	msgs := 0
+	runes, pos := 0, 0 // the heuristic total, summed from the pieces
 	for i, el := range r.elems {
 		m := &r.msgs[i]
-		m.Tokens = max(count(string(b[el.start:el.end])), 1)
-		msgs += m.Tokens
-		for k, sp := range r.spans[i] {
-			m.Parts[k].Tokens = max(count(string(b[sp.start:sp.end])), 1)
+		if heuristic {
+			runes += utf8.RuneCount(b[pos:el.start])
+			pos = el.end
 		}
+		if heuristic && r.cached != nil && r.cached[i] != nil {
+			runes += r.cached[i].runes // Tokens are in the cached parse
+		} else {
+			if r.cached != nil && r.cached[i] != nil {
+				m.Parts = append([]harness.Part(nil), m.Parts...) // shared with the cache
+			}
+			if heuristic {
+				n := utf8.RuneCount(b[el.start:el.end])
+				runes += n
+				m.Tokens = max(1, n/4)
+			} else {
+				m.Tokens = cnt(b[el.start:el.end])
+			}
+			for k, sp := range r.spans[i] {
+				m.Parts[k].Tokens = cnt(b[sp.start:sp.end])
+			}
+		}
+		msgs += m.Tokens
 	}
-	return max(total-msgs, 0)
+	if heuristic {
+		total = max(1, (runes+utf8.RuneCount(b[pos:]))/4)
+	} else {
+		total = cnt(b)
+	}
+	return total, max(total-msgs, 0)
 }
 
 // rewrite splices the dispatch into the body: folded parts replaced by their
@@ -384,9 +513,8 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 			edits = append(edits, edit{pt.content.start, pt.content.end, encodeString(pt.text + "\n\n" + d.HydrationText)})
 		}
 	}
-	out := splice(r.body, edits)
-	if !json.Valid(out) {
-		return nil, errors.New("rewritten body is not valid JSON")
-	}
-	return out, nil
+	// Valid by construction: whole JSON values replaced by encoded strings,
+	// whole elements (with their commas) removed, complete elements and
+	// blocks inserted before a closing bracket or an element.
+	return splice(r.body, edits), nil
 }

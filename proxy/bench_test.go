@@ -18,10 +18,13 @@ func newDiscardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Di
 
 // conversation500 is a 500-message agent conversation: tool outputs of
 // about 2 kB, short assistant turns, a human prompt every 20 messages.
-func conversation500() []byte {
+func conversation500() []byte { return conversationN(500) }
+
+// conversationN is conversation500 with n messages.
+func conversationN(n int) []byte {
 	var msgs []map[string]any
 	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
-	for i := 1; len(msgs) < 499; i++ {
+	for i := 1; len(msgs) < n-1; i++ {
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 			"id": "call_" + itoa(i), "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"go test ./pkg` + itoa(i) + `"}`}}}},
 			map[string]any{"role": "tool", "tool_call_id": "call_" + itoa(i), "content": bigLog("pkg"+itoa(i), 40)})
@@ -30,7 +33,7 @@ func conversation500() []byte {
 		}
 	}
 	msgs = append(msgs, map[string]any{"role": "user", "content": "what did pkg42 print?"})
-	b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:500]})
+	b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
 	return b
 }
 
@@ -38,8 +41,18 @@ func conversation500() []byte {
 // 500-message conversation: the time from receiving the body to handing the
 // rewritten body to the transport (parse, dispatch, splice), in steady state
 // (the session already folded). It reports p50 and p99.
-func BenchmarkProxyOverhead(b *testing.B) {
-	body := conversation500()
+func BenchmarkProxyOverhead(b *testing.B) { benchOverhead(b, conversation500()) }
+
+// BenchmarkProxyOverheadLength is BenchmarkProxyOverhead at 250 to 2,000
+// messages: beyond the budget the overhead should stay flat (the unchanged
+// prefix is not parsed again, the working set is bounded).
+func BenchmarkProxyOverheadLength(b *testing.B) {
+	for _, n := range []int{250, 500, 1000, 2000} {
+		b.Run(itoa(n), func(b *testing.B) { benchOverhead(b, conversationN(n)) })
+	}
+}
+
+func benchOverhead(b *testing.B, body []byte) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, openaiReply)

@@ -15,11 +15,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/match"
 )
 
 // foldAll folds every message outside the last two (field-report bodies are
 // short conversations).
-var foldAll = harness.Config{HotWindow: 1, FoldBlock: 1, MinFoldTokens: 50}
+var foldAll = harness.Config{HotWindow: 1, FoldBlock: 1, MinFoldTokens: 50, Match: match.Exact}
 
 // rawBlocks returns the raw bytes of every content block of the given types.
 func rawBlocks(t *testing.T, body []byte, types ...string) [][]byte {
@@ -95,7 +96,7 @@ func TestField07CacheControl(t *testing.T) {
 // first and in order.
 func TestField08HydrateAfterToolResults(t *testing.T) {
 	up := newUpstream(t)
-	tp := newProxy(t, up, harness.Config{HotWindow: 2, FoldBlock: 1, MinFoldTokens: 50})
+	tp := newProxy(t, up, harness.Config{HotWindow: 2, FoldBlock: 1, MinFoldTokens: 50, Match: match.Exact})
 	body := readFile(t, "field-reports/08-hydrate-after-tool-results.json")
 	post(t, tp.http.URL+PathAnthropic, body, nil)
 	ms := messages(t, up.last(t).Body)

@@ -121,6 +121,11 @@ func TestInFlightBudget(t *testing.T) {
 	if resp, _ := post(t, tp.http.URL+PathOpenAI, chatBody(size), nil); resp.StatusCode != 200 {
 		t.Fatalf("after the held request finished: status %d", resp.StatusCode)
 	}
+	// The handler releases its share as it returns, just after the client
+	// has the last byte.
+	for deadline := time.Now().Add(5 * time.Second); tp.srv.InFlightBytes() != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := tp.srv.InFlightBytes(); got != 0 {
 		t.Fatalf("budget not released: %d bytes in flight", got)
 	}

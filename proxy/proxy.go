@@ -44,11 +44,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/hostguard"
+	"github.com/contextfold/contextfold/match"
 )
 
 // Header names the proxy reads or writes.
@@ -84,7 +86,8 @@ type Options struct {
 	// override it per API; the OpenAI one also receives every other path
 	// when set and Upstream is empty.
 	Upstream, AnthropicUpstream, OpenAIUpstream string
-	// Harness tunes folding (zero value: the harness defaults).
+	// Harness tunes folding (zero value: the harness defaults, with ranked
+	// matching: Harness.Match "" means match.Ranked here).
 	Harness harness.Config
 	// MaxBodyBytes bounds a request body in bytes; 0 means
 	// DefaultMaxBodyBytes. A larger body is answered 413.
@@ -167,8 +170,10 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	stats    Stats
+	cache    *parseCache // message elements parsed before
 
 	budget     budget           // request bodies in flight
+	freeing    atomic.Bool      // returnMemory is running
 	statsHosts *hostguard.Guard // Host names GET /contextfold/stats answers
 }
 
@@ -210,7 +215,9 @@ type reqState struct {
 	sess     *session
 	dispatch *harness.Dispatch
 	start    time.Time
-	once     sync.Once
+	// clientTokens is the client body's count when the dispatch measured it.
+	clientTokens int
+	once         sync.Once
 }
 
 // New returns a proxy server.
@@ -221,7 +228,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("proxy: Options.Dir is required")
 	}
-	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger}
+	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -325,7 +332,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
 	} else {
-		req, err := parseRequest(api, body)
+		req, err := parseRequestCached(api, body, s.cache)
 		if err != nil {
 			var br *errBadRequest
 			if errors.As(err, &br) {
@@ -351,12 +358,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
-	count := contextfold.TokenEstimate
-	if st.sess != nil {
-		count = st.sess.h.CountTokens // the session store's token_counter
+	count := func(b []byte) int { return heuristicTokens(b) } // contextfold.TokenEstimate without a copy
+	if st.sess != nil && !st.sess.h.HeuristicCounter() {
+		count = func(b []byte) int { return st.sess.h.CountTokens(bytesString(b)) } // the session store's token_counter
 	}
-	st.rec.ClientTokens = count(bytesString(body))
-	st.rec.ForwardedTokens = count(bytesString(out))
+	if st.clientTokens > 0 {
+		st.rec.ClientTokens = st.clientTokens
+	} else {
+		st.rec.ClientTokens = count(body)
+	}
+	if len(out) == len(body) && st.clientTokens > 0 && (st.dispatch == nil || bytes.Equal(out, body)) {
+		st.rec.ForwardedTokens = st.rec.ClientTokens
+	} else {
+		st.rec.ForwardedTokens = count(out)
+	}
 	st.rec.Overhead = time.Since(st.start)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -377,7 +392,8 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 		st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 		return req.body
 	}
-	fixed := req.measure(sess.h.CountTokens)
+	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
+	st.clientTokens = total
 	d, err := sess.h.DispatchRequest(req.msgs, fixed)
 	if errors.Is(err, harness.ErrHistoryDiverged) {
 		// The client rewrote its history: continue in a new store.
@@ -430,6 +446,9 @@ func (s *Server) session(id string, gen int) (*session, error) {
 	}
 	cfg := s.opts.Harness
 	cfg.SessionID = id
+	if cfg.Match == "" {
+		cfg.Match = match.Ranked
+	}
 	sess = &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
 	s.sessions[id] = sess
 	s.stats.Sessions = len(s.sessions)

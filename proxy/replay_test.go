@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -207,6 +208,82 @@ func commonPrefix(a, b []byte) int {
 // each assistant message (and one at the end), and measures what the client
 // sent and what the upstream received.
 func replay(t testing.TB, rs replaySession, cfg harness.Config) []replayPoint {
+	pts, _ := replayProbing(t, rs, cfg, 0)
+	return pts
+}
+
+// probeStats counts the probes of a replay: a question about an old turn
+// that has left the prompt, answered when that turn's answer line is
+// hydrated into the same request.
+type probeStats struct {
+	Probes, Hydrated, InPrompt int
+	Missed                     []string
+}
+
+// probeToken matches the identifiers a probe may ask about.
+var probeToken = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{7,}`)
+
+// probeTargets returns, for each turn, an identifier that occurs in that
+// turn only (in the whole session) and the first line holding it: the
+// answer line. Turns without one are absent.
+func probeTargets(turns []ingest.Turn) map[int][2]string {
+	df := map[string]int{}
+	per := make([]map[string]bool, len(turns))
+	for i, t := range turns {
+		per[i] = map[string]bool{}
+		for _, w := range probeToken.FindAllString(t.Payload, -1) {
+			w = strings.ToLower(w)
+			if !per[i][w] {
+				per[i][w] = true
+				df[w]++
+			}
+		}
+	}
+	out := map[int][2]string{}
+	for i, t := range turns {
+		if t.Role != "tool" && t.Kind != "tool_result" && t.Kind != "observation" {
+			continue
+		}
+		best := ""
+		for _, w := range probeToken.FindAllString(t.Payload, -1) {
+			// An identifier (snake_case, camelCase, with digits) that no
+			// other turn holds, in any letter case.
+			ident := strings.Contains(strings.Trim(w, "_"), "_") || strings.ContainsAny(w, "0123456789") ||
+				(w != strings.ToLower(w) && w[1:] != strings.ToLower(w[1:]) && w != strings.ToUpper(w))
+			if ident && df[strings.ToLower(w)] == 1 {
+				best = w
+				break
+			}
+		}
+		if best == "" {
+			continue
+		}
+		for _, l := range strings.Split(t.Payload, "\n") {
+			if strings.Contains(l, best) && len(l) < 300 {
+				out[i] = [2]string{best, strings.TrimSpace(l)}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// replayProbing is replay; with probeEvery > 0, after every probeEvery-th
+// request it also sends a probe: the same history plus a human question
+// about an older turn, and checks whether the forwarded request carries
+// that turn's answer line in a hydration element.
+func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEvery int) ([]replayPoint, probeStats) {
+	var ps probeStats
+	targets := map[int][2]string{}
+	if probeEvery > 0 {
+		targets = probeTargets(rs.turns)
+	}
+	var targetSteps []int
+	for i := range targets {
+		targetSteps = append(targetSteps, i)
+	}
+	sort.Ints(targetSteps)
+	asked := map[int]bool{}
 	var system string
 	var msgs []map[string]any
 	if rs.api == APIAnthropic {
@@ -285,8 +362,76 @@ func replay(t testing.TB, rs replaySession, cfg harness.Config) []replayPoint {
 			p.ForwardedCached = 0
 		}
 		prevClient, prevFwd = body, out
+		if probeEvery > 0 && len(points)%probeEvery == 0 {
+			// The oldest target turn of the first half of the history not
+			// asked about yet.
+			for _, step := range targetSteps {
+				if step >= len(rs.turns) || step >= turnsIn(rs, msgs, k)/2 || asked[step] {
+					continue
+				}
+				asked[step] = true
+				tgt := targets[step]
+				q := "Earlier a tool output mentioned " + tgt[0] + ". What exactly did that line say?"
+				hist := history(msgs, k, rs.api)
+				if rs.api == APIAnthropic {
+					hist = append(hist, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": q}}})
+					req["messages"] = hist
+				} else {
+					hist = append(hist, map[string]any{"role": "user", "content": q})
+					req["messages"] = hist
+				}
+				pb, _ := json.Marshal(req)
+				resp, err := http.Post(px.URL+path, "application/json", bytes.NewReader(pb))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				got := string(fwd[len(fwd)-1])
+				mu.Unlock()
+				points = points[:len(points)-1] // the probe is not part of the session
+				// As the client encoded it (encoding/json escapes <, >, &)
+				// and as the proxy encodes hydration (it does not).
+				asClient, _ := json.Marshal(tgt[1])
+				client := strings.Trim(string(asClient), `"`)
+				line := strings.Trim(string(encodeString(tgt[1])), `"`)
+				hy := strings.Index(got, harness.HydrationOpen)
+				before := got
+				if hy >= 0 {
+					before = got[:hy]
+				}
+				switch {
+				case strings.Contains(before, client):
+					ps.InPrompt++ // still in the prompt: not a probe of recall
+				case hy >= 0 && strings.Contains(got[hy:], line):
+					ps.Probes++
+					ps.Hydrated++
+				default:
+					ps.Probes++
+					ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
+					if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
+						rec := points[len(points)-1]
+						_ = rec
+						i := strings.Index(got, harness.HydrationOpen)
+						ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
+						t.Logf("missed %s: line %q\nhydrated: %v; has line unescaped: %v", tgt[0], tgt[1], ids, strings.Contains(got[max(i, 0):], tgt[0]))
+					}
+				}
+				break
+			}
+		}
 	}
-	return points
+	return points, ps
+}
+
+// turnsIn returns how many ingested turns the first k messages hold (the
+// Anthropic rendering moves the system turn out of the messages).
+func turnsIn(rs replaySession, msgs []map[string]any, k int) int {
+	if rs.api == APIAnthropic && len(rs.turns) > len(msgs) {
+		return k + (len(rs.turns) - len(msgs))
+	}
+	return k
 }
 
 // sessions lists the replayed sessions: every bundled transcript in the API
@@ -354,6 +499,7 @@ func TestReplayTranscripts(t *testing.T) {
 	write := os.Getenv("CONTEXTFOLD_REPLAY_WRITE") == "1"
 	full := write || os.Getenv("CONTEXTFOLD_REPLAY_FULL") == "1"
 	results := map[string][]replayPoint{}
+	probes := map[string]probeStats{}
 	var names []string
 	for _, rs := range sessions(t) {
 		if !full && strings.HasPrefix(rs.name, "long/") {
@@ -388,9 +534,16 @@ func TestReplayTranscripts(t *testing.T) {
 		}
 		results[rs.name] = pts
 		names = append(names, rs.name)
+		if full {
+			_, ps := replayProbing(t, rs, harness.Config{}, 5)
+			probes[rs.name] = ps
+			if ps.Probes > 0 && strings.HasPrefix(rs.name, "long/") && 100*ps.Hydrated < 95*ps.Probes {
+				t.Errorf("%s: probe recall %d of %d, under 95 %%; missed %v", rs.name, ps.Hydrated, ps.Probes, ps.Missed)
+			}
+		}
 	}
 	if write {
-		if err := writeReplayReport(names, results); err != nil {
+		if err := writeReplayReport(names, results, probes); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -399,7 +552,7 @@ func TestReplayTranscripts(t *testing.T) {
 func discardLogger() *slogLogger { return newDiscardLogger() }
 
 // writeReplayReport writes the section and the plot.
-func writeReplayReport(names []string, results map[string][]replayPoint) error {
+func writeReplayReport(names []string, results map[string][]replayPoint, probes map[string]probeStats) error {
 	var b strings.Builder
 	b.WriteString("## Proxy replay\n\n")
 	b.WriteString("Each transcript in `ingest/testdata/transcripts/` (parsed by `ingest`) is replayed through\n" +
@@ -441,6 +594,26 @@ func writeReplayReport(names []string, results map[string][]replayPoint) error {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% | %.0f%% | %.0f | %.0f | %.0f%% |\n",
 			strings.TrimSuffix(n, " (anthropic)"), api, len(pts), last.Client, last.Forwarded, 100*float64(last.Forwarded)/float64(last.Client),
 			mx, ev, 100*float64(cc)/float64(sc), 100*float64(fc)/float64(sf), ec, ef, 100*ef/ec)
+	}
+	b.WriteString("\n### Probe recall under the budget\n\n" +
+		"A second pass of each session sends, after every fifth request, a probe: the same history plus a\n" +
+		"human question about an older tool output (\"Earlier a tool output mentioned <identifier>. What\n" +
+		"exactly did that line say?\", the identifier occurring in that turn only, in the first half of the\n" +
+		"history, each turn asked once). A probe counts when the turn has left the prompt (its answer line is\n" +
+		"not in the forwarded request outside hydration); it is answered when that line is hydrated into the\n" +
+		"same request. Matching: ranked (the proxy's default).\n\n" +
+		"| session | api | probes (turn left the prompt) | answer line hydrated | recall | still in the prompt |\n|---|---|---:|---:|---:|---:|\n")
+	for _, n := range names {
+		ps := probes[n]
+		api := "openai"
+		if strings.HasSuffix(n, "(anthropic)") {
+			api = "anthropic"
+		}
+		rec := "–"
+		if ps.Probes > 0 {
+			rec = fmt.Sprintf("%.0f%%", 100*float64(ps.Hydrated)/float64(ps.Probes))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt)
 	}
 	b.WriteString("\nPer request (every request of each session):\n\n")
 	for _, n := range names {

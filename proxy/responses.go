@@ -295,12 +295,23 @@ func (o *observer) parseResponsesBody() {
 // modifyResponse.
 type passWarnKey struct{}
 
+// knownOther are POST endpoints the proxy knows and leaves alone on
+// purpose: they carry no conversation to fold into the session (token
+// counting reports on the body it is given).
+var knownOther = []string{"/v1/messages/count_tokens", "/v1/embeddings", "/v1/moderations"}
+
 // unknownShape marks a POST to a path the proxy does not model: it passes
 // through byte for byte, counted in Stats.UnknownShape, and its response
-// carries a warning. Other methods (GET /v1/models) pass through silently.
+// carries a warning. Other methods (GET /v1/models) and the knownOther
+// endpoints pass through silently.
 func unknownShape(s *Server, r *http.Request) *http.Request {
 	if r.Method != http.MethodPost {
 		return r
+	}
+	for _, p := range knownOther {
+		if strings.HasSuffix(r.URL.Path, p) {
+			return r
+		}
 	}
 	s.mu.Lock()
 	s.stats.UnknownShape++

@@ -255,6 +255,11 @@ func TestUnknownAPIShapesPassThroughUntouched(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+	// Token counting is a known endpoint: passed through without a warning.
+	resp, b := post(t, px.URL+"/v1/messages/count_tokens", []byte(`{"model":"m","messages":[]}`), nil)
+	if resp.StatusCode != 200 || string(b) != `{"upstream":"answer"}` || resp.Header.Get(HeaderWarning) != "" {
+		t.Errorf("count_tokens: %d %s %q", resp.StatusCode, b, resp.Header.Get(HeaderWarning))
+	}
 	if st := srv.Stats(); st.UnknownShape != len(cases) || st.Rejected != 0 || st.Chained != 0 {
 		t.Fatalf("stats %+v", st)
 	}

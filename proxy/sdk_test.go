@@ -14,9 +14,10 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/match"
 )
 
-var smallWindow = harness.Config{HotWindow: 1, FoldBlock: 2, MinFoldTokens: 50}
+var smallWindow = harness.Config{HotWindow: 1, FoldBlock: 2, MinFoldTokens: 50, Match: match.Exact}
 
 func anthropicClient(tp *testProxy) anthropic.Client {
 	return anthropic.NewClient(aoption.WithBaseURL(tp.http.URL), aoption.WithAPIKey("sk-ant-SECRET-test-key"), aoption.WithMaxRetries(0))

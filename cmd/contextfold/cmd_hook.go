@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/hooks"
+	"github.com/contextfold/contextfold/match"
 )
 
 func init() { commands = append(commands, newHookCmd) }
@@ -38,6 +39,7 @@ const minHookChars = 256
 
 func newClaudeCodeHookCmd(g *globals) *cobra.Command {
 	var maxChars int
+	var matchName string
 	var strict, verbose bool
 	c := &cobra.Command{
 		Use:   "claude-code <UserPromptSubmit|Stop|SubagentStop|PreCompact|SessionStart>",
@@ -100,7 +102,11 @@ would take as "block").`,
 			if verbose || event == hooks.EventUserPromptSubmit {
 				diag = stderr
 			}
-			opts := hooks.Options{Dir: dir, MaxChars: maxChars, Diag: diag}
+			mode, err := match.ParseMode(matchName)
+			if err != nil {
+				return usagef("--match: %v", err)
+			}
+			opts := hooks.Options{Dir: dir, MaxChars: maxChars, Diag: diag, Match: mode}
 			var out *hooks.Output
 			switch event {
 			case hooks.EventUserPromptSubmit:
@@ -121,6 +127,7 @@ would take as "block").`,
 			return hooks.WriteOutput(cmd.OutOrStdout(), out)
 		},
 	}
+	c.Flags().StringVar(&matchName, "match", string(match.Ranked), "matching mode of UserPromptSubmit: ranked (default) or exact (the reference's scan and truncation)")
 	c.Flags().IntVar(&maxChars, "max-chars", hooks.DefaultMaxChars, "cap of the injected context, in characters (UTF-16 code units)")
 	c.Flags().BoolVar(&strict, "strict", false, "exit 1 on errors instead of 0 (never blocks: exit 2 is not used)")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "report what was folded on stderr")

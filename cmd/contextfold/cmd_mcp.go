@@ -64,13 +64,13 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if httpAddr != "" {
-				return serveHTTP(ctx, srv, httpAddr, logger, cmd.ErrOrStderr())
-			}
-			logger.Info("serving MCP on stdio", "store", store.Dir())
 			if maxFrame <= 0 {
 				return usagef("--max-frame-bytes %d: give a positive number of bytes (default %d)", maxFrame, mcpserver.DefaultMaxFrameBytes)
 			}
+			if httpAddr != "" {
+				return serveHTTP(ctx, srv, httpAddr, maxFrame, logger, cmd.ErrOrStderr())
+			}
+			logger.Info("serving MCP on stdio", "store", store.Dir())
 			t := mcpserver.StdioTransportWith(cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.StdioOptions{MaxFrameBytes: maxFrame})
 			err = srv.Run(ctx, t)
 			if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
@@ -81,12 +81,12 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
-	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC line read on stdio, in bytes; a longer one is skipped and answered with an Invalid Request error")
+	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
 }
 
 // serveHTTP serves srv over streamable HTTP at addr/mcp until ctx ends.
-func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, logger *slog.Logger, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, maxFrame int, logger *slog.Logger, stderr io.Writer) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--http %q: want HOST:PORT, e.g. 127.0.0.1:7411", addr)
@@ -99,7 +99,7 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, logger *slog.L
 		return usagef("--http: %v", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: logger}))
+	mux.Handle("/mcp", mcpserver.CheckHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: logger}), maxFrame))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "contextfold: serving MCP at http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/inspect"
+	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/proxy"
 )
 
@@ -30,6 +31,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		maxBody, maxInFlight                    int64
 		bodyTimeout                             time.Duration
 		allowedHosts                            []string
+		matchName                               string
 	)
 	c := &cobra.Command{
 		Use:   "proxy",
@@ -73,6 +75,11 @@ Point a client at it:
 				}
 				dir = filepath.Join(base, "contextfold", "proxy")
 			}
+			mode, err := match.ParseMode(matchName)
+			if err != nil {
+				return usagef("--match: %v", err)
+			}
+			cfg.Match = mode
 			// The proxy carries API keys and whole conversations: loopback
 			// only, unless asked explicitly.
 			loopback, err := inspect.CheckListenAddr(listen, true)
@@ -121,10 +128,11 @@ Point a client at it:
 	f.BoolVar(&allowRemote, "allow-remote", false, "UNSAFE: listen on a non-loopback address (API keys and conversations cross that network)")
 	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
-	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions (overrides --upstream)")
+	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions and /v1/responses (overrides --upstream)")
 	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
 	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
 	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
+	f.StringVar(&matchName, "match", string(match.Ranked), "scan matching mode: exact (the reference's) or ranked (weighted terms, focused hydration)")
 	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded")
 	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
 	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens")

@@ -196,16 +196,20 @@ func (a *analyzer) word(w string, emit func(Term)) {
 	if len(parts) > 1 {
 		emit(Term{folded, KindWord, w})
 		for _, p := range parts {
-			a.alpha(extract.FoldTerm(p), w, KindPart, emit)
+			a.alpha(p, w, KindPart, emit)
 		}
 		return
 	}
-	a.alpha(folded, w, KindWord, emit)
+	a.alpha(w, w, KindWord, emit)
 }
 
-// alpha emits the stem (and its fuzzy prefix) of one folded word, unless it
-// is a stop word.
-func (a *analyzer) alpha(w, src string, kind Kind, emit func(Term)) {
+// alpha emits the stem (and its fuzzy prefix) of one word as written,
+// unless it is a stop word. The language is chosen from the word's own
+// letters, the word stemmed in lower case, and the stem then folded like
+// every term (extract.FoldTerm), so that a Turkish dotless ı reaches the
+// Turkish stemmer before folding turns it into i.
+func (a *analyzer) alpha(raw, src string, kind Kind, emit func(Term)) {
+	w := extract.FoldTerm(raw)
 	if utf8.RuneCountInString(w) < 2 || IsStopWord(w) {
 		return
 	}
@@ -213,7 +217,7 @@ func (a *analyzer) alpha(w, src string, kind Kind, emit func(Term)) {
 		emit(Term{w, kind, src})
 		return
 	}
-	st := a.stem(w)
+	st := extract.FoldTerm(a.stem(strings.ToLower(raw)))
 	emit(Term{st, kind, src})
 	if rs := []rune(st); len(rs) >= 4 && kind == KindWord {
 		emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
@@ -222,13 +226,14 @@ func (a *analyzer) alpha(w, src string, kind Kind, emit func(Term)) {
 
 // stem applies the Snowball stemmer of the word's language, chosen from its
 // letters alone (so that a prompt and a cold node stem a word alike):
-// Turkish when it has ğ ş ı ç ö ü, Spanish when it has ñ or an acute
-// accent, English for plain ASCII; other scripts are left as they are.
+// Turkish when it has ğ ş ı İ ç ö ü, Spanish when it has ñ or an acute
+// accent (the stem then loses its accents), English for plain ASCII; other
+// scripts are left as they are.
 func (a *analyzer) stem(w string) string {
 	lang := 'e'
 	for _, r := range w {
 		switch {
-		case strings.ContainsRune("ğşıçöü", r):
+		case strings.ContainsRune("ğşıçöü\u0307", r):
 			lang = 't'
 		case strings.ContainsRune("ñáéíóú", r):
 			if lang != 't' {
@@ -247,6 +252,8 @@ func (a *analyzer) stem(w string) string {
 		turkish.Stem(a.env)
 	case 's':
 		spanish.Stem(a.env)
+		// Unaccented, so that "migracion" typed without accents matches.
+		return strings.NewReplacer("á", "a", "é", "e", "í", "i", "ó", "o", "ú", "u").Replace(a.env.Current())
 	default:
 		english.Stem(a.env)
 	}

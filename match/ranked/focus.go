@@ -32,8 +32,10 @@ const maxSegment = 400
 const contextLines = 2
 
 // Focus places windows of content around the lines that hold the prompt's
-// terms (weights as returned by Index.Weights or QueryWeights), whole lines
-// with a little context, so that the total — excerpts plus one marker line
+// terms (weights as returned by Index.Weights), whole lines with a little
+// context — the lines scoring at least half the best line's score (the sum
+// of the weights of the distinct terms a line holds), best first — so that
+// the total — excerpts plus one marker line
 // per window naming its lines and character offsets — is at most limit code
 // points. It returns "" and no windows when no line holds a term or limit
 // is too small for one marker line; callers then fall back to the
@@ -62,9 +64,13 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 		return "", nil
 	}
 	sort.SliceStable(scored, func(a, b int) bool { return segs[scored[a]].score > segs[scored[b]].score })
-	if len(scored) > 200 {
-		scored = scored[:200]
+	// Only the lines that hold the prompt's terms about as well as the best
+	// line does (at least half its score); the limit may cut them further.
+	keep := 0
+	for keep < len(scored) && keep < 200 && segs[scored[keep]].score >= 0.5*segs[scored[0]].score {
+		keep++
 	}
+	scored = scored[:keep]
 	chosen := make([]bool, len(segs))
 	for _, i := range scored {
 		for _, ctx := range []int{contextLines, 0} {

@@ -1,7 +1,9 @@
 package ranked
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/contextfold/contextfold"
@@ -16,7 +18,15 @@ type doc struct {
 	summary  string
 	evicted  bool
 	dead     bool // replaced or no longer indexed: skipped by every query
+	question bool // a short node with a line ending in a question mark
+	// specific holds the node's specific terms (paths, versions, numbers,
+	// identifiers with digits, underscores or inner capitals), sorted term
+	// ids, at most maxSpecific: two nodes sharing one are about the same
+	// entity (intent ownership).
+	specific []int32
 }
+
+const maxSpecific = 256
 
 type posting struct {
 	doc int32
@@ -40,6 +50,9 @@ type Index struct {
 	live    int
 	total   float64 // sum of live docs' lengths
 	version string  // store index version the index was refreshed against
+	dir     string  // the store directory, for the cache file ("" : none)
+	unsaved int     // nodes changed since the cache file was written
+	read    int     // cold nodes read and analysed by Refresh (for tests)
 
 	// scratch, reused across queries (guarded by mu)
 	acc  []float64
@@ -64,7 +77,10 @@ func For(s *contextfold.Store) (*Index, error) {
 	registry.Lock()
 	ix := registry.m[s.Dir()]
 	if ix == nil {
-		ix = NewIndex()
+		if ix = load(s.Dir()); ix == nil {
+			ix = NewIndex()
+		}
+		ix.dir = s.Dir()
 		registry.m[s.Dir()] = ix
 	}
 	registry.Unlock()
@@ -73,6 +89,12 @@ func For(s *contextfold.Store) (*Index, error) {
 	}
 	return ix, nil
 }
+
+// saveEvery: the cache file is rewritten when at least this many nodes
+// (or 1 % of the index, whichever is more) changed since it was written,
+// so that a fold per turn does not rewrite it per turn; the few nodes
+// folded since are read again by the next process.
+const saveEvery = 32
 
 // Refresh brings the index up to date with the store: nodes not seen yet,
 // or whose artifact_sha256 changed, are read and analysed; nodes no longer
@@ -105,22 +127,29 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 			ix.kill(d)
 		}
 		text := e.Summary
+		ix.read++
 		if n, err := s.ReadColdNode(e.StepID); err == nil {
 			text = n.Summary + "\n" + n.RawContent
 		}
 		ix.add(doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}, text)
 		changed = true
+		ix.unsaved++
 	}
 	for step, d := range ix.byStep {
 		if !present[step] {
 			ix.kill(d)
 			changed = true
+			ix.unsaved++
 		}
 	}
 	if changed {
 		ix.reorder()
 	}
 	ix.version = ver
+	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || (changed && ix.unsaved == ix.live)) {
+		ix.save(ix.dir)
+		ix.unsaved = 0
+	}
 	return nil
 }
 
@@ -164,6 +193,9 @@ func (ix *Index) add(d doc, text string) {
 		}
 		if tf[tid] == 0 {
 			terms = append(terms, tid)
+			if (t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))) && len(d.specific) < maxSpecific {
+				d.specific = append(d.specific, tid)
+			}
 		}
 		tf[tid]++
 	})
@@ -174,7 +206,9 @@ func (ix *Index) add(d doc, text string) {
 		}
 		ix.post[tid] = append(ix.post[tid], posting{doc: id, tf: uint16(c)})
 	}
+	slices.Sort(d.specific)
 	d.length = float64(max(n, 1))
+	d.question = n <= maxQuestionWords && isQuestion(text)
 	ix.docs = append(ix.docs, d)
 	ix.byStep[d.step] = id
 	ix.live++
@@ -224,4 +258,36 @@ func (ix *Index) Len() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return ix.live
+}
+
+// maxQuestionWords is the longest node (analysed words) that counts as a
+// question turn.
+const maxQuestionWords = 120
+
+// isQuestion reports whether a line of text ends with a question mark
+// (ASCII, full-width, Arabic), the mark of a question turn.
+func isQuestion(text string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, " \t\r\"')*_`")
+		if strings.HasSuffix(line, "?") || strings.HasSuffix(line, "？") || strings.HasSuffix(line, "؟") {
+			return true
+		}
+	}
+	return false
+}
+
+// shareSpecific reports whether two docs hold a specific term in common.
+func (ix *Index) shareSpecific(a, b int32) bool {
+	x, y := ix.docs[a].specific, ix.docs[b].specific
+	for i, j := 0, 0; i < len(x) && j < len(y); {
+		switch {
+		case x[i] == y[j]:
+			return true
+		case x[i] < y[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Params are the scorer's constants. The zero value is not valid; use
@@ -21,6 +22,11 @@ type Params struct {
 	// its call, a call through its result, an answer through its question).
 	// Below 1 so that the node holding the term itself wins.
 	Neighbour float64
+	// Answer is the weight of a term of a question turn lent to the turn
+	// after it (rule "a question lends its terms to its answer"), counted in
+	// the answer's score; Asker scales the question turn's own score, so
+	// that the answer wins over the question that asked for it.
+	Answer, Asker float64
 	// Covered is the weight left to a term already covered by an earlier
 	// pick of the same scan (rule "ranked set cover").
 	Covered float64
@@ -31,12 +37,15 @@ type Params struct {
 	// "cut-off": nothing is hydrated when nothing scores clearly).
 	Floor float64
 	// MinShare: the best node must cover at least this share of the
-	// prompt's information (the idf mass of its terms, unknown terms
-	// counted at the highest idf): a prompt about something the archive
-	// never saw hydrates nothing even if its generic words match.
-	MinShare float64
+	// prompt's information (the idf mass of its terms, unknown specific
+	// terms counted at the highest idf, unknown ordinary words at
+	// UnknownWord × that): a prompt about something the archive never saw
+	// hydrates nothing even if one of its words matches.
+	MinShare, UnknownWord float64
 	// Supersede turns on intent ownership (spec §4, CONF-13): a node is
-	// never picked when a newer node holds every prompt term it holds.
+	// never picked when a newer node about the same entity (they share a
+	// specific term: a path, a version, a number, an identifier) holds
+	// every prompt term it holds — the newer node updated that fact.
 	Supersede bool
 	// MaxTerms bounds the prompt terms kept (the rarest), so a 1 MB prompt
 	// costs what 64 terms cost.
@@ -47,7 +56,7 @@ type Params struct {
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
-	return Params{K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3,
+	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 200}
 }
 
@@ -60,6 +69,7 @@ type qterm struct {
 	weight  float64 // kindWeight × idf
 	primary bool    // counts for coverage and intent ownership
 	group   int     // terms derived from one word of the prompt share a group
+	special bool    // a specific term: a compound or an identifier-like word
 }
 
 // Query is an analysed prompt against one index.
@@ -102,13 +112,22 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			df = ix.liveDF(id)
 		}
 		if df == 0 {
-			if t.Kind == KindWord || t.Kind == KindCompound || t.Kind == KindCJK {
+			// An unknown specific term (a path, a version, an identifier with
+			// digits, underscores or inner capitals) is information the
+			// archive lacks.
+			// An unknown ordinary word counts half: a prompt about a haiku
+			// on autumn leaves is not about the one node that says "leaves".
+			switch {
+			case t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)):
 				q.info += kindWeight[t.Kind] * maxIdf
+			case t.Kind == KindWord || t.Kind == KindCJK:
+				q.info += kindWeight[t.Kind] * maxIdf * p.UnknownWord
 			}
 			continue
 		}
 		w := kindWeight[t.Kind] * ix.idf(df)
-		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart})
+		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart,
+			special: t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))})
 		if t.Kind != KindFuzzy && t.Kind != KindPart {
 			q.info += w
 		}
@@ -182,6 +201,10 @@ type Pick struct {
 	Why     []string // how each matched (see the rules on Params)
 	Tokens  int      // the node's token_estimate
 	Summary string
+	// IsCompanion: chosen as the companion of the pick at step CompanionOf
+	// (its neighbour; conversation structure), not on its own merits.
+	CompanionOf int
+	IsCompanion bool
 }
 
 // Result is a ranked scan's outcome before the budget: the picks in order,
@@ -228,7 +251,14 @@ func (ix *Index) score(q *Query, p Params) []*match {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p))
-				mark(po.doc, s)
+				if ix.docs[po.doc].question {
+					mark(po.doc, s*float32(p.Asker))
+					if _, next := ix.neighbours(po.doc); next >= 0 {
+						mark(next, s*float32(p.Answer))
+					}
+				} else {
+					mark(po.doc, s)
+				}
 			}
 		}
 		for _, d := range groupTouched {
@@ -277,7 +307,7 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 
 // strength is how strongly m holds query term i (its own saturation, or its
 // neighbour's, whichever is larger).
-func (m *match) strength(i int) float64 { return m.own[i] }
+func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
 // Scan ranks the store's nodes for a prompt and chooses the ones to
 // hydrate, best first, before any budget (the caller admits them against
@@ -293,7 +323,7 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 		return res
 	}
 	top := cands[0].score
-	if top < p.Floor || top < p.MinShare*q.info {
+	if !ix.passes(q, cands[0], p) {
 		for i, c := range cands {
 			if i == 10 {
 				break
@@ -307,7 +337,7 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 	alive := make([]*match, 0, len(cands))
 	superseded := map[int32]bool{}
 	for _, c := range cands {
-		if p.Supersede && c.mask != 0 && ix.superseded(c, cands) {
+		if p.Supersede && c.mask != 0 && ix.superseded(c, cands, p) {
 			superseded[c.doc] = true
 			if len(res.Superseded) < 10 {
 				res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
@@ -369,10 +399,11 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 	// Conversation structure: the node just before or after a pick (the
 	// answer after a question, the result after its call, the call before
 	// its result) is a companion when the words the pick holds and it lacks,
-	// weighted by Neighbour, lift it over the cut-off. It follows its pick.
-	var out []Pick
-	for i, c := range order {
-		out = append(out, res.Picks[i])
+	// weighted by Neighbour, lift it over the cut-off. Companions come after
+	// every pick made on its own merits, so they only use what budget is
+	// left.
+	out := res.Picks
+	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
 			if nd < 0 || picked[nd] || superseded[nd] {
@@ -399,7 +430,9 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 			}
 			if lent >= threshold {
 				picked[nd] = true
-				out = append(out, ix.pick(q, m, lent, nil))
+				pk := ix.pick(q, m, lent, nil)
+				pk.CompanionOf, pk.IsCompanion = ix.docs[c.doc].step, true
+				out = append(out, pk)
 			}
 		}
 	}
@@ -410,25 +443,57 @@ func (ix *Index) Scan(prompt string, p Params) *Result {
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
 	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
+	prev, _ := ix.neighbours(d)
+	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {
 		m.nbDoc[i] = -1
 		if tf := ix.tf(t.id, d); tf > 0 {
 			m.own[i] = ix.sat(tf, d, p)
-			m.score += m.own[i] * t.weight
+			if ix.docs[d].question {
+				m.own[i] *= p.Asker
+			}
 			if t.primary && i < 64 {
 				m.mask |= 1 << i
 			}
 		}
+		if asker {
+			if tf := ix.tf(t.id, prev); tf > 0 {
+				if v := p.Answer * ix.sat(tf, prev, p); v > m.own[i] {
+					m.nb[i], m.nbDoc[i] = v, prev
+				}
+			}
+		}
+	}
+	best := make([]float64, q.groups)
+	for i, t := range q.terms {
+		best[t.group] = math.Max(best[t.group], m.strength(i)*t.weight)
+	}
+	for _, v := range best {
+		m.score += v
 	}
 	return m
 }
 
+// passes reports whether the best candidate scores clearly enough to
+// hydrate anything (rule "cut-off"): it holds a specific term of the prompt
+// (an identifier is evidence, even in a store so small that no term is
+// rare), or it scores at least Floor and holds at least MinShare of the
+// prompt's information.
+func (ix *Index) passes(q *Query, m *match, p Params) bool {
+	for i, t := range q.terms {
+		if t.special && m.own[i] > 0 {
+			return true
+		}
+	}
+	return m.score >= p.Floor && m.score >= p.MinShare*q.info
+}
+
 // superseded reports whether a newer candidate holds every primary term c
 // holds.
-func (ix *Index) superseded(c *match, cands []*match) bool {
+func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
 	step := ix.docs[c.doc].step
 	for _, o := range cands {
-		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask {
+		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask && ix.shareSpecific(c.doc, o.doc) {
 			return true
 		}
 	}
@@ -518,7 +583,7 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 	defer ix.mu.Unlock()
 	q := ix.query(query, p)
 	cands := ix.score(q, p)
-	if len(cands) == 0 || cands[0].score < p.Floor || cands[0].score < p.MinShare*q.info {
+	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}
 	var out []Hit
@@ -531,4 +596,21 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: d.summary, Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
 	}
 	return out
+}
+
+// specific reports whether a word of the prompt names something specific:
+// it holds a digit, an underscore, or a capital after its first letter.
+func specific(w string) bool {
+	inner, lower := false, false
+	for i, r := range w {
+		switch {
+		case unicode.IsDigit(r) || r == '_':
+			return true
+		case i > 0 && unicode.IsUpper(r):
+			inner = true
+		case unicode.IsLower(r):
+			lower = true
+		}
+	}
+	return inner && lower
 }

@@ -40,6 +40,7 @@ one two first last new old now then there here well much many every
 can could would should might must shall may will
 what's where's who's how's that's there's here's
 hi hello hey sorry wait hmm
+write writes wrote written add adds added create creates created implement look looks looking see seen help explain summarize summarise try tried start draft generate
 `
 
 const spanishStop = `

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+)
+
+type scanOut struct {
+	Match    string `json:"match"`
+	Selected []struct {
+		StepID int      `json:"step_id"`
+		Score  float64  `json:"score"`
+		Why    []string `json:"why"`
+	} `json:"selected"`
+}
+
+func scanSteps(s scanOut) []int {
+	var out []int
+	for _, p := range s.Selected {
+		out = append(out, p.StepID)
+	}
+	return out
+}
+
+// --match selects the mode of scan and recall; exact stays the default and
+// its JSON is unchanged; the store's {"matching": "ranked"} setting makes
+// ranked the default of that store.
+func TestMatchFlag(t *testing.T) {
+	dir := demoDir(t)
+	exact, _, code := cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt)
+	same, _, _ := cli(t, "", "--dir", dir, "scan", "--json", "--match", "exact", contextfold.DemoPrompt)
+	if code != 0 || exact != same || strings.Contains(exact, `"score"`) || strings.Contains(exact, `"match"`) {
+		t.Errorf("exact JSON changed: %s", exact)
+	}
+	out, _, code := cli(t, "", "--dir", dir, "scan", "--json", "--match", "ranked", contextfold.DemoPrompt)
+	var r scanOut
+	mustJSON(t, out, &r)
+	if code != 0 || r.Match != "ranked" || !reflect.DeepEqual(scanSteps(r), []int{342, 137, 447}) || r.Selected[0].Score <= 0 || len(r.Selected[0].Why) == 0 {
+		t.Errorf("ranked scan: %s", out)
+	}
+	out, _, code = cli(t, "", "--dir", dir, "scan", "--match", "ranked", "thanks, go on")
+	if code != 0 || !strings.Contains(out, "nothing would be hydrated") {
+		t.Errorf("thanks, go on: %d %s", code, out)
+	}
+	for _, cmd := range []string{"scan", "recall"} {
+		_, errs, code := cli(t, "", "--dir", dir, cmd, "--match", "fuzzy", "port")
+		if code != 1 || !strings.Contains(errs, "exact, ranked") {
+			t.Errorf("%s --match fuzzy: exit %d, %q", cmd, code, errs)
+		}
+	}
+	out, _, code = cli(t, "", "--dir", dir, "recall", "--match", "ranked", "--json", "PostgreSQL", "port")
+	var hits []map[string]any
+	mustJSON(t, out, &hits)
+	if code != 0 || len(hits) == 0 || hits[0]["step_id"] != float64(137) || hits[0]["status"] != contextfold.StatusLatest {
+		t.Errorf("ranked recall: %s", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "ranked"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt)
+	mustJSON(t, out, &r)
+	if r.Match != "ranked" {
+		t.Errorf("the store setting did not select ranked: %s", out)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "scan", "--json", "--match", "exact", contextfold.DemoPrompt)
+	if out != exact {
+		t.Errorf("--match exact does not override the setting: %s", out)
+	}
+}
+
+// hydrate --focus places the content around the matched line of a large
+// node; plain hydrate keeps the reference's truncation.
+func TestHydrateFocus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		if i == 1500 {
+			b.WriteString("panic: nil map write in ledger.Post at ledger.go:88\n")
+			continue
+		}
+		b.WriteString("ok   compiling package number something or other\n")
+	}
+	if _, _, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "3", "go test output", "--file", "-"); code != 0 {
+		t.Fatal("fold failed")
+	}
+	out, _, code := cli(t, "", "--dir", dir, "hydrate", "3", "--raw", "--focus", "where was the nil map write?")
+	if code != 0 || !strings.Contains(out, "panic: nil map write in ledger.Post at ledger.go:88") || !strings.Contains(out, "[contextfold: lines 1498-1502") {
+		t.Errorf("focused: %d %.300q", code, out)
+	}
+	plain, _, _ := cli(t, "", "--dir", dir, "hydrate", "3", "--raw")
+	if strings.Contains(plain, "nil map write") {
+		t.Error("plain hydrate is not the prefix truncation")
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "hydrate", "3", "--json", "--focus", "nil map write")
+	if !strings.Contains(out, `"windows"`) || !strings.Contains(out, `"first_line": 1498`) {
+		t.Errorf("focused JSON: %.300s", out)
+	}
+}

@@ -1,0 +1,393 @@
+// Package matcheval holds the evaluations of the MMU's matching modes
+// (BENCHMARKS.md, "Matching"): LoCoMo evidence-turn recall at a hydration
+// budget, and probes of real agent sessions. cmd/cfeval runs them; the
+// tests of this package run short versions.
+package matcheval
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
+)
+
+// LoCoMo is the subset of the LoCoMo schema the evaluation reads: a list of
+// samples, each a conversation of sessions of dialog turns and its QA.
+type LoCoMo []LoCoMoSample
+
+// LoCoMoSample is one conversation and its questions.
+type LoCoMoSample struct {
+	SampleID     string                     `json:"sample_id"`
+	Conversation map[string]json.RawMessage `json:"conversation"`
+	QA           []LoCoMoQA                 `json:"qa"`
+}
+
+// LoCoMoQA is one question with its evidence turns (dia_ids).
+type LoCoMoQA struct {
+	Question string   `json:"question"`
+	Evidence []string `json:"evidence"`
+	Category int      `json:"category"`
+}
+
+// DialogTurn is one turn of a session.
+type DialogTurn struct {
+	Speaker     string `json:"speaker"`
+	DiaID       string `json:"dia_id"`
+	Text        string `json:"text"`
+	BlipCaption string `json:"blip_caption"`
+}
+
+// LoadLoCoMo reads a LoCoMo JSON file, gzipped when its name ends in .gz.
+func LoadLoCoMo(path string) (LoCoMo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = gz
+	}
+	var d LoCoMo
+	if err := json.NewDecoder(r).Decode(&d); err != nil {
+		return nil, fmt.Errorf("%s: not a LoCoMo file: %w", path, err)
+	}
+	return d, nil
+}
+
+// Turns returns the sample's dialog turns in session order (session_1,
+// session_2, …), each with its session's date_time.
+func (s *LoCoMoSample) Turns() []DialogTurn {
+	var sessions []int
+	for k := range s.Conversation {
+		if n, ok := strings.CutPrefix(k, "session_"); ok {
+			if i, err := strconv.Atoi(n); err == nil {
+				sessions = append(sessions, i)
+			}
+		}
+	}
+	sort.Ints(sessions)
+	var out []DialogTurn
+	for _, i := range sessions {
+		var turns []DialogTurn
+		if json.Unmarshal(s.Conversation["session_"+strconv.Itoa(i)], &turns) == nil {
+			out = append(out, turns...)
+		}
+	}
+	return out
+}
+
+// Method names of the LoCoMo report.
+const (
+	MethodExact  = "exact scan"
+	MethodRanked = "ranked scan"
+	MethodBM25   = "BM25 top-5"
+)
+
+// Score accumulates evidence recall over questions.
+type Score struct {
+	Questions int
+	Recall    float64 // sum of per-question recall (hits / evidence turns)
+	Tokens    float64 // sum of hydrated tokens
+}
+
+// Mean returns the mean recall in percent.
+func (s Score) Mean() float64 {
+	if s.Questions == 0 {
+		return 0
+	}
+	return 100 * s.Recall / float64(s.Questions)
+}
+
+// LoCoMoReport is the outcome: per method, overall and per category.
+type LoCoMoReport struct {
+	Conversations, Turns int
+	BudgetTurns          float64
+	Overall              map[string]*Score
+	ByCategory           map[int]map[string]*Score
+}
+
+// RunLoCoMo folds each conversation turn by turn (one dialog turn = one
+// step: payload "Speaker: text" plus the shared image's caption, summary
+// its first 100 code points) into a new store under tmp, sets the
+// per-turn budget to budgetTurns × the conversation's mean turn cost, asks
+// every question, and scores evidence-turn recall of the exact scan, the
+// ranked scan and a plain BM25 top-5 over the same turns. limit > 0 keeps
+// the first limit conversations.
+func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMoReport, error) {
+	rep := &LoCoMoReport{BudgetTurns: budgetTurns, Overall: map[string]*Score{}, ByCategory: map[int]map[string]*Score{}}
+	for _, m := range []string{MethodExact, MethodRanked, MethodBM25} {
+		rep.Overall[m] = &Score{}
+	}
+	for ci, sample := range data {
+		if limit > 0 && ci >= limit {
+			break
+		}
+		turns := sample.Turns()
+		dir := filepath.Join(tmp, fmt.Sprintf("locomo-%d", ci), ".contextfold")
+		s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+		if err != nil {
+			return nil, err
+		}
+		step := map[string]int{}
+		var folds []contextfold.Turn
+		var texts []string
+		total := 0
+		for i, t := range turns {
+			payload := t.Speaker + ": " + t.Text
+			if t.BlipCaption != "" {
+				payload += " [shares a photo: " + t.BlipCaption + "]"
+			}
+			step[normDiaID(t.DiaID)] = i
+			folds = append(folds, contextfold.Turn{StepID: i, Summary: clip(payload, 100), RawContent: payload})
+			texts = append(texts, payload)
+			total += contextfold.TokenEstimate(payload)
+		}
+		if len(folds) == 0 {
+			continue
+		}
+		budget := math.Floor(budgetTurns * float64(total) / float64(len(folds)))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, contextfold.PolicyFile), []byte(fmt.Sprintf(`{"max_rehydration_tokens_per_turn": %v}`, budget)), 0o644); err != nil {
+			return nil, err
+		}
+		if _, err := s.FoldBatch(folds); err != nil {
+			return nil, err
+		}
+		bm := newBM25(texts)
+		rep.Conversations++
+		rep.Turns += len(folds)
+		for _, qa := range sample.QA {
+			var ev []int
+			for _, e := range qa.Evidence {
+				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
+					if st, ok := step[normDiaID(id)]; ok {
+						ev = append(ev, st)
+					}
+				}
+			}
+			if len(ev) == 0 {
+				continue
+			}
+			got := map[string][]int{}
+			tok := map[string]float64{}
+			for _, m := range []match.Mode{match.Exact, match.Ranked} {
+				res, err := match.Scan(s, qa.Question, m)
+				if err != nil {
+					return nil, err
+				}
+				name := MethodExact
+				if m == match.Ranked {
+					name = MethodRanked
+				}
+				for _, p := range res.Selected {
+					got[name] = append(got[name], p.StepID)
+				}
+				tok[name] = res.UsedTokens
+			}
+			for _, d := range bm.top(qa.Question, 5) {
+				got[MethodBM25] = append(got[MethodBM25], d)
+				tok[MethodBM25] += float64(contextfold.TokenEstimate(texts[d]))
+			}
+			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25]) {
+				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25])
+				for _, e := range ev {
+					fmt.Printf("  ev %d: %s\n", e, texts[e])
+				}
+				if len(got[MethodRanked]) > 0 {
+					fmt.Printf("  r1 %d: %s\n", got[MethodRanked][0], texts[got[MethodRanked][0]])
+				}
+			}
+			cat := rep.ByCategory[qa.Category]
+			if cat == nil {
+				cat = map[string]*Score{}
+				rep.ByCategory[qa.Category] = cat
+			}
+			for name, picks := range got {
+				r := recall(ev, picks)
+				for _, sc := range []*Score{rep.Overall[name], cat[name]} {
+					if sc == nil {
+						sc = &Score{}
+						cat[name] = sc
+					}
+					sc.Questions++
+					sc.Recall += r
+					sc.Tokens += tok[name]
+				}
+			}
+			for _, name := range []string{MethodExact, MethodRanked, MethodBM25} {
+				if _, ok := got[name]; !ok { // no pick at all: recall 0
+					for _, sc := range []*Score{rep.Overall[name], cat[name]} {
+						if sc == nil {
+							sc = &Score{}
+							cat[name] = sc
+						}
+						sc.Questions++
+					}
+				}
+			}
+		}
+		if err := os.RemoveAll(filepath.Dir(dir)); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func normDiaID(id string) string {
+	return strings.ToUpper(strings.TrimSpace(strings.ReplaceAll(id, " ", "")))
+}
+
+func recall(evidence, picks []int) float64 {
+	want := map[int]bool{}
+	for _, e := range evidence {
+		want[e] = true
+	}
+	hit := 0
+	for _, p := range picks {
+		if want[p] {
+			hit++
+			delete(want, p)
+		}
+	}
+	n := hit + len(want)
+	return float64(hit) / float64(n)
+}
+
+// Format renders the report as a Markdown table.
+func (r *LoCoMoReport) Format() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "LoCoMo: %d conversations, %d turns, budget %.0f average turns per question\n\n", r.Conversations, r.Turns, r.BudgetTurns)
+	methods := []string{MethodExact, MethodRanked, MethodBM25}
+	b.WriteString("| category | questions |")
+	for _, m := range methods {
+		fmt.Fprintf(&b, " %s |", m)
+	}
+	b.WriteString("\n|---|---|---|---|---|\n")
+	var cats []int
+	for c := range r.ByCategory {
+		cats = append(cats, c)
+	}
+	sort.Ints(cats)
+	row := func(name string, sc map[string]*Score) {
+		fmt.Fprintf(&b, "| %s | %d |", name, sc[MethodRanked].Questions)
+		for _, m := range methods {
+			fmt.Fprintf(&b, " %.1f %% (%.0f tok) |", sc[m].Mean(), sc[m].Tokens/float64(max(1, sc[m].Questions)))
+		}
+		b.WriteString("\n")
+	}
+	for _, c := range cats {
+		row(strconv.Itoa(c)+" "+categoryName(c), r.ByCategory[c])
+	}
+	row("**overall**", r.Overall)
+	return b.String()
+}
+
+func categoryName(c int) string {
+	switch c {
+	case 1:
+		return "multi-hop"
+	case 2:
+		return "temporal"
+	case 3:
+		return "open-domain"
+	case 4:
+		return "single-hop"
+	case 5:
+		return "adversarial"
+	}
+	return ""
+}
+
+// bm25 is the plain baseline: lower-cased word tokens, a short English stop
+// list, no stemming, k1 = 1.2, b = 0.75.
+type bm25 struct {
+	docs []map[string]int
+	lens []float64
+	df   map[string]int
+	avg  float64
+}
+
+var bm25Stop = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("a an the and or but of to in on at for with by from is are was were be been am do does did i you he she it we they me my your his her its our their what when where who whom which why how this that these those as if so not no") {
+		bm25Stop[w] = true
+	}
+}
+
+func bm25Tokens(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if !bm25Stop[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func newBM25(texts []string) *bm25 {
+	b := &bm25{df: map[string]int{}}
+	total := 0.0
+	for _, t := range texts {
+		tf := map[string]int{}
+		toks := bm25Tokens(t)
+		for _, w := range toks {
+			if tf[w] == 0 {
+				b.df[w]++
+			}
+			tf[w]++
+		}
+		b.docs = append(b.docs, tf)
+		b.lens = append(b.lens, float64(len(toks)))
+		total += float64(len(toks))
+	}
+	b.avg = total / float64(max(1, len(texts)))
+	return b
+}
+
+func (b *bm25) top(q string, k int) []int {
+	n := float64(len(b.docs))
+	scores := make([]float64, len(b.docs))
+	seen := map[string]bool{}
+	for _, w := range bm25Tokens(q) {
+		if seen[w] || b.df[w] == 0 {
+			continue
+		}
+		seen[w] = true
+		df := float64(b.df[w])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for i, d := range b.docs {
+			if tf := float64(d[w]); tf > 0 {
+				scores[i] += idf * tf * 2.2 / (tf + 1.2*(0.25+0.75*b.lens[i]/b.avg))
+			}
+		}
+	}
+	idx := make([]int, 0, len(b.docs))
+	for i, s := range scores {
+		if s > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return scores[idx[i]] > scores[idx[j]] })
+	if len(idx) > k {
+		idx = idx[:k]
+	}
+	return idx
+}

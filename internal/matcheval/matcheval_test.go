@@ -1,0 +1,83 @@
+package matcheval
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/ingest"
+
+	"github.com/contextfold/contextfold/match"
+)
+
+// The short LoCoMo run (two conversations, ~800 turns, a few seconds): the
+// ranked scan finds clearly more evidence turns than the exact scan at the
+// same budget. The full run is `go run ./cmd/cfeval locomo` (BENCHMARKS.md).
+func TestLoCoMoShort(t *testing.T) {
+	data, err := LoadLoCoMo("testdata/locomo/locomo10.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunLoCoMo(data, t.TempDir(), 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.Format())
+	ex, rk, bm := rep.Overall[MethodExact].Mean(), rep.Overall[MethodRanked].Mean(), rep.Overall[MethodBM25].Mean()
+	if rep.Conversations != 2 || rep.Overall[MethodRanked].Questions < 250 {
+		t.Fatalf("ran %d conversations, %d questions", rep.Conversations, rep.Overall[MethodRanked].Questions)
+	}
+	if rk < ex+15 || rk < bm || rk < 55 {
+		t.Errorf("ranked %.1f %%, exact %.1f %%, BM25 %.1f %%", rk, ex, bm)
+	}
+}
+
+// The agent-session probes over the bundled transcripts: ranked answers at
+// least 95 % of them, and filler prompts hydrate nothing.
+func TestProbes(t *testing.T) {
+	rep, err := RunProbes(filepath.Join("..", "..", "ingest", "testdata", "transcripts"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.Format(true))
+	if rep.Sessions < 6 || rep.Probes < 100 {
+		t.Fatalf("%d sessions, %d probes", rep.Sessions, rep.Probes)
+	}
+	hits := 0
+	for _, r := range rep.Results[match.Ranked] {
+		if r.Hit {
+			hits++
+		}
+	}
+	if float64(hits) < 0.95*float64(len(rep.Results[match.Ranked])) {
+		t.Errorf("ranked hits %d of %d", hits, len(rep.Results[match.Ranked]))
+	}
+	for _, q := range []string{"thanks, go on", "ok", "looks good, please continue", "great, what's next?", "gracias, sigue", "teşekkürler, devam et", "谢谢，继续"} {
+		if n := rep.Nulls[match.Ranked][q]; n != 0 {
+			t.Errorf("%q hydrated %d tokens", q, n)
+		}
+	}
+}
+
+// Probes are generated deterministically.
+func TestProbesDeterministic(t *testing.T) {
+	res, err := ingest.ParseFile(filepath.Join("..", "..", "ingest", "testdata", "transcripts", "claude-code", "ledger-api-session.jsonl"), ingest.FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []contextfold.Turn
+	for _, tr := range res.Turns {
+		turns = append(turns, contextfold.Turn{StepID: tr.StepID, Summary: tr.Summary, RawContent: tr.Payload})
+	}
+	a, b := GenerateProbes("s", turns), GenerateProbes("s", turns)
+	if len(a) < 10 || !reflect.DeepEqual(a, b) {
+		t.Fatalf("%d probes; deterministic: %v", len(a), reflect.DeepEqual(a, b))
+	}
+	for _, p := range a {
+		if !strings.Contains(p.Question, p.Identifier) || !strings.Contains(p.Answer, p.Identifier) {
+			t.Errorf("probe %+v", p)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package ranked
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/cachedir"
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "contextfold-ranked-test")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(cachedir.Env, dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestAnalyze(t *testing.T) {
+	terms := func(s string) []string {
+		var out []string
+		for _, t := range Analyze(s) {
+			if t.Kind != KindFuzzy {
+				out = append(out, t.Text)
+			}
+		}
+		return out
+	}
+	for in, want := range map[string][]string{
+		"TenantBilling":         {"tenantbilling", "tenant", "bill"},
+		"tenant billing":        {"tenant", "bill"},
+		"test_models.py":        {"test_models.py", "test_models", "test", "model", "py"},
+		"failed failures":       {"fail", "failur"},
+		"ran 0.33s, 99.9 %":     {"ran", "0.33s", "33s", "33", "99.9", "99"},
+		"PostgreSQL":            {"postgresql"},
+		"HTTPServer":            {"httpserver", "http", "server"},
+		"the of and thanks":     nil,
+		"veritabanında":         {"veritaban"},
+		"migración fallida":     {"migracion", "fallida"},
+		"数据库迁移失败":               {"数据", "据库", "库迁", "迁移", "移失", "失败"},
+		"谢谢":                    nil,
+		"app.py:42":             {"app.py:42", "app.py", "app", "py", "42"},
+		"src/ingest/claude.go:": {"src/ingest/claude.go", "claude.go", "src", "ingest", "claud"},
+	} {
+		got := terms(in)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Analyze(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Inflected forms share a stem (English, Spanish, Turkish), or at least
+// the fuzzy prefix of their stems (failure/failed, bağlantı/bağlantısı).
+func TestStemsJoinInflections(t *testing.T) {
+	share := func(a, b string) bool {
+		for _, x := range Analyze(a) {
+			for _, y := range Analyze(b) {
+				if x.Text == y.Text {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, pair := range [][2]string{{"failed", "failing"}, {"failure", "failed"}, {"migrations", "migration"}, {"postgres", "postgresql"},
+		{"veritabanı", "veritabanında"}, {"bağlantısı", "bağlantı"}, {"conexión", "conexiones"}, {"configuración", "configurar"}} {
+		if !share(pair[0], pair[1]) {
+			t.Errorf("%q and %q share no term: %v / %v", pair[0], pair[1], Analyze(pair[0]), Analyze(pair[1]))
+		}
+	}
+}
+
+// Bad input never panics and gives a result (possibly empty).
+func TestBadInput(t *testing.T) {
+	ix := NewIndex()
+	ix.Add(1, "a", 10, "s", "PostgreSQL port 5433\nmigration failed")
+	for _, in := range []string{"", "   ", "?!.,;:", "the of and", strings.Repeat("x", 1<<20), strings.Repeat("日本語 español türkçe ", 50000), "\xff\xfe\x80 port", "a\x00b", strings.Repeat("/", 10000), strings.Repeat("a_", 5000)} {
+		r := ix.Scan(in, DefaultParams())
+		if r == nil {
+			t.Fatal("nil result")
+		}
+		Focus(in, map[string]float64{"port": 1}, 100)
+	}
+}
+
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{"PostgreSQL port", "thanks, go on", "\xff", "数据库", "a.b/c:1", "TenantBilling_v2"} {
+		f.Add(s)
+	}
+	ix := NewIndex()
+	ix.Add(1, "a", 10, "PostgreSQL on 5433", "$ docker compose up -d postgres\nPostgreSQL running on port 5433")
+	ix.Add(2, "b", 20, "migration", "Migration V12__TenantBilling.sql failed: deadlock\n数据库迁移失败")
+	f.Fuzz(func(t *testing.T, s string) {
+		r := ix.Scan(s, DefaultParams())
+		if r == nil {
+			t.Fatal("nil result")
+		}
+		text, wins := Focus(s+"\nport 5433\n"+s, map[string]float64{"port": 1, "5433": 2}, 64)
+		if wins != nil && len([]rune(text)) > 64 {
+			t.Fatalf("focus over its limit: %d", len([]rune(text)))
+		}
+	})
+}
+
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			data, _ := os.ReadFile(p)
+			fi, _ := d.Info()
+			out[p] = fmt.Sprintf("%x %v", data, fi.ModTime())
+		}
+		return nil
+	})
+	return out
+}
+
+// The ranked index is derived data: it is never written into the store
+// (CONF-08), it is kept in the per-user cache, a new process reuses it,
+// a fold adds only the new node, and a corrupt cache file is a miss.
+func TestIndexCache(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []contextfold.Turn
+	for i := range 100 {
+		turns = append(turns, contextfold.Turn{StepID: i, Summary: fmt.Sprintf("turn %d", i), RawContent: fmt.Sprintf("output of step %d: value_%d computed\nall fine", i, i*7)})
+	}
+	if _, err := s.FoldBatch(turns); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	ix := NewIndex()
+	ix.dir = dir
+	if err := ix.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	want := ix.Scan("what was value_343?", DefaultParams())
+	if ix.read != 100 || len(want.Picks) == 0 || want.Picks[0].Step != 49 {
+		t.Fatalf("read %d, picks %+v", ix.read, want.Picks)
+	}
+	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
+		t.Error("building the ranked index changed the store")
+	}
+	path := cachePath(dir, false)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("no cache file: %v", err)
+	}
+	// A new process: loads the file, reads no cold node.
+	ix2 := load(dir)
+	if ix2 == nil {
+		t.Fatal("cache not loadable")
+	}
+	ix2.dir = dir
+	if err := ix2.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix2.Scan("what was value_343?", DefaultParams()); ix2.read != 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("reloaded index: read %d, %+v vs %+v", ix2.read, got, want)
+	}
+	// A fold: only the new node is read.
+	if _, err := s.Fold(contextfold.Turn{StepID: 100, Summary: "new", RawContent: "value_9999 appeared"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix2.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix2.Scan("value_9999", DefaultParams()); ix2.read != 1 || len(got.Picks) == 0 || got.Picks[0].Step != 100 {
+		t.Errorf("after a fold: read %d, %+v", ix2.read, got.Picks)
+	}
+	// A corrupt file is a miss.
+	data, _ := os.ReadFile(path)
+	data[len(data)-3] ^= 0xff
+	os.WriteFile(path, data, 0o600)
+	if load(dir) != nil {
+		t.Error("a corrupt cache file was used")
+	}
+	os.WriteFile(path, data[:len(data)/2], 0o600)
+	if load(dir) != nil {
+		t.Error("a truncated cache file was used")
+	}
+}
+
+// Same store, same prompt: same picks, in the same order, every time.
+func TestDeterminism(t *testing.T) {
+	build := func() *Index {
+		ix := NewIndex()
+		for i := range 50 {
+			ix.Add(i, fmt.Sprint(i), 10+i, "s", fmt.Sprintf("port %d config.env postgres migration step %d", 5400+i%3, i%5))
+		}
+		return ix
+	}
+	a := build().Scan("which port does postgres use in config.env?", DefaultParams())
+	b := build().Scan("which port does postgres use in config.env?", DefaultParams())
+	if !reflect.DeepEqual(a, b) || len(a.Picks) == 0 {
+		t.Errorf("%+v\n%+v", a, b)
+	}
+}
