@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/cachedir"
 	"github.com/contextfold/contextfold/internal/testgen"
+	"github.com/contextfold/contextfold/match"
 )
 
 const benchSeed = 42
@@ -81,6 +83,7 @@ func BenchmarkStoreScale(b *testing.B) {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			dir := benchStoreDir(b, n)
 			b.Run("scan", func(b *testing.B) { benchQuery(b, dir, n, true) })
+			b.Run("ranked-scan", func(b *testing.B) { benchRanked(b, dir) })
 			b.Run("recall", func(b *testing.B) { benchQuery(b, dir, n, false) })
 			b.Run("load", func(b *testing.B) { benchLoad(b, dir, n) })
 			b.Run("fold", func(b *testing.B) { benchFold(b, dir, n) })
@@ -121,6 +124,45 @@ func benchQuery(b *testing.B, dir string, n int, scan bool) {
 	b.ReportMetric(float64(picks)/float64(len(lat)), "results/op")
 	if picks == 0 {
 		b.Fatal("no query matched anything: the benchmark measures nothing")
+	}
+}
+
+// benchRanked measures the ranked scan in process (match.Scan, mode
+// ranked). The first scan builds the ranked index, or loads it from the
+// per-user cache (CONTEXTFOLD_BENCH_DIR/cache when set); it is reported as
+// build-ms and not timed with the scans.
+func benchRanked(b *testing.B, dir string) {
+	if root := os.Getenv("CONTEXTFOLD_BENCH_DIR"); root != "" {
+		b.Setenv(cachedir.Env, filepath.Join(root, "cache"))
+	} else {
+		b.Setenv(cachedir.Env, b.TempDir())
+	}
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	if _, err := match.Scan(s, benchGen.Prompt(-1), match.Ranked); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "build-ms")
+	var lat latencies
+	picks := 0
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		res, err := match.Scan(s, benchGen.Prompt(i), match.Ranked)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		picks += len(res.Selected)
+	}
+	b.StopTimer()
+	lat.report(b, "")
+	b.ReportMetric(float64(picks)/float64(len(lat)), "results/op")
+	if picks == 0 {
+		b.Fatal("no prompt matched anything: the benchmark measures nothing")
 	}
 }
 

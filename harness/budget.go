@@ -76,6 +76,17 @@ type WorkingSet struct {
 	// fold event (-1 when none).
 	FirstChanged int `json:"first_changed"`
 	Events       int `json:"fold_events"`
+	// The estimate by part, in tokens: the request outside its messages
+	// (system prompt, tools), the pinned messages, the folded-step records,
+	// the messages kept verbatim before the tail, the hot tail, the
+	// hydration. With PageTableTokens they sum to Estimate.
+	FixedTokens     int `json:"fixed_tokens"`
+	PinnedTokens    int `json:"pinned_tokens"`
+	RecordTokens    int `json:"record_tokens"`
+	VerbatimTokens  int `json:"verbatim_tokens"`
+	TailTokens      int `json:"tail_tokens"`
+	HydrationTokens int `json:"hydration_tokens"`
+	Records         int `json:"records"`
 }
 
 // pinEnd returns the end of the pinned prefix: Config.PinMessages, or
@@ -215,6 +226,21 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	w.PageTable, w.PageLines, w.PageOmitted = ws.block, ws.lines, ws.omitted
 	if ws.block != "" {
 		w.PageTableTokens = h.wire(ws.block) + 8
+	}
+	w.FixedTokens, w.HydrationTokens = fixed, hyd
+	for i, m := range conv {
+		switch {
+		case ws.removed[i]:
+		case i < pin:
+			w.PinnedTokens += h.cost(m)
+		case i >= tail:
+			w.TailTokens += h.cost(m)
+		case ws.folded[i]:
+			w.RecordTokens += h.recordCost(m, h.recordTextGuess(i), i)
+			w.Records++
+		default:
+			w.VerbatimTokens += h.cost(m)
+		}
 	}
 	return nil
 }
@@ -439,51 +465,100 @@ func (h *Harness) buildPageTable(conv []Message, ws *workset, entries map[int]*c
 		}
 	}
 	sort.Ints(steps)
-	lines := make([]string, len(steps))
+	recs := make([]FoldedStep, len(steps))
 	for k, i := range steps {
-		lines[k] = PageLine(h.record(conv, i, entries[i]))
+		recs[k] = h.record(conv, i, entries[i])
 	}
-	limit := h.cfg.ContextBudget * h.cfg.PageTableShare / 100
-	total := 0
-	for _, l := range lines {
-		total += h.wire(l)
-	}
-	omit := ws.omitted
-	for k := 0; k < omit && k < len(lines); k++ {
-		total -= h.wire(lines[k])
-	}
-	for omit < len(lines) && total > limit {
-		total -= h.wire(lines[omit])
-		omit++
-	}
-	ws.omitted = min(omit, len(lines))
-	ws.lines = len(lines) - ws.omitted
 	if len(steps) == 0 {
-		ws.block = ""
+		ws.block, ws.lines = "", 0
 		return
 	}
+	head := fmt.Sprintf("%s%d earlier steps are folded into verified cold storage and left the prompt; mention a step's files, commands or errors to recall it]", PageTableOpen, len(steps))
+	ws.block, ws.omitted = PageTable(head, recs, h.cfg.ContextBudget*h.cfg.PageTableShare/100, ws.omitted, h.wire,
+		func(n, first, last int) string {
+			return fmt.Sprintf("(%d older steps, %d–%d, are listed in the recall index only)", n, first, last)
+		})
+	ws.lines = len(steps) - ws.omitted
+}
+
+// PageTable renders a page-table block: head, an omission note when lines
+// left, then one PageLine per step in the order given (ascending step ids).
+// When the lines take more than maxUnits (as count measures them: tokens,
+// characters), the oldest leave the block first, at least minOmit of them;
+// note names how many left and their first and last step ids. It returns
+// the block (lines joined by "\n", no trailing newline) and the number of
+// lines left out. It is a pure function of its arguments; the harness's
+// working set and the hooks' SessionStart page table both use it.
+func PageTable(head string, steps []FoldedStep, maxUnits, minOmit int, count func(string) int, note func(n, first, last int) string) (string, int) {
+	lines := make([]string, len(steps))
+	total := 0
+	for k, st := range steps {
+		lines[k] = PageLine(st)
+		total += count(lines[k]) + 1
+	}
+	omit := min(max(minOmit, 0), len(lines))
+	for k := 0; k < omit; k++ {
+		total -= count(lines[k]) + 1
+	}
+	for omit < len(lines) && total > maxUnits {
+		total -= count(lines[omit]) + 1
+		omit++
+	}
 	var b strings.Builder
-	b.WriteString(PageTableOpen)
-	fmt.Fprintf(&b, "%d earlier steps are folded into verified cold storage and left the prompt; mention a step's files, commands or errors to recall it]\n", len(steps))
-	if ws.omitted > 0 {
-		fmt.Fprintf(&b, "(%d older steps, %d–%d, are listed in the recall index only)\n", ws.omitted, steps[0], steps[ws.omitted-1])
-	}
-	for _, l := range lines[ws.omitted:] {
-		b.WriteString(l)
+	b.WriteString(head)
+	if omit > 0 {
 		b.WriteByte('\n')
+		b.WriteString(note(omit, steps[0].StepID, steps[omit-1].StepID))
 	}
-	ws.block = strings.TrimRight(b.String(), "\n")
+	for _, l := range lines[omit:] {
+		b.WriteByte('\n')
+		b.WriteString(l)
+	}
+	return b.String(), omit
 }
 
 // MaxPageLine bounds a page-table line, in characters (code points).
 const MaxPageLine = 120
 
 // PageLine renders one folded step as a page-table line:
-// "#<step_id> <STATUS> <summary>", at most MaxPageLine characters.
+// "#<step_id> <status> <summary> [files]" (status "ok" for SUCCESS; up to two
+// target files the summary does not name), at most MaxPageLine characters.
 func PageLine(s FoldedStep) string {
 	status := s.Status
 	if status == StatusSuccess {
 		status = "ok"
 	}
-	return cut("#"+strconv.Itoa(s.StepID)+" "+status+" "+s.Summary, MaxPageLine)
+	var files []string
+	for _, f := range s.TargetFiles {
+		if len(files) < 2 && !strings.Contains(s.Summary, f) {
+			files = append(files, f)
+		}
+	}
+	tail := ""
+	if len(files) > 0 {
+		tail = " [" + cut(strings.Join(files, " "), 48) + "]"
+	}
+	head := "#" + strconv.Itoa(s.StepID) + " " + status + " "
+	return cut(head+s.Summary, MaxPageLine-len([]rune(tail))) + tail
+}
+
+// WorkingSetLogName is the file, beside a proxy session's store generations
+// (Dir/<session>/), where the proxy appends one WorkingSetRecord per request
+// as a JSON line. It is not part of the store (nothing in it reaches a
+// model); the inspector draws it.
+const WorkingSetLogName = "workset.jsonl"
+
+// WorkingSetRecord is one request's working set as the proxy logs it.
+type WorkingSetRecord struct {
+	Request    int `json:"request"` // 1-based, per proxy process and session
+	Generation int `json:"generation"`
+	Messages   int `json:"messages"`
+	// ClientTokens and ForwardedTokens count the whole request bodies;
+	// StablePrefixTokens is the longest common prefix of this forwarded body
+	// with the session's previous one (what a prefix cache reuses).
+	ClientTokens       int   `json:"client_tokens"`
+	ForwardedTokens    int   `json:"forwarded_tokens"`
+	StablePrefixTokens int   `json:"stable_prefix_tokens"`
+	HydratedSteps      []int `json:"hydrated_steps"`
+	WorkingSet
 }

@@ -158,26 +158,6 @@ func Summarize(m Message) string {
 
 var errLine = regexp.MustCompile(`(?i)\b(error|exception|traceback|fatal|panic|failed|failure)\b`)
 
-func firstLine(text string, failed bool) string {
-	lines := strings.Split(text, "\n")
-	if failed {
-		for _, l := range lines {
-			if errLine.MatchString(l) {
-				if c := clean(l); c != "" {
-					return c
-				}
-			}
-		}
-	}
-	for _, l := range lines {
-		c := clean(l)
-		if len(strings.Trim(c, "-=*#`>~_ ")) >= 3 {
-			return c
-		}
-	}
-	return ""
-}
-
 // clean makes s a single line of valid UTF-8 without control characters.
 func clean(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")

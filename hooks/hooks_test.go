@@ -285,13 +285,19 @@ func TestSessionStartPageTable(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	out := decodeOne(t, r.stdout, "SessionStart")
-	if !strings.Contains(out.AdditionalContext, "2 | 2026-03-02T11:00:00Z | COMMAND_EXECUTION") {
+	if !strings.Contains(out.AdditionalContext, "\n#2 FAILED tool Bash $ RUN_TAG=9c41e2 make itest") {
 		t.Errorf("page table:\n%s", out.AdditionalContext)
 	}
 	golden(t, "sessionstart-expected-stdout.json", dir, r.stdout)
 	r = hook(t, dir, "SessionStart", `{"session_id":"x","hook_event_name":"SessionStart"}`, "--max-chars", "300")
 	if ctx := decodeOne(t, r.stdout, "SessionStart").AdditionalContext; len16(ctx) > 300 {
 		t.Errorf("--max-chars 300: %d characters", len16(ctx))
+	}
+	// Over the budget the oldest lines leave first, as in the proxy's block.
+	r = hook(t, dir, "SessionStart", `{"session_id":"5a9d7e3b-1c2f-4e8a-b6d0-7e1f2c3a4b5d","hook_event_name":"SessionStart"}`, "--max-chars", "600")
+	ctx := decodeOne(t, r.stdout, "SessionStart").AdditionalContext
+	if len16(ctx) > 600 || strings.Contains(ctx, "\n#0 ") || !strings.Contains(ctx, "\n#3 ok") || !strings.Contains(ctx, "older steps left out") {
+		t.Errorf("--max-chars 600: the newest lines should stay, the oldest leave with a note:\n%s", ctx)
 	}
 }
 

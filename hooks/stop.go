@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
@@ -131,49 +130,17 @@ func pageTable(entries []*contextfold.Entry, dir string, max int) string {
 	for _, e := range entries {
 		tokens += e.TokenEstimate
 	}
-	head := fmt.Sprintf("[contextfold] Folded turns of this session (IPCF-1.1 page table: %d steps, %s tokens archived in %s). Read one, verified, with the MCP tool %s {\"step_id\": N} or: contextfold hydrate N --dir %q\nstep | folded_at | action | status | files | summary\n",
+	head := fmt.Sprintf("[contextfold] Folded turns of this session (IPCF-1.1 page table: %d steps, %s tokens archived in %s). Read one, verified, with the MCP tool %s {\"step_id\": N} or: contextfold hydrate N --dir %q\n",
 		len(entries), group(tokens), dir, "fetch_archived_node", dir)
-	lines := make([]string, len(entries))
+	recs := make([]harness.FoldedStep, len(entries))
 	for i, e := range entries {
-		r := Record(e)
-		files := "-"
-		if len(r.TargetFiles) > 0 {
-			files = strings.Join(r.TargetFiles, " ")
-			if utf8.RuneCountInString(files) > 60 {
-				files = string([]rune(files)[:59]) + "…"
-			}
-		}
-		sum := oneLine(r.Summary)
-		if utf8.RuneCountInString(sum) > 120 {
-			sum = string([]rune(sum)[:119]) + "…"
-		}
-		lines[i] = fmt.Sprintf("%d | %s | %s | %s | %s | %s\n", r.StepID, r.Timestamp, r.ActionType, r.Status, files, sum)
+		recs[i] = Record(e)
 	}
-	// Keep the newest lines that fit, oldest first in the output.
-	used := len16(head)
-	first := len(lines)
-	for first > 0 {
-		n := len16(lines[first-1])
-		omitted := first - 1
-		reserve := 0
-		if omitted > 0 {
-			reserve = len16(omittedNote(omitted))
-		}
-		if used+n+reserve > max {
-			break
-		}
-		used += n
-		first--
-	}
-	var b strings.Builder
-	b.WriteString(head)
-	if first > 0 {
-		b.WriteString(omittedNote(first))
-	}
-	for _, l := range lines[first:] {
-		b.WriteString(l)
-	}
-	s := b.String()
+	// The same budgeted block as the proxy's working set: one line per step,
+	// the oldest leave first; here the budget is in UTF-16 code units.
+	room := max - len16(head) - len16(omittedNote(len(entries))) - 1
+	s, _ := harness.PageTable(strings.TrimRight(head, "\n"), recs, room, 0, len16,
+		func(n, first, last int) string { return strings.TrimRight(omittedNote(n), "\n") })
 	if len16(s) > max {
 		s, _ = cutTo(s, max)
 	}

@@ -37,7 +37,11 @@
 //	/evictions           the eviction log as a timeline
 //	/validate            the validate report with repair suggestions
 //	/charts              tokens per step, archive size, hydrations per step
+//	/workset             a proxy session's working set per request (the log the
+//	                     proxy keeps beside the store): pinned part, page table,
+//	                     folded records, verbatim, hot tail, hydrated, against
+//	                     the budget, with the cache-stable prefix and fold events
 //	/api/status, /api/steps, /api/steps/{id}, /api/steps/{id}/verify,
 //	/api/scan?prompt=, /api/recall?q=, /api/evictions, /api/validate,
-//	/api/charts          the same data as JSON
+//	/api/charts, /api/workset the same data as JSON
 package inspect

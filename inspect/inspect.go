@@ -50,7 +50,7 @@ type Inspector struct {
 }
 
 // pageNames are the templates that render a whole page.
-var pageNames = []string{"timeline", "step", "scan", "recall", "evictions", "validate", "charts", "error"}
+var pageNames = []string{"timeline", "step", "scan", "recall", "evictions", "validate", "charts", "workset", "error"}
 
 // New returns the inspector of a store. It reads nothing yet: every request
 // reads the store afresh, so the pages follow a store that changes.
@@ -115,6 +115,7 @@ func (in *Inspector) routes() {
 	m.HandleFunc("GET /evictions", in.handleEvictions)
 	m.HandleFunc("GET /validate", in.handleValidate)
 	m.HandleFunc("GET /charts", in.handleCharts)
+	m.HandleFunc("GET /workset", in.handleWorkset)
 	m.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(in.assets)))
 	m.HandleFunc("GET /api/status", in.apiStatus)
 	m.HandleFunc("GET /api/steps", in.apiSteps)
@@ -125,6 +126,7 @@ func (in *Inspector) routes() {
 	m.HandleFunc("GET /api/evictions", in.apiEvictions)
 	m.HandleFunc("GET /api/validate", in.apiValidate)
 	m.HandleFunc("GET /api/charts", in.apiCharts)
+	m.HandleFunc("GET /api/workset", in.apiWorkset)
 	m.HandleFunc("/", in.handleNotFound)
 	in.mux = m
 }
@@ -329,6 +331,24 @@ func (in *Inspector) handleValidate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in.render(w, r, http.StatusOK, "validate", "Validate", d, nil)
+}
+
+func (in *Inspector) handleWorkset(w http.ResponseWriter, r *http.Request) {
+	d, err := in.worksetLog()
+	if err != nil {
+		in.renderError(w, r, http.StatusInternalServerError, "Working-set log unreadable", err.Error())
+		return
+	}
+	in.render(w, r, http.StatusOK, "workset", "Working set", d, nil)
+}
+
+func (in *Inspector) apiWorkset(w http.ResponseWriter, r *http.Request) {
+	d, err := in.worksetLog()
+	if err != nil {
+		in.writeJSON(w, r, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	in.writeJSON(w, r, http.StatusOK, d)
 }
 
 func (in *Inspector) handleCharts(w http.ResponseWriter, r *http.Request) {

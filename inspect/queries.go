@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // maxQueryBytes bounds a simulator prompt or a recall query.
@@ -70,6 +71,53 @@ type scanData struct {
 	UsedTokens   float64    `json:"used_tokens"`
 	CapTokens    float64    `json:"max_rehydration_tokens_per_call"`
 	Bar          *svgChart  `json:"-"`
+	// Ranked is the same prompt under the ranked matcher (package
+	// match/ranked), shown beside the exact scan.
+	Ranked *rankedView `json:"ranked,omitempty"`
+}
+
+// rankedView is a ranked scan explained: each pick with its score and why,
+// and what the cut-off and intent ownership left out.
+type rankedView struct {
+	Terms      []string     `json:"query_terms"`
+	Picks      []rankedPick `json:"selected"`
+	Dropped    []rankedPick `json:"dropped"`
+	CutOff     []rankedPick `json:"cut_off"`
+	Superseded []rankedPick `json:"superseded"`
+	UsedTokens float64      `json:"used_tokens"`
+}
+
+type rankedPick struct {
+	StepID    int      `json:"step_id"`
+	Score     float64  `json:"score"`
+	Why       []string `json:"why"`
+	TokenCost float64  `json:"token_cost"`
+	Summary   string   `json:"summary"`
+	Windows   int      `json:"windows,omitempty"` // focused hydration windows
+	Preview   string   `json:"preview,omitempty"`
+}
+
+// rankedScan explains the ranked scan of prompt.
+func (in *Inspector) rankedScan(prompt string) *rankedView {
+	ex, err := match.ExplainRanked(in.store, prompt)
+	if err != nil {
+		return nil
+	}
+	conv := func(ps []contextfold.ScanPick, hydrate bool) []rankedPick {
+		out := []rankedPick{}
+		for _, p := range ps {
+			rp := rankedPick{StepID: p.StepID, Score: p.Score, Why: nonNil(p.Why), TokenCost: p.TokenCost, Summary: p.Summary}
+			if hydrate {
+				if h, err := match.Hydrate(in.store, p.StepID, prompt, match.Ranked); err == nil {
+					rp.Windows, rp.Preview = len(h.Windows), preview(h.Content)
+				}
+			}
+			out = append(out, rp)
+		}
+		return out
+	}
+	return &rankedView{Terms: nonNil(ex.Result.QueryTerms), Picks: conv(ex.Result.Selected, true), Dropped: conv(ex.Result.Dropped, false),
+		CutOff: conv(ex.CutOff, false), Superseded: conv(ex.Superseded, false), UsedTokens: ex.Result.UsedTokens}
 }
 
 const previewRunes = 240
@@ -156,6 +204,7 @@ func (in *Inspector) scan(prompt string) *scanData {
 		}
 	}
 	d.Bar = budgetBar(d.Picks, res.BudgetTokens, res.UsedTokens)
+	d.Ranked = in.rankedScan(prompt)
 	return d
 }
 

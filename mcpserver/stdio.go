@@ -330,7 +330,8 @@ func checkLine(line []byte) (request bool, id json.RawMessage, code int, msg str
 	if validID {
 		answer = m.ID
 	}
-	if string(m.JSONRPC) != `"2.0"` {
+	var version string
+	if json.Unmarshal(m.JSONRPC, &version) != nil || version != "2.0" {
 		if len(m.JSONRPC) == 0 {
 			return false, answer, -32600, `Invalid Request: no "jsonrpc" member; JSON-RPC 2.0 messages carry "jsonrpc":"2.0"`
 		}

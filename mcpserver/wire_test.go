@@ -184,6 +184,11 @@ func TestStdioRefusesWhatIsNotARequest(t *testing.T) {
 			t.Fatalf("after %s: %s", c.line, after.raw)
 		}
 	}
+	// An escaped "2.0" is "2.0".
+	w.send(`{"jsonrpc":"2\u002e0","id":"escaped","method":"tools/list"}`)
+	if r := w.next(); r.Error != nil || string(r.ID) != `"escaped"` {
+		t.Errorf("escaped version: %s", r.raw)
+	}
 	// Ids that are valid come back exactly.
 	for _, id := range []string{`9007199254740992`, `-9007199254740992`, `0`, `"9007199254740993"`, `"x y"`} {
 		w.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`)

@@ -117,6 +117,7 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 // finished, in every case.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body []byte, release func(), ok bool) {
 	var reserved int64
+	bodyIn := false // the whole body was read
 	release = func() {
 		s.budget.release(reserved)
 		if reserved >= releaseAfterBytes {
@@ -143,7 +144,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil {
 			defer func() {
-				if ok {
+				if bodyIn {
 					_ = rc.SetReadDeadline(time.Time{})
 				}
 			}()
@@ -193,6 +194,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 		}
 		return nil, release, false
 	}
+	bodyIn = true
 	if ce := r.Header.Get("Content-Encoding"); (ce == "" || ce == "identity") && !utf8.Valid(body) {
 		s.reject(w, api, http.StatusBadRequest, fmt.Sprintf("request body is not valid UTF-8 (first invalid byte at offset %d); JSON text must be UTF-8 (RFC 8259 §8.1)", invalidUTF8At(body)))
 		return nil, release, false

@@ -205,6 +205,10 @@ type session struct {
 	gen int
 	dir string
 	h   *harness.Harness
+
+	logMu    sync.Mutex
+	requests int    // requests logged
+	prevOut  []byte // the previous forwarded body, for the stable prefix
 }
 
 type ctxKey struct{}
@@ -424,7 +428,57 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 		st.dispatch = d // still evict what was hydrated
 		return req.body
 	}
+	if d.WorkingSet != nil {
+		if err := s.logWorkingSet(sess, st, d, req.body, out); err != nil {
+			st.rec.Warnings = append(st.rec.Warnings, "working-set log not written: "+err.Error())
+		}
+	}
 	return out
+}
+
+// logWorkingSet appends the request's working set to the session's log
+// (harness.WorkingSetLogName, beside the store generations).
+func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch, body, out []byte) error {
+	sess.logMu.Lock()
+	defer sess.logMu.Unlock()
+	sess.requests++
+	n := 0
+	for n < len(out) && n < len(sess.prevOut) && out[n] == sess.prevOut[n] {
+		n++
+	}
+	count := func(b []byte) int { return heuristicTokens(b) }
+	if !sess.h.HeuristicCounter() {
+		count = func(b []byte) int { return sess.h.CountTokens(bytesString(b)) }
+	}
+	rec := harness.WorkingSetRecord{Request: sess.requests, Generation: sess.gen, Messages: st.rec.Messages,
+		ClientTokens: count(body), ForwardedTokens: count(out), HydratedSteps: []int{}, WorkingSet: *d.WorkingSet}
+	if n > 0 {
+		rec.StablePrefixTokens = count(out[:n])
+	}
+	for _, h := range d.Hydrated {
+		rec.HydratedSteps = append(rec.HydratedSteps, h.StepID)
+	}
+	if rec.Removed == nil {
+		rec.Removed = []int{}
+	}
+	sess.prevOut = out
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	sdir := filepath.Join(s.opts.Dir, sess.id)
+	if err := os.MkdirAll(sdir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(sdir, harness.WorkingSetLogName), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // session returns the session's harness; gen > 0 asks for at least that

@@ -52,13 +52,21 @@ type Params struct {
 	MaxTerms int
 	// Candidates bounds the nodes examined by the selection.
 	Candidates int
+	// Common: in a store of at least commonMinNodes nodes, a term held by
+	// more than this share of them is not used to find candidates (its
+	// postings are long and its weight low); it still counts in the scores
+	// of the candidates found.
+	Common float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 200}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3}
 }
+
+// commonMinNodes is the store size from which Params.Common applies.
+const commonMinNodes = 2000
 
 // qterm is one distinct term of a prompt.
 type qterm struct {
@@ -243,7 +251,7 @@ func (ix *Index) score(q *Query, p Params) []*match {
 			}
 		}
 		for _, t := range q.terms {
-			if t.group != g {
+			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.post[t.id])) > p.Common*float64(ix.live) && len(q.terms) > 1) {
 				continue
 			}
 			for _, po := range ix.post[t.id] {
@@ -270,27 +278,65 @@ func (ix *Index) score(q *Query, p Params) []*match {
 			ix.tmp[d] = 0
 		}
 	}
-	// The best candidates, by score then newest step.
-	sort.Slice(touched, func(a, b int) bool {
-		da, db := touched[a], touched[b]
-		if ix.acc[da] != ix.acc[db] {
-			return ix.acc[da] > ix.acc[db]
+	// The best candidates, by score then newest step: a bounded min-heap
+	// over the touched nodes (O(n log K), no full sort).
+	better := func(a, b int32) bool {
+		if ix.acc[a] != ix.acc[b] {
+			return ix.acc[a] > ix.acc[b]
 		}
-		return ix.docs[da].step > ix.docs[db].step
-	})
-	if len(touched) > p.Candidates {
-		for _, d := range touched[p.Candidates:] {
-			ix.acc[d], ix.seen[d] = 0, false
-		}
-		touched = touched[:p.Candidates]
+		return ix.docs[a].step > ix.docs[b].step
 	}
+	k := p.Candidates
+	h := make([]int32, 0, k)
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && better(h[m], h[l]) {
+				m = l
+			}
+			if r := l + 1; r < len(h) && better(h[m], h[r]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for _, d := range touched {
+		switch {
+		case len(h) < k:
+			h = append(h, d)
+			for i := len(h) - 1; i > 0; {
+				parent := (i - 1) / 2
+				if !better(h[parent], h[i]) {
+					break
+				}
+				h[i], h[parent] = h[parent], h[i]
+				i = parent
+			}
+		case better(d, h[0]):
+			h[0] = d
+			down(0)
+		}
+	}
+	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	for _, d := range touched {
+		ix.acc[d], ix.seen[d] = 0, false
+	}
+	touched = h
+	// The candidates' full scores (common terms included), best first.
 	out := make([]*match, 0, len(touched))
 	for _, d := range touched {
-		m := ix.detail(q, d, p)
-		m.score = ix.acc[d]
-		ix.acc[d], ix.seen[d] = 0, false
-		out = append(out, m)
+		out = append(out, ix.detail(q, d, p))
 	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].score != out[b].score {
+			return out[a].score > out[b].score
+		}
+		return ix.docs[out[a].doc].step > ix.docs[out[b].doc].step
+	})
 	return out
 }
 
