@@ -224,7 +224,7 @@ type reqState struct {
 	// wsBody and wsOut are the client's and the forwarded body, for the
 	// working-set log written when the request is finished.
 	wsBody, wsOut []byte
-	once         sync.Once
+	once          sync.Once
 }
 
 // New returns a proxy server.
