@@ -26,7 +26,7 @@ func cacheStore(t *testing.T, n int) (*Store, []byte, fileStamp) {
 	if err := s.Compact(); err != nil { // now the cache says evicted
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(s.Dir(), IndexCacheFile))
+	data, err := os.ReadFile(cacheFileOf(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestCacheRejectsDamage(t *testing.T) {
 			}
 			// On disk: the store answers as with a sound cache (falling
 			// back to the JSON when a query meets the damage).
-			os.WriteFile(filepath.Join(s.Dir(), IndexCacheFile), c.data, 0o644)
+			os.WriteFile(cacheFileOf(s), c.data, 0o644)
 			got := mustOpen(t, s.Dir())
 			for _, q := range []string{"service3 ValueError token4", "pkg2/handler_14.go token14 service0", "step touched"} {
 				ws, _ := want.Scan(q)
@@ -233,7 +233,7 @@ func TestCacheScanAndRecallEquivalence(t *testing.T) {
 	fresh := mustOpen(t, big.Dir())
 	fresh.Scan("x")
 	if fresh.ix.base == nil || fresh.ix.nb != 290 || len(fresh.ix.base.dense) == 0 {
-		t.Fatalf("expected a snapshot of 290 records with dense terms")
+		t.Fatalf("expected a snapshot of 290 records with dense terms: base %v nb %d", fresh.ix.base != nil, fresh.ix.nb)
 	}
 	var queries []string
 	for i := 0; i < 60; i++ {

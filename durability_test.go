@@ -157,6 +157,7 @@ var allowedAfterCrash = map[string]error{
 	contextfold.KindOrphan:          contextfold.ErrOrphanedNode,
 	contextfold.KindBrokenReference: contextfold.ErrBrokenReference,
 	contextfold.KindIntegrity:       contextfold.ErrIntegrityCheck,
+	contextfold.KindTempFile:        contextfold.ErrOrphanedNode, // the temporary of a write the kill cut
 }
 
 var typedHydrateErrors = []error{

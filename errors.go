@@ -76,6 +76,21 @@ func (e *PathContainmentError) Is(target error) bool {
 	return target == ErrPathContainment || target == ErrIntegrityCheck
 }
 
+// LeftoverFileError reports a temporary file left by an interrupted atomic
+// write (in the store root or cold_nodes/): a file no index lists, so
+// errors.Is(err, ErrOrphanedNode) holds. 'contextfold repair --apply' moves
+// it to quarantine/.
+type LeftoverFileError struct {
+	File string
+}
+
+func (e *LeftoverFileError) Error() string {
+	return e.File + ": temporary file left by an interrupted write (run 'contextfold repair --apply' to move it to quarantine/)"
+}
+
+// Is makes errors.Is true for ErrOrphanedNode.
+func (e *LeftoverFileError) Is(target error) bool { return target == ErrOrphanedNode }
+
 // OrphanedNodeError reports a cold node file that the index does not list.
 type OrphanedNodeError struct {
 	StepID int
@@ -124,3 +139,26 @@ func (e *StoreFileError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrBadStore) true.
 func (e *StoreFileError) Is(target error) bool { return target == ErrBadStore }
+
+// ErrorName returns the protocol name of a core error, the one every adapter
+// (MCP server, hooks, proxy) shows first in its messages: NodeNotFoundError,
+// IntegrityCheckError, PathContainmentError, OrphanedNodeError,
+// BrokenReferenceError or StoreFileError (spec §6), or "" for any other
+// error. Wrapped errors are recognised (errors.Is).
+func ErrorName(err error) string {
+	switch {
+	case errors.Is(err, ErrPathContainment):
+		return "PathContainmentError"
+	case errors.Is(err, ErrIntegrityCheck):
+		return "IntegrityCheckError"
+	case errors.Is(err, ErrNodeNotFound):
+		return "NodeNotFoundError"
+	case errors.Is(err, ErrOrphanedNode):
+		return "OrphanedNodeError"
+	case errors.Is(err, ErrBrokenReference):
+		return "BrokenReferenceError"
+	case errors.Is(err, ErrBadStore):
+		return "StoreFileError"
+	}
+	return ""
+}

@@ -7,3 +7,7 @@ func SetLargeStoreModeForTest() (restore func()) {
 	JournalThreshold, JournalMaxOps, IndexCacheThreshold = 1, 256, 1
 	return func() { JournalThreshold, JournalMaxOps, IndexCacheThreshold = jt, jm, ct }
 }
+
+// cacheFileOf is where s keeps the snapshot of its index: the per-user
+// cache directory (TestMain points it into a temporary directory).
+func cacheFileOf(s *Store) string { return s.cachePaths()[0] }

@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -46,8 +48,10 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 	return rs[0], nil
 }
 
-// FoldBatch folds many turns under one lock: every cold node is written, then
-// the index once. Turns are folded in order; the first fold of a step wins.
+// FoldBatch folds many turns under one lock: cold nodes are written, and the
+// index is committed after every FoldCommitEvery nodes (or
+// FoldCommitInterval) and at the end, so that an interrupted batch keeps
+// what it folded. Turns are folded in order; the first fold of a step wins.
 // On a write error the turns folded before it stay folded in the index only
 // if the index write itself succeeded; cold nodes written without an index
 // entry are orphans that 'repair' re-indexes.
@@ -86,12 +90,23 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if err != nil {
 		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
 	}
+	maxIdents := s.maxIndexIdentifiers(sc)
 	results := make([]*FoldResult, len(turns))
 	var ops []journalOp
 	now := s.now()
+	lastCommit := time.Now()
 	for i, t := range turns {
 		if progress != nil && i > 0 {
 			progress(i, len(turns))
+		}
+		// A long batch commits the index as it goes, so that a process
+		// killed midway keeps what it folded (CONF-01): every
+		// FoldCommitEvery new nodes or FoldCommitInterval.
+		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
+			if err := s.commitBatch(ix, ops, now, true); err != nil {
+				return nil, err
+			}
+			ops, lastCommit = ops[:0], time.Now()
 		}
 		if r, ok := ix.get(t.StepID); ok {
 			results[i] = &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true}
@@ -125,14 +140,16 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			s.ix = nil
 			return nil, err
 		} else if adopted != nil {
-			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID))
+			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID), maxIdents)
 			ix.add(r)
 			ops = append(ops, journalOp{fold: r})
 			results[i] = &FoldResult{Node: adopted, Entry: ix.entry(r)}
 			continue
 		}
-		// Every artifact is checked against its schema before it is written.
-		if err := schema.Validate(schema.ColdNode, data); err != nil {
+		// Every artifact is checked against its schema before it is written
+		// (the document itself: re-parsing its encoding would cost several
+		// times the payload's size in memory).
+		if err := schema.ValidateValue(schema.ColdNode, n.Doc); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
@@ -140,7 +157,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
 		}
-		r := ix.recordFromNode(n, s.indexFilePath(t.StepID))
+		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
 		if err := validateEntryDoc(ix.entry(r).Doc); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
@@ -152,20 +169,40 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
+	if err := s.commitBatch(ix, ops, now, false); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// Batch commits of FoldBatch (variables for tests): a batch commits the
+// index after every FoldCommitEvery new nodes, or when FoldCommitInterval
+// passed since its last commit, and at its end.
+var (
+	FoldCommitEvery    = 256
+	FoldCommitInterval = 2 * time.Second
+)
+
+// commitBatch commits the folds ops of a batch (midBatch: not its last
+// commit). Callers hold s.mu and the store lock.
+func (s *Store) commitBatch(ix *index, ops []journalOp, now string, midBatch bool) error {
 	if len(ops) == 0 {
-		return results, nil
+		if !midBatch && s.jOps > JournalMaxOps {
+			return s.writeIndex(ix) // the batch's journal, folded into the index
+		}
+		return nil
 	}
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = now
 	}
-	if err := s.commit(ix, ops); err != nil {
+	if err := s.commitOps(ix, ops, midBatch); err != nil {
 		var sf *StoreFileError
 		if errors.As(err, &sf) {
 			sf.Remedy += "; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"
 		}
-		return nil, err
+		return err
 	}
-	return results, nil
+	return nil
 }
 
 // Entry returns the index entry of a step, or *NodeNotFoundError.
@@ -215,17 +252,17 @@ func (s *Store) Entries() ([]*Entry, error) {
 	return out, nil
 }
 
-// validateEntryDoc checks one index entry against the recall_index schema.
+// validateEntryDoc checks one index entry against the recall_index schema
+// (its entry definition: the check the whole index makes of each entry).
 func validateEntryDoc(doc map[string]any) error {
-	step, _ := doc["step_id"].(int)
-	c, err := canonjson.Canonical(map[string]any{
-		"ipcf_version": IPCFVersion, "projection_version": ProjectionVersion, "created_at": "2000-01-01T00:00:00Z",
-		"nodes": map[string]any{strconv.Itoa(step): doc},
-	})
-	if err != nil {
-		return err
+	key := "0"
+	switch v := doc["step_id"].(type) {
+	case int:
+		key = strconv.Itoa(v)
+	case json.Number:
+		key = v.String()
 	}
-	return schema.Validate(schema.RecallIndex, c)
+	return schema.ValidateIndexEntry(key, doc)
 }
 
 // resolveOrphanBeforeFold handles an unindexed file at a step's path before a
@@ -243,8 +280,8 @@ func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now
 		return n, nil
 	}
 	qdir := filepath.Join(s.dir, QuarantineDir)
-	if err := os.MkdirAll(qdir, 0o755); err != nil {
-		return nil, &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	if err := mkQuarantine(qdir); err != nil {
+		return nil, err
 	}
 	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
 	dst := uniquePath(filepath.Join(qdir, stamp+"-"+stepFileName(t.StepID)))
@@ -257,4 +294,91 @@ func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now
 	step := t.StepID
 	return nil, s.appendRepairLog(now, []RepairAction{{Action: ActionQuarantine, StepID: &step, File: path,
 		Reason: "an unindexed file stood where step " + strconv.Itoa(step) + " is folded; kept in " + dst}})
+}
+
+// FoldConflict is a step whose id is indexed with another turn than the one
+// offered: typically a turn of another session at the same position, which
+// folding would silently drop (spec §5: folding an indexed step changes
+// nothing).
+type FoldConflict struct {
+	StepID int
+	// StoredSession is the session_id of the stored cold node ("" when it
+	// cannot be read; Conflicts reads it for the first 8 conflicts only).
+	StoredSession string
+	// OfferedSession is the turn's session id (DefaultSessionID when none).
+	OfferedSession string
+}
+
+// Conflicts returns, in the order of turns, the turns whose step id is
+// indexed with a different summary or payload (compared as they would be
+// stored, after scrubbing). Turns not indexed yet and turns indexed exactly
+// as offered (an idempotent re-fold) are not conflicts. It reads the index
+// and, only for a turn that contains secrets or conflicts, the scrubber and
+// the stored node; it writes nothing and takes no lock.
+func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
+	s.mu.Lock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	type pending struct {
+		t        Turn
+		sum, pay string
+	}
+	var maybe []pending
+	for _, t := range turns {
+		r, ok := ix.get(t.StepID)
+		if !ok {
+			continue
+		}
+		if r.summary == t.Summary && r.payload == sha256Hex([]byte(t.Payload())) {
+			continue
+		}
+		maybe = append(maybe, pending{t, r.summary, r.payload})
+	}
+	s.mu.Unlock()
+	if len(maybe) == 0 {
+		return nil, nil
+	}
+	sc, err := s.scrubber()
+	if err != nil {
+		return nil, err
+	}
+	var out []FoldConflict
+	for _, m := range maybe {
+		if sc != nil {
+			// A turn whose secrets were redacted is stored scrubbed.
+			if c, _ := scrubTurn(sc, m.t); c.Summary == m.sum && sha256Hex([]byte(c.Payload())) == m.pay {
+				continue
+			}
+		}
+		fc := FoldConflict{StepID: m.t.StepID, OfferedSession: m.t.SessionID}
+		if fc.OfferedSession == "" {
+			fc.OfferedSession = s.opts.SessionID
+		}
+		if fc.OfferedSession == "" {
+			fc.OfferedSession = DefaultSessionID
+		}
+		if len(out) < 8 { // enough to name the sessions; a long conflict reads no more
+			if n, err := s.readColdNode(m.t.StepID); err == nil {
+				fc.StoredSession = n.SessionID
+			}
+		}
+		out = append(out, fc)
+	}
+	return out, nil
+}
+
+// mkQuarantine creates quarantine/ as needed and refuses one that is not a
+// directory of the store (a symlink would move files outside it).
+func mkQuarantine(qdir string) error {
+	if fi, err := os.Lstat(qdir); err == nil && !fi.IsDir() {
+		return &StoreFileError{File: qdir, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(qdir)),
+			Remedy: "replace it by a plain directory (move the link away), then try again"}
+	}
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	}
+	return nil
 }

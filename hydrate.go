@@ -46,10 +46,12 @@ type Window struct {
 // followed, to exactly the step's canonical file inside cold_nodes/
 // (CONF-12). It returns the path to read.
 func (s *Store) checkContainment(e *Entry) (string, error) {
-	// The canonical file: the real cold_nodes/ directory plus the step's
+	// The canonical file: the store's cold_nodes/ directory plus the step's
 	// file name. The file itself is not resolved: a symlink in its place
 	// must resolve to itself, i.e. not be a symlink out.
-	want := filepath.Join(resolvePath(filepath.Join(s.dir, ColdNodesDir)), stepFileName(e.StepID))
+	// cold_nodes/ itself is not resolved either: a cold_nodes/ that is a
+	// symlink (to a directory outside the store) contains nothing.
+	want := filepath.Join(resolvePath(s.dir), ColdNodesDir, stepFileName(e.StepID))
 	fp := filepath.FromSlash(e.FilePath)
 	var got string
 	if filepath.IsAbs(fp) {

@@ -206,12 +206,14 @@ func (ix *index) appendPostings(dst []int32, t string, summary bool) []int32 {
 	return append(dst, ix.post[t]...)
 }
 
-// recordFromNode builds the record of a freshly folded node.
-func (ix *index) recordFromNode(n *ColdNode, filePath string) *record {
+// recordFromNode builds the record of a freshly folded node. maxIdents > 0
+// caps the identifiers its entry lists (capIdentifiers); 0 lists them all,
+// as the reference does.
+func (ix *index) recordFromNode(n *ColdNode, filePath string, maxIdents int) *record {
 	r := &record{
 		step: n.StepID, summary: n.Summary, payload: n.PayloadSHA256, projection: n.ProjectionSHA256,
 		artifact: n.ArtifactSHA256, filePath: filePath, tokenEstimate: n.TokenEstimate, foldedAt: n.FoldedAt,
-		idents: n.Identifiers, files: n.Files, commands: n.Commands, errors: n.Errors,
+		idents: capIdentifiers(n.Identifiers, n.Summary, maxIdents), files: n.Files, commands: n.Commands, errors: n.Errors,
 	}
 	if red, ok := n.Doc["redactions"]; ok {
 		// A scrubbed node's entry records its redaction count: a
@@ -578,4 +580,48 @@ func stringsField(doc map[string]any, key string) ([]string, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("key %q is not a list of strings", key)
+}
+
+// MaxIndexIdentifiers is the most identifiers one node's index entry lists
+// outside the reference profile (our extension; see capIdentifiers). A 62 MB
+// log has millions of distinct identifiers (hashes, addresses, numbers),
+// which would make the index and its snapshot as large as the log.
+const MaxIndexIdentifiers = 10000
+
+// capIdentifiers returns the identifiers an index entry lists: all of them
+// when max <= 0 or there are at most max; else every identifier of the
+// summary, then the shortest others (ties: the smaller in byte order) up to
+// max, in the sorted order of idents. The cold node keeps every identifier
+// (its projection is the reference's); only the index entry, which matching
+// reads, is capped. idents is sorted and unique (extraction's output).
+func capIdentifiers(idents []string, summary string, max int) []string {
+	if max <= 0 || len(idents) <= max {
+		return idents
+	}
+	keep := make(map[string]bool, max)
+	for _, t := range extract.Identifiers(extract.NFC(summary)) {
+		if len(keep) < max {
+			keep[t] = true
+		}
+	}
+	rest := make([]string, 0, len(idents))
+	for _, t := range idents {
+		if !keep[t] {
+			rest = append(rest, t)
+		}
+	}
+	sort.SliceStable(rest, func(i, j int) bool { return len(rest[i]) < len(rest[j]) }) // stable: byte order within a length
+	for _, t := range rest {
+		if len(keep) >= max {
+			break
+		}
+		keep[t] = true
+	}
+	out := make([]string, 0, len(keep))
+	for _, t := range idents {
+		if keep[t] {
+			out = append(out, t)
+		}
+	}
+	return out
 }

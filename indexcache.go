@@ -16,9 +16,12 @@ import (
 )
 
 // IndexCacheFile is a binary snapshot of a large recall_index.json (our
-// extension), written next to it by every full index write of at least
+// extension), written by every full index write of at least
 // IndexCacheThreshold bytes (and by a reader that had to parse such an index
-// in our encoding). It is bound to the exact index file it was made from
+// in our encoding) into the store's per-user cache directory
+// (internal/cachedir), outside the store, so that read-only commands never
+// write the store (CONF-08). Only a writer without a per-user cache
+// directory (CONTEXTFOLD_CACHE_DIR=off, no $HOME) keeps it in the store. It is bound to the exact index file it was made from
 // (size, modification time, inode) and checksummed (CRC-32C), so a stale or
 // corrupt cache is ignored and the JSON is parsed instead.
 //
@@ -569,20 +572,27 @@ func (b *baseIndex) termCount() int {
 	return b.nterms
 }
 
-// readCache maps the cache file and opens the snapshot for the index file f
-// (stamp st). The mapping and f are released when the index is collected.
-func readCache(dir string, st fileStamp, f *os.File) (*index, error) {
-	data, unmap, err := mapFile(filepath.Join(dir, IndexCacheFile))
-	if err != nil {
-		return nil, err
+// readCache maps the first of the cache files at paths that was made for
+// the index file f (stamp st) and opens its snapshot. The mapping and f are
+// released when the index is collected.
+func readCache(paths []string, st fileStamp, f *os.File) (*index, error) {
+	err := errors.New("index cache: none")
+	for _, p := range paths {
+		data, unmap, merr := mapFile(p)
+		if merr != nil {
+			err = merr
+			continue
+		}
+		ix, derr := decodeCache(data, st, f)
+		if derr != nil {
+			unmap()
+			err = derr
+			continue
+		}
+		runtime.AddCleanup(ix.base, func(f *os.File) { unmap(); f.Close() }, f)
+		return ix, nil
 	}
-	ix, err := decodeCache(data, st, f)
-	if err != nil {
-		unmap()
-		return nil, err
-	}
-	runtime.AddCleanup(ix.base, func(f *os.File) { unmap(); f.Close() }, f)
-	return ix, nil
+	return nil, err
 }
 
 // writeCache writes the snapshot durably (fsync before the rename, so that a

@@ -10,13 +10,16 @@ import (
 	"github.com/contextfold/contextfold/internal/canonjson"
 )
 
-// JournalFile is our extension for large stores: while recall_index.json is
-// big, a fold or an eviction appends one line to this journal (canonical JSON,
-// fsynced) instead of rewriting the whole index; the index is rewritten, and
-// the journal emptied, every JournalMaxOps operations and by 'contextfold
-// compact'. Readers apply the journal on top of the index. A store whose
-// index is smaller than JournalThreshold never has a journal, so it is
-// byte-identical to what the reference writes.
+// JournalFile is our extension: once recall_index.json reaches
+// JournalThreshold (64 KiB, some 50 nodes), a fold or an eviction appends
+// one line to this journal (canonical JSON, fsynced) instead of rewriting
+// the whole index; the index is rewritten, and the journal emptied, every
+// JournalMaxOps operations, by 'contextfold compact', and at the end of
+// every 'contextfold ingest'. Readers apply the journal on top of the
+// index. An implementation that reads recall_index.json alone (the
+// reference) sees the store as of the last rewrite: run 'contextfold
+// compact' before handing a store with a journal to one. A store whose
+// index is smaller than JournalThreshold never has a journal.
 const JournalFile = "index_journal.jsonl"
 
 // Tuning of the journal. They are variables so that tests can exercise
@@ -24,8 +27,10 @@ const JournalFile = "index_journal.jsonl"
 // stores.
 var (
 	// JournalThreshold is the index size in bytes from which updates are
-	// journaled instead of rewriting recall_index.json.
-	JournalThreshold int64 = 4 << 20
+	// journaled instead of rewriting recall_index.json. Below it a fold
+	// rewrites an index of at most this size; above it a one-turn fold costs
+	// one appended line, and a full rewrite every JournalMaxOps operations.
+	JournalThreshold int64 = 64 << 10
 	// JournalMaxOps is the number of journaled operations after which the
 	// index is rewritten (compacted).
 	JournalMaxOps = 256

@@ -72,6 +72,15 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		}
 		defer l.Unlock()
 	}
+	// Repair writes into cold_nodes/ and quarantine/ only when they are
+	// directories of the store: a symlink could lead the moves outside it.
+	for _, d := range []string{ColdNodesDir, QuarantineDir} {
+		path := filepath.Join(s.dir, d)
+		if fi, err := os.Lstat(path); err == nil && !fi.IsDir() {
+			return nil, &StoreFileError{File: path, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(path)),
+				Remedy: "replace it by a plain directory (move the link away, then move the files it holds back in), and run repair again"}
+		}
+	}
 	res := &RepairResult{Applied: apply, Manual: s.checkStoreFileSchemas()}
 	if _, err := s.Policy(); err != nil {
 		var sf *StoreFileError
@@ -106,6 +115,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	}
 	policy, _ := s.Policy()
 	known := s.knownPolicyHashes(policy)
+	sc, _ := s.scrubber()
 
 	keep := newIndex("")
 	keep.header = ix.header
@@ -169,6 +179,15 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 			moves = append(moves, [2]string{path, d.Name()})
 		}
 	}
+	// Temporary files of interrupted writes in the store root.
+	roots, _ := os.ReadDir(s.dir)
+	for _, d := range roots {
+		if rootTempFileRE.MatchString(d.Name()) && d.Type().IsRegular() {
+			path := filepath.Join(s.dir, d.Name())
+			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, File: path, Reason: "temporary file left by an interrupted write"})
+			moves = append(moves, [2]string{path, strings.TrimPrefix(d.Name(), ".")})
+		}
+	}
 	if !apply || len(res.Actions) == 0 {
 		return res, nil
 	}
@@ -176,8 +195,8 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	// Apply: quarantine first (moves, entry copies), then the new index.
 	now := s.now()
 	qdir := filepath.Join(s.dir, QuarantineDir)
-	if err := os.MkdirAll(qdir, 0o755); err != nil {
-		return nil, &StoreFileError{File: qdir, Err: err, Remedy: "fix the permissions of the store directory"}
+	if err := mkQuarantine(qdir); err != nil {
+		return nil, err
 	}
 	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
 	for name, doc := range entryDocs {
@@ -206,7 +225,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		}
 	}
 	for _, n := range reindex {
-		r := keep.recordFromNode(n, s.indexFilePath(n.StepID))
+		r := keep.recordFromNode(n, s.indexFilePath(n.StepID), s.maxIndexIdentifiers(sc))
 		r.evicted = evicted[n.StepID]
 		keep.add(r)
 	}

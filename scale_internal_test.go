@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // withLargeStoreMode makes every store behave as a large one: updates are
@@ -15,7 +16,13 @@ func withLargeStoreMode(t *testing.T) {
 	t.Helper()
 	jt, jm, ct := JournalThreshold, JournalMaxOps, IndexCacheThreshold
 	JournalThreshold, JournalMaxOps, IndexCacheThreshold = 1, 8, 1
-	t.Cleanup(func() { JournalThreshold, JournalMaxOps, IndexCacheThreshold = jt, jm, ct })
+	// One index commit a batch, so that a batch's snapshot holds it all.
+	ce, ci := FoldCommitEvery, FoldCommitInterval
+	FoldCommitEvery, FoldCommitInterval = 1<<30, time.Hour
+	t.Cleanup(func() {
+		JournalThreshold, JournalMaxOps, IndexCacheThreshold = jt, jm, ct
+		FoldCommitEvery, FoldCommitInterval = ce, ci
+	})
 }
 
 func manyTurns(n int) []Turn {
@@ -56,7 +63,7 @@ func TestJournalAndCacheGiveTheSameStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(big.Dir(), JournalFile)); err != nil {
 		t.Fatalf("expected a journal in large-store mode: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(big.Dir(), IndexCacheFile)); err != nil {
+	if _, err := os.Stat(cacheFileOf(big)); err != nil {
 		t.Fatalf("expected an index cache in large-store mode: %v", err)
 	}
 	// A fresh process's view (cache + journal) agrees with the plain store.
@@ -166,7 +173,7 @@ func TestStaleCacheIsIgnored(t *testing.T) {
 	}
 	ix := filepath.Join(s.Dir(), IndexFile)
 	st, _ := stampOf(ix)
-	cache, _ := os.ReadFile(filepath.Join(s.Dir(), IndexCacheFile))
+	cache, _ := os.ReadFile(cacheFileOf(s))
 	cached, err := decodeCache(cache, st, nil)
 	if err != nil || cached.len() != 20 || !cached.base.verifyAll() {
 		t.Fatalf("the cache of the current index must decode: %v", err)

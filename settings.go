@@ -1,7 +1,10 @@
 package contextfold
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,7 +16,8 @@ import (
 )
 
 // SettingsFile holds a store's own settings (our extension):
-// {"scrub": bool, "token_counter": string}. Absent keys take the defaults.
+// {"scrub": bool, "token_counter": string, "scrub_allowlist": {…}}. Absent
+// keys take the defaults.
 const SettingsFile = "store_settings.json"
 
 // EnvScrub turns secret scrubbing off when set to "off", "0" or "false".
@@ -50,9 +54,45 @@ func (s *Store) scrubber() (*scrub.Scrubber, error) {
 			return nil, nil
 		}
 	}
+	return s.AuditScrubber()
+}
+
+// SettingScrubAllowlist is the key of store_settings.json holding the
+// scrubber's allowlist (scrub.Allowlist, gitleaks' allowlist fields as JSON).
+const SettingScrubAllowlist = "scrub_allowlist"
+
+// AuditScrubber returns the scrubber with this store's allowlist
+// (store_settings.json "scrub_allowlist") whether or not folds scrub: the
+// one scrub-check audits with. Errors: *StoreFileError for unreadable
+// settings or a bad allowlist (a regex that does not compile).
+func (s *Store) AuditScrubber() (*scrub.Scrubber, error) {
 	sc, err := sharedScrubber()
 	if err != nil {
 		return nil, &StoreFileError{File: "(secret scrubber)", Err: err, Remedy: "set CONTEXTFOLD_SCRUB=off to fold without scrubbing"}
+	}
+	m, err := s.settings()
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := m[SettingScrubAllowlist]
+	if !ok {
+		return sc, nil
+	}
+	path := filepath.Join(s.dir, SettingsFile)
+	c, err := canonjson.Canonical(raw)
+	if err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "fix " + SettingScrubAllowlist}
+	}
+	var a scrub.Allowlist
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		return nil, &StoreFileError{File: path, Err: fmt.Errorf("%s: %v", SettingScrubAllowlist, err),
+			Remedy: `write it as {"regexes": [...], "regexTarget": "secret"|"line", "stopwords": [...], "secrets": [...]} (gitleaks' allowlist fields; paths and commits do not apply)`}
+	}
+	sc, err = sc.WithAllowlist(&a)
+	if err != nil {
+		return nil, &StoreFileError{File: path, Err: err, Remedy: "fix the regular expression (Go RE2 syntax) in " + SettingScrubAllowlist}
 	}
 	return sc, nil
 }
@@ -105,7 +145,7 @@ func (s *Store) settingBool(key string) (value, ok bool) {
 }
 
 // scrubTurn redacts secrets from every text of a turn that reaches disk:
-// summary, payload and explicit lists. It returns the clean turn and the
+// session id, summary, payload and explicit lists. It returns the clean turn and the
 // number of redactions.
 func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
 	if sc == nil {
@@ -130,8 +170,20 @@ func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
 		}
 		return out
 	}
+	t.SessionID = clean(t.SessionID)
 	t.Summary = clean(t.Summary)
 	t.RawContent = clean(t.RawContent)
 	t.Files, t.Commands, t.Errors = cleanList(t.Files), cleanList(t.Commands), cleanList(t.Errors)
 	return t, n
+}
+
+// maxIndexIdentifiers is the cap on the identifiers of one index entry
+// (MaxIndexIdentifiers) for a store whose folds scrub with sc: the default
+// profile. The reference-identical profile (scrubbing off, sc nil: the
+// conformance vectors) lists every identifier, as the reference does.
+func (s *Store) maxIndexIdentifiers(sc *scrub.Scrubber) int {
+	if sc == nil {
+		return 0
+	}
+	return MaxIndexIdentifiers
 }

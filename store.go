@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contextfold/contextfold/internal/cachedir"
 	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
@@ -183,7 +184,7 @@ func (s *Store) loadBase() (*index, fileStamp, error) {
 	st = fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}
 	var ix *index
 	if st.size >= IndexCacheThreshold && st != s.badCache {
-		ix, _ = readCache(s.dir, st, f)
+		ix, _ = readCache(s.cachePaths(), st, f)
 	}
 	if ix == nil {
 		data := make([]byte, st.size)
@@ -207,9 +208,16 @@ func (s *Store) loadBase() (*index, fileStamp, error) {
 // JSON (written by another implementation or an older version, or its cache
 // was lost), so that the next process maps it instead. Only an index file in
 // our exact encoding gets one: the snapshot locates entries by their byte
-// spans in it. Best effort, without the store lock: the cache is bound to
-// the file's stamp, so a cache of a file replaced meanwhile is ignored.
+// spans in it. The reader may be a read-only command, so the cache goes to
+// the per-user cache directory (internal/cachedir), never into the store
+// (CONF-08); without one, nothing is written. Best effort, without the store
+// lock: the cache is bound to the file's stamp, so a cache of a file
+// replaced meanwhile is ignored.
 func (s *Store) cacheParsed(ix *index, data []byte, st fileStamp) {
+	dir, err := cachedir.For(s.dir, true)
+	if err != nil {
+		return
+	}
 	enc, spans, err := ix.encode()
 	if err != nil || !bytes.Equal(enc, data) {
 		return
@@ -218,7 +226,7 @@ func (s *Store) cacheParsed(ix *index, data []byte, st fileStamp) {
 	if err != nil {
 		return
 	}
-	_ = writeCache(s.dir, c, func() bool {
+	_ = writeCache(dir, c, func() bool {
 		now, _ := stampOf(filepath.Join(s.dir, IndexFile))
 		return now == st
 	})
@@ -265,11 +273,19 @@ func (s *Store) replayJournal(ix *index) error {
 // journal while the index is large, else by rewriting recall_index.json (and
 // its cache) and emptying the journal. Callers hold s.mu and the store lock,
 // and loaded ix with loadIndex under that lock.
-func (s *Store) commit(ix *index, ops []journalOp) error {
+func (s *Store) commit(ix *index, ops []journalOp) error { return s.commitOps(ix, ops, false) }
+
+// commitOps is commit; midBatch marks a commit in the middle of a long
+// batch, which is journaled whenever the index is large (however many
+// operations the journal then holds): the batch's last commit rewrites the
+// index if the journal grew past JournalMaxOps, so a long ingest rewrites a
+// large index once rather than at every intermediate commit.
+func (s *Store) commitOps(ix *index, ops []journalOp, midBatch bool) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if s.ixStamp.ok && s.ixStamp.size >= JournalThreshold && len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps {
+	large := s.ixStamp.ok && s.ixStamp.size >= JournalThreshold
+	if large && (midBatch || len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps) {
 		lines, err := ix.encodeOps(ops)
 		if err != nil {
 			return err
@@ -313,12 +329,19 @@ func (s *Store) writeIndex(ix *index) error {
 		s.ix = nil
 		return nil
 	}
-	cachePath := filepath.Join(s.dir, IndexCacheFile)
+	// The cache goes to the per-user cache directory; only without one does
+	// this writer (which writes the store anyway) keep it in the store.
+	cacheDir, cerr := cachedir.For(s.dir, cache != nil)
+	if cerr != nil {
+		cacheDir = s.dir
+	} else {
+		_ = os.Remove(filepath.Join(s.dir, IndexCacheFile)) // a cache an older version kept in the store
+	}
 	if cache != nil {
 		stampCache(cache, st)
-		_ = writeCache(s.dir, cache, nil) // derived data: a failure costs only time
+		_ = writeCache(cacheDir, cache, nil) // derived data: a failure costs only time
 	} else {
-		_ = os.Remove(cachePath)
+		_ = os.Remove(filepath.Join(cacheDir, IndexCacheFile))
 	}
 	// The index now holds every journaled operation.
 	jpath := filepath.Join(s.dir, JournalFile)
@@ -327,6 +350,18 @@ func (s *Store) writeIndex(ix *index) error {
 	}
 	s.ix, s.ixStamp, s.jOff, s.jOps = ix, st, 0, 0
 	return nil
+}
+
+// cachePaths lists where a snapshot of the index may be: the per-user cache
+// directory, then the store itself (where an older version, or a writer
+// without a per-user cache directory, kept it). Reading either changes
+// nothing.
+func (s *Store) cachePaths() []string {
+	var out []string
+	if dir, err := cachedir.For(s.dir, false); err == nil {
+		out = append(out, filepath.Join(dir, IndexCacheFile))
+	}
+	return append(out, filepath.Join(s.dir, IndexCacheFile))
 }
 
 // indexCounts counts the index's nodes, the evicted ones and the archived
@@ -367,9 +402,15 @@ func (s *Store) Policy() (*Policy, error) {
 }
 
 // lock takes the store's exclusive inter-process lock, creating the store
-// directory and cold_nodes/ as needed.
+// directory and cold_nodes/ as needed; a cold_nodes/ that is a symlink is
+// refused (writes through it would leave the store).
 func (s *Store) lock() (*fsutil.Lock, error) {
-	if err := os.MkdirAll(filepath.Join(s.dir, ColdNodesDir), 0o755); err != nil {
+	cold := filepath.Join(s.dir, ColdNodesDir)
+	if fi, err := os.Lstat(cold); err == nil && !fi.IsDir() {
+		return nil, &StoreFileError{File: cold, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(cold)),
+			Remedy: "replace it by a plain directory (move the link away, then move the cold nodes it holds back in)"}
+	}
+	if err := os.MkdirAll(cold, 0o755); err != nil {
 		return nil, &StoreFileError{File: s.dir, Err: err, Remedy: "check that the store directory can be created and written"}
 	}
 	l, err := fsutil.LockFile(filepath.Join(s.dir, lockFile))

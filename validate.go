@@ -6,9 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/schema"
 )
 
@@ -24,6 +29,7 @@ const (
 	KindIndexMismatch = "index_mismatch" // the index entry disagrees with its cold node
 	KindStoreFile     = "store_file"     // the index, policy or eviction log cannot be read
 	KindSchema        = "schema"         // a file does not follow its JSON Schema (package schema)
+	KindTempFile      = "temp_file"      // a temporary file left by an interrupted atomic write
 )
 
 // Finding is one problem Validate found. StepID is nil for a finding about a
@@ -46,6 +52,65 @@ type Report struct {
 func (r *Report) OK() bool { return len(r.Findings) == 0 }
 
 var stepFileRE = regexp.MustCompile(`^step_(-?\d+)\.json$`)
+
+// ValidateLockWait is how long Validate waits for a writer holding the
+// store lock before it reports unindexed files as orphans anyway.
+var ValidateLockWait = 30 * time.Second
+
+// rootTempFileRE matches the temporary files of interrupted atomic writes in
+// the store root ("." + target name + random digits, as renameio names them,
+// and the index snapshot's temporaries).
+var rootTempFileRE = regexp.MustCompile(`^\.(recall_index\.json|eviction_log\.json|policy_history\.json|repair_log\.json|store_settings\.json|hydration_policy\.json)-?\d+$|^\.recall_index\.cache\.tmp\d*$`)
+
+// leftoverFiles lists the orphan files of cold_nodes/ (step files whose
+// step indexed does not report) and the temporary files of interrupted
+// writes in cold_nodes/ (when coldNodes) and the store root.
+func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding {
+	var out []Finding
+	var names []os.DirEntry
+	if coldNodes {
+		names, _ = os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
+	}
+	for _, d := range names {
+		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
+		m := stepFileRE.FindStringSubmatch(d.Name())
+		if m == nil {
+			if tempFileRE.MatchString(d.Name()) {
+				le := &LeftoverFileError{File: path}
+				out = append(out, Finding{File: path, Kind: KindTempFile, Message: le.Error(), Err: le})
+			}
+			continue
+		}
+		id, err := strconv.Atoi(m[1])
+		if err == nil && stepFileName(id) == d.Name() && indexed(id) {
+			continue
+		}
+		step := id
+		oe := &OrphanedNodeError{StepID: id, File: path}
+		out = append(out, Finding{StepID: &step, File: path, Kind: KindOrphan, Message: oe.Error(), Err: oe})
+	}
+	roots, _ := os.ReadDir(s.dir)
+	for _, d := range roots {
+		if rootTempFileRE.MatchString(d.Name()) {
+			path := filepath.Join(s.dir, d.Name())
+			le := &LeftoverFileError{File: path}
+			out = append(out, Finding{File: path, Kind: KindTempFile, Message: le.Error(), Err: le})
+		}
+	}
+	return out
+}
+
+// checkColdNodesDir reports a cold_nodes/ that is not a plain directory of
+// the store (a symlink may lead outside it).
+func (s *Store) checkColdNodesDir() (Finding, bool) {
+	path := filepath.Join(s.dir, ColdNodesDir)
+	fi, err := os.Lstat(path)
+	if err != nil || fi.IsDir() {
+		return Finding{}, true
+	}
+	err = &PathContainmentError{StepID: -1, FilePath: ColdNodesDir, Resolved: resolvePath(path), Want: path}
+	return Finding{File: path, Kind: KindPathContainment, Message: path + " is not a directory of the store (a symlink to " + resolvePath(path) + "); cold nodes must live in the store", Err: err}, false
+}
 
 // Validate audits every indexed node (path containment, broken reference,
 // artifact integrity, payload and projection hashes, agreement of the entry
@@ -74,30 +139,58 @@ func (s *Store) Validate() (*Report, error) {
 	indexed := make(map[int]bool, len(entries))
 	for _, e := range entries {
 		indexed[e.StepID] = true
-		fs := s.checkEntry(e, known)
-		if err := validateEntryDoc(e.Doc); err != nil {
-			fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
-		}
+	}
+	// Every entry's checks are independent (reading and hashing its node,
+	// re-extracting its projection, two schema checks): they run on all
+	// CPUs, and their findings are gathered in step order.
+	per := make([][]Finding, len(entries))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(1, len(entries)/64)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(entries) {
+					return
+				}
+				e := entries[i]
+				fs := s.checkEntry(e, known)
+				if err := validateEntryDoc(e.Doc); err != nil {
+					fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
+				}
+				per[i] = fs
+			}
+		}()
+	}
+	wg.Wait()
+	for _, fs := range per {
 		if len(fs) == 0 {
 			rep.Passed++
 		}
 		rep.Findings = append(rep.Findings, fs...)
 	}
-	names, _ := os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
-	for _, d := range names {
-		m := stepFileRE.FindStringSubmatch(d.Name())
-		if m == nil {
-			continue
-		}
-		id, err := strconv.Atoi(m[1])
-		if err == nil && stepFileName(id) == d.Name() && indexed[id] {
-			continue
-		}
-		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
-		step := id
-		oe := &OrphanedNodeError{StepID: id, File: path}
-		rep.Findings = append(rep.Findings, Finding{StepID: &step, File: path, Kind: KindOrphan, Message: oe.Error(), Err: oe})
+	coldOK := true
+	if f, ok := s.checkColdNodesDir(); !ok {
+		rep.Findings, coldOK = append(rep.Findings, f), false
 	}
+	leftovers := s.leftoverFiles(func(id int) bool { return indexed[id] }, coldOK)
+	if len(leftovers) > 0 {
+		// A live writer may have written a node (or be writing a file)
+		// that its index commit will list: under the shared lock no writer
+		// is midway, so what is still unindexed then is left over.
+		if l, ok, err := fsutil.RLockExisting(filepath.Join(s.dir, lockFile), ValidateLockWait); err == nil && ok {
+			s.mu.Lock()
+			ix, err := s.loadIndex()
+			s.mu.Unlock()
+			if err == nil {
+				leftovers = s.leftoverFiles(func(id int) bool { _, ok := ix.get(id); return ok }, coldOK)
+			}
+			l.Unlock()
+		}
+	}
+	rep.Findings = append(rep.Findings, leftovers...)
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i].StepID, rep.Findings[j].StepID
 		if a == nil || b == nil {
@@ -215,6 +308,8 @@ func Remedy(kind string) string {
 		return "contextfold repair --apply moves the file and its entry to quarantine/ (or restore the file from a backup)"
 	case KindPathContainment:
 		return "the index points outside cold_nodes/: contextfold repair --apply drops the entry and re-indexes the real file (or restore recall_index.json)"
+	case KindTempFile:
+		return "contextfold repair --apply moves it to quarantine/ (it is never part of the store)"
 	case KindSchema:
 		return "the file does not follow its schema (contextfold schema NAME): fix or restore it"
 	case KindStoreFile:

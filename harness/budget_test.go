@@ -204,6 +204,10 @@ func TestRecordsFormatAware(t *testing.T) {
 	if err := st.Validate(); err != nil {
 		t.Error(err)
 	}
+	// A label line says nothing: the line after it leads.
+	if s := Summarize(Message{Role: RoleTool, Parts: []Part{{Text: "[tool observation execute_bash]\nsrc/libponyc/options/options.c:12: warning: unused", Foldable: true}}}); !strings.Contains(s, "warning: unused") {
+		t.Errorf("summary %q leads with a label line", s)
+	}
 	// Aider edit blocks name their files.
 	aider := Message{Role: RoleAssistant, Parts: []Part{{Text: "I'll fix it.\n\nsrc/widget/parse.py\n```python\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n>>>>>>> REPLACE\n```", Foldable: true}}}
 	if s := Summarize(aider); !strings.Contains(s, "edits src/widget/parse.py") {

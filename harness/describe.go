@@ -145,6 +145,9 @@ func noiseLine(l string) bool {
 		return true // a terminal progress meter redraws itself
 	}
 	t := strings.TrimSpace(tagLineRe.ReplaceAllString(l, ""))
+	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") && !strings.ContainsAny(t, ":.") && len(strings.Fields(t)) <= 4 {
+		return true // a label line: "[tool observation execute_bash]", "[tool_result id=toolu_01]"
+	}
 	letters := 0
 	for _, r := range t {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {

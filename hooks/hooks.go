@@ -209,3 +209,11 @@ func storeExists(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, contextfold.IndexFile))
 	return err == nil
 }
+
+// toolFetch is the MCP server's tool that reads an archived node
+// (mcpserver.ToolFetch; hooks do not import the MCP adapter, and a test of
+// the command checks that the two names agree).
+const toolFetch = "fetch_archived_node"
+
+// ToolFetchName is the MCP tool name the hooks point the model to.
+const ToolFetchName = toolFetch

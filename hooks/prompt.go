@@ -12,7 +12,6 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
-	"github.com/contextfold/contextfold/mcpserver"
 )
 
 // UserPromptSubmit scans the prompt against the store and returns the
@@ -40,7 +39,7 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	reportUnmatched(scan, idPicks, in.Prompt, opts)
+	reportUnmatched(store, scan, idPicks, in.Prompt, opts)
 	picks, dropped, err := admit(store, scan, idPicks)
 	if err != nil {
 		return nil, err
@@ -53,7 +52,7 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 	for _, p := range picks {
 		h, err := match.Hydrate(store, p.StepID, in.Prompt, opts.mode())
 		if err != nil {
-			name := mcpserver.ErrorName(err)
+			name := contextfold.ErrorName(err)
 			if name == "" {
 				name = "error"
 			}
@@ -74,8 +73,10 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 }
 
 // reportUnmatched names, on Diag, the prompt's id-like terms (holding a
-// digit) that no archived node holds.
-func reportUnmatched(scan *contextfold.ScanResult, idPicks []contextfold.ScanPick, prompt string, opts Options) {
+// digit) that no pick covers: those no archived node holds ("not in the
+// archive"), and apart those that archived nodes hold although none of them
+// was picked for this prompt (the scan preferred nodes matching more terms).
+func reportUnmatched(store *contextfold.Store, scan *contextfold.ScanResult, idPicks []contextfold.ScanPick, prompt string, opts Options) {
 	if opts.Diag == nil {
 		return
 	}
@@ -87,24 +88,102 @@ func reportUnmatched(scan *contextfold.ScanResult, idPicks []contextfold.ScanPic
 			}
 		}
 	}
-	var missing []string
+	var missing, unpicked []string
 	seen := map[string]bool{}
 	for _, t := range append(slices.Clone(scan.QueryTerms), idTokens(scan.QueryTerms, prompt)...) {
 		t = strings.ToLower(t)
-		if !covered[t] && !seen[t] && strings.ContainsAny(t, "0123456789") {
-			seen[t] = true
-			missing = append(missing, t)
+		if covered[t] || seen[t] || !strings.ContainsAny(t, "0123456789") {
+			continue
 		}
+		seen[t] = true
+		if hits, err := store.Recall(t); err == nil && len(hits) > 0 {
+			steps := make([]string, 0, 3)
+			for _, h := range hits[:min(3, len(hits))] {
+				steps = append(steps, strconv.Itoa(h.StepID))
+			}
+			more := ""
+			if len(hits) > 3 {
+				more = ", …"
+			}
+			unpicked = append(unpicked, fmt.Sprintf("%s (steps %s%s)", t, strings.Join(steps, ", "), more))
+			continue
+		}
+		missing = append(missing, t)
 	}
+	// A term the index lists under no node may still be in a turn's text
+	// ("0003" inside "0003_add_ledger", "40P01"): look through the newest
+	// nodes' text before calling it absent.
+	var textOnly []string
+	missing, textOnly = inArchivedText(store, missing)
 	if len(missing) > 0 {
 		opts.diagf("not in the archive: %s", strings.Join(missing, ", "))
 	}
+	if len(textOnly) > 0 {
+		opts.diagf("in archived text but not indexed under it (scan cannot pick it; fetch the step with %s): %s", toolFetch, strings.Join(textOnly, "; "))
+	}
+	if len(unpicked) > 0 {
+		opts.diagf("in the archive but not picked for this prompt: %s", strings.Join(unpicked, "; "))
+	}
 }
 
-// idTokens returns the words of prompt that look like ids (letters and
-// digits mixed, such as a run tag 9c41e2 or a build number b-1234) and that
-// scan does not already use as terms: the protocol's identifiers cannot
-// start with a digit, so scan alone misses them.
+// textSearchNodes bounds how many of the newest cold nodes inArchivedText
+// reads.
+const textSearchNodes = 200
+
+// inArchivedText splits terms into those no newest node's summary or payload
+// holds as a word (case-insensitive) and those some does ("term (step N)").
+func inArchivedText(store *contextfold.Store, terms []string) (absent, found []string) {
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	entries, err := store.Entries()
+	if err != nil {
+		return terms, nil
+	}
+	where := map[string]int{}
+	for i := len(entries) - 1; i >= 0 && i >= len(entries)-textSearchNodes && len(where) < len(terms); i-- {
+		n, err := store.ReadColdNode(entries[i].StepID)
+		if err != nil {
+			continue
+		}
+		text := strings.ToLower(n.Summary + "\n" + n.RawContent)
+		for _, t := range terms {
+			if _, ok := where[t]; !ok && containsTerm(text, t) {
+				where[t] = n.StepID
+			}
+		}
+	}
+	for _, t := range terms {
+		if step, ok := where[t]; ok {
+			found = append(found, fmt.Sprintf("%s (step %d)", t, step))
+		} else {
+			absent = append(absent, t)
+		}
+	}
+	return absent, found
+}
+
+// containsTerm reports whether w occurs in text between characters that are
+// not letters or digits (or the ends): "_" separates, so "0003" is in
+// "0003_add_ledger".
+func containsTerm(text, w string) bool {
+	for off := 0; ; {
+		k := strings.Index(text[off:], w)
+		if k < 0 {
+			return false
+		}
+		a, b := off+k, off+k+len(w)
+		before, _ := utf8.DecodeLastRuneInString(text[:a])
+		after, _ := utf8.DecodeRuneInString(text[b:])
+		if (a == 0 || !isAlnum(before)) && (b == len(text) || !isAlnum(after)) {
+			return true
+		}
+		off = a + 1
+	}
+}
+
+func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
 func idTokens(queryTerms []string, prompt string) []string {
 	terms := map[string]bool{}
 	for _, t := range queryTerms {
@@ -395,7 +474,7 @@ func closingMarker(cuts []cut, refused []string, dir string) string {
 			c.shown = 0 // the whole node, from its start
 		}
 		fmt.Fprintf(&b, " Fetch the rest, verified, with the MCP tool %s {\"step_id\": %d, \"offset\": %d} or the command: contextfold hydrate %d --dir %s",
-			mcpserver.ToolFetch, c.step, c.shown, c.step, strconv.Quote(dir))
+			toolFetch, c.step, c.shown, c.step, strconv.Quote(dir))
 		if len(cuts) > 1 {
 			b.WriteString(" (likewise for the other steps)")
 		}

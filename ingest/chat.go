@@ -16,6 +16,9 @@ func messagesOf(data []byte, key string, f Format) (msgs []json.RawMessage, top 
 	if len(trimmed) == 0 {
 		return nil, nil, -1, fmt.Errorf("ingest: %s: empty input; expected a JSON %s array or an object with %q", f, key, key)
 	}
+	if why, ok := truncatedDoc(data); ok {
+		return nil, nil, -1, fmt.Errorf("ingest: %s: %s", f, why)
+	}
 	switch trimmed[0] {
 	case '[':
 		a, ok := decodeArr(trimmed)

@@ -23,6 +23,9 @@ func Detect(data []byte) (Format, error) {
 	if len(trimmed) == 0 {
 		return "", unknownFormat("the input is empty")
 	}
+	if why, ok := truncatedDoc(data); ok {
+		return "", unknownFormat(why)
+	}
 	switch trimmed[0] {
 	case '[':
 		a, ok := decodeArr(trimmed)

@@ -3,6 +3,8 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -344,4 +346,57 @@ func fieldOffset(data []byte, key string) int {
 		}
 	}
 	return -1
+}
+
+// truncatedDoc describes a JSON document that ends before it is complete (a
+// file cut short by an interrupted copy or write): where it ends and what it
+// was inside. ok is false when data is not such a document — complete, or
+// invalid for another reason, or JSONL whose first line is a whole value.
+func truncatedDoc(data []byte) (what string, ok bool) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') || json.Valid(trimmed) {
+		return "", false
+	}
+	if nl := bytes.IndexByte(trimmed, '\n'); nl >= 0 && json.Valid(bytes.TrimSpace(trimmed[:nl])) {
+		return "", false // JSONL: each line is its own document
+	}
+	// Walk the tokens: a syntax error is not truncation; running out is.
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var stack []byte
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) || (err != nil && strings.Contains(err.Error(), "unexpected EOF")) {
+			break
+		}
+		if err != nil {
+			return "", false
+		}
+		if d, isDelim := tok.(json.Delim); isDelim {
+			switch d {
+			case '{', '[':
+				stack = append(stack, byte(d))
+			default:
+				if len(stack) > 0 {
+					stack = stack[:len(stack)-1]
+				}
+			}
+		}
+	}
+	if len(stack) == 0 {
+		return "", false
+	}
+	inside := "an object"
+	if stack[len(stack)-1] == '[' {
+		inside = "an array"
+	}
+	end := len(data) - len(bytes.TrimRight(data, " \t\r\n"))
+	last := len(data) - end
+	line := 1 + bytes.Count(data[:last], []byte("\n"))
+	col := last - bytes.LastIndexByte(data[:last], '\n')
+	tail := string(bytes.TrimSpace(data[max(0, last-40):last]))
+	if i := strings.LastIndexByte(tail, '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	return fmt.Sprintf("the input is a truncated JSON document: it ends at line %d, column %d (byte %d) inside %s nested %d deep, after %q; the file was cut short (an interrupted copy or write?); restore the whole file",
+		line, col, last, inside, len(stack), tail), true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -76,10 +77,7 @@ func openHandsEvent(d *draft, o obj) {
 	switch {
 	case action != "":
 		args := o.obj("args")
-		argsText := ""
-		if o.has("args") && !isNull(o["args"]) {
-			argsText = "[args]\n" + renderJSON(o["args"])
-		}
+		argsText := renderArgs(o["args"], message)
 		text := args.str("content")
 		if text == "" {
 			text = message
@@ -172,4 +170,49 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// renderArgs renders an action's arguments once, readably: one "key: value"
+// per argument in key order, string values as their text (not as escaped
+// JSON, whose \n and \" would read as junk words and file names), other
+// values as compact JSON. Arguments that add nothing are left out: null,
+// false, empty strings and objects, and strings the event's message already
+// holds verbatim (OpenHands repeats the command or the content there).
+// Nothing when no argument is left.
+func renderArgs(raw json.RawMessage, message string) string {
+	args, ok := decodeObj(raw)
+	if !ok || len(args) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var lines []string
+	for _, k := range keys {
+		v := bytes.TrimSpace(args[k])
+		var text string
+		if str, ok := rawString(v); ok {
+			if strings.TrimSpace(str) == "" || strings.Contains(message, strings.TrimSpace(str)) {
+				continue
+			}
+			text = str
+		} else {
+			switch string(v) {
+			case "null", "false", "{}", "[]", "":
+				continue
+			}
+			text = renderJSON(v)
+		}
+		if strings.Contains(text, "\n") {
+			lines = append(lines, k+":\n"+text)
+		} else {
+			lines = append(lines, k+": "+text)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "[args]\n" + strings.Join(lines, "\n")
 }

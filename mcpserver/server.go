@@ -353,26 +353,9 @@ func (s *server) validate(_ context.Context, _ *mcp.CallToolRequest, _ NoArgs) (
 	return nil, res, nil
 }
 
-// ErrorName returns the protocol name of a core error (NodeNotFoundError,
-// IntegrityCheckError, PathContainmentError, OrphanedNodeError,
-// BrokenReferenceError, StoreFileError), or "" for any other error.
-func ErrorName(err error) string {
-	switch {
-	case errors.Is(err, contextfold.ErrPathContainment):
-		return "PathContainmentError"
-	case errors.Is(err, contextfold.ErrIntegrityCheck):
-		return "IntegrityCheckError"
-	case errors.Is(err, contextfold.ErrNodeNotFound):
-		return "NodeNotFoundError"
-	case errors.Is(err, contextfold.ErrOrphanedNode):
-		return "OrphanedNodeError"
-	case errors.Is(err, contextfold.ErrBrokenReference):
-		return "BrokenReferenceError"
-	case errors.Is(err, contextfold.ErrBadStore):
-		return "StoreFileError"
-	}
-	return ""
-}
+// ErrorName is contextfold.ErrorName, the protocol name of a core error
+// (kept here for callers of this package).
+func ErrorName(err error) string { return contextfold.ErrorName(err) }
 
 // toolError turns a core error into the message of a tool error: its
 // protocol name first, then what happened and what to do.

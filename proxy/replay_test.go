@@ -619,8 +619,8 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d | %s |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt, strings.Join(ps.Missed, ", "))
 	}
-	b.WriteString("\nA missed probe is the ranked scan's choice, not the budget's: the miss of the Anthropic\n" +
-		"rendering (HandleFunc) was outscored by a node matching the question's generic words (\"line\",\n" +
+	b.WriteString("\nA missed probe is the ranked scan's choice, not the budget's: the miss (HandleFunc, in both\n" +
+		"renderings) was outscored by a node matching the question's generic words (\"line\",\n" +
 		"\"output\") and then dropped by the per-turn hydration budget (`contextfold scan --match ranked` on the\n" +
 		"kept store shows it; keep the stores with `CONTEXTFOLD_REPLAY_KEEP=<dir>`).\n")
 	b.WriteString("\nPer request (every request of each session):\n\n")

@@ -12,10 +12,12 @@ package schema
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -110,6 +112,69 @@ func load() {
 		}
 		compiled[n] = s
 	}
+	// One entry of the recall index, on its own (ValidateIndexEntry).
+	if compiledEntry, compileErr = c.Compile(baseURL + RecallIndex + ".json#/$defs/entry"); compileErr != nil {
+		compileErr = fmt.Errorf("schema %s entry: %w", RecallIndex, compileErr)
+	}
+}
+
+var compiledEntry *jsonschema.Schema
+
+// ValidateIndexEntry checks one entry of recall_index.json, the value under
+// "nodes" → key, against the recall_index schema's entry definition: the
+// same check Validate(RecallIndex, …) makes of each entry, without encoding
+// and decoding a whole index. v is as for ValidateValue, except that Go
+// ints and []string are accepted too (as the integers and string arrays
+// they encode). Errors point into the index ("/nodes/<key>/…"). Safe for
+// concurrent use.
+func ValidateIndexEntry(key string, v any) error {
+	compileOnce.Do(load)
+	if compileErr != nil {
+		return compileErr
+	}
+	if fastValid(RecallIndex+"#entry", v) {
+		return nil
+	}
+	err := validate(RecallIndex, compiledEntry, jsonValue(v))
+	var ve *ValidationError
+	if errors.As(err, &ve) {
+		prefix := "/nodes/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+		ve.Pointer = prefix + ve.Pointer
+		for i, d := range ve.Details {
+			ve.Details[i] = prefix + d
+		}
+	}
+	return err
+}
+
+// jsonValue turns the Go values a store builds (int, []string) into the
+// forms a decoded JSON document holds (json.Number, []any), recursively.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case int:
+		return json.Number(strconv.Itoa(x))
+	case int64:
+		return json.Number(strconv.FormatInt(x, 10))
+	case []string:
+		out := make([]any, len(x))
+		for i, s := range x {
+			out[i] = s
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	}
+	return v
 }
 
 func get(name string) (*jsonschema.Schema, error) {
@@ -162,14 +227,19 @@ func Validate(name string, doc []byte) error {
 
 // ValidateValue checks a value already decoded from JSON (with
 // json.Decoder.UseNumber: numbers as json.Number, objects as
-// map[string]any, arrays as []any) against the named schema. Errors are as
-// for Validate. Safe for concurrent use.
+// map[string]any, arrays as []any) against the named schema; Go ints and
+// []string are accepted too, as the integers and string arrays they encode,
+// so that a document built in memory is checked without encoding and
+// decoding it. Errors are as for Validate. Safe for concurrent use.
 func ValidateValue(name string, v any) error {
 	s, err := get(name)
 	if err != nil {
 		return err
 	}
-	return validate(name, s, v)
+	if fastValid(name, v) {
+		return nil
+	}
+	return validate(name, s, jsonValue(v))
 }
 
 var printer = message.NewPrinter(language.English)

@@ -47,6 +47,8 @@ type Scrubber struct {
 	rules map[string]config.Rule
 	// kw finds the rules' keywords (lower case) in large texts.
 	kw *ahocorasick.Trie
+	// allow is the allowlist of WithAllowlist (nil: placeholders only).
+	allow *compiled
 }
 
 var (
@@ -95,8 +97,15 @@ func redactionMarker(ruleID string) string {
 // Find returns every secret found in text, sorted by Start, then by End
 // (longer first), then gitleaks rules before ours, then by RuleID. Findings may overlap. It does not modify
 // anything and is meant for audits. Offsets are byte offsets into text, and
-// always fall on UTF-8 sequence boundaries of text.
+// always fall on UTF-8 sequence boundaries of text. Placeholder credentials
+// and what the allowlist allows are not secrets (see Audit).
 func (s *Scrubber) Find(text string) []Finding {
+	secrets, _ := s.split(text, s.findAll(text))
+	return secrets
+}
+
+// findAll is Find before placeholders and the allowlist are applied.
+func (s *Scrubber) findAll(text string) []Finding {
 	if text == "" {
 		return nil
 	}

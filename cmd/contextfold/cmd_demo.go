@@ -23,14 +23,16 @@ steps 342, 137 and 447 (verified), they are evicted after the response, and
 validate finds the store clean.
 
 Without --dir the demo uses a new temporary store, so it never touches an
-existing one; the path is printed so you can explore it afterwards.`,
+existing one; the path is printed so you can explore it afterwards. The
+temporary directory stays (each run makes a new one): the demo ends by naming
+it and the command that removes it.`,
 		Example: "  contextfold demo\n  contextfold demo --dir /tmp/demo-store\n  contextfold demo --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := g.dir
+			dir, tmp := g.dir, ""
 			if dir == "" {
-				tmp, err := os.MkdirTemp("", "contextfold-demo-")
-				if err != nil {
+				var err error
+				if tmp, err = os.MkdirTemp("", "contextfold-demo-"); err != nil {
 					return err
 				}
 				dir = tmp + "/.contextfold"
@@ -109,12 +111,21 @@ existing one; the path is printed so you can explore it afterwards.`,
 				say("%d findings (run 'contextfold validate')\n", len(rep.Findings))
 			}
 			say("\nExplore it:\n   contextfold --dir %s status\n   contextfold --dir %s hydrate 137\n   contextfold --dir %s ui --open\n", s.Dir(), s.Dir(), s.Dir())
+			if tmp != "" {
+				// Each run without --dir makes a new temporary directory: say
+				// that it stays, and how to remove it.
+				say("\nThe demo store stays in the temporary directory %s; remove it with:\n   rm -rf %s\n", tmp, tmp)
+			}
 			if g.jsonOut {
 				ids := []int{}
 				for _, p := range res.Selected {
 					ids = append(ids, p.StepID)
 				}
-				return writeJSON(out, map[string]any{"dir": s.Dir(), "folded": len(results), "hydrated_steps": ids, "hydrated": hydrated, "validate_ok": rep.OK(), "passed": rep.Passed})
+				doc := map[string]any{"dir": s.Dir(), "folded": len(results), "hydrated_steps": ids, "hydrated": hydrated, "validate_ok": rep.OK(), "passed": rep.Passed}
+				if tmp != "" {
+					doc["temporary_dir"] = tmp // left in place; remove it when done
+				}
+				return writeJSON(out, doc)
 			}
 			return nil
 		},

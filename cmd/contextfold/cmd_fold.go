@@ -88,6 +88,10 @@ so any text, NUL and newlines included, can be folded.`,
 			if cmd.Flags().Changed("session") {
 				t.SessionID = session
 			}
+			if t.Summary == "" && t.RawContent == "" {
+				// The reference folds it (an empty payload); so do we, with a word.
+				fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: warning: step %d has an empty summary and an empty payload; folded as an empty turn (IPCF §3), which no prompt will match\n", t.StepID)
+			}
 			s, err := g.openStore()
 			if err != nil {
 				return err
@@ -205,9 +209,6 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	}
 	if in.SessionID != nil {
 		t.SessionID = *in.SessionID
-	}
-	if t.Summary == "" && t.RawContent == "" {
-		return contextfold.Turn{}, usagef("%s: give a \"summary\" or a \"raw_content\"", path)
 	}
 	return t, nil
 }

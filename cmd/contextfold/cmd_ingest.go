@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -89,9 +91,17 @@ with the list of accepted formats.`,
 				}
 				turns = append(turns, ct)
 			}
+			if err := refuseOtherSession(s, turns, path); err != nil {
+				return err
+			}
 			progress := progressFunc(cmd.ErrOrStderr(), len(turns), "folding turns", g.jsonOut)
 			results, err := s.FoldBatchProgress(turns, progress)
 			if err != nil {
+				return err
+			}
+			// An ingest leaves the index whole (no journal), so that the
+			// store reads the same in any IPCF implementation.
+			if err := s.Compact(); err != nil {
 				return err
 			}
 			for _, r := range results {
@@ -120,12 +130,64 @@ with the list of accepted formats.`,
 			for _, p := range rep.Problems {
 				fmt.Fprintf(out, "  skipped line %d: %s\n", p.Line, p.Message)
 			}
+			if rep.Folded == 0 {
+				switch {
+				case rep.AlreadyIndexed > 0:
+					fmt.Fprintf(out, "  nothing new: every turn of this session was already in the store (ingest is idempotent)\n")
+				case rep.Skipped > 0:
+					fmt.Fprintf(out, "  nothing folded: every turn is below --min-tokens %d\n", minTokens)
+				default:
+					fmt.Fprintf(out, "  nothing folded: the session has no turns\n")
+				}
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&format, "format", "auto", "input format: auto, claude-code, openai, anthropic, swe-agent, mini-swe-agent, openhands, aider")
 	c.Flags().IntVar(&minTokens, "min-tokens", 0, "fold only turns whose payload is at least this many tokens")
 	return c
+}
+
+// refuseOtherSession refuses an ingest whose turns collide with different
+// turns already indexed at the same step ids: another session (or a
+// rewritten transcript) would otherwise be silently dropped, since folding
+// an indexed step changes nothing. Nothing is written.
+func refuseOtherSession(s *contextfold.Store, turns []contextfold.Turn, path string) error {
+	conflicts, err := s.Conflicts(turns)
+	if err != nil || len(conflicts) == 0 {
+		return err
+	}
+	c := conflicts[0]
+	stored := c.StoredSession
+	if stored == "" {
+		stored = "(unreadable)"
+	}
+	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, path, c.OfferedSession)
+	if stored == c.OfferedSession {
+		what = fmt.Sprintf("different turns of session %q (was the transcript rewritten?)", stored)
+	}
+	return usagef("%s already holds %s; %d of the %d turns to fold have step ids the store holds with other content (the first: step %d). "+
+		"Nothing was folded. Ingest it into a store of its own: contextfold --dir %s ingest %s",
+		s.Dir(), what, len(conflicts), len(turns), c.StepID, filepath.Join(s.Dir(), "sessions", safeName(c.OfferedSession)), path)
+}
+
+// safeName makes a session id usable as one directory name.
+func safeName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if b.Len() >= 64 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if s := strings.Trim(b.String(), "."); s != "" {
+		return s
+	}
+	return "session"
 }
 
 // progressFunc returns a progress callback that draws a bar on w when w is a

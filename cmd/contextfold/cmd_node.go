@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -62,8 +63,13 @@ node's first 4 × cap code points. The whole node is verified first.`,
 			}
 			// --offset reads on past the per-call cap, one window at a time,
 			// from the same verified content.
-			page, err := mcpserver.Page(h, offset)
-			if err != nil {
+			var page mcpserver.PageOf
+			if offset == 0 && h.Truncated && h.Content == "" {
+				// A per-call cap of 0: the reference's answer is empty
+				// content marked truncated; so is ours, with a word.
+				fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: warning: the hydration policy's per-call cap allows no content for step %d; the content is empty and marked truncated (raise max_rehydration_tokens_per_call in hydration_policy.json)\n", h.StepID)
+				page = mcpserver.PageOf{Total: utf8.RuneCountInString(h.RawContent)}
+			} else if page, err = mcpserver.Page(h, offset); err != nil {
 				return usagef("%v", strings.TrimPrefix(err.Error(), "BadArgument: "))
 			}
 			if offset > 0 {
@@ -94,8 +100,10 @@ node's first 4 × cap code points. The whole node is verified first.`,
 				return nil
 			}
 			state := "whole"
-			if h.Truncated {
+			if h.Truncated && page.Next > 0 {
 				state = fmt.Sprintf("truncated to the per-call cap; read on with --offset %d", page.Next)
+			} else if h.Truncated {
+				state = "truncated: the per-call cap allows no content"
 			}
 			if h.Windows != nil {
 				state = fmt.Sprintf("focused: %d window(s) around the matched lines", len(h.Windows))

@@ -140,5 +140,9 @@ Point a client at it:
 	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of request bodies held at once by the requests in flight, in bytes; past it 503 with Retry-After (at least --max-body-bytes; -1: no budget)")
 	f.DurationVar(&bodyTimeout, "body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send a request body (slower: 408; 0: no limit)")
 	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "extra Host name /contextfold/stats answers to besides localhost, 127.0.0.1 and ::1 (repeatable)")
+	// The proxy's --dir is a directory of per-session stores with its own
+	// default (not $CONTEXTFOLD_DIR or ./.contextfold): this local flag, on
+	// the same variable, shadows the global one so that --help says so.
+	f.StringVar(&g.dir, "dir", "", "directory holding one store per session (default: the per-user cache directory's contextfold/proxy, e.g. ~/.cache/contextfold/proxy)")
 	return c
 }

@@ -29,7 +29,7 @@ After --apply, validate is clean and a second repair does nothing.`,
 		Example: "  contextfold repair\n  contextfold repair --apply --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			s, err := g.openStore()
+			s, err := g.openExistingStore()
 			if err != nil {
 				return err
 			}
@@ -98,14 +98,15 @@ func newCompactCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compact",
 		Short: "Write journaled updates of a large store into recall_index.json",
-		Long: `Stores whose index is 4 MiB or more journal folds and evictions in
-index_journal.jsonl and rewrite the index every 256 operations. compact
-rewrites it now, so the index file alone describes the store, as another IPCF
-implementation (the reference) expects. A no-op when there is no journal.`,
+		Long: `Stores whose index is 64 KiB or more journal single folds and evictions in
+index_journal.jsonl and rewrite the index every 256 operations (and at the end
+of every ingest). compact rewrites it now, so the index file alone describes
+the store, as another IPCF implementation (the reference) expects. A no-op
+when there is no journal.`,
 		Example: "  contextfold compact",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStore()
+			s, err := g.openExistingStore()
 			if err != nil {
 				return err
 			}

@@ -5,8 +5,6 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
-
-	"github.com/contextfold/contextfold/scrub"
 )
 
 func init() { commands = append(commands, newScrubCheckCmd) }
@@ -16,9 +14,12 @@ func newScrubCheckCmd(g *globals) *cobra.Command {
 		Use:   "scrub-check",
 		Short: "Audit a store (e.g. one written by the reference) for secrets, changing nothing",
 		Long: `scrub-check runs gitleaks' default rules (and our extra rules) over the
-summary and raw content of every cold node and reports the nodes that contain
-secrets: the step, the rule ids and the count, never the secret itself. It
-changes nothing and exits 1 when it found any.`,
+session id, summary and raw content of every cold node and reports the nodes
+that contain secrets: the step, the rule ids and the count, never the secret
+itself. Placeholder credentials (user:pass@, vendor documentation keys) and
+what the store's allowlist (store_settings.json "scrub_allowlist") lets
+through are not secrets; they are listed apart, with the reason. It changes
+nothing and exits 1 when it found a secret.`,
 		Example: "  contextfold scrub-check\n  contextfold scrub-check --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -26,7 +27,7 @@ changes nothing and exits 1 when it found any.`,
 			if err != nil {
 				return err
 			}
-			sc, err := scrub.New()
+			sc, err := s.AuditScrubber()
 			if err != nil {
 				return err
 			}
@@ -38,38 +39,73 @@ changes nothing and exits 1 when it found any.`,
 				StepID   int      `json:"step_id"`
 				Rules    []string `json:"rules"`
 				Findings int      `json:"findings"`
+				Fields   []string `json:"fields"` // which of session_id, summary, raw_content
 			}
-			hits := []hit{}
+			type pass struct {
+				StepID int    `json:"step_id"`
+				Rule   string `json:"rule"`
+				Reason string `json:"reason"`
+				Field  string `json:"field"`
+				Count  int    `json:"count"`
+			}
+			hits, passes := []hit{}, []pass{}
 			for _, e := range entries {
 				n, err := s.ReadColdNode(e.StepID)
 				if err != nil {
 					continue // validate reports unreadable nodes
 				}
-				rules := map[string]bool{}
+				rules, fields := map[string]bool{}, []string{}
 				count := 0
-				for _, text := range []string{n.Summary, n.RawContent} {
-					for _, f := range sc.Find(text) {
-						rules[f.RuleID] = true
+				allowed := map[pass]int{}
+				for _, f := range []struct{ name, text string }{{"session_id", n.SessionID}, {"summary", n.Summary}, {"raw_content", n.RawContent}} {
+					secrets, ok := sc.Audit(f.text)
+					for _, x := range secrets {
+						rules[x.RuleID] = true
 						count++
+					}
+					if len(secrets) > 0 {
+						fields = append(fields, f.name)
+					}
+					for _, a := range ok {
+						allowed[pass{StepID: e.StepID, Rule: a.RuleID, Reason: a.Reason, Field: f.name}]++
 					}
 				}
 				if count > 0 {
-					h := hit{StepID: e.StepID, Findings: count}
+					h := hit{StepID: e.StepID, Findings: count, Fields: fields}
 					for r := range rules {
 						h.Rules = append(h.Rules, r)
 					}
 					sort.Strings(h.Rules)
 					hits = append(hits, h)
 				}
+				var ps []pass
+				for p, c := range allowed {
+					p.Count = c
+					ps = append(ps, p)
+				}
+				sort.Slice(ps, func(i, j int) bool {
+					a, b := ps[i], ps[j]
+					if a.Field != b.Field {
+						return a.Field < b.Field
+					}
+					if a.Rule != b.Rule {
+						return a.Rule < b.Rule
+					}
+					return a.Reason < b.Reason
+				})
+				passes = append(passes, ps...)
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				writeJSON(out, map[string]any{"nodes_checked": len(entries), "nodes_with_secrets": hits})
+				writeJSON(out, map[string]any{"nodes_checked": len(entries), "nodes_with_secrets": hits, "allowed": passes})
 			} else {
 				for _, h := range hits {
-					fmt.Fprintf(out, "step %-6d %d secret(s): %v\n", h.StepID, h.Findings, h.Rules)
+					fmt.Fprintf(out, "step %-6d %d secret(s): %v in %v\n", h.StepID, h.Findings, h.Rules, h.Fields)
 				}
-				fmt.Fprintf(out, "%d nodes checked, %d contain secrets\n", len(entries), len(hits))
+				for _, p := range passes {
+					fmt.Fprintf(out, "step %-6d allowed %d× %s in %s (%s)\n", p.StepID, p.Count, p.Rule, p.Field, p.Reason)
+				}
+				fmt.Fprintf(out, "%d nodes checked, %d contain secrets, %d allowed (placeholders or the allowlist)\n", len(entries), len(hits), len(passes))
 				if len(hits) > 0 {
 					fmt.Fprintln(out, "the store was written without scrubbing; re-fold the session with scrubbing on (the default) to replace it")
 				}

@@ -45,7 +45,7 @@ is given for another address; it then shows the whole store to that network.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			s, err := g.openStore()
+			s, err := g.openExistingStore()
 			if err != nil {
 				return err
 			}

@@ -13,8 +13,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -124,6 +126,10 @@ The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag") {
+			// A negative step id or a prompt starting with '-' reads as a flag.
+			return usagef("%v; to pass a negative step id or text that starts with '-', put -- before it (e.g. '%s -- -1') (see '%s --help')", err, c.CommandPath(), c.CommandPath())
+		}
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
 	for _, mk := range commands {
@@ -161,6 +167,35 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 		noteMissingStore(cmd, s.Dir())
 	}
 	return s, err
+}
+
+// openExistingStore opens the store for a command that must not invent one
+// (repair --apply, compact, ui): a directory that holds neither
+// recall_index.json nor cold_nodes/ is refused, since it is most likely a
+// mistyped --dir.
+func (g *globals) openExistingStore() (*contextfold.Store, error) {
+	s, err := g.openStore()
+	if err != nil {
+		return nil, err
+	}
+	if !isStore(s.Dir()) {
+		why := "does not exist"
+		if _, err := os.Stat(s.Dir()); err == nil {
+			why = "holds no recall_index.json and no cold_nodes/"
+		}
+		return nil, usagef("no store at %s: the directory %s; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", s.Dir(), why)
+	}
+	return s, nil
+}
+
+// isStore reports whether dir holds a store's index or cold node directory.
+func isStore(dir string) bool {
+	for _, f := range []string{contextfold.IndexFile, contextfold.ColdNodesDir} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // storeOptions are the store options the global flags select.

@@ -68,6 +68,15 @@ func TestDemoWithoutDirUsesATemporaryStore(t *testing.T) {
 	if code != 0 || !strings.Contains(out, os.TempDir()) {
 		t.Fatalf("demo: %d\n%s", code, out)
 	}
+	i := strings.Index(out, "rm -rf ")
+	if i < 0 {
+		t.Fatalf("demo does not say how to remove its temporary directory:\n%s", out)
+	}
+	tmp := strings.Fields(out[i+len("rm -rf "):])[0]
+	if _, err := os.Stat(filepath.Join(tmp, ".contextfold", "recall_index.json")); err != nil || !strings.HasPrefix(tmp, os.TempDir()) {
+		t.Errorf("the named directory %s is not the demo's: %v", tmp, err)
+	}
+	os.RemoveAll(tmp)
 	if _, err := os.Stat(filepath.Join(wd, ".contextfold")); err == nil {
 		t.Error("demo without --dir touched ./.contextfold")
 	}

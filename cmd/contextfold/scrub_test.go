@@ -102,3 +102,53 @@ func storeBytes(t *testing.T, dir string) []byte {
 	})
 	return all
 }
+
+// TestScrubAllowlistAndSessionID: the allowlist in store_settings.json lets
+// known-safe findings through the fold, placeholders stay, real secrets go;
+// a secret in a session id (fold --session, fold --input) is scrubbed too;
+// scrub-check finds a session-id secret in an unscrubbed store and reports
+// what the allowlist and the placeholders let through.
+func TestScrubAllowlistAndSessionID(t *testing.T) {
+	t.Setenv("CONTEXTFOLD_SCRUB", "")
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "store_settings.json"), []byte(`{"scrub": true, "scrub_allowlist": {"description": "test fixtures", "stopwords": ["fixture"]}}`), 0o644)
+	payload := "proxy http://user:pass@10.0.0.1:3128\nDB_PASSWORD=fixture-Pw-8812ab\nAPI_TOKEN=tok_live_9f8e7d6c5b4a3210\n"
+	log := filepath.Join(t.TempDir(), "out.log")
+	os.WriteFile(log, []byte(payload), 0o644)
+	secretSession := "deploy AKIAZ4QXLEWJTNMA7B3D"
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "1", "proxy auth test", "--file", log, "--session", secretSession); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	in := `{"step_id": 2, "summary": "s", "session_id": "AKIAZ4QXLEWJTNMA7B3C"}`
+	if _, errs, code := cli(t, in, "--dir", dir, "fold", "--input", "-"); code != 0 {
+		t.Fatalf("fold --input: %s", errs)
+	}
+	all := string(storeBytes(t, dir))
+	for _, gone := range []string{"tok_live_9f8e7d6c5b4a3210", "AKIAZ4QXLEWJTNMA7B3D", "AKIAZ4QXLEWJTNMA7B3C"} {
+		if strings.Contains(all, gone) {
+			t.Errorf("%q reached disk", gone)
+		}
+	}
+	for _, kept := range []string{"http://user:pass@10.0.0.1:3128", "DB_PASSWORD=fixture-Pw-8812ab"} {
+		if !strings.Contains(all, kept) {
+			t.Errorf("%q (placeholder or allowlisted) was redacted", kept)
+		}
+	}
+	out, _, code := cli(t, "", "--dir", dir, "scrub-check")
+	if code != 0 || !strings.Contains(out, "allowlist: stopword fixture") || !strings.Contains(out, "(placeholder)") {
+		t.Errorf("scrub-check of the scrubbed store: %d\n%s", code, out)
+	}
+	// An unscrubbed store: scrub-check names the session id.
+	raw := filepath.Join(t.TempDir(), ".contextfold")
+	cli(t, in, "--dir", raw, "--no-scrub", "fold", "--input", "-")
+	out, _, code = cli(t, "", "--dir", raw, "scrub-check")
+	if code != 1 || !strings.Contains(out, "[session_id]") {
+		t.Errorf("scrub-check of a session-id secret: %d\n%s", code, out)
+	}
+	// A bad allowlist is named.
+	os.WriteFile(filepath.Join(dir, "store_settings.json"), []byte(`{"scrub_allowlist": {"regexes": ["("]}}`), 0o644)
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "3", "x"); code != 1 || !strings.Contains(errs, "store_settings.json") || !strings.Contains(errs, "regex") {
+		t.Errorf("bad allowlist: %d %s", code, errs)
+	}
+}

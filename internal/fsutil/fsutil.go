@@ -4,10 +4,13 @@
 package fsutil
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
@@ -73,6 +76,30 @@ func LockFile(path string) (*Lock, error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return &Lock{f: f}, nil
+}
+
+// RLockExisting takes a shared lock on an existing lock file, opened
+// read-only and never created (a read-only command must not create files):
+// it waits, at most timeout, until no process holds the exclusive lock. It
+// returns an error wrapping fs.ErrNotExist when there is no lock file (no
+// writer ever ran), and ok false when the timeout passed.
+func RLockExisting(path string, timeout time.Duration) (l *Lock, ok bool, err error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, false, err
+	}
+	f := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	got, err := f.TryRLockContext(ctx, 10*time.Millisecond)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		f.Close()
+		return nil, false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !got {
+		f.Close()
+		return nil, false, nil
+	}
+	return &Lock{f: f}, true, nil
 }
 
 // Unlock releases the lock.

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold/hooks"
+	"github.com/contextfold/contextfold/mcpserver"
+)
+
+// TestMistypedDirIsNotAStore: the commands that would write or serve a
+// store refuse a directory that is not one, say so, exit 1, and create
+// nothing.
+func TestMistypedDirIsNotAStore(t *testing.T) {
+	base := t.TempDir()
+	missing := filepath.Join(base, "typo")
+	empty := filepath.Join(base, "empty")
+	os.Mkdir(empty, 0o755)
+	for _, dir := range []string{missing, empty} {
+		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}} {
+			_, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
+			if code != 1 || !strings.Contains(errs, "no store at "+dir) || !strings.Contains(errs, "--dir") {
+				t.Errorf("%s %v: exit %d %q", filepath.Base(dir), args, code, errs)
+			}
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("a mistyped --dir was created")
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("an empty directory got %v", ents)
+	}
+	// A real store is still repaired.
+	dir := demoDir(t)
+	if out, errs, code := cli(t, "", "--dir", dir, "repair", "--apply"); code != 0 || !strings.Contains(out, "nothing to repair") {
+		t.Errorf("repair of a store: %d %s %s", code, out, errs)
+	}
+}
+
+// TestIngestOfAnotherSessionIsRefused: ingesting a second, different
+// session into a store that holds one is refused (exit 1) naming both
+// sessions and the remedy, and changes nothing; the remedy works; a
+// re-ingest of the same session says why nothing was folded; a grown
+// transcript still folds only its new turns.
+func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	first, second := transcripts[0].path, transcripts[1].path // Claude Code, then SWE-agent
+	if _, errs, code := cli(t, "", "--dir", dir, "ingest", first); code != 0 {
+		t.Fatalf("first ingest: %s", errs)
+	}
+	before := snapshot(t, dir)
+	out, errs, code := cli(t, "", "--dir", dir, "ingest", second)
+	if code != 1 || !strings.Contains(errs, "another session") || !strings.Contains(errs, "Nothing was folded") ||
+		!strings.Contains(errs, "--dir "+filepath.Join(dir, "sessions")) {
+		t.Fatalf("second session: exit %d\n%s\n%s", code, out, errs)
+	}
+	// Both sessions are named: the stored one (from its cold nodes) and the new one.
+	n, err := os.ReadFile(filepath.Join(dir, "cold_nodes", "step_000000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node struct {
+		Session string `json:"session_id"`
+	}
+	mustJSON(t, string(n), &node)
+	if !strings.Contains(errs, `"`+node.Session+`"`) {
+		t.Errorf("the stored session %q is not named: %s", node.Session, errs)
+	}
+	if !equalMaps(before, snapshot(t, dir)) {
+		t.Error("a refused ingest changed the store")
+	}
+	// The remedy: a store of its own.
+	i := strings.Index(errs, "contextfold --dir ")
+	fields := strings.Fields(errs[i:])
+	if _, errs, code := cli(t, "", "--dir", fields[2], "ingest", second); code != 0 {
+		t.Fatalf("remedy: %s", errs)
+	}
+	// The same session again: exit 0, and says why nothing was folded.
+	out, _, code = cli(t, "", "--dir", dir, "ingest", first)
+	if code != 0 || !strings.Contains(out, "nothing new") {
+		t.Errorf("re-ingest: %d %s", code, out)
+	}
+	// Two OpenAI-style message files without session ids collide too.
+	a := filepath.Join(t.TempDir(), "a.json")
+	b := filepath.Join(t.TempDir(), "b.json")
+	os.WriteFile(a, []byte(`[{"role":"user","content":"fix the parser in lexer.go"},{"role":"assistant","content":"done: lexer.go patched"}]`), 0o644)
+	os.WriteFile(b, []byte(`[{"role":"user","content":"why is the CI red on main?"},{"role":"assistant","content":"flaky test in net_test.go"}]`), 0o644)
+	d2 := filepath.Join(t.TempDir(), ".contextfold")
+	cli(t, "", "--dir", d2, "ingest", a)
+	if _, errs, code := cli(t, "", "--dir", d2, "ingest", b); code != 1 || !strings.Contains(errs, "Nothing was folded") {
+		t.Errorf("second message file: %d %s", code, errs)
+	}
+}
+
+// TestHooksDoNotImportTheMCPAdapter: adapters do not lean on each other;
+// the hooks name the MCP fetch tool by the same name the server has.
+func TestHooksDoNotImportTheMCPAdapter(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../../hooks").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "contextfold/mcpserver") {
+		t.Error("hooks imports mcpserver")
+	}
+	if hooks.ToolFetchName != mcpserver.ToolFetch {
+		t.Errorf("hooks name the fetch tool %q, the MCP server %q", hooks.ToolFetchName, mcpserver.ToolFetch)
+	}
+}
+
+// TestSmallEdges: a negative id without -- is answered with the hint to use
+// --; proxy --help names its own store default.
+func TestSmallEdges(t *testing.T) {
+	for _, args := range [][]string{{"hydrate", "-1"}, {"evict", "-3"}, {"scan", "-x marks the spot"}} {
+		_, errs, code := cli(t, "", args...)
+		if code != 1 || !strings.Contains(errs, "put -- before it") {
+			t.Errorf("%v: %d %s", args, code, errs)
+		}
+	}
+	out, _, _ := cli(t, "", "proxy", "--help")
+	if !strings.Contains(out, "one store per session (default: the per-user cache directory") || strings.Contains(out, "else ./.contextfold") {
+		t.Errorf("proxy --help on --dir:\n%s", out)
+	}
+}
