@@ -44,9 +44,9 @@ func cachePath(dir string, create bool) string {
 
 type enc struct{ b []byte }
 
-func (e *enc) u(v uint64)  { e.b = binary.AppendUvarint(e.b, v) }
-func (e *enc) i(v int64)   { e.b = binary.AppendVarint(e.b, v) }
-func (e *enc) s(v string)  { e.u(uint64(len(v))); e.b = append(e.b, v...) }
+func (e *enc) u(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) i(v int64)  { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) s(v string) { e.u(uint64(len(v))); e.b = append(e.b, v...) }
 func (e *enc) bool(v bool) {
 	if v {
 		e.u(1)
