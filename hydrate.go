@@ -45,7 +45,20 @@ type Window struct {
 // checkContainment verifies that the index's file_path resolves, symlinks
 // followed, to exactly the step's canonical file inside cold_nodes/
 // (CONF-12). It returns the path to read.
-func (s *Store) checkContainment(e *Entry) (string, error) {
+func (s *Store) checkContainment(e *Entry) (string, error) { return s.containedPath(e, "") }
+
+// containedPath is checkContainment. storeReal, when not "", is the store
+// directory resolved, with a plain cold_nodes/ directory: an entry whose
+// file_path is the canonical one the index writes, and whose file is not a
+// symlink, then resolves to the canonical file without resolving its path
+// again (what resolving would find: the same file).
+func (s *Store) containedPath(e *Entry, storeReal string) (string, error) {
+	if storeReal != "" && e.FilePath == s.indexFilePath(e.StepID) {
+		want := filepath.Join(storeReal, ColdNodesDir, stepFileName(e.StepID))
+		if fi, err := os.Lstat(s.NodePath(e.StepID)); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return want, nil
+		}
+	}
 	// The canonical file: the store's cold_nodes/ directory plus the step's
 	// file name. The file itself is not resolved: a symlink in its place
 	// must resolve to itself, i.e. not be a symlink out.

@@ -136,9 +136,17 @@ func (s *Store) Validate() (*Report, error) {
 	}
 	rep.Findings = append(rep.Findings, s.checkStoreFileSchemas()...)
 	known := s.knownPolicyHashes(policy)
+	coldOK := true
+	if f, ok := s.checkColdNodesDir(); !ok {
+		rep.Findings, coldOK = append(rep.Findings, f), false
+	}
 	indexed := make(map[int]bool, len(entries))
 	for _, e := range entries {
 		indexed[e.StepID] = true
+	}
+	storeReal := ""
+	if coldOK {
+		storeReal = resolvePath(s.dir)
 	}
 	// Every entry's checks are independent (reading and hashing its node,
 	// re-extracting its projection, two schema checks): they run on all
@@ -156,7 +164,7 @@ func (s *Store) Validate() (*Report, error) {
 					return
 				}
 				e := entries[i]
-				fs := s.checkEntry(e, known)
+				fs := s.checkEntryIn(e, known, storeReal)
 				if err := validateEntryDoc(e.Doc); err != nil {
 					fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
 				}
@@ -170,10 +178,6 @@ func (s *Store) Validate() (*Report, error) {
 			rep.Passed++
 		}
 		rep.Findings = append(rep.Findings, fs...)
-	}
-	coldOK := true
-	if f, ok := s.checkColdNodesDir(); !ok {
-		rep.Findings, coldOK = append(rep.Findings, f), false
 	}
 	leftovers := s.leftoverFiles(func(id int) bool { return indexed[id] }, coldOK)
 	if len(leftovers) > 0 {
@@ -208,7 +212,14 @@ func finding(step int, file, kind string, err error) Finding {
 // checkEntry runs every check on one indexed node.
 // known holds the folding policy hashes the node may have been folded under.
 func (s *Store) checkEntry(e *Entry, known map[string]bool) []Finding {
-	path, err := s.checkContainment(e)
+	return s.checkEntryIn(e, known, "")
+}
+
+// checkEntryIn is checkEntry; storeReal, when not "", is the store
+// directory with every symlink resolved, known to hold a plain cold_nodes/
+// directory (Validate resolves it once, not twice per entry).
+func (s *Store) checkEntryIn(e *Entry, known map[string]bool, storeReal string) []Finding {
+	path, err := s.containedPath(e, storeReal)
 	if err != nil {
 		return []Finding{finding(e.StepID, e.FilePath, KindPathContainment, err)}
 	}
