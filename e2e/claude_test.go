@@ -8,13 +8,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/scripted"
+	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/proxy"
 )
 
@@ -66,6 +69,7 @@ func runClaude(t *testing.T, bin, work string, env []string, prompt, resume stri
 // proxyUnder is the contextfold proxy in front of a scripted upstream,
 // recording every request's accounting.
 type proxyUnder struct {
+	dir  string
 	srv  *proxy.Server
 	http *httptest.Server
 	mu   sync.Mutex
@@ -79,9 +83,9 @@ const e2eBudget = 28000
 
 func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
 	t.Helper()
-	p := &proxyUnder{}
+	p := &proxyUnder{dir: t.TempDir()}
 	srv, err := proxy.New(proxy.Options{
-		Dir:      t.TempDir(),
+		Dir:      p.dir,
 		Upstream: up.URL,
 		Harness:  harness.Config{ContextBudget: e2eBudget},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -207,7 +211,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	for _, p := range probes {
 		n := len(px.records())
 		r := runClaude(t, bin, work, env, askPrompt(p), res.SessionID)
-		answers, hyd = append(answers, r.Result), append(hyd, px.hydratedSince(n))
+		answers, hyd = append(answers, r.Result), append(hyd, px.hydratedSince(n, p))
 	}
 	checkAnswers(t, answers, hyd)
 	t.Logf("Claude Code session through the proxy: %v", time.Since(start).Round(time.Millisecond))
@@ -244,19 +248,71 @@ func checkAnswers(t *testing.T, answers, hydrated []string) {
 	t.Logf("answer lines that reached the model: %d of %d", seen, len(probes))
 }
 
-// hydratedSince describes the nodes the proxy hydrated after its first n
-// records: step id, tokens and whether the content was cut at the cap.
-func (p *proxyUnder) hydratedSince(n int) string {
+// hydratedSince describes what the proxy did for probe p's question after
+// its first n records: the nodes hydrated (step id, tokens, whether the
+// content was cut), dropped (over the per-turn share) and refused; then,
+// from the session's store, which step holds the answer line and how the
+// ranked scan scores the question (so that a miss says whether it is the
+// scan, the focus or the budget).
+func (p *proxyUnder) hydratedSince(n int, pr probe) string {
 	var parts []string
-	for _, r := range p.records()[n:] {
+	var last *proxy.RequestRecord
+	recs := p.records()
+	for i, r := range recs[n:] {
 		for _, h := range r.Hydrated {
 			parts = append(parts, fmt.Sprintf("step %d (%d tokens, truncated %v)", h.StepID, h.Tokens, h.Truncated))
 		}
+		if len(r.StepsDropped) > 0 {
+			parts = append(parts, fmt.Sprintf("dropped %v", r.StepsDropped))
+		}
+		if len(r.StepsRefused) > 0 {
+			parts = append(parts, fmt.Sprintf("refused %v", r.StepsRefused))
+		}
+		if r.Session != "" {
+			last = &recs[n+i]
+		}
 	}
-	if len(parts) == 0 {
-		return "nothing"
+	desc := "nothing"
+	if len(parts) > 0 {
+		desc = strings.Join(parts, ", ")
 	}
-	return strings.Join(parts, ", ")
+	if last == nil {
+		return desc
+	}
+	return desc + "; " + explainStore(filepath.Join(p.dir, last.Session, "g"+strconv.Itoa(last.Generation)), pr)
+}
+
+// explainStore says which folded step of the store at dir holds the probe's
+// answer line and what the ranked scan of its question selects.
+func explainStore(dir string, pr probe) string {
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		return "store: " + err.Error()
+	}
+	es, err := s.Entries()
+	if err != nil {
+		return "store: " + err.Error()
+	}
+	holder := -1
+	for _, e := range es {
+		if n, err := s.ReadColdNode(e.StepID); err == nil && strings.Contains(n.RawContent, pr.Answer) {
+			holder = e.StepID
+			break
+		}
+	}
+	ex, err := match.ExplainRanked(s, askPrompt(pr))
+	if err != nil {
+		return fmt.Sprintf("answer in step %d of %d; scan: %v", holder, len(es), err)
+	}
+	var sel []string
+	for _, pk := range ex.Result.Selected {
+		sel = append(sel, fmt.Sprintf("%d (%.2f %v)", pk.StepID, pk.Score, pk.MatchedTerms))
+	}
+	var cut []string
+	for _, pk := range ex.CutOff[:min(3, len(ex.CutOff))] {
+		cut = append(cut, fmt.Sprintf("%d (%.2f %v)", pk.StepID, pk.Score, pk.MatchedTerms))
+	}
+	return fmt.Sprintf("answer in step %d of %d folded; ranked scan now selects %v, cut off %v", holder, len(es), sel, cut)
 }
 
 // checkProxySession asserts what every proxied session must show: every

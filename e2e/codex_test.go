@@ -124,7 +124,7 @@ func TestCodexThroughProxy(t *testing.T) {
 	for _, p := range probes {
 		n := len(px.records())
 		answers = append(answers, lastLine(runCodex(t, bin, work, env, askPrompt(p), true)))
-		hyd = append(hyd, px.hydratedSince(n))
+		hyd = append(hyd, px.hydratedSince(n, p))
 	}
 	checkAnswers(t, answers, hyd)
 	t.Logf("Codex session through the proxy: %v", time.Since(start).Round(time.Millisecond))

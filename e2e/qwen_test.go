@@ -108,7 +108,7 @@ func TestQwenCodeThroughProxy(t *testing.T) {
 	for _, p := range probes {
 		n := len(px.records())
 		answers = append(answers, lastLine(runQwen(t, bin, work, env, askPrompt(p), true)))
-		hyd = append(hyd, px.hydratedSince(n))
+		hyd = append(hyd, px.hydratedSince(n, p))
 	}
 	checkAnswers(t, answers, hyd)
 	t.Logf("Qwen Code session through the proxy: %v", time.Since(start).Round(time.Millisecond))

@@ -87,6 +87,11 @@ type WorkingSet struct {
 	TailTokens      int `json:"tail_tokens"`
 	HydrationTokens int `json:"hydration_tokens"`
 	Records         int `json:"records"`
+	// OverBudget is true when Estimate exceeds Budget even after the fold
+	// event: what cannot fold (the pinned messages, the latest message and
+	// its tool pair, the fixed part, the hydration) is larger than the
+	// budget.
+	OverBudget bool `json:"over_budget,omitempty"`
 }
 
 // pinEnd returns the end of the pinned prefix: Config.PinMessages, or
@@ -165,6 +170,16 @@ func (h *Harness) recordCost(m Message, text string, index int) int {
 }
 
 // budgetDispatch is PreTurnDispatch under a token budget.
+//
+// Order: a fold event first (when the request is over the budget, counting
+// the hydration the human turn already has), then the scan — so that a new
+// turn's scan sees the steps this very request folded (a resumed session's
+// first request) — then, if the hydration pushed the request over the
+// budget, the fold event goes on. A fold event folds down to FoldTarget
+// percent of the budget, shrinking the hot tail when the messages before it
+// do not suffice (never below the latest message and the tool call it
+// answers): the room between the target and the budget is the hysteresis
+// that keeps fold events rare and the forwarded prefix cache-stable.
 func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries map[int]*contextfold.Entry) error {
 	ws := h.ws
 	if ws == nil || len(conv) < ws.n {
@@ -173,32 +188,71 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	}
 	ws.n = len(conv)
 	budget := h.cfg.ContextBudget
+	target := budget * h.cfg.FoldTarget / 100
 	pin := h.pinEnd(conv)
 	tail := max(len(conv)-h.cfg.HotWindow, pin)
+	minTail := max(lastGroupStart(conv), pin)
 	w := &WorkingSet{Budget: budget, Pinned: pin, TailStart: tail, FirstChanged: -1}
 	d.WorkingSet = w
 	d.HydrationIndex = hydrationHost(conv)
 
-	h.hydrate(conv, d)
-	hyd := 0
-	if d.HydrationText != "" {
-		hyd = h.wire(d.HydrationText) + 8
+	wireHyd := func(text string) int {
+		if text == "" {
+			return 0
+		}
+		return h.wire(text) + 8
 	}
-	est := fixed + hyd + h.estimate(conv, ws)
-	if est > budget {
+	fold := func(est, hyd int) error {
 		w.FoldEvent = true
-		ws.events++
-		target := budget * h.cfg.FoldTarget / 100
-		first, es, err := h.foldEvent(conv, ws, entries, pin, tail, d.PromptIndex, est-target, d)
-		if err != nil {
+		// Fold before the hot tail, again while the estimate (the savings
+		// are estimated ahead) stays over the target and something folds;
+		// then, if that did not suffice, the hot tail shrinks, oldest
+		// first, down to the latest message and its pair.
+		for _, end := range []int{tail, minTail} {
+			for pass := 0; est > target && pass < 4; pass++ {
+				first, es, err := h.foldEvent(conv, ws, entries, pin, end, d.PromptIndex, est-target, d)
+				if err != nil {
+					return err
+				}
+				entries = es
+				if first < 0 {
+					break // nothing left to fold before end
+				}
+				if w.FirstChanged < 0 || first < w.FirstChanged {
+					w.FirstChanged = first
+				}
+				est = fixed + hyd + h.estimate(conv, ws)
+			}
+			if end == minTail || minTail >= tail {
+				break
+			}
+		}
+		return nil
+	}
+	hyd := wireHyd(h.turnHydration(conv, d.PromptIndex))
+	if est := fixed + hyd + h.estimate(conv, ws); est > budget {
+		if err := fold(est, hyd); err != nil {
 			return err
 		}
-		entries = es
-		w.FirstChanged = first
+	}
+	// The scan runs on the store as this request left it.
+	h.hydrate(conv, d)
+	hyd = wireHyd(d.HydrationText)
+	est := fixed + hyd + h.estimate(conv, ws)
+	if est > budget {
+		if err := fold(est, hyd); err != nil {
+			return err
+		}
 		est = fixed + hyd + h.estimate(conv, ws)
+	}
+	if w.FoldEvent {
+		ws.events++
 	}
 	w.Estimate = est
 	w.Events = ws.events
+	if est > budget {
+		w.OverBudget = true
+	}
 	// The dispatch.
 	idx := make([]int, 0, len(ws.folded))
 	for i := range ws.folded {
@@ -227,22 +281,45 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	if ws.block != "" {
 		w.PageTableTokens = h.wire(ws.block) + 8
 	}
+	// The hot tail starts after the last message that left it.
+	for i := range ws.folded {
+		if i >= w.TailStart {
+			w.TailStart = i + 1
+		}
+	}
+	for i := range ws.removed {
+		if i >= w.TailStart {
+			w.TailStart = i + 1
+		}
+	}
 	w.FixedTokens, w.HydrationTokens = fixed, hyd
 	for i, m := range conv {
 		switch {
 		case ws.removed[i]:
 		case i < pin:
 			w.PinnedTokens += h.cost(m)
-		case i >= tail:
-			w.TailTokens += h.cost(m)
 		case ws.folded[i]:
 			w.RecordTokens += h.recordCost(m, h.recordTextGuess(i), i)
 			w.Records++
+		case i >= w.TailStart:
+			w.TailTokens += h.cost(m)
 		default:
 			w.VerbatimTokens += h.cost(m)
 		}
 	}
 	return nil
+}
+
+// lastGroupStart is where the latest group of conv starts: its last message
+// and, when that message answers tool calls, the message holding them (a
+// tool_use / tool_result pair is never split). The hot tail never shrinks
+// below it.
+func lastGroupStart(conv []Message) int {
+	i := len(conv) - 1
+	for i > 0 && answersTool(conv[i]) {
+		i--
+	}
+	return max(i, 0)
 }
 
 // hydrationHost is the latest user (or tool-result) message: hydration goes

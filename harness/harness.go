@@ -197,6 +197,15 @@ type Dispatch struct {
 	WorkingSet *WorkingSet
 	// NewTurn is true when the prompt was not seen before (the scan ran).
 	NewTurn bool
+	// Evicted lists the nodes of earlier dispatches that this dispatch
+	// evicted before its scan: their responses had not ended
+	// (PostTurnResponse not yet called) when it began. A node is evicted
+	// once per dispatch that hydrated it, either by PostTurnResponse or by
+	// the next dispatch, whichever comes first, so the eviction of one human
+	// turn's hydration always precedes the next turn's scan (CONF-07).
+	Evicted []contextfold.Eviction
+	// seq identifies the dispatch for PostTurnResponse.
+	seq uint64
 	// Warnings explain anything that was refused or failed; the turn still
 	// goes out.
 	Warnings   []string
@@ -217,7 +226,8 @@ type Harness struct {
 	mu       sync.Mutex
 	verified map[int]uint64 // step → maphash of the payload checked against the index
 	turn     *turnState     // the hydration of the current human prompt
-	pending  map[int]bool   // hydrated and not yet evicted
+	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
+	seq      uint64         // dispatches so far
 	records  map[int]cachedStep
 	nodeOK   map[int]bool // step → its cold node verified (budget mode)
 	ws       *workset
@@ -240,12 +250,15 @@ type turnState struct {
 	dropped     []int
 	text        string
 	warnings    []string
+	// indexed is the number of steps in the recall index when the scan
+	// ran: an empty hydration is recomputed once the store holds more.
+	indexed int
 }
 
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
-		verified: map[int]uint64{}, pending: map[int]bool{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}, keyOK: map[int]uint64{}}
+		verified: map[int]uint64{}, pending: map[int]uint64{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}, keyOK: map[int]uint64{}}
 }
 
 // matchMode returns the matching mode in force.
@@ -562,24 +575,46 @@ var scrubber = sync.OnceValue(func() *scrub.Scrubber {
 })
 
 // hydrate fills in the hydration of the prompt, computing it once per human
-// turn.
+// turn. First it evicts what earlier dispatches hydrated and whose
+// responses have not ended yet (a client that sends its next request before
+// the proxy read the end of the previous response), so that the eviction of
+// a turn's hydration deterministically precedes the next scan.
+//
+// The scan of a turn is recomputed for a later request of the same turn
+// only when it found nothing and the store has gained steps since (the
+// request that first carried the prompt had not yet folded what the prompt
+// asks about): a non-empty hydration stays byte-identical for the turn.
 func (h *Harness) hydrate(conv []Message, d *Dispatch) {
+	h.seq++
+	d.seq = h.seq
+	steps := make([]int, 0, len(h.pending))
+	for step := range h.pending {
+		steps = append(steps, step)
+	}
+	sort.Ints(steps)
+	for _, step := range steps {
+		ev, err := h.store.Evict(step)
+		if err != nil {
+			d.Warnings = append(d.Warnings, "evict failed: "+err.Error())
+		} else {
+			d.Evicted = append(d.Evicted, *ev)
+		}
+		delete(h.pending, step)
+	}
 	if d.PromptIndex < 0 {
 		return
 	}
 	prompt := conv[d.PromptIndex].promptText()
 	key := maphash.String(h.seed, prompt)
 	t := h.turn
-	if t == nil || t.promptIndex != d.PromptIndex || t.promptHash != key {
-		d.NewTurn = true
-		// The next human prompt evicts whatever the last one left in.
-		for step := range h.pending {
-			if _, err := h.store.Evict(step); err != nil {
-				d.Warnings = append(d.Warnings, "evict failed: "+err.Error())
-			}
-			delete(h.pending, step)
-		}
-		t = &turnState{promptIndex: d.PromptIndex, promptHash: key}
+	indexed := len(h.entries)
+	if es, err := h.entryMap(); err == nil {
+		indexed = len(es)
+	}
+	newTurn := t == nil || t.promptIndex != d.PromptIndex || t.promptHash != key
+	if newTurn || (len(t.hydrated) == 0 && len(t.refused) == 0 && indexed > t.indexed) {
+		d.NewTurn = newTurn
+		t = &turnState{promptIndex: d.PromptIndex, promptHash: key, indexed: indexed}
 		h.scanAndHydrate(prompt, t)
 		h.turn = t
 	}
@@ -590,8 +625,19 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 	d.Warnings = append(d.Warnings, t.warnings...)
 	d.Accounting.StepsDropped = t.dropped
 	for _, n := range t.hydrated {
-		h.pending[n.StepID] = true
+		h.pending[n.StepID] = d.seq
 	}
+}
+
+// turnHydration returns the hydration text the current human turn already
+// has when conv's latest prompt is that turn's ("" for a new turn), without
+// scanning.
+func (h *Harness) turnHydration(conv []Message, prompt int) string {
+	t := h.turn
+	if t == nil || prompt < 0 || t.promptIndex != prompt || t.promptHash != maphash.String(h.seed, conv[prompt].promptText()) {
+		return ""
+	}
+	return t.text
 }
 
 func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
@@ -614,7 +660,14 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 			t.dropped = append(t.dropped, p.StepID)
 			continue
 		}
-		hy, err := match.Hydrate(h.store, p.StepID, prompt, h.matchMode())
+		// The cap actually applied: what is left of this turn's share of
+		// the budget, when it is below the policy's per-call cap, so that a
+		// node is focused on its matched lines rather than cut at its head.
+		limit := 0
+		if capTokens > 0 {
+			limit = capTokens - used
+		}
+		hy, err := match.HydrateWithin(h.store, p.StepID, prompt, h.matchMode(), limit)
 		if err != nil {
 			t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
 			t.warnings = append(t.warnings, fmt.Sprintf("step %d refused: %v", p.StepID, err))
@@ -748,7 +801,10 @@ func (d *Dispatch) apply(conv []Message) []Message {
 // PostTurnResponse ends a model call (post_turn_response): it evicts every
 // node the dispatch hydrated, and the store appends each eviction to its log
 // (CONF-07). A later call of the same human turn hydrates the same content
-// again; the next human prompt does not.
+// again; the next human prompt does not. A node that a later dispatch has
+// already evicted (its request began before this response ended: see
+// Dispatch.Evicted) is not evicted again, so a late call never evicts the
+// hydration of a newer request.
 //
 // Errors: the store's, joined; the other nodes are still evicted.
 func (h *Harness) PostTurnResponse(d *Dispatch) ([]contextfold.Eviction, error) {
@@ -757,6 +813,9 @@ func (h *Harness) PostTurnResponse(d *Dispatch) ([]contextfold.Eviction, error) 
 	var evs []contextfold.Eviction
 	var errs []error
 	for _, n := range d.Hydrated {
+		if seq, ok := h.pending[n.StepID]; !ok || seq != d.seq {
+			continue // evicted already, by a later dispatch
+		}
 		ev, err := h.store.Evict(n.StepID)
 		if err != nil {
 			errs = append(errs, err)

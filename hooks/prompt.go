@@ -68,7 +68,24 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 	if len(parts) == 0 {
 		return nil, nil // nothing verified to add; the reasons went to Diag
 	}
-	text := renderContext(parts, refused, dir, opts.maxChars())
+	var refocus func(p part, chars int) *contextfold.Hydration
+	if opts.mode() == match.Ranked {
+		// A part that does not fit its share of --max-chars is focused on
+		// its matched lines within that share, not cut at its head.
+		refocus = func(p part, chars int) *contextfold.Hydration {
+			for limit := chars; limit >= 64; limit = limit * 3 / 4 {
+				h, err := match.HydrateWithin(store, p.h.StepID, in.Prompt, match.Ranked, limit/4)
+				if err != nil || h.Windows == nil {
+					return nil // no matched line: the head, as before
+				}
+				if len16(h.Content) <= chars {
+					return h
+				}
+			}
+			return nil
+		}
+	}
+	text := renderContext(parts, refused, dir, opts.maxChars(), refocus)
 	return &Output{HookSpecificOutput: SpecificOutput{HookEventName: EventUserPromptSubmit, AdditionalContext: text}}, nil
 }
 
@@ -321,10 +338,14 @@ func len16(s string) int {
 // Whatever does not fit is cut on a line boundary (or, when a line is too
 // long, a character boundary), and a closing marker says what was left out
 // and how to fetch it.
-func renderContext(parts []part, refused []string, dir string, maxChars int) string {
+//
+// refocus, when not nil, is asked for a part whose content exceeds its share
+// (chars UTF-16 units): it returns the part's hydration focused within that
+// share (ranked focused hydration), or nil to cut the content as above.
+func renderContext(parts []part, refused []string, dir string, maxChars int, refocus func(p part, chars int) *contextfold.Hydration) string {
 	avail := maxChars
 	for range 8 { // converges in one or two rounds
-		body, cuts := layout(parts, dir, avail)
+		body, cuts := layout(parts, dir, avail, refocus)
 		marker := closingMarker(cuts, refused, dir)
 		text := body + marker
 		over := len16(text) - maxChars
@@ -354,7 +375,7 @@ type cut struct {
 // reports each node whose content was not shown whole. Parts keep their pick
 // order; the room is shared so that small parts are shown whole and the
 // large ones split what is left.
-func layout(parts []part, dir string, avail int) (string, []cut) {
+func layout(parts []part, dir string, avail int, refocus func(p part, chars int) *contextfold.Hydration) (string, []cut) {
 	const header = "[contextfold] Verified archived context for this prompt (IPCF-1.1: hydrated for this turn only; every part matched its SHA-256 hashes).\n"
 	heads := make([]string, len(parts))
 	foots := make([]string, len(parts))
@@ -399,6 +420,11 @@ func layout(parts []part, dir string, avail int) (string, []cut) {
 	b.WriteString(header)
 	for i, p := range parts {
 		h := p.h
+		if refocus != nil && len16(h.Content) > share[i] && share[i] > 0 {
+			if f := refocus(p, share[i]); f != nil {
+				h = f
+			}
+		}
 		total := utf8.RuneCountInString(h.RawContent)
 		content, _ := cutTo(h.Content, share[i])
 		shown := utf8.RuneCountInString(content)

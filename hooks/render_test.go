@@ -18,7 +18,7 @@ func TestRenderContextWithinCap(t *testing.T) {
 	}
 	parts := []part{mk(2, long), mk(0, "short prompt"), mk(5, oneLong)}
 	for max := 1; max < 12000; max += 97 {
-		got := renderContext(parts, []string{"step 9 (IntegrityCheckError)"}, "/tmp/store", max)
+		got := renderContext(parts, []string{"step 9 (IntegrityCheckError)"}, "/tmp/store", max, nil)
 		if n := len16(got); n > max {
 			t.Fatalf("max %d: %d characters", max, n)
 		}
@@ -32,7 +32,7 @@ func TestRenderContextWithinCap(t *testing.T) {
 			t.Fatalf("max %d: the short part or the fetch hint is missing:\n%s", max, got)
 		}
 	}
-	whole := renderContext(parts[1:2], nil, "/tmp/store", DefaultMaxChars)
+	whole := renderContext(parts[1:2], nil, "/tmp/store", DefaultMaxChars, nil)
 	if strings.Contains(whole, "left out") {
 		t.Errorf("nothing was left out, yet the marker says so:\n%s", whole)
 	}

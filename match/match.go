@@ -218,39 +218,84 @@ func Recall(s *contextfold.Store, query string, mode Mode) ([]contextfold.Recall
 // (Windows lists them), within 4 × cap code points (the heuristic's
 // characters per token; with an exact token counter, within cap tokens).
 // Without a matched line, Content is the reference's truncation.
+//
+// It is HydrateWithin(s, step, prompt, mode, 0).
 func Hydrate(s *contextfold.Store, step int, prompt string, mode Mode) (*contextfold.Hydration, error) {
+	return HydrateWithin(s, step, prompt, mode, 0)
+}
+
+// HydrateWithin is Hydrate under the caller's own per-call cap: maxTokens
+// (tokens of the store's token_counter), when it is positive and below the
+// policy's max_rehydration_tokens_per_call, is the cap applied instead — a
+// harness whose context budget leaves a node less room than the store's
+// policy does, or a hook whose output is capped in characters. A node over
+// the cap applied is focused on the prompt's matched lines (Ranked), or cut
+// to its first 4 × cap code points when no line matches or in Exact mode
+// (Truncated, TokenEstimate = the cap). maxTokens ≤ 0 applies the policy's
+// cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
+// policy whose caps are not numbers. Read-only (CONF-08); safe for
+// concurrent use as the store is.
+func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, maxTokens int) (*contextfold.Hydration, error) {
 	h, err := s.Hydrate(step)
-	if err != nil || mode != Ranked || !h.Truncated {
+	if err != nil {
 		return h, err
 	}
-	capTokens, _, err := limits(s)
+	if mode != Ranked && (maxTokens <= 0 || !h.Truncated && h.TokenEstimate <= maxTokens) {
+		return h, nil
+	}
+	policyCap, _, err := limits(s)
 	if err != nil {
 		return nil, err
 	}
-	ix, err := ranked.For(s)
-	if err != nil {
-		return nil, err
+	capTokens := policyCap
+	if maxTokens > 0 && float64(maxTokens) < capTokens {
+		capTokens = float64(maxTokens)
 	}
-	weights := ix.Weights(prompt, params)
 	counter := s.TokenCounter()
-	limit := int(math.Floor(capTokens * 4))
-	for limit > 0 {
-		text, wins := ranked.Focus(h.RawContent, weights, limit)
-		if wins == nil {
-			return h, nil
+	if !h.Truncated && float64(h.TokenEstimate) <= capTokens {
+		return h, nil // whole, within the cap applied
+	}
+	if mode == Ranked {
+		ix, err := ranked.For(s)
+		if err != nil {
+			return nil, err
 		}
-		n := counter.Count(text)
-		if counter.Name() == tokens.HeuristicName || n <= int(capTokens) {
-			h.Content, h.TokenEstimate = text, n
-			h.Windows = make([]contextfold.Window, len(wins))
-			for i, w := range wins {
-				h.Windows[i] = contextfold.Window{Start: w.Start, End: w.End, FirstLine: w.FirstLine, LastLine: w.LastLine}
+		weights := ix.Weights(prompt, params)
+		limit := int(math.Floor(capTokens * 4))
+		for limit > 0 {
+			text, wins := ranked.Focus(h.RawContent, weights, limit)
+			if wins == nil {
+				break
 			}
-			return h, nil
+			n := counter.Count(text)
+			if counter.Name() == tokens.HeuristicName || n <= int(capTokens) {
+				h.Content, h.TokenEstimate, h.Truncated = text, n, true
+				h.Windows = make([]contextfold.Window, len(wins))
+				for i, w := range wins {
+					h.Windows[i] = contextfold.Window{Start: w.Start, End: w.End, FirstLine: w.FirstLine, LastLine: w.LastLine}
+				}
+				return h, nil
+			}
+			limit = limit * 3 / 4
 		}
-		limit = limit * 3 / 4
+	}
+	if capTokens < policyCap || !h.Truncated {
+		// The reference's prefix truncation, at the cap applied.
+		h.Content, h.TokenEstimate, h.Truncated = prefixCodePoints(h.RawContent, int(math.Floor(capTokens*4))), int(capTokens), true
 	}
 	return h, nil
+}
+
+// prefixCodePoints returns the first n code points of s.
+func prefixCodePoints(s string, n int) string {
+	k := 0
+	for i := range s {
+		if k == n {
+			return s[:i]
+		}
+		k++
+	}
+	return s
 }
 
 func limits(s *contextfold.Store) (capTokens, budget float64, err error) {

@@ -134,11 +134,20 @@ type RequestRecord struct {
 	Stream     bool   `json:"stream"`
 	Status     int    `json:"status"` // upstream status; 499 when the client went away, 502 when the upstream failed
 	harness.Accounting
-	Messages   int              `json:"messages"`
-	Boundary   int              `json:"boundary"`
-	PromptStep int              `json:"prompt_step"`
-	NewTurn    bool             `json:"new_turn"`
-	Evicted    []int            `json:"evicted"`
+	Messages   int   `json:"messages"`
+	Boundary   int   `json:"boundary"`
+	PromptStep int   `json:"prompt_step"`
+	NewTurn    bool  `json:"new_turn"`
+	Evicted    []int `json:"evicted"`
+	// EvictedEarlier lists the nodes of earlier requests of the session
+	// that this request's dispatch evicted before its scan: the client sent
+	// it before the proxy had read the end of the earlier response.
+	EvictedEarlier []int `json:"evicted_earlier,omitempty"`
+	// OverBudget is true when the forwarded request exceeds the context
+	// budget even after folding (what cannot fold is larger: a huge pinned
+	// message, the latest message and its tool pair); the response carries
+	// an X-Contextfold-Warning.
+	OverBudget bool             `json:"over_budget,omitempty"`
 	Warnings   []string         `json:"warnings,omitempty"`
 	Observed   Observed         `json:"observed"`
 	Overhead   time.Duration    `json:"overhead_ns"` // time spent by the proxy before forwarding
@@ -195,9 +204,13 @@ type Stats struct {
 	// UnknownShape counts API requests of a shape the proxy does not know
 	// (a POST to another path, a Responses body without "input"):
 	// forwarded byte for byte with an X-Contextfold-Warning.
-	UnknownShape int             `json:"unknown_shape"`
-	Sessions     int             `json:"sessions"`
-	Recent       []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
+	UnknownShape int `json:"unknown_shape"`
+	// OverBudget counts forwarded requests over the context budget (what
+	// cannot fold — pinned messages, the latest message and its tool pair —
+	// is larger than the budget); each carried an X-Contextfold-Warning.
+	OverBudget int             `json:"over_budget"`
+	Sessions   int             `json:"sessions"`
+	Recent     []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
 }
 
 type session struct {
@@ -379,6 +392,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		st.rec.ForwardedTokens = count(out)
 	}
+	if ws := st.rec.WorkingSet; ws != nil && ws.Budget > 0 && st.rec.ForwardedTokens > ws.Budget {
+		st.rec.OverBudget = true
+		st.rec.Warnings = append(st.rec.Warnings, fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d (what cannot fold: system prompt and tools %d, pinned messages %d, hot tail %d, hydration %d tokens); raise --context-budget or shorten the pinned messages",
+			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens))
+	}
 	st.rec.Overhead = time.Since(st.start)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -421,6 +439,9 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 	st.rec.Accounting = d.Accounting
 	st.rec.Boundary, st.rec.PromptStep, st.rec.NewTurn = d.Boundary, d.PromptIndex, d.NewTurn
 	st.rec.WorkingSet = d.WorkingSet
+	for _, ev := range d.Evicted {
+		st.rec.EvictedEarlier = append(st.rec.EvictedEarlier, ev.StepID)
+	}
 	st.rec.Warnings = append(st.rec.Warnings, d.Warnings...)
 	for _, n := range d.Hydrated {
 		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256})
@@ -631,6 +652,9 @@ func (s *Server) finish(st *reqState) {
 		if len(rec.Warnings) > 0 {
 			s.stats.Warnings++
 		}
+		if rec.OverBudget {
+			s.stats.OverBudget++
+		}
 		s.stats.Recent = append(s.stats.Recent, rec)
 		if len(s.stats.Recent) > 32 {
 			s.stats.Recent = s.stats.Recent[len(s.stats.Recent)-32:]
@@ -641,7 +665,7 @@ func (s *Server) finish(st *reqState) {
 			"forwarded_tokens", rec.ForwardedTokens, "folded_tokens", rec.FoldedTokens,
 			"steps_folded", rec.StepsFolded, "hydrated_tokens", rec.HydratedTokens,
 			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused),
-			"evicted", ints(rec.Evicted), "overhead", rec.Overhead, "duration", rec.Duration}
+			"evicted", ints(rec.Evicted), "evicted_earlier", ints(rec.EvictedEarlier), "overhead", rec.Overhead, "duration", rec.Duration}
 		for _, tc := range rec.Observed.ToolCalls {
 			attrs = append(attrs, "tool_call", tc.Name)
 		}
