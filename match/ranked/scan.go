@@ -114,7 +114,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	maxIdf := ix.idf(0)
 	for _, text := range order {
 		t := best[text]
-		id, ok := ix.vocab[text]
+		id, ok := ix.termID(text)
 		df := 0
 		if ok {
 			df = ix.liveDF(id)
@@ -168,7 +168,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 
 // liveDF is the number of live docs holding term id.
 func (ix *Index) liveDF(id int32) int {
-	ps := ix.post[id]
+	ps := ix.postings(id)
 	if ix.live == len(ix.docs) {
 		return len(ps)
 	}
@@ -251,10 +251,10 @@ func (ix *Index) score(q *Query, p Params) []*match {
 			}
 		}
 		for _, t := range q.terms {
-			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.post[t.id])) > p.Common*float64(ix.live) && len(q.terms) > 1) {
+			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.postings(t.id))) > p.Common*float64(ix.live) && len(q.terms) > 1) {
 				continue
 			}
-			for _, po := range ix.post[t.id] {
+			for _, po := range ix.postings(t.id) {
 				if ix.docs[po.doc].dead {
 					continue
 				}
@@ -343,7 +343,7 @@ func (ix *Index) score(q *Query, p Params) []*match {
 // tf is the frequency of term id in doc d (binary search: postings ascend
 // by doc).
 func (ix *Index) tf(id int32, d int32) uint16 {
-	ps := ix.post[id]
+	ps := ix.postings(id)
 	i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= d })
 	if i < len(ps) && ps[i].doc == d {
 		return ps[i].tf
@@ -355,13 +355,8 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// Scan ranks the store's nodes for a prompt and chooses the ones to
-// hydrate, best first, before any budget (the caller admits them against
-// the per-turn budget). Deterministic: ties go to the newer step.
-// Safe for concurrent use.
-func (ix *Index) Scan(prompt string, p Params) *Result {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// scanLocked is Scan under ix.mu.
+func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
 	cands := ix.score(q, p)
@@ -548,7 +543,7 @@ func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
 
 func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	d := ix.docs[m.doc]
-	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: d.summary}
+	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: ix.summaryOf(m.doc)}
 	for i, t := range q.terms {
 		if m.own[i] == 0 && m.nb[i] == 0 {
 			continue
@@ -596,11 +591,8 @@ func displayTerms(q *Query) []string {
 	return out
 }
 
-// Weights returns, for focused hydration, the prompt's matchable terms and
-// their weights (idf × kind weight). Safe for concurrent use.
-func (ix *Index) Weights(prompt string, p Params) map[string]float64 {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// weightsLocked is Weights under ix.mu.
+func (ix *Index) weightsLocked(prompt string, p Params) map[string]float64 {
 	q := ix.query(prompt, p)
 	w := make(map[string]float64, len(q.terms))
 	for _, t := range q.terms {
@@ -620,13 +612,8 @@ type Hit struct {
 	Why      []string
 }
 
-// Recall ranks every node that scores at least 10 % of the best one (at
-// most p.Candidates), best first, ties to the newer step; nothing when the
-// best node does not pass the scan's cut-off (Floor, MinShare). Safe for
-// concurrent use.
-func (ix *Index) Recall(query string, p Params) []Hit {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// recallLocked is Recall under ix.mu.
+func (ix *Index) recallLocked(query string, p Params) []Hit {
 	q := ix.query(query, p)
 	cands := ix.score(q, p)
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
@@ -639,7 +626,7 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 		}
 		d := ix.docs[c.doc]
 		pk := ix.pick(q, c, c.score, nil)
-		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: d.summary, Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
+		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: ix.summaryOf(c.doc), Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
 	}
 	return out
 }
