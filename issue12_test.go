@@ -221,9 +221,12 @@ func TestSessionIDIsScrubbed(t *testing.T) {
 
 // TestSingleFoldsJournalEarly: one-process-per-turn folds (a new Store for
 // every fold, as hooks and the CLI do) stop rewriting the whole index once
-// it reaches 64 KiB: a few hundred folds rewrite it only a few dozen times,
-// and Compact leaves the index alone describing the store.
+// it reaches JournalThreshold (scaled down here to 64 KiB so that a few
+// hundred small folds pass it): they rewrite it only a few dozen times, and
+// Compact leaves the index alone describing the store.
 func TestSingleFoldsJournalEarly(t *testing.T) {
+	defer func(v int64) { JournalThreshold = v }(JournalThreshold)
+	JournalThreshold = 64 << 10
 	dir := filepath.Join(t.TempDir(), DefaultStoreDir)
 	rewrites, last := 0, uint64(0)
 	const n = 400

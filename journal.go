@@ -11,7 +11,7 @@ import (
 )
 
 // JournalFile is our extension: once recall_index.json reaches
-// JournalThreshold (64 KiB, some 50 nodes), a fold or an eviction appends
+// JournalThreshold (1 MiB, some 500–1,000 nodes), a fold or an eviction appends
 // one line to this journal (canonical JSON, fsynced) instead of rewriting
 // the whole index; the index is rewritten, and the journal emptied, every
 // JournalMaxOps operations, by 'contextfold compact', and at the end of
@@ -30,7 +30,12 @@ var (
 	// journaled instead of rewriting recall_index.json. Below it a fold
 	// rewrites an index of at most this size; above it a one-turn fold costs
 	// one appended line, and a full rewrite every JournalMaxOps operations.
-	JournalThreshold int64 = 64 << 10
+	//
+	// 1 MiB keeps every store of up to several hundred turns exactly the
+	// reference's after each fold (recall_index.json complete, no journal),
+	// which is what an interoperating tool reads, while bounding what a
+	// single fold rewrites (a 1 MiB write and fsync, a few milliseconds).
+	JournalThreshold int64 = 1 << 20
 	// JournalMaxOps is the number of journaled operations after which the
 	// index is rewritten (compacted).
 	JournalMaxOps = 256

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/proxy"
@@ -53,6 +54,13 @@ func TestWorkingSetPage(t *testing.T) {
 	sessions, _ := filepath.Glob(filepath.Join(dir, "*", "g1"))
 	if len(sessions) != 1 {
 		t.Fatalf("stores: %v", sessions)
+	}
+	// The proxy logs a request once its response is done: wait for the last.
+	logPath := filepath.Join(filepath.Dir(sessions[0]), harness.WorkingSetLogName)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(logPath); bytes.Count(b, []byte("\n")) >= requests {
+			break
+		}
 	}
 	before := hashTree(t, sessions[0])
 	s := serve(t, sessions[0], Options{})

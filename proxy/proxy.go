@@ -221,7 +221,10 @@ type reqState struct {
 	start    time.Time
 	// clientTokens is the client body's count when the dispatch measured it.
 	clientTokens int
-	once         sync.Once
+	// wsBody and wsOut are the client's and the forwarded body, for the
+	// working-set log written when the request is finished.
+	wsBody, wsOut []byte
+	once          sync.Once
 }
 
 // New returns a proxy server.
@@ -429,9 +432,7 @@ func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
 		return req.body
 	}
 	if d.WorkingSet != nil {
-		if err := s.logWorkingSet(sess, st, d, req.body, out); err != nil {
-			st.rec.Warnings = append(st.rec.Warnings, "working-set log not written: "+err.Error())
-		}
+		st.wsBody, st.wsOut = req.body, out // logged once the response is done
 	}
 	return out
 }
@@ -611,6 +612,12 @@ func (s *Server) finish(st *reqState) {
 			}
 			if err != nil {
 				st.rec.Warnings = append(st.rec.Warnings, "evict failed: "+err.Error())
+			}
+		}
+		if st.wsOut != nil && st.sess != nil {
+			// Off the request's path: the working-set log.
+			if err := s.logWorkingSet(st.sess, st, st.dispatch, st.wsBody, st.wsOut); err != nil {
+				st.rec.Warnings = append(st.rec.Warnings, "working-set log not written: "+err.Error())
 			}
 		}
 		st.rec.Duration = time.Since(st.start)

@@ -306,6 +306,9 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 	}))
 	defer up.Close()
 	var points []replayPoint
+	// The proxy finishes a request (evicts, records) after the response;
+	// the client waits for it, so that the replay is deterministic.
+	done := make(chan struct{}, 1)
 	dir := t.TempDir()
 	if d := os.Getenv("CONTEXTFOLD_REPLAY_KEEP"); d != "" {
 		dir = d // keep the session stores for a look afterwards
@@ -318,6 +321,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 				p.FoldEvent, p.Budget = r.WorkingSet.FoldEvent, r.WorkingSet.Budget
 			}
 			points = append(points, p)
+			done <- struct{}{}
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -350,6 +354,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		<-done
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: request %d: %s", rs.name, k, resp.Status)
 		}
@@ -391,6 +396,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				<-done
 				mu.Lock()
 				got := string(fwd[len(fwd)-1])
 				mu.Unlock()
@@ -619,10 +625,13 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d | %s |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt, strings.Join(ps.Missed, ", "))
 	}
-	b.WriteString("\nA missed probe is the ranked scan's choice, not the budget's: the miss (HandleFunc, in both\n" +
-		"renderings) was outscored by a node matching the question's generic words (\"line\",\n" +
-		"\"output\") and then dropped by the per-turn hydration budget (`contextfold scan --match ranked` on the\n" +
-		"kept store shows it; keep the stores with `CONTEXTFOLD_REPLAY_KEEP=<dir>`).\n")
+	b.WriteString("\nThe target (95 %) is not met. The misses are the scan's choices, not the budget's: the nodes\n" +
+		"holding the identifier are in the store and the recall index, but under ranked\n" +
+		"matching the question's generic words (\"tool\", \"output\", \"line\") outscore the one rare identifier\n" +
+		"and the per-turn hydration budget is spent first on those nodes. Exact matching on the same probes\n" +
+		"answers 15 of 17 in both renderings (missed: HandleFunc, test_should_bypass_proxies_pass_only_hostname).\n" +
+		"`contextfold scan --match ranked` on a kept store shows the picks (keep the stores with\n" +
+		"`CONTEXTFOLD_REPLAY_KEEP=<dir>`).\n")
 	b.WriteString("\nPer request (every request of each session):\n\n")
 	for _, n := range names {
 		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n| request | messages | client tokens | cached | forwarded tokens | cached | folded away | hydrated | fold event |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", n)
