@@ -187,8 +187,24 @@ func (ix *index) add(r *record) {
 	pos := int32(len(ix.recs))
 	ix.recs = append(ix.recs, r)
 	ix.byStep[r.step] = pos
-	for _, t := range matchTerms(r.idents, r.files, r.errors) {
+	// The matchable terms (matchTerms' set) without building the list: a
+	// term already posted for pos (a file name that is an identifier too,
+	// a repeated one) is skipped, since pos is the last position of every
+	// list (issue 12: a large node has hundreds of thousands of terms).
+	post := func(t string) {
+		if l := ix.post[t]; len(l) > 0 && l[len(l)-1] == pos {
+			return
+		}
 		ix.post[t] = append(ix.post[t], pos)
+	}
+	for _, t := range r.idents {
+		post(t)
+	}
+	for _, f := range r.files {
+		post(extract.FoldTerm(f))
+	}
+	for _, f := range r.errors {
+		post(extract.FoldTerm(f))
 	}
 	for _, t := range extract.Identifiers(extract.NFC(r.summary)) {
 		ix.spost[t] = append(ix.spost[t], pos)
