@@ -411,12 +411,12 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 		secs[secSummaries].WriteString(summary)
 	}
 	// Terms: the base dictionary (sorted) merged with the heap's terms.
-	heapTerms := make([]string, 0, len(ix.post)+len(ix.spost))
-	for t := range ix.post {
+	heapTerms := make([]string, 0, ix.post.len()+ix.spost.len())
+	for t := range ix.post.one {
 		heapTerms = append(heapTerms, t)
 	}
-	for t := range ix.spost {
-		if _, ok := ix.post[t]; !ok {
+	for t := range ix.spost.one {
+		if !ix.post.has(t) {
 			heapTerms = append(heapTerms, t)
 		}
 	}
@@ -437,9 +437,9 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 				l = ix.base.decodePostings(l, ix.base.slice(secPostings, off, n), summary)
 			}
 			if summary {
-				l = append(l, ix.spost[t]...)
+				l = ix.spost.appendTo(l, t)
 			} else {
-				l = append(l, ix.post[t]...)
+				l = ix.post.appendTo(l, t)
 			}
 			for i, p := range l {
 				l[i] = newPos[p]
