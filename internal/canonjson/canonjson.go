@@ -32,6 +32,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -81,11 +82,27 @@ const streamBuffer = 64 << 10
 // memory (issue 12). Errors: *UnsupportedTypeError, *InvalidNumberError,
 // or w's write error; after an error w may hold a part of the encoding.
 func WritePretty(w io.Writer, v any) error {
-	bw := bufio.NewWriterSize(w, streamBuffer)
+	bw := getWriter(w)
+	defer putWriter(bw)
 	if err := write(bw, v, 2, 0); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// writers recycles the stream buffers: a fold of many small turns hashes
+// three documents per turn, and a 64 KiB buffer each would dwarf them.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBuffer) }}
+
+func getWriter(w io.Writer) *bufio.Writer {
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(w)
+	return bw
+}
+
+func putWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	writers.Put(bw)
 }
 
 // CanonicalSHA256 returns the SHA-256 of the canonical encoding of v (the
@@ -94,7 +111,8 @@ func WritePretty(w io.Writer, v any) error {
 // (issue 12). Errors: those of [Canonical].
 func CanonicalSHA256(v any) ([sha256.Size]byte, error) {
 	h := sha256.New()
-	bw := bufio.NewWriterSize(h, streamBuffer)
+	bw := getWriter(h)
+	defer putWriter(bw)
 	var sum [sha256.Size]byte
 	if err := write(bw, v, -1, 0); err != nil {
 		return sum, err

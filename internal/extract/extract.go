@@ -434,18 +434,19 @@ func (m *pathMatcher) matchPath(i int) int {
 // best is the match end for a chain whose first segment ends at q (all
 // positions of a segment share it).
 func (m *pathMatcher) best(q int) int {
+	if q >= len(m.s) || (m.s[q] != '/' && m.s[q] != '\\') {
+		return -1 // no group ends here (most runs): nothing to memoise
+	}
 	if v, ok := m.chainBest[q]; ok {
 		return v
 	}
 	res := -1
-	if q < len(m.s) && (m.s[q] == '/' || m.s[q] == '\\') {
-		g := q + 1 // a group end: a segment starts here
-		if ok, _ := m.pathCharAt(g); ok {
-			res = m.best(m.scanRunEnd(g)) // more groups first
-		}
-		if res < 0 {
-			res = m.matchNameExt(g)
-		}
+	g := q + 1 // a group end: a segment starts here
+	if ok, _ := m.pathCharAt(g); ok {
+		res = m.best(m.scanRunEnd(g)) // more groups first
+	}
+	if res < 0 {
+		res = m.matchNameExt(g)
 	}
 	m.chainBest[q] = res
 	return res
