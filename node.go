@@ -80,6 +80,32 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// sha256HexString is sha256Hex of a string without copying it whole: a
+// payload of many megabytes is hashed through a 32 KiB buffer.
+func sha256HexString(s string) string {
+	if len(s) <= 32<<10 {
+		return sha256Hex([]byte(s))
+	}
+	h := sha256.New()
+	var buf [32 << 10]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// canonicalSHA256Hex is the hex SHA-256 of the canonical JSON of v, hashed
+// while it is encoded (issue 12: no copy of a large node's encoding).
+func canonicalSHA256Hex(v any) (string, error) {
+	sum, err := canonjson.CanonicalSHA256(v)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
+}
+
 func copyStrings(ss []string) []string {
 	if ss == nil {
 		return nil
@@ -137,7 +163,7 @@ func projectFields(t Turn) Projection {
 // hash is projection_sha256 of the fields under a folding policy hash: the
 // SHA-256 of the canonical JSON of the eight projection fields.
 func (p Projection) hash(policyHash string) (string, error) {
-	c, err := canonjson.Canonical(map[string]any{
+	return canonicalSHA256Hex(map[string]any{
 		"projection_version":  ProjectionVersion,
 		"step_id":             p.StepID,
 		"normalized_content":  p.NormalizedContent,
@@ -147,10 +173,6 @@ func (p Projection) hash(policyHash string) (string, error) {
 		"errors":              extract.SortUnique(copyStrings(p.Errors)),
 		"folding_policy_hash": policyHash,
 	})
-	if err != nil {
-		return "", err
-	}
-	return sha256Hex(c), nil
 }
 
 // buildColdNode makes the cold node of a turn (spec §5) and computes its
@@ -173,7 +195,7 @@ func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEst
 		Summary:           t.Summary,
 		RawContent:        payload,
 		NormalizedContent: proj.NormalizedContent,
-		PayloadSHA256:     sha256Hex([]byte(payload)),
+		PayloadSHA256:     sha256HexString(payload),
 		ProjectionSHA256:  proj.SHA256,
 		Identifiers:       proj.Identifiers,
 		Files:             proj.Files,
@@ -205,11 +227,9 @@ func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEst
 	for k, v := range extra {
 		doc[k] = v
 	}
-	c, err := canonjson.Canonical(doc)
-	if err != nil {
+	if n.ArtifactSHA256, err = canonicalSHA256Hex(doc); err != nil {
 		return nil, err
 	}
-	n.ArtifactSHA256 = sha256Hex(c)
 	doc["artifact_sha256"] = n.ArtifactSHA256
 	n.Doc = doc
 	return n, nil
@@ -224,11 +244,7 @@ func ArtifactHash(doc map[string]any) (string, error) {
 			m[k] = v
 		}
 	}
-	c, err := canonjson.Canonical(m)
-	if err != nil {
-		return "", err
-	}
-	return sha256Hex(c), nil
+	return canonicalSHA256Hex(m)
 }
 
 // coldNodeFromDoc reads the typed fields of a decoded cold node document.

@@ -20,9 +20,10 @@ import (
 // nodes.
 const cacheName = snapName
 
-// oldCacheNames are earlier formats' files, removed when a snapshot is
-// written.
-var oldCacheNames = []string{"ranked-index.v1"}
+// oldCacheNames are earlier formats' files (or files of an earlier
+// analysis: bump snapName and snapMagic whenever Analyze changes), removed
+// when a snapshot is written.
+var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2"}
 
 // cachePath returns the cache file of the store at dir ("" when the
 // per-user cache is disabled).

@@ -3,10 +3,10 @@ package ranked
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/contextfold/contextfold"
@@ -161,7 +161,7 @@ func TestSnapshotCorruptionIsAMiss(t *testing.T) {
 	if ix3 := load(dir); ix3 == nil || ix3.Len() != 400 {
 		t.Error("no good snapshot after the rebuild")
 	}
-	for _, b := range [][]byte{good[:len(good)-1], good[:snapHead], append([]byte("cfrank1\n"), good[8:]...), nil} {
+	for _, b := range [][]byte{good[:len(good)-1], good[:snapHead], append([]byte("cfrank2\n"), good[8:]...), nil} {
 		os.WriteFile(path, b, 0o600)
 		if load(dir) != nil {
 			t.Errorf("a bad file (%d bytes) was loaded", len(b))
