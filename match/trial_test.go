@@ -173,3 +173,39 @@ func TestRankedInstructionsHydrateNothing(t *testing.T) {
 		}
 	}
 }
+
+// Trial 4: focused hydration weighs a term by its rarity within the node
+// (a word on every line of a log counts little), places only windows
+// scoring near the best, and puts the best window first.
+func TestFocusRanksWindows(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 400}`)
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		switch {
+		case i == 1700:
+			b.WriteString("2026-11-30 batch 1700 FAILED: worker-3 checksum mismatch on part 9\n")
+		case i%40 == 0:
+			fmt.Fprintf(&b, "2026-11-30 batch %d verified checksum on worker-9 ok\n", i)
+		default:
+			fmt.Fprintf(&b, "2026-11-30 batch %d processed by worker-%d\n", i, i%7)
+		}
+	}
+	fold(t, s, contextfold.Turn{StepID: 1, Summary: "tool: reconcile", RawContent: b.String()})
+	for _, prompt := range []string{"batch 1700", "worker-3 checksum"} {
+		h, err := match.Hydrate(s, 1, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Windows) == 0 || h.Windows[0].FirstLine > 1700 || h.Windows[0].LastLine < 1700 {
+			t.Errorf("%q: first window %+v, want line 1700 (%d windows)", prompt, h.Windows, len(h.Windows))
+			continue
+		}
+		first := h.Content
+		if k := strings.Index(first[1:], "[contextfold:"); k >= 0 {
+			first = first[:k+1]
+		}
+		if !strings.Contains(first, "batch 1700 FAILED") || len(h.Windows) > 8 {
+			t.Errorf("%q: %d windows, first %q", prompt, len(h.Windows), first)
+		}
+	}
+}
