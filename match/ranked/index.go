@@ -49,6 +49,9 @@ type Index struct {
 	rank    []int32 // doc → position in order (-1: dead)
 	live    int
 	total   float64 // sum of live docs' lengths
+	// tokensTotal is the sum of live docs' token estimates (tokens), for
+	// the mean node cost of rule "cost" (Pick.Long).
+	tokensTotal float64
 	version string  // store index version the index was refreshed against
 	dir     string  // the store directory, for the cache file ("" : none)
 	unsaved int     // nodes changed since the cache file was written
@@ -173,6 +176,7 @@ func (ix *Index) kill(d int32) {
 	ix.docs[d].dead = true
 	ix.live--
 	ix.total -= ix.docs[d].length
+	ix.tokensTotal -= float64(ix.docs[d].tokens)
 	delete(ix.byStep, ix.docs[d].step)
 }
 
@@ -213,6 +217,7 @@ func (ix *Index) add(d doc, text string) {
 	ix.byStep[d.step] = id
 	ix.live++
 	ix.total += d.length
+	ix.tokensTotal += float64(d.tokens)
 }
 
 // reorder recomputes the step order of the live docs (neighbours).

@@ -219,6 +219,7 @@ func decodeIndex(data []byte) (*Index, error) {
 		ix.byStep[doc.step] = id
 		ix.live++
 		ix.total += doc.length
+		ix.tokensTotal += float64(doc.tokens)
 	}
 	if d.bad || len(d.b) != 0 || len(ix.byStep) != len(ix.docs) {
 		return nil, errBadCache
