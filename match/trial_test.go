@@ -232,7 +232,7 @@ func TestRankedLargeNodesNeedTheirCost(t *testing.T) {
 	)
 	fold(t, s, turns...)
 	for prompt, want := range map[string]int{
-		"what was the deadlock error code": 42,
+		"what was the deadlock error code":                                 42,
 		"pasted:\n07 11 15 retry\n07 11 15 plan smaller batches\n11 15 07": 46,
 	} {
 		res, err := match.Scan(s, prompt, match.Ranked)

@@ -40,22 +40,22 @@ type posting struct {
 // incrementally (a fold adds only the new nodes' postings). Safe for
 // concurrent use.
 type Index struct {
-	mu      sync.Mutex
-	vocab   map[string]int32
-	post    [][]posting
-	docs    []doc
-	byStep  map[int]int32
-	order   []int32 // live docs in ascending step order
-	rank    []int32 // doc → position in order (-1: dead)
-	live    int
-	total   float64 // sum of live docs' lengths
+	mu     sync.Mutex
+	vocab  map[string]int32
+	post   [][]posting
+	docs   []doc
+	byStep map[int]int32
+	order  []int32 // live docs in ascending step order
+	rank   []int32 // doc → position in order (-1: dead)
+	live   int
+	total  float64 // sum of live docs' lengths
 	// tokensTotal is the sum of live docs' token estimates (tokens), for
 	// the mean node cost of rule "cost" (Pick.Long).
 	tokensTotal float64
-	version string  // store index version the index was refreshed against
-	dir     string  // the store directory, for the cache file ("" : none)
-	unsaved int     // nodes changed since the cache file was written
-	read    int     // cold nodes read and analysed by Refresh (for tests)
+	version     string // store index version the index was refreshed against
+	dir         string // the store directory, for the cache file ("" : none)
+	unsaved     int    // nodes changed since the cache file was written
+	read        int    // cold nodes read and analysed by Refresh (for tests)
 
 	// scratch, reused across queries (guarded by mu)
 	acc  []float64
