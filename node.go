@@ -96,6 +96,22 @@ func sha256HexString(s string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// sortedUnique returns ss sorted and unique: ss itself when it already is
+// (extracted lists always are; issue 12: no copy of a large list), else a
+// sorted, de-duplicated copy (explicit lists stay as given). A nil or empty
+// input gives an empty slice.
+func sortedUnique(ss []string) []string {
+	for i := 1; i < len(ss); i++ {
+		if ss[i-1] >= ss[i] {
+			return extract.SortUnique(copyStrings(ss))
+		}
+	}
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
 // canonicalSHA256Hex is the hex SHA-256 of the canonical JSON of v, hashed
 // while it is encoded (issue 12: no copy of a large node's encoding).
 func canonicalSHA256Hex(v any) (string, error) {
@@ -168,9 +184,9 @@ func (p Projection) hash(policyHash string) (string, error) {
 		"step_id":             p.StepID,
 		"normalized_content":  p.NormalizedContent,
 		"identifiers":         p.Identifiers,
-		"files":               extract.SortUnique(copyStrings(p.Files)),
-		"commands":            extract.SortUnique(copyStrings(p.Commands)),
-		"errors":              extract.SortUnique(copyStrings(p.Errors)),
+		"files":               sortedUnique(p.Files),
+		"commands":            sortedUnique(p.Commands),
+		"errors":              sortedUnique(p.Errors),
 		"folding_policy_hash": policyHash,
 	})
 }
