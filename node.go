@@ -81,15 +81,18 @@ func sha256Hex(b []byte) string {
 }
 
 // sha256HexString is sha256Hex of a string without copying it whole: a
-// payload of many megabytes is hashed through a 32 KiB buffer.
+// payload of many megabytes is hashed through a 32 KiB buffer, a small
+// one from the stack.
 func sha256HexString(s string) string {
-	if len(s) <= 32<<10 {
-		return sha256Hex([]byte(s))
+	var small [4 << 10]byte
+	if len(s) <= len(small) { // the common turn: no allocation
+		n := copy(small[:], s)
+		return sha256Hex(small[:n])
 	}
 	h := sha256.New()
-	var buf [32 << 10]byte
+	buf := make([]byte, 32<<10)
 	for len(s) > 0 {
-		n := copy(buf[:], s)
+		n := copy(buf, s)
 		h.Write(buf[:n])
 		s = s[n:]
 	}
