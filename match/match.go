@@ -18,6 +18,7 @@
 package match
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -73,17 +74,36 @@ func modeList() string {
 
 // StoreMode returns the mode the store's settings ask for: Ranked when
 // store_settings.json holds {"matching": "ranked"}, else Exact (also when
-// the value is not a known mode name).
+// the value is not a known mode name; StoreModeOf reports that as an
+// error, and the command line uses it).
 func StoreMode(s *contextfold.Store) Mode {
-	v, ok := s.Setting(SettingKey)
-	if !ok {
+	m, err := StoreModeOf(s)
+	if err != nil {
 		return Exact
 	}
-	name, _ := v.(string)
-	if m, err := ParseMode(name); err == nil {
-		return m
+	return m
+}
+
+// StoreModeOf returns the mode the store's settings ask for: the
+// "matching" value of store_settings.json, Exact when the key is absent. A
+// value that is not a mode name (a string other than exact or ranked, or
+// not a string) is a *contextfold.StoreFileError naming the file, wrapping
+// ErrUnknownMode, whose message names the value and the modes.
+func StoreModeOf(s *contextfold.Store) (Mode, error) {
+	v, ok := s.Setting(SettingKey)
+	if !ok {
+		return Exact, nil
 	}
-	return Exact
+	name, isString := v.(string)
+	if isString {
+		if m, err := ParseMode(name); err == nil {
+			return m, nil
+		}
+	}
+	val, _ := json.Marshal(v)
+	return "", &contextfold.StoreFileError{File: filepath.Join(s.Dir(), contextfold.SettingsFile),
+		Err:    fmt.Errorf("%w %s in %q", ErrUnknownMode, val, SettingKey),
+		Remedy: fmt.Sprintf("set %q to one of %s, or remove the key (exact)", SettingKey, modeList())}
 }
 
 // params are the ranked scorer's constants used by this package.

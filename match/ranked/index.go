@@ -182,7 +182,7 @@ func (ix *Index) add(d doc, text string) {
 	var terms []int32
 	n := 0
 	analyzeInto(text, func(t Term) {
-		if t.Kind != KindFuzzy && t.Kind != KindCompound {
+		if t.Kind != KindFuzzy && t.Kind != KindCompound && t.Kind != KindPlain {
 			n++
 		}
 		tid, ok := ix.vocab[t.Text]
@@ -236,18 +236,21 @@ func (ix *Index) reorder() {
 	}
 }
 
-// neighbours returns the live docs just before and after d in step order
-// (-1 when none).
+// neighbours returns the live docs of the adjacent steps, step−1 and
+// step+1 (-1 when that step is not indexed): neighbour credit never crosses
+// a gap of step ids (an ingested call and its result, a question and its
+// answer, are consecutive steps; a node 56 steps away is another turn).
 func (ix *Index) neighbours(d int32) (prev, next int32) {
 	prev, next = -1, -1
 	r := ix.rank[d]
 	if r < 0 {
 		return
 	}
-	if r > 0 {
+	step := ix.docs[d].step
+	if r > 0 && ix.docs[ix.order[r-1]].step == step-1 {
 		prev = ix.order[r-1]
 	}
-	if int(r)+1 < len(ix.order) {
+	if int(r)+1 < len(ix.order) && ix.docs[ix.order[r+1]].step == step+1 {
 		next = ix.order[r+1]
 	}
 	return

@@ -22,14 +22,14 @@ import (
 // another format version is a miss: the index is rebuilt from the cold
 // nodes.
 //
-// Layout (little-endian; uvarint lengths): magic "cfrank1\n", the SHA-256
+// Layout (little-endian; uvarint lengths): magic "cfrank2\n", the SHA-256
 // of the rest, then the store version string, the vocabulary (count, then
 // each term), and the documents (count, then each: step as zig-zag varint,
 // artifact, tokens, length×1000, flags, summary, specific term ids, term
 // ids with their frequencies).
 const (
-	cacheName  = "ranked-index.v1"
-	cacheMagic = "cfrank1\n"
+	cacheName  = "ranked-index.v2"
+	cacheMagic = "cfrank2\n"
 )
 
 // cachePath returns the cache file of the store at dir ("" when the

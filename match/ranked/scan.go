@@ -88,6 +88,62 @@ type Query struct {
 	// the highest idf for each unknown word.
 	info float64
 	all  []string // every distinct term text of the prompt, for display
+	// words is the number of the prompt's content words (distinct sources
+	// of its primary terms), unknown those of them no node holds in any
+	// form (rule "news to the archive").
+	words, unknown int
+	// instruction: the prompt asks for new work (rule "instructions").
+	instruction bool
+}
+
+// newWork are the imperative verbs that open a request for new work
+// (English, Spanish, Turkish): "write the README", "crea un test", "yaz".
+var newWork = map[string]bool{}
+
+// leadFiller are the words that may come before such a verb ("now write",
+// "ok, please add", "ahora escribe").
+var leadFiller = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("write add create implement generate draft compose make design scaffold build produce escribe escribir crea crear añade añadir agrega genera implementa redacta yaz oluştur ekle üret") {
+		newWork[w] = true
+	}
+	for _, w := range strings.Fields("now please pls ok okay so then and next also great thanks cool alright right fine let's lets just can could you ahora por favor vale bueno şimdi lütfen tamam") {
+		leadFiller[w] = true
+	}
+}
+
+// isInstruction reports whether the prompt opens, after filler, with a
+// verb of new work.
+func isInstruction(prompt string) bool {
+	n := 0
+	for _, f := range strings.FieldsFunc(prompt, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
+		if n++; n > 8 {
+			return false
+		}
+		w := strings.ToLower(f)
+		if leadFiller[w] {
+			continue
+		}
+		return newWork[w]
+	}
+	return false
+}
+
+// smallStore is the store size below which the Floor shrinks (rule "small
+// stores"): in a store of N < smallStore nodes the highest idf is
+// idf_N(0) < idf_smallStore(0), and every weight shrinks with it (a term of
+// the only node of a one-node store weighs log(1 + 0.5/1.5) ≈ 0.29), so
+// the Floor is scaled by idf_N(0) / idf_smallStore(0): a store of one node
+// is judged in the units it has. The ranking itself keeps the plain idf.
+const smallStore = 20
+
+// floor is p.Floor in the store's idf units (see smallStore).
+func (ix *Index) floor(p Params) float64 {
+	if ix.live >= smallStore {
+		return p.Floor
+	}
+	return p.Floor * ix.idf(0) / math.Log(1+(smallStore+0.5)/0.5)
 }
 
 func (ix *Index) idf(df int) float64 {
@@ -100,7 +156,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	q := &Query{}
 	best := map[string]Term{}
 	var order []string
-	analyzeInto(prompt, func(t Term) {
+	analyzeQuery(prompt, func(t Term) {
 		old, ok := best[t.Text]
 		if !ok {
 			order = append(order, t.Text)
@@ -134,13 +190,31 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			continue
 		}
 		w := kindWeight[t.Kind] * ix.idf(df)
-		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart,
+		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: !secondary(t.Kind),
 			special: t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))})
-		if t.Kind != KindFuzzy && t.Kind != KindPart {
+		if !secondary(t.Kind) {
 			q.info += w
 		}
 	}
 	q.all = order
+	// Content words, known or not.
+	known := map[string]bool{}
+	for _, t := range q.terms {
+		known[t.src] = true
+	}
+	counted := map[string]bool{}
+	for _, text := range order {
+		t := best[text]
+		if secondary(t.Kind) || counted[t.Src] {
+			continue
+		}
+		counted[t.Src] = true
+		q.words++
+		if !known[t.Src] {
+			q.unknown++
+		}
+	}
+	q.instruction = isInstruction(prompt)
 	// The rarest terms first; ties by text (deterministic).
 	sort.Slice(q.terms, func(a, b int) bool {
 		if q.terms[a].weight != q.terms[b].weight {
@@ -525,13 +599,27 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // (an identifier is evidence, even in a store so small that no term is
 // rare), or it scores at least Floor and holds at least MinShare of the
 // prompt's information.
+//
+// A match on one content word alone is weak: it passes neither when the
+// prompt is an instruction about new work ("now write the README": the
+// word exists in the archive, the prompt asks for something new; rule
+// "instructions"), nor when most of the prompt's content words
+// are news to the archive ("write a haiku about autumn leaves": the
+// archive never saw haiku or autumn; rule "news to the archive").
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
+	groups := map[int]bool{}
 	for i, t := range q.terms {
-		if t.special && m.own[i] > 0 {
-			return true
+		if m.own[i] > 0 || m.nb[i] > 0 {
+			if t.special && m.own[i] > 0 {
+				return true
+			}
+			groups[t.group] = true
 		}
 	}
-	return m.score >= p.Floor && m.score >= p.MinShare*q.info
+	if len(groups) <= 1 && (q.instruction || (q.words >= 2 && 2*q.unknown > q.words)) {
+		return false
+	}
+	return m.score >= ix.floor(p) && m.score >= p.MinShare*q.info
 }
 
 // superseded reports whether a newer candidate holds every primary term c
@@ -563,6 +651,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " (prefix of " + strconv.Quote(t.src) + ")"
 		case KindCJK:
 			why += " (CJK bigram)"
+		case KindPlain:
+			why += " (without accents, of " + strconv.Quote(t.src) + ")"
 		default:
 			if !strings.EqualFold(t.src, t.text) && t.src != "" {
 				why += " (stem of " + strconv.Quote(t.src) + ")"
