@@ -81,19 +81,38 @@ func sha256Hex(b []byte) string {
 }
 
 // sha256HexString is sha256Hex of a string without copying it whole: a
-// payload of many megabytes is hashed through a 32 KiB buffer.
+// payload of many megabytes is hashed through a 32 KiB buffer, a small
+// one from the stack.
 func sha256HexString(s string) string {
-	if len(s) <= 32<<10 {
-		return sha256Hex([]byte(s))
+	var small [4 << 10]byte
+	if len(s) <= len(small) { // the common turn: no allocation
+		n := copy(small[:], s)
+		return sha256Hex(small[:n])
 	}
 	h := sha256.New()
-	var buf [32 << 10]byte
+	buf := make([]byte, 32<<10)
 	for len(s) > 0 {
-		n := copy(buf[:], s)
+		n := copy(buf, s)
 		h.Write(buf[:n])
 		s = s[n:]
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sortedUnique returns ss sorted and unique: ss itself when it already is
+// (extracted lists always are; issue 12: no copy of a large list), else a
+// sorted, de-duplicated copy (explicit lists stay as given). A nil or empty
+// input gives an empty slice.
+func sortedUnique(ss []string) []string {
+	for i := 1; i < len(ss); i++ {
+		if ss[i-1] >= ss[i] {
+			return extract.SortUnique(copyStrings(ss))
+		}
+	}
+	if ss == nil {
+		return []string{}
+	}
+	return ss
 }
 
 // canonicalSHA256Hex is the hex SHA-256 of the canonical JSON of v, hashed
@@ -168,9 +187,9 @@ func (p Projection) hash(policyHash string) (string, error) {
 		"step_id":             p.StepID,
 		"normalized_content":  p.NormalizedContent,
 		"identifiers":         p.Identifiers,
-		"files":               extract.SortUnique(copyStrings(p.Files)),
-		"commands":            extract.SortUnique(copyStrings(p.Commands)),
-		"errors":              extract.SortUnique(copyStrings(p.Errors)),
+		"files":               sortedUnique(p.Files),
+		"commands":            sortedUnique(p.Commands),
+		"errors":              sortedUnique(p.Errors),
 		"folding_policy_hash": policyHash,
 	})
 }

@@ -118,7 +118,10 @@ func SetRankedParams(p ranked.Params) { params = p }
 // Ranked: the ranked picks, best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains;
-// the others are Dropped). Each ranked pick carries its Score and Why.
+// the others are Dropped; so is a long pick (over 4 × the store's mean node)
+// costing more than a quarter of the budget that holds no specific prompt term and a share of the prompt's
+// information below its share of the budget, rule "cost"). Each ranked
+// pick carries its Score and Why.
 func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResult, error) {
 	if mode != Ranked {
 		return s.Scan(prompt)
@@ -138,6 +141,16 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	for _, p := range r.Picks {
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
+		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean
+		// node) that would take more than a quarter of the per-turn
+		// budget must hold a specific term of the prompt, or a
+		// share of the prompt's information at least its share of the
+		// budget: a 2,410-token file read matched on "code" alone does not
+		// spend the turn's budget.
+		if p.Long && cost > budget/4 && !p.Special && p.Share < cost/budget {
+			res.Dropped = append(res.Dropped, pick)
+			continue
+		}
 		// A companion (the neighbour of a pick) goes only with its pick.
 		if (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])) {
 			admitted[p.Step] = true

@@ -173,3 +173,79 @@ func TestRankedInstructionsHydrateNothing(t *testing.T) {
 		}
 	}
 }
+
+// Trial 4: focused hydration weighs a term by its rarity within the node
+// (a word on every line of a log counts little), places only windows
+// scoring near the best, and puts the best window first.
+func TestFocusRanksWindows(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 400}`)
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		switch {
+		case i == 1700:
+			b.WriteString("2026-11-30 batch 1700 FAILED: worker-3 checksum mismatch on part 9\n")
+		case i%40 == 0:
+			fmt.Fprintf(&b, "2026-11-30 batch %d verified checksum on worker-9 ok\n", i)
+		default:
+			fmt.Fprintf(&b, "2026-11-30 batch %d processed by worker-%d\n", i, i%7)
+		}
+	}
+	fold(t, s, contextfold.Turn{StepID: 1, Summary: "tool: reconcile", RawContent: b.String()})
+	for _, prompt := range []string{"batch 1700", "worker-3 checksum"} {
+		h, err := match.Hydrate(s, 1, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Windows) == 0 || h.Windows[0].FirstLine > 1700 || h.Windows[0].LastLine < 1700 {
+			t.Errorf("%q: first window %+v, want line 1700 (%d windows)", prompt, h.Windows, len(h.Windows))
+			continue
+		}
+		first := h.Content
+		if k := strings.Index(first[1:], "[contextfold:"); k >= 0 {
+			first = first[:k+1]
+		}
+		if !strings.Contains(first, "batch 1700 FAILED") || len(h.Windows) > 8 {
+			t.Errorf("%q: %d windows, first %q", prompt, len(h.Windows), first)
+		}
+	}
+}
+
+// Trial 2: a large node matched on one generic word, or on bare small
+// numbers, does not win over (or spend the budget of) the small node that
+// holds the prompt's rarer words.
+func TestRankedLargeNodesNeedTheirCost(t *testing.T) {
+	s := newStore(t, "")
+	var turns []contextfold.Turn
+	for i := 1; i <= 30; i++ {
+		turns = append(turns, contextfold.Turn{StepID: i, Summary: fmt.Sprint("turn ", i), RawContent: fmt.Sprintf("go test ./pkg%d ok", i)})
+	}
+	var read, log strings.Builder
+	for i := 0; i < 400; i++ {
+		fmt.Fprintf(&read, "// code path %d: the code below handles code review notes and code owners\n", i)
+		fmt.Fprintf(&log, "2026-11-30 07:11:15 step %d finished in 07 11 15 ms\n", i)
+	}
+	turns = append(turns,
+		contextfold.Turn{StepID: 40, Summary: "Read docs/guide.md", RawContent: read.String()},
+		contextfold.Turn{StepID: 42, Summary: "migration", RawContent: "ERROR: deadlock detected while migrating ledger rows"},
+		contextfold.Turn{StepID: 44, Summary: "cat run.log", RawContent: log.String()},
+		contextfold.Turn{StepID: 46, Summary: "retry plan", RawContent: "plan: retry the ledger migration with smaller batches"},
+	)
+	fold(t, s, turns...)
+	for prompt, want := range map[string]int{
+		"what was the deadlock error code":                                 42,
+		"pasted:\n07 11 15 retry\n07 11 15 plan smaller batches\n11 15 07": 46,
+	} {
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Selected) == 0 || res.Selected[0].StepID != want {
+			t.Errorf("%.30q selected %v, want %d first", prompt, steps(res.Selected), want)
+		}
+		for _, p := range res.Selected {
+			if p.StepID == 40 || p.StepID == 44 {
+				t.Errorf("%.30q hydrates the large node %d on generic terms: %v", prompt, p.StepID, p.Why)
+			}
+		}
+	}
+}

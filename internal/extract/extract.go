@@ -134,9 +134,15 @@ func (c *collector) add(s string) {
 	}
 }
 
-// result is the sorted, unique list, each string a copy of its own.
+// result is the sorted, unique list, each string a copy of its own, in a
+// slice of its own length (the working list may be twice as long, and the
+// result is kept with the cold node).
 func (c *collector) result() []string {
 	out := SortUnique(c.ss)
+	if cap(out) > len(out)+len(out)/8+16 {
+		out = append(make([]string, 0, len(out)), out...)
+	}
+	c.ss = nil
 	for i, s := range out {
 		out[i] = strings.Clone(s)
 	}

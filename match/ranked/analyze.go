@@ -49,6 +49,10 @@ const (
 	// one (口是 of 端口是多少, 为死 of 因为死锁): rarely a word, so a
 	// secondary form.
 	KindCJKEdge
+	// KindNumber is a bare number of one or two digits (07, 11, 15): a
+	// time, a date or a count that every log repeats, so it weighs less
+	// than a word and is never a specific term (rule "small numbers").
+	KindNumber
 )
 
 // secondary reports whether terms of kind k are extra forms of a word that
@@ -76,7 +80,7 @@ func plain(w string) string {
 }
 
 // kindWeight is the query-side weight of a matched term of each kind.
-var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35}
+var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35, KindNumber: 0.3}
 
 // fuzzyPrefix marks fuzzy terms so that they never collide with words.
 const fuzzyPrefix = "\x01"
@@ -169,6 +173,13 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 		whole := extract.FoldTerm(c)
 		if utf8.RuneCountInString(whole) <= 200 {
 			emit(Term{whole, KindCompound, c})
+			// A dotted version also yields its shorter versions
+			// (20.27.1 → 20.27), so that "20.27" finds "20.27.1".
+			if vs := strings.Split(whole, "."); len(vs) > 2 && allDigits(strings.Join(vs, "")) {
+				for k := len(vs) - 1; k >= 2; k-- {
+					emit(Term{strings.Join(vs[:k], "."), KindCompound, c})
+				}
+			}
 			// A path also yields its last element (ingest/x/foo.go → foo.go)
 			// and a file:line reference its file (app.py:42 → app.py).
 			if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") {
@@ -234,7 +245,10 @@ func (a *analyzer) word(w string, emit func(Term)) {
 	parts := identifierParts(w)
 	if hasDigit(folded) && len(parts) <= 1 {
 		// A number or an alphanumeric token (v12, 5433, e2e): as written.
-		if len(folded) >= 2 {
+		switch {
+		case len(folded) == 2 && allDigits(folded):
+			emit(Term{folded, KindNumber, w})
+		case len(folded) >= 2:
 			emit(Term{folded, KindWord, w})
 		}
 		return

@@ -42,19 +42,22 @@ type posting struct {
 // incrementally (a fold adds only the new nodes' postings). Safe for
 // concurrent use.
 type Index struct {
-	mu      sync.Mutex
-	vocab   map[string]int32
-	post    [][]posting
-	docs    []doc
-	byStep  map[int]int32
-	order   []int32 // live docs in ascending step order
-	rank    []int32 // doc → position in order (-1: dead)
-	live    int
-	total   float64 // sum of live docs' lengths
-	version string  // store index version the index was refreshed against
-	dir     string  // the store directory, for the cache file ("" : none)
-	unsaved int     // nodes changed since the cache file was written
-	read    int     // cold nodes read and analysed by Refresh (for tests)
+	mu     sync.Mutex
+	vocab  map[string]int32
+	post   [][]posting
+	docs   []doc
+	byStep map[int]int32
+	order  []int32 // live docs in ascending step order
+	rank   []int32 // doc → position in order (-1: dead)
+	live   int
+	total  float64 // sum of live docs' lengths
+	// tokensTotal is the sum of live docs' token estimates (tokens), for
+	// the mean node cost of rule "cost" (Pick.Long).
+	tokensTotal float64
+	version     string // store index version the index was refreshed against
+	dir         string // the store directory, for the cache file ("" : none)
+	unsaved     int    // nodes changed since the cache file was written
+	read        int    // cold nodes read and analysed by Refresh (for tests)
 
 	// The snapshot the index was opened from (nil: none). Docs 0..base-1
 	// are its nodes (ascending step) and term ids 0..nterms-1 its
@@ -171,7 +174,7 @@ func (ix *Index) recoverSnapshot() bool {
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
 	ix.post, ix.docs, ix.order, ix.rank = nil, nil, nil, nil
-	ix.live, ix.total, ix.version, ix.unsaved = 0, 0, "", 0
+	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
 	ix.acc, ix.tmp, ix.seen = nil, nil, nil
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	if ix.src != nil {
@@ -350,6 +353,7 @@ func (ix *Index) kill(d int32) {
 	ix.docs[d].dead = true
 	ix.live--
 	ix.total -= ix.docs[d].length
+	ix.tokensTotal -= float64(ix.docs[d].tokens)
 	delete(ix.byStep, ix.docs[d].step)
 }
 
@@ -395,6 +399,7 @@ func (ix *Index) add(d doc, text string) {
 	ix.byStep[d.step] = id
 	ix.live++
 	ix.total += d.length
+	ix.tokensTotal += float64(d.tokens)
 }
 
 // reorder recomputes the step order of the live docs (neighbours).

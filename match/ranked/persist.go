@@ -23,7 +23,7 @@ const cacheName = snapName
 // oldCacheNames are earlier formats' files (or files of an earlier
 // analysis: bump snapName and snapMagic whenever Analyze changes), removed
 // when a snapshot is written.
-var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2"}
+var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2", "ranked-index.v3"}
 
 // cachePath returns the cache file of the store at dir ("" when the
 // per-user cache is disabled).

@@ -184,7 +184,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			switch {
 			case t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)):
 				q.info += kindWeight[t.Kind] * maxIdf
-			case t.Kind == KindWord || t.Kind == KindCJK:
+			case t.Kind == KindWord || t.Kind == KindCJK || t.Kind == KindNumber:
 				q.info += kindWeight[t.Kind] * maxIdf * p.UnknownWord
 			}
 			continue
@@ -275,6 +275,10 @@ type match struct {
 	mask  uint64    // primary terms held by the node itself
 }
 
+// longNode: a node over this many times the store's mean token estimate
+// is long (Pick.Long).
+const longNode = 4
+
 // Pick is one node chosen by a ranked scan, or left out by it.
 type Pick struct {
 	Step    int
@@ -283,6 +287,15 @@ type Pick struct {
 	Why     []string // how each matched (see the rules on Params)
 	Tokens  int      // the node's token_estimate
 	Summary string
+	// Share is the share of the prompt's information (Query.info) that the
+	// node holds itself, 0 to 1; Special: it holds a specific term of the
+	// prompt itself (a path, an identifier, a number of 3+ digits). The
+	// caller weighs them against the pick's cost (rule "cost").
+	Share   float64
+	Special bool
+	// Long: the node's token_estimate is over longNode × the mean of the
+	// store's nodes (a file read, a build log).
+	Long bool
 	// IsCompanion: chosen as the companion of the pick at step CompanionOf
 	// (its neighbour; conversation structure), not on its own merits.
 	CompanionOf int
@@ -632,6 +645,20 @@ func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
 func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	d := ix.docs[m.doc]
 	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: ix.summaryOf(m.doc)}
+	pk.Long = float64(d.tokens) > longNode*ix.tokensTotal/float64(max(ix.live, 1))
+	held := map[int]float64{}
+	for i, t := range q.terms {
+		if m.own[i] > 0 && !secondary(t.kind) {
+			held[t.group] = math.Max(held[t.group], t.weight)
+			pk.Special = pk.Special || t.special
+		}
+	}
+	for _, w := range held {
+		pk.Share += w
+	}
+	if q.info > 0 {
+		pk.Share = math.Min(1, pk.Share/q.info)
+	}
 	for i, t := range q.terms {
 		if m.own[i] == 0 && m.nb[i] == 0 {
 			continue

@@ -19,7 +19,7 @@ import (
 // snapshot's, postings appended after the snapshot's); Refresh rewrites
 // (compacts) the snapshot when the delta grows (see saveEvery).
 //
-// Layout (little-endian): a header of snapHead bytes (magic "cfrank3\n",
+// Layout (little-endian): a header of snapHead bytes (magic "cfrank4\n",
 // node count n, term count T, total length (float64 bits), body length,
 // ten sections as (offset, length) in the body, the CRC-32C of the chunk
 // table, the CRC-32C of the header before it), the chunk table (one
@@ -40,8 +40,8 @@ import (
 // marks the snapshot bad and the index is rebuilt from the cold nodes (a
 // miss, never a wrong answer: see Index.recoverSnapshot).
 const (
-	snapName  = "ranked-index.v3"
-	snapMagic = "cfrank3\n"
+	snapName  = "ranked-index.v4"
+	snapMagic = "cfrank4\n"
 	snapChunk = 64 << 10
 	snapSecs  = 10
 	snapHead  = 8 + 4*8 + snapSecs*16 + 4 + 4
@@ -276,6 +276,7 @@ func decodeSnapshot(data []byte) (*Index, error) {
 			return nil, errBadCache
 		}
 		sum += d.length
+		ix.tokensTotal += float64(d.tokens)
 	}
 	if sum != s.total {
 		return nil, errBadCache
