@@ -646,7 +646,7 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	d := ix.docs[m.doc]
 	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: ix.summaryOf(m.doc)}
 	pk.Long = float64(d.tokens) > longNode*ix.tokensTotal/float64(max(ix.live, 1))
-	held := map[int]float64{}
+	held := make([]float64, q.groups) // by group: a deterministic sum order
 	for i, t := range q.terms {
 		if m.own[i] > 0 && !secondary(t.kind) {
 			held[t.group] = math.Max(held[t.group], t.weight)
