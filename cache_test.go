@@ -84,7 +84,7 @@ func TestCacheRoundTrip(t *testing.T) {
 		if summary {
 			m = parsed.spost
 		}
-		for term := range m {
+		for term := range m.one {
 			a := steps(parsed, parsed.appendPostings(nil, term, summary))
 			b := steps(cached, cached.appendPostings(nil, term, summary))
 			if !reflect.DeepEqual(sortedInts(a), sortedInts(b)) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -126,11 +127,6 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			s.ix = nil
 			return nil, err
 		}
-		data, err := canonjson.Pretty(n.Doc)
-		if err != nil {
-			s.ix = nil
-			return nil, err
-		}
 		path := s.NodePath(t.StepID)
 		// A file already there but not indexed is an orphan (a fold that
 		// crashed before its index update, or a hand-made file). Folded
@@ -153,7 +149,9 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
-		if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+		// The pretty encoding is streamed to the file (issue 12: a large
+		// node is never held whole in memory besides its document).
+		if err := fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error { return canonjson.WritePretty(w, n.Doc) }); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
 		}

@@ -101,13 +101,13 @@ var standardKeys = map[string]bool{
 // materialised yet (see rec); once materialised, the record is the truth
 // (an eviction marks it).
 type index struct {
-	header map[string]any     // every top-level key but "nodes"
-	base   *baseIndex         // nil: no snapshot, every record is on the heap
-	nb     int                // records in base
-	recs   []*record          // by position; see the invariant above
-	byStep map[int]int32      // step id → position, heap records only
-	post   map[string][]int32 // matchable term → heap positions, ascending
-	spost  map[string][]int32 // summary identifier → heap positions, ascending
+	header map[string]any // every top-level key but "nodes"
+	base   *baseIndex     // nil: no snapshot, every record is on the heap
+	nb     int            // records in base
+	recs   []*record      // by position; see the invariant above
+	byStep map[int]int32  // step id → position, heap records only
+	post   postings       // matchable term → heap positions, ascending
+	spost  postings       // summary identifier → heap positions, ascending
 
 	scratch []uint64 // per-position work array of Scan and Recall (len()*words)
 	// postBuf and visitBuf are scan buffers reused across scans, so that a
@@ -119,8 +119,8 @@ func newIndex(createdAt string) *index {
 	ix := &index{
 		header: map[string]any{"ipcf_version": IPCFVersion, "projection_version": ProjectionVersion},
 		byStep: map[int]int32{},
-		post:   map[string][]int32{},
-		spost:  map[string][]int32{},
+		post:   newPostings(),
+		spost:  newPostings(),
 	}
 	if createdAt != "" {
 		ix.header["created_at"] = createdAt
@@ -187,11 +187,21 @@ func (ix *index) add(r *record) {
 	pos := int32(len(ix.recs))
 	ix.recs = append(ix.recs, r)
 	ix.byStep[r.step] = pos
-	for _, t := range matchTerms(r.idents, r.files, r.errors) {
-		ix.post[t] = append(ix.post[t], pos)
+	// The matchable terms (matchTerms' set) without building the list: a
+	// term already posted for pos (a file name that is an identifier too,
+	// a repeated one) is skipped by postings.add (issue 12: a large node
+	// has hundreds of thousands of terms).
+	for _, t := range r.idents {
+		ix.post.add(t, pos)
+	}
+	for _, f := range r.files {
+		ix.post.add(extract.FoldTerm(f), pos)
+	}
+	for _, f := range r.errors {
+		ix.post.add(extract.FoldTerm(f), pos)
 	}
 	for _, t := range extract.Identifiers(extract.NFC(r.summary)) {
-		ix.spost[t] = append(ix.spost[t], pos)
+		ix.spost.add(t, pos)
 	}
 }
 
@@ -201,9 +211,9 @@ func (ix *index) add(r *record) {
 func (ix *index) appendPostings(dst []int32, t string, summary bool) []int32 {
 	dst = ix.base.appendPostings(dst, t, summary)
 	if summary {
-		return append(dst, ix.spost[t]...)
+		return ix.spost.appendTo(dst, t)
 	}
-	return append(dst, ix.post[t]...)
+	return ix.post.appendTo(dst, t)
 }
 
 // recordFromNode builds the record of a freshly folded node. maxIdents > 0

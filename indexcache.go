@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -410,19 +411,19 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 		secs[secSummaries].WriteString(summary)
 	}
 	// Terms: the base dictionary (sorted) merged with the heap's terms.
-	heapTerms := make([]string, 0, len(ix.post)+len(ix.spost))
-	for t := range ix.post {
+	heapTerms := make([]string, 0, ix.post.len()+ix.spost.len())
+	for t := range ix.post.one {
 		heapTerms = append(heapTerms, t)
 	}
-	for t := range ix.spost {
-		if _, ok := ix.post[t]; !ok {
+	for t := range ix.spost.one {
+		if !ix.post.has(t) {
 			heapTerms = append(heapTerms, t)
 		}
 	}
 	sort.Strings(heapTerms)
 	var lists [2][]int32
 	var buf []byte
-	var dfs []int // by term number: nodes holding the term
+	dfs := make([]int, 0, ix.base.termCount()+len(heapTerms)) // by term number: nodes holding the term
 	emit := func(t string, baseTerm int) {
 		var r [8]byte
 		le.PutUint32(r[:], uint32(secs[secTerms].Len()))
@@ -436,14 +437,14 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 				l = ix.base.decodePostings(l, ix.base.slice(secPostings, off, n), summary)
 			}
 			if summary {
-				l = append(l, ix.spost[t]...)
+				l = ix.spost.appendTo(l, t)
 			} else {
-				l = append(l, ix.post[t]...)
+				l = ix.post.appendTo(l, t)
 			}
 			for i, p := range l {
 				l[i] = newPos[p]
 			}
-			sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+			slices.Sort(l) // no allocation per term (issue 12)
 			buf = binary.AppendUvarint(buf[:0], uint64(len(l)))
 			prev := int32(-1)
 			for _, p := range l {
@@ -492,6 +493,7 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 		le.PutUint64(out[40+16*i:], uint64(len(out)))
 		le.PutUint64(out[48+16*i:], uint64(secs[i].Len()))
 		out = append(out, secs[i].Bytes()...)
+		secs[i] = bytes.Buffer{} // copied: collectable now (issue 12)
 	}
 	var crcs []byte
 	for lo := cacheHead; lo < len(out); lo += cacheChunk {

@@ -80,6 +80,51 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// sha256HexString is sha256Hex of a string without copying it whole: a
+// payload of many megabytes is hashed through a 32 KiB buffer, a small
+// one from the stack.
+func sha256HexString(s string) string {
+	var small [4 << 10]byte
+	if len(s) <= len(small) { // the common turn: no allocation
+		n := copy(small[:], s)
+		return sha256Hex(small[:n])
+	}
+	h := sha256.New()
+	buf := make([]byte, 32<<10)
+	for len(s) > 0 {
+		n := copy(buf, s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sortedUnique returns ss sorted and unique: ss itself when it already is
+// (extracted lists always are; issue 12: no copy of a large list), else a
+// sorted, de-duplicated copy (explicit lists stay as given). A nil or empty
+// input gives an empty slice.
+func sortedUnique(ss []string) []string {
+	for i := 1; i < len(ss); i++ {
+		if ss[i-1] >= ss[i] {
+			return extract.SortUnique(copyStrings(ss))
+		}
+	}
+	if ss == nil {
+		return []string{}
+	}
+	return ss
+}
+
+// canonicalSHA256Hex is the hex SHA-256 of the canonical JSON of v, hashed
+// while it is encoded (issue 12: no copy of a large node's encoding).
+func canonicalSHA256Hex(v any) (string, error) {
+	sum, err := canonjson.CanonicalSHA256(v)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
+}
+
 func copyStrings(ss []string) []string {
 	if ss == nil {
 		return nil
@@ -137,20 +182,16 @@ func projectFields(t Turn) Projection {
 // hash is projection_sha256 of the fields under a folding policy hash: the
 // SHA-256 of the canonical JSON of the eight projection fields.
 func (p Projection) hash(policyHash string) (string, error) {
-	c, err := canonjson.Canonical(map[string]any{
+	return canonicalSHA256Hex(map[string]any{
 		"projection_version":  ProjectionVersion,
 		"step_id":             p.StepID,
 		"normalized_content":  p.NormalizedContent,
 		"identifiers":         p.Identifiers,
-		"files":               extract.SortUnique(copyStrings(p.Files)),
-		"commands":            extract.SortUnique(copyStrings(p.Commands)),
-		"errors":              extract.SortUnique(copyStrings(p.Errors)),
+		"files":               sortedUnique(p.Files),
+		"commands":            sortedUnique(p.Commands),
+		"errors":              sortedUnique(p.Errors),
 		"folding_policy_hash": policyHash,
 	})
-	if err != nil {
-		return "", err
-	}
-	return sha256Hex(c), nil
 }
 
 // buildColdNode makes the cold node of a turn (spec §5) and computes its
@@ -173,7 +214,7 @@ func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEst
 		Summary:           t.Summary,
 		RawContent:        payload,
 		NormalizedContent: proj.NormalizedContent,
-		PayloadSHA256:     sha256Hex([]byte(payload)),
+		PayloadSHA256:     sha256HexString(payload),
 		ProjectionSHA256:  proj.SHA256,
 		Identifiers:       proj.Identifiers,
 		Files:             proj.Files,
@@ -205,11 +246,9 @@ func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEst
 	for k, v := range extra {
 		doc[k] = v
 	}
-	c, err := canonjson.Canonical(doc)
-	if err != nil {
+	if n.ArtifactSHA256, err = canonicalSHA256Hex(doc); err != nil {
 		return nil, err
 	}
-	n.ArtifactSHA256 = sha256Hex(c)
 	doc["artifact_sha256"] = n.ArtifactSHA256
 	n.Doc = doc
 	return n, nil
@@ -224,11 +263,7 @@ func ArtifactHash(doc map[string]any) (string, error) {
 			m[k] = v
 		}
 	}
-	c, err := canonjson.Canonical(m)
-	if err != nil {
-		return "", err
-	}
-	return sha256Hex(c), nil
+	return canonicalSHA256Hex(m)
 }
 
 // coldNodeFromDoc reads the typed fields of a decoded cold node document.

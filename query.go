@@ -307,7 +307,7 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 	for i, t := range terms {
 		if f, ok := ix.base.denseBit(t); ok && sigs != nil {
 			cterm[(int(f%64)+rot*int(f/64))%64] = i
-			post = append(post[:0], ix.post[t]...) // heap positions only
+			post = ix.post.appendTo(post[:0], t) // heap positions only
 		} else {
 			post = ix.appendPostings(post[:0], t, false)
 		}

@@ -18,6 +18,7 @@
 package match
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -73,17 +74,36 @@ func modeList() string {
 
 // StoreMode returns the mode the store's settings ask for: Ranked when
 // store_settings.json holds {"matching": "ranked"}, else Exact (also when
-// the value is not a known mode name).
+// the value is not a known mode name; StoreModeOf reports that as an
+// error, and the command line uses it).
 func StoreMode(s *contextfold.Store) Mode {
-	v, ok := s.Setting(SettingKey)
-	if !ok {
+	m, err := StoreModeOf(s)
+	if err != nil {
 		return Exact
 	}
-	name, _ := v.(string)
-	if m, err := ParseMode(name); err == nil {
-		return m
+	return m
+}
+
+// StoreModeOf returns the mode the store's settings ask for: the
+// "matching" value of store_settings.json, Exact when the key is absent. A
+// value that is not a mode name (a string other than exact or ranked, or
+// not a string) is a *contextfold.StoreFileError naming the file, wrapping
+// ErrUnknownMode, whose message names the value and the modes.
+func StoreModeOf(s *contextfold.Store) (Mode, error) {
+	v, ok := s.Setting(SettingKey)
+	if !ok {
+		return Exact, nil
 	}
-	return Exact
+	name, isString := v.(string)
+	if isString {
+		if m, err := ParseMode(name); err == nil {
+			return m, nil
+		}
+	}
+	val, _ := json.Marshal(v)
+	return "", &contextfold.StoreFileError{File: filepath.Join(s.Dir(), contextfold.SettingsFile),
+		Err:    fmt.Errorf("%w %s in %q", ErrUnknownMode, val, SettingKey),
+		Remedy: fmt.Sprintf("set %q to one of %s, or remove the key (exact)", SettingKey, modeList())}
 }
 
 // params are the ranked scorer's constants used by this package.
@@ -98,7 +118,10 @@ func SetRankedParams(p ranked.Params) { params = p }
 // Ranked: the ranked picks, best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains;
-// the others are Dropped). Each ranked pick carries its Score and Why.
+// the others are Dropped; so is a long pick (over 4 × the store's mean node)
+// costing more than a quarter of the budget that holds no specific prompt term and a share of the prompt's
+// information below its share of the budget, rule "cost"). Each ranked
+// pick carries its Score and Why.
 func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResult, error) {
 	if mode != Ranked {
 		return s.Scan(prompt)
@@ -118,6 +141,16 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	for _, p := range r.Picks {
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
+		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean
+		// node) that would take more than a quarter of the per-turn
+		// budget must hold a specific term of the prompt, or a
+		// share of the prompt's information at least its share of the
+		// budget: a 2,410-token file read matched on "code" alone does not
+		// spend the turn's budget.
+		if p.Long && cost > budget/4 && !p.Special && p.Share < cost/budget {
+			res.Dropped = append(res.Dropped, pick)
+			continue
+		}
 		// A companion (the neighbour of a pick) goes only with its pick.
 		if (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])) {
 			admitted[p.Step] = true

@@ -34,7 +34,12 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 --focus PROMPT (ranked focused hydration): when the node exceeds the cap,
 print windows of whole lines around the lines that hold the prompt's terms,
 each after a marker naming its lines and character offsets, instead of the
-node's first 4 × cap code points. The whole node is verified first.`,
+node's first 4 × cap code points. The whole node is verified first. The
+windows come best first (the window of the rarest matched terms leads),
+weaker ones are dropped. With --json, a focused result has "windows" (each
+"start"/"end" in code points of the raw content, and its lines) and no
+"offset"/"next_offset": to read on in the plain content from a window, pass
+its start or end to --offset (without --focus).`,
 		Example: `  contextfold hydrate 137
   contextfold hydrate 137 --json | jq -r .payload_sha256
   contextfold hydrate -- -1
@@ -87,6 +92,11 @@ node's first 4 × cap code points. The whole node is verified first.`,
 					"offset": page.Offset, "next_offset": page.Next, "total_chars": page.Total,
 				}
 				if h.Windows != nil {
+					// Focused: Content is not a prefix of the raw content, so
+					// a next_offset counted in it would point mid-line; the
+					// windows' offsets are in the raw content.
+					delete(doc, "offset")
+					delete(doc, "next_offset")
 					wins := make([]map[string]any, len(h.Windows))
 					for i, w := range h.Windows {
 						wins[i] = map[string]any{"start": w.Start, "end": w.End, "first_line": w.FirstLine, "last_line": w.LastLine}
@@ -173,14 +183,18 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if _, err := st.Policy.MaxTokensPerTurn(); err != nil {
 				return fmt.Errorf("%s: %v (set it to a number)", filepath.Join(s.Dir(), contextfold.PolicyFile), err)
 			}
+			mode, err := match.StoreModeOf(s)
+			if err != nil {
+				return err
+			}
 			if g.jsonOut {
 				return writeJSON(out, map[string]any{"total": st.Total, "active": st.Active, "evicted": st.Evicted,
-					"total_tokens": st.TotalTokens, "policy": st.Policy.Doc(), "policy_hash": st.Policy.Hash(), "dir": s.Dir()})
+					"total_tokens": st.TotalTokens, "policy": st.Policy.Doc(), "policy_hash": st.Policy.Hash(), "dir": s.Dir(), "matching": string(mode)})
 			}
 			per, _ := st.Policy.MaxTokensPerCall() // checked above
 			turn, _ := st.Policy.MaxTokensPerTurn()
-			fmt.Fprintf(out, "store %s\n  %d nodes (%d active, %d evicted), %d tokens archived\n  policy %s…: %v tokens per call, %v per turn, integrity verification %v\n",
-				s.Dir(), st.Total, st.Active, st.Evicted, st.TotalTokens, st.Policy.Hash()[:12], numberOut(per), numberOut(turn), st.Policy.IntegrityVerification())
+			fmt.Fprintf(out, "store %s\n  %d nodes (%d active, %d evicted), %d tokens archived\n  policy %s…: %v tokens per call, %v per turn, integrity verification %v\n  matching %s (scan and recall without --match; store_settings.json \"matching\")\n",
+				s.Dir(), st.Total, st.Active, st.Evicted, st.TotalTokens, st.Policy.Hash()[:12], numberOut(per), numberOut(turn), st.Policy.IntegrityVerification(), mode)
 			return nil
 		},
 	}

@@ -19,7 +19,7 @@ func matchFlag(c *cobra.Command) func(s *contextfold.Store) (match.Mode, error) 
 	c.Flags().StringVar(&name, "match", "", "matching mode: exact (the reference, default) or ranked (BM25-like, stems, cut-off); default: the store's \"matching\" setting, else exact")
 	return func(s *contextfold.Store) (match.Mode, error) {
 		if name == "" {
-			return match.StoreMode(s), nil
+			return match.StoreModeOf(s)
 		}
 		m, err := match.ParseMode(name)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -99,5 +100,47 @@ func TestHydrateFocus(t *testing.T) {
 	out, _, _ = cli(t, "", "--dir", dir, "hydrate", "3", "--json", "--focus", "nil map write")
 	if !strings.Contains(out, `"windows"`) || !strings.Contains(out, `"first_line": 1498`) {
 		t.Errorf("focused JSON: %.300s", out)
+	}
+	// The JSON offsets are the raw content's: no next_offset counted in
+	// the focused text; a window's start read with --offset starts at its
+	// first line.
+	var fj struct {
+		Windows []struct {
+			Start int `json:"start"`
+		} `json:"windows"`
+		NextOffset *int `json:"next_offset"`
+	}
+	mustJSON(t, out, &fj)
+	if fj.NextOffset != nil || len(fj.Windows) == 0 {
+		t.Fatalf("focused JSON has next_offset or no windows: %.300s", out)
+	}
+	page, _, code := cli(t, "", "--dir", dir, "hydrate", "3", "--raw", "--offset", fmt.Sprint(fj.Windows[0].Start))
+	if code != 0 || !strings.HasPrefix(page, "ok   compiling") || !strings.Contains(page, "panic: nil map write") {
+		t.Errorf("--offset at the window's start: %d %.200q", code, page)
+	}
+}
+
+// A bad "matching" value in store_settings.json is an error naming the
+// file, the value and the modes; status shows the mode (text and JSON).
+func TestStoreMatchingSetting(t *testing.T) {
+	dir := demoDir(t)
+	out, _, code := cli(t, "", "--dir", dir, "status", "--json")
+	if code != 0 || !strings.Contains(out, `"matching": "exact"`) {
+		t.Errorf("status JSON: %d %s", code, out)
+	}
+	os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "ranked"}`), 0o644)
+	if out, _, _ := cli(t, "", "--dir", dir, "status"); !strings.Contains(out, "matching ranked") {
+		t.Errorf("status text: %s", out)
+	}
+	os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "bm25"}`), 0o644)
+	for _, args := range [][]string{{"scan", "PostgreSQL port"}, {"recall", "port"}, {"status"}} {
+		_, errOut, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
+		if code == 0 || !strings.Contains(errOut, contextfold.SettingsFile) || !strings.Contains(errOut, `"bm25"`) || !strings.Contains(errOut, "exact, ranked") {
+			t.Errorf("%v with a bad setting: %d %s", args, code, errOut)
+		}
+	}
+	// --match overrides the store's setting, even a bad one.
+	if _, _, code := cli(t, "", "--dir", dir, "scan", "--match", "exact", "PostgreSQL port"); code != 0 {
+		t.Errorf("--match exact with a bad setting: %d", code)
 	}
 }

@@ -20,7 +20,9 @@
 package canonjson
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -61,6 +64,64 @@ func Pretty(v any) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// encoder is what the encoder writes to: a *bytes.Buffer, or a
+// *bufio.Writer in front of a file or a hash.
+type encoder interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}
+
+// streamBuffer is the buffer of the streaming encoders, in bytes.
+const streamBuffer = 64 << 10
+
+// WritePretty writes the pretty encoding of v (the bytes of [Pretty]) to w
+// through a 64 KiB buffer, so a large document is never held whole in
+// memory (issue 12). Errors: *UnsupportedTypeError, *InvalidNumberError,
+// or w's write error; after an error w may hold a part of the encoding.
+func WritePretty(w io.Writer, v any) error {
+	bw := getWriter(w)
+	defer putWriter(bw)
+	if err := write(bw, v, 2, 0); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// writers recycles the stream buffers: a fold of many small turns hashes
+// three documents per turn, and a 64 KiB buffer each would dwarf them.
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBuffer) }}
+
+func getWriter(w io.Writer) *bufio.Writer {
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(w)
+	return bw
+}
+
+func putWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	writers.Put(bw)
+}
+
+// CanonicalSHA256 returns the SHA-256 of the canonical encoding of v (the
+// bytes of [Canonical]), hashed as it is encoded through a 64 KiB buffer:
+// every IPCF hash of a large document without holding its encoding
+// (issue 12). Errors: those of [Canonical].
+func CanonicalSHA256(v any) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	bw := getWriter(h)
+	defer putWriter(bw)
+	var sum [sha256.Size]byte
+	if err := write(bw, v, -1, 0); err != nil {
+		return sum, err
+	}
+	if err := bw.Flush(); err != nil { // a hash never fails to write
+		return sum, err
+	}
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // PrettyAt is Pretty for a value nested at the given depth (each level two
@@ -125,14 +186,14 @@ func sizeHint(v any, indent, depth int) int {
 	return 8
 }
 
-func newline(b *bytes.Buffer, indent, depth int) {
+func newline(b encoder, indent, depth int) {
 	b.WriteByte('\n')
 	for i := 0; i < indent*depth; i++ {
 		b.WriteByte(' ')
 	}
 }
 
-func write(b *bytes.Buffer, v any, indent, depth int) error {
+func write(b encoder, v any, indent, depth int) error {
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("null")

@@ -75,55 +75,126 @@ type Terms struct {
 }
 
 // Extract runs all four extractors over text (already NFC, see [Text]).
+//
+// Memory (issue 12): the extractors walk text by byte offset, decoding one
+// code point at a time, and keep only the distinct results (each a copy, so
+// the result does not pin text); their working memory is a small multiple of
+// the number of distinct terms, not of the text. Invalid UTF-8 is read as
+// U+FFFD per invalid byte, as a []rune conversion reads it.
 func Extract(text string) Terms {
-	rs := []rune(text)
+	text = validText(text)
 	return Terms{
-		Identifiers: identifiers(rs),
-		Files:       files(rs),
-		Commands:    commands(rs),
-		Errors:      errorNames(rs),
+		Identifiers: identifiers(text),
+		Files:       files(text),
+		Commands:    commands(text),
+		Errors:      errorNames(text),
 	}
+}
+
+// validText returns text with every invalid UTF-8 byte replaced by U+FFFD
+// (what []rune(text) reads), or text itself when it is valid.
+func validText(text string) string {
+	if utf8.ValidString(text) {
+		return text
+	}
+	return string([]rune(text))
+}
+
+// runeAt decodes the code point at byte offset i of s (i < len(s)).
+func runeAt(s string, i int) (rune, int) {
+	if c := s[i]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeRuneInString(s[i:])
+}
+
+// runeBefore decodes the code point that ends at byte offset i of s (i > 0).
+func runeBefore(s string, i int) (rune, int) {
+	if c := s[i-1]; c < utf8.RuneSelf {
+		return rune(c), 1
+	}
+	return utf8.DecodeLastRuneInString(s[:i])
+}
+
+// collector gathers matches and keeps them sorted and unique as it goes:
+// when the list doubles past its last compacted size it is sorted and
+// de-duplicated in place, so it holds at most about twice the distinct
+// matches (not every occurrence). Its strings may be substrings of the
+// text until [collector.result] copies them.
+type collector struct {
+	ss      []string
+	compact int
+}
+
+func (c *collector) add(s string) {
+	c.ss = append(c.ss, s)
+	if len(c.ss) >= 2*c.compact+1024 {
+		c.ss = SortUnique(c.ss)
+		c.compact = len(c.ss)
+	}
+}
+
+// result is the sorted, unique list, each string a copy of its own, in a
+// slice of its own length (the working list may be twice as long, and the
+// result is kept with the cold node).
+func (c *collector) result() []string {
+	out := SortUnique(c.ss)
+	if cap(out) > len(out)+len(out)/8+16 {
+		out = append(make([]string, 0, len(out)), out...)
+	}
+	c.ss = nil
+	for i, s := range out {
+		out[i] = strings.Clone(s)
+	}
+	return out
 }
 
 // Identifiers returns the folded identifiers of text (spec §4): every maximal
 // run of word characters that starts with a non-digit word character and is
 // at least 3 code points long, or that is 3+ ASCII digits; folded with
 // [FoldTerm]; stop words removed; sorted and unique.
-func Identifiers(text string) []string { return identifiers([]rune(text)) }
+func Identifiers(text string) []string { return identifiers(validText(text)) }
 
-func identifiers(rs []rune) []string {
-	var out []string
-	for i := 0; i < len(rs); {
-		if !IsWord(rs[i]) {
-			i++
+func identifiers(s string) []string {
+	var c collector
+	for i := 0; i < len(s); {
+		r, n := runeAt(s, i)
+		if !IsWord(r) {
+			i += n
 			continue
 		}
-		j := i
-		for j < len(rs) && IsWord(rs[j]) {
-			j++
-		}
-		run := rs[i:j]
-		i = j
-		if len(run) < 3 {
-			continue
-		}
-		if IsDecimal(run[0]) {
-			if !allASCIIDigits(run) {
-				continue
+		first := r
+		j, count := i+n, 1
+		for j < len(s) {
+			r, n := runeAt(s, j)
+			if !IsWord(r) {
+				break
 			}
+			j += n
+			count++
 		}
-		t := FoldTerm(string(run))
+		run := s[i:j]
+		i = j
+		if count < 3 {
+			continue
+		}
+		if IsDecimal(first) && !allASCIIDigits(run) {
+			continue
+		}
+		t := FoldTerm(run)
 		if isStopWord(t) {
 			continue
 		}
-		out = append(out, t)
+		c.add(t)
 	}
-	return SortUnique(out)
+	return c.result()
 }
 
-func allASCIIDigits(rs []rune) bool {
-	for _, r := range rs {
-		if r < '0' || r > '9' {
+// allASCIIDigits reports whether every byte of s is '0'..'9' (so every code
+// point is).
+func allASCIIDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
@@ -143,6 +214,7 @@ func SortUnique(ss []string) []string {
 			out = append(out, s)
 		}
 	}
+	clear(ss[len(out):]) // drop references to the duplicates
 	return out
 }
 
@@ -248,6 +320,8 @@ func isASCIIAlnum(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
+func isASCIIAlnumByte(c byte) bool { return isASCIIAlnum(rune(c)) }
+
 // bareExts are the extensions of the second file alternative, in pattern
 // order: the first that matches wins, so "config.json" yields "config.js".
 var bareExts = []string{"py", "js", "ts", "json", "md", "sql", "sh", "yml", "yaml", "html", "css", "rs", "go", "cs"}
@@ -255,83 +329,130 @@ var bareExts = []string{"py", "js", "ts", "json", "md", "sql", "sh", "yml", "yam
 // Files returns the file paths of text (spec §4), matching
 // (?:[\w.-]+[/\\])+[\w.-]+\.[a-zA-Z0-9]+|[\w.-]+\.(?:py|js|…|cs)
 // leftmost-first, with backslashes turned into '/', sorted and unique.
-func Files(text string) []string { return files([]rune(text)) }
+func Files(text string) []string { return files(validText(text)) }
 
-func files(rs []rune) []string {
-	m := newPathMatcher(rs)
-	var out []string
-	for i := 0; i < len(rs); {
+func files(s string) []string {
+	m := newPathMatcher(s)
+	var c collector
+	for i := 0; i < len(s); {
+		m.forget(i)
 		end := m.matchPath(i)
 		if end < 0 {
 			end = m.matchBareFile(i)
 		}
 		if end < 0 {
-			i++
+			_, n := runeAt(s, i)
+			i += n
 			continue
 		}
-		out = append(out, strings.ReplaceAll(string(rs[i:end]), `\`, "/"))
+		c.add(strings.ReplaceAll(s[i:end], `\`, "/"))
 		i = end
 	}
-	return SortUnique(out)
+	return c.result()
 }
 
 // pathMatcher answers the two file alternatives at any position in O(1)
 // amortised, with the results a backtracking matcher gives: a naive scan
 // from every position is quadratic on long runs of word characters (and so
-// is the reference's regex engine).
+// is the reference's regex engine). Offsets are bytes of s; every query is
+// at or after the scan position, so memos behind it are dropped.
 type pathMatcher struct {
-	rs []rune
-	// runEnd[i] is the end of the run of path characters ([\w.-]) that
-	// contains i (i itself when rs[i] is not a path character).
-	runEnd []int
-	// lastBare[e] is, for the run ending at e, the largest position of a '.'
-	// followed by a bare extension, and the end of that match; -1 if none.
-	lastBare map[int][2]int
+	s string
+	// The run of path characters ([\w.-]) that holds the scan position:
+	// [curStart, curEnd).
+	curStart, curEnd int
+	// For the run ending at bareQ, the last '.' followed by a bare extension
+	// and the end of that match (-1 if none).
+	bareQ   int
+	bareDot int
+	bareEnd int
 	// chainBest memoises, per segment end, the end of the longest path match
-	// (-2: not computed, -1: none).
+	// (-1: none); nameExt, per name start, the end of [\w.-]+\.[a-zA-Z0-9]+.
 	chainBest map[int]int
 	nameExt   map[int]int
+	// forgetAt: when the memos next are pruned of keys behind the scan.
+	forgetAt int
 }
 
-func newPathMatcher(rs []rune) *pathMatcher {
-	m := &pathMatcher{rs: rs, runEnd: make([]int, len(rs)), lastBare: map[int][2]int{}, chainBest: map[int]int{}, nameExt: map[int]int{}}
-	end := len(rs)
-	for i := len(rs) - 1; i >= 0; i-- {
-		if !isPathChar(rs[i]) {
-			end = i
-		}
-		m.runEnd[i] = end
-		if !isPathChar(rs[i]) {
-			m.runEnd[i] = i
+func newPathMatcher(s string) *pathMatcher {
+	return &pathMatcher{s: s, curStart: -1, curEnd: -1, bareQ: -1, chainBest: map[int]int{}, nameExt: map[int]int{}, forgetAt: 4096}
+}
+
+// forget drops memo entries for positions before i (no later query can
+// reach them) once the memos have grown.
+func (m *pathMatcher) forget(i int) {
+	if len(m.chainBest)+len(m.nameExt) < m.forgetAt {
+		return
+	}
+	for k := range m.chainBest {
+		if k < i {
+			delete(m.chainBest, k)
 		}
 	}
-	return m
+	for k := range m.nameExt {
+		if k < i {
+			delete(m.nameExt, k)
+		}
+	}
+	m.forgetAt = max(4096, 2*(len(m.chainBest)+len(m.nameExt)))
+}
+
+// pathCharAt reports whether a path character starts at p, and its size.
+func (m *pathMatcher) pathCharAt(p int) (bool, int) {
+	if p >= len(m.s) {
+		return false, 0
+	}
+	r, n := runeAt(m.s, p)
+	return isPathChar(r), n
+}
+
+// scanRunEnd is the end of the run of path characters starting at p (p
+// itself when no path character is there).
+func (m *pathMatcher) scanRunEnd(p int) int {
+	for p < len(m.s) {
+		ok, n := m.pathCharAt(p)
+		if !ok {
+			break
+		}
+		p += n
+	}
+	return p
+}
+
+// runEndAt is the end of the run that holds the scan position i (a path
+// character), computed once per run.
+func (m *pathMatcher) runEndAt(i int) int {
+	if i < m.curStart || i >= m.curEnd {
+		m.curStart, m.curEnd = i, m.scanRunEnd(i)
+	}
+	return m.curEnd
 }
 
 // matchPath matches (?:[\w.-]+[/\\])+[\w.-]+\.[a-zA-Z0-9]+ at i: the most
 // groups that still leave a name with an extension after the last separator.
 func (m *pathMatcher) matchPath(i int) int {
-	if i >= len(m.rs) || !isPathChar(m.rs[i]) {
+	if ok, _ := m.pathCharAt(i); !ok {
 		return -1
 	}
-	return m.best(m.runEnd[i])
+	return m.best(m.runEndAt(i))
 }
 
 // best is the match end for a chain whose first segment ends at q (all
 // positions of a segment share it).
 func (m *pathMatcher) best(q int) int {
+	if q >= len(m.s) || (m.s[q] != '/' && m.s[q] != '\\') {
+		return -1 // no group ends here (most runs): nothing to memoise
+	}
 	if v, ok := m.chainBest[q]; ok {
 		return v
 	}
 	res := -1
-	if q < len(m.rs) && (m.rs[q] == '/' || m.rs[q] == '\\') {
-		g := q + 1 // a group end: a segment starts here
-		if g < len(m.rs) && isPathChar(m.rs[g]) {
-			res = m.best(m.runEnd[g]) // more groups first
-		}
-		if res < 0 {
-			res = m.matchNameExt(g)
-		}
+	g := q + 1 // a group end: a segment starts here
+	if ok, _ := m.pathCharAt(g); ok {
+		res = m.best(m.scanRunEnd(g)) // more groups first
+	}
+	if res < 0 {
+		res = m.matchNameExt(g)
 	}
 	m.chainBest[q] = res
 	return res
@@ -339,21 +460,22 @@ func (m *pathMatcher) best(q int) int {
 
 // matchNameExt matches [\w.-]+\.[a-zA-Z0-9]+ at p: the greedy name backs off
 // to the last '.' that has a name character before it and an ASCII
-// alphanumeric after it.
+// alphanumeric after it. ('.' and ASCII bytes never occur inside a
+// multi-byte code point, so bytes are compared directly.)
 func (m *pathMatcher) matchNameExt(p int) int {
 	if v, ok := m.nameExt[p]; ok {
 		return v
 	}
-	rs := m.rs
+	s := m.s
 	res := -1
-	if p < len(rs) && isPathChar(rs[p]) {
-		q := m.runEnd[p]
+	if ok, _ := m.pathCharAt(p); ok {
+		q := m.scanRunEnd(p)
 		for d := q - 1; d > p; d-- {
-			if rs[d] != '.' || d+1 >= len(rs) || !isASCIIAlnum(rs[d+1]) {
+			if s[d] != '.' || d+1 >= len(s) || !isASCIIAlnumByte(s[d+1]) {
 				continue
 			}
 			e := d + 1
-			for e < len(rs) && isASCIIAlnum(rs[e]) {
+			for e < len(s) && isASCIIAlnumByte(s[e]) {
 				e++
 			}
 			res = e
@@ -368,27 +490,30 @@ func (m *pathMatcher) matchNameExt(p int) int {
 // after i whose following text starts with an extension (first alternative
 // wins).
 func (m *pathMatcher) matchBareFile(i int) int {
-	rs := m.rs
-	if i >= len(rs) || !isPathChar(rs[i]) {
+	s := m.s
+	if ok, _ := m.pathCharAt(i); !ok {
 		return -1
 	}
-	q := m.runEnd[i]
-	lb, ok := m.lastBare[q]
-	if !ok {
-		lb = [2]int{-1, -1}
-		for d := q - 1; d >= 0 && d < len(rs) && isPathChar(rs[d]); d-- {
-			if rs[d] != '.' {
+	q := m.runEndAt(i)
+	if q != m.bareQ {
+		m.bareQ, m.bareDot, m.bareEnd = q, -1, -1
+		for d := q; d > 0; {
+			r, n := runeBefore(s, d)
+			if !isPathChar(r) {
+				break
+			}
+			d -= n
+			if r != '.' {
 				continue
 			}
-			if e := bareExtEnd(rs, d); e > 0 {
-				lb = [2]int{d, e}
+			if e := bareExtEnd(s, d); e > 0 {
+				m.bareDot, m.bareEnd = d, e
 				break
 			}
 		}
-		m.lastBare[q] = lb
 	}
-	if lb[0] > i {
-		return lb[1]
+	if m.bareDot > i {
+		return m.bareEnd
 	}
 	// The last extension dot of the run is at or before i: an earlier one
 	// cannot be after i either.
@@ -397,76 +522,77 @@ func (m *pathMatcher) matchBareFile(i int) int {
 
 // bareExtEnd returns the end of the first bare extension after the dot at
 // d, or -1.
-func bareExtEnd(rs []rune, d int) int {
+func bareExtEnd(s string, d int) int {
 	for _, ext := range bareExts {
-		if hasPrefixRunes(rs[d+1:], ext) {
+		if strings.HasPrefix(s[d+1:], ext) {
 			return d + 1 + len(ext)
 		}
 	}
 	return -1
 }
 
-func hasPrefixRunes(rs []rune, ascii string) bool {
-	if len(rs) < len(ascii) {
-		return false
-	}
-	for k := 0; k < len(ascii); k++ {
-		if rs[k] != rune(ascii[k]) {
-			return false
-		}
-	}
-	return true
-}
-
 // ---- commands ----------------------------------------------------------
 
-func isCmdWordChar(r rune) bool {
-	return isASCIIAlnum(r) || r == '_' || r == '.' || r == '-'
+func isCmdWordChar(c byte) bool {
+	return isASCIIAlnumByte(c) || c == '_' || c == '.' || c == '-'
 }
 
 // Commands returns the shell commands of text (spec §4): with multi-line '^'
 // (text start, or after '\n' only), every capture of
 // ^\s*(?:\$|>)\s*([a-zA-Z0-9_.-]+(?:\s+[^;\n\r]+)?), stripped, sorted, unique.
-func Commands(text string) []string { return commands([]rune(text)) }
+func Commands(text string) []string { return commands(validText(text)) }
 
-func commands(rs []rune) []string {
-	var out []string
-	for i := 0; i < len(rs); {
-		if i > 0 && rs[i-1] != '\n' {
-			i++
+func commands(s string) []string {
+	var c collector
+	for i := 0; i < len(s); {
+		if i > 0 && s[i-1] != '\n' {
+			// No line starts before the next '\n'.
+			k := strings.IndexByte(s[i:], '\n')
+			if k < 0 {
+				break
+			}
+			i += k + 1
 			continue
 		}
-		start, end, ok := matchCommand(rs, i)
+		start, end, ok := matchCommand(s, i)
 		if !ok {
-			i++
+			_, n := runeAt(s, i)
+			i += n
 			continue
 		}
-		if c := TrimSpace(string(rs[start:end])); c != "" {
-			out = append(out, c)
+		if cmd := TrimSpace(s[start:end]); cmd != "" {
+			c.add(cmd)
 		}
 		if end == i { // cannot happen (the capture is non-empty), but never loop
-			end++
+			_, n := runeAt(s, i)
+			end += n
 		}
 		i = end
 	}
-	return SortUnique(out)
+	return c.result()
+}
+
+// skipSpace returns the offset after the Python whitespace starting at p.
+func skipSpace(s string, p int) int {
+	for p < len(s) {
+		r, n := runeAt(s, p)
+		if !IsSpace(r) {
+			break
+		}
+		p += n
+	}
+	return p
 }
 
 // matchCommand matches at line start i and returns the capture bounds.
-func matchCommand(rs []rune, i int) (start, end int, ok bool) {
-	p := i
-	for p < len(rs) && IsSpace(rs[p]) {
-		p++
-	}
-	if p >= len(rs) || (rs[p] != '$' && rs[p] != '>') {
+func matchCommand(s string, i int) (start, end int, ok bool) {
+	p := skipSpace(s, i)
+	if p >= len(s) || (s[p] != '$' && s[p] != '>') {
 		return 0, 0, false
 	}
-	p++
-	for p < len(rs) && IsSpace(rs[p]) {
-		p++
-	}
+	p = skipSpace(s, p+1)
 	start = p
-	for p < len(rs) && isCmdWordChar(rs[p]) {
+	for p < len(s) && isCmdWordChar(s[p]) {
 		p++
 	}
 	if p == start {
@@ -475,23 +601,24 @@ func matchCommand(rs []rune, i int) (start, end int, ok bool) {
 	end = p
 	// Optional (?:\s+[^;\n\r]+): \s+ greedy, then backs off one character at
 	// a time until [^;\n\r] can match at least one character.
-	w := p
-	for w < len(rs) && IsSpace(rs[w]) {
-		w++
-	}
-	for k := w; k > p; k-- {
-		if k < len(rs) && isRestChar(rs[k]) {
+	w := skipSpace(s, p)
+	for k := w; k > p; {
+		if k < len(s) && isRestChar(s[k]) {
 			e := k
-			for e < len(rs) && isRestChar(rs[e]) {
+			for e < len(s) && isRestChar(s[e]) {
 				e++
 			}
 			return start, e, true
 		}
+		_, n := runeBefore(s, k)
+		k -= n
 	}
 	return start, end, true
 }
 
-func isRestChar(r rune) bool { return r != ';' && r != '\n' && r != '\r' }
+// isRestChar is [^;\n\r] on a byte: the three are ASCII, and no byte of a
+// multi-byte code point equals them.
+func isRestChar(c byte) bool { return c != ';' && c != '\n' && c != '\r' }
 
 // ---- errors ------------------------------------------------------------
 
@@ -499,56 +626,61 @@ func isRestChar(r rune) bool { return r != ';' && r != '\n' && r != '\r' }
 // \b(?:[A-Z][a-zA-Z0-9]+Error|[A-Z][a-zA-Z0-9]+Exception|FATAL|PANIC|Traceback)\b
 // |HTTP\s+[45]\d{2}|\b[A-Z]{2,}_[A-Z0-9_]+_ERROR\b leftmost-first, sorted
 // and unique.
-func Errors(text string) []string { return errorNames([]rune(text)) }
+func Errors(text string) []string { return errorNames(validText(text)) }
 
-func errorNames(rs []rune) []string {
-	var out []string
-	for i := 0; i < len(rs); {
-		atWordStart := IsWord(rs[i]) && (i == 0 || !IsWord(rs[i-1]))
+func errorNames(s string) []string {
+	var c collector
+	prevWord := false // whether the code point before i is a word character
+	for i := 0; i < len(s); {
+		r, n := runeAt(s, i)
+		isWord := IsWord(r)
+		atWordStart := isWord && !prevWord
 		if atWordStart {
-			j := i
-			for j < len(rs) && IsWord(rs[j]) {
-				j++
+			j := i + n
+			for j < len(s) {
+				r, n := runeAt(s, j)
+				if !IsWord(r) {
+					break
+				}
+				j += n
 			}
-			if w := rs[i:j]; isClassError(w) {
-				out = append(out, string(w))
+			if w := s[i:j]; isClassError(w) || isConstErrorAfterHTTP(s, i, w) {
+				c.add(w)
 				i = j
+				prevWord = true
 				continue
 			}
 		}
-		if end := matchHTTP(rs, i); end > 0 {
-			out = append(out, string(rs[i:end]))
+		if end := matchHTTP(s, i); end > 0 {
+			c.add(s[i:end])
+			r, _ := runeBefore(s, end)
+			prevWord = IsWord(r)
 			i = end
 			continue
 		}
-		if atWordStart {
-			j := i
-			for j < len(rs) && IsWord(rs[j]) {
-				j++
-			}
-			if w := rs[i:j]; isConstError(w) {
-				out = append(out, string(w))
-				i = j
-				continue
-			}
-		}
-		i++
+		prevWord = isWord
+		i += n
 	}
-	return SortUnique(out)
+	return c.result()
 }
 
-func isUpperASCII(r rune) bool { return 'A' <= r && r <= 'Z' }
+// isConstErrorAfterHTTP is the third alternative at a word start, tried only
+// when the second (HTTP) does not match there.
+func isConstErrorAfterHTTP(s string, i int, w string) bool {
+	return isConstError(w) && matchHTTP(s, i) < 0
+}
+
+func isUpperASCII(c byte) bool { return 'A' <= c && c <= 'Z' }
 
 // isClassError: the whole word is [A-Z][a-zA-Z0-9]+(Error|Exception), or
-// FATAL, PANIC, Traceback.
-func isClassError(w []rune) bool {
-	s := string(w)
-	switch s {
+// FATAL, PANIC, Traceback. (All ASCII, so bytes are code points.)
+func isClassError(w string) bool {
+	switch w {
 	case "FATAL", "PANIC", "Traceback":
 		return true
 	}
-	for _, r := range w {
-		if !isASCIIAlnum(r) {
+	for k := 0; k < len(w); k++ {
+		if !isASCIIAlnumByte(w[k]) {
 			return false
 		}
 	}
@@ -556,7 +688,7 @@ func isClassError(w []rune) bool {
 		return false
 	}
 	for _, suf := range []string{"Error", "Exception"} {
-		if strings.HasSuffix(s, suf) && len(s)-len(suf) >= 2 {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 2 {
 			return true
 		}
 	}
@@ -564,14 +696,14 @@ func isClassError(w []rune) bool {
 }
 
 // isConstError: the whole word is [A-Z]{2,}_[A-Z0-9_]+_ERROR.
-func isConstError(w []rune) bool {
-	for _, r := range w {
-		if !(isUpperASCII(r) || ('0' <= r && r <= '9') || r == '_') {
+func isConstError(w string) bool {
+	for k := 0; k < len(w); k++ {
+		c := w[k]
+		if !(isUpperASCII(c) || ('0' <= c && c <= '9') || c == '_') {
 			return false
 		}
 	}
-	s := string(w)
-	if !strings.HasSuffix(s, "_ERROR") {
+	if !strings.HasSuffix(w, "_ERROR") {
 		return false
 	}
 	k := 0
@@ -588,23 +720,28 @@ func isConstError(w []rune) bool {
 }
 
 // matchHTTP matches HTTP\s+[45]\d{2} at i and returns the end, or -1.
-func matchHTTP(rs []rune, i int) int {
-	if !hasPrefixRunes(rs[i:], "HTTP") {
+func matchHTTP(s string, i int) int {
+	if !strings.HasPrefix(s[i:], "HTTP") {
 		return -1
 	}
 	p := i + 4
-	q := p
-	for q < len(rs) && IsSpace(rs[q]) {
-		q++
-	}
-	if q == p || q+3 > len(rs) {
+	q := skipSpace(s, p)
+	if q == p || q >= len(s) {
 		return -1
 	}
-	if rs[q] != '4' && rs[q] != '5' {
+	if s[q] != '4' && s[q] != '5' {
 		return -1
 	}
-	if !IsDecimal(rs[q+1]) || !IsDecimal(rs[q+2]) {
-		return -1
+	q++
+	for range 2 {
+		if q >= len(s) {
+			return -1
+		}
+		r, n := runeAt(s, q)
+		if !IsDecimal(r) {
+			return -1
+		}
+		q += n
 	}
-	return q + 3
+	return q
 }

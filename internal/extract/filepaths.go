@@ -33,7 +33,7 @@ func FilePaths(text string) []string {
 	// escape is not part of a name.
 	text = escapes.Replace(text)
 	var out []string
-	for _, w := range strings.FieldsFunc(text, isPathSep) {
+	for w := range strings.FieldsFuncSeq(text, isPathSep) {
 		if p, ok := filePath(w); ok {
 			out = append(out, p)
 		}

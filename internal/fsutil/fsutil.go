@@ -52,6 +52,57 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	return SyncDir(dir)
 }
 
+// WriteFileAtomicFunc is WriteFileAtomic for content that write streams to
+// the temporary file (a large cold node is never held whole in memory,
+// issue 12): the same temporary file, fsync, rename and directory fsync, and
+// on any error (write's included) the temporary file is removed and path is
+// untouched. write must return the first error of the writer it is given.
+func WriteFileAtomicFunc(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	t, err := renameio.TempFile(dir, path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.Cleanup(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := t.Chmod(perm); err != nil {
+		return err
+	}
+	cw := &checkedWriter{w: WrapWriter(t)}
+	if err := write(cw); err != nil {
+		return err
+	}
+	if cw.err != nil { // write swallowed the writer's error
+		return cw.err
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil { // fsync + close + rename
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// checkedWriter turns a short write into io.ErrShortWrite and remembers the
+// first error.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err == nil && n != len(p) {
+		err = fmt.Errorf("short write: %d of %d bytes: %w", n, len(p), io.ErrShortWrite)
+	}
+	c.err = err
+	return n, err
+}
+
 // SyncDir fsyncs a directory so that a rename or a new entry in it is durable.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -9,6 +9,9 @@ import (
 	"github.com/blevesearch/snowballstem/english"
 	"github.com/blevesearch/snowballstem/spanish"
 	"github.com/blevesearch/snowballstem/turkish"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/contextfold/contextfold/internal/extract"
 )
@@ -34,10 +37,50 @@ const (
 	// KindCJK is a character bigram of a Chinese, Japanese or Korean run
 	// (rule "CJK n-grams"; these scripts do not separate words by spaces).
 	KindCJK
+	// KindPlain is a word without its accents and dotless i (rule "accent
+	// folding": şifre → sifre, configuración → configuracion), so that
+	// Turkish and Spanish typed on a keyboard without them still match.
+	// A cold node emits it for a word with non-ASCII letters; a prompt
+	// emits it for every word whose stem differs from it (SIFRE → sifre
+	// beside the stem sifr). It is a secondary form: it weighs less and
+	// never counts as a prompt word of its own.
+	KindPlain
+	// KindCJKEdge is a CJK bigram of a function character and a content
+	// one (口是 of 端口是多少, 为死 of 因为死锁): rarely a word, so a
+	// secondary form.
+	KindCJKEdge
+	// KindNumber is a bare number of one or two digits (07, 11, 15): a
+	// time, a date or a count that every log repeats, so it weighs less
+	// than a word and is never a specific term (rule "small numbers").
+	KindNumber
 )
 
+// secondary reports whether terms of kind k are extra forms of a word that
+// its primary term already counts (fuzzy prefixes, identifier parts, plain
+// forms): they never add to the prompt's information or coverage.
+func secondary(k Kind) bool {
+	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge
+}
+
+// plainForm removes the combining marks of the decomposed word (accents,
+// cedillas, the dot of İ) and maps the dotless ı to i.
+var plainForm = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), runes.Map(func(r rune) rune {
+	if r == 'ı' {
+		return 'i'
+	}
+	return r
+}), norm.NFC)
+
+func plain(w string) string {
+	out, _, err := transform.String(plainForm, w)
+	if err != nil {
+		return w
+	}
+	return out
+}
+
 // kindWeight is the query-side weight of a matched term of each kind.
-var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7}
+var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35, KindNumber: 0.3}
 
 // fuzzyPrefix marks fuzzy terms so that they never collide with words.
 const fuzzyPrefix = "\x01"
@@ -52,7 +95,8 @@ type Term struct {
 // analyzer holds the per-call Snowball environment (not safe for
 // concurrent use; Analyze makes one per call).
 type analyzer struct {
-	env *snowball.Env
+	env   *snowball.Env
+	query bool // a prompt: plain forms of ASCII words too (see KindPlain)
 }
 
 // maxAnalyzeBytes bounds the text analysed per document or prompt (bytes):
@@ -70,7 +114,13 @@ func Analyze(text string) []Term {
 	return out
 }
 
-func analyzeInto(text string, emit func(Term)) {
+func analyzeInto(text string, emit func(Term)) { analyzeText(text, false, emit) }
+
+// analyzeQuery analyses a prompt: as analyzeInto, plus the plain forms a
+// prompt adds (KindPlain).
+func analyzeQuery(text string, emit func(Term)) { analyzeText(text, true, emit) }
+
+func analyzeText(text string, query bool, emit func(Term)) {
 	if len(text) > maxAnalyzeBytes {
 		cut := maxAnalyzeBytes
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
@@ -78,7 +128,7 @@ func analyzeInto(text string, emit func(Term)) {
 		}
 		text = text[:cut]
 	}
-	a := &analyzer{env: snowball.NewEnv("")}
+	a := &analyzer{env: snowball.NewEnv(""), query: query}
 	// Chunks: maximal runs of word characters and joiners.
 	start := -1
 	for i, r := range text {
@@ -123,6 +173,13 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 		whole := extract.FoldTerm(c)
 		if utf8.RuneCountInString(whole) <= 200 {
 			emit(Term{whole, KindCompound, c})
+			// A dotted version also yields its shorter versions
+			// (20.27.1 → 20.27), so that "20.27" finds "20.27.1".
+			if vs := strings.Split(whole, "."); len(vs) > 2 && allDigits(strings.Join(vs, "")) {
+				for k := len(vs) - 1; k >= 2; k-- {
+					emit(Term{strings.Join(vs[:k], "."), KindCompound, c})
+				}
+			}
 			// A path also yields its last element (ingest/x/foo.go → foo.go)
 			// and a file:line reference its file (app.py:42 → app.py).
 			if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") {
@@ -188,7 +245,10 @@ func (a *analyzer) word(w string, emit func(Term)) {
 	parts := identifierParts(w)
 	if hasDigit(folded) && len(parts) <= 1 {
 		// A number or an alphanumeric token (v12, 5433, e2e): as written.
-		if len(folded) >= 2 {
+		switch {
+		case len(folded) == 2 && allDigits(folded):
+			emit(Term{folded, KindNumber, w})
+		case len(folded) >= 2:
 			emit(Term{folded, KindWord, w})
 		}
 		return
@@ -219,6 +279,11 @@ func (a *analyzer) alpha(raw, src string, kind Kind, emit func(Term)) {
 	}
 	st := extract.FoldTerm(a.stem(strings.ToLower(raw)))
 	emit(Term{st, kind, src})
+	if kind == KindWord && (a.query || !isASCII(w)) {
+		if pl := plain(w); pl != st && !IsStopWord(pl) {
+			emit(Term{pl, KindPlain, src})
+		}
+	}
 	if rs := []rune(st); len(rs) >= 4 && kind == KindWord {
 		emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
 	}
@@ -261,6 +326,15 @@ func (a *analyzer) stem(w string) string {
 		return st
 	}
 	return w
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func hasDigit(s string) bool {
@@ -327,6 +401,10 @@ func cjkGrams(rs []rune, emit func(Term)) {
 		}
 		g := string(rs[i : i+2])
 		if cjkStopWords[g] {
+			continue
+		}
+		if cjkStopChars[rs[i]] || cjkStopChars[rs[i+1]] {
+			emit(Term{g, KindCJKEdge, g})
 			continue
 		}
 		emit(Term{g, KindCJK, g})

@@ -2,6 +2,7 @@ package ranked
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -31,32 +32,54 @@ const maxSegment = 400
 // matched one, when the limit allows.
 const contextLines = 2
 
+// maxWindows bounds the windows of one focused hydration: past a handful,
+// windows are noise around the answer, not the answer.
+const maxWindows = 8
+
 // Focus places windows of content around the lines that hold the prompt's
 // terms (weights as returned by Index.Weights), whole lines with a little
-// context — the lines scoring at least half the best line's score (the sum
-// of the weights of the distinct terms a line holds), best first — so that
-// the total — excerpts plus one marker line
-// per window naming its lines and character offsets — is at most limit code
-// points. It returns "" and no windows when no line holds a term or limit
-// is too small for one marker line; callers then fall back to the
-// reference's prefix truncation. Deterministic; safe for concurrent use.
+// context, so that the total — excerpts plus one marker line per window
+// naming its lines and character offsets — is at most limit code points.
+//
+// A line's score is the sum, over the distinct terms it holds, of the
+// term's weight × its rarity within the content, log(1 + S/c) / log(1 + S)
+// for a term held by c of the content's S lines: a word on every line of a
+// log ("batch", "checksum") counts little next to the number or name that
+// only the answer line holds ("1700", "worker-3"). Only lines scoring at
+// least half the best line's score are placed; the windows come best first
+// (a window's score is its best line's; ties in content order), at most
+// maxWindows, each admitted only if it fits what the limit leaves — so the
+// best window is always first and a weak one never pushes it out.
+//
+// It returns "" and no windows when no line holds a term or limit is too
+// small for one marker line; callers then fall back to the reference's
+// prefix truncation. Deterministic; safe for concurrent use.
 func Focus(content string, weights map[string]float64, limit int) (string, []Window) {
 	if len(weights) == 0 || limit <= 0 {
 		return "", nil
 	}
 	segs := segments(content)
 	total := utf8.RuneCountInString(content)
-	var scored []int
+	held := make([][]string, len(segs))
+	lines := map[string]int{}
 	for i := range segs {
 		sg := &segs[i]
 		seen := map[string]bool{}
-		analyzeInto(content[sg.start:sg.end], func(t Term) {
-			if w, ok := weights[t.Text]; ok && !seen[t.Text] {
+		analyzeQuery(content[sg.start:sg.end], func(t Term) {
+			if _, ok := weights[t.Text]; ok && !seen[t.Text] {
 				seen[t.Text] = true
-				sg.score += w
+				held[i] = append(held[i], t.Text)
+				lines[t.Text]++
 			}
 		})
-		if sg.score > 0 {
+	}
+	n := float64(len(segs))
+	var scored []int
+	for i := range segs {
+		for _, t := range held[i] {
+			segs[i].score += weights[t] * math.Log(1+n/float64(lines[t])) / math.Log(1+n)
+		}
+		if segs[i].score > 0 {
 			scored = append(scored, i)
 		}
 	}
@@ -64,8 +87,6 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 		return "", nil
 	}
 	sort.SliceStable(scored, func(a, b int) bool { return segs[scored[a]].score > segs[scored[b]].score })
-	// Only the lines that hold the prompt's terms about as well as the best
-	// line does (at least half its score); the limit may cut them further.
 	keep := 0
 	for keep < len(scored) && keep < 200 && segs[scored[keep]].score >= 0.5*segs[scored[0]].score {
 		keep++
@@ -73,12 +94,16 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 	scored = scored[:keep]
 	chosen := make([]bool, len(segs))
 	for _, i := range scored {
+		if chosen[i] {
+			continue
+		}
 		for _, ctx := range []int{contextLines, 0} {
 			trial := append([]bool(nil), chosen...)
 			for j := max(0, i-ctx); j <= min(len(segs)-1, i+ctx); j++ {
 				trial[j] = true
 			}
-			if text, _ := render(content, segs, trial, total); utf8.RuneCountInString(text) <= limit {
+			text, wins := render(content, segs, trial, total)
+			if len(wins) <= maxWindows && utf8.RuneCountInString(text) <= limit {
 				chosen = trial
 				break
 			}
@@ -91,25 +116,38 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 	return text, wins
 }
 
-// render writes the chosen segments as windows, each after a marker line.
+// render writes the chosen segments as windows, each after a marker line,
+// best window first (its best segment's score; ties in content order).
 func render(content string, segs []segment, chosen []bool, total int) (string, []Window) {
-	var b strings.Builder
-	var wins []Window
+	type run struct {
+		i, j  int
+		score float64
+	}
+	var runs []run
 	for i := 0; i < len(segs); {
 		if !chosen[i] {
 			i++
 			continue
 		}
 		j := i
+		best := segs[i].score
 		for j+1 < len(segs) && chosen[j+1] {
 			j++
+			best = math.Max(best, segs[j].score)
 		}
+		runs = append(runs, run{i, j, best})
+		i = j + 1
+	}
+	sort.SliceStable(runs, func(a, b int) bool { return runs[a].score > runs[b].score })
+	var b strings.Builder
+	var wins []Window
+	for _, r := range runs {
+		i, j := r.i, r.j
 		w := Window{Start: segs[i].cpStart, End: segs[j].cpStart + segs[j].cpLen, FirstLine: segs[i].line, LastLine: segs[j].line}
 		wins = append(wins, w)
 		fmt.Fprintf(&b, "[contextfold: lines %d-%d, characters %d-%d of %d]\n", w.FirstLine, w.LastLine, w.Start, w.End, total)
 		b.WriteString(strings.TrimSuffix(content[segs[i].start:segs[j].end], "\n"))
 		b.WriteByte('\n')
-		i = j + 1
 	}
 	return b.String(), wins
 }

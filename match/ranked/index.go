@@ -1,6 +1,7 @@
 package ranked
 
 import (
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ type doc struct {
 	evicted  bool
 	dead     bool // replaced or no longer indexed: skipped by every query
 	question bool // a short node with a line ending in a question mark
+	lazy     bool // a snapshot node: summary, artifact and specific are read from the snapshot
 	// specific holds the node's specific terms (paths, versions, numbers,
 	// identifiers with digits, underscores or inner capitals), sorted term
 	// ids, at most maxSpecific: two nodes sharing one are about the same
@@ -40,19 +42,34 @@ type posting struct {
 // incrementally (a fold adds only the new nodes' postings). Safe for
 // concurrent use.
 type Index struct {
-	mu      sync.Mutex
-	vocab   map[string]int32
-	post    [][]posting
-	docs    []doc
-	byStep  map[int]int32
-	order   []int32 // live docs in ascending step order
-	rank    []int32 // doc → position in order (-1: dead)
-	live    int
-	total   float64 // sum of live docs' lengths
-	version string  // store index version the index was refreshed against
-	dir     string  // the store directory, for the cache file ("" : none)
-	unsaved int     // nodes changed since the cache file was written
-	read    int     // cold nodes read and analysed by Refresh (for tests)
+	mu     sync.Mutex
+	vocab  map[string]int32
+	post   [][]posting
+	docs   []doc
+	byStep map[int]int32
+	order  []int32 // live docs in ascending step order
+	rank   []int32 // doc → position in order (-1: dead)
+	live   int
+	total  float64 // sum of live docs' lengths
+	// tokensTotal is the sum of live docs' token estimates (tokens), for
+	// the mean node cost of rule "cost" (Pick.Long).
+	tokensTotal float64
+	version     string // store index version the index was refreshed against
+	dir         string // the store directory, for the cache file ("" : none)
+	unsaved     int    // nodes changed since the cache file was written
+	read        int    // cold nodes read and analysed by Refresh (for tests)
+
+	// The snapshot the index was opened from (nil: none). Docs 0..base-1
+	// are its nodes (ascending step) and term ids 0..nterms-1 its
+	// dictionary indices; ids from nterms on index post (ids - nterms).
+	// spost holds the delta's postings of snapshot terms, pcache the
+	// decoded (and delta-merged) postings of the snapshot terms used.
+	snap   *snapFile
+	base   int32
+	nterms int32
+	spost  map[int32][]posting
+	pcache map[int32][]posting
+	src    *contextfold.Store // the store last refreshed against (to rebuild)
 
 	// scratch, reused across queries (guarded by mu)
 	acc  []float64
@@ -62,7 +79,148 @@ type Index struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}}
+	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}}
+}
+
+// termID returns the id of an indexed term (false: unknown).
+func (ix *Index) termID(text string) (int32, bool) {
+	if id, ok := ix.vocab[text]; ok {
+		return id, true
+	}
+	if ix.snap != nil {
+		if k := ix.snap.find(text); k >= 0 {
+			ix.vocab[text] = k
+			return k, true
+		}
+	}
+	return -1, false
+}
+
+// rawPostings returns term id's postings (ascending doc), without caching.
+func (ix *Index) rawPostings(id int32) []posting {
+	if id >= ix.nterms {
+		return ix.post[id-ix.nterms]
+	}
+	ps := ix.snap.postings(int(id))
+	if d := ix.spost[id]; len(d) > 0 {
+		ps = append(slices.Clip(ps), d...)
+	}
+	return ps
+}
+
+// postings returns term id's postings (ascending doc). Callers hold ix.mu.
+func (ix *Index) postings(id int32) []posting {
+	if id >= ix.nterms {
+		return ix.post[id-ix.nterms]
+	}
+	if ps, ok := ix.pcache[id]; ok {
+		return ps
+	}
+	ps := ix.rawPostings(id)
+	ix.pcache[id] = ps
+	return ps
+}
+
+func (ix *Index) summaryOf(d int32) string {
+	if ix.docs[d].lazy {
+		return ix.snap.summary(int(d))
+	}
+	return ix.docs[d].summary
+}
+
+func (ix *Index) artifactOf(d int32) string {
+	if ix.docs[d].lazy {
+		return ix.snap.artifact(int(d))
+	}
+	return ix.docs[d].artifact
+}
+
+func (ix *Index) specificOf(d int32) []int32 {
+	if ix.docs[d].lazy && ix.docs[d].specific == nil {
+		ix.docs[d].specific = ix.snap.specific(int(d))
+	}
+	return ix.docs[d].specific
+}
+
+// stepDoc returns the live doc of a step.
+func (ix *Index) stepDoc(step int) (int32, bool) {
+	if d, ok := ix.byStep[step]; ok {
+		return d, true
+	}
+	b := int(ix.base)
+	i := sort.Search(b, func(i int) bool { return ix.docs[i].step >= step })
+	if i < b && ix.docs[i].step == step && !ix.docs[i].dead {
+		return int32(i), true
+	}
+	return -1, false
+}
+
+// recoverSnapshot: when a lazily verified snapshot chunk failed, the index
+// is rebuilt from the store's cold nodes (the snapshot is a miss) and true
+// is returned so that the caller runs its query again. Callers hold ix.mu.
+func (ix *Index) recoverSnapshot() bool {
+	if ix.snap == nil || !ix.snap.bad {
+		return false
+	}
+	if ix.dir != "" {
+		if p := cachePath(ix.dir, false); p != "" {
+			_ = os.Remove(p)
+		}
+	}
+	if ix.snap.unmap != nil {
+		ix.snap.unmap()
+	}
+	// Everything but the mutex, the store and the counters starts afresh.
+	fresh := NewIndex()
+	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
+	ix.post, ix.docs, ix.order, ix.rank = nil, nil, nil, nil
+	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
+	ix.acc, ix.tmp, ix.seen = nil, nil, nil
+	ix.snap, ix.base, ix.nterms = nil, 0, 0
+	if ix.src != nil {
+		_ = ix.refresh(ix.src)
+	}
+	return true
+}
+
+// Scan ranks the store's nodes for a prompt and chooses the ones to
+// hydrate, best first, before any budget (the caller admits them against
+// the per-turn budget). Deterministic: ties go to the newer step.
+// Safe for concurrent use.
+func (ix *Index) Scan(prompt string, p Params) *Result {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	r := ix.scanLocked(prompt, p)
+	if ix.recoverSnapshot() {
+		r = ix.scanLocked(prompt, p)
+	}
+	return r
+}
+
+// Weights returns, for focused hydration, the prompt's matchable terms and
+// their weights (idf × kind weight). Safe for concurrent use.
+func (ix *Index) Weights(prompt string, p Params) map[string]float64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	w := ix.weightsLocked(prompt, p)
+	if ix.recoverSnapshot() {
+		w = ix.weightsLocked(prompt, p)
+	}
+	return w
+}
+
+// Recall ranks every node that scores at least 10 % of the best one (at
+// most p.Candidates), best first, ties to the newer step; nothing when the
+// best node does not pass the scan's cut-off (Floor, MinShare). Safe for
+// concurrent use.
+func (ix *Index) Recall(query string, p Params) []Hit {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	h := ix.recallLocked(query, p)
+	if ix.recoverSnapshot() {
+		h = ix.recallLocked(query, p)
+	}
+	return h
 }
 
 var registry = struct {
@@ -109,7 +267,22 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ver == ix.version && ix.version != "" {
+		ix.src = s
 		return nil
+	}
+	err = ix.refresh(s)
+	if ix.recoverSnapshot() {
+		err = ix.refresh(s)
+	}
+	return err
+}
+
+// refresh is Refresh under ix.mu.
+func (ix *Index) refresh(s *contextfold.Store) error {
+	ix.src = s
+	ver, err := s.IndexVersion()
+	if err != nil {
+		return err
 	}
 	entries, err := s.Entries()
 	if err != nil {
@@ -119,8 +292,8 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 	changed := false
 	for _, e := range entries {
 		present[e.StepID] = true
-		if d, ok := ix.byStep[e.StepID]; ok {
-			if ix.docs[d].artifact == e.ArtifactSHA256 {
+		if d, ok := ix.stepDoc(e.StepID); ok {
+			if ix.artifactOf(d) == e.ArtifactSHA256 {
 				ix.docs[d].evicted = e.Evicted
 				continue
 			}
@@ -137,6 +310,13 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 	}
 	for step, d := range ix.byStep {
 		if !present[step] {
+			ix.kill(d)
+			changed = true
+			ix.unsaved++
+		}
+	}
+	for d := range ix.base {
+		if !ix.docs[d].dead && !present[ix.docs[d].step] {
 			ix.kill(d)
 			changed = true
 			ix.unsaved++
@@ -159,7 +339,7 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 func (ix *Index) Add(step int, artifact string, tokens int, summary, text string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if d, ok := ix.byStep[step]; ok {
+	if d, ok := ix.stepDoc(step); ok {
 		ix.kill(d)
 	}
 	ix.add(doc{step: step, artifact: artifact, tokens: tokens, summary: summary}, text)
@@ -173,6 +353,7 @@ func (ix *Index) kill(d int32) {
 	ix.docs[d].dead = true
 	ix.live--
 	ix.total -= ix.docs[d].length
+	ix.tokensTotal -= float64(ix.docs[d].tokens)
 	delete(ix.byStep, ix.docs[d].step)
 }
 
@@ -182,12 +363,12 @@ func (ix *Index) add(d doc, text string) {
 	var terms []int32
 	n := 0
 	analyzeInto(text, func(t Term) {
-		if t.Kind != KindFuzzy && t.Kind != KindCompound {
+		if t.Kind != KindFuzzy && t.Kind != KindCompound && t.Kind != KindPlain {
 			n++
 		}
-		tid, ok := ix.vocab[t.Text]
+		tid, ok := ix.termID(t.Text)
 		if !ok {
-			tid = int32(len(ix.post))
+			tid = ix.nterms + int32(len(ix.post))
 			ix.vocab[t.Text] = tid
 			ix.post = append(ix.post, nil)
 		}
@@ -204,7 +385,12 @@ func (ix *Index) add(d doc, text string) {
 		if c > 65535 {
 			c = 65535
 		}
-		ix.post[tid] = append(ix.post[tid], posting{doc: id, tf: uint16(c)})
+		if tid >= ix.nterms {
+			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], posting{doc: id, tf: uint16(c)})
+		} else {
+			ix.spost[tid] = append(ix.spost[tid], posting{doc: id, tf: uint16(c)})
+			delete(ix.pcache, tid)
+		}
 	}
 	slices.Sort(d.specific)
 	d.length = float64(max(n, 1))
@@ -213,6 +399,7 @@ func (ix *Index) add(d doc, text string) {
 	ix.byStep[d.step] = id
 	ix.live++
 	ix.total += d.length
+	ix.tokensTotal += float64(d.tokens)
 }
 
 // reorder recomputes the step order of the live docs (neighbours).
@@ -236,18 +423,21 @@ func (ix *Index) reorder() {
 	}
 }
 
-// neighbours returns the live docs just before and after d in step order
-// (-1 when none).
+// neighbours returns the live docs of the adjacent steps, step−1 and
+// step+1 (-1 when that step is not indexed): neighbour credit never crosses
+// a gap of step ids (an ingested call and its result, a question and its
+// answer, are consecutive steps; a node 56 steps away is another turn).
 func (ix *Index) neighbours(d int32) (prev, next int32) {
 	prev, next = -1, -1
 	r := ix.rank[d]
 	if r < 0 {
 		return
 	}
-	if r > 0 {
+	step := ix.docs[d].step
+	if r > 0 && ix.docs[ix.order[r-1]].step == step-1 {
 		prev = ix.order[r-1]
 	}
-	if int(r)+1 < len(ix.order) {
+	if int(r)+1 < len(ix.order) && ix.docs[ix.order[r+1]].step == step+1 {
 		next = ix.order[r+1]
 	}
 	return
@@ -278,7 +468,7 @@ func isQuestion(text string) bool {
 
 // shareSpecific reports whether two docs hold a specific term in common.
 func (ix *Index) shareSpecific(a, b int32) bool {
-	x, y := ix.docs[a].specific, ix.docs[b].specific
+	x, y := ix.specificOf(a), ix.specificOf(b)
 	for i, j := 0, 0; i < len(x) && j < len(y); {
 		switch {
 		case x[i] == y[j]:

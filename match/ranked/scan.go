@@ -88,6 +88,62 @@ type Query struct {
 	// the highest idf for each unknown word.
 	info float64
 	all  []string // every distinct term text of the prompt, for display
+	// words is the number of the prompt's content words (distinct sources
+	// of its primary terms), unknown those of them no node holds in any
+	// form (rule "news to the archive").
+	words, unknown int
+	// instruction: the prompt asks for new work (rule "instructions").
+	instruction bool
+}
+
+// newWork are the imperative verbs that open a request for new work
+// (English, Spanish, Turkish): "write the README", "crea un test", "yaz".
+var newWork = map[string]bool{}
+
+// leadFiller are the words that may come before such a verb ("now write",
+// "ok, please add", "ahora escribe").
+var leadFiller = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields("write add create implement generate draft compose make design scaffold build produce escribe escribir crea crear añade añadir agrega genera implementa redacta yaz oluştur ekle üret") {
+		newWork[w] = true
+	}
+	for _, w := range strings.Fields("now please pls ok okay so then and next also great thanks cool alright right fine let's lets just can could you ahora por favor vale bueno şimdi lütfen tamam") {
+		leadFiller[w] = true
+	}
+}
+
+// isInstruction reports whether the prompt opens, after filler, with a
+// verb of new work.
+func isInstruction(prompt string) bool {
+	n := 0
+	for _, f := range strings.FieldsFunc(prompt, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
+		if n++; n > 8 {
+			return false
+		}
+		w := strings.ToLower(f)
+		if leadFiller[w] {
+			continue
+		}
+		return newWork[w]
+	}
+	return false
+}
+
+// smallStore is the store size below which the Floor shrinks (rule "small
+// stores"): in a store of N < smallStore nodes the highest idf is
+// idf_N(0) < idf_smallStore(0), and every weight shrinks with it (a term of
+// the only node of a one-node store weighs log(1 + 0.5/1.5) ≈ 0.29), so
+// the Floor is scaled by idf_N(0) / idf_smallStore(0): a store of one node
+// is judged in the units it has. The ranking itself keeps the plain idf.
+const smallStore = 20
+
+// floor is p.Floor in the store's idf units (see smallStore).
+func (ix *Index) floor(p Params) float64 {
+	if ix.live >= smallStore {
+		return p.Floor
+	}
+	return p.Floor * ix.idf(0) / math.Log(1+(smallStore+0.5)/0.5)
 }
 
 func (ix *Index) idf(df int) float64 {
@@ -100,7 +156,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	q := &Query{}
 	best := map[string]Term{}
 	var order []string
-	analyzeInto(prompt, func(t Term) {
+	analyzeQuery(prompt, func(t Term) {
 		old, ok := best[t.Text]
 		if !ok {
 			order = append(order, t.Text)
@@ -114,7 +170,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	maxIdf := ix.idf(0)
 	for _, text := range order {
 		t := best[text]
-		id, ok := ix.vocab[text]
+		id, ok := ix.termID(text)
 		df := 0
 		if ok {
 			df = ix.liveDF(id)
@@ -128,19 +184,37 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			switch {
 			case t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)):
 				q.info += kindWeight[t.Kind] * maxIdf
-			case t.Kind == KindWord || t.Kind == KindCJK:
+			case t.Kind == KindWord || t.Kind == KindCJK || t.Kind == KindNumber:
 				q.info += kindWeight[t.Kind] * maxIdf * p.UnknownWord
 			}
 			continue
 		}
 		w := kindWeight[t.Kind] * ix.idf(df)
-		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: t.Kind != KindFuzzy && t.Kind != KindPart,
+		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: !secondary(t.Kind),
 			special: t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))})
-		if t.Kind != KindFuzzy && t.Kind != KindPart {
+		if !secondary(t.Kind) {
 			q.info += w
 		}
 	}
 	q.all = order
+	// Content words, known or not.
+	known := map[string]bool{}
+	for _, t := range q.terms {
+		known[t.src] = true
+	}
+	counted := map[string]bool{}
+	for _, text := range order {
+		t := best[text]
+		if secondary(t.Kind) || counted[t.Src] {
+			continue
+		}
+		counted[t.Src] = true
+		q.words++
+		if !known[t.Src] {
+			q.unknown++
+		}
+	}
+	q.instruction = isInstruction(prompt)
 	// The rarest terms first; ties by text (deterministic).
 	sort.Slice(q.terms, func(a, b int) bool {
 		if q.terms[a].weight != q.terms[b].weight {
@@ -168,7 +242,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 
 // liveDF is the number of live docs holding term id.
 func (ix *Index) liveDF(id int32) int {
-	ps := ix.post[id]
+	ps := ix.postings(id)
 	if ix.live == len(ix.docs) {
 		return len(ps)
 	}
@@ -201,6 +275,10 @@ type match struct {
 	mask  uint64    // primary terms held by the node itself
 }
 
+// longNode: a node over this many times the store's mean token estimate
+// is long (Pick.Long).
+const longNode = 4
+
 // Pick is one node chosen by a ranked scan, or left out by it.
 type Pick struct {
 	Step    int
@@ -209,6 +287,15 @@ type Pick struct {
 	Why     []string // how each matched (see the rules on Params)
 	Tokens  int      // the node's token_estimate
 	Summary string
+	// Share is the share of the prompt's information (Query.info) that the
+	// node holds itself, 0 to 1; Special: it holds a specific term of the
+	// prompt itself (a path, an identifier, a number of 3+ digits). The
+	// caller weighs them against the pick's cost (rule "cost").
+	Share   float64
+	Special bool
+	// Long: the node's token_estimate is over longNode × the mean of the
+	// store's nodes (a file read, a build log).
+	Long bool
 	// IsCompanion: chosen as the companion of the pick at step CompanionOf
 	// (its neighbour; conversation structure), not on its own merits.
 	CompanionOf int
@@ -251,10 +338,10 @@ func (ix *Index) score(q *Query, p Params) []*match {
 			}
 		}
 		for _, t := range q.terms {
-			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.post[t.id])) > p.Common*float64(ix.live) && len(q.terms) > 1) {
+			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.postings(t.id))) > p.Common*float64(ix.live) && len(q.terms) > 1) {
 				continue
 			}
-			for _, po := range ix.post[t.id] {
+			for _, po := range ix.postings(t.id) {
 				if ix.docs[po.doc].dead {
 					continue
 				}
@@ -343,7 +430,7 @@ func (ix *Index) score(q *Query, p Params) []*match {
 // tf is the frequency of term id in doc d (binary search: postings ascend
 // by doc).
 func (ix *Index) tf(id int32, d int32) uint16 {
-	ps := ix.post[id]
+	ps := ix.postings(id)
 	i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= d })
 	if i < len(ps) && ps[i].doc == d {
 		return ps[i].tf
@@ -355,13 +442,8 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// Scan ranks the store's nodes for a prompt and chooses the ones to
-// hydrate, best first, before any budget (the caller admits them against
-// the per-turn budget). Deterministic: ties go to the newer step.
-// Safe for concurrent use.
-func (ix *Index) Scan(prompt string, p Params) *Result {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// scanLocked is Scan under ix.mu.
+func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
 	cands := ix.score(q, p)
@@ -525,13 +607,27 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // (an identifier is evidence, even in a store so small that no term is
 // rare), or it scores at least Floor and holds at least MinShare of the
 // prompt's information.
+//
+// A match on one content word alone is weak: it passes neither when the
+// prompt is an instruction about new work ("now write the README": the
+// word exists in the archive, the prompt asks for something new; rule
+// "instructions"), nor when most of the prompt's content words
+// are news to the archive ("write a haiku about autumn leaves": the
+// archive never saw haiku or autumn; rule "news to the archive").
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
+	groups := map[int]bool{}
 	for i, t := range q.terms {
-		if t.special && m.own[i] > 0 {
-			return true
+		if m.own[i] > 0 || m.nb[i] > 0 {
+			if t.special && m.own[i] > 0 {
+				return true
+			}
+			groups[t.group] = true
 		}
 	}
-	return m.score >= p.Floor && m.score >= p.MinShare*q.info
+	if len(groups) <= 1 && (q.instruction || (q.words >= 2 && 2*q.unknown > q.words)) {
+		return false
+	}
+	return m.score >= ix.floor(p) && m.score >= p.MinShare*q.info
 }
 
 // superseded reports whether a newer candidate holds every primary term c
@@ -548,7 +644,21 @@ func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
 
 func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	d := ix.docs[m.doc]
-	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: d.summary}
+	pk := Pick{Step: d.step, Score: math.Round(score*1000) / 1000, Tokens: d.tokens, Summary: ix.summaryOf(m.doc)}
+	pk.Long = float64(d.tokens) > longNode*ix.tokensTotal/float64(max(ix.live, 1))
+	held := make([]float64, q.groups) // by group: a deterministic sum order
+	for i, t := range q.terms {
+		if m.own[i] > 0 && !secondary(t.kind) {
+			held[t.group] = math.Max(held[t.group], t.weight)
+			pk.Special = pk.Special || t.special
+		}
+	}
+	for _, w := range held {
+		pk.Share += w
+	}
+	if q.info > 0 {
+		pk.Share = math.Min(1, pk.Share/q.info)
+	}
 	for i, t := range q.terms {
 		if m.own[i] == 0 && m.nb[i] == 0 {
 			continue
@@ -563,6 +673,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " (prefix of " + strconv.Quote(t.src) + ")"
 		case KindCJK:
 			why += " (CJK bigram)"
+		case KindPlain:
+			why += " (without accents, of " + strconv.Quote(t.src) + ")"
 		default:
 			if !strings.EqualFold(t.src, t.text) && t.src != "" {
 				why += " (stem of " + strconv.Quote(t.src) + ")"
@@ -596,11 +708,8 @@ func displayTerms(q *Query) []string {
 	return out
 }
 
-// Weights returns, for focused hydration, the prompt's matchable terms and
-// their weights (idf × kind weight). Safe for concurrent use.
-func (ix *Index) Weights(prompt string, p Params) map[string]float64 {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// weightsLocked is Weights under ix.mu.
+func (ix *Index) weightsLocked(prompt string, p Params) map[string]float64 {
 	q := ix.query(prompt, p)
 	w := make(map[string]float64, len(q.terms))
 	for _, t := range q.terms {
@@ -620,13 +729,8 @@ type Hit struct {
 	Why      []string
 }
 
-// Recall ranks every node that scores at least 10 % of the best one (at
-// most p.Candidates), best first, ties to the newer step; nothing when the
-// best node does not pass the scan's cut-off (Floor, MinShare). Safe for
-// concurrent use.
-func (ix *Index) Recall(query string, p Params) []Hit {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// recallLocked is Recall under ix.mu.
+func (ix *Index) recallLocked(query string, p Params) []Hit {
 	q := ix.query(query, p)
 	cands := ix.score(q, p)
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
@@ -639,7 +743,7 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 		}
 		d := ix.docs[c.doc]
 		pk := ix.pick(q, c, c.score, nil)
-		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: d.summary, Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
+		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: ix.summaryOf(c.doc), Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
 	}
 	return out
 }

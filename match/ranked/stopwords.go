@@ -76,7 +76,8 @@ var cjkStopChars = func() map[rune]bool {
 var cjkStopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`我们 你们 他们 她们 它们 什么 这个 那个 怎么 为什么 可以 一个 没有 就是 还是 但是 因为 所以
-如果 已经 现在 然后 这样 的话 谢谢 继续 好的 请问 之前 以前 刚才 一下 一些 这些 那些 哪个 哪些 如何 是否 还有 告诉 说说 问题`) {
+如果 已经 现在 然后 这样 的话 谢谢 继续 好的 请问 之前 以前 刚才 一下 一些 这些 那些 哪个 哪些 如何 是否 还有 告诉 说说 问题
+多少 哪里 哪儿 怎样 几个 为何 是否`) {
 		m[w] = true
 	}
 	return m

@@ -1,0 +1,431 @@
+package ranked
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+	"slices"
+	"sort"
+)
+
+// The ranked index snapshot: a term-sorted, memory-mapped file in the
+// per-user cache directory (never in the store, CONF-08) from which a query
+// decodes only the dictionary entries and postings of its own terms and the
+// summaries and specific terms of its candidates. The documents' fixed
+// fields (32 bytes a node) are read at open. Nodes folded since the
+// snapshot are held in memory on top of it (a delta: docs after the
+// snapshot's, postings appended after the snapshot's); Refresh rewrites
+// (compacts) the snapshot when the delta grows (see saveEvery).
+//
+// Layout (little-endian): a header of snapHead bytes (magic "cfrank4\n",
+// node count n, term count T, total length (float64 bits), body length,
+// ten sections as (offset, length) in the body, the CRC-32C of the chunk
+// table, the CRC-32C of the header before it), the chunk table (one
+// CRC-32C per snapChunk bytes of the body), then the body. Sections:
+//
+//	docs     n × 32: step i64, tokens i64, length f64, flags u64 (1 question, 2 evicted), ascending step
+//	strOff   (2n+1) × u32 into str: node i's summary, then its artifact_sha256
+//	str
+//	specOff  (n+1) × u32 into spec (in u32 units)
+//	spec     u32 dictionary indices of each node's specific terms, ascending
+//	termOff  (T+1) × u32 into term
+//	term     the terms, ascending bytewise
+//	postOff  (T+1) × u64 into post
+//	post     per term: (node position delta, tf) as uvarints, ascending position
+//	version  the store index version the snapshot was refreshed against
+//
+// A chunk is verified the first time a query reads it; a failed chunk
+// marks the snapshot bad and the index is rebuilt from the cold nodes (a
+// miss, never a wrong answer: see Index.recoverSnapshot).
+const (
+	snapName  = "ranked-index.v4"
+	snapMagic = "cfrank4\n"
+	snapChunk = 64 << 10
+	snapSecs  = 10
+	snapHead  = 8 + 4*8 + snapSecs*16 + 4 + 4
+)
+
+const (
+	secDocs = iota
+	secStrOff
+	secStr
+	secSpecOff
+	secSpec
+	secTermOff
+	secTerm
+	secPostOff
+	secPost
+	secVersion
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+var errBadCache = errors.New("ranked: corrupt index cache")
+
+// snapFile is an opened snapshot file. Not safe for concurrent use (its
+// Index's mutex guards it).
+type snapFile struct {
+	data    []byte
+	unmap   func()
+	body    []byte
+	crcs    []byte
+	secs    [snapSecs][]byte
+	secOff  [snapSecs]int
+	n       int
+	nterms  int
+	total   float64
+	checked []uint64
+	bad     bool
+}
+
+var le = binary.LittleEndian
+
+func openSnapshot(data []byte) (*snapFile, error) {
+	if len(data) < snapHead || !bytes.Equal(data[:8], []byte(snapMagic)) {
+		return nil, errBadCache
+	}
+	if crc32.Checksum(data[:snapHead-4], crcTable) != le.Uint32(data[snapHead-4:]) {
+		return nil, errBadCache
+	}
+	s := &snapFile{data: data}
+	n, nt, bodyLen := le.Uint64(data[8:]), le.Uint64(data[16:]), le.Uint64(data[32:])
+	s.total = math.Float64frombits(le.Uint64(data[24:]))
+	nchunks := (bodyLen + snapChunk - 1) / snapChunk
+	if n > 1<<31 || nt > 1<<31 || bodyLen > uint64(len(data)) || uint64(snapHead)+4*nchunks+bodyLen != uint64(len(data)) {
+		return nil, errBadCache
+	}
+	s.crcs = data[snapHead : snapHead+4*int(nchunks)]
+	if crc32.Checksum(s.crcs, crcTable) != le.Uint32(data[snapHead-8:]) {
+		return nil, errBadCache
+	}
+	s.body = data[snapHead+4*int(nchunks):]
+	s.checked = make([]uint64, (nchunks+63)/64)
+	s.n, s.nterms = int(n), int(nt)
+	for i := range snapSecs {
+		off, ln := le.Uint64(data[40+16*i:]), le.Uint64(data[48+16*i:])
+		if off > bodyLen || ln > bodyLen-off {
+			return nil, errBadCache
+		}
+		s.secs[i], s.secOff[i] = s.body[off:off+ln], int(off)
+	}
+	want := [snapSecs]int{secDocs: 32 * s.n, secStrOff: 4 * (2*s.n + 1), secSpecOff: 4 * (s.n + 1), secTermOff: 4 * (s.nterms + 1), secPostOff: 8 * (s.nterms + 1)}
+	for i, w := range want {
+		if w != 0 && len(s.secs[i]) != w {
+			return nil, errBadCache
+		}
+	}
+	return s, nil
+}
+
+// verify checks the CRC of every not yet verified chunk that body bytes
+// [off, off+n) overlap; a mismatch marks s bad.
+func (s *snapFile) verify(off, n int) bool {
+	if n == 0 || s.bad {
+		return !s.bad
+	}
+	for c := off / snapChunk; c <= (off+n-1)/snapChunk; c++ {
+		if s.checked[c/64]&(1<<(c%64)) != 0 {
+			continue
+		}
+		lo := c * snapChunk
+		hi := min(lo+snapChunk, len(s.body))
+		if crc32.Checksum(s.body[lo:hi], crcTable) != le.Uint32(s.crcs[4*c:]) {
+			s.bad = true
+			return false
+		}
+		s.checked[c/64] |= 1 << (c % 64)
+	}
+	return true
+}
+
+// slice returns section sec's bytes [off, off+n), verified; nil (and s
+// marked bad) when out of range or corrupt.
+func (s *snapFile) slice(sec int, off, n uint64) []byte {
+	b := s.secs[sec]
+	if s.bad || off > uint64(len(b)) || n > uint64(len(b))-off {
+		s.bad = true
+		return nil
+	}
+	if !s.verify(s.secOff[sec]+int(off), int(n)) {
+		return nil
+	}
+	return b[off : off+n]
+}
+
+func (s *snapFile) u32(sec int, i int) uint32 {
+	b := s.slice(sec, 4*uint64(i), 4)
+	if b == nil {
+		return 0
+	}
+	return le.Uint32(b)
+}
+
+func (s *snapFile) u64(sec int, i int) uint64 {
+	b := s.slice(sec, 8*uint64(i), 8)
+	if b == nil {
+		return 0
+	}
+	return le.Uint64(b)
+}
+
+// span returns the bytes between offsets i and i+1 of table offSec in sec.
+func (s *snapFile) span(offSec, sec, i int) []byte {
+	lo, hi := s.u32(offSec, i), s.u32(offSec, i+1)
+	if hi < lo {
+		s.bad = true
+		return nil
+	}
+	return s.slice(sec, uint64(lo), uint64(hi-lo))
+}
+
+func (s *snapFile) termBytes(k int) []byte { return s.span(secTermOff, secTerm, k) }
+
+// find returns the dictionary index of term text, -1 when absent.
+func (s *snapFile) find(text string) int32 {
+	i := sort.Search(s.nterms, func(k int) bool { return string(s.termBytes(k)) >= text })
+	if i < s.nterms && string(s.termBytes(i)) == text && !s.bad {
+		return int32(i)
+	}
+	return -1
+}
+
+// postings decodes term k's postings (nil and s bad when corrupt).
+func (s *snapFile) postings(k int) []posting {
+	lo, hi := s.u64(secPostOff, k), s.u64(secPostOff, k+1)
+	if hi < lo {
+		s.bad = true
+		return nil
+	}
+	b := s.slice(secPost, lo, hi-lo)
+	var out []posting
+	last := -1
+	for len(b) > 0 && !s.bad {
+		dd, n1 := binary.Uvarint(b)
+		if n1 <= 0 {
+			break
+		}
+		tf, n2 := binary.Uvarint(b[n1:])
+		if n2 <= 0 || tf == 0 || tf > 65535 || dd > uint64(s.n) {
+			s.bad = true
+			return nil
+		}
+		b = b[n1+n2:]
+		d := last + 1 + int(dd)
+		if d >= s.n {
+			s.bad = true
+			return nil
+		}
+		out = append(out, posting{doc: int32(d), tf: uint16(tf)})
+		last = d
+	}
+	if len(b) != 0 {
+		s.bad = true
+		return nil
+	}
+	return out
+}
+
+func (s *snapFile) summary(d int) string  { return string(s.span(secStrOff, secStr, 2*d)) }
+func (s *snapFile) artifact(d int) string { return string(s.span(secStrOff, secStr, 2*d+1)) }
+
+func (s *snapFile) specific(d int) []int32 {
+	lo, hi := s.u32(secSpecOff, d), s.u32(secSpecOff, d+1)
+	if hi < lo {
+		s.bad = true
+		return nil
+	}
+	b := s.slice(secSpec, 4*uint64(lo), 4*uint64(hi-lo))
+	out := make([]int32, 0, len(b)/4)
+	for i := 0; i+4 <= len(b); i += 4 {
+		k := le.Uint32(b[i:])
+		if k >= uint32(s.nterms) {
+			s.bad = true
+			return nil
+		}
+		out = append(out, int32(k))
+	}
+	return out
+}
+
+// decodeSnapshot opens a snapshot file's bytes as an index: the documents'
+// fixed fields are read and verified now, everything else when used.
+func decodeSnapshot(data []byte) (*Index, error) {
+	s, err := openSnapshot(data)
+	if err != nil {
+		return nil, err
+	}
+	dt := s.slice(secDocs, 0, uint64(32*s.n))
+	ver := s.slice(secVersion, 0, uint64(len(s.secs[secVersion])))
+	if s.bad {
+		return nil, errBadCache
+	}
+	ix := NewIndex()
+	ix.snap, ix.base, ix.nterms = s, int32(s.n), int32(s.nterms)
+	ix.docs = make([]doc, s.n)
+	sum := 0.0
+	for i := range ix.docs {
+		r := dt[32*i:]
+		d := &ix.docs[i]
+		d.step, d.tokens = int(int64(le.Uint64(r))), int(int64(le.Uint64(r[8:])))
+		d.length = math.Float64frombits(le.Uint64(r[16:]))
+		fl := le.Uint64(r[24:])
+		d.question, d.evicted, d.lazy = fl&1 != 0, fl&2 != 0, true
+		if d.length < 1 || fl > 3 || (i > 0 && d.step <= ix.docs[i-1].step) {
+			return nil, errBadCache
+		}
+		sum += d.length
+		ix.tokensTotal += float64(d.tokens)
+	}
+	if sum != s.total {
+		return nil, errBadCache
+	}
+	ix.live, ix.total = s.n, s.total
+	ix.order = make([]int32, s.n)
+	ix.rank = make([]int32, s.n)
+	for i := range ix.order {
+		ix.order[i], ix.rank[i] = int32(i), int32(i)
+	}
+	ix.version = string(ver)
+	return ix, nil
+}
+
+// encodeSnapshot serialises the live documents as a snapshot; false when
+// the current snapshot turned out corrupt while reading it. Callers hold
+// ix.mu.
+func (ix *Index) encodeSnapshot() ([]byte, bool) {
+	newPos := make([]int32, len(ix.docs))
+	for i := range newPos {
+		newPos[i] = -1
+	}
+	for i, d := range ix.order {
+		newPos[d] = int32(i)
+	}
+	type term struct {
+		text string
+		id   int32
+	}
+	terms := make([]term, 0, int(ix.nterms)+len(ix.post))
+	for k := range int(ix.nterms) {
+		terms = append(terms, term{string(ix.snap.termBytes(k)), int32(k)})
+	}
+	for text, id := range ix.vocab {
+		if id >= ix.nterms {
+			terms = append(terms, term{text, id})
+		}
+	}
+	if ix.snap != nil && ix.snap.bad {
+		return nil, false
+	}
+	slices.SortFunc(terms, func(a, b term) int { return cmpString(a.text, b.text) })
+	newID := make([]int32, int(ix.nterms)+len(ix.post))
+	var termB, postB []byte
+	termOff := []uint32{0}
+	postOff := []uint64{0}
+	var ps []posting
+	nt := 0
+	for _, t := range terms {
+		ps = ps[:0]
+		for _, p := range ix.rawPostings(t.id) {
+			if np := newPos[p.doc]; np >= 0 {
+				ps = append(ps, posting{doc: np, tf: p.tf})
+			}
+		}
+		if ix.snap != nil && ix.snap.bad {
+			return nil, false
+		}
+		if len(ps) == 0 {
+			newID[t.id] = -1
+			continue
+		}
+		newID[t.id] = int32(nt)
+		nt++
+		slices.SortFunc(ps, func(a, b posting) int { return int(a.doc) - int(b.doc) })
+		last := int32(-1)
+		for _, p := range ps {
+			postB = binary.AppendUvarint(postB, uint64(p.doc-last-1))
+			postB = binary.AppendUvarint(postB, uint64(p.tf))
+			last = p.doc
+		}
+		termB = append(termB, t.text...)
+		termOff = append(termOff, uint32(len(termB)))
+		postOff = append(postOff, uint64(len(postB)))
+	}
+	var docB, strOffB, strB, specOffB, specB []byte
+	strOffB = le.AppendUint32(strOffB, 0)
+	specOffB = le.AppendUint32(specOffB, 0)
+	nspec := uint32(0)
+	var spec []int32
+	for _, di := range ix.order {
+		d := &ix.docs[di]
+		docB = le.AppendUint64(docB, uint64(int64(d.step)))
+		docB = le.AppendUint64(docB, uint64(int64(d.tokens)))
+		docB = le.AppendUint64(docB, math.Float64bits(d.length))
+		fl := uint64(0)
+		if d.question {
+			fl |= 1
+		}
+		if d.evicted {
+			fl |= 2
+		}
+		docB = le.AppendUint64(docB, fl)
+		strB = append(strB, ix.summaryOf(di)...)
+		strOffB = le.AppendUint32(strOffB, uint32(len(strB)))
+		strB = append(strB, ix.artifactOf(di)...)
+		strOffB = le.AppendUint32(strOffB, uint32(len(strB)))
+		spec = spec[:0]
+		for _, id := range ix.specificOf(di) {
+			if k := newID[id]; k >= 0 {
+				spec = append(spec, k)
+			}
+		}
+		slices.Sort(spec)
+		for _, k := range spec {
+			specB = le.AppendUint32(specB, uint32(k))
+		}
+		nspec += uint32(len(spec))
+		specOffB = le.AppendUint32(specOffB, nspec)
+	}
+	if ix.snap != nil && ix.snap.bad {
+		return nil, false
+	}
+	var termOffB, postOffB []byte
+	for _, o := range termOff {
+		termOffB = le.AppendUint32(termOffB, o)
+	}
+	for _, o := range postOff {
+		postOffB = le.AppendUint64(postOffB, o)
+	}
+	secs := [snapSecs][]byte{docB, strOffB, strB, specOffB, specB, termOffB, termB, postOffB, postB, []byte(ix.version)}
+	var body []byte
+	head := make([]byte, snapHead)
+	copy(head, snapMagic)
+	le.PutUint64(head[8:], uint64(ix.live))
+	le.PutUint64(head[16:], uint64(nt))
+	le.PutUint64(head[24:], math.Float64bits(ix.total))
+	for i, sec := range secs {
+		le.PutUint64(head[40+16*i:], uint64(len(body)))
+		le.PutUint64(head[48+16*i:], uint64(len(sec)))
+		body = append(body, sec...)
+	}
+	le.PutUint64(head[32:], uint64(len(body)))
+	var crcs []byte
+	for lo := 0; lo < len(body); lo += snapChunk {
+		crcs = le.AppendUint32(crcs, crc32.Checksum(body[lo:min(lo+snapChunk, len(body))], crcTable))
+	}
+	le.PutUint32(head[snapHead-8:], crc32.Checksum(crcs, crcTable))
+	le.PutUint32(head[snapHead-4:], crc32.Checksum(head[:snapHead-4], crcTable))
+	out := make([]byte, 0, len(head)+len(crcs)+len(body))
+	return append(append(append(out, head...), crcs...), body...), true
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

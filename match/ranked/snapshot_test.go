@@ -1,0 +1,189 @@
+package ranked
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/testgen"
+)
+
+func addTurns(ix *Index, turns []contextfold.Turn, salt string) {
+	for _, t := range turns {
+		ix.Add(t.StepID, fmt.Sprintf("%s%d", salt, t.StepID), 10+len(t.RawContent)/4, t.Summary, t.Summary+"\n"+t.RawContent)
+	}
+}
+
+func reopen(t *testing.T, ix *Index) *Index {
+	t.Helper()
+	ix.mu.Lock()
+	data, ok := ix.encodeSnapshot()
+	ix.mu.Unlock()
+	if !ok {
+		t.Fatal("encode failed")
+	}
+	got, err := decodeSnapshot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func sameAnswers(t *testing.T, stage string, g testgen.Gen, want, got *Index) {
+	t.Helper()
+	p := DefaultParams()
+	for i := range 400 {
+		q := g.Prompt(i)
+		if i%3 == 0 {
+			q = g.Query(i)
+		}
+		if w, gg := want.Scan(q, p), got.Scan(q, p); !reflect.DeepEqual(w, gg) {
+			t.Fatalf("%s: scan %q\nin memory %+v\nsnapshot  %+v", stage, q, w, gg)
+		}
+		if w, gg := want.Recall(q, p), got.Recall(q, p); !reflect.DeepEqual(w, gg) {
+			t.Fatalf("%s: recall %q differs", stage, q)
+		}
+		if w, gg := want.Weights(q, p), got.Weights(q, p); !reflect.DeepEqual(w, gg) {
+			t.Fatalf("%s: weights %q differ", stage, q)
+		}
+	}
+	if want.Len() != got.Len() {
+		t.Fatalf("%s: %d vs %d nodes", stage, want.Len(), got.Len())
+	}
+}
+
+// The snapshot path answers exactly as the in-memory index: opened from a
+// snapshot, with a delta of new and replaced nodes on top, and after a
+// compaction of that delta.
+func TestSnapshotMatchesInMemory(t *testing.T) {
+	g := testgen.New(11)
+	turns := g.SmallTurns(0, 2500)
+	mem := NewIndex()
+	addTurns(mem, turns, "a")
+	snap := reopen(t, mem)
+	if snap.snap == nil || snap.base != 2500 {
+		t.Fatal("not a snapshot index")
+	}
+	sameAnswers(t, "snapshot", g, mem, snap)
+	// A delta: new steps, and replaced ones (a new artifact for a step).
+	more := g.SmallTurns(2500, 400)
+	replaced := g.SmallTurns(0, 300)
+	for i := range replaced {
+		replaced[i].StepID = turns[i*7].StepID
+	}
+	addTurns(mem, more, "a")
+	addTurns(snap, more, "a")
+	addTurns(mem, replaced, "b")
+	addTurns(snap, replaced, "b")
+	sameAnswers(t, "snapshot+delta", g, mem, snap)
+	// Compaction: the delta written into a new snapshot answers as an
+	// index built afresh from the live nodes (the in-memory index above
+	// still counts its replaced nodes' postings in the Common filter).
+	final := map[int]contextfold.Turn{}
+	salt := map[int]string{}
+	for _, set := range []struct {
+		turns []contextfold.Turn
+		salt  string
+	}{{turns, "a"}, {more, "a"}, {replaced, "b"}} {
+		for _, tr := range set.turns {
+			final[tr.StepID], salt[tr.StepID] = tr, set.salt
+		}
+	}
+	fresh := NewIndex()
+	for _, st := range slices.Sorted(maps.Keys(final)) {
+		addTurns(fresh, []contextfold.Turn{final[st]}, salt[st])
+	}
+	sameAnswers(t, "compacted", g, fresh, reopen(t, snap))
+}
+
+// A snapshot that is corrupt where a query reads it (chunks are verified
+// lazily) is a miss: the index is rebuilt from the store and the answer is
+// the one a fresh index gives; a foreign or truncated file is not loaded.
+func TestSnapshotCorruptionIsAMiss(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testgen.New(5)
+	if _, err := s.FoldBatch(g.SmallTurns(0, 400)); err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex()
+	ix.dir = dir
+	if err := ix.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	path := cachePath(dir, false)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no snapshot written: %v", err)
+	}
+	sf, err := openSnapshot(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultParams()
+	queries := []string{g.Query(1), g.Query(2), g.Prompt(3)}
+	var want []*Result
+	for _, q := range queries {
+		want = append(want, ix.Scan(q, p))
+	}
+	// Corrupt the dictionary entry every lookup probes first.
+	bad := append([]byte(nil), good...)
+	off := len(good) - len(sf.body) + sf.secOff[secTermOff] + 4*(sf.nterms/2)
+	bad[off] ^= 0x5a
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ix2 := load(dir)
+	if ix2 == nil {
+		t.Fatal("lazily verified chunk checked at open")
+	}
+	ix2.dir = dir
+	if err := ix2.Refresh(s); err != nil || ix2.read != 0 {
+		t.Fatalf("refresh: %v, read %d", err, ix2.read)
+	}
+	for i, q := range queries {
+		if got := ix2.Scan(q, p); !reflect.DeepEqual(got, want[i]) {
+			t.Fatalf("corrupt snapshot answered %q: %+v, want %+v", q, got, want[i])
+		}
+	}
+	if ix2.read != 400 || ix2.snap != nil {
+		t.Errorf("after corruption: read %d nodes, snapshot %v", ix2.read, ix2.snap != nil)
+	}
+	// The rebuilt index wrote a good snapshot again.
+	if ix3 := load(dir); ix3 == nil || ix3.Len() != 400 {
+		t.Error("no good snapshot after the rebuild")
+	}
+	// A flipped byte anywhere: never a panic, never another answer.
+	for i := range 40 {
+		bad := append([]byte(nil), good...)
+		bad[(i*len(good))/40+i] ^= 0x21
+		os.WriteFile(path, bad, 0o600)
+		ix := load(dir)
+		if ix == nil {
+			continue
+		}
+		ix.dir = dir
+		if err := ix.Refresh(s); err != nil {
+			t.Fatal(err)
+		}
+		for j, q := range queries {
+			if got := ix.Scan(q, p); !reflect.DeepEqual(got, want[j]) {
+				t.Fatalf("byte %d flipped: %q answered %+v, want %+v", (i*len(good))/40+i, q, got, want[j])
+			}
+		}
+	}
+	for _, b := range [][]byte{good[:len(good)-1], good[:snapHead], append([]byte("cfrank2\n"), good[8:]...), nil} {
+		os.WriteFile(path, b, 0o600)
+		if load(dir) != nil {
+			t.Errorf("a bad file (%d bytes) was loaded", len(b))
+		}
+	}
+}
