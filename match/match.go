@@ -119,7 +119,9 @@ func SetRankedParams(p ranked.Params) { params = p }
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains;
 // the others are Dropped; so is a long pick (over 4 × the store's mean node)
-// costing more than a quarter of the budget that holds no specific prompt term and a share of the prompt's
+// costing more than a quarter of the budget that holds no specific prompt
+// term, is not the best pick holding a prompt word rare in the store (in at
+// most 2 nodes), and holds a share of the prompt's
 // information below its share of the budget, rule "cost"). Each ranked
 // pick carries its Score and Why.
 func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResult, error) {
@@ -145,9 +147,13 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 		// node) that would take more than a quarter of the per-turn
 		// budget must hold a specific term of the prompt, or a
 		// share of the prompt's information at least its share of the
-		// budget: a 2,410-token file read matched on "code" alone does not
-		// spend the turn's budget.
-		if p.Long && cost > budget/4 && !p.Special && p.Share < cost/budget {
+		// budget, or be the best pick and hold a word of the prompt that
+		// is rare in the store (Pick.Rare: in at most 2 nodes): a
+		// 2,410-token file read matched on "code" alone does not spend the
+		// turn's budget behind the deadlock it was asked about, the build
+		// log that alone holds "linker" does.
+		best := len(res.Selected) == 0 && len(res.Dropped) == 0
+		if p.Long && cost > budget/4 && !p.Special && !(p.Rare && best) && p.Share < cost/budget {
 			res.Dropped = append(res.Dropped, pick)
 			continue
 		}

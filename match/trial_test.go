@@ -249,3 +249,29 @@ func TestRankedLargeNodesNeedTheirCost(t *testing.T) {
 		}
 	}
 }
+
+// TestRankedLongBestPickWithRareWord: rule "cost" keeps a long node that is
+// the best pick and alone holds a rare word of the prompt (the build log
+// that holds the linker's error), while the same long node matched on a
+// generic word behind a better pick stays out (TestRankedLargeNodesNeedTheirCost).
+func TestRankedLongBestPickWithRareWord(t *testing.T) {
+	s := newStore(t, "")
+	var build strings.Builder
+	for i := 0; i < 400; i++ {
+		fmt.Fprintf(&build, "[%3d/400] compiling module_%d.c\n", i, i)
+	}
+	build.WriteString("ld: error: undefined symbol: frobnicate_v2 (referenced by module_17.o)\n")
+	var turns []contextfold.Turn
+	for i := 0; i < 12; i++ {
+		turns = append(turns, contextfold.Turn{StepID: i, Summary: fmt.Sprintf("step %d", i), RawContent: fmt.Sprintf("$ ls src%d\nmain.c util.c", i)})
+	}
+	turns = append(turns, contextfold.Turn{StepID: 20, Summary: "make all", RawContent: build.String()})
+	fold(t, s, turns...)
+	res, err := match.Scan(s, "what did the linker say about the undefined symbol?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Selected) == 0 || res.Selected[0].StepID != 20 {
+		t.Fatalf("selected %v (dropped %v), want the build log 20 first", steps(res.Selected), steps(res.Dropped))
+	}
+}

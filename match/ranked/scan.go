@@ -279,6 +279,10 @@ type match struct {
 // is long (Pick.Long).
 const longNode = 4
 
+// rareDF is the document frequency up to which a matched prompt word makes
+// a long pick Rare (rule "cost" in package match).
+const rareDF = 2
+
 // Pick is one node chosen by a ranked scan, or left out by it.
 type Pick struct {
 	Step    int
@@ -293,6 +297,10 @@ type Pick struct {
 	// caller weighs them against the pick's cost (rule "cost").
 	Share   float64
 	Special bool
+	// Rare: it holds a word of the prompt (not a secondary form) that at
+	// most rareDF nodes of the store hold: rarity is the signal a long
+	// build log or file read is found by ("what did the linker say?").
+	Rare bool
 	// Long: the node's token_estimate is over longNode × the mean of the
 	// store's nodes (a file read, a build log).
 	Long bool
@@ -651,6 +659,7 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 		if m.own[i] > 0 && !secondary(t.kind) {
 			held[t.group] = math.Max(held[t.group], t.weight)
 			pk.Special = pk.Special || t.special
+			pk.Rare = pk.Rare || (ix.live > rareDF && t.weight >= kindWeight[t.kind]*ix.idf(rareDF))
 		}
 	}
 	for _, w := range held {
