@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/mmapfile"
 )
 
 // IndexCacheFile is a binary snapshot of a large recall_index.json (our
@@ -580,7 +581,7 @@ func (b *baseIndex) termCount() int {
 func readCache(paths []string, st fileStamp, f *os.File) (*index, error) {
 	err := errors.New("index cache: none")
 	for _, p := range paths {
-		data, unmap, merr := mapFile(p)
+		data, unmap, merr := mmapfile.Map(p)
 		if merr != nil {
 			err = merr
 			continue

@@ -6,6 +6,7 @@ import (
 
 	"github.com/contextfold/contextfold/internal/cachedir"
 	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/internal/mmapfile"
 )
 
 // The ranked index is kept between processes in the per-user cache
@@ -42,7 +43,7 @@ func load(dir string) *Index {
 	if path == "" {
 		return nil
 	}
-	data, unmap, err := mapFile(path)
+	data, unmap, err := mmapfile.Map(path)
 	if err != nil {
 		return nil
 	}

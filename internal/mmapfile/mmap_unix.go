@@ -1,16 +1,20 @@
 //go:build unix
 
-package contextfold
+// Package mmapfile maps a whole file read-only (os.ReadFile where mmap is not
+// available), for the derived snapshots the core and match/ranked read
+// lazily: pages cost memory only once touched. Safe for concurrent use; the
+// returned unmap function must be called once, after the last read.
+package mmapfile
 
 import (
 	"os"
 	"syscall"
 )
 
-// mapFile maps a whole file read-only: pages cost memory only once touched.
+// Map maps a whole file read-only: pages cost memory only once touched.
 // The returned function unmaps it; nothing read from the mapping may be used
 // afterwards.
-func mapFile(path string) ([]byte, func(), error) {
+func Map(path string) ([]byte, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
