@@ -1,19 +1,11 @@
 package matcheval
 
 import (
-	"os"
 	"testing"
+
+	"github.com/contextfold/contextfold/internal/cachedir/cachedirtest"
 )
 
-// TestMain keeps derived data (the ranked index cache) in a temporary
-// directory instead of the user's cache.
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "contextfold-cache-test")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("CONTEXTFOLD_CACHE_DIR", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain keeps the per-user cache of the stores the tests make in a
+// temporary directory (cachedirtest.Main).
+func TestMain(m *testing.M) { cachedirtest.Main(m) }

@@ -10,19 +10,10 @@ import (
 	"testing"
 
 	"github.com/contextfold/contextfold"
-	"github.com/contextfold/contextfold/internal/cachedir"
+	"github.com/contextfold/contextfold/internal/cachedir/cachedirtest"
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "contextfold-ranked-test")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv(cachedir.Env, dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { cachedirtest.Main(m) }
 
 func TestAnalyze(t *testing.T) {
 	terms := func(s string) []string {
