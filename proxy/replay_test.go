@@ -534,6 +534,8 @@ func TestReplayTranscripts(t *testing.T) {
 			t.Errorf("%s: effective input cost %.0f through the proxy, above the client's %.0f", rs.name, fc, cc)
 		}
 		last := pts[len(pts)-1]
+		t.Logf("%s: %d requests; last request forwarded %d of the client's %d tokens (%.0f %%); effective input cost %.0f %% of the client's",
+			rs.name, len(pts), last.Forwarded, last.Client, 100*float64(last.Forwarded)/float64(last.Client), 100*fc/cc)
 		if last.Client > 100_000 {
 			if 4*last.Forwarded > last.Client {
 				t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
