@@ -106,7 +106,7 @@ func readColdNodeFile(step int, path string) (*ColdNode, error) {
 	if err != nil {
 		return nil, &IntegrityCheckError{StepID: step, File: path, Check: "read", Reason: "unreadable: " + err.Error()}
 	}
-	v, err := canonjson.DecodeOwned(data) // data is not used after this
+	v, err := canonjson.Decode(data)
 	if err != nil {
 		return nil, &IntegrityCheckError{StepID: step, File: path, Check: "parse", Reason: "not valid JSON (truncated or corrupt): " + err.Error()}
 	}
