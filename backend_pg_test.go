@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/pgbackend"
+	"github.com/contextfold/contextfold/internal/pgtest"
 )
 
 // The conformance vectors and the CONF tests run against both backends: the
@@ -27,11 +27,6 @@ import (
 // about directories themselves (symlinks, permissions) say so and skip
 // there (dirOnly).
 
-// EnvTestPostgresURL names a PostgreSQL database the tests may use
-// (postgres://USER@HOST:PORT/DB); without it the PostgreSQL tests skip,
-// except under CI=true, where they fail.
-const EnvTestPostgresURL = "CONTEXTFOLD_TEST_POSTGRES_URL"
-
 // testPG is the database of the PostgreSQL pass, nil during the directory
 // pass. Only the *Postgres tests set it, around their subtests (the
 // package's tests do not run in parallel).
@@ -41,30 +36,22 @@ var testPG *pgbackend.DB
 var backendStores = map[string]*Store{}
 
 var (
-	pgOnce    sync.Once
-	pgShared  *pgbackend.DB
-	pgErr     error
 	pgSession atomic.Int64
 	// pgRun makes session names unique across runs on one database.
 	pgRun = time.Now().UnixNano()
 )
 
-// testPostgres returns the test database, skipping (or, under CI=true,
-// failing) the test when there is none.
+// testPostgres returns a new database of the PostgreSQL test server
+// (pgtest: a temporary cluster, or CONTEXTFOLD_TEST_POSTGRES_URL), skipping
+// the test locally when there is none and failing it under CI=true.
 func testPostgres(t *testing.T) *pgbackend.DB {
 	t.Helper()
-	url := os.Getenv(EnvTestPostgresURL)
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no PostgreSQL server for the PostgreSQL backend tests: set %s (CI must run them)", EnvTestPostgresURL)
-		}
-		t.Skipf("no PostgreSQL server: set %s=postgres://USER@HOST:PORT/DB to run the PostgreSQL backend tests", EnvTestPostgresURL)
+	db, err := pgbackend.Connect(context.Background(), pgtest.URL(t))
+	if err != nil {
+		t.Fatalf("PostgreSQL test database: %v", err)
 	}
-	pgOnce.Do(func() { pgShared, pgErr = pgbackend.Connect(context.Background(), url) })
-	if pgErr != nil {
-		t.Fatalf("PostgreSQL test database: %v", pgErr)
-	}
-	return pgShared
+	t.Cleanup(db.Close)
+	return db
 }
 
 // onPostgres runs the test functions as subtests with the PostgreSQL

@@ -20,6 +20,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/pgbackend"
+	"github.com/contextfold/contextfold/internal/pgtest"
 	"github.com/contextfold/contextfold/pgstore"
 )
 
@@ -27,17 +28,21 @@ import (
 // database of CONTEXTFOLD_TEST_POSTGRES_URL. Without one they skip, except
 // under CI=true, where they fail.
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// testURL is a new, empty database of the test server, one per test
+// (pgtest: a temporary cluster, or CONTEXTFOLD_TEST_POSTGRES_URL).
 func testURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("CONTEXTFOLD_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no PostgreSQL server: set CONTEXTFOLD_TEST_POSTGRES_URL (CI must run the PostgreSQL tests)")
-		}
-		t.Skip("no PostgreSQL server: set CONTEXTFOLD_TEST_POSTGRES_URL=postgres://USER@HOST:PORT/DB to run the PostgreSQL tests")
+	if u, ok := urls.Load(t); ok {
+		return u.(string)
 	}
+	u := pgtest.URL(t)
+	urls.Store(t, u)
 	return u
 }
+
+var urls sync.Map // *testing.T → its database's URL
 
 var run = time.Now().UnixNano()
 
@@ -382,9 +387,14 @@ func TestBadConnections(t *testing.T) {
 	if !errors.As(err, &sf) {
 		t.Errorf("not a StoreFileError: %T", err)
 	}
+	// A role that must give its password (pgtest's cluster asks every
+	// role but the superuser for one).
+	role := fmt.Sprintf("cf_role_%d", time.Now().UnixNano())
+	if _, err := pool(t).Exec(context.Background(), "CREATE ROLE "+role+" LOGIN PASSWORD 'right-pw'"); err != nil {
+		t.Fatal(err)
+	}
 	u, _ := url.Parse(base)
-	user := u.User.Username()
-	u.User = url.UserPassword(user, "definitely-wrong-pw")
+	u.User = url.UserPassword(role, "definitely-wrong-pw")
 	_, err = pgstore.Connect(context.Background(), u.String())
 	switch {
 	case err == nil:
@@ -397,30 +407,10 @@ func TestBadConnections(t *testing.T) {
 	}
 }
 
-// withDatabase creates a database for one test (and drops it after).
-func withDatabase(t *testing.T) string {
-	t.Helper()
-	c := pool(t)
-	name := fmt.Sprintf("cf_test_%d", time.Now().UnixNano())
-	if _, err := c.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
-		t.Skipf("cannot create a database for this test: %v", err)
-	}
-	t.Cleanup(func() {
-		c2, err := pgx.Connect(context.Background(), testURL(t))
-		if err == nil {
-			c2.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)")
-			c2.Close(context.Background())
-		}
-	})
-	u, _ := url.Parse(testURL(t))
-	u.Path = "/" + name
-	return u.String()
-}
-
 // Migrations are applied on first use, and a database of a newer schema
 // version is refused with a clear error.
 func TestMigrationsAndNewerSchema(t *testing.T) {
-	u := withDatabase(t)
+	u := testURL(t) // a new, empty database
 	from, to, err := pgstore.Migrate(context.Background(), u)
 	if err != nil || from != 0 || to != pgstore.SchemaVersion {
 		t.Fatalf("migrate: %d → %d, %v", from, to, err)

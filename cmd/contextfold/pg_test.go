@@ -9,22 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contextfold/contextfold/internal/pgtest"
 )
 
 // The CLI on a PostgreSQL store (--store postgres://… and
-// CONTEXTFOLD_STORE), against the real server of
-// CONTEXTFOLD_TEST_POSTGRES_URL (skipped without one, failed under CI=true).
+// CONTEXTFOLD_STORE), against a real server (pgtest: skipped without
+// PostgreSQL binaries, failed under CI=true).
 
+// pgURL is a new database of the PostgreSQL test server (pgtest).
 func pgURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("CONTEXTFOLD_TEST_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no PostgreSQL server: set CONTEXTFOLD_TEST_POSTGRES_URL (CI must run the PostgreSQL tests)")
-		}
-		t.Skip("no PostgreSQL server: set CONTEXTFOLD_TEST_POSTGRES_URL=postgres://USER@HOST:PORT/DB to run the PostgreSQL tests")
-	}
-	return u
+	return pgtest.URL(t)
 }
 
 func pgSessionURL(t *testing.T) string {
