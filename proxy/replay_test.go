@@ -18,6 +18,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/ingest"
+	"github.com/contextfold/contextfold/match"
 )
 
 // transcriptsDir holds the project's copies of the real transcripts (licence
@@ -421,11 +422,13 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 					ps.Probes++
 					ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
 					if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
-						rec := points[len(points)-1]
-						_ = rec
 						i := strings.Index(got, harness.HydrationOpen)
 						ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
-						t.Logf("missed %s: line %q\nhydrated: %v; has line unescaped: %v", tgt[0], tgt[1], ids, strings.Contains(got[max(i, 0):], tgt[0]))
+						var hy []string
+						for _, m := range ids {
+							hy = append(hy, m[1]+" ("+m[2]+" chars)")
+						}
+						t.Logf("missed %s: line %q\nhydrated: %v; has identifier: %v\n%s", tgt[0], tgt[1], hy, strings.Contains(got[max(i, 0):], tgt[0]), explainStores(dir, q, tgt[1]))
 					}
 				}
 				break
@@ -511,8 +514,9 @@ func TestReplayTranscripts(t *testing.T) {
 	results := map[string][]replayPoint{}
 	probes := map[string]probeStats{}
 	var names []string
+	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY") // a substring of the session names to replay (debugging)
 	for _, rs := range sessions(t) {
-		if !full && strings.HasPrefix(rs.name, "long/") {
+		if !full && strings.HasPrefix(rs.name, "long/") || !strings.Contains(rs.name, only) {
 			continue
 		}
 		pts := replay(t, rs, harness.Config{})
@@ -549,6 +553,7 @@ func TestReplayTranscripts(t *testing.T) {
 		if full {
 			_, ps := replayProbing(t, rs, harness.Config{}, 5)
 			probes[rs.name] = ps
+			t.Logf("%s: probe recall %d of %d (still in the prompt %d); missed %v", rs.name, ps.Hydrated, ps.Probes, ps.InPrompt, ps.Missed)
 			if ps.Probes > 0 && strings.HasPrefix(rs.name, "long/") && 100*ps.Hydrated < 95*ps.Probes {
 				t.Errorf("%s: probe recall %d of %d, under 95 %%; missed %v", rs.name, ps.Hydrated, ps.Probes, ps.Missed)
 			}
@@ -559,6 +564,43 @@ func TestReplayTranscripts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// explainStores describes, for CONTEXTFOLD_REPLAY_DEBUG, how the ranked
+// scan of every session store under dir treats prompt: which step holds
+// line, and the scan's selected, dropped and cut-off picks with their
+// scores and why.
+func explainStores(dir, prompt, line string) string {
+	stores, _ := filepath.Glob(filepath.Join(dir, "s-*", "g*"))
+	var b strings.Builder
+	for _, d := range stores {
+		s, err := contextfold.Open(d, contextfold.Options{})
+		if err != nil {
+			continue
+		}
+		holder := -1
+		es, _ := s.Entries()
+		for _, e := range es {
+			if n, err := s.ReadColdNode(e.StepID); err == nil && strings.Contains(n.RawContent, line) {
+				holder = e.StepID
+			}
+		}
+		ex, err := match.ExplainRanked(s, prompt)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", d, err)
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %d steps, the line in step %d\n", filepath.Base(filepath.Dir(d)), len(es), holder)
+		for _, l := range []struct {
+			name  string
+			picks []contextfold.ScanPick
+		}{{"selected", ex.Result.Selected}, {"dropped", ex.Result.Dropped}, {"cut off", ex.CutOff}, {"superseded", ex.Superseded}} {
+			for _, p := range l.picks[:min(6, len(l.picks))] {
+				fmt.Fprintf(&b, "  %s %d score %.2f cost %.0f %v\n", l.name, p.StepID, p.Score, p.TokenCost, p.Why)
+			}
+		}
+	}
+	return b.String()
 }
 
 func discardLogger() *slogLogger { return newDiscardLogger() }
