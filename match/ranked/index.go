@@ -108,15 +108,30 @@ func (ix *Index) rawPostings(id int32) []posting {
 	return ps
 }
 
-// postings returns term id's postings (ascending doc). Callers hold ix.mu.
+// postings returns term id's postings of live docs (ascending doc): a
+// replaced or dropped node's postings stay in the lists (a kill does not
+// know its terms) and are filtered out here, so that every count of a
+// term's holders — idf, the Common filter — is of live nodes only. The
+// result is cached per term until the next kill (which empties the cache)
+// or add of the term. Callers hold ix.mu.
 func (ix *Index) postings(id int32) []posting {
-	if id >= ix.nterms {
+	dead := ix.live < len(ix.docs)
+	if id >= ix.nterms && !dead {
 		return ix.post[id-ix.nterms]
 	}
 	if ps, ok := ix.pcache[id]; ok {
 		return ps
 	}
 	ps := ix.rawPostings(id)
+	if dead {
+		live := make([]posting, 0, len(ps))
+		for _, p := range ps {
+			if !ix.docs[p.doc].dead {
+				live = append(live, p)
+			}
+		}
+		ps = live
+	}
 	ix.pcache[id] = ps
 	return ps
 }
@@ -351,6 +366,7 @@ func (ix *Index) kill(d int32) {
 		return
 	}
 	ix.docs[d].dead = true
+	clear(ix.pcache) // cached postings may hold d
 	ix.live--
 	ix.total -= ix.docs[d].length
 	ix.tokensTotal -= float64(ix.docs[d].tokens)
@@ -389,8 +405,8 @@ func (ix *Index) add(d doc, text string) {
 			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], posting{doc: id, tf: uint16(c)})
 		} else {
 			ix.spost[tid] = append(ix.spost[tid], posting{doc: id, tf: uint16(c)})
-			delete(ix.pcache, tid)
 		}
+		delete(ix.pcache, tid)
 	}
 	slices.Sort(d.specific)
 	d.length = float64(max(n, 1))
