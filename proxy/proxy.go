@@ -97,15 +97,19 @@ type Options struct {
 	// MaxBodyBytes bounds a request body in bytes; 0 means
 	// DefaultMaxBodyBytes. A larger body is answered 413.
 	MaxBodyBytes int64
-	// MaxInFlightBytes is the budget of request bodies held at once by the
-	// API requests in flight, in bytes; 0 means DefaultMaxInFlightBytes, a
+	// MaxInFlightBytes is the budget of the estimated memory of the API
+	// requests in flight, in bytes; 0 means DefaultMaxInFlightBytes, a
 	// negative value means no budget. A request holds its body's size from
-	// the moment its body starts to arrive until its response is finished;
-	// one that does not fit is answered 503 with Retry-After
-	// (RetryAfterSeconds) without its body being read. The proxy's memory
-	// for a request is a small multiple of its body (docs/proxy.md gives
-	// the measured multiple), so this bounds the proxy's memory. It must be
-	// at least MaxBodyBytes.
+	// the moment its body starts to arrive (one that does not fit is
+	// answered 503 with Retry-After, RetryAfterSeconds, without its body
+	// being read); once the body is parsed it holds its memory estimate,
+	// RequestMemoryMultiple × the body + FoldMemoryMultiple × the bytes of
+	// its conversation the proxy had not read before (the measured
+	// multiples, BENCHMARKS.md "Proxy memory"), until its response is
+	// finished; an estimate that does not fit is answered 503 with
+	// Retry-After too, unless no other request is in flight (it is then
+	// served alone). So this bounds the proxy's memory for requests. It must
+	// be at least MaxBodyBytes.
 	MaxInFlightBytes int64
 	// BodyReadTimeout is how long a client may take to send a whole
 	// request body; 0 means DefaultBodyReadTimeout, a negative value means
@@ -352,7 +356,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, release, ok := s.readBody(w, r, api)
+	body, release, more, ok := s.readBodyReserving(w, r, api)
 	defer release()
 	if !ok {
 		return
@@ -369,6 +373,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.reject(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		if !s.reserveMemory(w, api, body, req, more) {
 			return
 		}
 		if req.passReason != "" {
