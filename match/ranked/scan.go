@@ -388,49 +388,6 @@ func (ix *Index) score(q *Query, p Params) []*match {
 			ix.tmp[d] = 0
 		}
 	}
-	// Rule "topic context": the scores around a node lift it. The nodes
-	// around a touched one join the candidates; each one's context is
-	// summed in a fixed order (two before, one before, one after, two
-	// after), so that it is the same bits whatever the postings order.
-	if p.Context1 > 0 || p.Context2 > 0 {
-		if len(ix.ctx) < n {
-			ix.ctx = make([]float64, n)
-		}
-		var around [4]int32
-		aroundOf := func(d int32) [4]int32 {
-			prev, next := ix.neighbours(d)
-			around = [4]int32{-1, prev, next, -1}
-			if prev >= 0 && p.Context2 > 0 {
-				around[0], _ = ix.neighbours(prev)
-			}
-			if next >= 0 && p.Context2 > 0 {
-				_, around[3] = ix.neighbours(next)
-			}
-			return around
-		}
-		base := len(touched)
-		for _, d := range touched[:base] {
-			for _, o := range aroundOf(d) {
-				if o >= 0 && !ix.docs[o].dead && !ix.seen[o] {
-					ix.seen[o] = true
-					touched = append(touched, o)
-				}
-			}
-		}
-		w := [4]float64{p.Context2, p.Context1, p.Context1, p.Context2}
-		for _, d := range touched {
-			v := 0.0
-			for k, o := range aroundOf(d) {
-				if o >= 0 {
-					v += w[k] * ix.acc[o]
-				}
-			}
-			ix.ctx[d] = v
-		}
-		for _, d := range touched {
-			ix.acc[d] += ix.ctx[d]
-		}
-	}
 	// The best candidates, by score then newest step: a bounded min-heap
 	// over the touched nodes (O(n log K), no full sort).
 	better := func(a, b int32) bool {
@@ -475,20 +432,77 @@ func (ix *Index) score(q *Query, p Params) []*match {
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	// Rule "topic context": the scores around a node lift it. The best
+	// candidates and the nodes around them are ranked again by their own
+	// score plus their context, each context summed in a fixed order (two
+	// before, one before, one after, two after) so that it is the same bits
+	// whatever the postings order; the best Candidates of them go on. Work:
+	// O(Candidates), whatever the store size.
+	if p.Context1 > 0 || p.Context2 > 0 {
+		if len(ix.ctx) < n {
+			ix.ctx = make([]float64, n)
+		}
+		aroundOf := func(d int32) [4]int32 {
+			prev, next := ix.neighbours(d)
+			around := [4]int32{-1, prev, next, -1}
+			if prev >= 0 && p.Context2 > 0 {
+				around[0], _ = ix.neighbours(prev)
+			}
+			if next >= 0 && p.Context2 > 0 {
+				_, around[3] = ix.neighbours(next)
+			}
+			return around
+		}
+		inSet := map[int32]bool{}
+		set := make([]int32, 0, 5*len(h))
+		for _, d := range h {
+			if !inSet[d] {
+				inSet[d] = true
+				set = append(set, d)
+			}
+			for _, o := range aroundOf(d) {
+				if o >= 0 && !ix.docs[o].dead && !inSet[o] {
+					inSet[o] = true
+					set = append(set, o)
+				}
+			}
+		}
+		w := [4]float64{p.Context2, p.Context1, p.Context1, p.Context2}
+		for _, d := range set {
+			v := 0.0
+			for k, o := range aroundOf(d) {
+				if o >= 0 {
+					v += w[k] * ix.acc[o]
+				}
+			}
+			ix.ctx[d] = v
+		}
+		rk := func(d int32) float64 { return ix.acc[d] + ix.ctx[d] }
+		sort.Slice(set, func(a, b int) bool {
+			if rk(set[a]) != rk(set[b]) {
+				return rk(set[a]) > rk(set[b])
+			}
+			return ix.docs[set[a]].step > ix.docs[set[b]].step
+		})
+		if len(set) > k {
+			for _, d := range set[k:] {
+				ix.ctx[d] = 0
+			}
+			set = set[:k]
+		}
+		h = set
+	}
 	// The candidates' full scores (common terms included), best first.
 	out := make([]*match, 0, len(h))
 	for _, d := range h {
 		m := ix.detail(q, d, p)
 		if ix.ctx != nil {
-			m.ctx = ix.ctx[d]
+			m.ctx, ix.ctx[d] = ix.ctx[d], 0
 		}
 		out = append(out, m)
 	}
 	for _, d := range touched {
 		ix.acc[d], ix.seen[d] = 0, false
-		if ix.ctx != nil {
-			ix.ctx[d] = 0
-		}
 	}
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rank() != out[b].rank() {
