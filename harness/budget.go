@@ -187,6 +187,18 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		h.ws = ws
 	}
 	ws.n = len(conv)
+	// The records of indexed steps, derived from the store and the request,
+	// before anything is estimated: a harness that did not fold them itself
+	// (a restarted proxy, another replica that imported the SessionState)
+	// estimates with the same record texts as the one that did, so it takes
+	// the same fold decisions.
+	for i, e := range entries {
+		if i < len(conv) {
+			if _, ok := h.records[i]; !ok {
+				h.record(conv, i, e)
+			}
+		}
+	}
 	budget := h.cfg.ContextBudget
 	target := budget * h.cfg.FoldTarget / 100
 	pin := h.pinEnd(conv)

@@ -244,7 +244,7 @@ type cachedStep struct {
 
 type turnState struct {
 	promptIndex int
-	promptHash  uint64
+	promptHash  [32]byte // SHA-256 of the prompt text (stable across processes: SessionState)
 	hydrated    []HydratedNode
 	refused     []Refusal
 	dropped     []int
@@ -605,7 +605,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 		return
 	}
 	prompt := conv[d.PromptIndex].promptText()
-	key := maphash.String(h.seed, prompt)
+	key := sha256.Sum256([]byte(prompt))
 	t := h.turn
 	indexed := len(h.entries)
 	if es, err := h.entryMap(); err == nil {
@@ -634,7 +634,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 // scanning.
 func (h *Harness) turnHydration(conv []Message, prompt int) string {
 	t := h.turn
-	if t == nil || prompt < 0 || t.promptIndex != prompt || t.promptHash != maphash.String(h.seed, conv[prompt].promptText()) {
+	if t == nil || prompt < 0 || t.promptIndex != prompt || t.promptHash != sha256.Sum256([]byte(conv[prompt].promptText())) {
 		return ""
 	}
 	return t.text

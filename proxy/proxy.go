@@ -79,8 +79,13 @@ const DefaultMaxBodyBytes = 64 << 20
 // Options configure a Server.
 type Options struct {
 	// Dir holds one store per session (Dir/<session>/g<generation>).
-	// Required.
+	// Required unless Shared is set; with Shared, the working-set log goes
+	// under Dir when it is set, and nowhere otherwise.
 	Dir string
+	// Shared, when set, keeps every session's store and harness state in a
+	// backend shared by several proxy replicas (SharedSessions; PostgreSQL:
+	// package pgsessions) instead of under Dir.
+	Shared SharedSessions
 	// Upstream is the base URL of the provider for both APIs, e.g.
 	// https://api.anthropic.com. AnthropicUpstream and OpenAIUpstream
 	// override it per API; the OpenAI one also receives every other path
@@ -219,6 +224,10 @@ type session struct {
 	dir string
 	h   *harness.Harness
 
+	// ver is the version of the shared session state (Options.Shared) the
+	// harness holds.
+	ver atomic.Int64
+
 	logMu    sync.Mutex
 	requests int    // requests logged
 	prevOut  []byte // the previous forwarded body, for the stable prefix
@@ -245,8 +254,8 @@ type reqState struct {
 // Errors: a missing Dir or upstream, or an upstream that is not an
 // absolute http(s) URL.
 func New(opts Options) (*Server, error) {
-	if opts.Dir == "" {
-		return nil, errors.New("proxy: Options.Dir is required")
+	if opts.Dir == "" && opts.Shared == nil {
+		return nil, errors.New("proxy: Options.Dir (or Options.Shared) is required")
 	}
 	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache()}
 	if s.log == nil {
@@ -374,7 +383,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sid = req.sessionID()
 		}
 		if req.passReason == "" {
-			out = s.dispatch(st, req, sid)
+			out = s.dispatch(r.Context(), st, req, sid)
 		}
 	}
 	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
@@ -409,22 +418,29 @@ var validSession = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // dispatch runs the harness and returns the body to forward. On any failure
 // it returns the client's body and a warning: the request still goes out.
-func (s *Server) dispatch(st *reqState, req *request, sid string) []byte {
+func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid string) []byte {
 	st.rec.Stream = req.stream
 	st.rec.Messages = len(req.msgs)
-	sess, err := s.session(sid, 0)
-	if err != nil {
-		st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
-		return req.body
-	}
-	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
-	st.clientTokens = total
-	d, err := sess.h.DispatchRequest(req.msgs, fixed)
-	if errors.Is(err, harness.ErrHistoryDiverged) {
-		// The client rewrote its history: continue in a new store.
-		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
-		if sess, err = s.session(sid, sess.gen+1); err == nil {
-			d, err = sess.h.DispatchRequest(req.msgs, fixed)
+	var sess *session
+	var d *harness.Dispatch
+	var err error
+	if s.opts.Shared != nil {
+		sess, d, err = s.sharedDispatch(ctx, st, req, sid)
+	} else {
+		sess, err = s.session(sid, 0)
+		if err != nil {
+			st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
+			return req.body
+		}
+		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
+		st.clientTokens = total
+		d, err = sess.h.DispatchRequest(req.msgs, fixed)
+		if errors.Is(err, harness.ErrHistoryDiverged) {
+			// The client rewrote its history: continue in a new store.
+			st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
+			if sess, err = s.session(sid, sess.gen+1); err == nil {
+				d, err = sess.h.DispatchRequest(req.msgs, fixed)
+			}
 		}
 	}
 	st.rec.Session = sid
@@ -512,13 +528,23 @@ func (s *Server) session(id string, gen int) (*session, error) {
 	if sess != nil && sess.gen >= gen {
 		return sess, nil
 	}
-	if gen == 0 {
-		gen = latestGeneration(filepath.Join(s.opts.Dir, id))
-	}
-	dir := filepath.Join(s.opts.Dir, id, "g"+strconv.Itoa(gen))
-	store, err := contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: id})
-	if err != nil {
-		return nil, err
+	var store *contextfold.Store
+	var dir string
+	var err error
+	if s.opts.Shared != nil {
+		gen = max(gen, 1)
+		if store, err = s.opts.Shared.Open(id, gen); err != nil {
+			return nil, err
+		}
+		dir = store.Dir()
+	} else {
+		if gen == 0 {
+			gen = latestGeneration(filepath.Join(s.opts.Dir, id))
+		}
+		dir = filepath.Join(s.opts.Dir, id, "g"+strconv.Itoa(gen))
+		if store, err = contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: id}); err != nil {
+			return nil, err
+		}
 	}
 	cfg := s.opts.Harness
 	cfg.SessionID = id
@@ -627,15 +653,21 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 func (s *Server) finish(st *reqState) {
 	st.once.Do(func() {
 		if st.sess != nil && st.dispatch != nil && len(st.dispatch.Hydrated) > 0 {
-			evs, err := st.sess.h.PostTurnResponse(st.dispatch)
-			for _, ev := range evs {
-				st.rec.Evicted = append(st.rec.Evicted, ev.StepID)
+			var err error
+			if s.opts.Shared != nil {
+				st.rec.Evicted, err = s.sharedPostTurn(st.sess, st.dispatch)
+			} else {
+				var evs []contextfold.Eviction
+				evs, err = st.sess.h.PostTurnResponse(st.dispatch)
+				for _, ev := range evs {
+					st.rec.Evicted = append(st.rec.Evicted, ev.StepID)
+				}
 			}
 			if err != nil {
 				st.rec.Warnings = append(st.rec.Warnings, "evict failed: "+err.Error())
 			}
 		}
-		if st.wsOut != nil && st.sess != nil {
+		if st.wsOut != nil && st.sess != nil && s.opts.Dir != "" {
 			// Off the request's path: the working-set log.
 			if err := s.logWorkingSet(st.sess, st, st.dispatch, st.wsBody, st.wsOut); err != nil {
 				st.rec.Warnings = append(st.rec.Warnings, "working-set log not written: "+err.Error())

@@ -21,6 +21,23 @@ if [ -z "$chromium" ]; then
     echo "test.sh: note: no Chromium found, so the browser test (inspect TestBrowser) is SKIPPED; install chromium (or set CONTEXTFOLD_CHROMIUM) to run it" >&2
   fi
 fi
+# The PostgreSQL store's tests (internal/pgtest) start a temporary cluster
+# with initdb and postgres, or use CONTEXTFOLD_TEST_POSTGRES_URL. Locally they
+# are skipped without either; say so here. In CI (CI=true) they fail instead.
+if [ -z "${CONTEXTFOLD_TEST_POSTGRES_URL:-}" ]; then
+  pgbin="${CONTEXTFOLD_TEST_POSTGRES_BIN:-}"
+  if [ -z "$pgbin" ]; then
+    if command -v initdb >/dev/null 2>&1; then pgbin=$(dirname "$(command -v initdb)"); fi
+    for d in /usr/lib/postgresql/*/bin; do [ -x "$d/initdb" ] && pgbin="$d"; done
+  fi
+  if [ -z "$pgbin" ] || [ ! -x "$pgbin/initdb" ]; then
+    if [ "${CI:-}" = "true" ]; then
+      echo "test.sh: no PostgreSQL server (initdb) found; in CI the PostgreSQL tests fail (.ci/run installs postgresql)" >&2
+    else
+      echo "test.sh: note: no PostgreSQL server (initdb) found, so the PostgreSQL store tests are SKIPPED; install Debian's postgresql package (or set CONTEXTFOLD_TEST_POSTGRES_BIN, or CONTEXTFOLD_TEST_POSTGRES_URL to a server) to run them" >&2
+    fi
+  fi
+fi
 go vet ./...
 go test -race -timeout 45m ./...
 go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFolds|TestWriteFailuresKeepPreviousState|TestReadOnlyAndPermissionDenied' .

@@ -5,15 +5,16 @@ package cachedirtest
 
 import (
 	"os"
-	"testing"
 
 	"github.com/contextfold/contextfold/internal/cachedir"
 )
 
 // Main runs the tests with CONTEXTFOLD_CACHE_DIR set to a new temporary
 // directory, removed afterwards, unless the environment already sets it (a
-// benchmark that reuses a built cache). Call it from TestMain; it exits.
-func Main(m *testing.M) {
+// benchmark that reuses a built cache). Call it from TestMain; it exits. m is
+// the *testing.M, or a wrapper of it with the same Run (e.g. pgtest.M(m), to
+// also get a PostgreSQL test cluster).
+func Main(m interface{ Run() int }) {
 	if os.Getenv(cachedir.Env) != "" {
 		os.Exit(m.Run())
 	}

@@ -1,0 +1,88 @@
+package pgsessions
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/pgtest"
+	"github.com/contextfold/contextfold/internal/scripted"
+	"github.com/contextfold/contextfold/proxy"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var fixedClock = func() time.Time { return time.Unix(1772445600, 0) }
+
+// replica is one proxy over the shared sessions of a database.
+func replica(t *testing.T, dbURL, storeDir, upstream string) *httptest.Server {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	sh, err := New(context.Background(), pool, func(name string) (*contextfold.Store, error) {
+		return contextfold.Open(filepath.Join(storeDir, name, ".contextfold"), contextfold.Options{Clock: fixedClock})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(proxy.Options{Shared: sh, Upstream: upstream, Clock: fixedClock,
+		Harness: harness.Config{ContextBudget: 10000}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// Three in-process replicas (shared state in PostgreSQL, one store
+// directory, as three processes on one host would have) forward, request by
+// request round-robin, exactly what one proxy forwards.
+func TestInProcessReplicasForwardWhatOneProxyDoes(t *testing.T) {
+	conv := newConversation(11, 48)
+	run := func(replicas []*httptest.Server) []scripted.Request {
+		up := scripted.New(func(*scripted.Turn) scripted.Reply { return scripted.Reply{Text: "ok"} })
+		defer up.Close()
+		dbURL, dir := pgtest.URL(t), t.TempDir()
+		var rs []*httptest.Server
+		for range replicas {
+			rs = append(rs, replica(t, dbURL, dir, up.URL))
+		}
+		for k := range conv.ends {
+			code, warn, err := send(rs[k%len(rs)].URL, "sess-1", conv.body(k))
+			if err != nil || code != 200 || (warn != "" && !strings.HasPrefix(warn, "over the context budget")) {
+				t.Fatalf("request %d: %d %q %v", k, code, warn, err)
+			}
+		}
+		return up.ModelRequests(scripted.Anthropic)
+	}
+	single := run(make([]*httptest.Server, 1))
+	fleet := run(make([]*httptest.Server, 3))
+	if len(single) != len(fleet) || len(single) != len(conv.ends) {
+		t.Fatalf("upstream got %d (fleet) and %d (single) requests; want %d", len(fleet), len(single), len(conv.ends))
+	}
+	changed := 0
+	for k := range single {
+		if string(fleet[k].Body) != string(single[k].Body) {
+			t.Fatalf("request %d: the fleet forwarded other bytes than one proxy %s", k, firstDiff(fleet[k].Body, single[k].Body))
+		}
+		if string(single[k].Body) != string(conv.body(k)) {
+			changed++
+		}
+	}
+	if changed < len(single)/2 {
+		t.Fatalf("only %d of %d requests were folded or hydrated: the session does not exercise the proxy", changed, len(single))
+	}
+}

@@ -1,0 +1,172 @@
+// Package pgsessions is the PostgreSQL implementation of proxy.SharedSessions:
+// it lets several `contextfold proxy --store postgres://…` replicas serve the
+// same sessions (issue 13).
+//
+// Each proxy session's store is a session of the database (package pgstore):
+// generation 1 of proxy session ID is the store session "ID", a later
+// generation N (after the client rewrote its history) is "ID/gN" ('/' never
+// occurs in a proxy session id, so the names cannot collide). Inspect one with
+// `contextfold --store 'postgres://…?session=ID' status`.
+//
+// The harness state that the request and the store do not determine
+// (harness.SessionState) lives in one row per proxy session of the table
+// cf_proxy_sessions (session, generation, version, state). The row is also
+// the session's lease: Lock starts a transaction whose first statement
+// upserts the row, which takes its row lock until Commit or Release (or the
+// end of the connection: a replica that is killed releases its leases at
+// once, and its uncommitted state change is rolled back). A row lock rather
+// than an advisory lock for the same reasons pgstore's store lock is one: tied
+// to the transaction, no lock-key scheme, and the same statement returns the
+// state's version. The table is created on first use (CREATE TABLE IF NOT
+// EXISTS under a transaction-scoped advisory lock, so replicas starting at
+// once do not race).
+package pgsessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/proxy"
+)
+
+// Table is the table holding each proxy session's generation and harness
+// state.
+const Table = "cf_proxy_sessions"
+
+const schema = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
+	session    text PRIMARY KEY,
+	generation integer NOT NULL DEFAULT 1,
+	version    bigint NOT NULL DEFAULT 0,
+	state      bytea,
+	updated_at timestamptz NOT NULL DEFAULT now()
+)`
+
+// schemaLockKey is the advisory lock key taken while creating the table
+// (an arbitrary constant: "cfproxy" in ASCII).
+const schemaLockKey = 0x63667072_6f7879
+
+// OpenFunc opens the store of a database session by name (pgstore's
+// DB.Session with the proxy's options).
+type OpenFunc func(name string) (*contextfold.Store, error)
+
+// Sessions is a proxy.SharedSessions over one database. Safe for concurrent
+// use.
+type Sessions struct {
+	pool *pgxpool.Pool
+	open OpenFunc
+
+	mu     sync.Mutex
+	stores map[string]*contextfold.Store
+}
+
+// New returns the shared sessions of the database pool connects to, whose
+// stores open opens, creating the state table when missing.
+//
+// Errors: the database's, naming the table and the remedy (a role that may
+// create tables, or a table created by one).
+func New(ctx context.Context, pool *pgxpool.Pool, open OpenFunc) (*Sessions, error) {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLockKey)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, schema)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the proxy's session table %s: %v (the role needs CREATE on the database's public schema, or create the table once with a role that has it)", Table, err)
+	}
+	return &Sessions{pool: pool, open: open, stores: map[string]*contextfold.Store{}}, nil
+}
+
+// StoreName is the database session that holds generation gen of proxy
+// session id.
+func StoreName(id string, gen int) string {
+	if gen <= 1 {
+		return id
+	}
+	return id + "/g" + strconv.Itoa(gen)
+}
+
+// Open returns the store of generation gen of proxy session id, opened once
+// per Sessions and kept (its index stays warm).
+func (s *Sessions) Open(id string, gen int) (*contextfold.Store, error) {
+	name := StoreName(id, gen)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.stores[name]; st != nil {
+		return st, nil
+	}
+	st, err := s.open(name)
+	if err != nil {
+		return nil, err
+	}
+	s.stores[name] = st
+	return st, nil
+}
+
+// Lock takes the lease of proxy session id (see the package doc), waiting
+// while another replica holds it, until ctx ends.
+func (s *Sessions) Lock(ctx context.Context, id string) (proxy.SessionLease, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &lease{tx: tx, id: id}
+	err = tx.QueryRow(ctx, `INSERT INTO `+Table+` AS p (session) VALUES ($1)
+		ON CONFLICT (session) DO UPDATE SET session = p.session
+		RETURNING generation, version`, id).Scan(&l.gen, &l.ver)
+	if err != nil {
+		tx.Rollback(context.Background())
+		return nil, err
+	}
+	return l, nil
+}
+
+type lease struct {
+	tx   pgx.Tx
+	id   string
+	gen  int
+	ver  int64
+	done bool
+}
+
+func (l *lease) Generation() int { return max(l.gen, 1) }
+func (l *lease) Version() int64  { return l.ver }
+
+func (l *lease) State() ([]byte, error) {
+	if l.done {
+		return nil, errors.New("pgsessions: lease already ended")
+	}
+	var state []byte
+	err := l.tx.QueryRow(context.Background(), `SELECT state FROM `+Table+` WHERE session = $1`, l.id).Scan(&state)
+	return state, err
+}
+
+func (l *lease) Commit(gen int, state []byte) error {
+	if l.done {
+		return errors.New("pgsessions: lease already ended")
+	}
+	l.done = true
+	ctx := context.Background()
+	if _, err := l.tx.Exec(ctx, `UPDATE `+Table+` SET generation = $2, version = version + 1, state = $3, updated_at = now() WHERE session = $1`,
+		l.id, gen, state); err != nil {
+		l.tx.Rollback(ctx)
+		return err
+	}
+	return l.tx.Commit(ctx)
+}
+
+func (l *lease) Release() {
+	if l.done {
+		return
+	}
+	l.done = true
+	l.tx.Rollback(context.Background())
+}

@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
+)
+
+// SharedSessions lets several proxy replicas serve the same sessions (issue
+// 13): every session's store lives in a shared backend (PostgreSQL), and so
+// does the part of the session's harness state that the request and the store
+// do not determine (harness.SessionState: the working set, the current human
+// turn's hydration, the evictions pending). Each dispatch, and each
+// post-response eviction, runs under the session's lease, so the replicas
+// take turns on a session and each starts from what the previous one left:
+// consecutive requests of a session forwarded by different replicas are
+// byte for byte what one proxy alone would forward. A replica killed while it
+// holds a lease loses its uncommitted state change (the lease is a database
+// transaction); what it folded is in the store, and folds are idempotent, so
+// the client's retry on another replica forwards the same bytes.
+//
+// Implementations must be safe for concurrent use. Package pgsessions is the
+// PostgreSQL one.
+type SharedSessions interface {
+	// Open returns the store of generation gen (≥ 1) of session id. A
+	// replica opens each (id, gen) once and keeps it.
+	Open(id string, gen int) (*contextfold.Store, error)
+	// Lock takes the exclusive lease of session id, waiting while another
+	// replica (or request) holds it, until ctx ends.
+	Lock(ctx context.Context, id string) (SessionLease, error)
+}
+
+// SessionLease is a held session lease. Exactly one of Commit and Release
+// ends it; Release after Commit does nothing.
+type SessionLease interface {
+	// Generation is the session's store generation (1 for a new session; a
+	// replica that saw the client rewrite its history moved it on).
+	Generation() int
+	// Version counts the committed state changes of the session (0: none).
+	Version() int64
+	// State returns the committed harness.SessionState bytes (nil: none).
+	State() ([]byte, error)
+	// Commit stores gen and state as the session's new state (Version+1)
+	// and ends the lease.
+	Commit(gen int, state []byte) error
+	// Release ends the lease without changing the state.
+	Release()
+}
+
+// leaseTimeout bounds the wait for a session's lease: a replica whose
+// request of a session takes longer (a huge fold) makes the others wait, not
+// fail, up to it.
+const leaseTimeout = 2 * time.Minute
+
+// syncIn brings sess's harness to the session's committed state when another
+// replica changed it since this one last did. Callers hold the lease.
+func syncIn(sess *session, lease SessionLease) error {
+	if lease.Version() == sess.ver.Load() {
+		return nil
+	}
+	state, err := lease.State()
+	if err != nil {
+		return err
+	}
+	if state == nil {
+		return nil
+	}
+	if err := sess.h.ImportState(state); err != nil {
+		return err
+	}
+	sess.ver.Store(lease.Version())
+	return nil
+}
+
+// commitOut stores sess's harness state as the session's and ends the
+// lease.
+func commitOut(sess *session, lease SessionLease) error {
+	state, err := sess.h.ExportState()
+	if err != nil {
+		lease.Release()
+		return err
+	}
+	v := lease.Version() + 1
+	if err := lease.Commit(sess.gen, state); err != nil {
+		return fmt.Errorf("saving the session state: %w", err)
+	}
+	sess.ver.Store(v)
+	return nil
+}
+
+// sharedDispatch is dispatch for a shared session: under its lease.
+func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request, sid string) (*session, *harness.Dispatch, error) {
+	lctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	lease, err := s.opts.Shared.Lock(lctx, sid)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session lease: %w", err)
+	}
+	defer lease.Release()
+	sess, err := s.session(sid, lease.Generation())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := syncIn(sess, lease); err != nil {
+		return sess, nil, err
+	}
+	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
+	st.clientTokens = total
+	d, err := sess.h.DispatchRequest(req.msgs, fixed)
+	if isDiverged(err) {
+		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
+		if sess, err = s.session(sid, sess.gen+1); err == nil {
+			d, err = sess.h.DispatchRequest(req.msgs, fixed)
+		}
+	}
+	if err != nil {
+		return sess, nil, err
+	}
+	if err := commitOut(sess, lease); err != nil {
+		return sess, nil, err
+	}
+	return sess, d, nil
+}
+
+// sharedPostTurn evicts what d hydrated, under the session's lease.
+func (s *Server) sharedPostTurn(sess *session, d *harness.Dispatch) ([]int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+	defer cancel()
+	lease, err := s.opts.Shared.Lock(ctx, sess.id)
+	if err != nil {
+		return nil, fmt.Errorf("session lease: %w", err)
+	}
+	defer lease.Release()
+	if lease.Generation() != sess.gen {
+		// Another replica moved the session to a new store meanwhile: evict
+		// in the old one, whose state is no longer the session's.
+		evs, err := sess.h.PostTurnResponse(d)
+		return stepsOf(evs), err
+	}
+	if err := syncIn(sess, lease); err != nil {
+		return nil, err
+	}
+	evs, err := sess.h.PostTurnResponse(d)
+	if cerr := commitOut(sess, lease); err == nil {
+		err = cerr
+	}
+	return stepsOf(evs), err
+}
+
+func stepsOf(evs []contextfold.Eviction) []int {
+	out := make([]int, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, ev.StepID)
+	}
+	return out
+}
+
+func isDiverged(err error) bool { return errors.Is(err, harness.ErrHistoryDiverged) }
