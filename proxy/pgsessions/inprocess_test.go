@@ -16,6 +16,7 @@ import (
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/pgtest"
 	"github.com/contextfold/contextfold/internal/scripted"
+	"github.com/contextfold/contextfold/internal/testgen"
 	"github.com/contextfold/contextfold/proxy"
 )
 
@@ -51,7 +52,7 @@ func replica(t *testing.T, dbURL, storeDir, upstream string) *httptest.Server {
 // directory, as three processes on one host would have) forward, request by
 // request round-robin, exactly what one proxy forwards.
 func TestInProcessReplicasForwardWhatOneProxyDoes(t *testing.T) {
-	conv := newConversation(11, 48)
+	conv := testgen.NewConversation(11, 48)
 	run := func(replicas []*httptest.Server) []scripted.Request {
 		up := scripted.New(func(*scripted.Turn) scripted.Reply { return scripted.Reply{Text: "ok"} })
 		defer up.Close()
@@ -60,8 +61,8 @@ func TestInProcessReplicasForwardWhatOneProxyDoes(t *testing.T) {
 		for range replicas {
 			rs = append(rs, replica(t, dbURL, dir, up.URL))
 		}
-		for k := range conv.ends {
-			code, warn, err := send(rs[k%len(rs)].URL, "sess-1", conv.body(k))
+		for k := range conv.Requests() {
+			code, warn, err := send(rs[k%len(rs)].URL, "sess-1", conv.Body(k))
 			if err != nil || code != 200 || (warn != "" && !strings.HasPrefix(warn, "over the context budget")) {
 				t.Fatalf("request %d: %d %q %v", k, code, warn, err)
 			}
@@ -70,15 +71,15 @@ func TestInProcessReplicasForwardWhatOneProxyDoes(t *testing.T) {
 	}
 	single := run(make([]*httptest.Server, 1))
 	fleet := run(make([]*httptest.Server, 3))
-	if len(single) != len(fleet) || len(single) != len(conv.ends) {
-		t.Fatalf("upstream got %d (fleet) and %d (single) requests; want %d", len(fleet), len(single), len(conv.ends))
+	if len(single) != len(fleet) || len(single) != conv.Requests() {
+		t.Fatalf("upstream got %d (fleet) and %d (single) requests; want %d", len(fleet), len(single), conv.Requests())
 	}
 	changed := 0
 	for k := range single {
 		if string(fleet[k].Body) != string(single[k].Body) {
 			t.Fatalf("request %d: the fleet forwarded other bytes than one proxy %s", k, firstDiff(fleet[k].Body, single[k].Body))
 		}
-		if string(single[k].Body) != string(conv.body(k)) {
+		if string(single[k].Body) != string(conv.Body(k)) {
 			changed++
 		}
 	}
