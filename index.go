@@ -335,6 +335,7 @@ func (ix *index) entry(r *record) *Entry {
 // every record materialised (ix.recs[p] is set for each).
 func (ix *index) sortedPositions() []int32 {
 	pos := ix.stepOrder()
+	ix.materialise(pos)
 	for _, p := range pos {
 		ix.rec(p)
 	}

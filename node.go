@@ -257,13 +257,11 @@ func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEst
 // ArtifactHash recomputes artifact_sha256 of a decoded cold node document:
 // SHA-256 of the canonical JSON of every key but artifact_sha256 (spec §3).
 func ArtifactHash(doc map[string]any) (string, error) {
-	m := make(map[string]any, len(doc))
-	for k, v := range doc {
-		if k != "artifact_sha256" {
-			m[k] = v
-		}
+	sum, err := canonjson.CanonicalSHA256Except(doc, "artifact_sha256")
+	if err != nil {
+		return "", err
 	}
-	return canonicalSHA256Hex(m)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // coldNodeFromDoc reads the typed fields of a decoded cold node document.

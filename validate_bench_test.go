@@ -41,6 +41,8 @@ func BenchmarkValidate(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU()
+			defer func() { b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op") }()
 			for i := 0; i < b.N; i++ {
 				s, err := contextfold.Open(dir, contextfold.Options{})
 				if err != nil {

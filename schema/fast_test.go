@@ -2,6 +2,8 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -58,5 +60,52 @@ func TestFastPathsAgreeWithTheSchemas(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPatternMatchersAgreeWithTheSchemaPatterns: the hand-written matchers
+// of the fast paths accept exactly what the schemas' patterns accept, on
+// every two-character damage of valid values and on every valid-looking
+// timestamp field combination.
+func TestPatternMatchersAgreeWithTheSchemaPatterns(t *testing.T) {
+	timestampRE := regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z$`)
+	sha256RE := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	alphabet := "09afAFgZ:-T \n\xff"
+	var ts []string
+	for _, base := range []string{"2026-01-01T00:00:00Z", "1999-12-31T23:59:59Z", "0000-10-20T19:50:09Z"} {
+		ts = append(ts, base, base+"\n", base[:19], "x"+base)
+		for i := range base {
+			for j := 0; j < len(alphabet); j++ {
+				ts = append(ts, base[:i]+alphabet[j:j+1]+base[i+1:])
+			}
+		}
+	}
+	for m := 0; m <= 19; m++ {
+		for d := 0; d <= 39; d++ {
+			for h := 0; h <= 29; h += 1 {
+				ts = append(ts, fmt.Sprintf("2026-%02d-%02dT%02d:59:60Z", m, d, h), fmt.Sprintf("2026-%02d-%02dT%02d:60:00Z", m, d, h),
+					fmt.Sprintf("2026-%02d-%02dT%02d:05:09Z", m, d, h))
+			}
+		}
+	}
+	for _, s := range ts {
+		if got, want := isTimestamp(s), timestampRE.MatchString(s); got != want {
+			t.Errorf("isTimestamp(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
+	sha := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	shas := []string{sha, sha[1:], sha + "0", sha + "\n", ""}
+	for i := range sha {
+		for j := 0; j < len(alphabet); j++ {
+			shas = append(shas, sha[:i]+alphabet[j:j+1]+sha[i+1:])
+		}
+	}
+	for _, s := range shas {
+		if got, want := isSHA256Hex(s), sha256RE.MatchString(s); got != want {
+			t.Errorf("isSHA256Hex(%q) = %v, the pattern says %v", s, got, want)
+		}
+	}
+	if isSHA256Hex(42) || isTimestamp(nil) {
+		t.Error("a non-string matched")
 	}
 }

@@ -124,6 +124,24 @@ func CanonicalSHA256(v any) ([sha256.Size]byte, error) {
 	return sum, nil
 }
 
+// CanonicalSHA256Except is [CanonicalSHA256] of the object m without its
+// key skip, without copying m (artifact_sha256 is the hash of a cold node
+// without that key, spec §3). Errors: those of [Canonical].
+func CanonicalSHA256Except(m map[string]any, skip string) ([sha256.Size]byte, error) {
+	h := sha256.New()
+	bw := getWriter(h)
+	defer putWriter(bw)
+	var sum [sha256.Size]byte
+	if err := writeMap(bw, m, -1, 0, skip, true); err != nil {
+		return sum, err
+	}
+	if err := bw.Flush(); err != nil {
+		return sum, err
+	}
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
 // PrettyAt is Pretty for a value nested at the given depth (each level two
 // spaces), so the result can be spliced into an enclosing pretty document as a
 // Raw value.
@@ -272,13 +290,27 @@ func write(b encoder, v any, indent, depth int) error {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		if len(x) == 0 {
+		return writeMap(b, x, indent, depth, "", false)
+	default:
+		return &UnsupportedTypeError{Value: v}
+	}
+	return nil
+}
+
+// writeMap writes an object, without its key skip when skipping (the
+// artifact hash is taken over a node without artifact_sha256).
+func writeMap(b encoder, x map[string]any, indent, depth int, skip string, skipping bool) error {
+	{
+		var small [24]string
+		keys := small[:0]
+		for k := range x {
+			if !skipping || k != skip {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
 			b.WriteString("{}")
 			return nil
-		}
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
 		}
 		sort.Strings(keys) // byte order of UTF-8 == code point order
 		b.WriteByte('{')
@@ -303,8 +335,6 @@ func write(b encoder, v any, indent, depth int) error {
 			newline(b, indent, depth)
 		}
 		b.WriteByte('}')
-	default:
-		return &UnsupportedTypeError{Value: v}
 	}
 	return nil
 }
@@ -459,21 +489,4 @@ func FloatRepr(f float64) (string, error) {
 		out = "-" + out
 	}
 	return out, nil
-}
-
-// Decode parses one JSON document into map[string]any / []any / string /
-// json.Number / bool / nil, keeping number literals exactly (UseNumber). A
-// duplicate key keeps its last value, as Python's json module does. Trailing
-// non-space data is an error.
-func Decode(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON document")
-	}
-	return v, nil
 }

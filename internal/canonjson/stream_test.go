@@ -52,3 +52,36 @@ func TestStreamingEncodersMatch(t *testing.T) {
 		t.Errorf("WritePretty of an unsupported type: %v", err)
 	}
 }
+
+// TestCanonicalSHA256Except: the hash of an object without a key is the hash
+// of the object with that key removed (and of the whole object when the key
+// is absent).
+func TestCanonicalSHA256Except(t *testing.T) {
+	doc := map[string]any{"b": []any{"x", json.Number("2")}, "artifact_sha256": "f00", "a": map[string]any{"artifact_sha256": 1}}
+	got, err := CanonicalSHA256Except(doc, "artifact_sha256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := CanonicalSHA256(map[string]any{"b": []any{"x", json.Number("2")}, "a": map[string]any{"artifact_sha256": 1}})
+	if got != want {
+		t.Fatal("hash without the key differs from the hash of the copy without it")
+	}
+	if got, _ := CanonicalSHA256Except(doc, "absent"); got != mustSum(t, doc) {
+		t.Fatal("hash without an absent key differs from the whole object's")
+	}
+	if got, _ := CanonicalSHA256Except(map[string]any{"k": 1}, "k"); got != mustSum(t, map[string]any{}) {
+		t.Fatal("an object whose only key is skipped must hash as {}")
+	}
+	if _, err := CanonicalSHA256Except(map[string]any{"k": struct{}{}}, "x"); err == nil {
+		t.Fatal("an unsupported value must be an error")
+	}
+}
+
+func mustSum(t *testing.T, v any) [sha256.Size]byte {
+	t.Helper()
+	s, err := CanonicalSHA256(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

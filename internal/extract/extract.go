@@ -222,6 +222,9 @@ func SortUnique(ss []string) []string {
 // lower-casing: U+0130 → "i\u0307", Final_Sigma), then NFC, then every U+0307
 // removed and every 'ı' (U+0131) replaced by 'i'.
 func FoldTerm(s string) string {
+	if isASCII(s) { // ASCII is NFC and holds neither U+0307 nor U+0131
+		return strings.ToLower(s)
+	}
 	l := PyLower(s)
 	l = NFC(l)
 	if strings.ContainsAny(l, "\u0307\u0131") {
@@ -229,6 +232,15 @@ func FoldTerm(s string) string {
 		l = strings.ReplaceAll(l, "\u0131", "i")
 	}
 	return l
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // PyLower is Python's str.lower(): the simple lower-case mapping, except

@@ -70,6 +70,9 @@ type Index struct {
 	spost  map[int32][]posting
 	pcache map[int32][]posting
 	src    *contextfold.Store // the store last refreshed against (to rebuild)
+	// snapID identifies the snapshot file this index's delta frames are
+	// appended to (the one it was opened from or last wrote; zero: none).
+	snapID snapIdentity
 
 	// scratch, reused across queries (guarded by mu)
 	acc  []float64
@@ -108,15 +111,30 @@ func (ix *Index) rawPostings(id int32) []posting {
 	return ps
 }
 
-// postings returns term id's postings (ascending doc). Callers hold ix.mu.
+// postings returns term id's postings of live docs (ascending doc): a
+// replaced or dropped node's postings stay in the lists (a kill does not
+// know its terms) and are filtered out here, so that every count of a
+// term's holders — idf, the Common filter — is of live nodes only. The
+// result is cached per term until the next kill (which empties the cache)
+// or add of the term. Callers hold ix.mu.
 func (ix *Index) postings(id int32) []posting {
-	if id >= ix.nterms {
+	dead := ix.live < len(ix.docs)
+	if id >= ix.nterms && !dead {
 		return ix.post[id-ix.nterms]
 	}
 	if ps, ok := ix.pcache[id]; ok {
 		return ps
 	}
 	ps := ix.rawPostings(id)
+	if dead {
+		live := make([]posting, 0, len(ps))
+		for _, p := range ps {
+			if !ix.docs[p.doc].dead {
+				live = append(live, p)
+			}
+		}
+		ps = live
+	}
 	ix.pcache[id] = ps
 	return ps
 }
@@ -290,11 +308,15 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	}
 	present := make(map[int]bool, len(entries))
 	changed := false
+	var recs []deltaRecord // the changes, for the snapshot's delta file
 	for _, e := range entries {
 		present[e.StepID] = true
 		if d, ok := ix.stepDoc(e.StepID); ok {
 			if ix.artifactOf(d) == e.ArtifactSHA256 {
-				ix.docs[d].evicted = e.Evicted
+				if ix.docs[d].evicted != e.Evicted {
+					ix.docs[d].evicted = e.Evicted
+					recs = append(recs, deltaRecord{flag: true, d: doc{step: e.StepID, evicted: e.Evicted}})
+				}
 				continue
 			}
 			ix.kill(d)
@@ -304,31 +326,43 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 		if n, err := s.ReadColdNode(e.StepID); err == nil {
 			text = n.Summary + "\n" + n.RawContent
 		}
-		ix.add(doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}, text)
+		d := doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}
+		a := analyseDoc(text)
+		ix.insert(d, a)
+		if ix.snapID != (snapIdentity{}) {
+			recs = append(recs, deltaRecord{d: d, a: a})
+		}
+		changed = true
+		ix.unsaved++
+	}
+	drop := func(d int32) {
+		recs = append(recs, deltaRecord{drop: true, d: doc{step: ix.docs[d].step}})
+		ix.kill(d)
 		changed = true
 		ix.unsaved++
 	}
 	for step, d := range ix.byStep {
 		if !present[step] {
-			ix.kill(d)
-			changed = true
-			ix.unsaved++
+			drop(d)
 		}
 	}
 	for d := range ix.base {
 		if !ix.docs[d].dead && !present[ix.docs[d].step] {
-			ix.kill(d)
-			changed = true
-			ix.unsaved++
+			drop(d)
 		}
 	}
 	if changed {
 		ix.reorder()
 	}
+	base := ix.version
 	ix.version = ver
 	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || (changed && ix.unsaved == ix.live)) {
-		ix.save(ix.dir)
+		ix.save(ix.dir) // compaction: the delta starts empty
 		ix.unsaved = 0
+	} else if ix.dir != "" && len(recs) > 0 {
+		if p := cachePath(ix.dir, false); p != "" {
+			ix.appendDelta(p, base, recs)
+		}
 	}
 	return nil
 }
@@ -351,6 +385,7 @@ func (ix *Index) kill(d int32) {
 		return
 	}
 	ix.docs[d].dead = true
+	clear(ix.pcache) // cached postings may hold d
 	ix.live--
 	ix.total -= ix.docs[d].length
 	ix.tokensTotal -= float64(ix.docs[d].tokens)
@@ -358,43 +393,78 @@ func (ix *Index) kill(d int32) {
 }
 
 func (ix *Index) add(d doc, text string) {
-	id := int32(len(ix.docs))
-	tf := map[int32]int{}
-	var terms []int32
-	n := 0
+	ix.insert(d, analyseDoc(text))
+}
+
+// analysedTerm is one distinct term of a node as the index keeps it: its
+// text, how often the node holds it, and whether it is one of the node's
+// specific terms (at most maxSpecific, in order of first occurrence).
+type analysedTerm struct {
+	text     string
+	tf       int
+	specific bool
+}
+
+// analysed is a node's analysis: its distinct terms in order of first
+// occurrence, its length (counted words) and whether it is a question turn.
+// It is what the snapshot's delta file records of a node (delta.go), so
+// that a process replays it without reading the cold node again.
+type analysed struct {
+	terms    []analysedTerm
+	length   float64
+	question bool
+}
+
+func analyseDoc(text string) analysed {
+	var a analysed
+	at := map[string]int{}
+	n, nspec := 0, 0
 	analyzeInto(text, func(t Term) {
 		if t.Kind != KindFuzzy && t.Kind != KindCompound && t.Kind != KindPlain {
 			n++
 		}
-		tid, ok := ix.termID(t.Text)
+		i, ok := at[t.Text]
+		if !ok {
+			i = len(a.terms)
+			at[t.Text] = i
+			sp := (t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))) && nspec < maxSpecific
+			if sp {
+				nspec++
+			}
+			a.terms = append(a.terms, analysedTerm{text: t.Text, specific: sp})
+		}
+		a.terms[i].tf++
+	})
+	a.length = float64(max(n, 1))
+	a.question = n <= maxQuestionWords && isQuestion(text)
+	return a
+}
+
+// insert adds a node of the given analysis as a new doc (the caller kills
+// a doc it replaces).
+func (ix *Index) insert(d doc, a analysed) {
+	id := int32(len(ix.docs))
+	for _, t := range a.terms {
+		tid, ok := ix.termID(t.text)
 		if !ok {
 			tid = ix.nterms + int32(len(ix.post))
-			ix.vocab[t.Text] = tid
+			ix.vocab[t.text] = tid
 			ix.post = append(ix.post, nil)
 		}
-		if tf[tid] == 0 {
-			terms = append(terms, tid)
-			if (t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))) && len(d.specific) < maxSpecific {
-				d.specific = append(d.specific, tid)
-			}
+		if t.specific {
+			d.specific = append(d.specific, tid)
 		}
-		tf[tid]++
-	})
-	for _, tid := range terms {
-		c := tf[tid]
-		if c > 65535 {
-			c = 65535
-		}
+		c := min(t.tf, 65535)
 		if tid >= ix.nterms {
 			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], posting{doc: id, tf: uint16(c)})
 		} else {
 			ix.spost[tid] = append(ix.spost[tid], posting{doc: id, tf: uint16(c)})
-			delete(ix.pcache, tid)
 		}
+		delete(ix.pcache, tid)
 	}
 	slices.Sort(d.specific)
-	d.length = float64(max(n, 1))
-	d.question = n <= maxQuestionWords && isQuestion(text)
+	d.length = a.length
+	d.question = a.question
 	ix.docs = append(ix.docs, d)
 	ix.byStep[d.step] = id
 	ix.live++

@@ -16,7 +16,8 @@ import (
 // node records its step and artifact_sha256, and the file records the
 // store's index version; on load the index is refreshed against the store
 // like an in-memory one (only new or changed nodes are read, and held in
-// memory on top of the snapshot). A file that is truncated, corrupt, or of
+// memory on top of the snapshot, and appended to the snapshot's delta file
+// so that the next process replays them: see delta.go). A file that is truncated, corrupt, or of
 // another format version is a miss: the index is rebuilt from the cold
 // nodes.
 const cacheName = snapName
@@ -53,6 +54,10 @@ func load(dir string) *Index {
 		return nil
 	}
 	ix.snap.unmap = unmap
+	// The changes since the snapshot, as analysed nodes (delta.go): the
+	// nodes folded since are not read again.
+	ix.snapID = identityOf(data)
+	ix.unsaved = ix.replayDelta(deltaPath(path), ix.snapID)
 	return ix
 }
 
@@ -68,8 +73,11 @@ func (ix *Index) save(dir string) {
 		return
 	}
 	if fsutil.WriteFileAtomic(path, data, 0o600) == nil {
+		ix.snapID = identityOf(data)
+		resetDelta(path, ix.snapID)
 		for _, old := range oldCacheNames {
 			_ = os.Remove(filepath.Join(filepath.Dir(path), old))
+			_ = os.Remove(filepath.Join(filepath.Dir(path), old+".delta"))
 		}
 	}
 }
