@@ -54,9 +54,11 @@ const schema = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
 // (an arbitrary constant: "cfproxy" in ASCII).
 const schemaLockKey = 0x63667072_6f7879
 
-// OpenFunc opens the store of a database session by name (pgstore's
-// DB.Session with the proxy's options).
-type OpenFunc func(name string) (*contextfold.Store, error)
+// OpenFunc opens the store of database session name for proxy session id
+// (pgstore's DB.Session with contextfold.Options{SessionID: id}: the cold
+// nodes of every generation carry the proxy session's id, as in a directory
+// store).
+type OpenFunc func(name, id string) (*contextfold.Store, error)
 
 // Sessions is a proxy.SharedSessions over one database. Safe for concurrent
 // use.
@@ -68,6 +70,11 @@ type Sessions struct {
 	mu     sync.Mutex
 	stores map[string]*contextfold.Store
 }
+
+// DefaultMaxLeases is the size of the pool Connect opens unless the URL sets
+// pool_max_conns: the most sessions one replica dispatches at once (others
+// wait for a connection).
+const DefaultMaxLeases = 32
 
 // Connect opens a pool of its own to the database of rawURL (a postgres://
 // URL; its session parameter is ignored), then returns New over it. Close
@@ -83,7 +90,16 @@ func Connect(ctx context.Context, rawURL string, open OpenFunc) (*Sessions, erro
 	q := u.Query()
 	q.Del("session")
 	u.RawQuery = q.Encode()
-	pool, err := pgxpool.New(ctx, u.String())
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("pgsessions: %s: %v", u.Redacted(), redact(err, u))
+	}
+	if !q.Has("pool_max_conns") {
+		// A lease holds a connection for a whole dispatch: one per session
+		// being dispatched at once on this replica.
+		cfg.MaxConns = DefaultMaxLeases
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgsessions: %s: %v", u.Redacted(), redact(err, u))
 	}
@@ -153,7 +169,7 @@ func (s *Sessions) Open(id string, gen int) (*contextfold.Store, error) {
 	if st := s.stores[name]; st != nil {
 		return st, nil
 	}
-	st, err := s.open(name)
+	st, err := s.open(name, id)
 	if err != nil {
 		return nil, err
 	}
