@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -69,11 +71,12 @@ func runClaude(t *testing.T, bin, work string, env []string, prompt, resume stri
 // proxyUnder is the contextfold proxy in front of a scripted upstream,
 // recording every request's accounting.
 type proxyUnder struct {
-	dir  string
-	srv  *proxy.Server
-	http *httptest.Server
-	mu   sync.Mutex
-	recs []proxy.RequestRecord
+	dir    string
+	srv    *proxy.Server
+	http   *httptest.Server
+	mu     sync.Mutex
+	recs   []proxy.RequestRecord
+	client [][]byte // every request body the agent sent to the proxy
 }
 
 // e2eBudget is the proxy's context budget in these tests (tokens, the
@@ -84,6 +87,14 @@ const e2eBudget = 28000
 func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
 	t.Helper()
 	p := &proxyUnder{dir: t.TempDir()}
+	if keep := os.Getenv("CF_E2E_KEEP"); keep != "" {
+		// Keep the proxy's session stores for a look afterwards
+		// (contextfold scan --match ranked --dir …).
+		p.dir = filepath.Join(keep, t.Name())
+		if err := os.MkdirAll(p.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv, err := proxy.New(proxy.Options{
 		Dir:      p.dir,
 		Upstream: up.URL,
@@ -99,10 +110,36 @@ func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
 		t.Fatal(err)
 	}
 	p.srv = srv
-	p.http = httptest.NewServer(srv)
+	// The agent's own request bodies are kept (the proxy sees them
+	// unchanged), so that a test can tell a line the agent itself never
+	// sent from one the proxy failed to bring back.
+	p.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		p.mu.Lock()
+		p.client = append(p.client, body)
+		p.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		srv.ServeHTTP(w, r)
+	}))
 	t.Cleanup(p.http.Close)
 	t.Cleanup(func() { dump(t, up) })
 	return p
+}
+
+// clientHad reports whether a request the agent sent carried line.
+func (p *proxyUnder) clientHad(line string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.client {
+		if bodyHas(b, line) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *proxyUnder) records() []proxy.RequestRecord {
@@ -213,39 +250,54 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 		r := runClaude(t, bin, work, env, askPrompt(p), res.SessionID)
 		answers, hyd = append(answers, r.Result), append(hyd, px.hydratedSince(n, p))
 	}
-	checkAnswers(t, answers, hyd)
+	checkAnswers(t, answers, hyd, px.clientHad)
 	t.Logf("Claude Code session through the proxy: %v", time.Since(start).Round(time.Millisecond))
 	checkProxySession(t, px, up, scripted.Anthropic, checkAnthropicPairs)
 }
 
-// rankedHydration is true once the proxy and the hooks select the cold
-// node that answers the prompt and hydrate its matching lines (the
-// ranked-matching work, package match) rather than the first characters of
-// whichever node the scan put first. Until then an answer line can miss the
-// model — the node was cut at the cap, or another node was hydrated — and
-// the tests report each such miss as a KNOWN GAP with what was hydrated;
-// set it to true when focused hydration lands, and every miss fails.
-const rankedHydration = false
+// rankedHydration is true now that the proxy and the hooks select the
+// cold node that answers the prompt and hydrate its matching lines (the
+// ranked matching of package match: tool and failure names, rare terms in
+// long nodes, the human's words without the agent's markup, the exact node
+// not dropped behind broader ones) rather than the first characters of
+// whichever node the scan put first: every miss of an answer line fails.
+// Set it to false to report misses as KNOWN GAP (with what was hydrated)
+// instead, while working on the matcher.
+const rankedHydration = true
 
 // checkAnswers checks the model's answers to the probes' questions: each
 // says SEEN when the request it received carried the answer line. hydrated[i]
-// describes what was hydrated for question i.
-func checkAnswers(t *testing.T, answers, hydrated []string) {
+// describes what was hydrated for question i. agentHad, when not nil, says
+// whether the agent itself ever sent the answer line (in a request to the
+// proxy): an agent can lose the end of a long output on its own (Qwen Code
+// 0.24.4 now and then returns a command's output without its last lines),
+// and a line the agent never had is not the proxy's to bring back — such a
+// probe is logged and not counted; at least one probe must count.
+func checkAnswers(t *testing.T, answers, hydrated []string, agentHad func(line string) bool) {
 	t.Helper()
-	seen := 0
+	seen, counted := 0, 0
 	for i, p := range probes {
 		if strings.HasPrefix(answers[i], "SEEN "+p.Name) {
 			seen++
+			counted++
 			continue
 		}
+		if agentHad != nil && !agentHad(p.Answer) {
+			t.Logf("%s: the agent itself never sent the answer line of step %d (%q): its own tool output lost it, not a contextfold miss; not counted", p.Name, p.Step, p.Answer)
+			continue
+		}
+		counted++
 		msg := fmt.Sprintf("%s: the answer line of step %d (%q) did not reach the model (%q); hydrated: %s", p.Name, p.Step, p.Answer, answers[i], hydrated[i])
 		if rankedHydration {
 			t.Error(msg)
 		} else {
-			t.Log("KNOWN GAP until focused hydration lands: " + msg)
+			t.Log("KNOWN GAP: " + msg)
 		}
 	}
-	t.Logf("answer lines that reached the model: %d of %d", seen, len(probes))
+	if counted == 0 {
+		t.Errorf("the agent lost every answer line itself: nothing of contextfold was checked")
+	}
+	t.Logf("answer lines that reached the model: %d of %d", seen, counted)
 }
 
 // hydratedSince describes what the proxy did for probe p's question after

@@ -126,7 +126,7 @@ func TestCodexThroughProxy(t *testing.T) {
 		answers = append(answers, lastLine(runCodex(t, bin, work, env, askPrompt(p), true)))
 		hyd = append(hyd, px.hydratedSince(n, p))
 	}
-	checkAnswers(t, answers, hyd)
+	checkAnswers(t, answers, hyd, px.clientHad)
 	t.Logf("Codex session through the proxy: %v", time.Since(start).Round(time.Millisecond))
 	checkProxySession(t, px, up, scripted.Responses, checkResponsesPairs)
 	if st := px.srv.Stats(); st.Chained != 0 || st.UnknownShape != 0 {

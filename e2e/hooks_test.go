@@ -131,6 +131,14 @@ func TestClaudeCodeHooks(t *testing.T) {
 	defer up.Close()
 	t.Cleanup(func() { dump(t, up) })
 	home, work := t.TempDir(), t.TempDir()
+	if keep := os.Getenv("CF_E2E_KEEP"); keep != "" {
+		// Keep the project (and its .contextfold store) for a look
+		// afterwards.
+		work = filepath.Join(keep, t.Name())
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log := filepath.Join(t.TempDir(), "hooks.log")
 	hookSettings(t, work, cf, log)
 	env := claudeEnv(home, up.URL)
@@ -191,7 +199,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 		}
 		prev = now
 	}
-	checkAnswers(t, answers, hyd)
+	checkAnswers(t, answers, hyd, nil)
 	if len(prev) <= len(first) {
 		t.Errorf("the resumed turns folded nothing new: %d steps after the first turn, %d at the end", len(first), len(prev))
 	}

@@ -110,7 +110,7 @@ func TestQwenCodeThroughProxy(t *testing.T) {
 		answers = append(answers, lastLine(runQwen(t, bin, work, env, askPrompt(p), true)))
 		hyd = append(hyd, px.hydratedSince(n, p))
 	}
-	checkAnswers(t, answers, hyd)
+	checkAnswers(t, answers, hyd, px.clientHad)
 	t.Logf("Qwen Code session through the proxy: %v", time.Since(start).Round(time.Millisecond))
 	checkProxySession(t, px, up, scripted.Chat, checkChatPairs)
 }

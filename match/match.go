@@ -120,10 +120,11 @@ func SetRankedParams(p ranked.Params) { params = p }
 // min(token_estimate, per-call cap, per-turn budget), fits what remains;
 // the others are Dropped; so is a long pick (over 4 × the store's mean node)
 // costing more than a quarter of the budget that holds no specific prompt
-// term, is not the best pick holding a prompt word rare in the store (in at
-// most 2 nodes), and holds a share of the prompt's
-// information below its share of the budget, rule "cost"). Each ranked
-// pick carries its Score and Why.
+// term, is neither the best pick nor the pick holding the largest share of
+// the prompt's information while holding a prompt word rare in the store
+// (in at most 2 nodes), and holds a share of the prompt's information below
+// its share of the budget, rule "cost"). Each ranked pick carries its Score
+// and Why.
 func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResult, error) {
 	if mode != Ranked {
 		return s.Scan(prompt)
@@ -140,6 +141,13 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
 	admitted := map[int]bool{}
+	// The largest share of the prompt's information a pick holds itself.
+	topShare := 0.0
+	for _, p := range r.Picks {
+		if !p.IsCompanion {
+			topShare = math.Max(topShare, p.Share)
+		}
+	}
 	for _, p := range r.Picks {
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
@@ -151,9 +159,13 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 		// is rare in the store (Pick.Rare: in at most 2 nodes): a
 		// 2,410-token file read matched on "code" alone does not spend the
 		// turn's budget behind the deadlock it was asked about, the build
-		// log that alone holds "linker" does.
+		// log that alone holds "linker" does. So does the long pick
+		// holding the rare words and the largest share of the prompt's
+		// information behind a short pick that scored higher on fewer
+		// words (the user's own earlier question, an answer next to it):
+		// the exact node is not dropped behind broader ones.
 		best := len(res.Selected) == 0 && len(res.Dropped) == 0
-		if p.Long && cost > budget/4 && !p.Special && !(p.Rare && best) && p.Share < cost/budget {
+		if p.Long && cost > budget/4 && !p.Special && !(p.Rare && (best || p.Share >= topShare)) && p.Share < cost/budget {
 			res.Dropped = append(res.Dropped, pick)
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/ingest"
+	"github.com/contextfold/contextfold/match"
 )
 
 // transcriptsDir holds the project's copies of the real transcripts (licence
@@ -421,11 +422,13 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 					ps.Probes++
 					ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
 					if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
-						rec := points[len(points)-1]
-						_ = rec
 						i := strings.Index(got, harness.HydrationOpen)
 						ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
-						t.Logf("missed %s: line %q\nhydrated: %v; has line unescaped: %v", tgt[0], tgt[1], ids, strings.Contains(got[max(i, 0):], tgt[0]))
+						var hy []string
+						for _, m := range ids {
+							hy = append(hy, m[1]+" ("+m[2]+" chars)")
+						}
+						t.Logf("missed %s: line %q\nhydrated: %v; has identifier: %v\n%s", tgt[0], tgt[1], hy, strings.Contains(got[max(i, 0):], tgt[0]), explainStores(dir, q, tgt[1]))
 					}
 				}
 				break
@@ -511,8 +514,9 @@ func TestReplayTranscripts(t *testing.T) {
 	results := map[string][]replayPoint{}
 	probes := map[string]probeStats{}
 	var names []string
+	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY") // a substring of the session names to replay (debugging)
 	for _, rs := range sessions(t) {
-		if !full && strings.HasPrefix(rs.name, "long/") {
+		if !full && strings.HasPrefix(rs.name, "long/") || !strings.Contains(rs.name, only) {
 			continue
 		}
 		pts := replay(t, rs, harness.Config{})
@@ -549,6 +553,7 @@ func TestReplayTranscripts(t *testing.T) {
 		if full {
 			_, ps := replayProbing(t, rs, harness.Config{}, 5)
 			probes[rs.name] = ps
+			t.Logf("%s: probe recall %d of %d (still in the prompt %d); missed %v", rs.name, ps.Hydrated, ps.Probes, ps.InPrompt, ps.Missed)
 			if ps.Probes > 0 && strings.HasPrefix(rs.name, "long/") && 100*ps.Hydrated < 95*ps.Probes {
 				t.Errorf("%s: probe recall %d of %d, under 95 %%; missed %v", rs.name, ps.Hydrated, ps.Probes, ps.Missed)
 			}
@@ -559,6 +564,43 @@ func TestReplayTranscripts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// explainStores describes, for CONTEXTFOLD_REPLAY_DEBUG, how the ranked
+// scan of every session store under dir treats prompt: which step holds
+// line, and the scan's selected, dropped and cut-off picks with their
+// scores and why.
+func explainStores(dir, prompt, line string) string {
+	stores, _ := filepath.Glob(filepath.Join(dir, "s-*", "g*"))
+	var b strings.Builder
+	for _, d := range stores {
+		s, err := contextfold.Open(d, contextfold.Options{})
+		if err != nil {
+			continue
+		}
+		holder := -1
+		es, _ := s.Entries()
+		for _, e := range es {
+			if n, err := s.ReadColdNode(e.StepID); err == nil && strings.Contains(n.RawContent, line) {
+				holder = e.StepID
+			}
+		}
+		ex, err := match.ExplainRanked(s, prompt)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", d, err)
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %d steps, the line in step %d\n", filepath.Base(filepath.Dir(d)), len(es), holder)
+		for _, l := range []struct {
+			name  string
+			picks []contextfold.ScanPick
+		}{{"selected", ex.Result.Selected}, {"dropped", ex.Result.Dropped}, {"cut off", ex.CutOff}, {"superseded", ex.Superseded}} {
+			for _, p := range l.picks[:min(6, len(l.picks))] {
+				fmt.Fprintf(&b, "  %s %d score %.2f cost %.0f %v\n", l.name, p.StepID, p.Score, p.TokenCost, p.Why)
+			}
+		}
+	}
+	return b.String()
 }
 
 func discardLogger() *slogLogger { return newDiscardLogger() }
@@ -627,13 +669,32 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d | %s |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt, strings.Join(ps.Missed, ", "))
 	}
-	b.WriteString("\nThe target (95 %) is not met. The misses are the scan's choices, not the budget's: the nodes\n" +
-		"holding the identifier are in the store and the recall index, but under ranked\n" +
-		"matching the question's generic words (\"tool\", \"output\", \"line\") outscore the one rare identifier\n" +
-		"and the per-turn hydration budget is spent first on those nodes. Exact matching on the same probes\n" +
-		"answers 15 of 17 in both renderings (missed: HandleFunc, test_should_bypass_proxies_pass_only_hostname).\n" +
-		"`contextfold scan --match ranked` on a kept store shows the picks (keep the stores with\n" +
-		"`CONTEXTFOLD_REPLAY_KEEP=<dir>`).\n")
+	// The target (issue 11: ≥ 95 % on the long sessions), from the figures.
+	var met, missed []string
+	for _, n := range names {
+		if ps := probes[n]; strings.HasPrefix(n, "long/") && ps.Probes > 0 {
+			api := "openai"
+			if strings.HasSuffix(n, "(anthropic)") {
+				api = "anthropic"
+			}
+			r := fmt.Sprintf("%s %d of %d", api, ps.Hydrated, ps.Probes)
+			if 100*ps.Hydrated >= 95*ps.Probes {
+				met = append(met, r)
+			} else {
+				missed = append(missed, r+" (missed "+strings.Join(ps.Missed, ", ")+")")
+			}
+		}
+	}
+	switch {
+	case len(missed) == 0 && len(met) > 0:
+		fmt.Fprintf(&b, "\nThe target (≥ 95 %% on the long session) is met: %s.\n", strings.Join(met, ", "))
+	case len(missed) > 0:
+		fmt.Fprintf(&b, "\nThe target (≥ 95 %% on the long session) is not met: %s.\n", strings.Join(missed, "; "))
+	}
+	b.WriteString("`CONTEXTFOLD_REPLAY_DEBUG=1` logs, for each miss, the ranked scan's picks on the session's store\n" +
+		"(selected, dropped, cut off, superseded, with scores and why); `CONTEXTFOLD_REPLAY_KEEP=<dir>` keeps the\n" +
+		"stores for `contextfold scan --match ranked`, and `CONTEXTFOLD_REPLAY_ONLY=<substring>` replays only\n" +
+		"the sessions whose name holds it.\n")
 	b.WriteString("\nPer request (every request of each session):\n\n")
 	for _, n := range names {
 		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n| request | messages | client tokens | cached | forwarded tokens | cached | folded away | hydrated | fold event |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", n)
@@ -646,15 +707,23 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		}
 		b.WriteString("\n</details>\n\n")
 	}
-	b.WriteString(latencySection())
 	if err := os.WriteFile("replay.svg", replaySVG(names, results), 0o644); err != nil {
 		return err
 	}
-	return replaceSection("../BENCHMARKS.md", "## Proxy replay", b.String())
+	return updateReplaySection("../BENCHMARKS.md", b.String(), latencySection())
 }
 
-// latencySection is filled in from BENCH_PROXY (the output of the Go
-// benchmark), when given.
+// replayHeading and latencyHeading are the headings of the section the
+// replay rewrites and of its "Added latency" subsection.
+const (
+	replayHeading  = "## Proxy replay"
+	latencyHeading = "### Added latency"
+)
+
+// latencySection is the "Added latency" subsection, filled in from
+// CONTEXTFOLD_BENCH_OUTPUT (a file holding the output of the Go benchmark
+// and, on its last line, the machine's load average), when given; "" when
+// not.
 func latencySection() string {
 	out := os.Getenv("CONTEXTFOLD_BENCH_OUTPUT")
 	if out == "" {
@@ -664,7 +733,7 @@ func latencySection() string {
 	if err != nil {
 		return ""
 	}
-	return "### Added latency\n\n`go test ./proxy -run '^$' -bench BenchmarkProxyOverhead -benchtime 2000x` on a 500-message\n" +
+	return latencyHeading + "\n\n`go test ./proxy -run '^$' -bench BenchmarkProxyOverhead -benchtime 2000x` on a 500-message\n" +
 		"conversation (about 100k tokens, folded down to the budget), and `BenchmarkProxyOverheadLength` at 250 to\n" +
 		"2,000 messages: the proxy's work before forwarding (read, parse, dispatch, splice; loopback upstream\n" +
 		"excluded), in steady state. Message elements seen before are not parsed or validated again (a parse\n" +
@@ -675,25 +744,75 @@ func latencySection() string {
 		strings.TrimSpace(string(data)) + "\n```\n"
 }
 
-// replaceSection replaces (or appends) the section starting with heading up
-// to the next "## " heading, leaving the rest of the file alone.
-func replaceSection(path, heading, section string) error {
-	data, _ := os.ReadFile(path)
+// updateReplaySection replaces the "## Proxy replay" section of the
+// Markdown file at path (from its heading line to the next "## " heading
+// outside a code block, or the end) with generated followed by the "Added
+// latency" subsection: latency when given, else the first such subsection
+// the old section holds (a replay without a benchmark run keeps the
+// measured latency instead of dropping it). Any other copy of the
+// subsection in the old section goes with it, so the rewrite is idempotent:
+// running it twice on the same input yields the same file. A file without
+// the section gets it appended.
+func updateReplaySection(path, generated, latency string) error {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	s := string(data)
-	i := strings.Index(s, heading+"\n")
-	if i < 0 {
-		if s != "" && !strings.HasSuffix(s, "\n\n") {
-			s = strings.TrimRight(s, "\n") + "\n\n"
+	start, end := sectionBounds(s, replayHeading, "## ")
+	if latency == "" && start >= 0 {
+		if i, j := sectionBounds(s[start:end], latencyHeading, "## ", "### "); i >= 0 {
+			latency = s[start:end][i:j]
+		}
+	}
+	section := strings.TrimRight(generated, "\n") + "\n"
+	if latency = strings.TrimSpace(latency); latency != "" {
+		section += "\n" + latency + "\n"
+	}
+	if start < 0 {
+		if s = strings.TrimRight(s, "\n"); s != "" {
+			s += "\n\n"
 		}
 		return os.WriteFile(path, []byte(s+section), 0o644)
 	}
-	rest := s[i+len(heading):]
-	j := strings.Index(rest, "\n## ")
-	tail := ""
-	if j >= 0 {
-		tail = rest[j+1:]
+	tail := s[end:]
+	if tail != "" {
+		section += "\n"
 	}
-	return os.WriteFile(path, []byte(s[:i]+section+tail), 0o644)
+	return os.WriteFile(path, []byte(s[:start]+section+tail), 0o644)
+}
+
+// sectionBounds returns the byte range of the section of s that starts
+// with the line heading and ends before the next line (outside a ``` code
+// block) starting with one of the ends prefixes; (-1, -1) when no line is
+// heading.
+func sectionBounds(s, heading string, ends ...string) (start, end int) {
+	start, end = -1, len(s)
+	fenced := false
+	for off := 0; off < len(s); {
+		line := s[off:]
+		if k := strings.IndexByte(line, '\n'); k >= 0 {
+			line = line[:k]
+		}
+		switch {
+		case strings.HasPrefix(line, "```"):
+			fenced = !fenced
+		case fenced:
+		case start < 0 && strings.TrimRight(line, " \r") == heading:
+			start = off
+		case start >= 0:
+			for _, e := range ends {
+				if strings.HasPrefix(line, e) {
+					return start, off
+				}
+			}
+		}
+		off += len(line) + 1
+	}
+	if start < 0 {
+		return -1, -1
+	}
+	return start, end
 }
 
 // replaySVG draws one small chart per transcript: client tokens (grey) and
@@ -731,4 +850,59 @@ func replaySVG(names []string, results map[string][]replayPoint) []byte {
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
+}
+
+// The replay's rewrite of BENCHMARKS.md is idempotent: the section is
+// replaced, never appended twice; the "Added latency" subsection is
+// written once, kept when the replay runs without a benchmark output, and a
+// duplicated copy is folded into one; the sections around it are left
+// byte for byte.
+func TestUpdateReplaySection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	before := "# Benchmarks\n\n## Store scale\n\ntext\n\n"
+	after := "## Proxy and MCP memory (issue 12)\n\nmore\n```\n## not a heading (in a code block)\n```\n"
+	lat := latencyHeading + "\n\nmeasured\n```\n## benchmark output, in a code block\n```\n"
+	old := before + replayHeading + "\n\nold table\n\n" + lat + "\n" + lat + "\n" + after
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gen := replayHeading + "\n\nnew table\n\n### Probe recall under the budget\n\nprobes\n"
+	want := before + gen + "\n" + lat + "\n" + after
+	read := func() string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for i := 0; i < 2; i++ { // without a benchmark output: the old latency, once
+		if err := updateReplaySection(path, gen, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got != want {
+			t.Fatalf("run %d:\n%s\nwant:\n%s", i+1, got, want)
+		}
+	}
+	fresh := latencyHeading + "\n\nre-measured\n"
+	want = before + gen + "\n" + fresh + "\n" + after
+	for i := 0; i < 2; i++ { // with one: the new latency, once
+		if err := updateReplaySection(path, gen, fresh); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); got != want {
+			t.Fatalf("run %d with a benchmark output:\n%s\nwant:\n%s", i+1, got, want)
+		}
+	}
+	// A file without the section gets it at the end, once.
+	other := filepath.Join(t.TempDir(), "B.md")
+	os.WriteFile(other, []byte(before), 0o644)
+	for i := 0; i < 2; i++ {
+		path = other
+		if err := updateReplaySection(other, gen, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := read(), strings.TrimRight(before, "\n")+"\n\n"+gen; got != want {
+			t.Fatalf("run %d on a file without the section:\n%q\nwant:\n%q", i+1, got, want)
+		}
+	}
 }

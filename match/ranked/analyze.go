@@ -53,13 +53,20 @@ const (
 	// time, a date or a count that every log repeats, so it weighs less
 	// than a word and is never a specific term (rule "small numbers").
 	KindNumber
+	// KindAlias is a name under which a prompt's word appears in tool
+	// output (rule "tool and failure names", aliases.go): "linker" → ld,
+	// collect2; "segfault" → sigsegv. Query side only: a cold node indexes
+	// the words it holds, a prompt adds the aliases of its words. It joins
+	// its word's group and counts for the prompt's information and
+	// rarity, never for coverage or intent ownership.
+	KindAlias
 )
 
 // secondary reports whether terms of kind k are extra forms of a word that
 // its primary term already counts (fuzzy prefixes, identifier parts, plain
 // forms): they never add to the prompt's information or coverage.
 func secondary(k Kind) bool {
-	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge
+	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge || k == KindAlias
 }
 
 // plainForm removes the combining marks of the decomposed word (accents,
@@ -80,7 +87,7 @@ func plain(w string) string {
 }
 
 // kindWeight is the query-side weight of a matched term of each kind.
-var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35, KindNumber: 0.3}
+var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35, KindNumber: 0.3, KindAlias: 0.8}
 
 // fuzzyPrefix marks fuzzy terms so that they never collide with words.
 const fuzzyPrefix = "\x01"

@@ -198,3 +198,43 @@ func TestDeterminism(t *testing.T) {
 		t.Errorf("%+v\n%+v", a, b)
 	}
 }
+
+// The alias table is analysed like any text: its keys and names are terms
+// a prompt and a cold node produce.
+func TestAliases(t *testing.T) {
+	for from, want := range map[string][]string{"linker": {"ld", "collect2"}, "ld": {"linker"}, "crash": {"panic", "traceback"}, "segfault": {"sigsegv"}} {
+		for _, w := range want {
+			if !contains(aliases[from], w) {
+				t.Errorf("aliases[%q] = %q, want %q in it", from, aliases[from], w)
+			}
+		}
+	}
+	if len(aliases["memory"]) != 0 || len(aliases["build"]) != 0 {
+		t.Errorf("one-directional entries went both ways: memory %q, build %q", aliases["memory"], aliases["build"])
+	}
+	// A prompt with the role word looks for the names; the Why says so.
+	ix := NewIndex()
+	ix.Add(1, "a", 10, "make", "cc -c a.c\nld: error: undefined symbol: foo\ncollect2: error: ld returned 1 exit status")
+	for i := 2; i < 30; i++ {
+		ix.Add(i, "a", 10, "step", fmt.Sprintf("step %d compiled fine", i))
+	}
+	r := ix.Scan("what did the linker complain about?", DefaultParams())
+	if len(r.Picks) == 0 || r.Picks[0].Step != 1 || !strings.Contains(strings.Join(r.Picks[0].Why, ";"), `name in tool output for "linker"`) {
+		t.Errorf("picks %+v", r.Picks)
+	}
+}
+
+func TestStripAgentMarkup(t *testing.T) {
+	for in, want := range map[string]string{
+		"<system-reminder>\nThe date is Tuesday.\n</system-reminder>\nwhat did the linker say?": "\nwhat did the linker say?",
+		"a <environment_context><cwd>/x</cwd></environment_context> b":                          "a  b",
+		"<system-reminder>x</system-reminder><system-reminder>y</system-reminder>q":             "q",
+		"<system-reminderish>kept</system-reminderish> <system-reminder>gone</system-reminder>": "<system-reminderish>kept</system-reminderish> ",
+		"<system-reminder>never closed":                                                         "<system-reminder>never closed",
+		"plain prompt":                                                                          "plain prompt",
+	} {
+		if got := stripAgentMarkup(in); got != want {
+			t.Errorf("stripAgentMarkup(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

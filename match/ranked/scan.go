@@ -78,6 +78,7 @@ type qterm struct {
 	primary bool    // counts for coverage and intent ownership
 	group   int     // terms derived from one word of the prompt share a group
 	special bool    // a specific term: a compound or an identifier-like word
+	df      int     // live nodes holding it
 }
 
 // Query is an analysed prompt against one index.
@@ -154,6 +155,7 @@ func (ix *Index) idf(df int) float64 {
 // query analyses a prompt. Callers hold ix.mu.
 func (ix *Index) query(prompt string, p Params) *Query {
 	q := &Query{}
+	prompt = stripAgentMarkup(prompt)
 	best := map[string]Term{}
 	var order []string
 	analyzeQuery(prompt, func(t Term) {
@@ -167,6 +169,32 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			best[t.Text] = t
 		}
 	})
+	// Rule "tool and failure names": the aliases of the prompt's words
+	// (aliases.go), unless the prompt holds that term itself.
+	for _, text := range order[:len(order):len(order)] {
+		if t := best[text]; t.Kind == KindWord {
+			for _, a := range aliases[text] {
+				if _, ok := best[a]; !ok {
+					order = append(order, a)
+					best[a] = Term{a, KindAlias, t.Src}
+				}
+			}
+		}
+	}
+	// The best known alias of each prompt word: it stands for the word in
+	// the prompt's information when the archive knows the word under no
+	// other form ("linker" is news, "ld" is not).
+	aliasWeight := map[string]float64{}
+	for _, text := range order {
+		if t := best[text]; t.Kind == KindAlias {
+			if id, ok := ix.termID(text); ok {
+				if df := ix.liveDF(id); df > 0 {
+					aliasWeight[t.Src] = math.Max(aliasWeight[t.Src], kindWeight[KindAlias]*ix.idf(df))
+				}
+			}
+		}
+	}
+	primaryKnown := map[string]bool{}
 	maxIdf := ix.idf(0)
 	for _, text := range order {
 		t := best[text]
@@ -174,6 +202,9 @@ func (ix *Index) query(prompt string, p Params) *Query {
 		df := 0
 		if ok {
 			df = ix.liveDF(id)
+		}
+		if df == 0 && aliasWeight[t.Src] > 0 {
+			continue // the word is known through its alias
 		}
 		if df == 0 {
 			// An unknown specific term (a path, a version, an identifier with
@@ -191,9 +222,16 @@ func (ix *Index) query(prompt string, p Params) *Query {
 		}
 		w := kindWeight[t.Kind] * ix.idf(df)
 		q.terms = append(q.terms, qterm{id: id, text: text, src: t.Src, kind: t.Kind, weight: w, primary: !secondary(t.Kind),
-			special: t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src))})
+			special: t.Kind == KindCompound || (t.Kind == KindWord && specific(t.Src)), df: df})
 		if !secondary(t.Kind) {
 			q.info += w
+			primaryKnown[t.Src] = true
+		}
+	}
+	for _, text := range order {
+		if t := best[text]; t.Kind == KindAlias && !primaryKnown[t.Src] && aliasWeight[t.Src] > 0 {
+			q.info += aliasWeight[t.Src]
+			primaryKnown[t.Src] = true
 		}
 	}
 	q.all = order
@@ -255,11 +293,24 @@ func (ix *Index) liveDF(id int32) int {
 	return n
 }
 
-func (ix *Index) sat(tf uint16, d int32, p Params) float64 {
+// sat is the BM25 saturation of a term held tf times by doc d, the term
+// being held by df live docs. Rule "rare terms in long nodes": in a long
+// node (over longNode × the mean length, in analysed words: a build log, a
+// listing, a file read — output, not a turn of conversation) a term held
+// by at most rareDF nodes is scored as in a node of average length: length
+// normalisation keeps a long node from winning on a common word it holds
+// by chance, while a word that only a 400-line build log or a 250-entry
+// listing holds is found there as surely as in a short turn. Nodes up to
+// longNode × the mean keep the plain normalisation (conversational turns,
+// whose lengths do say how much of a turn a word is).
+func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 	avg := ix.total / float64(max(ix.live, 1))
 	r := ix.docs[d].length / avg
 	if r > p.MaxLenRatio {
 		r = p.MaxLenRatio
+	}
+	if df <= rareDF && r > longNode && ix.live > rareDF {
+		r = 1
 	}
 	f := float64(tf)
 	return f * (p.K1 + 1) / (f + p.K1*(1-p.B+p.B*r))
@@ -353,7 +404,7 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				if ix.docs[po.doc].dead {
 					continue
 				}
-				s := float32(t.weight * ix.sat(po.tf, po.doc, p))
+				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
 				if ix.docs[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
 					if _, next := ix.neighbours(po.doc); next >= 0 {
@@ -584,7 +635,7 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 	for i, t := range q.terms {
 		m.nbDoc[i] = -1
 		if tf := ix.tf(t.id, d); tf > 0 {
-			m.own[i] = ix.sat(tf, d, p)
+			m.own[i] = ix.sat(tf, d, p, t.df)
 			if ix.docs[d].question {
 				m.own[i] *= p.Asker
 			}
@@ -594,7 +645,7 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 		}
 		if asker {
 			if tf := ix.tf(t.id, prev); tf > 0 {
-				if v := p.Answer * ix.sat(tf, prev, p); v > m.own[i] {
+				if v := p.Answer * ix.sat(tf, prev, p, t.df); v > m.own[i] {
 					m.nb[i], m.nbDoc[i] = v, prev
 				}
 			}
@@ -656,10 +707,10 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	pk.Long = float64(d.tokens) > longNode*ix.tokensTotal/float64(max(ix.live, 1))
 	held := make([]float64, q.groups) // by group: a deterministic sum order
 	for i, t := range q.terms {
-		if m.own[i] > 0 && !secondary(t.kind) {
+		if m.own[i] > 0 && (!secondary(t.kind) || t.kind == KindAlias) {
 			held[t.group] = math.Max(held[t.group], t.weight)
 			pk.Special = pk.Special || t.special
-			pk.Rare = pk.Rare || (ix.live > rareDF && t.weight >= kindWeight[t.kind]*ix.idf(rareDF))
+			pk.Rare = pk.Rare || (ix.live > rareDF && t.df <= rareDF)
 		}
 	}
 	for _, w := range held {
@@ -684,6 +735,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " (CJK bigram)"
 		case KindPlain:
 			why += " (without accents, of " + strconv.Quote(t.src) + ")"
+		case KindAlias:
+			why += " (name in tool output for " + strconv.Quote(t.src) + ")"
 		default:
 			if !strings.EqualFold(t.src, t.text) && t.src != "" {
 				why += " (stem of " + strconv.Quote(t.src) + ")"
