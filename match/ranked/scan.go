@@ -319,7 +319,7 @@ func (ix *Index) liveDF(id int32) int {
 // whose lengths do say how much of a turn a word is).
 func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 	avg := ix.total / float64(max(ix.live, 1))
-	r := ix.docs[d].length / avg
+	r := ix.hot[d].length / avg
 	if r > p.MaxLenRatio {
 		r = p.MaxLenRatio
 	}
@@ -416,11 +416,11 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				continue
 			}
 			for _, po := range ix.postings(t.id) {
-				if ix.docs[po.doc].dead {
+				if ix.hot[po.doc].dead {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
-				if ix.docs[po.doc].question {
+				if ix.hot[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
 					if _, next := ix.neighbours(po.doc); next >= 0 {
 						mark(next, s*float32(p.Answer))
