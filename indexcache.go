@@ -99,16 +99,24 @@ type baseIndex struct {
 	secOff  [cacheSecs]int  // file offset of each section
 	n       int             // records
 	nterms  int             // terms in the dictionary
-	jsonf   *os.File        // the recall_index.json the snapshot was made of
+	jsonf   entrySource     // the recall_index.json the snapshot was made of
 	checked []uint64        // bitset of chunks whose CRC was verified
 	bad     bool            // a lazily verified chunk failed, or an offset was out of range
 	dense   map[string]uint // dense term → its signature bit
 	sigs    []byte          // n × 2 u64 signatures (section 6), verified at first use
 }
 
+// entrySource is where a snapshot's entries are read: the index file it was
+// made of (an *os.File), or, for a backend store, the index encoded in
+// memory (memEntries).
+type entrySource interface {
+	ReadAt(p []byte, off int64) (int, error)
+	Name() string
+}
+
 // decodeCache opens a snapshot made for the index file f with stamp st.
 // data is the whole cache file; f stays open for reading entries.
-func decodeCache(data []byte, st fileStamp, f *os.File) (*index, error) {
+func decodeCache(data []byte, st fileStamp, f entrySource) (*index, error) {
 	b, err := openBase(data, st)
 	if err != nil {
 		return nil, err
