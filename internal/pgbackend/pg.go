@@ -63,6 +63,12 @@ type DB struct {
 
 	mu  sync.Mutex
 	ids map[string]int64 // session name → id, once the row exists
+
+	// writers bounds the write transactions open at once to half the
+	// pool: a write transaction holds one connection while the Store reads
+	// through the pool (a second one), so more writers than half the pool
+	// could each hold one and wait for another, forever.
+	writers chan struct{}
 }
 
 // Connect opens a pool to the database of rawURL (its ?session= parameter is
@@ -115,6 +121,7 @@ func dial(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, db.fail("connect", err)
 	}
 	db.pool = pool
+	db.writers = make(chan struct{}, max(1, int(cfg.MaxConns)/2))
 	pctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
@@ -437,13 +444,24 @@ func (s *session) ReadFile(name string) ([]byte, error) {
 // its lock (waiting for any other writer of the session) and reserves the
 // transaction's revision.
 func (s *session) Begin() (backend.Tx, error) {
+	wctx, wcancel := context.WithTimeout(context.Background(), LockTimeout)
+	select {
+	case s.db.writers <- struct{}{}:
+		wcancel()
+	case <-wctx.Done():
+		wcancel()
+		return nil, s.fail("begin a write transaction", errors.New("too many write transactions of this process waiting (raise pool_max_conns in the URL)"))
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { <-s.db.writers }) }
 	ctx, cancel := opCtx()
 	tx, err := s.db.pool.Begin(ctx)
 	cancel()
 	if err != nil {
+		release()
 		return nil, s.fail("begin a write transaction", err)
 	}
-	t := &writeTx{s: s, tx: tx}
+	t := &writeTx{s: s, tx: tx, release: release}
 	lctx, lcancel := context.WithTimeout(context.Background(), LockTimeout)
 	defer lcancel()
 	err = tx.QueryRow(lctx, `INSERT INTO cf_sessions AS s (name, rev) VALUES ($1, 1)
@@ -460,10 +478,11 @@ func (s *session) Begin() (backend.Tx, error) {
 // OpTimeout (the transaction itself is not: a long ingest is one
 // transaction).
 type writeTx struct {
-	s   *session
-	tx  pgx.Tx
-	id  int64
-	rev backend.Revision
+	s       *session
+	tx      pgx.Tx
+	id      int64
+	rev     backend.Revision
+	release func() // gives back the DB.writers slot (once)
 
 	nodes     pgx.Batch // queued node inserts (WriteNode)
 	nodeSteps []int
@@ -654,6 +673,7 @@ func (t *writeTx) Commit() error {
 		t.Rollback()
 		return err
 	}
+	defer t.release()
 	ctx, cancel := opCtx()
 	defer cancel()
 	if err := t.tx.Commit(ctx); err != nil {
@@ -664,6 +684,7 @@ func (t *writeTx) Commit() error {
 }
 
 func (t *writeTx) Rollback() error {
+	defer t.release()
 	ctx, cancel := opCtx()
 	defer cancel()
 	err := t.tx.Rollback(ctx)
