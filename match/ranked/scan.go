@@ -55,7 +55,9 @@ type Params struct {
 	// Common: in a store of at least commonMinNodes nodes, a term held by
 	// more than this share of them is not used to find candidates (its
 	// postings are long and its weight low); it still counts in the scores
-	// of the candidates found.
+	// of the candidates found. In a store of at least smallStore nodes,
+	// the best node must hold a term held by at most this share (rule
+	// "only common words", Index.passes).
 	Common float64
 }
 
@@ -675,15 +677,26 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // archive never saw haiku or autumn; rule "news to the archive").
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
 	groups := map[int]bool{}
+	uncommon := false
 	for i, t := range q.terms {
 		if m.own[i] > 0 || m.nb[i] > 0 {
 			if t.special && m.own[i] > 0 {
 				return true
 			}
 			groups[t.group] = true
+			uncommon = uncommon || float64(t.df) <= p.Common*float64(ix.live)
 		}
 	}
 	if len(groups) <= 1 && (q.instruction || (q.words >= 2 && 2*q.unknown > q.words)) {
+		return false
+	}
+	// Rule "only common words": in a store of at least smallStore nodes,
+	// a node that holds only words most of the session holds (each in
+	// more than Common of the nodes: "run", "build", "step", "session" in
+	// a build session) is not evidence of what the prompt asks about, however
+	// many of them it holds ("run the build session, one shell step at a
+	// time" asks for new work in the vocabulary of the old).
+	if !uncommon && ix.live >= smallStore {
 		return false
 	}
 	return m.score >= ix.floor(p) && m.score >= p.MinShare*q.info
