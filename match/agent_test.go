@@ -189,3 +189,33 @@ func TestRankedOnlyCommonWordsHydrateNothing(t *testing.T) {
 		t.Errorf("selected %v, want 21 first", steps(res.Selected))
 	}
 }
+
+// Rule "the prompt's past": ScanBefore leaves out the nodes from the
+// prompt's own position on, companions included; Exact ignores it.
+func TestRankedScanBefore(t *testing.T) {
+	s := agentSession(t)
+	prompt := "what did the linker say at the end of the build?"
+	all, err := match.ScanBefore(s, prompt, match.Ranked, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Selected) == 0 || all.Selected[0].StepID != 3 {
+		t.Fatalf("selected %v, want 3 first", steps(all.Selected))
+	}
+	for _, before := range []int{3, 2} {
+		res, err := match.ScanBefore(s, prompt, match.Ranked, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range append(res.Selected, res.Dropped...) {
+			if p.StepID >= before {
+				t.Errorf("before %d: step %d picked", before, p.StepID)
+			}
+		}
+	}
+	ex1, _ := match.ScanBefore(s, "frobnicate_v2", match.Exact, 1)
+	ex2, _ := s.Scan("frobnicate_v2")
+	if fmt.Sprint(steps(ex1.Selected)) != fmt.Sprint(steps(ex2.Selected)) {
+		t.Errorf("exact ScanBefore %v differs from the reference scan %v", steps(ex1.Selected), steps(ex2.Selected))
+	}
+}

@@ -372,8 +372,9 @@ type Result struct {
 	Superseded []Pick // held only terms a newer node holds (CONF-13; at most 10)
 }
 
-// score computes every candidate's total score. Callers hold ix.mu.
-func (ix *Index) score(q *Query, p Params) []*match {
+// score computes every candidate's total score, among the docs of steps
+// below before (every doc when before < 0). Callers hold ix.mu.
+func (ix *Index) score(q *Query, p Params, before int) []*match {
 	if len(q.terms) == 0 || ix.live == 0 {
 		return nil
 	}
@@ -403,13 +404,13 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				continue
 			}
 			for _, po := range ix.postings(t.id) {
-				if ix.docs[po.doc].dead {
+				if ix.docs[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
 				if ix.docs[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
-					if _, next := ix.neighbours(po.doc); next >= 0 {
+					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
 						mark(next, s*float32(p.Answer))
 					}
 				} else {
@@ -503,11 +504,11 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// scanLocked is Scan under ix.mu.
-func (ix *Index) scanLocked(prompt string, p Params) *Result {
+// scanLocked is ScanBefore under ix.mu.
+func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, before)
 	if len(cands) == 0 {
 		return res
 	}
@@ -595,7 +596,7 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
-			if nd < 0 || picked[nd] || superseded[nd] {
+			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
 			m := ix.detail(q, nd, p)
@@ -807,7 +808,7 @@ type Hit struct {
 // recallLocked is Recall under ix.mu.
 func (ix *Index) recallLocked(query string, p Params) []Hit {
 	q := ix.query(query, p)
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, -1)
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}
