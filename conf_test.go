@@ -22,11 +22,7 @@ var fixedClock = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, tim
 
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), DefaultStoreDir), Options{Clock: fixedClock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return openTestStore(t, Options{Clock: fixedClock})
 }
 
 func demoStore(t *testing.T) *Store {
@@ -40,6 +36,10 @@ func demoStore(t *testing.T) *Store {
 
 func writePolicy(t *testing.T, s *Store, policy string) {
 	t.Helper()
+	if s.be != nil {
+		putStoreFile(t, s, PolicyFile, []byte(policy))
+		return
+	}
 	if err := os.MkdirAll(s.Dir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,9 @@ func writePolicy(t *testing.T, s *Store, policy string) {
 // operation changed no byte.
 func hashTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	if s := backendStores[dir]; s != nil {
+		return hashBackend(t, s)
+	}
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -74,6 +77,10 @@ func hashTree(t *testing.T, dir string) map[string]string {
 // editIndexEntry rewrites one entry of recall_index.json.
 func editIndexEntry(t *testing.T, s *Store, step int, edit func(map[string]any)) {
 	t.Helper()
+	if s.be != nil {
+		editEntryInBackend(t, s, step, edit)
+		return
+	}
 	path := filepath.Join(s.Dir(), IndexFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -96,11 +103,7 @@ func editIndexEntry(t *testing.T, s *Store, step int, edit func(map[string]any))
 // editColdNode rewrites a cold node file; resign recomputes its artifact hash.
 func editColdNode(t *testing.T, s *Store, step int, resign bool, edit func(map[string]any)) string {
 	t.Helper()
-	path := s.NodePath(step)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readNodeBytes(t, s, step)
 	v, err := canonjson.Decode(data)
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +118,7 @@ func editColdNode(t *testing.T, s *Store, step int, resign bool, edit func(map[s
 		doc["artifact_sha256"] = h
 	}
 	out, _ := canonjson.Pretty(doc)
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeNodeBytes(t, s, step, out)
 	h, _ := doc["artifact_sha256"].(string)
 	return h
 }
@@ -306,7 +307,7 @@ func TestCONF08ReadOnlyOperationsChangeNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := hashTree(t, s.Dir())
-	fresh, _ := Open(s.Dir(), Options{}) // a second process's view
+	fresh := reopen(t, s) // a second process's view
 	for _, st := range []*Store{s, fresh} {
 		if _, err := st.Status(); err != nil {
 			t.Fatal(err)
@@ -373,8 +374,8 @@ func TestCONF09TamperDetection(t *testing.T) {
 	})
 	t.Run("torn file", func(t *testing.T) {
 		s := demoStore(t)
-		data, _ := os.ReadFile(s.NodePath(447))
-		os.WriteFile(s.NodePath(447), data[:len(data)/2], 0o644)
+		data := readNodeBytes(t, s, 447)
+		writeNodeBytes(t, s, 447, data[:len(data)/2])
 		_, err := s.Hydrate(447)
 		var ie *IntegrityCheckError
 		if !errors.As(err, &ie) || ie.Check != "parse" {
@@ -405,7 +406,11 @@ func TestCONF10ExplicitFailureModes(t *testing.T) {
 	if !errors.As(err, &nf) || nf.StepID != 1 || !errors.Is(err, ErrNodeNotFound) {
 		t.Errorf("unknown step: %v", err)
 	}
-	os.WriteFile(filepath.Join(s.Dir(), IndexFile), []byte("{not json"), 0o644)
+	if s.be != nil {
+		sqlSession(t, s, `UPDATE cf_entries SET doc = '{not json'::bytea WHERE session_id = $1 AND step_id = 137`)
+	} else {
+		os.WriteFile(filepath.Join(s.Dir(), IndexFile), []byte("{not json"), 0o644)
+	}
 	_, err = s.Scan("port")
 	var sf *StoreFileError
 	if !errors.As(err, &sf) || !strings.Contains(sf.Error(), IndexFile) || !errors.Is(err, ErrBadStore) {
@@ -416,7 +421,7 @@ func TestCONF10ExplicitFailureModes(t *testing.T) {
 	if _, err := s2.Fold(Turn{StepID: 1, Summary: "x"}); !errors.As(err, &sf) || !strings.Contains(err.Error(), PolicyFile) {
 		t.Errorf("bad policy: %v", err)
 	}
-	if _, err := os.Stat(s2.NodePath(1)); err == nil {
+	if _, err := s2.nodeBytes(1, s2.NodePath(1)); err == nil {
 		t.Error("a failed fold wrote a cold node")
 	}
 }
@@ -448,8 +453,7 @@ func TestCONF11DeterministicReplayNFCAndNFD(t *testing.T) {
 func TestCONF12InconsistentStateAndPathContainment(t *testing.T) {
 	t.Run("orphan", func(t *testing.T) {
 		s := demoStore(t)
-		data, _ := os.ReadFile(s.NodePath(137))
-		os.WriteFile(s.NodePath(138), data, 0o644)
+		addNodeBytes(t, s, 138, readNodeBytes(t, s, 137))
 		if _, err := s.Hydrate(138); !errors.Is(err, ErrOrphanedNode) {
 			t.Errorf("hydrate orphan: %v", err)
 		}
@@ -460,7 +464,7 @@ func TestCONF12InconsistentStateAndPathContainment(t *testing.T) {
 	})
 	t.Run("broken reference", func(t *testing.T) {
 		s := demoStore(t)
-		os.Remove(s.NodePath(342))
+		removeNodeBytes(t, s, 342)
 		if _, err := s.Hydrate(342); !errors.Is(err, ErrBrokenReference) {
 			t.Errorf("hydrate: %v", err)
 		}
@@ -470,6 +474,9 @@ func TestCONF12InconsistentStateAndPathContainment(t *testing.T) {
 		}
 	})
 	outside := func(t *testing.T, s *Store) string {
+		if s.be != nil {
+			return "/tmp/secret.json" // a backend has no files: any other file_path is outside
+		}
 		p := filepath.Join(filepath.Dir(s.Dir()), "secret.json")
 		data, _ := os.ReadFile(s.NodePath(137))
 		os.WriteFile(p, data, 0o644)
@@ -478,6 +485,9 @@ func TestCONF12InconsistentStateAndPathContainment(t *testing.T) {
 	cases := map[string]func(t *testing.T, s *Store) string{
 		"traversal": func(t *testing.T, s *Store) string { return ".contextfold/cold_nodes/../../secret.json" },
 		"sibling prefix": func(t *testing.T, s *Store) string {
+			if s.be != nil {
+				return ".contextfold/cold_nodes_evil/step_000137.json"
+			}
 			os.MkdirAll(filepath.Join(s.Dir(), "cold_nodes_evil"), 0o755)
 			data, _ := os.ReadFile(s.NodePath(137))
 			os.WriteFile(filepath.Join(s.Dir(), "cold_nodes_evil", "step_000137.json"), data, 0o644)
@@ -505,6 +515,7 @@ func TestCONF12InconsistentStateAndPathContainment(t *testing.T) {
 		})
 	}
 	t.Run("symlink escape", func(t *testing.T) {
+		dirOnly(t, "symlinks")
 		s := demoStore(t)
 		target := outside(t, s)
 		os.Remove(s.NodePath(137))
@@ -516,6 +527,7 @@ func TestCONF12InconsistentStateAndPathContainment(t *testing.T) {
 		}
 	})
 	t.Run("store under a symlinked directory is fine", func(t *testing.T) {
+		dirOnly(t, "symlinks")
 		s := demoStore(t)
 		link := filepath.Join(t.TempDir(), DefaultStoreDir)
 		if err := os.Symlink(s.Dir(), link); err != nil {

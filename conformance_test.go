@@ -78,18 +78,9 @@ func vectorStore(t *testing.T, fixed string, policy json.RawMessage) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), DefaultStoreDir)
+	s := openTestStore(t, Options{Clock: func() time.Time { return ts }, Scrub: ScrubOff})
 	if len(policy) > 0 && string(policy) != "null" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, PolicyFile), policy, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := Open(dir, Options{Clock: func() time.Time { return ts }, Scrub: ScrubOff})
-	if err != nil {
-		t.Fatal(err)
+		putStoreFile(t, s, PolicyFile, policy)
 	}
 	return s
 }
@@ -164,10 +155,7 @@ func TestConformanceFold(t *testing.T) {
 			if len(res.Node.Doc) != len(wantNode) {
 				t.Errorf("cold node has %d keys, want %d", len(res.Node.Doc), len(wantNode))
 			}
-			file, err := os.ReadFile(s.NodePath(c.Input.StepID))
-			if err != nil {
-				t.Fatal(err)
-			}
+			file := readNodeBytes(t, s, c.Input.StepID)
 			if !bytes.Equal(file, []byte(c.Expected.FileText)) {
 				t.Errorf("file text differs:\n got %q\nwant %q", file, c.Expected.FileText)
 			}
@@ -178,10 +166,7 @@ func TestConformanceFold(t *testing.T) {
 			if got, want := canon(t, res.Entry.Doc), canon(t, decodeExact(t, c.Expected.IndexEntry)); got != want {
 				t.Errorf("index entry:\n got %s\nwant %s", got, want)
 			}
-			idx, err := os.ReadFile(filepath.Join(s.Dir(), IndexFile))
-			if err != nil {
-				t.Fatal(err)
-			}
+			idx := indexFileBytes(t, s)
 			if string(idx) != c.Expected.IndexFileText {
 				t.Errorf("index file differs:\n got %q\nwant %q", idx, c.Expected.IndexFileText)
 			}
@@ -197,7 +182,7 @@ func TestConformanceFold(t *testing.T) {
 			if err != nil || !again.AlreadyIndexed {
 				t.Fatalf("second fold: %v, already=%v", err, again != nil && again.AlreadyIndexed)
 			}
-			idx2, _ := os.ReadFile(filepath.Join(s.Dir(), IndexFile))
+			idx2 := indexFileBytes(t, s)
 			if !bytes.Equal(idx, idx2) {
 				t.Errorf("second fold changed the index")
 			}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
-	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/schema"
 )
 
@@ -26,7 +25,14 @@ type Eviction struct {
 func (s *Store) Evict(step int) (*Eviction, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := os.Stat(filepath.Join(s.dir, IndexFile)); errors.Is(err, fs.ErrNotExist) {
+	if s.be != nil {
+		// An unknown step takes no write transaction.
+		if ix, err := s.loadIndex(); err == nil {
+			if _, ok := ix.get(step); !ok {
+				return nil, &NodeNotFoundError{StepID: step}
+			}
+		}
+	} else if _, err := os.Stat(filepath.Join(s.dir, IndexFile)); errors.Is(err, fs.ErrNotExist) {
 		// Nothing is indexed: do not create a store just to say so.
 		return nil, &NodeNotFoundError{StepID: step}
 	}
@@ -54,12 +60,12 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(s.dir, EvictionLogFile)
+	path := s.storePath(EvictionLogFile)
 	if err := schema.Validate(schema.EvictionLog, data); err != nil {
 		return nil, &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
 	}
-	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+	if err := s.writeStoreFile(EvictionLogFile, data); err != nil {
+		return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory")
 	}
 	if !r.evicted {
 		r.evicted = true
@@ -67,17 +73,20 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 			return nil, err
 		}
 	}
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
 	return ev, nil
 }
 
 func (s *Store) readEvictionLogDoc() (map[string]any, error) {
-	path := filepath.Join(s.dir, EvictionLogFile)
-	data, err := os.ReadFile(path)
+	path := s.storePath(EvictionLogFile)
+	data, err := s.readStoreFile(EvictionLogFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]any{"evicted": []any{}}, nil
 	}
 	if err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
+		return nil, s.storeErr(path, err, "check the permissions of the store directory")
 	}
 	v, err := canonjson.Decode(data)
 	if err != nil {

@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,7 +90,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	}
 	counter, err := policy.Counter()
 	if err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
+		return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
 	}
 	maxIdents := s.maxIndexIdentifiers(sc)
 	results := make([]*FoldResult, len(turns))
@@ -151,14 +152,14 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		}
 		// The pretty encoding is streamed to the file (issue 12: a large
 		// node is never held whole in memory besides its document).
-		if err := fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error { return canonjson.WritePretty(w, n.Doc) }); err != nil {
+		if err := s.writeNode(t.StepID, path, n.Doc); err != nil {
 			s.ix = nil
-			return nil, &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory, then fold again"}
+			return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
 		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
 		if err := validateEntryDoc(ix.entry(r).Doc); err != nil {
 			s.ix = nil
-			return nil, &StoreFileError{File: filepath.Join(s.dir, IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
+			return nil, &StoreFileError{File: s.storePath(IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
 		}
 		ix.add(r)
 		ops = append(ops, journalOp{fold: r})
@@ -170,7 +171,24 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 	if err := s.commitBatch(ix, ops, now, false); err != nil {
 		return nil, err
 	}
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
 	return results, nil
+}
+
+// writeNode writes a new cold node: durably to its file (directory store)
+// or into the open write transaction (backend).
+func (s *Store) writeNode(step int, path string, doc map[string]any) error {
+	if s.be == nil {
+		return fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error { return canonjson.WritePretty(w, doc) })
+	}
+	var b bytes.Buffer
+	if err := canonjson.WritePretty(&b, doc); err != nil {
+		return err
+	}
+	s.txWrites = true
+	return s.tx.WriteNode(step, b.Bytes())
 }
 
 // Batch commits of FoldBatch (variables for tests): a batch commits the
@@ -195,7 +213,7 @@ func (s *Store) commitBatch(ix *index, ops []journalOp, now string, midBatch boo
 	}
 	if err := s.commitOps(ix, ops, midBatch); err != nil {
 		var sf *StoreFileError
-		if errors.As(err, &sf) {
+		if errors.As(err, &sf) && s.be == nil { // a backend's transaction left nothing behind
 			sf.Remedy += "; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"
 		}
 		return err
@@ -230,6 +248,9 @@ func (s *Store) IndexVersion() (string, error) {
 	ix, err := s.loadIndex()
 	if err != nil {
 		return "", err
+	}
+	if s.be != nil {
+		return fmt.Sprintf("rev/%d/%d/%d", s.beRev.Generation, s.beRev.Seq, ix.len()), nil
 	}
 	st := s.ixStamp
 	return fmt.Sprintf("%t/%d/%d/%d/%d/%d", st.ok, st.size, st.mtime.UnixNano(), st.ino, s.jOff, ix.len()), nil
@@ -269,7 +290,13 @@ func validateEntryDoc(doc map[string]any) error {
 // written), or moves the file to quarantine/ (logged in repair_log.json) and
 // returns nil. No file: nil. Callers hold the store lock.
 func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now string) (*ColdNode, error) {
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+	if s.be != nil {
+		if _, err := s.be.ReadNode(t.StepID); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		} else if err != nil {
+			return nil, s.storeErr(path, err, "")
+		}
+	} else if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	known := s.knownPolicyHashes(policy)
@@ -277,11 +304,21 @@ func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now
 		n.Summary == t.Summary && n.RawContent == t.Payload() {
 		return n, nil
 	}
+	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
+	step := t.StepID
+	if s.be != nil {
+		name := stamp + "-" + stepFileName(step)
+		s.txWrites = true
+		if err := s.tx.QuarantineNode(step, name, "an unindexed cold node stood where step "+strconv.Itoa(step)+" is folded"); err != nil {
+			return nil, s.storeErr(path, err, "")
+		}
+		return nil, s.appendRepairLog(now, []RepairAction{{Action: ActionQuarantine, StepID: &step, File: path,
+			Reason: "an unindexed cold node stood where step " + strconv.Itoa(step) + " is folded; kept in quarantine as " + name}})
+	}
 	qdir := filepath.Join(s.dir, QuarantineDir)
 	if err := mkQuarantine(qdir); err != nil {
 		return nil, err
 	}
-	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
 	dst := uniquePath(filepath.Join(qdir, stamp+"-"+stepFileName(t.StepID)))
 	if err := os.Rename(path, dst); err != nil {
 		return nil, &StoreFileError{File: path, Err: err, Remedy: "move the orphaned file away by hand, or run 'contextfold repair --apply'"}
@@ -289,7 +326,6 @@ func (s *Store) resolveOrphanBeforeFold(t Turn, path string, policy *Policy, now
 	if err := fsutil.SyncDir(qdir); err != nil {
 		return nil, err
 	}
-	step := t.StepID
 	return nil, s.appendRepairLog(now, []RepairAction{{Action: ActionQuarantine, StepID: &step, File: path,
 		Reason: "an unindexed file stood where step " + strconv.Itoa(step) + " is folded; kept in " + dst}})
 }

@@ -53,6 +53,14 @@ func (s *Store) checkContainment(e *Entry) (string, error) { return s.containedP
 // symlink, then resolves to the canonical file without resolving its path
 // again (what resolving would find: the same file).
 func (s *Store) containedPath(e *Entry, storeReal string) (string, error) {
+	if s.be != nil {
+		// A backend holds no paths: the entry must name the step's
+		// canonical file_path, as the directory store writes it.
+		if want := s.indexFilePath(e.StepID); e.FilePath != want {
+			return "", &PathContainmentError{StepID: e.StepID, FilePath: e.FilePath, Resolved: e.FilePath, Want: want}
+		}
+		return s.NodePath(e.StepID), nil
+	}
 	if storeReal != "" && e.FilePath == s.indexFilePath(e.StepID) {
 		want := filepath.Join(storeReal, ColdNodesDir, stepFileName(e.StepID))
 		if fi, err := os.Lstat(s.NodePath(e.StepID)); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
@@ -95,11 +103,23 @@ func resolvePath(path string) string {
 
 // readColdNode reads and parses a step's canonical cold node file.
 func (s *Store) readColdNode(step int) (*ColdNode, error) {
-	return readColdNodeFile(step, s.NodePath(step))
+	return s.readColdNodeAt(step, s.NodePath(step))
+}
+
+// readColdNodeAt reads and parses the cold node of step at path (a
+// directory store) or from the backend (path then only names it).
+func (s *Store) readColdNodeAt(step int, path string) (*ColdNode, error) {
+	data, err := s.nodeBytes(step, path)
+	return parseColdNodeBytes(step, path, data, err)
 }
 
 func readColdNodeFile(step int, path string) (*ColdNode, error) {
 	data, err := os.ReadFile(path)
+	return parseColdNodeBytes(step, path, data, err)
+}
+
+// parseColdNodeBytes parses a cold node's bytes (err: the read's error).
+func parseColdNodeBytes(step int, path string, data []byte, err error) (*ColdNode, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &BrokenReferenceError{StepID: step, File: path}
 	}
@@ -169,7 +189,11 @@ func (s *Store) Hydrate(step int) (*Hydration, error) {
 func (s *Store) lookup(step int) (*Entry, error) {
 	e, err := s.Entry(step)
 	if errors.Is(err, ErrNodeNotFound) {
-		if _, serr := os.Lstat(s.NodePath(step)); serr == nil {
+		if s.be != nil {
+			if _, berr := s.be.ReadNode(step); berr == nil {
+				return nil, &OrphanedNodeError{StepID: step, File: s.NodePath(step)}
+			}
+		} else if _, serr := os.Lstat(s.NodePath(step)); serr == nil {
 			return nil, &OrphanedNodeError{StepID: step, File: s.NodePath(step)}
 		}
 	}
@@ -181,7 +205,7 @@ func (s *Store) hydrateEntry(e *Entry, policy *Policy) (*Hydration, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := readColdNodeFile(e.StepID, path)
+	n, err := s.readColdNodeAt(e.StepID, path)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +216,7 @@ func (s *Store) hydrateEntry(e *Entry, policy *Policy) (*Hydration, error) {
 	}
 	capTokens, err := policy.MaxTokensPerCall()
 	if err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_call to a number"}
+		return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_call to a number"}
 	}
 	h := &Hydration{
 		StepID:           e.StepID,
@@ -208,7 +232,7 @@ func (s *Store) hydrateEntry(e *Entry, policy *Policy) (*Hydration, error) {
 	if float64(n.TokenEstimate) > capTokens {
 		counter, err := policy.Counter()
 		if err != nil {
-			return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
+			return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
 		}
 		h.Truncated = true
 		h.TokenEstimate = int(math.Floor(capTokens))

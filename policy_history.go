@@ -3,12 +3,9 @@ package contextfold
 import (
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
-	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // PolicyHistoryFile records every folding policy hash a non-default policy
@@ -34,7 +31,7 @@ func (s *Store) knownPolicyHashes(current *Policy) map[string]bool {
 }
 
 func (s *Store) readPolicyHistory() []string {
-	data, err := os.ReadFile(filepath.Join(s.dir, PolicyHistoryFile))
+	data, err := s.readStoreFile(PolicyHistoryFile)
 	if err != nil {
 		return nil
 	}
@@ -65,9 +62,9 @@ func (s *Store) recordPolicy(p *Policy) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(s.dir, PolicyHistoryFile)
-	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+	path := s.storePath(PolicyHistoryFile)
+	if err := s.writeStoreFile(PolicyHistoryFile, data); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return s.storeErr(path, err, "free disk space or fix the permissions of the store directory")
 	}
 	return nil
 }

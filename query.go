@@ -3,7 +3,6 @@ package contextfold
 import (
 	"encoding/binary"
 	"math/bits"
-	"path/filepath"
 	"slices"
 	"sort"
 
@@ -190,11 +189,11 @@ func (s *Store) Scan(prompt string) (*ScanResult, error) {
 	}
 	capTokens, err := policy.MaxTokensPerCall()
 	if err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_call to a number"}
+		return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_call to a number"}
 	}
 	budget, err := policy.MaxTokensPerTurn()
 	if err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_turn to a number"}
+		return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set max_rehydration_tokens_per_turn to a number"}
 	}
 	terms := ScanTerms(prompt)
 	s.mu.Lock()

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/schema"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Repair protocol (spec §12, beyond IPCF-1.1): our extension files.
@@ -75,6 +77,9 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	// Repair writes into cold_nodes/ and quarantine/ only when they are
 	// directories of the store: a symlink could lead the moves outside it.
 	for _, d := range []string{ColdNodesDir, QuarantineDir} {
+		if s.be != nil {
+			break // a backend holds no directories
+		}
 		path := filepath.Join(s.dir, d)
 		if fi, err := os.Lstat(path); err == nil && !fi.IsDir() {
 			return nil, &StoreFileError{File: path, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(path)),
@@ -90,7 +95,13 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	}
 	var moves [][2]string // quarantine moves: from, name
 	var entryDocs = map[string]map[string]any{}
+	var rawEntries []StoredEntry // a backend's unreadable index, kept in quarantine
+	var rawHeader []byte
+	moveStep := map[string]int{} // backend: quarantine name → step whose node moves
 
+	if s.be != nil {
+		s.ix = nil // repair reads the backend as it is (see Validate)
+	}
 	ix, err := s.loadIndex()
 	if err != nil {
 		var sf *StoreFileError
@@ -98,13 +109,29 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 			return nil, err
 		}
 		res.Actions = append(res.Actions, RepairAction{Action: ActionRebuildIndex, File: sf.File, Reason: sf.Error()})
+		if s.be != nil {
+			d, derr := s.be.ReadIndex(Revision{})
+			if derr != nil {
+				return nil, s.storeErr(s.storePath(IndexFile), derr, "")
+			}
+			rawEntries, rawHeader = d.Entries, d.Header
+		}
 		for _, f := range []string{IndexFile, JournalFile, IndexCacheFile} {
+			if s.be != nil {
+				break
+			}
 			if _, err := os.Stat(filepath.Join(s.dir, f)); err == nil {
 				moves = append(moves, [2]string{filepath.Join(s.dir, f), f})
 			}
 		}
 		created := ""
-		if data, rerr := os.ReadFile(filepath.Join(s.dir, IndexFile)); rerr == nil {
+		if s.be != nil {
+			if v, derr := canonjson.Decode(rawHeader); derr == nil {
+				if m, ok := v.(map[string]any); ok {
+					created, _ = m["created_at"].(string)
+				}
+			}
+		} else if data, rerr := os.ReadFile(filepath.Join(s.dir, IndexFile)); rerr == nil {
 			if v, derr := canonjson.Decode(data); derr == nil {
 				if m, ok := v.(map[string]any); ok {
 					created, _ = m["created_at"].(string)
@@ -140,11 +167,26 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		default:
 			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, StepID: &step, File: s.NodePath(step), Reason: f.Message})
 			moves = append(moves, [2]string{s.NodePath(step), name})
+			moveStep[name] = step
 		}
 	}
 
 	// Orphans: files in cold_nodes/ that the kept index does not list.
-	names, _ := os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
+	var names []nodeName
+	if s.be != nil {
+		steps, err := s.be.NodeSteps()
+		if err != nil {
+			return nil, s.storeErr(s.storePath(ColdNodesDir), err, "")
+		}
+		for _, id := range steps {
+			names = append(names, nodeName{stepFileName(id), true})
+		}
+	} else {
+		des, _ := os.ReadDir(filepath.Join(s.dir, ColdNodesDir))
+		for _, d := range des {
+			names = append(names, nodeName{d.Name(), d.Type().IsRegular()})
+		}
+	}
 	var reindex []*ColdNode
 	for _, d := range names {
 		m := stepFileRE.FindStringSubmatch(d.Name())
@@ -152,7 +194,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 			// A temporary file of an atomic write that was interrupted
 			// (".step_NNNNNN.json<random>"): never part of the store, moved
 			// aside so that cold_nodes/ holds nodes only.
-			if tempFileRE.MatchString(d.Name()) && d.Type().IsRegular() {
+			if tempFileRE.MatchString(d.Name()) && d.regular {
 				path := filepath.Join(s.dir, ColdNodesDir, d.Name())
 				res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, File: path, Reason: "temporary file left by an interrupted write"})
 				moves = append(moves, [2]string{path, d.Name()})
@@ -161,6 +203,9 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		}
 		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
 		id, err := strconv.Atoi(m[1])
+		if s.be != nil {
+			path = s.NodePath(id)
+		}
 		if err == nil && stepFileName(id) == d.Name() {
 			if _, indexed := keep.get(id); indexed {
 				continue
@@ -177,10 +222,14 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		} else {
 			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, StepID: &step, File: path, Reason: "orphan that does not verify: " + why})
 			moves = append(moves, [2]string{path, d.Name()})
+			moveStep[d.Name()] = id
 		}
 	}
 	// Temporary files of interrupted writes in the store root.
-	roots, _ := os.ReadDir(s.dir)
+	var roots []os.DirEntry
+	if s.be == nil {
+		roots, _ = os.ReadDir(s.dir)
+	}
 	for _, d := range roots {
 		if rootTempFileRE.MatchString(d.Name()) && d.Type().IsRegular() {
 			path := filepath.Join(s.dir, d.Name())
@@ -194,11 +243,17 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 
 	// Apply: quarantine first (moves, entry copies), then the new index.
 	now := s.now()
+	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
+	if s.be != nil {
+		if err := s.quarantineInBackend(stamp, entryDocs, moves, moveStep, rawEntries, rawHeader, res.Actions); err != nil {
+			return nil, err
+		}
+		return s.finishRepair(res, keep, reindex, sc, now)
+	}
 	qdir := filepath.Join(s.dir, QuarantineDir)
 	if err := mkQuarantine(qdir); err != nil {
 		return nil, err
 	}
-	stamp := strings.NewReplacer(":", "", "-", "").Replace(now)
 	for name, doc := range entryDocs {
 		data, err := canonjson.Pretty(doc)
 		if err != nil {
@@ -218,6 +273,73 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	if err := fsutil.SyncDir(qdir); err != nil {
 		return nil, err
 	}
+	return s.finishRepair(res, keep, reindex, sc, now)
+}
+
+// nodeName is a name in cold_nodes/ (a backend's: every node a regular file).
+type nodeName struct {
+	name    string
+	regular bool
+}
+
+func (n nodeName) Name() string { return n.name }
+
+// quarantineInBackend is the quarantine step of an applied repair of a
+// backend store: entry copies, node moves and an unreadable index go to the
+// backend's quarantine, in the repair's write transaction.
+func (s *Store) quarantineInBackend(stamp string, entryDocs map[string]map[string]any, moves [][2]string, moveStep map[string]int,
+	rawEntries []StoredEntry, rawHeader []byte, actions []RepairAction) error {
+	s.txWrites = true
+	reason := func(step int) string {
+		for _, a := range actions {
+			if a.StepID != nil && *a.StepID == step {
+				return a.Reason
+			}
+		}
+		return ""
+	}
+	names := make([]string, 0, len(entryDocs))
+	for name := range entryDocs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		data, err := canonjson.Pretty(entryDocs[name])
+		if err != nil {
+			return err
+		}
+		qn := stamp + "-" + strings.TrimSuffix(name, ".json") + ".index-entry.json"
+		if err := s.tx.Quarantine(qn, data, reason(moveStep[name])); err != nil {
+			return s.storeErr(s.storePath(QuarantineDir), err, "")
+		}
+	}
+	if rawHeader != nil || len(rawEntries) > 0 {
+		for _, e := range rawEntries {
+			if err := s.tx.Quarantine(stamp+"-"+strings.TrimSuffix(stepFileName(e.StepID), ".json")+".index-entry.json", e.Doc, "the index did not read; rebuilt from the cold nodes"); err != nil {
+				return s.storeErr(s.storePath(QuarantineDir), err, "")
+			}
+		}
+		if rawHeader != nil {
+			if err := s.tx.Quarantine(stamp+"-recall_index.header.json", rawHeader, "the index did not read; rebuilt from the cold nodes"); err != nil {
+				return s.storeErr(s.storePath(QuarantineDir), err, "")
+			}
+		}
+	}
+	for _, mv := range moves {
+		step, ok := moveStep[mv[1]]
+		if !ok {
+			continue
+		}
+		if err := s.tx.QuarantineNode(step, stamp+"-"+mv[1], reason(step)); err != nil {
+			return s.storeErr(mv[0], err, "")
+		}
+	}
+	return nil
+}
+
+// finishRepair re-indexes the verified orphans, writes the new index and the
+// repair log, and commits (a backend's transaction). Callers hold the lock.
+func (s *Store) finishRepair(res *RepairResult, keep *index, reindex []*ColdNode, sc *scrub.Scrubber, now string) (*RepairResult, error) {
 	evicted := map[int]bool{}
 	if log, err := s.evictionEvents(); err == nil {
 		for _, ev := range log {
@@ -240,7 +362,10 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	if err := s.writeIndex(keep); err != nil {
 		return nil, err
 	}
-	return res, s.appendRepairLog(now, res.Actions)
+	if err := s.appendRepairLog(now, res.Actions); err != nil {
+		return nil, err
+	}
+	return res, s.flush()
 }
 
 // tempFileRE matches the temporary files of an interrupted atomic write in
@@ -259,13 +384,15 @@ func already(actions []RepairAction, step int, action string) bool {
 // verifyOrphan checks that an unindexed file is a whole, untampered cold node
 // of the step its name says; it returns the reason when it is not.
 func (s *Store) verifyOrphan(id int, name, path string, known map[string]bool) (*ColdNode, string) {
-	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+	if s.be != nil {
+		// A backend's node is bytes: there is no file type to check.
+	} else if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
 		return nil, "not a regular file"
 	}
 	if stepFileName(id) != name {
 		return nil, "the file name is not a canonical step file name"
 	}
-	n, err := readColdNodeFile(id, path)
+	n, err := s.readColdNodeAt(id, path)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -303,9 +430,9 @@ func uniquePath(p string) string {
 
 // appendRepairLog appends actions to repair_log.json.
 func (s *Store) appendRepairLog(at string, actions []RepairAction) error {
-	path := filepath.Join(s.dir, RepairLogFile)
+	path := s.storePath(RepairLogFile)
 	doc := map[string]any{"actions": []any{}}
-	if data, err := os.ReadFile(path); err == nil {
+	if data, err := s.readStoreFile(RepairLogFile); err == nil {
 		if v, err := canonjson.Decode(data); err == nil {
 			if m, ok := v.(map[string]any); ok {
 				if _, ok := m["actions"].([]any); ok {
@@ -330,8 +457,8 @@ func (s *Store) appendRepairLog(at string, actions []RepairAction) error {
 	if err := schema.Validate(schema.RepairLog, data); err != nil {
 		return &StoreFileError{File: path, Err: err, Remedy: "repair_log.json does not follow its schema; move it aside and repair again"}
 	}
-	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
-		return &StoreFileError{File: path, Err: err, Remedy: "free disk space"}
+	if err := s.writeStoreFile(RepairLogFile, data); err != nil {
+		return s.storeErr(path, err, "free disk space")
 	}
 	return nil
 }

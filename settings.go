@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -78,7 +77,7 @@ func (s *Store) AuditScrubber() (*scrub.Scrubber, error) {
 	if !ok {
 		return sc, nil
 	}
-	path := filepath.Join(s.dir, SettingsFile)
+	path := s.storePath(SettingsFile)
 	c, err := canonjson.Canonical(raw)
 	if err != nil {
 		return nil, &StoreFileError{File: path, Err: err, Remedy: "fix " + SettingScrubAllowlist}
@@ -105,13 +104,13 @@ func (s *Store) ScrubEnabled() bool {
 
 // settings reads store_settings.json; a missing file is empty settings.
 func (s *Store) settings() (map[string]any, error) {
-	path := filepath.Join(s.dir, SettingsFile)
-	data, err := os.ReadFile(path)
+	path := s.storePath(SettingsFile)
+	data, err := s.readStoreFile(SettingsFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]any{}, nil
 	}
 	if err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "make it readable or remove it"}
+		return nil, s.storeErr(path, err, "make it readable or remove it")
 	}
 	v, err := canonjson.Decode(data)
 	m, ok := v.(map[string]any)

@@ -73,6 +73,14 @@ type Store struct {
 	// badCache is the stamp of an index file whose cache failed a lazy
 	// checksum: that index is read from its JSON instead.
 	badCache fileStamp
+
+	// A backend store (OpenBackend; nil for a directory store): be keeps
+	// the bytes, beRev is the revision ix was read at, tx the open write
+	// transaction while the store lock is held, txWrites whether it wrote.
+	be       Backend
+	beRev    Revision
+	tx       BackendTx
+	txWrites bool
 }
 
 type fileStamp struct {
@@ -113,6 +121,9 @@ func stepFileName(step int) string { return fmt.Sprintf("step_%06d.json", step) 
 
 // NodePath returns the canonical absolute path of a step's cold node file.
 func (s *Store) NodePath(step int) string {
+	if s.be != nil {
+		return s.storePath(ColdNodesDir + "/" + stepFileName(step))
+	}
 	return filepath.Join(s.dir, ColdNodesDir, stepFileName(step))
 }
 
@@ -120,6 +131,9 @@ func (s *Store) NodePath(step int) string {
 // directory that holds the store, '/' separated
 // (".contextfold/cold_nodes/step_000137.json").
 func (s *Store) indexFilePath(step int) string {
+	if s.be != nil {
+		return s.be.StoreName() + "/" + ColdNodesDir + "/" + stepFileName(step)
+	}
 	return filepath.Base(s.dir) + "/" + ColdNodesDir + "/" + stepFileName(step)
 }
 
@@ -135,6 +149,9 @@ func stampOf(path string) (fileStamp, error) {
 // unchanged, else from the cache file or the JSON) plus the journal's new
 // lines. Callers hold s.mu.
 func (s *Store) loadIndex() (*index, error) {
+	if s.be != nil {
+		return s.loadBackendIndex()
+	}
 	for attempt := 0; ; attempt++ {
 		ix, st, err := s.loadBase()
 		if err != nil {
@@ -284,6 +301,9 @@ func (s *Store) commitOps(ix *index, ops []journalOp, midBatch bool) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	if s.be != nil {
+		return s.commitBackend(ix, ops)
+	}
 	large := s.ixStamp.ok && s.ixStamp.size >= JournalThreshold
 	if large && (midBatch || len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps) {
 		lines, err := ix.encodeOps(ops)
@@ -305,6 +325,9 @@ func (s *Store) commitOps(ix *index, ops []journalOp, midBatch bool) error {
 // writeIndex rewrites recall_index.json durably (and the cache for a large
 // index), then empties the journal. Callers hold s.mu and the store lock.
 func (s *Store) writeIndex(ix *index) error {
+	if s.be != nil {
+		return s.replaceBackendIndex(ix)
+	}
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = s.now()
 	}
@@ -386,13 +409,13 @@ func (s *Store) indexCounts() (total, evicted, tokens int, err error) {
 // Policy returns the hydration policy in force: hydration_policy.json when
 // present, else DefaultPolicy (spec §7).
 func (s *Store) Policy() (*Policy, error) {
-	path := filepath.Join(s.dir, PolicyFile)
-	data, err := os.ReadFile(path)
+	path := s.storePath(PolicyFile)
+	data, err := s.readStoreFile(PolicyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return DefaultPolicy(), nil
 	}
 	if err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "make it a readable file, or remove it to use the default policy"}
+		return nil, s.storeErr(path, err, "make it a readable file, or remove it to use the default policy")
 	}
 	p, err := ParsePolicy(data)
 	if err != nil {
@@ -403,8 +426,13 @@ func (s *Store) Policy() (*Policy, error) {
 
 // lock takes the store's exclusive inter-process lock, creating the store
 // directory and cold_nodes/ as needed; a cold_nodes/ that is a symlink is
-// refused (writes through it would leave the store).
-func (s *Store) lock() (*fsutil.Lock, error) {
+// refused (writes through it would leave the store). For a backend store
+// the lock is its write transaction (Backend.Begin), committed by flush.
+// Callers hold s.mu.
+func (s *Store) lock() (unlocker, error) {
+	if s.be != nil {
+		return s.beginTx()
+	}
 	cold := filepath.Join(s.dir, ColdNodesDir)
 	if fi, err := os.Lstat(cold); err == nil && !fi.IsDir() {
 		return nil, &StoreFileError{File: cold, Err: fmt.Errorf("is not a directory of the store (it resolves to %s)", resolvePath(cold)),
@@ -426,6 +454,9 @@ func syncDir(dir string) error { return fsutil.SyncDir(dir) }
 // empties the journal, so that the index file alone describes the store (as
 // another IPCF implementation expects). A no-op for a store without a journal.
 func (s *Store) Compact() error {
+	if s.be != nil {
+		return nil // a backend has no journal
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := os.Stat(filepath.Join(s.dir, JournalFile)); errors.Is(err, fs.ErrNotExist) {

@@ -66,6 +66,9 @@ var rootTempFileRE = regexp.MustCompile(`^\.(recall_index\.json|eviction_log\.js
 // step indexed does not report) and the temporary files of interrupted
 // writes in cold_nodes/ (when coldNodes) and the store root.
 func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding {
+	if s.be != nil {
+		return s.backendOrphans(indexed)
+	}
 	var out []Finding
 	var names []os.DirEntry
 	if coldNodes {
@@ -103,6 +106,9 @@ func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding 
 // checkColdNodesDir reports a cold_nodes/ that is not a plain directory of
 // the store (a symlink may lead outside it).
 func (s *Store) checkColdNodesDir() (Finding, bool) {
+	if s.be != nil {
+		return Finding{}, true
+	}
 	path := filepath.Join(s.dir, ColdNodesDir)
 	fi, err := os.Lstat(path)
 	if err != nil || fi.IsDir() {
@@ -118,6 +124,13 @@ func (s *Store) checkColdNodesDir() (Finding, bool) {
 // failures (spec §5 validate, CONF-12). It is read-only.
 func (s *Store) Validate() (*Report, error) {
 	rep := &Report{Findings: []Finding{}}
+	if s.be != nil {
+		// An audit reads the backend as it is, not the warm copy: an entry
+		// changed behind the store's back is checked as stored.
+		s.mu.Lock()
+		s.ix = nil
+		s.mu.Unlock()
+	}
 	entries, err := s.Entries()
 	if err != nil {
 		var sf *StoreFileError
@@ -145,7 +158,7 @@ func (s *Store) Validate() (*Report, error) {
 		indexed[e.StepID] = true
 	}
 	storeReal := ""
-	if coldOK {
+	if coldOK && s.be == nil {
 		storeReal = resolvePath(s.dir)
 	}
 	// Every entry's checks are independent (reading and hashing its node,
@@ -166,7 +179,7 @@ func (s *Store) Validate() (*Report, error) {
 				e := entries[i]
 				fs := s.checkEntryIn(e, known, storeReal)
 				if err := validateEntryDoc(e.Doc); err != nil {
-					fs = append(fs, finding(e.StepID, filepath.Join(s.dir, IndexFile), KindSchema, err))
+					fs = append(fs, finding(e.StepID, s.storePath(IndexFile), KindSchema, err))
 				}
 				per[i] = fs
 			}
@@ -180,7 +193,7 @@ func (s *Store) Validate() (*Report, error) {
 		rep.Findings = append(rep.Findings, fs...)
 	}
 	leftovers := s.leftoverFiles(func(id int) bool { return indexed[id] }, coldOK)
-	if len(leftovers) > 0 {
+	if len(leftovers) > 0 && s.be == nil { // a backend's writes are transactions: nothing is midway
 		// A live writer may have written a node (or be writing a file)
 		// that its index commit will list: under the shared lock no writer
 		// is midway, so what is still unindexed then is left over.
@@ -223,7 +236,7 @@ func (s *Store) checkEntryIn(e *Entry, known map[string]bool, storeReal string) 
 	if err != nil {
 		return []Finding{finding(e.StepID, e.FilePath, KindPathContainment, err)}
 	}
-	n, err := readColdNodeFile(e.StepID, path)
+	n, err := s.readColdNodeAt(e.StepID, path)
 	if err != nil {
 		if errors.Is(err, ErrBrokenReference) {
 			return []Finding{finding(e.StepID, path, KindBrokenReference, err)}
@@ -295,8 +308,8 @@ func (s *Store) checkStoreFileSchemas() []Finding {
 		{SettingsFile, schema.StoreSettings},
 		{RepairLogFile, schema.RepairLog},
 	} {
-		path := filepath.Join(s.dir, f.file)
-		data, err := os.ReadFile(path)
+		path := s.storePath(f.file)
+		data, err := s.readStoreFile(f.file)
 		if err != nil {
 			continue // absent; unreadable files are reported by the operations that need them
 		}

@@ -3,7 +3,6 @@ package harness
 import (
 	"fmt"
 	"hash/maphash"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -38,18 +37,65 @@ func (c Config) budgeted() bool { return c.ContextBudget > 0 }
 // changes at a fold event, so the forwarded prefix stays byte-identical in
 // between (prompt caches keep hitting).
 type workset struct {
-	folded  map[int]bool // shown as their folded-step record, in place
-	removed map[int]bool // left the prompt: a line of the page table, or nothing
-	omitted int          // the oldest page lines that left the prompt as well
-	events  int          // fold events so far
-	block   string       // the page-table text (derived from removed, omitted)
+	folded  stepSet // shown as their folded-step record, in place
+	removed stepSet // left the prompt: a line of the page table, or nothing
+	omitted int     // the oldest page lines that left the prompt as well
+	events  int     // fold events so far
+	block   string  // the page-table text (derived from removed, omitted)
 	lines   int
 	// n is the conversation length at the last dispatch: a shorter one
 	// resets the working set.
 	n int
 }
 
-func newWorkset() *workset { return &workset{folded: map[int]bool{}, removed: map[int]bool{}} }
+func newWorkset() *workset { return &workset{} }
+
+// stepSet is a set of message indexes, with its members in ascending order
+// kept between changes (the working set changes only at fold events, and is
+// read by every request).
+type stepSet struct {
+	in     []bool
+	n      int
+	sorted []int // nil: to be rebuilt
+}
+
+func (s *stepSet) has(i int) bool { return i >= 0 && i < len(s.in) && s.in[i] }
+
+func (s *stepSet) add(i int) {
+	if s.has(i) || i < 0 {
+		return
+	}
+	if i >= len(s.in) {
+		s.in = append(s.in, make([]bool, i+1-len(s.in))...)
+	}
+	s.in[i] = true
+	s.n++
+	s.sorted = nil
+}
+
+func (s *stepSet) del(i int) {
+	if !s.has(i) {
+		return
+	}
+	s.in[i] = false
+	s.n--
+	s.sorted = nil
+}
+
+func (s *stepSet) len() int { return s.n }
+
+// list returns the members ascending; the slice is shared and read-only.
+func (s *stepSet) list() []int {
+	if s.sorted == nil {
+		s.sorted = make([]int, 0, s.n)
+		for i, v := range s.in {
+			if v {
+				s.sorted = append(s.sorted, i)
+			}
+		}
+	}
+	return s.sorted
+}
 
 // WorkingSet describes a budgeted dispatch: which messages are pinned,
 // which left the prompt, what stands for them, and the budget.
@@ -266,14 +312,9 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		w.OverBudget = true
 	}
 	// The dispatch.
-	idx := make([]int, 0, len(ws.folded))
-	for i := range ws.folded {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
+	for _, i := range ws.folded.list() {
 		e := entries[i]
-		if e == nil || ws.removed[i] {
+		if e == nil || ws.removed.has(i) {
 			continue
 		}
 		st := h.record(conv, i, e)
@@ -283,35 +324,27 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 				n += h.partCost(p)
 			}
 		}
-		d.Folded = append(d.Folded, FoldedMessage{Index: i, Step: st, Text: st.PromptText(), Tokens: n})
+		d.Folded = append(d.Folded, FoldedMessage{Index: i, Step: st, Text: h.records[i].text, Tokens: n})
 	}
-	for i := range ws.removed {
-		w.Removed = append(w.Removed, i)
-	}
-	sort.Ints(w.Removed)
+	w.Removed = ws.removed.list()
 	w.PageTable, w.PageLines, w.PageOmitted = ws.block, ws.lines, ws.omitted
 	if ws.block != "" {
 		w.PageTableTokens = h.wire(ws.block) + 8
 	}
 	// The hot tail starts after the last message that left it.
-	for i := range ws.folded {
-		if i >= w.TailStart {
-			w.TailStart = i + 1
-		}
-	}
-	for i := range ws.removed {
-		if i >= w.TailStart {
-			w.TailStart = i + 1
+	for _, l := range [][]int{ws.folded.list(), ws.removed.list()} {
+		if len(l) > 0 && l[len(l)-1] >= w.TailStart {
+			w.TailStart = l[len(l)-1] + 1
 		}
 	}
 	w.FixedTokens, w.HydrationTokens = fixed, hyd
 	for i, m := range conv {
 		switch {
-		case ws.removed[i]:
+		case ws.removed.has(i):
 		case i < pin:
 			w.PinnedTokens += h.cost(m)
-		case ws.folded[i]:
-			w.RecordTokens += h.recordCost(m, h.recordTextGuess(i), i)
+		case ws.folded.has(i):
+			w.RecordTokens += h.recordCostOf(m, i)
 			w.Records++
 		case i >= w.TailStart:
 			w.TailTokens += h.cost(m)
@@ -351,9 +384,9 @@ func (h *Harness) estimate(conv []Message, ws *workset) int {
 	n := 0
 	for i, m := range conv {
 		switch {
-		case ws.removed[i]:
-		case ws.folded[i]:
-			n += h.recordCost(m, h.recordTextGuess(i), i)
+		case ws.removed.has(i):
+		case ws.folded.has(i):
+			n += h.recordCostOf(m, i)
 		default:
 			n += h.cost(m)
 		}
@@ -368,23 +401,42 @@ func (h *Harness) estimate(conv []Message, ws *workset) int {
 // representative one before the step is folded.
 func (h *Harness) recordTextGuess(i int) string {
 	if st, ok := h.records[i]; ok {
-		return st.step.PromptText()
+		return st.text
 	}
 	return FoldedStep{StepID: i, Timestamp: "2006-01-02T15:04:05Z", ActionType: ActionCommandExecution, Status: StatusSuccess,
 		Summary: strings.Repeat("x", 160), TargetFiles: []string{"path/to/file.go"}, Artifacts: Artifacts{ColdNodeRef: "cold_nodes/step_000000.json"}}.PromptText()
 }
 
-// record returns the folded-step record of message i (cached).
+// recordCostOf returns the tokens of message i shown as its record (the
+// cached record's, computed once per record).
+func (h *Harness) recordCostOf(m Message, i int) int {
+	st, ok := h.records[i]
+	if !ok {
+		return h.recordCost(m, h.recordTextGuess(i), i)
+	}
+	if st.cost == 0 {
+		st.cost = h.recordCost(m, st.text, i)
+		h.records[i] = st
+	}
+	return st.cost
+}
+
+// record returns the folded-step record of message i (cached: a message
+// with the Key it had when its record was made is not hashed again).
 func (h *Harness) record(conv []Message, i int, e *contextfold.Entry) FoldedStep {
+	st, ok := h.records[i]
+	if ok && conv[i].Key != 0 && st.key == conv[i].Key && st.step.Timestamp == e.FoldedAt {
+		return st.step
+	}
 	payload, _ := conv[i].storePayload()
 	fast := maphash.String(h.seed, payload)
-	st, ok := h.records[i]
 	if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
 		m := conv[i]
 		m.Command = commandFor(conv, i)
-		st = cachedStep{fast, Project(m, e)}
-		h.records[i] = st
+		st = newCachedStep(fast, Project(m, e))
 	}
+	st.key = conv[i].Key
+	h.records[i] = st
 	return st.step
 }
 
@@ -421,7 +473,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 	pending := map[int]bool{}
 	for i := pin; i < tail && need > 0; i++ {
 		m := conv[i]
-		if ws.folded[i] || ws.removed[i] || m.Role == RoleSystem || i == prompt {
+		if ws.folded.has(i) || ws.removed.has(i) || m.Role == RoleSystem || i == prompt {
 			continue
 		}
 		payload, ok := m.payload()
@@ -436,7 +488,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 			toFold = append(toFold, h.turnOf(conv, i, payload))
 			pending[i] = true
 		}
-		ws.folded[i] = true
+		ws.folded.add(i)
 		need -= save
 		mark(i)
 	}
@@ -466,7 +518,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		save := 0
 		for i := g.a; i < g.b && ok; i++ {
 			m := conv[i]
-			if ws.removed[i] {
+			if ws.removed.has(i) {
 				ok = false // already gone (a group is removed whole)
 				break
 			}
@@ -474,8 +526,8 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 				ok = false
 				break
 			}
-			if ws.folded[i] {
-				save += h.recordCost(m, h.recordTextGuess(i), i)
+			if ws.folded.has(i) {
+				save += h.recordCostOf(m, i)
 			} else {
 				save += h.cost(m)
 			}
@@ -491,7 +543,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 					pending[i] = true
 				}
 			}
-			ws.removed[i] = true
+			ws.removed.add(i)
 			removedNow = append(removedNow, i)
 			mark(i)
 		}
@@ -509,7 +561,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		for _, t := range toFold {
 			if entries[t.StepID] == nil {
 				// Not stored: the message stays verbatim.
-				delete(ws.folded, t.StepID)
+				ws.folded.del(t.StepID)
 				continue
 			}
 			h.verified[t.StepID] = maphash.String(h.seed, t.RawContent)
@@ -527,7 +579,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 					b++
 				}
 				for k := a; k < b; k++ {
-					delete(ws.removed, k)
+					ws.removed.del(k)
 				}
 			}
 		}
@@ -548,12 +600,11 @@ func (h *Harness) turnOf(conv []Message, i int, payload string) contextfold.Turn
 // past its share of the budget.
 func (h *Harness) buildPageTable(conv []Message, ws *workset, entries map[int]*contextfold.Entry) {
 	var steps []int
-	for i := range ws.removed {
+	for _, i := range ws.removed.list() {
 		if entries[i] != nil {
 			steps = append(steps, i)
 		}
 	}
-	sort.Ints(steps)
 	recs := make([]FoldedStep, len(steps))
 	for k, i := range steps {
 		recs[k] = h.record(conv, i, entries[i])

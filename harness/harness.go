@@ -231,15 +231,24 @@ type Harness struct {
 	records  map[int]cachedStep
 	nodeOK   map[int]bool // step → its cold node verified (budget mode)
 	ws       *workset
-	keyOK    map[int]uint64 // step → Message.Key last verified against the store
-	// entries caches the recall index by step for entriesVer.
+	keyOK    []uint64 // by step: Message.Key last verified against the store (0: none)
+	// entries caches the recall index by step for entriesVer; entryList
+	// holds the same entries in ascending step order.
 	entries    map[int]*contextfold.Entry
+	entryList  []*contextfold.Entry
 	entriesVer string
 }
 
 type cachedStep struct {
 	fast uint64 // maphash of the payload it was derived from
+	key  uint64 // Message.Key of the message it was derived from (0: none)
 	step FoldedStep
+	text string // step.PromptText()
+	cost int    // recordCost of the message shown as text (0: not yet)
+}
+
+func newCachedStep(fast uint64, st FoldedStep) cachedStep {
+	return cachedStep{fast: fast, step: st, text: st.PromptText()}
 }
 
 type turnState struct {
@@ -258,7 +267,7 @@ type turnState struct {
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
 	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
-		verified: map[int]uint64{}, pending: map[int]uint64{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}, keyOK: map[int]uint64{}}
+		verified: map[int]uint64{}, pending: map[int]uint64{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}}
 }
 
 // matchMode returns the matching mode in force.
@@ -277,6 +286,11 @@ func (h *Harness) CountTokens(text string) int { return h.counter.Count(text) }
 // reference heuristic (characters/4), so that a caller may count bytes
 // without converting them to a string.
 func (h *Harness) HeuristicCounter() bool { return h.counter.Name() == tokens.HeuristicName }
+
+// CounterName returns the name of the store's token counter (policy key
+// token_counter), so that a caller caching token counts knows what they
+// were counted with.
+func (h *Harness) CounterName() string { return h.counter.Name() }
 
 // Store returns the store the harness folds into.
 func (h *Harness) Store() *contextfold.Store { return h.store }
@@ -338,24 +352,49 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 	}
 	// Divergence: every folded step must still hold the content it was
 	// folded from.
-	for step := range entries {
-		if step < 0 || step >= len(conv) {
+	if l := h.entryList; len(entries) > 0 && l != nil && len(l) == len(entries) {
+		if first, last := l[0].StepID, l[len(l)-1].StepID; first < 0 || last >= len(conv) {
+			step := last
+			if first < 0 {
+				step = first
+			}
 			return nil, &DivergedError{StepID: step, Reason: fmt.Sprintf("the conversation has %d messages", len(conv))}
+		}
+	} else {
+		for step := range entries {
+			if step < 0 || step >= len(conv) {
+				return nil, &DivergedError{StepID: step, Reason: fmt.Sprintf("the conversation has %d messages", len(conv))}
+			}
 		}
 	}
 	if h.cfg.budgeted() {
 		d.Boundary = 0
-		for step, e := range entries {
+		if len(h.keyOK) < len(conv) {
+			h.keyOK = append(h.keyOK, make([]uint64, len(conv)-len(h.keyOK))...)
+		}
+		check := func(step int, e *contextfold.Entry) error {
 			m := &conv[step]
 			if m.Key != 0 && h.keyOK[step] == m.Key {
-				continue // the same bytes as when last verified
+				return nil // the same bytes as when last verified
 			}
 			payload, ok := m.storePayload()
 			if !ok || !h.sameAsIndexed(step, payload, e) {
-				return nil, &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
+				return &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
 			}
-			if m.Key != 0 {
-				h.keyOK[step] = m.Key
+			h.keyOK[step] = m.Key
+			return nil
+		}
+		if h.entryList != nil && len(h.entryList) == len(entries) {
+			for _, e := range h.entryList {
+				if err := check(e.StepID, e); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			for step, e := range entries {
+				if err := check(step, e); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if err := h.budgetDispatch(conv, fixedTokens, d, entries); err != nil {
@@ -438,10 +477,10 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 		if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
 			m := conv[c.i]
 			m.Command = commandFor(conv, c.i)
-			st = cachedStep{fast, Project(m, e)}
+			st = newCachedStep(fast, Project(m, e))
 			h.records[c.i] = st
 		}
-		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st.step, Text: st.step.PromptText(), Tokens: c.tokens})
+		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st.step, Text: st.text, Tokens: c.tokens})
 	}
 
 	h.hydrate(conv, d)
@@ -537,7 +576,14 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 		m[e.StepID] = e
 	}
 	if verr == nil {
-		h.entries, h.entriesVer = m, ver
+		list := make([]*contextfold.Entry, 0, len(m))
+		for _, e := range m {
+			list = append(list, e)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].StepID < list[j].StepID })
+		h.entries, h.entryList, h.entriesVer = m, list, ver
+	} else {
+		h.entryList = nil // m is not h.entries: the list does not describe it
 	}
 	return m, nil
 }

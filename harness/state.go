@@ -107,7 +107,7 @@ func (h *Harness) State() SessionState {
 		st.Turn = ts
 	}
 	if ws := h.ws; ws != nil {
-		st.WorkingSet = &WorkingSetState{Folded: sortedKeys(ws.folded), Removed: sortedKeys(ws.removed),
+		st.WorkingSet = &WorkingSetState{Folded: append([]int{}, ws.folded.list()...), Removed: append([]int{}, ws.removed.list()...),
 			Omitted: ws.omitted, Events: ws.events, Block: ws.block, Lines: ws.lines, N: ws.n}
 	}
 	return st
@@ -150,10 +150,10 @@ func (h *Harness) ImportState(data []byte) error {
 	if w := st.WorkingSet; w != nil {
 		ws = newWorkset()
 		for _, i := range w.Folded {
-			ws.folded[i] = true
+			ws.folded.add(i)
 		}
 		for _, i := range w.Removed {
-			ws.removed[i] = true
+			ws.removed.add(i)
 		}
 		ws.omitted, ws.events, ws.block, ws.lines, ws.n = w.Omitted, w.Events, w.Block, w.Lines, w.N
 	}
@@ -166,15 +166,4 @@ func (h *Harness) ImportState(data []byte) error {
 	}
 	h.turn, h.ws = turn, ws
 	return nil
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k, v := range m {
-		if v {
-			out = append(out, k)
-		}
-	}
-	sort.Ints(out)
-	return out
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/harness"
 )
@@ -30,10 +29,19 @@ type request struct {
 	spans  [][]span // per message, per part: the value replaced when folding
 	events [][]toolEvent
 	roles  []string      // per message: the role as written
+	kinds  []string      // per message: the Responses item type ("" otherwise)
 	cached []*cachedElem // per message: its cached parse (nil: parsed now)
-	points []appendAt    // per message: where hydrated content goes
-	stream bool
-	seed   []byte // the start of the conversation, for the derived session id
+	// arrStart is the offset of the conversation array in body; prefix is
+	// what the parse took from the prefix cache (nil without a cache).
+	arrStart int
+	prefix   *prefixMatch
+	// known is the number of leading messages taken whole from a prefix
+	// state, their tokens counted by knownCounter.
+	known        int
+	knownCounter string
+	points       []appendAt // per message: where hydrated content goes
+	stream       bool
+	seed         []byte // the start of the conversation, for the derived session id
 	// passReason, when set, says why the body is forwarded unchanged
 	// without folding (see responses.go); chained marks a Responses request
 	// continuing a provider-held conversation.
@@ -66,21 +74,17 @@ type toolRef struct{ name, command string }
 // OpenAI Responses body.
 func parseRequest(api API, body []byte) (*request, error) { return parseRequestCached(api, body, nil) }
 
-// parseRequestCached is parseRequest reusing, from c, the parse of every
-// message element seen before byte for byte (an agent resends its whole
-// history each turn: only the new messages are read and validated).
+// parseRequestCached is parseRequest reusing, from c, the parse of the
+// conversation's leading elements when the body repeats a recent request's
+// (prefix.go), and of every other element seen before byte for byte (an
+// agent resends its whole history each turn: only the new messages are read
+// and validated).
 func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
+	arrKey := "messages"
 	if api == APIResponses {
-		if !json.Valid(body) {
-			return nil, badRequest("request body is not valid JSON")
-		}
-		start := skipWS(body, 0)
-		if kind(body, span{start, len(body)}) != '{' {
-			return nil, badRequest("request body must be a JSON object")
-		}
-		return parseResponses(body, objectFields(body, span{start, valueEnd(body, start)}))
+		arrKey = "input"
 	}
-	top, elems, ok := skeleton(body)
+	top, arrAt, elems, match, ok := skeleton(api, body, arrKey, c)
 	if !ok {
 		if !json.Valid(body) {
 			return nil, badRequest("request body is not valid JSON")
@@ -90,70 +94,112 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 			return nil, badRequest("request body must be a JSON object")
 		}
 		top = objectFields(body, span{start, valueEnd(body, start)})
+		match = nil
+		if sp, has := get(top, arrKey); has && kind(body, sp) == '[' {
+			arrAt, elems = sp.start, arrayElems(body, sp)
+		}
 	}
-	msgsSp, has := get(top, "messages")
-	if !has || kind(body, msgsSp) != '[' {
-		return nil, badRequest(`request body has no "messages" array`)
-	}
-	if !ok {
-		elems = arrayElems(body, msgsSp)
-	}
-	// Validity: every value outside the messages, and every message not in
-	// the cache (the skeleton between them is checked by skeleton).
+	// Validity: every value outside the array, and every element not taken
+	// from a cache (the skeleton between them is checked by skeleton).
 	if ok {
 		for _, f := range top {
-			if f.key != "messages" && !json.Valid(body[f.val.start:f.val.end]) {
+			if f.val.start != arrAt && !json.Valid(body[f.val.start:f.val.end]) {
 				return nil, badRequest("request body is not valid JSON")
 			}
 		}
 	}
-	r := &request{api: api, body: body}
+	r := &request{api: api, body: body, arrStart: arrAt}
 	if sp, ok := get(top, "stream"); ok {
 		r.stream = string(body[sp.start:sp.end]) == "true"
 	}
-	r.elems = elems
-	r.msgs = make([]harness.Message, len(elems))
-	r.spans = make([][]span, len(elems))
-	r.points = make([]appendAt, len(elems))
-	r.events = make([][]toolEvent, len(elems))
-	r.roles = make([]string, len(elems))
-	if sp, ok := get(top, "system"); ok {
-		r.seed = append(r.seed, body[sp.start:sp.end]...)
+	seedKey := "system"
+	if api == APIResponses {
+		seedKey = "instructions"
+		if sp, ok := get(top, "previous_response_id"); ok && kind(body, sp) == '"' && decodeString(body, sp) != "" {
+			r.passReason, r.chained = warnChained, true
+			return r, nil
+		}
+		in, has := get(top, "input")
+		if !has || (kind(body, in) != '[' && kind(body, in) != '"') {
+			r.passReason = warnUnknown + `a Responses request without an "input" string or array`
+			return r, nil
+		}
+		if kind(body, in) == '"' {
+			return responsesString(r, top, in), nil
+		}
+	} else {
+		msgsSp, has := get(top, "messages")
+		if !has || kind(body, msgsSp) != '[' {
+			return nil, badRequest(`request body has no "messages" array`)
+		}
 	}
-	firstUser := false
-	for i, el := range elems {
+	r.elems = elems
+	n := len(elems)
+	r.msgs = make([]harness.Message, n)
+	r.spans = make([][]span, n)
+	r.points = make([]appendAt, n)
+	r.events = make([][]toolEvent, n)
+	r.roles = make([]string, n)
+	r.kinds = make([]string, n)
+	if c != nil && match == nil {
+		match = &prefixMatch{}
+	}
+	r.prefix = match
+	if match != nil && match.known > 0 {
+		r.fromPrefix(match, arrAt)
+		r.known, r.knownCounter = match.known, match.parent.counter
+	}
+	for i := r.known; i < n; i++ {
+		el := elems[i]
 		raw := body[el.start:el.end]
 		var key uint64
 		if c != nil {
-			key = c.key(raw)
+			key = c.key(api, raw)
 			if e := c.get(key, len(raw)); e != nil {
 				r.fromCache(i, e, el.start)
-			} else {
-				if ok && !json.Valid(raw) {
-					return nil, badRequest("request body is not valid JSON")
-				}
-				if err := r.parseMessage(i, el); err != nil {
-					return nil, err
-				}
-				c.put(key, r.toCache(i, el.start, len(raw), key))
-				r.msgs[i].Key = key
-			}
-		} else {
-			if ok && !json.Valid(raw) {
-				return nil, badRequest("request body is not valid JSON")
-			}
-			if err := r.parseMessage(i, el); err != nil {
-				return nil, err
+				continue
 			}
 		}
-		if !firstUser {
-			r.seed = append(r.seed, '\n')
-			r.seed = append(r.seed, raw...)
-			firstUser = r.roles[i] == "user"
+		if ok && !json.Valid(raw) {
+			return nil, badRequest("request body is not valid JSON")
+		}
+		if err := r.parseElem(i, el); err != nil {
+			return nil, err
+		}
+		if c != nil {
+			c.put(key, r.toCache(i, el.start, len(raw), key))
+			r.msgs[i].Key = key
 		}
 	}
-	r.resolveTools()
+	if api == APIResponses {
+		for i := max(r.known, 1); i < n; i++ {
+			if r.kinds[i-1] == "reasoning" {
+				// A reasoning item and the item it leads to leave the
+				// prompt together or not at all.
+				r.msgs[i].AnswersTool = true
+			}
+		}
+	}
+	if sp, ok := get(top, seedKey); ok {
+		r.seed = append(r.seed, body[sp.start:sp.end]...)
+	}
+	for i := 0; i < n; i++ {
+		r.seed = append(r.seed, '\n')
+		r.seed = append(r.seed, body[elems[i].start:elems[i].end]...)
+		if r.roles[i] == "user" {
+			break
+		}
+	}
+	r.resolveTools(r.known)
 	return r, nil
+}
+
+// parseElem reads element i of the conversation array.
+func (r *request) parseElem(i int, el span) error {
+	if r.api == APIResponses {
+		return r.responsesElem(i, el)
+	}
+	return r.parseMessage(i, el)
 }
 
 // parseMessage reads messages[i].
@@ -198,25 +244,47 @@ func (r *request) event(i int, e toolEvent) {
 	}
 }
 
-// resolveTools names the tool and command of every message from its own
-// calls and the calls its results answer.
-func (r *request) resolveTools() {
-	tools := map[string]toolRef{}
-	for i, evs := range r.events {
+// resolveTools names the tool and command of every message from index
+// from on, from its own calls and the calls its results answer (the latest
+// earlier call with the result's id, found by looking back: usually the
+// message before).
+func (r *request) resolveTools(from int) {
+	// Many new messages (a first request): one map of the calls so far.
+	var tools map[string]toolRef
+	if len(r.events)-from > 64 {
+		tools = map[string]toolRef{}
+		for _, evs := range r.events[:from] {
+			for _, e := range evs {
+				if e.kind == evCall {
+					tools[e.id] = e.ref
+				}
+			}
+		}
+	}
+	lookup := func(i, k int, id string) (toolRef, bool) {
+		if tools != nil {
+			ref, ok := tools[id]
+			return ref, ok
+		}
+		return r.callBefore(i, k, id)
+	}
+	for i := from; i < len(r.events); i++ {
 		m := &r.msgs[i]
-		for _, e := range evs {
+		for k, e := range r.events[i] {
 			switch e.kind {
 			case evCall:
-				tools[e.id] = e.ref
+				if tools != nil {
+					tools[e.id] = e.ref
+				}
 				if m.Tool == "" {
 					m.Tool, m.Command = e.ref.name, e.ref.command
 				}
 			case evResult:
-				if ref, ok := tools[e.id]; ok && m.Tool == "" {
+				if ref, ok := lookup(i, k, e.id); ok && m.Tool == "" {
 					m.Tool, m.Command = ref.name, ref.command
 				}
 			case evAnswer:
-				if ref, ok := tools[e.id]; ok {
+				if ref, ok := lookup(i, k, e.id); ok {
 					m.Tool, m.Command = ref.name, ref.command
 				} else if e.ref.name != "" {
 					m.Tool = e.ref.name
@@ -224,6 +292,23 @@ func (r *request) resolveTools() {
 			}
 		}
 	}
+}
+
+// callBefore returns the latest call with id among the events before event
+// k of message i.
+func (r *request) callBefore(i, k int, id string) (toolRef, bool) {
+	for j := i; j >= 0; j-- {
+		evs := r.events[j]
+		if j == i {
+			evs = evs[:k]
+		}
+		for q := len(evs) - 1; q >= 0; q-- {
+			if evs[q].kind == evCall && evs[q].id == id {
+				return evs[q].ref, true
+			}
+		}
+	}
+	return toolRef{}, false
 }
 
 func itoa(i int) string {
@@ -405,31 +490,45 @@ func (r *request) sessionID() string {
 // measure sets the wire tokens of every message and part (their encoded
 // bytes, counted) and returns the tokens of the whole body and of the rest
 // of it (system prompt, tool definitions, framing). heuristic says that
-// count is the reference estimate, which the parse cache holds already.
-func (r *request) measure(count func(string) int, heuristic bool) (total, fixed int) {
+// count is the reference estimate, which the parse cache holds already;
+// counter names count: the messages taken from a prefix state counted by
+// the same counter are not counted again.
+func (r *request) measure(count func(string) int, heuristic bool, counter string) (total, fixed int) {
 	b := r.body
 	cnt := func(x []byte) int {
 		if heuristic {
 			return heuristicTokens(x)
 		}
-		return max(count(string(x)), 1)
+		return max(count(bytesString(x)), 1)
 	}
 	msgs := 0
 	runes, pos := 0, 0 // the heuristic total, summed from the pieces
-	for i, el := range r.elems {
+	from := 0
+	if r.known > 0 && r.knownCounter == counter {
+		from = r.known
+		for i := 0; i < from; i++ {
+			msgs += r.msgs[i].Tokens
+		}
+		if heuristic {
+			runes, pos = runeCount(b[:r.arrStart])+r.prefix.parent.cum[from-1], r.elems[from-1].end
+		}
+	}
+	for i := from; i < len(r.elems); i++ {
+		el := r.elems[i]
 		m := &r.msgs[i]
 		if heuristic {
-			runes += utf8.RuneCount(b[pos:el.start])
+			runes += runeCount(b[pos:el.start])
 			pos = el.end
 		}
-		if heuristic && r.cached != nil && r.cached[i] != nil {
+		cached := r.cached != nil && r.cached[i] != nil
+		if heuristic && cached {
 			runes += r.cached[i].runes // Tokens are in the cached parse
 		} else {
-			if r.cached != nil && r.cached[i] != nil {
-				m.Parts = append([]harness.Part(nil), m.Parts...) // shared with the cache
+			if cached || i < r.known {
+				m.Parts = append([]harness.Part(nil), m.Parts...) // shared with a cache
 			}
 			if heuristic {
-				n := utf8.RuneCount(b[el.start:el.end])
+				n := runeCount(b[el.start:el.end])
 				runes += n
 				m.Tokens = max(1, n/4)
 			} else {
@@ -442,7 +541,7 @@ func (r *request) measure(count func(string) int, heuristic bool) (total, fixed 
 		msgs += m.Tokens
 	}
 	if heuristic {
-		total = max(1, (runes+utf8.RuneCount(b[pos:]))/4)
+		total = max(1, (runes+runeCount(b[pos:]))/4)
 	} else {
 		total = cnt(b)
 	}
@@ -455,7 +554,7 @@ func (r *request) measure(count func(string) int, heuristic bool) (total, fixed 
 // its tool results. Every other byte is the client's.
 func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 	var edits []edit
-	removed := map[int]bool{}
+	var removed []bool // by message
 	if w := d.WorkingSet; w != nil && len(w.Removed) > 0 {
 		if len(r.elems) != len(r.msgs) {
 			return nil, errors.New("this request shape cannot drop messages")
@@ -466,16 +565,27 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 			at := r.elems[w.Removed[0]].start
 			edits = append(edits, edit{at, at, msg})
 		}
-		for _, i := range w.Removed {
-			if i+1 >= len(r.elems) {
+		removed = make([]bool, len(r.elems))
+		// One edit per run of consecutive removed messages (with their
+		// commas).
+		for k := 0; k < len(w.Removed); {
+			a := w.Removed[k]
+			b := a
+			for k++; k < len(w.Removed) && w.Removed[k] == b+1; k++ {
+				b++
+			}
+			if b+1 >= len(r.elems) || a < 0 {
 				return nil, errors.New("the last message cannot leave the prompt")
 			}
-			removed[i] = true
-			edits = append(edits, edit{r.elems[i].start, r.elems[i+1].start, nil})
+			for i := a; i <= b; i++ {
+				removed[i] = true
+			}
+			edits = append(edits, edit{r.elems[a].start, r.elems[b+1].start, nil})
 		}
 	}
+	isRemoved := func(i int) bool { return removed != nil && removed[i] }
 	for _, f := range d.Folded {
-		if removed[f.Index] {
+		if isRemoved(f.Index) {
 			continue
 		}
 		first := true
@@ -491,7 +601,7 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 			edits = append(edits, edit{sp.start, sp.end, encodeString(text)})
 		}
 	}
-	if d.HydrationText != "" && d.HydrationIndex >= 0 && !removed[d.HydrationIndex] {
+	if d.HydrationText != "" && d.HydrationIndex >= 0 && !isRemoved(d.HydrationIndex) {
 		pt := r.points[d.HydrationIndex]
 		switch {
 		case !pt.ok:

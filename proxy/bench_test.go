@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime/pprof"
 	"sort"
 	"testing"
 	"time"
@@ -76,6 +78,18 @@ func benchOverhead(b *testing.B, body []byte) {
 	}
 	send() // first request folds the session
 	overheads = overheads[:0]
+	// PROXY_BENCH_CPUPROFILE names a file for a CPU profile of the steady
+	// state only (go test -cpuprofile also covers the first fold).
+	if f := os.Getenv("PROXY_BENCH_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); out.Close() }()
+	}
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
 	for range b.N {

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"container/list"
+	"encoding/binary"
 	"encoding/json"
 	"hash/maphash"
 	"sync"
@@ -21,6 +23,11 @@ type parseCache struct {
 	cur  map[uint64]*cachedElem
 	prev map[uint64]*cachedElem
 	size int // bytes of the elements in cur
+
+	// The prefix cache (prefix.go).
+	buckets     map[uint64][]*prefixState
+	lru         list.List // *prefixState, most recently used first
+	prefixBytes int
 }
 
 // parseCacheBytes bounds the message bytes of one generation.
@@ -35,6 +42,7 @@ type cachedElem struct {
 	point  appendAt
 	events []toolEvent
 	role   string
+	kind   string // Responses item type
 	// runes of the element, and heuristic counts of each part's span.
 	runes      int
 	partTokens []int
@@ -44,7 +52,16 @@ func newParseCache() *parseCache {
 	return &parseCache{seed: maphash.MakeSeed(), cur: map[uint64]*cachedElem{}, prev: map[uint64]*cachedElem{}}
 }
 
-func (c *parseCache) key(raw []byte) uint64 { return maphash.Bytes(c.seed, raw) }
+// key hashes an element with its API (the same bytes read differently in
+// another API).
+func (c *parseCache) key(api API, raw []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(string(api))
+	h.WriteByte(0)
+	h.Write(raw)
+	return h.Sum64()
+}
 
 func (c *parseCache) get(key uint64, n int) *cachedElem {
 	c.mu.Lock()
@@ -75,21 +92,21 @@ func (c *parseCache) rotate() {
 	}
 }
 
-func shift(sp span, by int) span { return span{sp.start + by, sp.end + by} }
+func shiftSpan(sp span, by int) span { return span{sp.start + by, sp.end + by} }
 
 // toCache captures the parse of message i (element at start, n bytes).
 func (r *request) toCache(i, start, n int, key uint64) *cachedElem {
-	e := &cachedElem{n: n, msg: r.msgs[i], point: r.points[i], events: r.events[i], role: r.roles[i]}
+	e := &cachedElem{n: n, msg: r.msgs[i], point: r.points[i], events: r.events[i], role: r.roles[i], kind: r.kinds[i]}
 	e.msg.Key = key
 	e.msg.Parts = append([]harness.Part(nil), r.msgs[i].Parts...)
 	e.spans = make([]span, len(r.spans[i]))
 	for k, sp := range r.spans[i] {
-		e.spans[k] = shift(sp, -start)
+		e.spans[k] = shiftSpan(sp, -start)
 	}
 	if e.point.ok {
-		e.point.content = shift(e.point.content, -start)
+		e.point.content = shiftSpan(e.point.content, -start)
 	}
-	e.runes = utf8.RuneCount(r.body[start : start+n])
+	e.runes = runeCount(r.body[start : start+n])
 	e.partTokens = make([]int, len(r.spans[i]))
 	for k, sp := range r.spans[i] {
 		e.partTokens[k] = heuristicTokens(r.body[sp.start:sp.end])
@@ -104,14 +121,15 @@ func (r *request) fromCache(i int, e *cachedElem, start int) {
 	r.msgs[i] = e.msg // its Parts are shared: read-only (measure copies before writing)
 	r.spans[i] = make([]span, len(e.spans))
 	for k, sp := range e.spans {
-		r.spans[i][k] = shift(sp, start)
+		r.spans[i][k] = shiftSpan(sp, start)
 	}
 	r.points[i] = e.point
 	if e.point.ok {
-		r.points[i].content = shift(e.point.content, start)
+		r.points[i].content = shiftSpan(e.point.content, start)
 	}
 	r.events[i] = e.events
 	r.roles[i] = e.role
+	r.kinds[i] = e.kind
 	if r.cached == nil {
 		r.cached = make([]*cachedElem, len(r.msgs))
 	}
@@ -119,91 +137,145 @@ func (r *request) fromCache(i int, e *cachedElem, start int) {
 }
 
 // skeleton reads the top-level object of body strictly: every separator
-// between members, and between the elements of "messages", is checked, so
-// that validating each member value (and each message not cached) is
-// validating the whole body. ok is false when body is not such an object;
-// the caller then validates the whole body.
-func skeleton(body []byte) (top []field, elems []span, ok bool) {
+// between members, and between the elements of the array under arrKey, is
+// checked, so that validating each member value (and each element not
+// taken from a cache) is validating the whole body. When c holds a prefix
+// state for the array, its elements are taken from it (match) and only the
+// bytes after them are scanned. ok is false when body is not such an
+// object; the caller then validates the whole body.
+func skeleton(api API, body []byte, arrKey string, c *parseCache) (top []field, arrAt int, elems []span, match *prefixMatch, ok bool) {
+	arrAt = -1
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
-		return nil, nil, false
+		return nil, -1, nil, nil, false
 	}
 	i = skipWS(body, i+1)
 	if i < len(body) && body[i] == '}' {
-		return nil, nil, skipWS(body, i+1) == len(body)
+		return nil, -1, nil, nil, skipWS(body, i+1) == len(body)
 	}
 	for {
 		if i >= len(body) || body[i] != '"' {
-			return nil, nil, false
+			return nil, -1, nil, nil, false
 		}
 		ke := stringEnd(body, i)
 		if ke > len(body) || !json.Valid(body[i:ke]) {
-			return nil, nil, false
+			return nil, -1, nil, nil, false
 		}
 		key := decodeString(body, span{i, ke})
 		i = skipWS(body, ke)
 		if i >= len(body) || body[i] != ':' {
-			return nil, nil, false
+			return nil, -1, nil, nil, false
 		}
 		i = skipWS(body, i+1)
 		if i >= len(body) {
-			return nil, nil, false
+			return nil, -1, nil, nil, false
 		}
-		ve := valueEnd(body, i)
-		if ve <= i {
-			return nil, nil, false
-		}
-		val := span{i, ve}
-		if key == "messages" && body[i] == '[' {
-			els, good := arrayStrict(body, val)
-			if !good {
-				return nil, nil, false
+		var ve int
+		if key == arrKey && body[i] == '[' && arrAt < 0 {
+			var from []span
+			if c != nil {
+				match = c.matchPrefix(api, body, i)
+				if match.known > 0 {
+					from = make([]span, match.known, match.known+8)
+					shift := i - match.parent.base
+					for j := range from {
+						from[j] = shiftSpan(match.parent.elems[j], shift)
+					}
+				}
 			}
-			elems = els
+			els, end, good := arrayStrictFrom(body, i, from)
+			if !good {
+				return nil, -1, nil, nil, false
+			}
+			elems, arrAt, ve = els, i, end
+		} else {
+			ve = valueEnd(body, i)
+			if ve <= i {
+				return nil, -1, nil, nil, false
+			}
 		}
-		top = append(top, field{key: key, val: val})
+		top = append(top, field{key: key, val: span{i, ve}})
 		i = skipWS(body, ve)
 		if i >= len(body) {
-			return nil, nil, false
+			return nil, -1, nil, nil, false
 		}
 		if body[i] == '}' {
-			return top, elems, skipWS(body, i+1) == len(body)
+			return top, arrAt, elems, match, skipWS(body, i+1) == len(body)
 		}
 		if body[i] != ',' {
-			return nil, nil, false
+			return nil, -1, nil, nil, false
 		}
 		i = skipWS(body, i+1)
 	}
 }
 
-// arrayStrict lists the elements of the array at sp, checking the commas.
-func arrayStrict(body []byte, sp span) ([]span, bool) {
-	var out []span
-	i := skipWS(body, sp.start+1)
-	if i < sp.end && body[i] == ']' {
-		return out, i+1 == sp.end
-	}
-	for i < sp.end {
-		ve := valueEnd(body, i)
-		if ve <= i || ve > sp.end {
-			return nil, false
+// arrayStrictFrom lists the elements of the array starting at the bracket
+// at start, checking the commas, and returns its end. from holds elements
+// known already (their bytes verified): the scan reads on after the last.
+func arrayStrictFrom(body []byte, start int, from []span) ([]span, int, bool) {
+	out := from
+	var i int
+	if len(out) == 0 {
+		i = skipWS(body, start+1)
+		if i < len(body) && body[i] == ']' {
+			return out, i + 1, true
 		}
-		out = append(out, span{i, ve})
-		i = skipWS(body, ve)
-		if i >= sp.end {
-			return nil, false
+	} else {
+		i = skipWS(body, out[len(out)-1].end)
+		if i >= len(body) {
+			return nil, 0, false
 		}
 		if body[i] == ']' {
-			return out, i+1 == sp.end
+			return out, i + 1, true
 		}
 		if body[i] != ',' {
-			return nil, false
+			return nil, 0, false
 		}
 		i = skipWS(body, i+1)
 	}
-	return nil, false
+	for i < len(body) {
+		ve := valueEnd(body, i)
+		if ve <= i || ve > len(body) {
+			return nil, 0, false
+		}
+		out = append(out, span{i, ve})
+		i = skipWS(body, ve)
+		if i >= len(body) {
+			return nil, 0, false
+		}
+		if body[i] == ']' {
+			return out, i + 1, true
+		}
+		if body[i] != ',' {
+			return nil, 0, false
+		}
+		i = skipWS(body, i+1)
+	}
+	return nil, 0, false
 }
 
 // heuristicTokens is the reference estimate (characters/4, at least 1) of
 // b, without copying it.
-func heuristicTokens(b []byte) int { return max(1, utf8.RuneCount(b)/4) }
+func heuristicTokens(b []byte) int { return max(1, runeCount(b)/4) }
+
+// runeCount is utf8.RuneCount (an invalid byte counts as one rune) with a
+// fast path for runs of ASCII, 8 bytes at a time: most of a body is ASCII.
+func runeCount(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		if len(b) >= 8 && binary.LittleEndian.Uint64(b)&0x8080808080808080 == 0 {
+			n += 8
+			b = b[8:]
+			continue
+		}
+		if b[0] < utf8.RuneSelf {
+			n++
+			b = b[1:]
+			continue
+		}
+		_, size := utf8.DecodeRune(b)
+		n++
+		b = b[size:]
+	}
+	return n
+}

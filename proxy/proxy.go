@@ -432,8 +432,9 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 			st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 			return req.body
 		}
-		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
+		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 		st.clientTokens = total
+		s.cache.remember(req, sess.h.CounterName())
 		d, err = sess.h.DispatchRequest(req.msgs, fixed)
 		if errors.Is(err, harness.ErrHistoryDiverged) {
 			// The client rewrote its history: continue in a new store.
@@ -480,16 +481,14 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 	sess.logMu.Lock()
 	defer sess.logMu.Unlock()
 	sess.requests++
-	n := 0
-	for n < len(out) && n < len(sess.prevOut) && out[n] == sess.prevOut[n] {
-		n++
-	}
+	n := sharedPrefixLen(out, sess.prevOut)
 	count := func(b []byte) int { return heuristicTokens(b) }
 	if !sess.h.HeuristicCounter() {
 		count = func(b []byte) int { return sess.h.CountTokens(bytesString(b)) }
 	}
+	// The request's own counts (ServeHTTP counted both bodies already).
 	rec := harness.WorkingSetRecord{Request: sess.requests, Generation: sess.gen, Messages: st.rec.Messages,
-		ClientTokens: count(body), ForwardedTokens: count(out), HydratedSteps: []int{}, WorkingSet: *d.WorkingSet}
+		ClientTokens: st.rec.ClientTokens, ForwardedTokens: st.rec.ForwardedTokens, HydratedSteps: []int{}, WorkingSet: *d.WorkingSet}
 	if n > 0 {
 		rec.StablePrefixTokens = count(out[:n])
 	}
@@ -517,6 +516,20 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 		err = cerr
 	}
 	return err
+}
+
+// sharedPrefixLen returns the length of the longest common prefix of a and b,
+// comparing 4 KiB blocks at a time.
+func sharedPrefixLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+4096 <= n && bytes.Equal(a[i:i+4096], b[i:i+4096]) {
+		i += 4096
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // session returns the session's harness; gen > 0 asks for at least that

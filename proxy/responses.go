@@ -46,63 +46,37 @@ const (
 	warnUnknown = "unknown API shape, forwarded unchanged, nothing folded: "
 )
 
-// parseResponses reads a Responses API body. A body the proxy cannot fold
-// (chained by previous_response_id, or without "input") comes back with
-// passReason set and nothing else read.
-func parseResponses(body []byte, top []field) (*request, error) {
-	r := &request{api: APIResponses, body: body}
-	if sp, ok := get(top, "stream"); ok {
-		r.stream = string(body[sp.start:sp.end]) == "true"
-	}
-	if sp, ok := get(top, "previous_response_id"); ok && kind(body, sp) == '"' && decodeString(body, sp) != "" {
-		r.passReason, r.chained = warnChained, true
-		return r, nil
-	}
-	in, ok := get(top, "input")
-	if !ok || (kind(body, in) != '[' && kind(body, in) != '"') {
-		r.passReason = warnUnknown + `a Responses request without an "input" string or array`
-		return r, nil
-	}
+// responsesString reads a Responses body whose input is one string: one
+// user message.
+func responsesString(r *request, top []field, in span) *request {
+	body := r.body
 	if sp, ok := get(top, "instructions"); ok {
 		r.seed = append(r.seed, body[sp.start:sp.end]...)
 	}
-	if kind(body, in) == '"' {
-		t := decodeString(body, in)
-		r.msgs = []harness.Message{{Role: harness.RoleUser, Human: strings.TrimSpace(t) != ""}}
-		r.spans = make([][]span, 1)
-		r.points = []appendAt{{content: in, ok: true, text: t}}
-		r.addPart(0, harness.Part{Text: t, Foldable: true}, in)
-		r.seed = append(append(r.seed, '\n'), body[in.start:in.end]...)
-		return r, nil
-	}
-	elems := arrayElems(body, in)
-	r.elems = elems
-	r.msgs = make([]harness.Message, len(elems))
-	r.spans = make([][]span, len(elems))
-	r.points = make([]appendAt, len(elems))
-	tools := map[string]toolRef{}
-	firstUser := false
-	for i, el := range elems {
-		if kind(body, el) != '{' {
-			return nil, badRequest("input[" + itoa(i) + "] is not an object")
-		}
-		f := objectFields(body, el)
-		typ, role := stringField(body, f, "type"), stringField(body, f, "role")
-		if !firstUser {
-			r.seed = append(append(r.seed, '\n'), body[el.start:el.end]...)
-			firstUser = role == "user"
-		}
-		r.responsesItem(i, typ, role, f, tools)
-		if i > 0 && stringField(body, objectFields(body, elems[i-1]), "type") == "reasoning" {
-			// A reasoning item and the item it leads to leave the prompt
-			// together or not at all.
-			r.msgs[i].AnswersTool = true
-		}
-	}
-	return r, nil
+	t := decodeString(body, in)
+	r.msgs = []harness.Message{{Role: harness.RoleUser, Human: strings.TrimSpace(t) != ""}}
+	r.spans = make([][]span, 1)
+	r.points = []appendAt{{content: in, ok: true, text: t}}
+	r.addPart(0, harness.Part{Text: t, Foldable: true}, in)
+	r.seed = append(append(r.seed, '\n'), body[in.start:in.end]...)
+	return r
 }
 
-func (r *request) responsesItem(i int, typ, role string, f []field, tools map[string]toolRef) {
+// responsesElem reads input[i]. Tool calls and their outputs are tied by
+// call_id (resolveTools); the reasoning rule is applied by the caller.
+func (r *request) responsesElem(i int, el span) error {
+	body := r.body
+	if kind(body, el) != '{' {
+		return badRequest("input[" + itoa(i) + "] is not an object")
+	}
+	f := objectFields(body, el)
+	typ, role := stringField(body, f, "type"), stringField(body, f, "role")
+	r.roles[i], r.kinds[i] = role, typ
+	r.responsesItem(i, typ, role, f)
+	return nil
+}
+
+func (r *request) responsesItem(i int, typ, role string, f []field) {
 	b := r.body
 	m := &r.msgs[i]
 	switch {
@@ -170,13 +144,11 @@ func (r *request) responsesItem(i int, typ, role string, f []field, tools map[st
 				}
 			}
 		}
-		tools[stringField(b, f, "call_id")] = toolRef{name, cmd}
+		r.event(i, toolEvent{kind: evCall, id: stringField(b, f, "call_id"), ref: toolRef{name, cmd}})
 		m.Tool, m.Command = name, cmd
 	case strings.HasSuffix(typ, "_call_output"):
 		m.Role = harness.RoleTool
-		if ref, ok := tools[stringField(b, f, "call_id")]; ok {
-			m.Tool, m.Command = ref.name, ref.command
-		}
+		r.event(i, toolEvent{kind: evResult, id: stringField(b, f, "call_id")})
 		sp, ok := get(f, "output")
 		if !ok {
 			return

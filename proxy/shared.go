@@ -108,8 +108,9 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	if err := syncIn(sess, lease); err != nil {
 		return sess, nil, err
 	}
-	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter())
+	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 	st.clientTokens = total
+	s.cache.remember(req, sess.h.CounterName())
 	d, err := sess.h.DispatchRequest(req.msgs, fixed)
 	if isDiverged(err) {
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())

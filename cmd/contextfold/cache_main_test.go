@@ -4,8 +4,9 @@ import (
 	"testing"
 
 	"github.com/contextfold/contextfold/internal/cachedir/cachedirtest"
+	"github.com/contextfold/contextfold/internal/pgtest"
 )
 
 // TestMain keeps the per-user cache of the stores the tests make in a
 // temporary directory (cachedirtest.Main).
-func TestMain(m *testing.M) { cachedirtest.Main(m) }
+func TestMain(m *testing.M) { cachedirtest.Main(pgtest.M(m)) }

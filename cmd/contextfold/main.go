@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/pgstore"
 )
 
 // Exit codes (spec §6).
@@ -36,6 +37,7 @@ const (
 // globals are the flags every command accepts (before or after its name).
 type globals struct {
 	dir     string
+	store   string // --store: a directory or a postgres:// URL
 	jsonOut bool
 	noScrub bool
 }
@@ -109,8 +111,9 @@ in the prompt. Before each turn, scan matches the prompt against the index and
 hydrates the right cold nodes (SHA-256 verified, bounded per call and per
 turn) into that turn only; evict records that they left again.
 
-The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
-./.contextfold.`,
+The store is the one given by --store (a directory, or a PostgreSQL session
+postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME), else the directory given
+by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",
@@ -123,6 +126,7 @@ The store is the directory given by --dir, else $CONTEXTFOLD_DIR, else
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.dir, "dir", "", "store directory (default $CONTEXTFOLD_DIR, else ./.contextfold)")
+	root.PersistentFlags().StringVar(&g.store, "store", "", "store: a directory, or postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (default $CONTEXTFOLD_STORE, else --dir)")
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -145,8 +149,14 @@ var commands []func(*globals) *cobra.Command
 // storeDir resolves the store directory: --dir, else $CONTEXTFOLD_DIR, else
 // ./.contextfold.
 func (g *globals) storeDir() string {
+	if g.store != "" && !pgstore.IsURL(g.store) {
+		return g.store
+	}
 	if g.dir != "" {
 		return g.dir
+	}
+	if d := os.Getenv(EnvStore); d != "" && !pgstore.IsURL(d) {
+		return d
 	}
 	if d := os.Getenv(contextfold.EnvStoreDir); d != "" {
 		return d
@@ -154,8 +164,32 @@ func (g *globals) storeDir() string {
 	return contextfold.DefaultStoreDir
 }
 
+// storeURL returns the database store URL the flags and environment
+// choose ("" for a directory store): --store, else (without --dir)
+// $CONTEXTFOLD_STORE, when it is a postgres:// URL.
+func (g *globals) storeURL() string {
+	if g.store != "" {
+		if pgstore.IsURL(g.store) {
+			return g.store
+		}
+		return ""
+	}
+	if g.dir == "" {
+		if v := os.Getenv(EnvStore); pgstore.IsURL(v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// EnvStore names the store like --store: a directory or a postgres:// URL.
+const EnvStore = "CONTEXTFOLD_STORE"
+
 // openStore opens the store chosen by the global flags.
 func (g *globals) openStore() (*contextfold.Store, error) {
+	if u := g.storeURL(); u != "" {
+		return pgstore.OpenURL(u, g.storeOptions())
+	}
 	return contextfold.Open(g.storeDir(), g.storeOptions())
 }
 
@@ -163,7 +197,7 @@ func (g *globals) openStore() (*contextfold.Store, error) {
 // stderr when it does not exist.
 func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
 	s, err := g.openStore()
-	if err == nil {
+	if err == nil && s.Backend() == nil {
 		noteMissingStore(cmd, s.Dir())
 	}
 	return s, err
@@ -178,7 +212,7 @@ func (g *globals) openExistingStore() (*contextfold.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isStore(s.Dir()) {
+	if s.Backend() == nil && !isStore(s.Dir()) {
 		why := "does not exist"
 		if _, err := os.Stat(s.Dir()); err == nil {
 			why = "holds no recall_index.json and no cold_nodes/"

@@ -78,6 +78,7 @@ type Index struct {
 	acc  []float64
 	tmp  []float32
 	seen []bool
+	ctx  []float64
 }
 
 // NewIndex returns an empty index.

@@ -28,8 +28,13 @@ type Params struct {
 	// that the answer wins over the question that asked for it.
 	Answer, Asker float64
 	// Covered is the weight left to a term already covered by an earlier
-	// pick of the same scan (rule "ranked set cover").
+	// pick of the same scan (rule "ranked set cover"), until the picks
+	// cover CoverShare of the prompt (rule "cover, then rank").
 	Covered float64
+	// CoverShare: once the picks cover this share of the prompt's term
+	// weight, Covered no longer applies (rule "cover, then rank"; 0: it
+	// always applies).
+	CoverShare float64
 	// Ratio: a pick needs a marginal score of at least Ratio × the best
 	// node's score (rule "cut-off").
 	Ratio float64
@@ -59,12 +64,21 @@ type Params struct {
 	// the best node must hold a term held by at most this share (rule
 	// "only common words", Index.passes).
 	Common float64
+	// Context1, Context2: rule "topic context". A node's ranking score
+	// adds Context1 × the scores of the nodes one step away and Context2 ×
+	// those two steps away (consecutive steps only): a conversation stays
+	// on a topic for a few turns, so the turn beside the strongest match
+	// is likelier the answer than an equal match elsewhere ("It was Matt
+	// Patterson" two turns after the birthday concert). It only orders:
+	// the cut-off (Ratio, Floor, MinShare) judges a node's own score, so
+	// no node passes on its neighbours' terms alone.
+	Context1, Context2 float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
-	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3}
+	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.15, CoverShare: 0.6}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -326,6 +340,7 @@ type match struct {
 	nb    []float64 // per query term: weighted saturation in a neighbour
 	nbDoc []int32   // the neighbour that lent it
 	mask  uint64    // primary terms held by the node itself
+	ctx   float64   // rule "topic context": the weighted scores of the nodes around it
 }
 
 // longNode: a node over this many times the store's mean token estimate
@@ -471,18 +486,81 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	// Rule "topic context": the scores around a node lift it. The best
+	// candidates and the nodes around them are ranked again by their own
+	// score plus their context, each context summed in a fixed order (two
+	// before, one before, one after, two after) so that it is the same bits
+	// whatever the postings order; the best Candidates of them go on. Work:
+	// O(Candidates), whatever the store size.
+	if p.Context1 > 0 || p.Context2 > 0 {
+		if len(ix.ctx) < n {
+			ix.ctx = make([]float64, n)
+		}
+		aroundOf := func(d int32) [4]int32 {
+			prev, next := ix.neighbours(d)
+			around := [4]int32{-1, prev, next, -1}
+			if prev >= 0 && p.Context2 > 0 {
+				around[0], _ = ix.neighbours(prev)
+			}
+			if next >= 0 && p.Context2 > 0 {
+				_, around[3] = ix.neighbours(next)
+			}
+			return around
+		}
+		inSet := map[int32]bool{}
+		set := make([]int32, 0, 5*len(h))
+		for _, d := range h {
+			if !inSet[d] {
+				inSet[d] = true
+				set = append(set, d)
+			}
+			for _, o := range aroundOf(d) {
+				if o >= 0 && !ix.docs[o].dead && !inSet[o] {
+					inSet[o] = true
+					set = append(set, o)
+				}
+			}
+		}
+		w := [4]float64{p.Context2, p.Context1, p.Context1, p.Context2}
+		for _, d := range set {
+			v := 0.0
+			for k, o := range aroundOf(d) {
+				if o >= 0 {
+					v += w[k] * ix.acc[o]
+				}
+			}
+			ix.ctx[d] = v
+		}
+		rk := func(d int32) float64 { return ix.acc[d] + ix.ctx[d] }
+		sort.Slice(set, func(a, b int) bool {
+			if rk(set[a]) != rk(set[b]) {
+				return rk(set[a]) > rk(set[b])
+			}
+			return ix.docs[set[a]].step > ix.docs[set[b]].step
+		})
+		if len(set) > k {
+			for _, d := range set[k:] {
+				ix.ctx[d] = 0
+			}
+			set = set[:k]
+		}
+		h = set
+	}
+	// The candidates' full scores (common terms included), best first.
+	out := make([]*match, 0, len(h))
+	for _, d := range h {
+		m := ix.detail(q, d, p)
+		if ix.ctx != nil {
+			m.ctx, ix.ctx[d] = ix.ctx[d], 0
+		}
+		out = append(out, m)
+	}
 	for _, d := range touched {
 		ix.acc[d], ix.seen[d] = 0, false
 	}
-	touched = h
-	// The candidates' full scores (common terms included), best first.
-	out := make([]*match, 0, len(touched))
-	for _, d := range touched {
-		out = append(out, ix.detail(q, d, p))
-	}
 	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].score != out[b].score {
-			return out[a].score > out[b].score
+		if out[a].rank() != out[b].rank() {
+			return out[a].rank() > out[b].rank()
 		}
 		return ix.docs[out[a].doc].step > ix.docs[out[b].doc].step
 	})
@@ -500,6 +578,10 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 	return 0
 }
 
+// rank is the candidate's ranking score: its own score plus its topic
+// context (rule "topic context").
+func (m *match) rank() float64 { return m.score + m.ctx }
+
 // strength is how strongly m holds query term i (its own saturation, or its
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
@@ -512,8 +594,15 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	if len(cands) == 0 {
 		return res
 	}
-	top := cands[0].score
-	if !ix.passes(q, cands[0], p) {
+	// The cut-off judges the node that scores best on its own.
+	first := cands[0]
+	for _, c := range cands {
+		if c.score > first.score {
+			first = c
+		}
+	}
+	top := first.score
+	if !ix.passes(q, first, p) {
 		for i, c := range cands {
 			if i == 10 {
 				break
@@ -540,19 +629,35 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	// score, a prompt word already covered by an earlier pick counting only
 	// Covered; a candidate is admitted only if its own total score is at
 	// least Ratio × the best (cut-off).
+	//
+	// Rule "cover, then rank": the discount holds while the picks leave a
+	// share of the prompt's words (by weight) uncovered; once they cover
+	// CoverShare of it, the prompt's aspects are all answered and the rest
+	// of the picks go by full score (in a conversation the same words come
+	// back in new events: a second turn about the painting is no
+	// repetition of the first).
 	covered := make([]bool, q.groups)
 	threshold := p.Ratio * top
 	best := make([]float64, q.groups)
+	groupW := make([]float64, q.groups)
+	mass := 0.0
+	for _, t := range q.terms {
+		groupW[t.group] = math.Max(groupW[t.group], t.weight)
+	}
+	for _, w := range groupW {
+		mass += w
+	}
+	discount := p.Covered
 	marginal := func(c *match) float64 {
 		clear(best)
 		for i, t := range q.terms {
 			v := c.strength(i) * t.weight
 			if covered[t.group] {
-				v *= p.Covered
+				v *= discount
 			}
 			best[t.group] = math.Max(best[t.group], v)
 		}
-		s := 0.0
+		s := c.ctx
 		for _, v := range best {
 			s += v
 		}
@@ -561,6 +666,8 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	var kept, order []*match
 	picked := map[int32]bool{}
 	for _, c := range alive {
+		// The cut-off is on the node's own score: topic context orders
+		// the nodes that pass, it never lets one pass.
 		if c.score >= threshold {
 			kept = append(kept, c)
 		} else if len(res.CutOff) < 10 {
@@ -581,6 +688,17 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		for i, t := range q.terms {
 			if c.own[i] > 0 {
 				covered[t.group] = true
+			}
+		}
+		if p.CoverShare > 0 {
+			done := 0.0
+			for g, w := range groupW {
+				if covered[g] {
+					done += w
+				}
+			}
+			if done >= p.CoverShare*mass {
+				discount = 1
 			}
 		}
 		picked[c.doc] = true

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold/pgstore"
+)
+
+func init() { commands = append(commands, newMigrateCmd, newExportCmd, newImportCmd) }
+
+func newMigrateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the PostgreSQL store's pending schema migrations",
+		Long: `migrate brings the database of a PostgreSQL store (--store postgres://… or
+$CONTEXTFOLD_STORE) to the schema version this contextfold uses. Every first
+use of a database does the same; migrate does it on its own, e.g. before
+starting proxy replicas. A database of a newer schema version is refused.`,
+		Example: "  contextfold migrate --store postgres://cf@db:5432/contextfold",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u := g.storeURL()
+			if u == "" {
+				return usagef("migrate needs a PostgreSQL store: give --store postgres://USER:PASSWORD@HOST:PORT/DB (or set $CONTEXTFOLD_STORE)")
+			}
+			from, to, err := pgstore.Migrate(context.Background(), u)
+			if err != nil {
+				return err
+			}
+			if g.jsonOut {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": pgstore.Redact(u), "from_version": from, "schema_version": to})
+			}
+			if from == to {
+				fmt.Fprintf(cmd.OutOrStdout(), "schema version %d: up to date\n", to)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "schema migrated from version %d to %d\n", from, to)
+			}
+			return nil
+		},
+	}
+}
+
+func newExportCmd(g *globals) *cobra.Command {
+	var to string
+	c := &cobra.Command{
+		Use:   "export --to DIR",
+		Short: "Write the store (e.g. a PostgreSQL session) as a directory store",
+		Long: `export writes the store chosen by --store (or --dir) into DIR as a directory
+store: every cold node's exact bytes, recall_index.json in the reference's
+encoding with file paths naming DIR, and the policy, settings and logs byte
+for byte. DIR must not exist or be empty. The store is not changed.`,
+		Example: "  contextfold export --store 'postgres://cf@db/contextfold?session=run-17' --to ./run-17/.contextfold",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return usagef("export needs --to DIR")
+			}
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			if err := s.ExportDir(to); err != nil {
+				return err
+			}
+			st, err := s.Status()
+			if err != nil {
+				return err
+			}
+			if g.jsonOut {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": s.Dir(), "to": to, "nodes": st.Total})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %d indexed nodes of %s to %s\n", st.Total, s.Dir(), to)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&to, "to", "", "directory to write the store into (new or empty)")
+	return c
+}
+
+func newImportCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import DIR",
+		Short: "Load a directory store into an empty PostgreSQL session",
+		Long: `import loads the directory store DIR into the PostgreSQL session chosen by
+--store (or $CONTEXTFOLD_STORE), which must hold nothing yet: every cold
+node's exact bytes, the index and the store files, in one transaction (all
+or nothing). export gives the same bytes back.`,
+		Example: "  contextfold import ./run-17/.contextfold --store 'postgres://cf@db/contextfold?session=run-17'",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.storeURL() == "" {
+				return usagef("import needs a PostgreSQL store: give --store postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME")
+			}
+			s, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			n, err := s.ImportDir(args[0])
+			if err != nil {
+				return err
+			}
+			if g.jsonOut {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": s.Dir(), "from": args[0], "nodes": n})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d cold nodes from %s into %s\n", n, args[0], s.Dir())
+			return nil
+		},
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold/internal/pgtest"
+)
+
+// The CLI on a PostgreSQL store (--store postgres://… and
+// CONTEXTFOLD_STORE), against a real server (pgtest: skipped without
+// PostgreSQL binaries, failed under CI=true).
+
+// pgURL is a new database of the PostgreSQL test server (pgtest).
+func pgURL(t *testing.T) string {
+	t.Helper()
+	return pgtest.URL(t)
+}
+
+func pgSessionURL(t *testing.T) string {
+	u, err := url.Parse(pgURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("session", fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Every protocol command works on a PostgreSQL session, and no output
+// carries the URL's password.
+func TestCommandsOnPostgres(t *testing.T) {
+	store := pgSessionURL(t)
+	u, _ := url.Parse(store)
+	pw, hasPW := u.User.Password()
+	log := filepath.Join(t.TempDir(), "step137.log")
+	os.WriteFile(log, []byte("PostgreSQL port reverted to 5433 in config/db.yaml\nrestart: ok\n"), 0o644)
+	var all strings.Builder
+	step := func(wantCode int, args ...string) string {
+		t.Helper()
+		out, errOut, code := cli(t, "", append([]string{"--store", store}, args...)...)
+		all.WriteString(out + errOut)
+		if code != wantCode {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, wantCode, out, errOut)
+		}
+		return out
+	}
+	step(0, "migrate")
+	step(0, "fold", "137", "PostgreSQL port reverted to 5433", "--file", log)
+	log2 := filepath.Join(t.TempDir(), "step138.log")
+	os.WriteFile(log2, []byte("redis cache warm-up done in 2.1s\n"), 0o644)
+	step(0, "fold", "138", "Redis cache warmed", "--file", log2)
+	step(0, "ingest", "--help")
+	if out := step(0, "scan", "What port is PostgreSQL on?"); !strings.Contains(out, "step 137") {
+		t.Errorf("scan: %s", out)
+	}
+	if out := step(0, "scan", "--match", "ranked", "What port is PostgreSQL on?"); !strings.Contains(out, "step 137") {
+		t.Errorf("ranked scan: %s", out)
+	}
+	if out := step(0, "recall", "redis cache"); !strings.Contains(out, "step 138") {
+		t.Errorf("recall: %s", out)
+	}
+	if out := step(0, "hydrate", "137"); !strings.Contains(out, "5433") {
+		t.Errorf("hydrate: %s", out)
+	}
+	step(0, "evict", "137")
+	if out := step(0, "status", "--json"); !strings.Contains(out, `"evicted": 1`) || !strings.Contains(out, `"total": 2`) {
+		t.Errorf("status: %s", out)
+	}
+	step(0, "validate")
+	step(0, "repair")
+	step(2, "hydrate", "99")
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	step(0, "export", "--to", dir)
+	if out, errOut, code := cli(t, "", "--dir", dir, "validate"); code != 0 {
+		t.Errorf("exported store: exit %d %s%s", code, out, errOut)
+	}
+	// CONTEXTFOLD_STORE selects the same session.
+	t.Setenv("CONTEXTFOLD_STORE", store)
+	out, errOut, code := cli(t, "", "status", "--json")
+	all.WriteString(out + errOut)
+	if code != 0 || !strings.Contains(out, `"total": 2`) {
+		t.Errorf("CONTEXTFOLD_STORE: exit %d %s%s", code, out, errOut)
+	}
+	// import into a fresh session, from the export.
+	other := pgSessionURL(t)
+	out, errOut, code = cli(t, "", "import", dir, "--store", other)
+	all.WriteString(out + errOut)
+	if code != 0 || !strings.Contains(out, "imported 2 cold nodes") {
+		t.Errorf("import: exit %d %s%s", code, out, errOut)
+	}
+	if hasPW && pw != "" && strings.Contains(all.String(), pw) {
+		t.Errorf("an output holds the password")
+	}
+}
+
+// A database that cannot be reached: a clear error naming the problem and
+// the remedy, a non-zero exit, no password.
+func TestUnreachableDatabase(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	store := fmt.Sprintf("postgres://cf:hunter2secret@127.0.0.1:%d/cf?session=s", port)
+	for _, args := range [][]string{{"status"}, {"fold", "1", "x"}, {"validate"}, {"migrate"}} {
+		out, errOut, code := cli(t, "", append([]string{"--store", store}, args...)...)
+		if code == 0 || !strings.Contains(errOut, "unreachable") || strings.Contains(out+errOut, "hunter2secret") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package pgbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// migrations are the schema's versions: migrations[i] takes a database from
+// version i to i+1. Append only; never edit a released one.
+var migrations = []string{
+	// 1: the first schema (see the package documentation).
+	`CREATE TABLE cf_sessions (
+		id         bigserial PRIMARY KEY,
+		name       text NOT NULL UNIQUE,
+		generation bigint NOT NULL DEFAULT 1,
+		rev        bigint NOT NULL DEFAULT 0,
+		header     bytea,
+		created_at timestamptz NOT NULL DEFAULT now()
+	);
+	CREATE TABLE cf_entries (
+		session_id bigint NOT NULL REFERENCES cf_sessions (id),
+		step_id    bigint NOT NULL,
+		rev        bigint NOT NULL,
+		doc        bytea NOT NULL,
+		PRIMARY KEY (session_id, step_id)
+	);
+	CREATE INDEX cf_entries_rev ON cf_entries (session_id, rev);
+	CREATE TABLE cf_nodes (
+		session_id bigint NOT NULL REFERENCES cf_sessions (id),
+		step_id    bigint NOT NULL,
+		data       bytea NOT NULL,
+		PRIMARY KEY (session_id, step_id)
+	);
+	CREATE TABLE cf_files (
+		session_id bigint NOT NULL REFERENCES cf_sessions (id),
+		name       text NOT NULL,
+		data       bytea NOT NULL,
+		PRIMARY KEY (session_id, name)
+	);
+	CREATE TABLE cf_quarantine (
+		id         bigserial PRIMARY KEY,
+		session_id bigint NOT NULL REFERENCES cf_sessions (id),
+		step_id    bigint,
+		name       text NOT NULL,
+		data       bytea NOT NULL,
+		reason     text NOT NULL,
+		at         timestamptz NOT NULL DEFAULT now()
+	);`,
+}
+
+// SchemaVersion is the schema version this build migrates databases to.
+var SchemaVersion = len(migrations)
+
+// migrationLock is the advisory lock key under which migrations run, so
+// that processes starting together migrate once.
+const migrationLock = 0x6366_7067 // "cfpg"
+
+// Migrate applies the pending schema migrations of the database of rawURL
+// and returns the version found and the version now (equal when nothing
+// was pending); `contextfold migrate` calls it, and every first use of a
+// database (Connect) does too. Migrations run in one transaction under an
+// advisory lock: concurrent callers migrate once.
+//
+// Errors: a database of a newer schema version is refused (ErrNewerSchema);
+// connection errors as for Connect.
+func Migrate(ctx context.Context, rawURL string) (from, to int, err error) {
+	db, err := dial(ctx, rawURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	return db.migrate(ctx)
+}
+
+// version reads the schema version (0: no schema yet).
+func version(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, `SELECT version FROM cf_schema`).Scan(&v)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		return 0, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}
+
+func (db *DB) migrate(ctx context.Context) (from, to int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	v, err := version(ctx, db.pool)
+	if err != nil {
+		return 0, 0, db.fail("read the schema version", err)
+	}
+	if v > SchemaVersion {
+		return v, v, db.newer(v)
+	}
+	if v == SchemaVersion {
+		return v, v, nil
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return v, v, db.fail("migrate the schema", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+		return v, v, db.fail("migrate the schema", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS cf_schema (version integer NOT NULL)`); err != nil {
+		return v, v, db.fail("migrate the schema", err)
+	}
+	if v, err = version(ctx, tx); err != nil { // again, under the lock
+		return v, v, db.fail("read the schema version", err)
+	}
+	from = v
+	if v > SchemaVersion {
+		return v, v, db.newer(v)
+	}
+	for ; v < SchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return from, from, db.fail(fmt.Sprintf("migrate the schema to version %d", v+1), err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM cf_schema`); err != nil {
+		return from, from, db.fail("migrate the schema", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO cf_schema (version) VALUES ($1)`, v); err != nil {
+		return from, from, db.fail("migrate the schema", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return from, from, db.fail("migrate the schema", err)
+	}
+	return from, v, nil
+}
+
+func (db *DB) newer(v int) error {
+	return db.fail("check the schema version", fmt.Errorf("%w: the database is at schema version %d, this contextfold knows versions up to %d", ErrNewerSchema, v, SchemaVersion))
+}

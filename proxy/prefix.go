@@ -1,0 +1,252 @@
+package proxy
+
+import (
+	"container/list"
+	"hash/maphash"
+
+	"github.com/contextfold/contextfold/harness"
+)
+
+// The prefix cache (issue 11: the proxy's overhead must stay flat in the
+// conversation's length). An agent resends its whole conversation with each
+// request, one or two messages longer. The element cache (parseCache) spares
+// re-parsing each message, but still costs a hash, a map lookup and a copy
+// per message. The prefix cache keeps, per recent conversation, the whole
+// parse of its messages array (elements, neutral messages with their tools
+// resolved and their tokens counted, splice spans), with a hash of the
+// array's bytes up to the end of every element. A request whose array starts
+// with the same bytes — verified by hashing them, one pass of maphash at
+// several GB/s — takes that parse as is and reads only what follows it.
+//
+// The hashes are maphash values under a seed drawn at random per process,
+// like the element cache's keys: a client cannot forge a collision.
+
+// prefixCacheBytes bounds the array bytes the prefix states stand for, and
+// prefixCacheStates their number; past either, the least recently used
+// state is dropped. The memory a state holds is about its neutral messages'
+// text, which the element cache shares.
+const (
+	prefixCacheBytes  = 128 << 20
+	prefixCacheStates = 256
+)
+
+// prefixState is the parse of a request's conversation array, read-only
+// once stored.
+type prefixState struct {
+	api  API
+	key  uint64 // bucket: hash of the array's first two elements
+	base int    // offset of the array ('[') in the body it was read from
+	// Per element j: its span in that body, the hash and the runes of the
+	// bytes from base to its end.
+	elems []span
+	cps   []uint64
+	cum   []int
+	// The parse of each element (see request).
+	msgs   []harness.Message
+	spans  [][]span
+	points []appendAt
+	events [][]toolEvent
+	roles  []string
+	kinds  []string
+	// counter names the token counter msgs' Tokens were counted with.
+	counter string
+	size    int // bytes from base to the end of the last element
+	el      *list.Element
+}
+
+// prefixMatch is what a request took from a prefix state, and the hash
+// stream positioned at the end of the last element it took, so that
+// remembering the request hashes only its new bytes.
+type prefixMatch struct {
+	parent *prefixState
+	known  int // elements taken from parent
+	h      maphash.Hash
+	key    uint64
+	keyOK  bool
+}
+
+// bucketKey hashes the first two elements of the array at a: sessions of
+// one agent share a system prompt, rarely the task.
+func (c *parseCache) bucketKey(api API, body []byte, a int) (uint64, bool) {
+	i := skipWS(body, a+1)
+	end := -1
+	for n := 0; n < 2; n++ {
+		if i >= len(body) || body[i] == ']' {
+			return 0, false
+		}
+		e := valueEnd(body, i)
+		if e <= i || e > len(body) {
+			return 0, false
+		}
+		end = e
+		i = skipWS(body, e)
+		if i >= len(body) || body[i] != ',' {
+			return 0, false
+		}
+		i = skipWS(body, i+1)
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(string(api))
+	h.Write(body[a:end])
+	return h.Sum64(), true
+}
+
+// matchPrefix finds the stored state whose array bytes body repeats at a
+// for the most elements, and returns the match (known 0 when none).
+func (c *parseCache) matchPrefix(api API, body []byte, a int) *prefixMatch {
+	m := &prefixMatch{}
+	m.h.SetSeed(c.seed)
+	m.key, m.keyOK = c.bucketKey(api, body, a)
+	if !m.keyOK {
+		return m
+	}
+	c.mu.Lock()
+	cands := append([]*prefixState(nil), c.buckets[m.key]...)
+	c.mu.Unlock()
+	for _, st := range cands {
+		if st.api != api {
+			continue
+		}
+		known, h := st.matched(body, a, c.seed)
+		if known > m.known {
+			m.parent, m.known, m.h = st, known, h
+		}
+	}
+	if m.parent != nil {
+		c.mu.Lock()
+		if m.parent.el != nil {
+			c.lru.MoveToFront(m.parent.el)
+		}
+		c.mu.Unlock()
+	}
+	return m
+}
+
+// matched returns how many of st's elements body holds, byte for byte, in
+// the array at a, and the hash stream at the end of the last of them. (What
+// follows them is checked by the strict scan that reads on from there.)
+func (st *prefixState) matched(body []byte, a int, seed maphash.Seed) (int, maphash.Hash) {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	shift := a - st.base
+	n := len(st.elems)
+	// The common case: the whole array so far, in one pass.
+	if end := st.elems[n-1].end + shift; end <= len(body) {
+		whole := h
+		whole.Write(body[a:end])
+		if whole.Sum64() == st.cps[n-1] {
+			return n, whole
+		}
+	}
+	// Else element by element, up to the first that differs (a client that
+	// moves a cache_control marker changes its last messages).
+	pos, known := a, 0
+	for j := 0; j < n; j++ {
+		e := st.elems[j].end + shift
+		if e > len(body) {
+			break
+		}
+		next := h
+		next.Write(body[pos:e])
+		if next.Sum64() != st.cps[j] {
+			break
+		}
+		h, pos, known = next, e, j+1
+	}
+	return known, h
+}
+
+// remember stores the parse of r (measured with counter) as a prefix state,
+// in place of the state it extended.
+func (c *parseCache) remember(r *request, counter string) {
+	m := r.prefix
+	if c == nil || m == nil || !m.keyOK || len(r.elems) < 2 || len(r.elems) != len(r.msgs) {
+		return
+	}
+	n := len(r.elems)
+	st := &prefixState{api: r.api, key: m.key, base: r.arrStart, counter: counter,
+		elems: r.elems, msgs: r.msgs, spans: r.spans, points: r.points, events: r.events, roles: r.roles, kinds: r.kinds}
+	st.cps = make([]uint64, n)
+	st.cum = make([]int, n)
+	h := m.h
+	pos, runes := r.arrStart, 0
+	if m.known > 0 {
+		// cps and cum of the elements taken from the parent (its base may
+		// differ: the values are relative to the array's start).
+		copy(st.cps, m.parent.cps[:m.known])
+		copy(st.cum, m.parent.cum[:m.known])
+		pos, runes = r.elems[m.known-1].end, st.cum[m.known-1]
+	}
+	for j := m.known; j < n; j++ {
+		e := r.elems[j].end
+		h.Write(r.body[pos:e])
+		st.cps[j] = h.Sum64()
+		runes += runeCount(r.body[pos:e])
+		st.cum[j] = runes
+		pos = e
+	}
+	st.size = r.elems[n-1].end - r.arrStart
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buckets == nil {
+		c.buckets = map[uint64][]*prefixState{}
+	}
+	if p := m.parent; p != nil && p.el != nil && p.key == st.key {
+		c.dropState(p)
+	}
+	st.el = c.lru.PushFront(st)
+	c.buckets[st.key] = append(c.buckets[st.key], st)
+	c.prefixBytes += st.size
+	for c.lru.Len() > prefixCacheStates || (c.prefixBytes > prefixCacheBytes && c.lru.Len() > 1) {
+		c.dropState(c.lru.Back().Value.(*prefixState))
+	}
+}
+
+// dropState removes st from the prefix cache; c.mu is held.
+func (c *parseCache) dropState(st *prefixState) {
+	if st.el == nil {
+		return
+	}
+	c.lru.Remove(st.el)
+	st.el = nil
+	c.prefixBytes -= st.size
+	b := c.buckets[st.key]
+	for i, x := range b {
+		if x == st {
+			b = append(b[:i:i], b[i+1:]...)
+			break
+		}
+	}
+	if len(b) == 0 {
+		delete(c.buckets, st.key)
+	} else {
+		c.buckets[st.key] = b
+	}
+}
+
+// fromPrefix fills the first m.known elements of r from the matched state;
+// the array starts at a in r's body.
+func (r *request) fromPrefix(m *prefixMatch, a int) {
+	st, k := m.parent, m.known
+	shift := a - st.base
+	copy(r.msgs, st.msgs[:k])
+	copy(r.roles, st.roles[:k])
+	copy(r.kinds, st.kinds[:k])
+	copy(r.events, st.events[:k])
+	copy(r.points, st.points[:k])
+	if shift == 0 {
+		copy(r.spans, st.spans[:k])
+		return
+	}
+	for j := 0; j < k; j++ {
+		sp := make([]span, len(st.spans[j]))
+		for q, s := range st.spans[j] {
+			sp[q] = shiftSpan(s, shift)
+		}
+		r.spans[j] = sp
+		if r.points[j].ok {
+			r.points[j].content = shiftSpan(r.points[j].content, shift)
+		}
+	}
+}
