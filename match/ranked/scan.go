@@ -515,7 +515,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				set = append(set, d)
 			}
 			for _, o := range aroundOf(d) {
-				if o >= 0 && !ix.docs[o].dead && !inSet[o] {
+				if o >= 0 && !ix.docs[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
 					inSet[o] = true
 					set = append(set, o)
 				}
