@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // testURL is a new, empty database of the test server, one per test
 // (pgtest: a temporary cluster, or CONTEXTFOLD_TEST_POSTGRES_URL).
-func testURL(t *testing.T) string {
+func testURL(t testing.TB) string {
 	t.Helper()
 	if u, ok := urls.Load(t); ok {
 		return u.(string)
@@ -42,12 +42,12 @@ func testURL(t *testing.T) string {
 	return u
 }
 
-var urls sync.Map // *testing.T → its database's URL
+var urls sync.Map // testing.TB → its database's URL
 
 var run = time.Now().UnixNano()
 
 // sessionURL is the test database's URL naming a new session.
-func sessionURL(t *testing.T, base string) string {
+func sessionURL(t testing.TB, base string) string {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {

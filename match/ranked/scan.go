@@ -321,7 +321,7 @@ func (ix *Index) liveDF(id int32) int {
 // whose lengths do say how much of a turn a word is).
 func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 	avg := ix.total / float64(max(ix.live, 1))
-	r := ix.docs[d].length / avg
+	r := ix.hot[d].length / avg
 	if r > p.MaxLenRatio {
 		r = p.MaxLenRatio
 	}
@@ -419,11 +419,11 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				continue
 			}
 			for _, po := range ix.postings(t.id) {
-				if ix.docs[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
+				if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
-				if ix.docs[po.doc].question {
+				if ix.hot[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
 					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
 						mark(next, s*float32(p.Answer))
