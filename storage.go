@@ -100,7 +100,7 @@ func (s *Store) nodeBytes(step int, path string) ([]byte, error) {
 	if s.be != nil {
 		return s.be.ReadNode(step)
 	}
-	return os.ReadFile(path)
+	return fsutil.ReadFile(path)
 }
 
 // txLock is the lock of a backend store: its write transaction. Unlock
