@@ -483,11 +483,18 @@ type writeTx struct {
 	id      int64
 	rev     backend.Revision
 	release func() // gives back the DB.writers slot (once)
+
+	nodes     pgx.Batch // queued node inserts (WriteNode)
+	nodeSteps []int
+	nodeBytes int
 }
 
 func (t *writeTx) Rev() backend.Revision { return t.rev }
 
 func (t *writeTx) exec(sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.flushNodes(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	ctx, cancel := opCtx()
 	defer cancel()
 	return t.tx.Exec(ctx, sql, args...)
@@ -505,6 +512,9 @@ type rowScanner struct {
 }
 
 func (r rowScanner) Scan(dest ...any) error {
+	if err := r.t.flushNodes(); err != nil {
+		return err
+	}
 	ctx, cancel := opCtx()
 	defer cancel()
 	return r.t.tx.QueryRow(ctx, r.sql, r.args...).Scan(dest...)
@@ -512,17 +522,56 @@ func (r rowScanner) Scan(dest ...any) error {
 
 func (t *writeTx) fail(op string, err error) error { return t.s.fail(op, err) }
 
+// WriteNode queues the node's insert: queued inserts are sent together
+// (pipelined) before the transaction's next other statement, or once
+// nodeBatchRows of them or nodeBatchBytes are queued, so that an import or a
+// long ingest does not pay a round trip per node. An insert's error is
+// reported by the call that sends it.
 func (t *writeTx) WriteNode(step int, data []byte) error {
-	_, err := t.exec(`INSERT INTO cf_nodes (session_id, step_id, data) VALUES ($1, $2, $3)`, t.id, int64(step), data)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		return &backend.Error{Location: t.s.Location(), Err: fmt.Errorf("step %d already has a cold node", step),
-			Remedy: "run 'contextfold repair --apply' to quarantine the unindexed node, then fold again"}
-	}
-	if err != nil {
-		return t.fail(fmt.Sprintf("write the cold node of step %d", step), err)
+	t.nodes.Queue(`INSERT INTO cf_nodes (session_id, step_id, data) VALUES ($1, $2, $3)`, t.id, int64(step), data)
+	t.nodeSteps = append(t.nodeSteps, step)
+	t.nodeBytes += len(data)
+	if len(t.nodeSteps) >= nodeBatchRows || t.nodeBytes >= nodeBatchBytes {
+		return t.flushNodes()
 	}
 	return nil
+}
+
+// Bounds of the queued node inserts of a write transaction.
+const (
+	nodeBatchRows  = 256
+	nodeBatchBytes = 8 << 20
+)
+
+// flushNodes sends the queued node inserts.
+func (t *writeTx) flushNodes() error {
+	if len(t.nodeSteps) == 0 {
+		return nil
+	}
+	steps := t.nodeSteps
+	b := t.nodes
+	t.nodes, t.nodeSteps, t.nodeBytes = pgx.Batch{}, nil, 0
+	ctx, cancel := opCtx()
+	defer cancel()
+	res := t.tx.SendBatch(ctx, &b)
+	var first error
+	for _, step := range steps {
+		_, err := res.Exec()
+		if err == nil || first != nil {
+			continue
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			first = &backend.Error{Location: t.s.Location(), Err: fmt.Errorf("step %d already has a cold node", step),
+				Remedy: "run 'contextfold repair --apply' to quarantine the unindexed node, then fold again"}
+		} else {
+			first = t.fail(fmt.Sprintf("write the cold node of step %d", step), err)
+		}
+	}
+	if err := res.Close(); err != nil && first == nil {
+		first = t.fail("write the cold nodes", err)
+	}
+	return first
 }
 
 func (t *writeTx) WriteFile(name string, data []byte) error {
@@ -567,6 +616,9 @@ func (t *writeTx) PutEntries(header []byte, entries []backend.StoredEntry) error
 		docs := make([][]byte, len(entries))
 		for i, e := range entries {
 			steps[i], docs[i] = int64(e.StepID), e.Doc
+		}
+		if err := t.flushNodes(); err != nil {
+			return err
 		}
 		var b pgx.Batch
 		b.Queue(`UPDATE cf_sessions SET header = $2 WHERE id = $1 AND header IS DISTINCT FROM $2`, t.id, header)
@@ -617,6 +669,10 @@ func (t *writeTx) Quarantine(name string, data []byte, reason string) error {
 }
 
 func (t *writeTx) Commit() error {
+	if err := t.flushNodes(); err != nil {
+		t.Rollback()
+		return err
+	}
 	defer t.release()
 	ctx, cancel := opCtx()
 	defer cancel()

@@ -60,23 +60,28 @@ type Params struct {
 	// Common: in a store of at least commonMinNodes nodes, a term held by
 	// more than this share of them is not used to find candidates (its
 	// postings are long and its weight low); it still counts in the scores
-	// of the candidates found.
+	// of the candidates found. In a store of at least smallStore nodes,
+	// the best node must hold a term held by at most this share (rule
+	// "only common words", Index.passes).
 	Common float64
-	// Context1, Context2: rule "topic context". A node's ranking score
-	// adds Context1 × the scores of the nodes one step away and Context2 ×
-	// those two steps away (consecutive steps only): a conversation stays
+	// Context1, Context2, Context3: rule "topic context". A node's ranking
+	// score adds Context1 × the scores of the nodes one step away, Context2
+	// × those two steps away and Context3 × those three away (consecutive
+	// steps only; the default is a flat window of two steps each side,
+	// 0.3, 0.3, 0: in a dialog of two the turn two steps away is the same
+	// speaker's, as close to the topic as the reply between): a conversation stays
 	// on a topic for a few turns, so the turn beside the strongest match
 	// is likelier the answer than an equal match elsewhere ("It was Matt
 	// Patterson" two turns after the birthday concert). It only orders:
 	// the cut-off (Ratio, Floor, MinShare) judges a node's own score, so
 	// no node passes on its neighbours' terms alone.
-	Context1, Context2 float64
+	Context1, Context2, Context3 float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.15, CoverShare: 0.6}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -385,8 +390,9 @@ type Result struct {
 	Superseded []Pick // held only terms a newer node holds (CONF-13; at most 10)
 }
 
-// score computes every candidate's total score. Callers hold ix.mu.
-func (ix *Index) score(q *Query, p Params) []*match {
+// score computes every candidate's total score, among the docs of steps
+// below before (every doc when before < 0). Callers hold ix.mu.
+func (ix *Index) score(q *Query, p Params, before int) []*match {
 	if len(q.terms) == 0 || ix.live == 0 {
 		return nil
 	}
@@ -416,13 +422,13 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				continue
 			}
 			for _, po := range ix.postings(t.id) {
-				if ix.hot[po.doc].dead {
+				if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
 				if ix.hot[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
-					if _, next := ix.neighbours(po.doc); next >= 0 {
+					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
 						mark(next, s*float32(p.Answer))
 					}
 				} else {
@@ -493,32 +499,35 @@ func (ix *Index) score(q *Query, p Params) []*match {
 		if len(ix.ctx) < n {
 			ix.ctx = make([]float64, n)
 		}
-		aroundOf := func(d int32) [4]int32 {
+		// around: the nodes 3, 2, 1 steps before and 1, 2, 3 after (-1:
+		// none; consecutive steps only).
+		aroundOf := func(d int32) [6]int32 {
+			around := [6]int32{-1, -1, -1, -1, -1, -1}
 			prev, next := ix.neighbours(d)
-			around := [4]int32{-1, prev, next, -1}
-			if prev >= 0 && p.Context2 > 0 {
-				around[0], _ = ix.neighbours(prev)
+			around[2], around[3] = prev, next
+			for k := 2; k > 0 && around[k] >= 0 && (k > 1 || p.Context3 > 0); k-- {
+				around[k-1], _ = ix.neighbours(around[k])
 			}
-			if next >= 0 && p.Context2 > 0 {
-				_, around[3] = ix.neighbours(next)
+			for k := 3; k < 5 && around[k] >= 0 && (k < 4 || p.Context3 > 0); k++ {
+				_, around[k+1] = ix.neighbours(around[k])
 			}
 			return around
 		}
 		inSet := map[int32]bool{}
-		set := make([]int32, 0, 5*len(h))
+		set := make([]int32, 0, 7*len(h))
 		for _, d := range h {
 			if !inSet[d] {
 				inSet[d] = true
 				set = append(set, d)
 			}
 			for _, o := range aroundOf(d) {
-				if o >= 0 && !ix.docs[o].dead && !inSet[o] {
+				if o >= 0 && !ix.docs[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
 					inSet[o] = true
 					set = append(set, o)
 				}
 			}
 		}
-		w := [4]float64{p.Context2, p.Context1, p.Context1, p.Context2}
+		w := [6]float64{p.Context3, p.Context2, p.Context1, p.Context1, p.Context2, p.Context3}
 		for _, d := range set {
 			v := 0.0
 			for k, o := range aroundOf(d) {
@@ -583,11 +592,11 @@ func (m *match) rank() float64 { return m.score + m.ctx }
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// scanLocked is Scan under ix.mu.
-func (ix *Index) scanLocked(prompt string, p Params) *Result {
+// scanLocked is ScanBefore under ix.mu.
+func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, before)
 	if len(cands) == 0 {
 		return res
 	}
@@ -711,7 +720,7 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
-			if nd < 0 || picked[nd] || superseded[nd] {
+			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
 			m := ix.detail(q, nd, p)
@@ -793,15 +802,26 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // archive never saw haiku or autumn; rule "news to the archive").
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
 	groups := map[int]bool{}
+	uncommon := false
 	for i, t := range q.terms {
 		if m.own[i] > 0 || m.nb[i] > 0 {
 			if t.special && m.own[i] > 0 {
 				return true
 			}
 			groups[t.group] = true
+			uncommon = uncommon || float64(t.df) <= p.Common*float64(ix.live)
 		}
 	}
 	if len(groups) <= 1 && (q.instruction || (q.words >= 2 && 2*q.unknown > q.words)) {
+		return false
+	}
+	// Rule "only common words": in a store of at least smallStore nodes,
+	// a node that holds only words most of the session holds (each in
+	// more than Common of the nodes: "run", "build", "step", "session" in
+	// a build session) is not evidence of what the prompt asks about, however
+	// many of them it holds ("run the build session, one shell step at a
+	// time" asks for new work in the vocabulary of the old).
+	if !uncommon && ix.live >= smallStore {
 		return false
 	}
 	return m.score >= ix.floor(p) && m.score >= p.MinShare*q.info
@@ -912,7 +932,7 @@ type Hit struct {
 // recallLocked is Recall under ix.mu.
 func (ix *Index) recallLocked(query string, p Params) []Hit {
 	q := ix.query(query, p)
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, -1)
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}
