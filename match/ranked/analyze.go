@@ -2,6 +2,7 @@ package ranked
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -69,17 +70,24 @@ func secondary(k Kind) bool {
 	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge || k == KindAlias
 }
 
-// plainForm removes the combining marks of the decomposed word (accents,
-// cedillas, the dot of İ) and maps the dotless ı to i.
-var plainForm = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), runes.Map(func(r rune) rune {
-	if r == 'ı' {
-		return 'i'
-	}
-	return r
-}), norm.NFC)
+// plainForms hands out the transformer that removes the combining marks of
+// the decomposed word (accents, cedillas, the dot of İ) and maps the dotless
+// ı to i. A transform.Chain keeps buffers between calls, so it is not safe
+// for concurrent use: scans of several sessions at once (a proxy) each take
+// their own from the pool.
+var plainForms = sync.Pool{New: func() any {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), runes.Map(func(r rune) rune {
+		if r == 'ı' {
+			return 'i'
+		}
+		return r
+	}), norm.NFC)
+}}
 
 func plain(w string) string {
-	out, _, err := transform.String(plainForm, w)
+	t := plainForms.Get().(transform.Transformer)
+	out, _, err := transform.String(t, w)
+	plainForms.Put(t)
 	if err != nil {
 		return w
 	}

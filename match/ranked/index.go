@@ -217,13 +217,21 @@ func (ix *Index) recoverSnapshot() bool {
 // Scan ranks the store's nodes for a prompt and chooses the ones to
 // hydrate, best first, before any budget (the caller admits them against
 // the per-turn budget). Deterministic: ties go to the newer step.
+// Safe for concurrent use. It is ScanBefore(prompt, p, -1).
+func (ix *Index) Scan(prompt string, p Params) *Result { return ix.ScanBefore(prompt, p, -1) }
+
+// ScanBefore is Scan among the nodes of steps below before (every node
+// when before < 0): rule "the prompt's past" — a prompt can only ask
+// about what existed when it was written, so the nodes a session folded
+// after it (the calls and outputs of the turn it started) are neither
+// picked nor companions. The terms' rarity is still the whole store's.
 // Safe for concurrent use.
-func (ix *Index) Scan(prompt string, p Params) *Result {
+func (ix *Index) ScanBefore(prompt string, p Params, before int) *Result {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r := ix.scanLocked(prompt, p)
+	r := ix.scanLocked(prompt, p, before)
 	if ix.recoverSnapshot() {
-		r = ix.scanLocked(prompt, p)
+		r = ix.scanLocked(prompt, p, before)
 	}
 	return r
 }

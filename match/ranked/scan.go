@@ -60,7 +60,9 @@ type Params struct {
 	// Common: in a store of at least commonMinNodes nodes, a term held by
 	// more than this share of them is not used to find candidates (its
 	// postings are long and its weight low); it still counts in the scores
-	// of the candidates found.
+	// of the candidates found. In a store of at least smallStore nodes,
+	// the best node must hold a term held by at most this share (rule
+	// "only common words", Index.passes).
 	Common float64
 	// Context1, Context2: rule "topic context". A node's ranking score
 	// adds Context1 × the scores of the nodes one step away and Context2 ×
@@ -385,8 +387,9 @@ type Result struct {
 	Superseded []Pick // held only terms a newer node holds (CONF-13; at most 10)
 }
 
-// score computes every candidate's total score. Callers hold ix.mu.
-func (ix *Index) score(q *Query, p Params) []*match {
+// score computes every candidate's total score, among the docs of steps
+// below before (every doc when before < 0). Callers hold ix.mu.
+func (ix *Index) score(q *Query, p Params, before int) []*match {
 	if len(q.terms) == 0 || ix.live == 0 {
 		return nil
 	}
@@ -416,13 +419,13 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				continue
 			}
 			for _, po := range ix.postings(t.id) {
-				if ix.hot[po.doc].dead {
+				if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
 				if ix.hot[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
-					if _, next := ix.neighbours(po.doc); next >= 0 {
+					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
 						mark(next, s*float32(p.Answer))
 					}
 				} else {
@@ -512,7 +515,7 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				set = append(set, d)
 			}
 			for _, o := range aroundOf(d) {
-				if o >= 0 && !ix.docs[o].dead && !inSet[o] {
+				if o >= 0 && !ix.docs[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
 					inSet[o] = true
 					set = append(set, o)
 				}
@@ -583,11 +586,11 @@ func (m *match) rank() float64 { return m.score + m.ctx }
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// scanLocked is Scan under ix.mu.
-func (ix *Index) scanLocked(prompt string, p Params) *Result {
+// scanLocked is ScanBefore under ix.mu.
+func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, before)
 	if len(cands) == 0 {
 		return res
 	}
@@ -711,7 +714,7 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
-			if nd < 0 || picked[nd] || superseded[nd] {
+			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
 			m := ix.detail(q, nd, p)
@@ -793,15 +796,26 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // archive never saw haiku or autumn; rule "news to the archive").
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
 	groups := map[int]bool{}
+	uncommon := false
 	for i, t := range q.terms {
 		if m.own[i] > 0 || m.nb[i] > 0 {
 			if t.special && m.own[i] > 0 {
 				return true
 			}
 			groups[t.group] = true
+			uncommon = uncommon || float64(t.df) <= p.Common*float64(ix.live)
 		}
 	}
 	if len(groups) <= 1 && (q.instruction || (q.words >= 2 && 2*q.unknown > q.words)) {
+		return false
+	}
+	// Rule "only common words": in a store of at least smallStore nodes,
+	// a node that holds only words most of the session holds (each in
+	// more than Common of the nodes: "run", "build", "step", "session" in
+	// a build session) is not evidence of what the prompt asks about, however
+	// many of them it holds ("run the build session, one shell step at a
+	// time" asks for new work in the vocabulary of the old).
+	if !uncommon && ix.live >= smallStore {
 		return false
 	}
 	return m.score >= ix.floor(p) && m.score >= p.MinShare*q.info
@@ -912,7 +926,7 @@ type Hit struct {
 // recallLocked is Recall under ix.mu.
 func (ix *Index) recallLocked(query string, p Params) []Hit {
 	q := ix.query(query, p)
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, -1)
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}
