@@ -53,6 +53,9 @@ const (
 	// KindNumber is a bare number of one or two digits (07, 11, 15): a
 	// time, a date or a count that every log repeats, so it weighs less
 	// than a word and is never a specific term (rule "small numbers").
+	// So is a year (1900–2099): "on 3 June, 2023" dates the question, it
+	// names no entity, and a year no node holds is no sign that the
+	// archive lacks what is asked (rule "dates").
 	KindNumber
 	// KindAlias is a name under which a prompt's word appears in tool
 	// output (rule "tool and failure names", aliases.go): "linker" → ld,
@@ -210,6 +213,11 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 	}
 }
 
+// isYear reports whether s is a four-digit year 1900–2099 (rule "dates").
+func isYear(s string) bool {
+	return len(s) == 4 && allDigits(s) && (s[:2] == "19" || s[:2] == "20")
+}
+
 func allDigits(s string) bool {
 	if s == "" {
 		return false
@@ -261,7 +269,7 @@ func (a *analyzer) word(w string, emit func(Term)) {
 	if hasDigit(folded) && len(parts) <= 1 {
 		// A number or an alphanumeric token (v12, 5433, e2e): as written.
 		switch {
-		case len(folded) == 2 && allDigits(folded):
+		case len(folded) == 2 && allDigits(folded), isYear(folded):
 			emit(Term{folded, KindNumber, w})
 		case len(folded) >= 2:
 			emit(Term{folded, KindWord, w})
