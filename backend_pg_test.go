@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,6 +67,13 @@ func onPostgres(t *testing.T, tests map[string]func(*testing.T)) {
 	sort.Strings(names)
 	for _, n := range names {
 		t.Run(n, tests[n])
+	}
+	// Again with the in-memory snapshot rebuilt at every read that brings
+	// an entry (BackendSnapshotMin 1), so that both index forms are checked.
+	defer func(v int) { BackendSnapshotMin = v }(BackendSnapshotMin)
+	BackendSnapshotMin = 1
+	for _, n := range names {
+		t.Run(n+"/snapshot", tests[n])
 	}
 }
 
@@ -296,9 +303,6 @@ func editEntryInBackend(t *testing.T, s *Store, step int, edit func(map[string]a
 	sqlSession(t, s, `UPDATE cf_entries SET doc = $3 WHERE session_id = $1 AND step_id = $2`, int64(step), out)
 }
 
-// isBackendDir reports whether a Dir() names a backend store.
-func isBackendDir(dir string) bool { return strings.Contains(dir, "://") }
-
 func TestConformancePostgres(t *testing.T) {
 	onPostgres(t, map[string]func(*testing.T){
 		"DefaultPolicy": TestConformanceDefaultPolicy,
@@ -325,4 +329,47 @@ func TestCONFPostgres(t *testing.T) {
 		"CONF12": TestCONF12InconsistentStateAndPathContainment,
 		"CONF13": TestCONF13PassiveInterceptionMultiIntent,
 	})
+}
+
+// A backend store's index is re-based on an in-memory snapshot once enough
+// entries were read, and answers as before.
+func TestBackendSnapshotInMemory(t *testing.T) {
+	testPG = testPostgres(t)
+	defer func() { testPG = nil }()
+	defer func(v int) { BackendSnapshotMin = v }(BackendSnapshotMin)
+	BackendSnapshotMin = 4
+	s := demoStore(t)
+	before, err := s.Scan(DemoPrompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := reopen(t, s)
+	after, err := fresh.Scan(DemoPrompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ix.base == nil || fresh.ix.nb != len(DemoTurns()) {
+		t.Fatalf("no in-memory snapshot (nb %d)", fresh.ix.nb)
+	}
+	if fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("scan differs on the snapshot:\n%v\n%v", before, after)
+	}
+	// A fold elsewhere reaches the snapshot-based replica as a heap record;
+	// an eviction of a snapshot record too.
+	if _, err := s.Fold(Turn{StepID: 900, Summary: "late turn", RawContent: "zanzibar_port 9999"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Evict(137); err != nil {
+		t.Fatal(err)
+	}
+	res, err := fresh.Scan("zanzibar_port")
+	if err != nil || len(res.Selected) != 1 || res.Selected[0].StepID != 900 {
+		t.Fatalf("scan after a fold elsewhere: %v %+v", err, res)
+	}
+	if e, err := fresh.Entry(137); err != nil || !e.Evicted {
+		t.Errorf("eviction elsewhere not seen: %v %+v", err, e)
+	}
+	if !bytes.Equal(indexFileBytes(t, s), indexFileBytes(t, fresh)) {
+		t.Error("the two replicas encode different indexes")
+	}
 }

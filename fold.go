@@ -157,7 +157,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
 		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
-		if err := validateEntryDoc(ix.entry(r).Doc); err != nil {
+		if err := validateEntryDoc(ix.entryDoc(r)); err != nil {
 			s.ix = nil
 			return nil, &StoreFileError{File: s.storePath(IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/tokens"
 )
 
@@ -114,7 +115,7 @@ func (s *Store) readColdNodeAt(step int, path string) (*ColdNode, error) {
 }
 
 func readColdNodeFile(step int, path string) (*ColdNode, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path)
 	return parseColdNodeBytes(step, path, data, err)
 }
 

@@ -1,9 +1,11 @@
 package contextfold
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 
@@ -304,6 +306,22 @@ func (ix *index) recordFromDoc(key string, v any) (*record, error) {
 	return r, nil
 }
 
+// entryDoc is the entry document of a record as ix.entry(r).Doc, sharing
+// the record's lists instead of copying them, for checks that only read it
+// (a fold validates every new entry: issue 12, a node of a large log lists
+// a million identifiers).
+func (ix *index) entryDoc(r *record) map[string]any {
+	if r.extra != nil {
+		return ix.entry(r).Doc
+	}
+	return map[string]any{
+		"step_id": r.step, "projection_version": ProjectionVersion, "summary": r.summary,
+		"payload_sha256": r.payload, "projection_sha256": r.projection, "artifact_sha256": r.artifact,
+		"file_path": r.filePath, "token_estimate": r.tokenEstimate, "folded_at": r.foldedAt,
+		"identifiers": r.idents, "files": r.files, "commands": r.commands, "errors": r.errors, "evicted": r.evicted,
+	}
+}
+
 // entry materialises the public Entry of a record.
 func (ix *index) entry(r *record) *Entry {
 	e := &Entry{
@@ -418,6 +436,76 @@ const nodesMarker = "\x01nodes\x01"
 // holds it in exactly this form (the snapshot is only made of an index file
 // in our encoding); every other record is encoded.
 func (ix *index) encode() ([]byte, []entrySpan, error) {
+	var b bytes.Buffer
+	b.Grow(ix.base.jsonSize() + (len(ix.recs)-ix.nb)*2048 + 4096)
+	spans, err := ix.encodeTo(&b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Bytes(), spans, nil
+}
+
+// indexWriter is what the index encoding is written to: a *bytes.Buffer, or
+// an *offsetWriter streaming to the index file (issue 12: a large index is
+// not held whole in memory while it is written). Len is the bytes written.
+type indexWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+	Len() int
+}
+
+// offsetWriter buffers writes to w and counts them (the entry spans are
+// offsets in the file). The first error is kept and returned by flush.
+type offsetWriter struct {
+	w   *bufio.Writer
+	n   int
+	err error
+}
+
+func newOffsetWriter(w io.Writer) *offsetWriter {
+	return &offsetWriter{w: bufio.NewWriterSize(w, 256<<10)}
+}
+
+func (o *offsetWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	o.n += n
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	return n, err
+}
+
+func (o *offsetWriter) WriteString(s string) (int, error) {
+	n, err := o.w.WriteString(s)
+	o.n += n
+	if err != nil && o.err == nil {
+		o.err = err
+	}
+	return n, err
+}
+
+func (o *offsetWriter) WriteByte(c byte) error {
+	err := o.w.WriteByte(c)
+	if err == nil {
+		o.n++
+	} else if o.err == nil {
+		o.err = err
+	}
+	return err
+}
+
+func (o *offsetWriter) Len() int { return o.n }
+
+func (o *offsetWriter) flush() error {
+	if o.err != nil {
+		return o.err
+	}
+	return o.w.Flush()
+}
+
+// encodeTo is encode, written to b; it returns the spans.
+func (ix *index) encodeTo(b indexWriter) ([]entrySpan, error) {
 	doc := make(map[string]any, len(ix.header)+1)
 	for k, v := range ix.header {
 		doc[k] = v
@@ -425,11 +513,11 @@ func (ix *index) encode() ([]byte, []entrySpan, error) {
 	doc["nodes"] = canonjson.Raw(nodesMarker)
 	frame, err := canonjson.Pretty(doc)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cut := bytes.Index(frame, []byte(nodesMarker))
 	if cut < 0 {
-		return nil, nil, fmt.Errorf("index encoding: nodes marker lost")
+		return nil, fmt.Errorf("index encoding: nodes marker lost")
 	}
 	type keyed struct {
 		key string
@@ -440,8 +528,6 @@ func (ix *index) encode() ([]byte, []entrySpan, error) {
 		keys[p] = keyed{strconv.Itoa(ix.stepAt(int32(p))), int32(p)}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].key < keys[j].key })
-	var b bytes.Buffer
-	b.Grow(len(frame) + ix.base.jsonSize() + (len(ix.recs)-ix.nb)*2048 + 64)
 	b.Write(frame[:cut])
 	spans := make([]entrySpan, len(ix.recs))
 	if len(keys) == 0 {
@@ -453,29 +539,29 @@ func (ix *index) encode() ([]byte, []entrySpan, error) {
 				b.WriteByte(',')
 			}
 			b.WriteString("\n    ")
-			canonjson.WriteString(&b, k.key)
+			canonjson.WriteString(b, k.key)
 			b.WriteString(": ")
 			off := b.Len()
 			if ix.recs[k.p] == nil {
-				err = ix.base.copyEntry(&b, k.p)
+				err = ix.base.copyEntry(b, k.p)
 			} else {
-				err = ix.writeEntry(&b, ix.recs[k.p])
+				err = ix.writeEntry(b, ix.recs[k.p])
 			}
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			spans[k.p] = entrySpan{int64(off), uint32(b.Len() - off)}
 		}
 		b.WriteString("\n  }")
 	}
 	b.Write(frame[cut+len(nodesMarker):])
-	return b.Bytes(), spans, nil
+	return spans, nil
 }
 
 // writeEntry writes one entry in pretty form at depth 2. The standard form is
 // written directly in sorted key order; anything else through the generic
 // encoder.
-func (ix *index) writeEntry(b *bytes.Buffer, r *record) error {
+func (ix *index) writeEntry(b indexWriter, r *record) error {
 	if r.extra != nil {
 		doc := make(map[string]any, len(r.extra))
 		for k, v := range r.extra {

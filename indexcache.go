@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -98,16 +99,24 @@ type baseIndex struct {
 	secOff  [cacheSecs]int  // file offset of each section
 	n       int             // records
 	nterms  int             // terms in the dictionary
-	jsonf   *os.File        // the recall_index.json the snapshot was made of
+	jsonf   entrySource     // the recall_index.json the snapshot was made of
 	checked []uint64        // bitset of chunks whose CRC was verified
 	bad     bool            // a lazily verified chunk failed, or an offset was out of range
 	dense   map[string]uint // dense term → its signature bit
 	sigs    []byte          // n × 2 u64 signatures (section 6), verified at first use
 }
 
+// entrySource is where a snapshot's entries are read: the index file it was
+// made of (an *os.File), or, for a backend store, the index encoded in
+// memory (memEntries).
+type entrySource interface {
+	ReadAt(p []byte, off int64) (int, error)
+	Name() string
+}
+
 // decodeCache opens a snapshot made for the index file f with stamp st.
 // data is the whole cache file; f stays open for reading entries.
-func decodeCache(data []byte, st fileStamp, f *os.File) (*index, error) {
+func decodeCache(data []byte, st fileStamp, f entrySource) (*index, error) {
 	b, err := openBase(data, st)
 	if err != nil {
 		return nil, err
@@ -287,7 +296,7 @@ func (b *baseIndex) record(ix *index, p int32) *record {
 }
 
 // copyEntry appends position p's entry bytes, as the index file holds them.
-func (b *baseIndex) copyEntry(w *bytes.Buffer, p int32) error {
+func (b *baseIndex) copyEntry(w io.Writer, p int32) error {
 	data, err := b.readEntry(p)
 	if err != nil {
 		return fmt.Errorf("copying entry %d from %s: %w", b.step(p), b.jsonf.Name(), err)
@@ -383,6 +392,17 @@ func (b *baseIndex) decodePostings(dst []int32, data []byte, summary bool) []int
 // whose entries lie at spans (by position). It reads the base snapshot's
 // postings rather than re-extracting terms.
 func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
+	parts, err := ix.encodeCacheParts(st, spans)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(parts, nil), nil
+}
+
+// encodeCacheParts is encodeCache as the parts of the file, in order (the
+// head, the sections, the chunk checksums), which writeCache writes one
+// after the other: the snapshot is not copied into one buffer (issue 12).
+func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, error) {
 	le := binary.LittleEndian
 	order := ix.stepOrder()
 	newPos := make([]int32, len(ix.recs))
@@ -395,6 +415,7 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 		return nil, err
 	}
 	secs[secHeader].Write(hdr)
+	secs[secRecords].Grow(recordSize * len(order))
 	row := make([]byte, recordSize)
 	for _, p := range order {
 		summary := ix.summaryAt(p)
@@ -422,6 +443,15 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 		}
 	}
 	sort.Strings(heapTerms)
+	// The sections sized once (growing by doubling left up to half of
+	// each unused and copied the rest: issue 12).
+	heapBytes := 0
+	for _, t := range heapTerms {
+		heapBytes += len(t)
+	}
+	secs[secTerms].Grow(ix.base.secLen(secTerms) + heapBytes)
+	secs[secTermTable].Grow(8 * (ix.base.termCount() + len(heapTerms) + 1))
+	secs[secPostings].Grow(ix.base.secLen(secPostings) + 4*len(heapTerms) + 2*len(ix.recs))
 	var lists [2][]int32
 	var buf []byte
 	dfs := make([]int, 0, ix.base.termCount()+len(heapTerms)) // by term number: nodes holding the term
@@ -486,26 +516,56 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 	}
 	writeDense(&secs[secDense], dfs, secs[secTermTable].Bytes(), secs[secPostings].Bytes(), len(order))
 
-	out := make([]byte, cacheHead, cacheHead+secs[secRecords].Len()+secs[secTerms].Len()+secs[secPostings].Len()+secs[secSummaries].Len()+secs[secTermTable].Len()+len(hdr))
-	copy(out, cacheMagic)
-	le.PutUint32(out[32:], cacheChunk)
-	le.PutUint32(out[36:], cacheSecs)
+	head := make([]byte, cacheHead)
+	copy(head, cacheMagic)
+	le.PutUint32(head[32:], cacheChunk)
+	le.PutUint32(head[36:], cacheSecs)
+	parts := [][]byte{head}
+	off := cacheHead
 	for i := range secChunkCRCs {
-		le.PutUint64(out[40+16*i:], uint64(len(out)))
-		le.PutUint64(out[48+16*i:], uint64(secs[i].Len()))
-		out = append(out, secs[i].Bytes()...)
-		secs[i] = bytes.Buffer{} // copied: collectable now (issue 12)
+		le.PutUint64(head[40+16*i:], uint64(off))
+		le.PutUint64(head[48+16*i:], uint64(secs[i].Len()))
+		parts = append(parts, secs[i].Bytes())
+		off += secs[i].Len()
 	}
+	crcs := chunkCRCs(parts[1:], cacheChunk)
+	le.PutUint64(head[40+16*secChunkCRCs:], uint64(off))
+	le.PutUint64(head[48+16*secChunkCRCs:], uint64(len(crcs)))
+	parts = append(parts, crcs)
+	le.PutUint32(head[cacheHead-8:], crc32.Checksum(crcs, crcTable))
+	stampCache(head, st)
+	return parts, nil
+}
+
+// chunkCRCs is the CRC-32C of every chunk bytes of the concatenation of
+// parts (the last chunk may be shorter), as little-endian u32s.
+func chunkCRCs(parts [][]byte, chunk int) []byte {
 	var crcs []byte
-	for lo := cacheHead; lo < len(out); lo += cacheChunk {
-		crcs = le.AppendUint32(crcs, crc32.Checksum(out[lo:min(lo+cacheChunk, len(out))], crcTable))
+	var crc uint32
+	n := 0
+	for _, p := range parts {
+		for len(p) > 0 {
+			k := min(chunk-n, len(p))
+			crc = crc32.Update(crc, crcTable, p[:k])
+			n, p = n+k, p[k:]
+			if n == chunk {
+				crcs = binary.LittleEndian.AppendUint32(crcs, crc)
+				crc, n = 0, 0
+			}
+		}
 	}
-	le.PutUint64(out[40+16*secChunkCRCs:], uint64(len(out)))
-	le.PutUint64(out[48+16*secChunkCRCs:], uint64(len(crcs)))
-	out = append(out, crcs...)
-	le.PutUint32(out[cacheHead-8:], crc32.Checksum(crcs, crcTable))
-	stampCache(out, st)
-	return out, nil
+	if n > 0 {
+		crcs = binary.LittleEndian.AppendUint32(crcs, crc)
+	}
+	return crcs
+}
+
+// secLen is the length of a section of the snapshot (0 without one).
+func (b *baseIndex) secLen(sec int) int {
+	if b == nil {
+		return 0
+	}
+	return len(b.secs[sec])
 }
 
 // stampCache binds an encoded snapshot to the index file with stamp st (a
@@ -603,11 +663,20 @@ func readCache(paths []string, st fileStamp, f *os.File) (*index, error) {
 // valid, when not nil, is asked just before the rename whether the snapshot
 // is still wanted (a reader's cache must not replace a newer one).
 func writeCache(dir string, data []byte, valid func() bool) error {
+	return writeCacheParts(dir, [][]byte{data}, valid)
+}
+
+// writeCacheParts is writeCache for a file given as consecutive parts.
+func writeCacheParts(dir string, parts [][]byte, valid func() bool) error {
 	f, err := os.CreateTemp(dir, "."+IndexCacheFile+".tmp*")
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	for _, p := range parts {
+		if _, err = f.Write(p); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}

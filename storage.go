@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -99,7 +100,7 @@ func (s *Store) nodeBytes(step int, path string) ([]byte, error) {
 	if s.be != nil {
 		return s.be.ReadNode(step)
 	}
-	return os.ReadFile(path)
+	return fsutil.ReadFile(path)
 }
 
 // txLock is the lock of a backend store: its write transaction. Unlock
@@ -198,8 +199,48 @@ func (s *Store) loadBackendIndex() (*index, error) {
 		}
 		ix.add(r)
 	}
+	if heap := ix.len() - ix.nb; s.tx == nil && heap >= BackendSnapshotMin && heap >= ix.nb/4 {
+		// Matching over a large heap index costs time per scan: the index
+		// is re-based on an in-memory snapshot, the same one a directory
+		// store maps (dense-term signatures, compact postings).
+		if snap, err := snapshotInMemory(ix, s.dir); err == nil {
+			ix = snap
+		}
+	}
 	s.ix, s.beRev = ix, d.Rev
 	return ix, nil
+}
+
+// BackendSnapshotMin is the number of index entries read from a backend
+// (not yet in a snapshot) from which a backend store rebuilds its in-memory
+// snapshot: once the whole index is read (a cold replica), and again
+// whenever the entries read since reach a quarter of the snapshot's; never
+// inside a write transaction (a fold does not pay for it).
+// Changing it only changes speed (a variable for tests and benchmarks).
+var BackendSnapshotMin = 4096
+
+// memEntries is a backend index encoded in memory, the entry source of its
+// snapshot.
+type memEntries struct {
+	*bytes.Reader
+	name string
+}
+
+func (m memEntries) Name() string { return m.name }
+
+// snapshotInMemory returns ix as a snapshot-based index: encoded as
+// recall_index.json in memory, with the snapshot of that encoding; records
+// are materialised from the encoding when used.
+func snapshotInMemory(ix *index, name string) (*index, error) {
+	data, spans, err := ix.encode()
+	if err != nil {
+		return nil, err
+	}
+	c, err := ix.encodeCache(fileStamp{}, spans)
+	if err != nil {
+		return nil, err
+	}
+	return decodeCache(c, fileStamp{}, memEntries{bytes.NewReader(data), name + "#" + IndexFile})
 }
 
 // storedEntry renders a record as a backend entry document.

@@ -331,20 +331,32 @@ func (s *Store) writeIndex(ix *index) error {
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = s.now()
 	}
-	data, spans, err := ix.encode()
-	if err != nil {
-		s.ix = nil
-		return err
-	}
-	// The cache is encoded before the index is replaced and stamped after,
-	// so that readers meet a new index without its cache only briefly.
-	var cache []byte
-	if int64(len(data)) >= IndexCacheThreshold {
-		cache, _ = ix.encodeCache(fileStamp{}, spans)
-	}
+	// The index is streamed into its temporary file (issue 12: never held
+	// whole in memory); the cache is encoded once the entries' spans are
+	// known, before the index replaces the old one, and stamped after, so
+	// that readers meet a new index without its cache only briefly.
+	var cache [][]byte // the cache file's parts
+	var encErr error
 	path := filepath.Join(s.dir, IndexFile)
-	if err := fsutil.WriteFileAtomic(path, data, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error {
+		ow := newOffsetWriter(w)
+		spans, err := ix.encodeTo(ow)
+		if err != nil {
+			encErr = err
+			return err
+		}
+		if err := ow.flush(); err != nil {
+			return err
+		}
+		if int64(ow.Len()) >= IndexCacheThreshold {
+			cache, _ = ix.encodeCacheParts(fileStamp{}, spans)
+		}
+		return nil
+	}); err != nil {
 		s.ix = nil // the in-memory copy may be ahead of the disk
+		if encErr != nil {
+			return encErr
+		}
 		return &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
 	}
 	st, err := stampOf(path)
@@ -361,8 +373,8 @@ func (s *Store) writeIndex(ix *index) error {
 		_ = os.Remove(filepath.Join(s.dir, IndexCacheFile)) // a cache an older version kept in the store
 	}
 	if cache != nil {
-		stampCache(cache, st)
-		_ = writeCache(cacheDir, cache, nil) // derived data: a failure costs only time
+		stampCache(cache[0], st)
+		_ = writeCacheParts(cacheDir, cache, nil) // derived data: a failure costs only time
 	} else {
 		_ = os.Remove(filepath.Join(cacheDir, IndexCacheFile))
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // agentConv is a coding-agent session: a system prompt, the task, then
@@ -226,5 +227,35 @@ func TestRecordsFormatAware(t *testing.T) {
 		if got := looksLikeFile(tok); got != want {
 			t.Errorf("looksLikeFile(%q) = %v", tok, got)
 		}
+	}
+}
+
+// A prompt is about what came before it: the task that starts a human turn
+// never hydrates the turn's own calls and outputs, however well they match
+// it (ranked matching; step ids are message positions), while a later
+// question about one of them does.
+func TestPromptNeverHydratesItsOwnTurn(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 6000, Match: match.Ranked})
+	conv := agentConv(60)
+	conv[1].Parts[0].Text = "<pr_description>\nFix the widget parser so that empty input is accepted. If the frobnicator check hits its deadline, say so.\n</pr_description>"
+	const out = 2 + 2*7 + 1 // the tool output of pkg7
+	conv[out].Parts[0].Text += "frobnicator check: deadline exceeded after 30s\n"
+	d, err := h.PreTurnDispatch(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Store().Entry(out); err != nil {
+		t.Fatalf("step %d was not folded: %v", out, err)
+	}
+	if len(d.Hydrated) != 0 {
+		t.Fatalf("the task hydrated its own turn's steps %v", d.Accounting.StepsHydrated)
+	}
+	conv = append(conv, Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "Did the frobnicator check hit its deadline?"}}})
+	d, err = h.PreTurnDispatch(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Hydrated) == 0 || d.Hydrated[0].StepID != out || !strings.Contains(d.HydrationText, "deadline exceeded after 30s") {
+		t.Fatalf("the question hydrated %v, want step %d with its line", d.Accounting.StepsHydrated, out)
 	}
 }

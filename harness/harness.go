@@ -687,7 +687,10 @@ func (h *Harness) turnHydration(conv []Message, prompt int) string {
 }
 
 func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
-	res, err := match.Scan(h.store, prompt, h.matchMode())
+	// Step ids are message positions: the nodes at or after the prompt's
+	// own position are this human turn's calls and outputs, which the
+	// prompt cannot be asking about (ranked; exact is the reference).
+	res, err := match.ScanBefore(h.store, prompt, h.matchMode(), t.promptIndex)
 	if err != nil {
 		t.warnings = append(t.warnings, "scan failed, nothing hydrated: "+err.Error())
 		return

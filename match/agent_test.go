@@ -156,3 +156,66 @@ func TestRankedExactLongNodeNotDroppedBehindBroadOne(t *testing.T) {
 		t.Fatalf("selected %v, dropped %v: the listing 5 is not selected", sel, steps(res.Dropped))
 	}
 }
+
+// Rule "only common words": a prompt for new work in the session's own
+// vocabulary ("run the build session, one shell step at a time") matches
+// every call of the session on words most nodes hold and hydrates
+// nothing; a question naming what one output holds still finds it.
+func TestRankedOnlyCommonWordsHydrateNothing(t *testing.T) {
+	s := newStore(t, "")
+	var turns []contextfold.Turn
+	for i := 0; i < 40; i++ {
+		desc := "step" // the agent's description of the call: the later ones name the session
+		if i >= 15 {
+			desc = "build session step"
+		}
+		turns = append(turns, contextfold.Turn{StepID: 2 * i, Summary: fmt.Sprintf("assistant run_shell_command %s %d", desc, i),
+			RawContent: fmt.Sprintf(`run_shell_command {"command": ": build-step %d; echo ok %d", "description": "%s %d"}`, i, i*i, desc, i)})
+		turns = append(turns, contextfold.Turn{StepID: 2*i + 1, Summary: fmt.Sprintf("tool run_shell_command build-step %d", i),
+			RawContent: fmt.Sprintf("Command: : build-step %d; echo ok %d\nOutput: ok %d\nExit Code: 0", i, i*i, i*i)})
+	}
+	turns[21].RawContent += "\nwarning: deprecated flag -fno-plt ignored by the assembler"
+	fold(t, s, turns...)
+	for _, p := range []string{"CFRUN: run the build session, one shell step at a time, and tell me when it is done.", "run the next build step"} {
+		if res, _ := match.Scan(s, p, match.Ranked); len(res.Selected) != 0 {
+			t.Errorf("%q hydrates %v: %v", p, steps(res.Selected), res.Selected[0].Why)
+		}
+	}
+	res, err := match.Scan(s, "which flag did the assembler ignore in the build session?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Selected) == 0 || res.Selected[0].StepID != 21 {
+		t.Errorf("selected %v, want 21 first", steps(res.Selected))
+	}
+}
+
+// Rule "the prompt's past": ScanBefore leaves out the nodes from the
+// prompt's own position on, companions included; Exact ignores it.
+func TestRankedScanBefore(t *testing.T) {
+	s := agentSession(t)
+	prompt := "what did the linker say at the end of the build?"
+	all, err := match.ScanBefore(s, prompt, match.Ranked, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Selected) == 0 || all.Selected[0].StepID != 3 {
+		t.Fatalf("selected %v, want 3 first", steps(all.Selected))
+	}
+	for _, before := range []int{3, 2} {
+		res, err := match.ScanBefore(s, prompt, match.Ranked, before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range append(res.Selected, res.Dropped...) {
+			if p.StepID >= before {
+				t.Errorf("before %d: step %d picked", before, p.StepID)
+			}
+		}
+	}
+	ex1, _ := match.ScanBefore(s, "frobnicate_v2", match.Exact, 1)
+	ex2, _ := s.Scan("frobnicate_v2")
+	if fmt.Sprint(steps(ex1.Selected)) != fmt.Sprint(steps(ex2.Selected)) {
+		t.Errorf("exact ScanBefore %v differs from the reference scan %v", steps(ex1.Selected), steps(ex2.Selected))
+	}
+}

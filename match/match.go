@@ -126,6 +126,16 @@ func SetRankedParams(p ranked.Params) { params = p }
 // its share of the budget, rule "cost"). Each ranked pick carries its Score
 // and Why.
 func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResult, error) {
+	return ScanBefore(s, prompt, mode, -1)
+}
+
+// ScanBefore is Scan for a prompt written before step before (every step
+// when before < 0): in Ranked mode only the nodes of steps below before are
+// candidates (ranked.Index.ScanBefore, rule "the prompt's past"; a harness
+// whose step ids are message positions passes the prompt's own position,
+// so that a human turn's prompt never hydrates the turn's own calls and
+// outputs). Exact mode is the reference's scan whatever before is.
+func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*contextfold.ScanResult, error) {
 	if mode != Ranked {
 		return s.Scan(prompt)
 	}
@@ -137,7 +147,7 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	if err != nil {
 		return nil, err
 	}
-	r := ix.Scan(prompt, params)
+	r := ix.ScanBefore(prompt, params, before)
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
 	admitted := map[int]bool{}

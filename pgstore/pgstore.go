@@ -108,16 +108,14 @@ func (d *DB) Location() string { return d.db.Location() }
 // Session returns the store of session name in this database: a
 // *contextfold.Store on the session's backend (contextfold.OpenBackend).
 // The session's rows are created by its first write; a session that does
-// not exist reads as an empty store. opts.SessionID defaults to name (it is
-// written into new cold nodes). Open one Store per session and process and
+// not exist reads as an empty store. opts is as for contextfold.Open (the
+// session name is not a cold node's session_id: folds write the same bytes
+// as into a directory). Open one Store per session and process and
 // share it: its in-memory index stays warm and is brought up to date by
 // reading only the entries other writers committed since.
 func (d *DB) Session(name string, opts contextfold.Options) (*contextfold.Store, error) {
 	if name == "" {
 		return nil, &contextfold.StoreFileError{File: d.db.Location(), Err: errors.New("empty session name"), Remedy: "give ?session=NAME"}
-	}
-	if opts.SessionID == "" {
-		opts.SessionID = name
 	}
 	return contextfold.OpenBackend(d.db.Backend(name), opts)
 }

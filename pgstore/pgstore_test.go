@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // testURL is a new, empty database of the test server, one per test
 // (pgtest: a temporary cluster, or CONTEXTFOLD_TEST_POSTGRES_URL).
-func testURL(t *testing.T) string {
+func testURL(t testing.TB) string {
 	t.Helper()
 	if u, ok := urls.Load(t); ok {
 		return u.(string)
@@ -42,12 +42,12 @@ func testURL(t *testing.T) string {
 	return u
 }
 
-var urls sync.Map // *testing.T → its database's URL
+var urls sync.Map // testing.TB → its database's URL
 
 var run = time.Now().UnixNano()
 
 // sessionURL is the test database's URL naming a new session.
-func sessionURL(t *testing.T, base string) string {
+func sessionURL(t testing.TB, base string) string {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
@@ -491,5 +491,52 @@ func TestConnectionDroppedMidFold(t *testing.T) {
 	// The store works again: the pool replaces the dead connection.
 	if _, err := s.Fold(contextfold.Turn{StepID: 2, Summary: "second", RawContent: "now"}); err != nil {
 		t.Errorf("fold after the drop: %v", err)
+	}
+}
+
+// The same operations give the same bytes on both backends: a session
+// exported is the directory store those operations make.
+func TestSameBytesAsTheDirectoryStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	ds, err := contextfold.Open(dir, contextfold.Options{Clock: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := openSession(t)
+	policy := []byte(`{"max_rehydration_tokens_per_turn": 5000}`)
+	c := pool(t)
+	for _, s := range []*contextfold.Store{ds, ps} {
+		if _, err := s.FoldBatch(contextfold.DemoTurns()[:4]); err != nil {
+			t.Fatal(err)
+		}
+		// The policy, as a person would set it, after the first folds.
+		if s == ps {
+			if _, err := c.Exec(context.Background(), `INSERT INTO cf_files (session_id, name, data) VALUES ($1, $2, $3)`, sessionID(t, c, ps), contextfold.PolicyFile, policy); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(filepath.Join(dir, contextfold.PolicyFile), policy, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range contextfold.DemoTurns()[4:] {
+			if _, err := s.Fold(tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Evict(137); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Evict(137); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Repair(true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), ".contextfold")
+	if err := ps.ExportDir(out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := treeHash(t, out), treeHash(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the PostgreSQL session is not the directory store:\n got %v\nwant %v", got, want)
 	}
 }

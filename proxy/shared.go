@@ -108,6 +108,14 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	if err := syncIn(sess, lease); err != nil {
 		return sess, nil, err
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			// The harness may have moved on from the committed state:
+			// import it again next time.
+			sess.ver.Store(-1)
+		}
+	}()
 	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 	st.clientTokens = total
 	s.cache.remember(req, sess.h.CounterName())
@@ -124,6 +132,7 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	if err := commitOut(sess, lease); err != nil {
 		return sess, nil, err
 	}
+	ok = true
 	return sess, d, nil
 }
 
@@ -146,8 +155,9 @@ func (s *Server) sharedPostTurn(sess *session, d *harness.Dispatch) ([]int, erro
 		return nil, err
 	}
 	evs, err := sess.h.PostTurnResponse(d)
-	if cerr := commitOut(sess, lease); err == nil {
-		err = cerr
+	if cerr := commitOut(sess, lease); cerr != nil {
+		sess.ver.Store(-1)
+		err = errors.Join(err, cerr)
 	}
 	return stepsOf(evs), err
 }

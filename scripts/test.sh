@@ -41,3 +41,8 @@ fi
 go vet ./...
 go test -race -timeout 45m ./...
 go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFolds|TestWriteFailuresKeepPreviousState|TestReadOnlyAndPermissionDenied' .
+# The PostgreSQL fleet and multi-process writer tests (internal/fleet, built
+# without the race detector for the same reason): three proxy processes with a
+# SIGKILL, 8 writer processes x 1,000 folds, 1,000 sessions x 20 folds.
+# About 1.5 minutes on 2 cores.
+go test -count=1 -timeout 20m ./internal/fleet

@@ -15,10 +15,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/inspect"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/pgstore"
 	"github.com/contextfold/contextfold/proxy"
+	"github.com/contextfold/contextfold/proxy/pgsessions"
 )
 
 func init() { commands = append(commands, newProxyCmd) }
@@ -52,7 +55,9 @@ requests in flight would pass --max-inflight-bytes, 503 with Retry-After.
 
 Sessions: the X-Contextfold-Session header, else derived from the start of
 the conversation. Stores live under --dir (default: the user cache directory,
-contextfold/proxy), one per session.
+contextfold/proxy), one per session; with --store postgres://… (or
+CONTEXTFOLD_STORE) every session is a session of that database, and any
+number of replicas on one database serve the same sessions (docs/proxy.md).
 
 Point a client at it:
   ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
@@ -60,6 +65,7 @@ Point a client at it:
   Codex, Qwen Code and others: see docs/agents.md`,
 		Example: `  contextfold proxy --upstream https://api.anthropic.com
   contextfold proxy --listen 127.0.0.1:8787 --anthropic-upstream https://api.anthropic.com --openai-upstream https://api.openai.com
+  contextfold proxy --store 'postgres://cf@db.internal:5432/contextfold' --upstream https://api.anthropic.com
   contextfold proxy --context-budget 60000 --fold-target 40 --pin-messages 2
   contextfold proxy --context-budget -1 --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
 		Args: cobra.NoArgs,
@@ -68,7 +74,11 @@ Point a client at it:
 				return usagef("give --upstream URL (or --anthropic-upstream / --openai-upstream)")
 			}
 			dir := g.dir
-			if dir == "" {
+			if g.store != "" && !pgstore.IsURL(g.store) {
+				dir = g.store // --store DIR: the directory of per-session stores
+			}
+			storeURL := g.storeURL()
+			if dir == "" && storeURL == "" {
 				base, err := os.UserCacheDir()
 				if err != nil {
 					return usagef("no --dir given and no user cache directory: %v", err)
@@ -96,10 +106,27 @@ Point a client at it:
 				bodyTimeout = -1 // proxy.Options: negative means no limit
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
+			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
 				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger,
 				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout,
-				AllowedHosts: allowedHosts, AnyHost: !loopback})
+				AllowedHosts: allowedHosts, AnyHost: !loopback}
+			where := dir
+			if storeURL != "" {
+				// Every session in the database: replicas share them.
+				ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+				db, err := pgstore.Connect(ctx, storeURL)
+				if err == nil {
+					opts.Shared, err = pgsessions.Connect(ctx, storeURL, func(name, id string) (*contextfold.Store, error) {
+						return db.Session(name, contextfold.Options{SessionID: id})
+					})
+				}
+				cancel()
+				if err != nil {
+					return err
+				}
+				where = db.Location()
+			}
+			srv, err := proxy.New(opts)
 			if err != nil {
 				return usagef("%v", err)
 			}
@@ -116,7 +143,7 @@ Point a client at it:
 				defer cancel()
 				_ = hs.Shutdown(sctx)
 			}()
-			fmt.Fprintf(cmd.ErrOrStderr(), "contextfold proxy listening on http://%s (stores in %s)\n", ln.Addr(), dir)
+			fmt.Fprintf(cmd.ErrOrStderr(), "contextfold proxy listening on http://%s (stores in %s)\n", ln.Addr(), where)
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}

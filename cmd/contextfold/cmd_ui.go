@@ -49,6 +49,9 @@ is given for another address; it then shows the whole store to that network.`,
 			if err != nil {
 				return err
 			}
+			if s.Backend() != nil {
+				return usagef("ui inspects a directory store, and %s is a database session: export it first (contextfold export --store URL --to DIR), then run contextfold ui --dir DIR", s.Dir())
+			}
 			h, err := inspect.New(s, inspect.Options{AnyHost: !loopback})
 			if err != nil {
 				return err

@@ -57,7 +57,10 @@ func TestCommandsOnPostgres(t *testing.T) {
 	log2 := filepath.Join(t.TempDir(), "step138.log")
 	os.WriteFile(log2, []byte("redis cache warm-up done in 2.1s\n"), 0o644)
 	step(0, "fold", "138", "Redis cache warmed", "--file", log2)
-	step(0, "ingest", "--help")
+	if out := step(0, "steps"); !strings.Contains(out, "137") {
+		t.Errorf("steps: %s", out)
+	}
+	step(0, "scrub-check")
 	if out := step(0, "scan", "What port is PostgreSQL on?"); !strings.Contains(out, "step 137") {
 		t.Errorf("scan: %s", out)
 	}
@@ -95,6 +98,21 @@ func TestCommandsOnPostgres(t *testing.T) {
 	all.WriteString(out + errOut)
 	if code != 0 || !strings.Contains(out, "imported 2 cold nodes") {
 		t.Errorf("import: exit %d %s%s", code, out, errOut)
+	}
+	// ingest a real agent session into a third session, twice (idempotent).
+	third := pgSessionURL(t)
+	for range 2 {
+		out, errOut, code = cli(t, "", "--store", third, "ingest", "../../ingest/testdata/transcripts/claude-code/ledger-api-session.jsonl")
+		all.WriteString(out + errOut)
+		if code != 0 {
+			t.Fatalf("ingest: exit %d %s%s", code, out, errOut)
+		}
+	}
+	if out, errOut, code := cli(t, "", "--store", third, "validate", "--json"); code != 0 || !strings.Contains(out, `"ok": true`) {
+		t.Errorf("validate after ingest: exit %d %s%s", code, out, errOut)
+	}
+	if out, errOut, code := cli(t, "", "--store", third, "ui"); code == 0 || !strings.Contains(errOut, "export it first") {
+		t.Errorf("ui on a database store: exit %d %s%s", code, out, errOut)
 	}
 	if hasPW && pw != "" && strings.Contains(all.String(), pw) {
 		t.Errorf("an output holds the password")

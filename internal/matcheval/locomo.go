@@ -105,21 +105,34 @@ type Score struct {
 	Tokens    float64 // sum of hydrated tokens
 }
 
-// Mean returns the mean recall in percent.
-func (s Score) Mean() float64 {
-	if s.Questions == 0 {
+// Mean returns the mean recall in percent (0 for a nil or empty score).
+func (s *Score) Mean() float64 {
+	if s == nil || s.Questions == 0 {
 		return 0
 	}
 	return 100 * s.Recall / float64(s.Questions)
 }
 
-// LoCoMoReport is the outcome: per method, overall and per category.
+// LoCoMoReport is the outcome: per method, overall and per category, and
+// the same for each half of the conversations (held-out split).
 type LoCoMoReport struct {
 	Conversations, Turns int
 	BudgetTurns          float64
 	Overall              map[string]*Score
 	ByCategory           map[int]map[string]*Score
+	// ByHalf splits the questions by their conversation's index in the
+	// file: HalfEven (0, 2, 4, …) and HalfOdd (1, 3, …); per half, category
+	// 0 is the half's overall score. A change to the scorer is tuned on one
+	// half and must help the other as well (a held-out check against
+	// fitting one file).
+	ByHalf map[string]map[int]map[string]*Score
 }
+
+// Halves of the held-out split (LoCoMoReport.ByHalf).
+const (
+	HalfEven = "even"
+	HalfOdd  = "odd"
+)
 
 // RunLoCoMo folds each conversation turn by turn (one dialog turn = one
 // step: payload "Speaker: text" plus the shared image's caption, summary
@@ -129,9 +142,34 @@ type LoCoMoReport struct {
 // ranked scan and a plain BM25 top-5 over the same turns. limit > 0 keeps
 // the first limit conversations.
 func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMoReport, error) {
-	rep := &LoCoMoReport{BudgetTurns: budgetTurns, Overall: map[string]*Score{}, ByCategory: map[int]map[string]*Score{}}
+	rep := &LoCoMoReport{BudgetTurns: budgetTurns, Overall: map[string]*Score{}, ByCategory: map[int]map[string]*Score{},
+		ByHalf: map[string]map[int]map[string]*Score{HalfEven: {}, HalfOdd: {}}}
 	for _, m := range []string{MethodExact, MethodRanked, MethodBM25} {
 		rep.Overall[m] = &Score{}
+	}
+	// scores returns the accumulators a question of category cat in
+	// conversation ci adds to for method m.
+	scores := func(ci, cat int, m string) []*Score {
+		half := HalfEven
+		if ci%2 == 1 {
+			half = HalfOdd
+		}
+		out := []*Score{rep.Overall[m]}
+		for k, byCat := range []map[int]map[string]*Score{rep.ByCategory, rep.ByHalf[half]} {
+			for _, c := range []int{cat, 0} {
+				if c == 0 && k == 0 { // rep.Overall is the whole file's category 0
+					continue
+				}
+				if byCat[c] == nil {
+					byCat[c] = map[string]*Score{}
+				}
+				if byCat[c][m] == nil {
+					byCat[c][m] = &Score{}
+				}
+				out = append(out, byCat[c][m])
+			}
+		}
+		return out
 	}
 	for ci, sample := range data {
 		if limit > 0 && ci >= limit {
@@ -214,32 +252,15 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 					fmt.Printf("  r1 %d: %s\n", got[MethodRanked][0], texts[got[MethodRanked][0]])
 				}
 			}
-			cat := rep.ByCategory[qa.Category]
-			if cat == nil {
-				cat = map[string]*Score{}
-				rep.ByCategory[qa.Category] = cat
-			}
-			for name, picks := range got {
-				r := recall(ev, picks)
-				for _, sc := range []*Score{rep.Overall[name], cat[name]} {
-					if sc == nil {
-						sc = &Score{}
-						cat[name] = sc
-					}
+			for _, name := range []string{MethodExact, MethodRanked, MethodBM25} {
+				r := 0.0 // no pick at all: recall 0
+				if picks, ok := got[name]; ok {
+					r = recall(ev, picks)
+				}
+				for _, sc := range scores(ci, qa.Category, name) {
 					sc.Questions++
 					sc.Recall += r
 					sc.Tokens += tok[name]
-				}
-			}
-			for _, name := range []string{MethodExact, MethodRanked, MethodBM25} {
-				if _, ok := got[name]; !ok { // no pick at all: recall 0
-					for _, sc := range []*Score{rep.Overall[name], cat[name]} {
-						if sc == nil {
-							sc = &Score{}
-							cat[name] = sc
-						}
-						sc.Questions++
-					}
 				}
 			}
 		}
@@ -296,7 +317,36 @@ func (r *LoCoMoReport) Format() string {
 		row(strconv.Itoa(c)+" "+categoryName(c), r.ByCategory[c])
 	}
 	row("**overall**", r.Overall)
+	// The held-out split: the same figures per half of the conversations.
+	fmt.Fprintf(&b, "\nHeld-out split (conversations by index: even | odd)\n\n| category | questions even / odd |")
+	for _, h := range []string{HalfEven, HalfOdd} {
+		for _, m := range methods {
+			fmt.Fprintf(&b, " %s %s |", m, h)
+		}
+	}
+	b.WriteString("\n|---|---|---|---|---|---|---|---|\n")
+	for _, c := range append(cats, 0) {
+		name := strconv.Itoa(c) + " " + categoryName(c)
+		if c == 0 {
+			name = "**overall**"
+		}
+		even, odd := r.ByHalf[HalfEven][c], r.ByHalf[HalfOdd][c]
+		fmt.Fprintf(&b, "| %s | %d / %d |", name, even[MethodRanked].count(), odd[MethodRanked].count())
+		for _, sc := range []map[string]*Score{even, odd} {
+			for _, m := range methods {
+				fmt.Fprintf(&b, " %.1f %% |", sc[m].Mean())
+			}
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
+}
+
+func (s *Score) count() int {
+	if s == nil {
+		return 0
+	}
+	return s.Questions
 }
 
 func categoryName(c int) string {

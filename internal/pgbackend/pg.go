@@ -63,6 +63,12 @@ type DB struct {
 
 	mu  sync.Mutex
 	ids map[string]int64 // session name → id, once the row exists
+
+	// writers bounds the write transactions open at once to half the
+	// pool: a write transaction holds one connection while the Store reads
+	// through the pool (a second one), so more writers than half the pool
+	// could each hold one and wait for another, forever.
+	writers chan struct{}
 }
 
 // Connect opens a pool to the database of rawURL (its ?session= parameter is
@@ -115,6 +121,7 @@ func dial(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, db.fail("connect", err)
 	}
 	db.pool = pool
+	db.writers = make(chan struct{}, max(1, int(cfg.MaxConns)/2))
 	pctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
@@ -437,14 +444,27 @@ func (s *session) ReadFile(name string) ([]byte, error) {
 // its lock (waiting for any other writer of the session) and reserves the
 // transaction's revision.
 func (s *session) Begin() (backend.Tx, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), LockTimeout+OpTimeout)
+	wctx, wcancel := context.WithTimeout(context.Background(), LockTimeout)
+	select {
+	case s.db.writers <- struct{}{}:
+		wcancel()
+	case <-wctx.Done():
+		wcancel()
+		return nil, s.fail("begin a write transaction", errors.New("too many write transactions of this process waiting (raise pool_max_conns in the URL)"))
+	}
+	var once sync.Once
+	release := func() { once.Do(func() { <-s.db.writers }) }
+	ctx, cancel := opCtx()
 	tx, err := s.db.pool.Begin(ctx)
+	cancel()
 	if err != nil {
-		cancel()
+		release()
 		return nil, s.fail("begin a write transaction", err)
 	}
-	t := &writeTx{s: s, tx: tx, ctx: ctx, cancel: cancel}
-	err = tx.QueryRow(ctx, `INSERT INTO cf_sessions AS s (name, rev) VALUES ($1, 1)
+	t := &writeTx{s: s, tx: tx, release: release}
+	lctx, lcancel := context.WithTimeout(context.Background(), LockTimeout)
+	defer lcancel()
+	err = tx.QueryRow(lctx, `INSERT INTO cf_sessions AS s (name, rev) VALUES ($1, 1)
 		ON CONFLICT (name) DO UPDATE SET rev = s.rev + 1
 		RETURNING id, generation, rev`, s.name).Scan(&t.id, &t.rev.Generation, &t.rev.Seq)
 	if err != nil {
@@ -454,41 +474,120 @@ func (s *session) Begin() (backend.Tx, error) {
 	return t, nil
 }
 
-// writeTx is a session's write transaction.
+// writeTx is a session's write transaction. Each statement is bounded by
+// OpTimeout (the transaction itself is not: a long ingest is one
+// transaction).
 type writeTx struct {
-	s      *session
-	tx     pgx.Tx
-	ctx    context.Context
-	cancel context.CancelFunc
-	id     int64
-	rev    backend.Revision
+	s       *session
+	tx      pgx.Tx
+	id      int64
+	rev     backend.Revision
+	release func() // gives back the DB.writers slot (once)
+
+	nodes     pgx.Batch // queued node inserts (WriteNode)
+	nodeSteps []int
+	nodeBytes int
 }
 
 func (t *writeTx) Rev() backend.Revision { return t.rev }
 
+func (t *writeTx) exec(sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.flushNodes(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	ctx, cancel := opCtx()
+	defer cancel()
+	return t.tx.Exec(ctx, sql, args...)
+}
+
+// queryRow runs a one-row query in the transaction; Scan reads it.
+func (t *writeTx) queryRow(sql string, args ...any) rowScanner {
+	return rowScanner{t: t, sql: sql, args: args}
+}
+
+type rowScanner struct {
+	t    *writeTx
+	sql  string
+	args []any
+}
+
+func (r rowScanner) Scan(dest ...any) error {
+	if err := r.t.flushNodes(); err != nil {
+		return err
+	}
+	ctx, cancel := opCtx()
+	defer cancel()
+	return r.t.tx.QueryRow(ctx, r.sql, r.args...).Scan(dest...)
+}
+
 func (t *writeTx) fail(op string, err error) error { return t.s.fail(op, err) }
 
+// WriteNode queues the node's insert: queued inserts are sent together
+// (pipelined) before the transaction's next other statement, or once
+// nodeBatchRows of them or nodeBatchBytes are queued, so that an import or a
+// long ingest does not pay a round trip per node. An insert's error is
+// reported by the call that sends it.
 func (t *writeTx) WriteNode(step int, data []byte) error {
-	_, err := t.tx.Exec(t.ctx, `INSERT INTO cf_nodes (session_id, step_id, data) VALUES ($1, $2, $3)`, t.id, int64(step), data)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		return &backend.Error{Location: t.s.Location(), Err: fmt.Errorf("step %d already has a cold node", step),
-			Remedy: "run 'contextfold repair --apply' to quarantine the unindexed node, then fold again"}
-	}
-	if err != nil {
-		return t.fail(fmt.Sprintf("write the cold node of step %d", step), err)
+	t.nodes.Queue(`INSERT INTO cf_nodes (session_id, step_id, data) VALUES ($1, $2, $3)`, t.id, int64(step), data)
+	t.nodeSteps = append(t.nodeSteps, step)
+	t.nodeBytes += len(data)
+	if len(t.nodeSteps) >= nodeBatchRows || t.nodeBytes >= nodeBatchBytes {
+		return t.flushNodes()
 	}
 	return nil
 }
 
+// Bounds of the queued node inserts of a write transaction.
+const (
+	nodeBatchRows  = 256
+	nodeBatchBytes = 8 << 20
+)
+
+// flushNodes sends the queued node inserts.
+func (t *writeTx) flushNodes() error {
+	if len(t.nodeSteps) == 0 {
+		return nil
+	}
+	steps := t.nodeSteps
+	b := t.nodes
+	t.nodes, t.nodeSteps, t.nodeBytes = pgx.Batch{}, nil, 0
+	ctx, cancel := opCtx()
+	defer cancel()
+	res := t.tx.SendBatch(ctx, &b)
+	var first error
+	for _, step := range steps {
+		_, err := res.Exec()
+		if err == nil || first != nil {
+			continue
+		}
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			first = &backend.Error{Location: t.s.Location(), Err: fmt.Errorf("step %d already has a cold node", step),
+				Remedy: "run 'contextfold repair --apply' to quarantine the unindexed node, then fold again"}
+		} else {
+			first = t.fail(fmt.Sprintf("write the cold node of step %d", step), err)
+		}
+	}
+	if err := res.Close(); err != nil && first == nil {
+		first = t.fail("write the cold nodes", err)
+	}
+	return first
+}
+
 func (t *writeTx) WriteFile(name string, data []byte) error {
-	_, err := t.tx.Exec(t.ctx, `INSERT INTO cf_files (session_id, name, data) VALUES ($1, $2, $3)
+	_, err := t.exec(`INSERT INTO cf_files (session_id, name, data) VALUES ($1, $2, $3)
 		ON CONFLICT (session_id, name) DO UPDATE SET data = excluded.data`, t.id, name, data)
 	if err != nil {
 		return t.fail("write "+name, err)
 	}
 	return nil
 }
+
+// insertEntries inserts or replaces entries ($3 steps, $4 documents) with
+// the transaction's revision $2.
+const insertEntries = `INSERT INTO cf_entries (session_id, step_id, rev, doc)
+	SELECT $1, s, $2, d FROM unnest($3::bigint[], $4::bytea[]) AS u(s, d)
+	ON CONFLICT (session_id, step_id) DO UPDATE SET doc = excluded.doc, rev = excluded.rev`
 
 // entryChunk bounds the rows of one insert statement.
 const entryChunk = 2000
@@ -501,9 +600,7 @@ func (t *writeTx) putEntries(entries []backend.StoredEntry) error {
 		for i, e := range entries[:n] {
 			steps[i], docs[i] = int64(e.StepID), e.Doc
 		}
-		_, err := t.tx.Exec(t.ctx, `INSERT INTO cf_entries (session_id, step_id, rev, doc)
-			SELECT $1, s, $2, d FROM unnest($3::bigint[], $4::bytea[]) AS u(s, d)
-			ON CONFLICT (session_id, step_id) DO UPDATE SET doc = excluded.doc, rev = excluded.rev`, t.id, t.rev.Seq, steps, docs)
+		_, err := t.exec(insertEntries, t.id, t.rev.Seq, steps, docs)
 		if err != nil {
 			return t.fail("write the recall index", err)
 		}
@@ -513,8 +610,28 @@ func (t *writeTx) putEntries(entries []backend.StoredEntry) error {
 }
 
 func (t *writeTx) PutEntries(header []byte, entries []backend.StoredEntry) error {
+	if header != nil && len(entries) <= entryChunk {
+		// One round trip: the header and the entries in one batch.
+		steps := make([]int64, len(entries))
+		docs := make([][]byte, len(entries))
+		for i, e := range entries {
+			steps[i], docs[i] = int64(e.StepID), e.Doc
+		}
+		if err := t.flushNodes(); err != nil {
+			return err
+		}
+		var b pgx.Batch
+		b.Queue(`UPDATE cf_sessions SET header = $2 WHERE id = $1 AND header IS DISTINCT FROM $2`, t.id, header)
+		b.Queue(insertEntries, t.id, t.rev.Seq, steps, docs)
+		ctx, cancel := opCtx()
+		defer cancel()
+		if err := t.tx.SendBatch(ctx, &b).Close(); err != nil {
+			return t.fail("write the recall index", err)
+		}
+		return nil
+	}
 	if header != nil {
-		if _, err := t.tx.Exec(t.ctx, `UPDATE cf_sessions SET header = $2 WHERE id = $1 AND header IS DISTINCT FROM $2`, t.id, header); err != nil {
+		if _, err := t.exec(`UPDATE cf_sessions SET header = $2 WHERE id = $1 AND header IS DISTINCT FROM $2`, t.id, header); err != nil {
 			return t.fail("write the recall index", err)
 		}
 	}
@@ -522,10 +639,10 @@ func (t *writeTx) PutEntries(header []byte, entries []backend.StoredEntry) error
 }
 
 func (t *writeTx) ReplaceIndex(header []byte, entries []backend.StoredEntry) error {
-	if _, err := t.tx.Exec(t.ctx, `DELETE FROM cf_entries WHERE session_id = $1`, t.id); err != nil {
+	if _, err := t.exec(`DELETE FROM cf_entries WHERE session_id = $1`, t.id); err != nil {
 		return t.fail("replace the recall index", err)
 	}
-	if err := t.tx.QueryRow(t.ctx, `UPDATE cf_sessions SET header = $2, generation = generation + 1 WHERE id = $1 RETURNING generation`,
+	if err := t.queryRow(`UPDATE cf_sessions SET header = $2, generation = generation + 1 WHERE id = $1 RETURNING generation`,
 		t.id, header).Scan(&t.rev.Generation); err != nil {
 		return t.fail("replace the recall index", err)
 	}
@@ -533,7 +650,7 @@ func (t *writeTx) ReplaceIndex(header []byte, entries []backend.StoredEntry) err
 }
 
 func (t *writeTx) QuarantineNode(step int, name, reason string) error {
-	tag, err := t.tx.Exec(t.ctx, `WITH m AS (DELETE FROM cf_nodes WHERE session_id = $1 AND step_id = $2 RETURNING data)
+	tag, err := t.exec(`WITH m AS (DELETE FROM cf_nodes WHERE session_id = $1 AND step_id = $2 RETURNING data)
 		INSERT INTO cf_quarantine (session_id, step_id, name, data, reason) SELECT $1, $2, $3, data, $4 FROM m`,
 		t.id, int64(step), name, reason)
 	if err != nil {
@@ -544,7 +661,7 @@ func (t *writeTx) QuarantineNode(step int, name, reason string) error {
 }
 
 func (t *writeTx) Quarantine(name string, data []byte, reason string) error {
-	if _, err := t.tx.Exec(t.ctx, `INSERT INTO cf_quarantine (session_id, name, data, reason) VALUES ($1, $2, $3, $4)`,
+	if _, err := t.exec(`INSERT INTO cf_quarantine (session_id, name, data, reason) VALUES ($1, $2, $3, $4)`,
 		t.id, name, data, reason); err != nil {
 		return t.fail("write the quarantine", err)
 	}
@@ -552,8 +669,14 @@ func (t *writeTx) Quarantine(name string, data []byte, reason string) error {
 }
 
 func (t *writeTx) Commit() error {
-	defer t.cancel()
-	if err := t.tx.Commit(t.ctx); err != nil {
+	if err := t.flushNodes(); err != nil {
+		t.Rollback()
+		return err
+	}
+	defer t.release()
+	ctx, cancel := opCtx()
+	defer cancel()
+	if err := t.tx.Commit(ctx); err != nil {
 		return t.fail("commit", err)
 	}
 	t.s.remember(t.id) // the session row exists now
@@ -561,8 +684,10 @@ func (t *writeTx) Commit() error {
 }
 
 func (t *writeTx) Rollback() error {
-	defer t.cancel()
-	err := t.tx.Rollback(t.ctx)
+	defer t.release()
+	ctx, cancel := opCtx()
+	defer cancel()
+	err := t.tx.Rollback(ctx)
 	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		return t.fail("roll back", err)
 	}

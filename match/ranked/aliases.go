@@ -18,7 +18,7 @@ import "strings"
 // "golangci-lint" is one compound. The names are those tools and runtimes
 // print in their own output, not a dictionary of synonyms.
 var aliasTable = [][2]string{
-	{"linker", "ld lld collect2 mold"},
+	{"linker", "ld lld collect2 mold linking"},
 	{"ld lld collect2", "linker"},
 	{"compiler", "cc gcc clang rustc javac tsc"},
 	{"gcc clang rustc javac", "compiler"},

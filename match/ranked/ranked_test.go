@@ -199,6 +199,69 @@ func TestDeterminism(t *testing.T) {
 	}
 }
 
+// convIndex is a small conversation: filler turns, a run of turns about a
+// trip (steps 20–22), and one far-off turn that shares a word with it.
+func convIndex() *Index {
+	ix := NewIndex()
+	filler := []string{"Ana: I cooked pasta tonight", "Ben: my cat slept all day", "Ana: work was busy again", "Ben: the weather turned cold",
+		"Ana: I read a novel", "Ben: we painted the fence", "Ana: my sister called", "Ben: I fixed the bike"}
+	for i := range 40 {
+		ix.Add(i, fmt.Sprint("a", i), 10, "s", filler[i%len(filler)]+fmt.Sprintf(" (day %d)", i))
+	}
+	ix.Add(20, "t20", 12, "s", "Ben: how was the canyon hike with your kids?")
+	ix.Add(21, "t21", 14, "s", "Ana: the canyon hike was long but the kids loved the view")
+	ix.Add(22, "t22", 12, "s", "Ana: a rattlesnake near the trail, that was scary")
+	ix.Add(35, "t35", 12, "s", "Ben: the line at the bank was scary")
+	return ix
+}
+
+// Rule "topic context": between two nodes that hold the same prompt word,
+// the one next to the strongest match ranks first (the rattlesnake turn
+// after the hike, not the bank queue 13 steps away, which is newer and
+// wins the tie without the rule).
+func TestTopicContext(t *testing.T) {
+	const prompt = "What was scary on the canyon hike?"
+	r := convIndex().Scan(prompt, DefaultParams())
+	pos := map[int]int{}
+	for i, p := range r.Picks {
+		pos[p.Step] = i + 1
+	}
+	if pos[21] != 1 || pos[22] == 0 || pos[35] == 0 || pos[35] < pos[22] {
+		t.Fatalf("picks %+v", r.Picks)
+	}
+	off := DefaultParams()
+	off.Context1, off.Context2 = 0, 0
+	r = convIndex().Scan(prompt, off)
+	pos = map[int]int{}
+	for i, p := range r.Picks {
+		pos[p.Step] = i + 1
+	}
+	if pos[35] == 0 || pos[22] < pos[35] {
+		t.Fatalf("without topic context: picks %+v", r.Picks)
+	}
+}
+
+// Topic context orders the nodes that pass the cut-off; it never lets a
+// node with no prompt term of its own through (a filler turn next to the
+// answer is not hydrated).
+func TestTopicContextNeedsOwnTerm(t *testing.T) {
+	ix := NewIndex()
+	for i := range 30 {
+		ix.Add(i, fmt.Sprint(i), 10, "s", fmt.Sprintf("routine output number %d", i))
+	}
+	ix.Add(30, "x", 10, "s", "the ledger_sync job failed on a lock timeout")
+	ix.Add(31, "y", 4, "s", "noted, moving on")
+	r := ix.Scan("what happened with the ledger_sync lock timeout", DefaultParams())
+	if len(r.Picks) == 0 || r.Picks[0].Step != 30 {
+		t.Fatalf("picks %+v", r.Picks)
+	}
+	for _, p := range r.Picks {
+		if p.Step == 31 || p.Step == 29 {
+			t.Errorf("neighbour without a prompt term picked: %+v", p)
+		}
+	}
+}
+
 // The alias table is analysed like any text: its keys and names are terms
 // a prompt and a cold node produce.
 func TestAliases(t *testing.T) {
@@ -236,5 +299,73 @@ func TestStripAgentMarkup(t *testing.T) {
 		if got := stripAgentMarkup(in); got != want {
 			t.Errorf("stripAgentMarkup(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Rule "cover, then rank": once the first pick covers most of the prompt's
+// term weight, a second turn about the same event (its words covered)
+// comes before a turn holding only the one weak word left uncovered; the
+// set cover's old discount (0.1, always) put the weak word first.
+func TestCoverThenRank(t *testing.T) {
+	ix := NewIndex()
+	for i := range 40 {
+		text := fmt.Sprintf("Ana: routine day number %d", i)
+		if i < 5 {
+			text = fmt.Sprintf("Ben: I feel fine on day %d", i)
+		}
+		switch i {
+		case 10:
+			text = "Ana: the canyon hike was great"
+		case 25:
+			text = "Ana: another canyon hike next week"
+		case 35:
+			text = "Ben: I feel tired today"
+		}
+		ix.Add(i, fmt.Sprint(i), 10, "s", text)
+	}
+	order := func(p Params) []int {
+		var out []int
+		for _, pk := range ix.Scan("how did the canyon hike feel", p).Picks {
+			out = append(out, pk.Step)
+		}
+		return out
+	}
+	pos := func(steps []int, s int) int {
+		for i, x := range steps {
+			if x == s {
+				return i
+			}
+		}
+		return len(steps)
+	}
+	// The turns that hold only "feel": 0–4 and 35.
+	firstFeel := func(steps []int) int {
+		m := len(steps)
+		for _, s := range []int{0, 1, 2, 3, 4, 35} {
+			m = min(m, pos(steps, s))
+		}
+		return m
+	}
+	got := order(DefaultParams())
+	if len(got) < 3 || got[0] != 10 || pos(got, 25) > firstFeel(got) {
+		t.Fatalf("picks %v: want 10, then 25 before every turn holding only \"feel\"", got)
+	}
+	old := DefaultParams()
+	old.Covered, old.CoverShare = 0.1, 0
+	if got := order(old); firstFeel(got) > pos(got, 25) {
+		t.Fatalf("with the always-on discount: picks %v, want a \"feel\" turn before 25", got)
+	}
+}
+
+// Rule "dates": a year is a weak number (KindNumber: never a specific
+// term, an unknown one barely counts as information the archive lacks); a
+// port number stays a word.
+func TestYearIsWeak(t *testing.T) {
+	kinds := map[string]Kind{}
+	for _, tm := range Analyze("in 2023 on port 5433, 1999 and 2150") {
+		kinds[tm.Text] = tm.Kind
+	}
+	if kinds["2023"] != KindNumber || kinds["1999"] != KindNumber || kinds["5433"] != KindWord || kinds["2150"] != KindWord {
+		t.Fatalf("kinds %v", kinds)
 	}
 }

@@ -28,8 +28,13 @@ type Params struct {
 	// that the answer wins over the question that asked for it.
 	Answer, Asker float64
 	// Covered is the weight left to a term already covered by an earlier
-	// pick of the same scan (rule "ranked set cover").
+	// pick of the same scan (rule "ranked set cover"), until the picks
+	// cover CoverShare of the prompt (rule "cover, then rank").
 	Covered float64
+	// CoverShare: once the picks cover this share of the prompt's term
+	// weight, Covered no longer applies (rule "cover, then rank"; 0: it
+	// always applies).
+	CoverShare float64
 	// Ratio: a pick needs a marginal score of at least Ratio × the best
 	// node's score (rule "cut-off").
 	Ratio float64
@@ -55,14 +60,28 @@ type Params struct {
 	// Common: in a store of at least commonMinNodes nodes, a term held by
 	// more than this share of them is not used to find candidates (its
 	// postings are long and its weight low); it still counts in the scores
-	// of the candidates found.
+	// of the candidates found. In a store of at least smallStore nodes,
+	// the best node must hold a term held by at most this share (rule
+	// "only common words", Index.passes).
 	Common float64
+	// Context1, Context2, Context3: rule "topic context". A node's ranking
+	// score adds Context1 × the scores of the nodes one step away, Context2
+	// × those two steps away and Context3 × those three away (consecutive
+	// steps only; the default is a flat window of two steps each side,
+	// 0.3, 0.3, 0: in a dialog of two the turn two steps away is the same
+	// speaker's, as close to the topic as the reply between): a conversation stays
+	// on a topic for a few turns, so the turn beside the strongest match
+	// is likelier the answer than an equal match elsewhere ("It was Matt
+	// Patterson" two turns after the birthday concert). It only orders:
+	// the cut-off (Ratio, Floor, MinShare) judges a node's own score, so
+	// no node passes on its neighbours' terms alone.
+	Context1, Context2, Context3 float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
-	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.1, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3}
+	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -305,7 +324,7 @@ func (ix *Index) liveDF(id int32) int {
 // whose lengths do say how much of a turn a word is).
 func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 	avg := ix.total / float64(max(ix.live, 1))
-	r := ix.docs[d].length / avg
+	r := ix.hot[d].length / avg
 	if r > p.MaxLenRatio {
 		r = p.MaxLenRatio
 	}
@@ -324,6 +343,7 @@ type match struct {
 	nb    []float64 // per query term: weighted saturation in a neighbour
 	nbDoc []int32   // the neighbour that lent it
 	mask  uint64    // primary terms held by the node itself
+	ctx   float64   // rule "topic context": the weighted scores of the nodes around it
 }
 
 // longNode: a node over this many times the store's mean token estimate
@@ -370,8 +390,9 @@ type Result struct {
 	Superseded []Pick // held only terms a newer node holds (CONF-13; at most 10)
 }
 
-// score computes every candidate's total score. Callers hold ix.mu.
-func (ix *Index) score(q *Query, p Params) []*match {
+// score computes every candidate's total score, among the docs of steps
+// below before (every doc when before < 0). Callers hold ix.mu.
+func (ix *Index) score(q *Query, p Params, before int) []*match {
 	if len(q.terms) == 0 || ix.live == 0 {
 		return nil
 	}
@@ -401,13 +422,13 @@ func (ix *Index) score(q *Query, p Params) []*match {
 				continue
 			}
 			for _, po := range ix.postings(t.id) {
-				if ix.docs[po.doc].dead {
+				if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 					continue
 				}
 				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
-				if ix.docs[po.doc].question {
+				if ix.hot[po.doc].question {
 					mark(po.doc, s*float32(p.Asker))
-					if _, next := ix.neighbours(po.doc); next >= 0 {
+					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
 						mark(next, s*float32(p.Answer))
 					}
 				} else {
@@ -468,18 +489,84 @@ func (ix *Index) score(q *Query, p Params) []*match {
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	// Rule "topic context": the scores around a node lift it. The best
+	// candidates and the nodes around them are ranked again by their own
+	// score plus their context, each context summed in a fixed order (two
+	// before, one before, one after, two after) so that it is the same bits
+	// whatever the postings order; the best Candidates of them go on. Work:
+	// O(Candidates), whatever the store size.
+	if p.Context1 > 0 || p.Context2 > 0 {
+		if len(ix.ctx) < n {
+			ix.ctx = make([]float64, n)
+		}
+		// around: the nodes 3, 2, 1 steps before and 1, 2, 3 after (-1:
+		// none; consecutive steps only).
+		aroundOf := func(d int32) [6]int32 {
+			around := [6]int32{-1, -1, -1, -1, -1, -1}
+			prev, next := ix.neighbours(d)
+			around[2], around[3] = prev, next
+			for k := 2; k > 0 && around[k] >= 0 && (k > 1 || p.Context3 > 0); k-- {
+				around[k-1], _ = ix.neighbours(around[k])
+			}
+			for k := 3; k < 5 && around[k] >= 0 && (k < 4 || p.Context3 > 0); k++ {
+				_, around[k+1] = ix.neighbours(around[k])
+			}
+			return around
+		}
+		inSet := map[int32]bool{}
+		set := make([]int32, 0, 7*len(h))
+		for _, d := range h {
+			if !inSet[d] {
+				inSet[d] = true
+				set = append(set, d)
+			}
+			for _, o := range aroundOf(d) {
+				if o >= 0 && !ix.docs[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
+					inSet[o] = true
+					set = append(set, o)
+				}
+			}
+		}
+		w := [6]float64{p.Context3, p.Context2, p.Context1, p.Context1, p.Context2, p.Context3}
+		for _, d := range set {
+			v := 0.0
+			for k, o := range aroundOf(d) {
+				if o >= 0 {
+					v += w[k] * ix.acc[o]
+				}
+			}
+			ix.ctx[d] = v
+		}
+		rk := func(d int32) float64 { return ix.acc[d] + ix.ctx[d] }
+		sort.Slice(set, func(a, b int) bool {
+			if rk(set[a]) != rk(set[b]) {
+				return rk(set[a]) > rk(set[b])
+			}
+			return ix.docs[set[a]].step > ix.docs[set[b]].step
+		})
+		if len(set) > k {
+			for _, d := range set[k:] {
+				ix.ctx[d] = 0
+			}
+			set = set[:k]
+		}
+		h = set
+	}
+	// The candidates' full scores (common terms included), best first.
+	out := make([]*match, 0, len(h))
+	for _, d := range h {
+		m := ix.detail(q, d, p)
+		if ix.ctx != nil {
+			m.ctx, ix.ctx[d] = ix.ctx[d], 0
+		}
+		out = append(out, m)
+	}
 	for _, d := range touched {
 		ix.acc[d], ix.seen[d] = 0, false
 	}
-	touched = h
-	// The candidates' full scores (common terms included), best first.
-	out := make([]*match, 0, len(touched))
-	for _, d := range touched {
-		out = append(out, ix.detail(q, d, p))
-	}
 	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].score != out[b].score {
-			return out[a].score > out[b].score
+		if out[a].rank() != out[b].rank() {
+			return out[a].rank() > out[b].rank()
 		}
 		return ix.docs[out[a].doc].step > ix.docs[out[b].doc].step
 	})
@@ -497,20 +584,31 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 	return 0
 }
 
+// rank is the candidate's ranking score: its own score plus its topic
+// context (rule "topic context").
+func (m *match) rank() float64 { return m.score + m.ctx }
+
 // strength is how strongly m holds query term i (its own saturation, or its
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// scanLocked is Scan under ix.mu.
-func (ix *Index) scanLocked(prompt string, p Params) *Result {
+// scanLocked is ScanBefore under ix.mu.
+func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, before)
 	if len(cands) == 0 {
 		return res
 	}
-	top := cands[0].score
-	if !ix.passes(q, cands[0], p) {
+	// The cut-off judges the node that scores best on its own.
+	first := cands[0]
+	for _, c := range cands {
+		if c.score > first.score {
+			first = c
+		}
+	}
+	top := first.score
+	if !ix.passes(q, first, p) {
 		for i, c := range cands {
 			if i == 10 {
 				break
@@ -537,19 +635,35 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	// score, a prompt word already covered by an earlier pick counting only
 	// Covered; a candidate is admitted only if its own total score is at
 	// least Ratio × the best (cut-off).
+	//
+	// Rule "cover, then rank": the discount holds while the picks leave a
+	// share of the prompt's words (by weight) uncovered; once they cover
+	// CoverShare of it, the prompt's aspects are all answered and the rest
+	// of the picks go by full score (in a conversation the same words come
+	// back in new events: a second turn about the painting is no
+	// repetition of the first).
 	covered := make([]bool, q.groups)
 	threshold := p.Ratio * top
 	best := make([]float64, q.groups)
+	groupW := make([]float64, q.groups)
+	mass := 0.0
+	for _, t := range q.terms {
+		groupW[t.group] = math.Max(groupW[t.group], t.weight)
+	}
+	for _, w := range groupW {
+		mass += w
+	}
+	discount := p.Covered
 	marginal := func(c *match) float64 {
 		clear(best)
 		for i, t := range q.terms {
 			v := c.strength(i) * t.weight
 			if covered[t.group] {
-				v *= p.Covered
+				v *= discount
 			}
 			best[t.group] = math.Max(best[t.group], v)
 		}
-		s := 0.0
+		s := c.ctx
 		for _, v := range best {
 			s += v
 		}
@@ -558,6 +672,8 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	var kept, order []*match
 	picked := map[int32]bool{}
 	for _, c := range alive {
+		// The cut-off is on the node's own score: topic context orders
+		// the nodes that pass, it never lets one pass.
 		if c.score >= threshold {
 			kept = append(kept, c)
 		} else if len(res.CutOff) < 10 {
@@ -580,6 +696,17 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 				covered[t.group] = true
 			}
 		}
+		if p.CoverShare > 0 {
+			done := 0.0
+			for g, w := range groupW {
+				if covered[g] {
+					done += w
+				}
+			}
+			if done >= p.CoverShare*mass {
+				discount = 1
+			}
+		}
 		picked[c.doc] = true
 		order = append(order, c)
 	}
@@ -593,7 +720,7 @@ func (ix *Index) scanLocked(prompt string, p Params) *Result {
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
-			if nd < 0 || picked[nd] || superseded[nd] {
+			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
 			m := ix.detail(q, nd, p)
@@ -675,15 +802,26 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // archive never saw haiku or autumn; rule "news to the archive").
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
 	groups := map[int]bool{}
+	uncommon := false
 	for i, t := range q.terms {
 		if m.own[i] > 0 || m.nb[i] > 0 {
 			if t.special && m.own[i] > 0 {
 				return true
 			}
 			groups[t.group] = true
+			uncommon = uncommon || float64(t.df) <= p.Common*float64(ix.live)
 		}
 	}
 	if len(groups) <= 1 && (q.instruction || (q.words >= 2 && 2*q.unknown > q.words)) {
+		return false
+	}
+	// Rule "only common words": in a store of at least smallStore nodes,
+	// a node that holds only words most of the session holds (each in
+	// more than Common of the nodes: "run", "build", "step", "session" in
+	// a build session) is not evidence of what the prompt asks about, however
+	// many of them it holds ("run the build session, one shell step at a
+	// time" asks for new work in the vocabulary of the old).
+	if !uncommon && ix.live >= smallStore {
 		return false
 	}
 	return m.score >= ix.floor(p) && m.score >= p.MinShare*q.info
@@ -794,7 +932,7 @@ type Hit struct {
 // recallLocked is Recall under ix.mu.
 func (ix *Index) recallLocked(query string, p Params) []Hit {
 	q := ix.query(query, p)
-	cands := ix.score(q, p)
+	cands := ix.score(q, p, -1)
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}

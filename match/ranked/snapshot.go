@@ -264,6 +264,7 @@ func decodeSnapshot(data []byte) (*Index, error) {
 	ix := NewIndex()
 	ix.snap, ix.base, ix.nterms = s, int32(s.n), int32(s.nterms)
 	ix.docs = make([]doc, s.n)
+	ix.hot = make([]hotDoc, s.n)
 	sum := 0.0
 	for i := range ix.docs {
 		r := dt[32*i:]
@@ -275,6 +276,7 @@ func decodeSnapshot(data []byte) (*Index, error) {
 		if d.length < 1 || fl > 3 || (i > 0 && d.step <= ix.docs[i-1].step) {
 			return nil, errBadCache
 		}
+		ix.hot[i] = hotDoc{length: d.length, question: d.question}
 		sum += d.length
 		ix.tokensTotal += float64(d.tokens)
 	}

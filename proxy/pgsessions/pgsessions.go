@@ -26,7 +26,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -52,18 +54,82 @@ const schema = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
 // (an arbitrary constant: "cfproxy" in ASCII).
 const schemaLockKey = 0x63667072_6f7879
 
-// OpenFunc opens the store of a database session by name (pgstore's
-// DB.Session with the proxy's options).
-type OpenFunc func(name string) (*contextfold.Store, error)
+// OpenFunc opens the store of database session name for proxy session id
+// (pgstore's DB.Session with contextfold.Options{SessionID: id}: the cold
+// nodes of every generation carry the proxy session's id, as in a directory
+// store).
+type OpenFunc func(name, id string) (*contextfold.Store, error)
 
 // Sessions is a proxy.SharedSessions over one database. Safe for concurrent
 // use.
 type Sessions struct {
-	pool *pgxpool.Pool
-	open OpenFunc
+	pool  *pgxpool.Pool
+	open  OpenFunc
+	owned bool // the pool is Connect's
 
 	mu     sync.Mutex
 	stores map[string]*contextfold.Store
+}
+
+// DefaultMaxLeases is the size of the pool Connect opens unless the URL sets
+// pool_max_conns: the most sessions one replica dispatches at once (others
+// wait for a connection).
+const DefaultMaxLeases = 32
+
+// Connect opens a pool of its own to the database of rawURL (a postgres://
+// URL; its session parameter is ignored), then returns New over it. Close
+// closes that pool.
+//
+// Errors: an unparsable URL or an unreachable database, the password never
+// shown.
+func Connect(ctx context.Context, rawURL string, open OpenFunc) (*Sessions, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, errors.New("pgsessions: the store is not a parsable postgres:// URL (write postgres://USER:PASSWORD@HOST:PORT/DB)")
+	}
+	q := u.Query()
+	q.Del("session")
+	u.RawQuery = q.Encode()
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("pgsessions: %s: %v", u.Redacted(), redact(err, u))
+	}
+	if !q.Has("pool_max_conns") {
+		// A lease holds a connection for a whole dispatch: one per session
+		// being dispatched at once on this replica.
+		cfg.MaxConns = DefaultMaxLeases
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgsessions: %s: %v", u.Redacted(), redact(err, u))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgsessions: cannot reach %s: %v", u.Redacted(), redact(err, u))
+	}
+	s, err := New(ctx, pool, open)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// redact keeps u's password out of an error text.
+func redact(err error, u *url.URL) string {
+	msg := err.Error()
+	if p, ok := u.User.Password(); ok && p != "" {
+		msg = strings.ReplaceAll(msg, p, "xxxxx")
+	}
+	return msg
+}
+
+// Close closes the pool Connect opened (New's caller closes its own).
+func (s *Sessions) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
 }
 
 // New returns the shared sessions of the database pool connects to, whose
@@ -103,7 +169,7 @@ func (s *Sessions) Open(id string, gen int) (*contextfold.Store, error) {
 	if st := s.stores[name]; st != nil {
 		return st, nil
 	}
-	st, err := s.open(name)
+	st, err := s.open(name, id)
 	if err != nil {
 		return nil, err
 	}
