@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/schema"
@@ -50,22 +51,32 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 		return nil, &NodeNotFoundError{StepID: step}
 	}
 	ev := &Eviction{StepID: step, EvictedAt: s.now()}
-	logDoc, err := s.readEvictionLogDoc()
-	if err != nil {
-		return nil, err
-	}
-	events, _ := logDoc["evicted"].([]any)
-	logDoc["evicted"] = append(events, map[string]any{"step_id": step, "evicted_at": ev.EvictedAt})
-	data, err := canonjson.Pretty(logDoc)
-	if err != nil {
-		return nil, err
-	}
 	path := s.storePath(EvictionLogFile)
-	if err := schema.Validate(schema.EvictionLog, data); err != nil {
-		return nil, &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
+	data, appended := s.appendToCachedEvictionLog(ev)
+	onlyEvicted := appended
+	if !appended {
+		logDoc, err := s.readEvictionLogDoc()
+		if err != nil {
+			return nil, err
+		}
+		events, _ := logDoc["evicted"].([]any)
+		logDoc["evicted"] = append(events, map[string]any{"step_id": step, "evicted_at": ev.EvictedAt})
+		onlyEvicted = len(logDoc) == 1
+		if data, err = canonjson.Pretty(logDoc); err != nil {
+			return nil, err
+		}
+		if err := schema.Validate(schema.EvictionLog, data); err != nil {
+			return nil, &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
+		}
 	}
+	s.evLog = evictionLogCache{}
 	if err := s.writeStoreFile(EvictionLogFile, data); err != nil {
 		return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory")
+	}
+	if s.be == nil && onlyEvicted {
+		if st, err := stampOf(path); err == nil && st.ok {
+			s.evLog = evictionLogCache{stamp: st, data: data}
+		}
 	}
 	if !r.evicted {
 		r.evicted = true
@@ -77,6 +88,59 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// evictionLogCache is the eviction log as this process last wrote it
+// (directory stores only): while the file keeps that stamp (size, mtime,
+// inode: an atomic replace by any writer changes the inode), the next event
+// is appended to these bytes without parsing and schema-checking the whole
+// log again, so a long proxy session's evictions cost the same at the
+// 1,000th as at the first (before: a read, decode, schema check and
+// re-encode of every earlier event, quadratic over a session). data is
+// canonjson.Pretty of a document whose only key is "evicted", so the
+// result is byte for byte what the slow path would write.
+type evictionLogCache struct {
+	stamp fileStamp
+	data  []byte
+}
+
+// Pretty's framing of a non-empty eviction list (indent 2, sorted keys).
+const (
+	evictionLogHead = "{\n  \"evicted\": [\n"
+	evictionLogTail = "\n  ]\n}"
+	evictionLogNone = "{\n  \"evicted\": []\n}"
+)
+
+// appendToCachedEvictionLog returns the log with ev appended and true when
+// the cached bytes are still the file's; else nil, false (read it afresh).
+// Callers hold s.mu and the store lock.
+func (s *Store) appendToCachedEvictionLog(ev *Eviction) ([]byte, bool) {
+	c := s.evLog
+	if s.be != nil || c.data == nil {
+		return nil, false
+	}
+	st, err := stampOf(s.storePath(EvictionLogFile))
+	if err != nil || !st.ok || st.size != c.stamp.size || st.ino != c.stamp.ino || !st.mtime.Equal(c.stamp.mtime) {
+		return nil, false
+	}
+	one, err := canonjson.Pretty(map[string]any{"evicted": []any{map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt}}})
+	if err != nil || !strings.HasPrefix(string(one), evictionLogHead) || !strings.HasSuffix(string(one), evictionLogTail) {
+		return nil, false
+	}
+	if string(c.data) == evictionLogNone {
+		return one, true
+	}
+	if !strings.HasPrefix(string(c.data), evictionLogHead) || !strings.HasSuffix(string(c.data), evictionLogTail) {
+		return nil, false
+	}
+	elem := one[len(evictionLogHead) : len(one)-len(evictionLogTail)]
+	keep := c.data[:len(c.data)-len(evictionLogTail)]
+	out := make([]byte, 0, len(keep)+2+len(elem)+len(evictionLogTail))
+	out = append(out, keep...)
+	out = append(out, ",\n"...)
+	out = append(out, elem...)
+	out = append(out, evictionLogTail...)
+	return out, true
 }
 
 func (s *Store) readEvictionLogDoc() (map[string]any, error) {

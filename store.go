@@ -81,6 +81,9 @@ type Store struct {
 	beRev    Revision
 	tx       BackendTx
 	txWrites bool
+
+	// evLog is the eviction log as this process last wrote it (Evict).
+	evLog evictionLogCache
 }
 
 type fileStamp struct {
