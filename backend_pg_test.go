@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,9 +302,6 @@ func editEntryInBackend(t *testing.T, s *Store, step int, edit func(map[string]a
 	}
 	sqlSession(t, s, `UPDATE cf_entries SET doc = $3 WHERE session_id = $1 AND step_id = $2`, int64(step), out)
 }
-
-// isBackendDir reports whether a Dir() names a backend store.
-func isBackendDir(dir string) bool { return strings.Contains(dir, "://") }
 
 func TestConformancePostgres(t *testing.T) {
 	onPostgres(t, map[string]func(*testing.T){

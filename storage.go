@@ -565,3 +565,25 @@ func (s *Store) ImportDir(dir string) (int, error) {
 	}
 	return n, nil
 }
+
+// IndexJSON returns the recall index as recall_index.json holds it: the
+// file's bytes for a directory store (journaled updates not applied: see
+// Compact), the index in the same encoding for a backend store (spec §1).
+// An error satisfying errors.Is(err, fs.ErrNotExist) says there is no index
+// yet. Read-only; safe for concurrent use.
+func (s *Store) IndexJSON() ([]byte, error) {
+	if s.be == nil {
+		return os.ReadFile(filepath.Join(s.dir, IndexFile))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ix.header["created_at"]; !ok && ix.len() == 0 {
+		return nil, fmt.Errorf("%s: %w", s.storePath(IndexFile), fs.ErrNotExist)
+	}
+	data, _, err := ix.encode()
+	return data, err
+}

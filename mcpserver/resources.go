@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -157,7 +156,7 @@ func (s *server) readStep(_ context.Context, req *mcp.ReadResourceRequest) (*mcp
 }
 
 func (s *server) readIndex(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	data, err := os.ReadFile(filepath.Join(s.store.Dir(), contextfold.IndexFile))
+	data, err := s.store.IndexJSON()
 	if errors.Is(err, os.ErrNotExist) {
 		// An empty store: the same shape, no nodes.
 		data, err = json.Marshal(map[string]any{

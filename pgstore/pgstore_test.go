@@ -539,4 +539,33 @@ func TestSameBytesAsTheDirectoryStore(t *testing.T) {
 	if got, want := treeHash(t, out), treeHash(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the PostgreSQL session is not the directory store:\n got %v\nwant %v", got, want)
 	}
+	pj, err := ps.IndexJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dj, err := ds.IndexJSON()
+	if err != nil || string(pj) != string(dj) {
+		t.Errorf("IndexJSON differs between the backends (%v)", err)
+	}
+	empty, _ := openSessionNamed(t, "empty")
+	if _, err := empty.IndexJSON(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("IndexJSON of an empty session: %v", err)
+	}
+}
+
+func openSessionNamed(t *testing.T, suffix string) (*contextfold.Store, string) {
+	t.Helper()
+	pu, err := url.Parse(testURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pu.Query()
+	q.Set("session", fmt.Sprintf("%s-%s-%d", t.Name(), suffix, run))
+	pu.RawQuery = q.Encode()
+	u := pu.String()
+	s, err := pgstore.OpenURL(u, contextfold.Options{Clock: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, u
 }

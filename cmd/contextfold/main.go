@@ -199,6 +199,11 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 	s, err := g.openStore()
 	if err == nil && s.Backend() == nil {
 		noteMissingStore(cmd, s.Dir())
+	} else if err == nil {
+		// A mistyped ?session= reads as an empty store: say so.
+		if st, serr := s.Status(); serr == nil && st.Total == 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: the session %s holds nothing yet (nothing folded); check ?session= in --store or $CONTEXTFOLD_STORE\n", s.Dir())
+		}
 	}
 	return s, err
 }

@@ -2,6 +2,7 @@ package ranked
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -52,6 +53,9 @@ const (
 	// KindNumber is a bare number of one or two digits (07, 11, 15): a
 	// time, a date or a count that every log repeats, so it weighs less
 	// than a word and is never a specific term (rule "small numbers").
+	// So is a year (1900–2099): "on 3 June, 2023" dates the question, it
+	// names no entity, and a year no node holds is no sign that the
+	// archive lacks what is asked (rule "dates").
 	KindNumber
 	// KindAlias is a name under which a prompt's word appears in tool
 	// output (rule "tool and failure names", aliases.go): "linker" → ld,
@@ -69,17 +73,24 @@ func secondary(k Kind) bool {
 	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge || k == KindAlias
 }
 
-// plainForm removes the combining marks of the decomposed word (accents,
-// cedillas, the dot of İ) and maps the dotless ı to i.
-var plainForm = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), runes.Map(func(r rune) rune {
-	if r == 'ı' {
-		return 'i'
-	}
-	return r
-}), norm.NFC)
+// plainForms hands out the transformer that removes the combining marks of
+// the decomposed word (accents, cedillas, the dot of İ) and maps the dotless
+// ı to i. A transform.Chain keeps buffers between calls, so it is not safe
+// for concurrent use: scans of several sessions at once (a proxy) each take
+// their own from the pool.
+var plainForms = sync.Pool{New: func() any {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), runes.Map(func(r rune) rune {
+		if r == 'ı' {
+			return 'i'
+		}
+		return r
+	}), norm.NFC)
+}}
 
 func plain(w string) string {
-	out, _, err := transform.String(plainForm, w)
+	t := plainForms.Get().(transform.Transformer)
+	out, _, err := transform.String(t, w)
+	plainForms.Put(t)
 	if err != nil {
 		return w
 	}
@@ -202,6 +213,11 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 	}
 }
 
+// isYear reports whether s is a four-digit year 1900–2099 (rule "dates").
+func isYear(s string) bool {
+	return len(s) == 4 && allDigits(s) && (s[:2] == "19" || s[:2] == "20")
+}
+
 func allDigits(s string) bool {
 	if s == "" {
 		return false
@@ -253,7 +269,7 @@ func (a *analyzer) word(w string, emit func(Term)) {
 	if hasDigit(folded) && len(parts) <= 1 {
 		// A number or an alphanumeric token (v12, 5433, e2e): as written.
 		switch {
-		case len(folded) == 2 && allDigits(folded):
+		case len(folded) == 2 && allDigits(folded), isYear(folded):
 			emit(Term{folded, KindNumber, w})
 		case len(folded) >= 2:
 			emit(Term{folded, KindWord, w})

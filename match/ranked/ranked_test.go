@@ -301,3 +301,71 @@ func TestStripAgentMarkup(t *testing.T) {
 		}
 	}
 }
+
+// Rule "cover, then rank": once the first pick covers most of the prompt's
+// term weight, a second turn about the same event (its words covered)
+// comes before a turn holding only the one weak word left uncovered; the
+// set cover's old discount (0.1, always) put the weak word first.
+func TestCoverThenRank(t *testing.T) {
+	ix := NewIndex()
+	for i := range 40 {
+		text := fmt.Sprintf("Ana: routine day number %d", i)
+		if i < 5 {
+			text = fmt.Sprintf("Ben: I feel fine on day %d", i)
+		}
+		switch i {
+		case 10:
+			text = "Ana: the canyon hike was great"
+		case 25:
+			text = "Ana: another canyon hike next week"
+		case 35:
+			text = "Ben: I feel tired today"
+		}
+		ix.Add(i, fmt.Sprint(i), 10, "s", text)
+	}
+	order := func(p Params) []int {
+		var out []int
+		for _, pk := range ix.Scan("how did the canyon hike feel", p).Picks {
+			out = append(out, pk.Step)
+		}
+		return out
+	}
+	pos := func(steps []int, s int) int {
+		for i, x := range steps {
+			if x == s {
+				return i
+			}
+		}
+		return len(steps)
+	}
+	// The turns that hold only "feel": 0–4 and 35.
+	firstFeel := func(steps []int) int {
+		m := len(steps)
+		for _, s := range []int{0, 1, 2, 3, 4, 35} {
+			m = min(m, pos(steps, s))
+		}
+		return m
+	}
+	got := order(DefaultParams())
+	if len(got) < 3 || got[0] != 10 || pos(got, 25) > firstFeel(got) {
+		t.Fatalf("picks %v: want 10, then 25 before every turn holding only \"feel\"", got)
+	}
+	old := DefaultParams()
+	old.Covered, old.CoverShare = 0.1, 0
+	if got := order(old); firstFeel(got) > pos(got, 25) {
+		t.Fatalf("with the always-on discount: picks %v, want a \"feel\" turn before 25", got)
+	}
+}
+
+// Rule "dates": a year is a weak number (KindNumber: never a specific
+// term, an unknown one barely counts as information the archive lacks); a
+// port number stays a word.
+func TestYearIsWeak(t *testing.T) {
+	kinds := map[string]Kind{}
+	for _, tm := range Analyze("in 2023 on port 5433, 1999 and 2150") {
+		kinds[tm.Text] = tm.Kind
+	}
+	if kinds["2023"] != KindNumber || kinds["1999"] != KindNumber || kinds["5433"] != KindWord || kinds["2150"] != KindWord {
+		t.Fatalf("kinds %v", kinds)
+	}
+}

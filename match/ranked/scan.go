@@ -64,21 +64,24 @@ type Params struct {
 	// the best node must hold a term held by at most this share (rule
 	// "only common words", Index.passes).
 	Common float64
-	// Context1, Context2: rule "topic context". A node's ranking score
-	// adds Context1 × the scores of the nodes one step away and Context2 ×
-	// those two steps away (consecutive steps only): a conversation stays
+	// Context1, Context2, Context3: rule "topic context". A node's ranking
+	// score adds Context1 × the scores of the nodes one step away, Context2
+	// × those two steps away and Context3 × those three away (consecutive
+	// steps only; the default is a flat window of two steps each side,
+	// 0.3, 0.3, 0: in a dialog of two the turn two steps away is the same
+	// speaker's, as close to the topic as the reply between): a conversation stays
 	// on a topic for a few turns, so the turn beside the strongest match
 	// is likelier the answer than an equal match elsewhere ("It was Matt
 	// Patterson" two turns after the birthday concert). It only orders:
 	// the cut-off (Ratio, Floor, MinShare) judges a node's own score, so
 	// no node passes on its neighbours' terms alone.
-	Context1, Context2 float64
+	Context1, Context2, Context3 float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.15, CoverShare: 0.6}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -500,19 +503,22 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		if len(ix.ctx) < n {
 			ix.ctx = make([]float64, n)
 		}
-		aroundOf := func(d int32) [4]int32 {
+		// around: the nodes 3, 2, 1 steps before and 1, 2, 3 after (-1:
+		// none; consecutive steps only).
+		aroundOf := func(d int32) [6]int32 {
+			around := [6]int32{-1, -1, -1, -1, -1, -1}
 			prev, next := ix.neighbours(d)
-			around := [4]int32{-1, prev, next, -1}
-			if prev >= 0 && p.Context2 > 0 {
-				around[0], _ = ix.neighbours(prev)
+			around[2], around[3] = prev, next
+			for k := 2; k > 0 && around[k] >= 0 && (k > 1 || p.Context3 > 0); k-- {
+				around[k-1], _ = ix.neighbours(around[k])
 			}
-			if next >= 0 && p.Context2 > 0 {
-				_, around[3] = ix.neighbours(next)
+			for k := 3; k < 5 && around[k] >= 0 && (k < 4 || p.Context3 > 0); k++ {
+				_, around[k+1] = ix.neighbours(around[k])
 			}
 			return around
 		}
 		inSet := map[int32]bool{}
-		set := make([]int32, 0, 5*len(h))
+		set := make([]int32, 0, 7*len(h))
 		for _, d := range h {
 			if !inSet[d] {
 				inSet[d] = true
@@ -525,7 +531,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				}
 			}
 		}
-		w := [4]float64{p.Context2, p.Context1, p.Context1, p.Context2}
+		w := [6]float64{p.Context3, p.Context2, p.Context1, p.Context1, p.Context2, p.Context3}
 		for _, d := range set {
 			v := 0.0
 			for k, o := range aroundOf(d) {
