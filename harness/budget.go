@@ -221,11 +221,14 @@ func (h *Harness) recordCost(m Message, text string, index int) int {
 // the hydration the human turn already has), then the scan — so that a new
 // turn's scan sees the steps this very request folded (a resumed session's
 // first request) — then, if the hydration pushed the request over the
-// budget, the fold event goes on. A fold event folds down to FoldTarget
-// percent of the budget, shrinking the hot tail when the messages before it
-// do not suffice (never below the latest message and the tool call it
-// answers): the room between the target and the budget is the hysteresis
-// that keeps fold events rare and the forwarded prefix cache-stable.
+// budget, the fold event goes on. A fold event folds the messages before
+// the hot tail down to FoldTarget percent of the budget: the room between
+// the target and the budget is the hysteresis that keeps fold events rare
+// and the forwarded prefix cache-stable. The hot tail stays verbatim unless
+// the request is over the budget itself; it then shrinks to fit the budget
+// (never below the latest message and the tool call it answers). With a
+// large pinned part a fold event therefore ends above the target: pinned
+// messages, hot tail and page table cannot fold.
 func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries map[int]*contextfold.Entry) error {
 	ws := h.ws
 	if ws == nil || len(conv) < ws.n {
@@ -263,12 +266,19 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	fold := func(est, hyd int) error {
 		w.FoldEvent = true
 		// Fold before the hot tail, again while the estimate (the savings
-		// are estimated ahead) stays over the target and something folds;
-		// then, if that did not suffice, the hot tail shrinks, oldest
-		// first, down to the latest message and its pair.
-		for _, end := range []int{tail, minTail} {
-			for pass := 0; est > target && pass < 4; pass++ {
-				first, es, err := h.foldEvent(conv, ws, entries, pin, end, d.PromptIndex, est-target, d)
+		// are estimated ahead) stays over the target and something folds.
+		// The hot tail is kept verbatim (issue 11): only when the request
+		// is still over the budget itself does it shrink, oldest first, to
+		// fit the budget, down to the latest message and its pair. So a
+		// fold event ends above the target when the pinned messages, the
+		// hot tail and the page table (within its share) take more than
+		// the target: nothing else is left to fold.
+		for _, stage := range []struct{ end, limit int }{{tail, target}, {minTail, budget}} {
+			if stage.end < tail {
+				break // the last group starts before the hot tail: no shrink
+			}
+			for pass := 0; est > stage.limit && pass < 4; pass++ {
+				first, es, err := h.foldEvent(conv, ws, entries, pin, stage.end, d.PromptIndex, est-stage.limit, d)
 				if err != nil {
 					return err
 				}
@@ -280,9 +290,6 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 					w.FirstChanged = first
 				}
 				est = fixed + hyd + h.estimate(conv, ws)
-			}
-			if end == minTail || minTail >= tail {
-				break
 			}
 		}
 		return nil

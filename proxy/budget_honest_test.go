@@ -248,6 +248,16 @@ func TestBudgetFoldEventsRare(t *testing.T) {
 		rec := tp.record(t, n+1)
 		if w := rec.WorkingSet; w != nil && w.FoldEvent {
 			events++
+			// A fold event folds to the target what lies before the hot
+			// tail; it ends above the target only when nothing is left
+			// there to fold (the pinned task, the hot tail and the page
+			// table within its share are what stays).
+			if w.Estimate > budget/2 && (w.VerbatimTokens > 0 || w.Records > 0) {
+				t.Fatalf("request %d: a fold event ended at %d tokens, target %d, with %d verbatim tokens and %d records left to fold", n+1, w.Estimate, budget/2, w.VerbatimTokens, w.Records)
+			}
+			if w.TailStart < rec.Messages-harness.DefaultHotWindow {
+				t.Fatalf("request %d: the hot tail starts at %d of %d: under the budget it stays verbatim", n+1, w.TailStart, rec.Messages)
+			}
 		}
 		if rec.ForwardedTokens > budget {
 			t.Fatalf("request %d: %d tokens forwarded, budget %d", n+1, rec.ForwardedTokens, budget)
@@ -255,5 +265,27 @@ func TestBudgetFoldEventsRare(t *testing.T) {
 	}
 	if events == 0 || events > requests/5 {
 		t.Fatalf("%d fold events over %d requests (want 1 to %d: large, rare folds)", events, requests, requests/5)
+	}
+}
+
+// When the pinned task and the hot tail exceed the budget itself, the hot
+// tail shrinks (oldest first, never below the latest tool pair) until the
+// request fits: the request is not left over the budget while something in
+// the tail can fold.
+func TestBudgetHotTailShrinksOverBudget(t *testing.T) {
+	up := newUpstream(t)
+	const budget = 8000
+	tp := newProxy(t, up, harness.Config{ContextBudget: budget})
+	task := "Build the project and fix what fails.\n" + strings.Repeat("Constraint: keep the public API of package widget stable.\n", 200) // ~3,000 tokens, pinned
+	var outputs []string
+	for n := 0; n < 12; n++ {
+		outputs = append(outputs, bigLog("pkg"+itoa(n), 180)) // ~2,000 tokens: the 8 messages of the tail take ~8,000
+		conv := buildConversation(outputs)
+		conv[0] = anthropic.NewUserMessage(anthropic.NewTextBlock(task))
+		sendAnthropic(t, tp, conv)
+		rec := tp.record(t, n+1)
+		if rec.ForwardedTokens > budget || rec.OverBudget {
+			t.Fatalf("request %d: %d tokens forwarded, budget %d (tail from %d of %d)", n+1, rec.ForwardedTokens, budget, rec.WorkingSet.TailStart, rec.Messages)
+		}
 	}
 }

@@ -18,10 +18,21 @@ import (
 // Limits on request intake (issue 12: one large request must not take the
 // proxy's memory, and a slow client must not hold a connection forever).
 const (
-	// DefaultMaxInFlightBytes is the default budget of request bodies held
-	// at once across every API request in flight (bytes): 256 MiB, four
-	// bodies of the largest size DefaultMaxBodyBytes.
-	DefaultMaxInFlightBytes = 256 << 20
+	// DefaultMaxInFlightBytes is the default budget of the estimated memory
+	// of every API request in flight (bytes): 1 GiB. A request's estimate is
+	// RequestMemoryMultiple × its body plus FoldMemoryMultiple × the bytes
+	// of its conversation the proxy had not seen (see Options).
+	DefaultMaxInFlightBytes = 1 << 30
+	// RequestMemoryMultiple is the proxy's memory for a request whose
+	// conversation it read before (an agent's next turn), per body byte:
+	// the body, its parse and the forwarded body (BenchmarkProxyLargeRequest,
+	// heap-x-next; BENCHMARKS.md "Proxy memory").
+	RequestMemoryMultiple = 3
+	// FoldMemoryMultiple is the memory, per byte of conversation not seen
+	// before, of folding it: the neutral messages, the cold nodes and index
+	// entries being written, the ranked index (BenchmarkProxyLargeRequest,
+	// heap-x of a first request, rounded up).
+	FoldMemoryMultiple = 16
 	// DefaultBodyReadTimeout is how long a client may take to send a whole
 	// request body by default.
 	DefaultBodyReadTimeout = 60 * time.Second
@@ -58,6 +69,26 @@ func (b *budget) acquire(n int64) bool {
 	return true
 }
 
+// acquireAlone reserves n more bytes for a request already holding own
+// bytes: when they do not fit, they are granted anyway, capped at the
+// budget, if no other request holds any (a request whose estimate exceeds
+// the whole budget is served alone rather than never). It returns the bytes
+// reserved and whether the request may go on.
+func (b *budget) acquireAlone(n, own int64) (int64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.max < 0 || b.used+n <= b.max {
+		b.used += n
+		return n, true
+	}
+	if b.used == own {
+		n = max(b.max-b.used, 0)
+		b.used += n
+		return n, true
+	}
+	return 0, false
+}
+
 func (b *budget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
@@ -75,8 +106,9 @@ func (s *Server) returnMemory() {
 	}()
 }
 
-// InFlightBytes returns the request-body bytes currently reserved against
-// Options.MaxInFlightBytes. Safe for concurrent use.
+// InFlightBytes returns the bytes currently reserved against
+// Options.MaxInFlightBytes (bodies as they arrive, then each request's
+// memory estimate). Safe for concurrent use.
 func (s *Server) InFlightBytes() int64 {
 	s.budget.mu.Lock()
 	defer s.budget.mu.Unlock()
@@ -116,8 +148,48 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 // and returns ok false. The caller must call release when the request is
 // finished, in every case.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body []byte, release func(), ok bool) {
+	body, release, _, ok = s.readBodyReserving(w, r, api)
+	return body, release, ok
+}
+
+// memoryEstimate is a request's memory as the in-flight budget counts it
+// (bytes): RequestMemoryMultiple × the body, plus FoldMemoryMultiple × the
+// bytes of its conversation not taken from the prefix cache.
+func memoryEstimate(body int, req *request) int64 {
+	fresh := body
+	if req != nil && req.known > 0 && req.known <= len(req.elems) {
+		fresh -= req.elems[req.known-1].end - req.arrStart
+	}
+	return int64(body)*RequestMemoryMultiple + int64(max(fresh, 0))*FoldMemoryMultiple
+}
+
+// reserveMemory raises the request's reservation from its body to its
+// memory estimate once the body is parsed; it answers 503 with Retry-After
+// and returns false when the estimate does not fit beside the other
+// requests in flight.
+func (s *Server) reserveMemory(w http.ResponseWriter, api API, body []byte, req *request, more func(int64)) bool {
+	extra := memoryEstimate(len(body), req) - int64(len(body))
+	if extra <= 0 {
+		return true
+	}
+	got, ok := s.budget.acquireAlone(extra, int64(len(body)))
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		s.reject(w, api, http.StatusServiceUnavailable, fmt.Sprintf(
+			"too much memory in flight for this request (estimated %d bytes, budget %d bytes, --max-inflight-bytes); retry after %d s",
+			extra+int64(len(body)), s.budget.max, RetryAfterSeconds))
+		return false
+	}
+	more(got)
+	return true
+}
+
+// readBodyReserving is readBody; more adds bytes to what release gives
+// back.
+func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api API) (body []byte, release func(), more func(int64), ok bool) {
 	var reserved int64
 	bodyIn := false // the whole body was read
+	more = func(n int64) { reserved += n }
 	release = func() {
 		s.budget.release(reserved)
 		if reserved >= releaseAfterBytes {
@@ -134,7 +206,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
 		s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes (--max-body-bytes)", limit))
-		return nil, release, false
+		return nil, release, more, false
 	}
 	if s.opts.BodyReadTimeout > 0 {
 		// The deadline covers the whole body; it is lifted once the body
@@ -154,7 +226,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 	if r.ContentLength >= 0 {
 		if !s.budget.acquire(r.ContentLength) {
 			over()
-			return nil, release, false
+			return nil, release, more, false
 		}
 		reserved = r.ContentLength
 		body = make([]byte, r.ContentLength)
@@ -192,14 +264,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 		default:
 			s.reject(w, api, http.StatusBadRequest, "cannot read the request body: "+err.Error())
 		}
-		return nil, release, false
+		return nil, release, more, false
 	}
 	bodyIn = true
 	if ce := r.Header.Get("Content-Encoding"); (ce == "" || ce == "identity") && !utf8.Valid(body) {
 		s.reject(w, api, http.StatusBadRequest, fmt.Sprintf("request body is not valid UTF-8 (first invalid byte at offset %d); JSON text must be UTF-8 (RFC 8259 §8.1)", invalidUTF8At(body)))
-		return nil, release, false
+		return nil, release, more, false
 	}
-	return body, release, true
+	return body, release, more, true
 }
 
 // invalidUTF8At returns the offset of the first byte of b that is not part

@@ -61,13 +61,16 @@ func apiError(t *testing.T, api API, b []byte) string {
 	return v.Error.Message
 }
 
-// TestInFlightBudget: while one request holds most of the budget, another
-// that does not fit is answered 503 with Retry-After (its body unread),
-// with a Content-Length or chunked; once the first is done it goes
-// through, and the budget is back to zero.
+// TestInFlightBudget: while one request holds most of the budget (its
+// memory estimate), another that does not fit is answered 503 with
+// Retry-After, with a Content-Length or chunked; once the first is done it
+// goes through, and the budget is back to zero.
 func TestInFlightBudget(t *testing.T) {
 	up := newUpstream(t)
 	hold := make(chan struct{})
+	var closeHold sync.Once
+	release := func() { closeHold.Do(func() { close(hold) }) }
+	t.Cleanup(release) // a failed check must not leave the upstream waiting
 	arrived := make(chan struct{}, 4)
 	up.handler = func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -77,7 +80,11 @@ func TestInFlightBudget(t *testing.T) {
 		io.WriteString(w, openaiReply)
 	}
 	const size = 600 << 10
-	tp := newProxyWith(t, up, func(o *Options) { o.MaxBodyBytes = 1 << 20; o.MaxInFlightBytes = 1 << 20 })
+	// The held request's estimate: (RequestMemoryMultiple +
+	// FoldMemoryMultiple) × its body, all of it new. The budget leaves room
+	// for small requests beside it, not for a second one of its size.
+	held := int64(size) * (RequestMemoryMultiple + FoldMemoryMultiple)
+	tp := newProxyWith(t, up, func(o *Options) { o.MaxBodyBytes = 1 << 20; o.MaxInFlightBytes = held + 400<<10 })
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -88,8 +95,8 @@ func TestInFlightBudget(t *testing.T) {
 		}
 	}()
 	<-arrived
-	if got := tp.srv.InFlightBytes(); got < size {
-		t.Fatalf("in flight %d bytes, want at least %d", got, size)
+	if got := tp.srv.InFlightBytes(); got < held {
+		t.Fatalf("in flight %d bytes, want the held request's estimate, at least %d", got, held)
 	}
 	// A second body that does not fit, with a Content-Length.
 	resp, b := post(t, tp.http.URL+PathOpenAI, chatBody(size), nil)
@@ -116,7 +123,7 @@ func TestInFlightBudget(t *testing.T) {
 	if resp, _ := post(t, tp.http.URL+PathOpenAI, chatBody(1000), nil); resp.StatusCode != 200 {
 		t.Fatalf("small request beside the held one: status %d", resp.StatusCode)
 	}
-	close(hold)
+	release()
 	wg.Wait()
 	if resp, _ := post(t, tp.http.URL+PathOpenAI, chatBody(size), nil); resp.StatusCode != 200 {
 		t.Fatalf("after the held request finished: status %d", resp.StatusCode)
@@ -314,5 +321,45 @@ func TestStatsGuard(t *testing.T) {
 		if !strings.Contains(body, `"name": "bash"`) || !strings.Contains(body, "withheld") {
 			t.Fatalf("stats lost the tool call's name or the withheld marker: %s", body)
 		}
+	}
+}
+
+// TestInFlightMemoryEstimate: the budget counts a request's memory, not its
+// body: a conversation the proxy read before (the prefix cache) is
+// estimated at RequestMemoryMultiple × its body, a new one at
+// FoldMemoryMultiple more per new byte; and a request whose estimate
+// exceeds the whole budget is served when it is alone, not refused forever.
+func TestInFlightMemoryEstimate(t *testing.T) {
+	body := conversationN(60)
+	n := len(body)
+	req, err := parseRequestCached(APIOpenAI, body, newParseCache())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := memoryEstimate(n, req), int64(n)*(RequestMemoryMultiple+FoldMemoryMultiple); got != want {
+		t.Fatalf("a new conversation is estimated at %d bytes, want %d", got, want)
+	}
+	c := newParseCache()
+	first, _ := parseRequestCached(APIOpenAI, body, c)
+	first.measure(nil, true, "heuristic")
+	c.remember(first, "heuristic")
+	again, _ := parseRequestCached(APIOpenAI, body, c)
+	if again.known != len(again.msgs) {
+		t.Fatalf("the repeated conversation took %d of %d messages from the prefix cache", again.known, len(again.msgs))
+	}
+	if got, max := memoryEstimate(n, again), int64(n)*(RequestMemoryMultiple+1); got > max {
+		t.Fatalf("a conversation read before is estimated at %d bytes, want at most %d", got, max)
+	}
+
+	up := newUpstream(t)
+	tp := newProxyWith(t, up, func(o *Options) { o.MaxBodyBytes = int64(n); o.MaxInFlightBytes = int64(n) * 2 })
+	if resp, b := post(t, tp.http.URL+PathOpenAI, body, nil); resp.StatusCode != 200 {
+		t.Fatalf("a request over the budget but alone: status %d: %s", resp.StatusCode, b)
+	}
+	for deadline := time.Now().Add(5 * time.Second); tp.srv.InFlightBytes() != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := tp.srv.InFlightBytes(); got != 0 {
+		t.Fatalf("budget not released: %d", got)
 	}
 }

@@ -49,6 +49,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/internal/hostguard"
 	"github.com/contextfold/contextfold/match"
 )
@@ -97,15 +98,19 @@ type Options struct {
 	// MaxBodyBytes bounds a request body in bytes; 0 means
 	// DefaultMaxBodyBytes. A larger body is answered 413.
 	MaxBodyBytes int64
-	// MaxInFlightBytes is the budget of request bodies held at once by the
-	// API requests in flight, in bytes; 0 means DefaultMaxInFlightBytes, a
+	// MaxInFlightBytes is the budget of the estimated memory of the API
+	// requests in flight, in bytes; 0 means DefaultMaxInFlightBytes, a
 	// negative value means no budget. A request holds its body's size from
-	// the moment its body starts to arrive until its response is finished;
-	// one that does not fit is answered 503 with Retry-After
-	// (RetryAfterSeconds) without its body being read. The proxy's memory
-	// for a request is a small multiple of its body (docs/proxy.md gives
-	// the measured multiple), so this bounds the proxy's memory. It must be
-	// at least MaxBodyBytes.
+	// the moment its body starts to arrive (one that does not fit is
+	// answered 503 with Retry-After, RetryAfterSeconds, without its body
+	// being read); once the body is parsed it holds its memory estimate,
+	// RequestMemoryMultiple × the body + FoldMemoryMultiple × the bytes of
+	// its conversation the proxy had not read before (the measured
+	// multiples, BENCHMARKS.md "Proxy memory"), until its response is
+	// finished; an estimate that does not fit is answered 503 with
+	// Retry-After too, unless no other request is in flight (it is then
+	// served alone). So this bounds the proxy's memory for requests. It must
+	// be at least MaxBodyBytes.
 	MaxInFlightBytes int64
 	// BodyReadTimeout is how long a client may take to send a whole
 	// request body; 0 means DefaultBodyReadTimeout, a negative value means
@@ -119,6 +124,17 @@ type Options struct {
 	// The API paths accept any Host.
 	AllowedHosts []string
 	AnyHost      bool
+	// SessionIdle drops a session's in-memory state (its harness: working
+	// set, caches) once no request has used it for this long; 0 means
+	// DefaultSessionIdle (30 minutes), a negative value never. MaxSessions
+	// bounds the sessions in memory, dropping the least recently used
+	// first; 0 means DefaultMaxSessions (256), a negative value no bound.
+	// A dropped session's harness state (harness.SessionState) is saved
+	// beside its store (SessionStateFilePrefix) and read back when it
+	// returns, so its requests are forwarded byte for byte as if it had
+	// stayed. A session a request is using is never dropped.
+	SessionIdle time.Duration
+	MaxSessions int
 	// Logger receives one line per API request (nil: text on stderr).
 	Logger *slog.Logger
 	// Transport sends the upstream requests (nil: http.DefaultTransport).
@@ -213,9 +229,12 @@ type Stats struct {
 	// OverBudget counts forwarded requests over the context budget (what
 	// cannot fold — pinned messages, the latest message and its tool pair —
 	// is larger than the budget); each carried an X-Contextfold-Warning.
-	OverBudget int             `json:"over_budget"`
-	Sessions   int             `json:"sessions"`
-	Recent     []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
+	OverBudget int `json:"over_budget"`
+	Sessions   int `json:"sessions"` // sessions in memory
+	// SessionsDropped counts sessions dropped from memory (Options.SessionIdle,
+	// MaxSessions); each comes back from its store and saved state.
+	SessionsDropped int             `json:"sessions_dropped"`
+	Recent          []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
 }
 
 type session struct {
@@ -231,6 +250,11 @@ type session struct {
 	logMu    sync.Mutex
 	requests int    // requests logged
 	prevOut  []byte // the previous forwarded body, for the stable prefix
+
+	// Guarded by Server.mu: the requests using the session now, and when
+	// it was last handed out (for SessionIdle and MaxSessions).
+	active   int
+	lastUsed time.Time
 }
 
 type ctxKey struct{}
@@ -246,7 +270,9 @@ type reqState struct {
 	// wsBody and wsOut are the client's and the forwarded body, for the
 	// working-set log written when the request is finished.
 	wsBody, wsOut []byte
-	once          sync.Once
+	// held are the sessions handed to the request (Server.session).
+	held []*session
+	once sync.Once
 }
 
 // New returns a proxy server.
@@ -271,6 +297,12 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("proxy: MaxInFlightBytes (%d) is smaller than MaxBodyBytes (%d): a body of the largest size could never be served; raise --max-inflight-bytes or lower --max-body-bytes", s.opts.MaxInFlightBytes, s.opts.MaxBodyBytes)
 	}
 	s.budget.max = s.opts.MaxInFlightBytes
+	if s.opts.SessionIdle == 0 {
+		s.opts.SessionIdle = DefaultSessionIdle
+	}
+	if s.opts.MaxSessions == 0 {
+		s.opts.MaxSessions = DefaultMaxSessions
+	}
 	if s.opts.BodyReadTimeout == 0 {
 		s.opts.BodyReadTimeout = DefaultBodyReadTimeout
 	}
@@ -352,7 +384,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, release, ok := s.readBody(w, r, api)
+	body, release, more, ok := s.readBodyReserving(w, r, api)
 	defer release()
 	if !ok {
 		return
@@ -369,6 +401,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.reject(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		if !s.reserveMemory(w, api, body, req, more) {
 			return
 		}
 		if req.passReason != "" {
@@ -427,7 +462,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 	if s.opts.Shared != nil {
 		sess, d, err = s.sharedDispatch(ctx, st, req, sid)
 	} else {
-		sess, err = s.session(sid, 0)
+		sess, err = s.session(st, sid, 0)
 		if err != nil {
 			st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 			return req.body
@@ -439,7 +474,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		if errors.Is(err, harness.ErrHistoryDiverged) {
 			// The client rewrote its history: continue in a new store.
 			st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
-			if sess, err = s.session(sid, sess.gen+1); err == nil {
+			if sess, err = s.session(st, sid, sess.gen+1); err == nil {
 				d, err = sess.h.DispatchRequest(req.msgs, fixed)
 			}
 		}
@@ -533,14 +568,32 @@ func sharedPrefixLen(a, b []byte) int {
 }
 
 // session returns the session's harness; gen > 0 asks for at least that
-// generation (a new store after a divergence).
-func (s *Server) session(id string, gen int) (*session, error) {
+// generation (a new store after a divergence). The session counts as in
+// use by st (never evicted from memory) until finish releases it.
+func (s *Server) session(st *reqState, id string, gen int) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
-	if sess != nil && sess.gen >= gen {
-		return sess, nil
+	if sess == nil || sess.gen < gen {
+		var err error
+		if sess, err = s.openSession(id, gen); err != nil {
+			return nil, err
+		}
+		s.sessions[id] = sess
 	}
+	sess.lastUsed = time.Now()
+	if st != nil {
+		sess.active++
+		st.held = append(st.held, sess)
+	}
+	s.expireSessions(sess)
+	s.stats.Sessions = len(s.sessions)
+	return sess, nil
+}
+
+// openSession opens the session's store and harness, with the state it
+// had when it was last dropped from memory (expireSessions). s.mu is held.
+func (s *Server) openSession(id string, gen int) (*session, error) {
 	var store *contextfold.Store
 	var dir string
 	var err error
@@ -564,10 +617,94 @@ func (s *Server) session(id string, gen int) (*session, error) {
 	if cfg.Match == "" {
 		cfg.Match = match.Ranked
 	}
-	sess = &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
-	s.sessions[id] = sess
-	s.stats.Sessions = len(s.sessions)
+	sess := &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
+	if s.opts.Shared == nil {
+		// The state the session had when it left memory: the same working
+		// set, turn hydration and pending evictions, so the next request is
+		// forwarded as it would have been.
+		path := s.statePath(id, gen)
+		if data, err := os.ReadFile(path); err == nil {
+			if err := sess.h.ImportState(data); err != nil {
+				s.log.Warn("contextfold proxy: saved session state not used; the session starts a new working set", "session", id, "err", err)
+			}
+			_ = os.Remove(path)
+		}
+	}
 	return sess, nil
+}
+
+// statePath is where a session's harness state waits while the session is
+// out of memory: beside its store generations, not in the store.
+func (s *Server) statePath(id string, gen int) string {
+	return filepath.Join(s.opts.Dir, id, SessionStateFilePrefix+strconv.Itoa(gen)+".json")
+}
+
+// SessionStateFilePrefix names the file (Dir/<session>/session-state-g<N>.json)
+// holding the harness state (harness.SessionState) of a session dropped from
+// memory, read back and removed when the session returns.
+const SessionStateFilePrefix = "session-state-g"
+
+// Defaults of Options.SessionIdle and Options.MaxSessions.
+const (
+	DefaultSessionIdle = 30 * time.Minute
+	DefaultMaxSessions = 256
+)
+
+// expireSessions drops from memory the sessions idle for longer than
+// SessionIdle, then the least recently used ones past MaxSessions; never
+// keep, nor a session a request is using. A dropped session's harness state
+// is saved to statePath first (its store is on disk already); with a shared
+// session store the state lives there. s.mu is held.
+func (s *Server) expireSessions(keep *session) {
+	idle, most := s.opts.SessionIdle, s.opts.MaxSessions
+	if idle < 0 && most < 0 {
+		return
+	}
+	now := time.Now()
+	var cands []*session
+	for _, x := range s.sessions {
+		if x != keep && x.active == 0 {
+			cands = append(cands, x)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].lastUsed.Before(cands[j].lastUsed) })
+	for _, x := range cands {
+		if !(idle >= 0 && now.Sub(x.lastUsed) > idle) && !(most >= 0 && len(s.sessions) > most) {
+			break
+		}
+		s.dropSession(x)
+	}
+}
+
+// dropSession removes x from memory, saving its state. s.mu is held.
+func (s *Server) dropSession(x *session) {
+	if s.opts.Shared == nil {
+		data, err := x.h.ExportState()
+		if err == nil {
+			path := s.statePath(x.id, x.gen)
+			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+				err = fsutil.WriteFileAtomic(path, data, 0o600)
+			}
+		}
+		if err != nil {
+			// Without its state the session would come back with a new
+			// working set: keep it in memory instead.
+			s.log.Warn("contextfold proxy: session state not saved; the session stays in memory", "session", x.id, "err", err)
+			return
+		}
+	}
+	delete(s.sessions, x.id)
+	s.stats.SessionsDropped++
+}
+
+// releaseSessions ends st's use of the sessions it was handed.
+func (s *Server) releaseSessions(st *reqState) {
+	s.mu.Lock()
+	for _, x := range st.held {
+		x.active--
+	}
+	st.held = nil
+	s.mu.Unlock()
 }
 
 // latestGeneration returns the highest g<N> under dir, at least 1.
@@ -686,6 +823,7 @@ func (s *Server) finish(st *reqState) {
 				st.rec.Warnings = append(st.rec.Warnings, "working-set log not written: "+err.Error())
 			}
 		}
+		s.releaseSessions(st)
 		st.rec.Duration = time.Since(st.start)
 		rec := st.rec
 		s.mu.Lock()

@@ -101,7 +101,7 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 		return nil, nil, fmt.Errorf("session lease: %w", err)
 	}
 	defer lease.Release()
-	sess, err := s.session(sid, lease.Generation())
+	sess, err := s.session(st, sid, lease.Generation())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	d, err := sess.h.DispatchRequest(req.msgs, fixed)
 	if isDiverged(err) {
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
-		if sess, err = s.session(sid, sess.gen+1); err == nil {
+		if sess, err = s.session(st, sid, sess.gen+1); err == nil {
 			d, err = sess.h.DispatchRequest(req.msgs, fixed)
 		}
 	}

@@ -1,0 +1,77 @@
+package proxy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold/harness"
+)
+
+// TestSessionDroppedAndRebuilt: with MaxSessions 1, two conversations sent
+// in turn push each other's session out of memory at every request; each
+// comes back from its store and saved state, and every forwarded body is
+// byte for byte the one a proxy keeping both sessions in memory forwards —
+// through fold events, the page table and hydration. An idle session is
+// dropped after SessionIdle the same way.
+func TestSessionDroppedAndRebuilt(t *testing.T) {
+	cfg := harness.Config{ContextBudget: 4000}
+	run := func(set func(*Options)) (bodies [][]byte, tp *testProxy) {
+		up := newUpstream(t)
+		tp = newProxyWith(t, up, func(o *Options) { o.Harness = cfg; set(o) })
+		for n := 6; n <= 70; n += 4 {
+			for _, sid := range []string{"alpha", "beta"} {
+				body := conversationN(n)
+				if sid == "beta" {
+					body = bytes.ReplaceAll(body, []byte("coding agent"), []byte("testing agent"))
+				}
+				if resp, b := post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: sid}); resp.StatusCode != 200 {
+					t.Fatalf("%s, %d messages: status %d: %s", sid, n, resp.StatusCode, b)
+				}
+				bodies = append(bodies, up.last(t).Body)
+			}
+		}
+		return bodies, tp
+	}
+	want, _ := run(func(o *Options) {})
+	got, tp := run(func(o *Options) { o.MaxSessions = 1 })
+	st := tp.srv.Stats()
+	if st.SessionsDropped < 20 || st.Sessions > 2 {
+		t.Fatalf("sessions dropped %d, in memory %d: MaxSessions 1 should drop one at nearly every request", st.SessionsDropped, st.Sessions)
+	}
+	folded := false
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("request %d: forwarded %d bytes after the session was rebuilt, %d without", i, len(got[i]), len(want[i]))
+		}
+		if bytes.Contains(want[i], []byte(harness.PageTableOpen)) {
+			folded = true
+		}
+	}
+	if !folded {
+		t.Fatal("no request reached a fold event: the test does not cover the working set")
+	}
+	// The saved state of the session out of memory is beside its store.
+	if m, _ := filepath.Glob(filepath.Join(tp.dir, "*", SessionStateFilePrefix+"*.json")); len(m) != 1 {
+		t.Fatalf("saved states %v, want the one session out of memory", m)
+	}
+
+	// Idle expiry.
+	up := newUpstream(t)
+	tp = newProxyWith(t, up, func(o *Options) { o.Harness = cfg; o.SessionIdle = 50 * time.Millisecond })
+	post(t, tp.http.URL+PathOpenAI, conversationN(40), map[string]string{HeaderSession: "idle"})
+	time.Sleep(120 * time.Millisecond)
+	post(t, tp.http.URL+PathOpenAI, conversationN(10), map[string]string{HeaderSession: "other"})
+	if st := tp.srv.Stats(); st.SessionsDropped != 1 || st.Sessions != 1 {
+		t.Fatalf("after the idle time: %d dropped, %d in memory; want the idle session dropped", st.SessionsDropped, st.Sessions)
+	}
+	if _, err := os.Stat(tp.srv.statePath("idle", 1)); err != nil {
+		t.Fatalf("the idle session's state was not saved: %v", err)
+	}
+	post(t, tp.http.URL+PathOpenAI, conversationN(42), map[string]string{HeaderSession: "idle"})
+	if _, err := os.Stat(tp.srv.statePath("idle", 1)); !os.IsNotExist(err) {
+		t.Fatalf("the saved state is left after the session came back: %v", err)
+	}
+}
