@@ -219,3 +219,44 @@ func TestRankedScanBefore(t *testing.T) {
 		t.Errorf("exact ScanBefore %v differs from the reference scan %v", steps(ex1.Selected), steps(ex2.Selected))
 	}
 }
+
+// Rule "the named thing first": the file read that alone holds the
+// identifier the human names is admitted before the nodes that match only
+// the question's generic words, so it is not left over the per-turn budget
+// behind them.
+func TestRankedNamedThingFirst(t *testing.T) {
+	s := newStore(t, "")
+	var turns []contextfold.Turn
+	for i := 0; i < 30; i++ {
+		turns = append(turns, contextfold.Turn{StepID: i, Summary: fmt.Sprintf("step %d", i), RawContent: fmt.Sprintf("go vet ./pkg%d: ok", i)})
+	}
+	for i := 30; i < 36; i++ {
+		turns = append(turns, contextfold.Turn{StepID: i, Summary: fmt.Sprintf("notes %d", i),
+			RawContent: fmt.Sprintf("the tool output of run %d mentioned one line earlier.\n", i) + strings.Repeat(fmt.Sprintf("filler%d ", i), 400)})
+	}
+	var read strings.Builder
+	for i := 1; i <= 300; i++ {
+		if i == 129 {
+			read.WriteString("129\t\ts.mux.HandleFunc(\"GET /v1/accounts/{id}\", s.getAccount)\n")
+			continue
+		}
+		fmt.Fprintf(&read, "%d\t\t// handler plumbing, nothing to see on row %d\n", i, i)
+	}
+	turns = append(turns, contextfold.Turn{StepID: 40, Summary: "Read server.go", RawContent: read.String()})
+	fold(t, s, turns...)
+	prompt := "Earlier a tool output mentioned HandleFunc. What exactly did that line say?"
+	res, err := match.Scan(s, prompt, match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Selected) == 0 || res.Selected[0].StepID != 40 {
+		t.Fatalf("selected %v, dropped %v: want the file read 40 first", steps(res.Selected), steps(res.Dropped))
+	}
+	h, err := match.Hydrate(s, 40, prompt, match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.Content, "s.mux.HandleFunc(") {
+		t.Errorf("the hydration misses the HandleFunc line: %.200q", h.Content)
+	}
+}

@@ -158,7 +158,28 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			topShare = math.Max(topShare, p.Share)
 		}
 	}
+	// Rule "the named thing first": the picks that hold a specific term
+	// of the prompt held by at most 2 nodes of the store (Pick.Named: the
+	// identifier, path, version or number the human named, where it is)
+	// are admitted before the other picks, each group in the scan's
+	// order, so that
+	// the node holding "HandleFunc" is not left over the per-turn budget
+	// behind nodes matching "tool", "output" and "line". Companions follow
+	// their picks as before.
+	picks := make([]ranked.Pick, 0, len(r.Picks))
+	for _, named := range [2]bool{true, false} {
+		for _, p := range r.Picks {
+			if p.Named == named && !p.IsCompanion {
+				picks = append(picks, p)
+			}
+		}
+	}
 	for _, p := range r.Picks {
+		if p.IsCompanion {
+			picks = append(picks, p)
+		}
+	}
+	for _, p := range picks {
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
 		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean

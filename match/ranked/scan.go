@@ -372,6 +372,10 @@ type Pick struct {
 	// most rareDF nodes of the store hold: rarity is the signal a long
 	// build log or file read is found by ("what did the linker say?").
 	Rare bool
+	// Named: it holds a specific term of the prompt (Special) that at most
+	// rareDF nodes hold: the identifier, path or number the human named is
+	// in it (rule "the named thing first" in package match).
+	Named bool
 	// Long: the node's token_estimate is over longNode × the mean of the
 	// store's nodes (a file read, a build log).
 	Long bool
@@ -654,11 +658,16 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		mass += w
 	}
 	discount := p.Covered
+	// coveredW: the heaviest term of each prompt word an earlier pick
+	// holds itself. A term is discounted as covered only up to that
+	// weight: a node holding the identifier HandleFunc is not "already
+	// covered" by one that held only its part "handle".
+	coveredW := make([]float64, q.groups)
 	marginal := func(c *match) float64 {
 		clear(best)
 		for i, t := range q.terms {
 			v := c.strength(i) * t.weight
-			if covered[t.group] {
+			if covered[t.group] && t.weight <= coveredW[t.group] {
 				v *= discount
 			}
 			best[t.group] = math.Max(best[t.group], v)
@@ -694,6 +703,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		for i, t := range q.terms {
 			if c.own[i] > 0 {
 				covered[t.group] = true
+				coveredW[t.group] = math.Max(coveredW[t.group], t.weight)
 			}
 		}
 		if p.CoverShare > 0 {
@@ -849,6 +859,7 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			held[t.group] = math.Max(held[t.group], t.weight)
 			pk.Special = pk.Special || t.special
 			pk.Rare = pk.Rare || (ix.live > rareDF && t.df <= rareDF)
+			pk.Named = pk.Named || (t.special && ix.live > rareDF && t.df <= rareDF)
 		}
 	}
 	for _, w := range held {
