@@ -11,11 +11,11 @@ package contextfold_test
 import (
 	"bufio"
 	"fmt"
+	"github.com/contextfold/contextfold/internal/benchlat"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,22 +61,6 @@ func benchStoreDir(b *testing.B, n int) string {
 	return dir
 }
 
-// latencies records per-operation times and reports percentiles.
-type latencies []time.Duration
-
-func (l latencies) report(b *testing.B, prefix string) {
-	if len(l) == 0 {
-		return
-	}
-	s := append(latencies(nil), l...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	pct := func(p float64) float64 {
-		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), prefix+"p50-ms")
-	b.ReportMetric(pct(0.99), prefix+"p99-ms")
-}
-
 // BenchmarkStoreScale measures fold, scan, recall and load at each size.
 func BenchmarkStoreScale(b *testing.B) {
 	for _, n := range benchSizes() {
@@ -99,7 +83,7 @@ func benchQuery(b *testing.B, dir string, n int, scan bool) {
 	if _, err := s.Scan(benchGen.Prompt(-1)); err != nil { // load the index
 		b.Fatal(err)
 	}
-	var lat latencies
+	var lat benchlat.Latencies
 	picks := 0
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -120,7 +104,7 @@ func benchQuery(b *testing.B, dir string, n int, scan bool) {
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	lat.report(b, "")
+	lat.Report(b, "")
 	b.ReportMetric(float64(picks)/float64(len(lat)), "results/op")
 	if picks == 0 {
 		b.Fatal("no query matched anything: the benchmark measures nothing")
@@ -146,7 +130,7 @@ func benchRanked(b *testing.B, dir string) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(time.Since(t0).Milliseconds()), "build-ms")
-	var lat latencies
+	var lat benchlat.Latencies
 	picks := 0
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
@@ -159,7 +143,7 @@ func benchRanked(b *testing.B, dir string) {
 		picks += len(res.Selected)
 	}
 	b.StopTimer()
-	lat.report(b, "")
+	lat.Report(b, "")
 	b.ReportMetric(float64(picks)/float64(len(lat)), "results/op")
 	if picks == 0 {
 		b.Fatal("no prompt matched anything: the benchmark measures nothing")
@@ -178,7 +162,7 @@ func benchFold(b *testing.B, dir string, n int) {
 		b.Fatal(err)
 	}
 	next := 10_000_000 + st.Total // steps the store does not hold
-	var lat latencies
+	var lat benchlat.Latencies
 	for b.Loop() {
 		t := benchGen.Turn(next)
 		t0 := time.Now()
@@ -188,7 +172,7 @@ func benchFold(b *testing.B, dir string, n int) {
 		lat = append(lat, time.Since(t0))
 		next++
 	}
-	lat.report(b, "")
+	lat.Report(b, "")
 }
 
 // benchLoad measures Open + first Scan in a fresh process, which also
@@ -198,7 +182,7 @@ func benchLoad(b *testing.B, dir string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var lat latencies
+	var lat benchlat.Latencies
 	var rss, hwm, heap float64
 	for i := 0; b.Loop(); i++ {
 		cmd := exec.Command(exe, "-test.run=^TestScaleHelperProcess$", "-test.count=1")
@@ -222,7 +206,7 @@ func benchLoad(b *testing.B, dir string, n int) {
 		lat = append(lat, time.Duration(m["load_ns"]))
 		rss, hwm, heap = max(rss, m["rss_kb"]), max(hwm, m["hwm_kb"]), max(heap, m["heap_bytes"])
 	}
-	lat.report(b, "load-")
+	lat.Report(b, "load-")
 	b.ReportMetric(rss/1024, "rss-MB")
 	b.ReportMetric(hwm/1024, "peak-rss-MB")
 	b.ReportMetric(heap/(1<<20), "heap-MB")

@@ -20,11 +20,11 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"github.com/contextfold/contextfold/internal/benchlat"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -150,22 +150,6 @@ func pgSession(b *testing.B, n int, dir string) *contextfold.Store {
 	return s
 }
 
-// latencies records per-operation times and reports percentiles.
-type latencies []time.Duration
-
-func (l latencies) report(b *testing.B, prefix string) {
-	if len(l) == 0 {
-		return
-	}
-	s := append(latencies(nil), l...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	pct := func(p float64) float64 {
-		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), prefix+"p50-ms")
-	b.ReportMetric(pct(0.99), prefix+"p99-ms")
-}
-
 // BenchmarkBackends measures fold, scan (exact and ranked) and hydrate on
 // one warm Store of a session of n nodes, directory and PostgreSQL.
 func BenchmarkBackends(b *testing.B) {
@@ -209,7 +193,7 @@ func benchScan(b *testing.B, s *contextfold.Store, mode match.Mode) {
 		b.Fatal(err)
 	}
 	b.Logf("first scan (loads the index, or builds the ranked one): %v", time.Since(t0).Round(time.Millisecond))
-	var lat latencies
+	var lat benchlat.Latencies
 	picks := 0
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
@@ -220,7 +204,7 @@ func benchScan(b *testing.B, s *contextfold.Store, mode match.Mode) {
 		lat = append(lat, time.Since(t0))
 		picks += len(res.Selected)
 	}
-	lat.report(b, "")
+	lat.Report(b, "")
 	if picks == 0 {
 		b.Fatal("no prompt matched anything: the benchmark measures nothing")
 	}
@@ -230,7 +214,7 @@ func benchScan(b *testing.B, s *contextfold.Store, mode match.Mode) {
 // random step per op.
 func benchHydrate(b *testing.B, s *contextfold.Store, n int) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var lat latencies
+	var lat benchlat.Latencies
 	for b.Loop() {
 		step := r.IntN(n)
 		t0 := time.Now()
@@ -239,7 +223,7 @@ func benchHydrate(b *testing.B, s *contextfold.Store, n int) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	lat.report(b, "")
+	lat.Report(b, "")
 }
 
 // benchFold folds new turns (the session grows by b.N nodes: run with a
@@ -250,7 +234,7 @@ func benchFold(b *testing.B, s *contextfold.Store) {
 		b.Fatal(err)
 	}
 	next := 10_000_000 + st.Total
-	var lat latencies
+	var lat benchlat.Latencies
 	for b.Loop() {
 		t := benchGen.Turn(next)
 		t0 := time.Now()
@@ -260,7 +244,7 @@ func benchFold(b *testing.B, s *contextfold.Store) {
 		lat = append(lat, time.Since(t0))
 		next++
 	}
-	lat.report(b, "")
+	lat.Report(b, "")
 }
 
 // BenchmarkTenThousandSessions: the same operations on sessions of 20
@@ -316,7 +300,7 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 				s.Scan(benchGen.Prompt(-1))
 			}
 			b.Run("scan-exact", func(b *testing.B) {
-				var lat latencies
+				var lat benchlat.Latencies
 				for i := 0; b.Loop(); i++ {
 					s := stores[r.IntN(200)]
 					t0 := time.Now()
@@ -325,10 +309,10 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 					}
 					lat = append(lat, time.Since(t0))
 				}
-				lat.report(b, "")
+				lat.Report(b, "")
 			})
 			b.Run("cold-scan-exact", func(b *testing.B) {
-				var lat latencies
+				var lat benchlat.Latencies
 				next := 200
 				for i := 0; b.Loop(); i++ {
 					s := stores[next%sessions]
@@ -339,10 +323,10 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 					}
 					lat = append(lat, time.Since(t0))
 				}
-				lat.report(b, "")
+				lat.Report(b, "")
 			})
 			b.Run("hydrate", func(b *testing.B) {
-				var lat latencies
+				var lat benchlat.Latencies
 				for b.Loop() {
 					s := stores[r.IntN(200)]
 					t0 := time.Now()
@@ -351,10 +335,10 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 					}
 					lat = append(lat, time.Since(t0))
 				}
-				lat.report(b, "")
+				lat.Report(b, "")
 			})
 			b.Run("fold", func(b *testing.B) {
-				var lat latencies
+				var lat benchlat.Latencies
 				for i := 0; b.Loop(); i++ {
 					s := stores[r.IntN(200)]
 					st, err := s.Status()
@@ -367,7 +351,7 @@ func BenchmarkTenThousandSessions(b *testing.B) {
 					}
 					lat = append(lat, time.Since(t0))
 				}
-				lat.report(b, "")
+				lat.Report(b, "")
 			})
 		})
 	}
@@ -405,7 +389,7 @@ func BenchmarkFleetProxy(b *testing.B) {
 					}
 				}
 				client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-				lat := make([]latencies, sessions)
+				lat := make([]benchlat.Latencies, sessions)
 				errs := make([]error, sessions)
 				run := fmt.Sprint(time.Now().UnixNano())
 				var retries atomic.Int64
@@ -444,11 +428,11 @@ func BenchmarkFleetProxy(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				var all latencies
+				var all benchlat.Latencies
 				for _, l := range lat {
 					all = append(all, l...)
 				}
-				all.report(b, "req-")
+				all.Report(b, "req-")
 				b.ReportMetric(float64(len(all))/wall.Seconds(), "req/s")
 				b.ReportMetric(float64(retries.Load()), "retries")
 				up.Close()
