@@ -50,6 +50,16 @@ var migrations = []string{
 		reason     text NOT NULL,
 		at         timestamptz NOT NULL DEFAULT now()
 	);`,
+	// 2: the proxy's shared sessions (proxy/pgsessions): each proxy
+	// session's generation and harness state, the row also its lease. IF
+	// NOT EXISTS: builds before this migration created it on first use.
+	`CREATE TABLE IF NOT EXISTS cf_proxy_sessions (
+		session    text PRIMARY KEY,
+		generation integer NOT NULL DEFAULT 1,
+		version    bigint NOT NULL DEFAULT 0,
+		state      bytea,
+		updated_at timestamptz NOT NULL DEFAULT now()
+	);`,
 }
 
 // SchemaVersion is the schema version this build migrates databases to.

@@ -17,9 +17,9 @@
 // once, and its uncommitted state change is rolled back). A row lock rather
 // than an advisory lock for the same reasons pgstore's store lock is one: tied
 // to the transaction, no lock-key scheme, and the same statement returns the
-// state's version. The table is created on first use (CREATE TABLE IF NOT
-// EXISTS under a transaction-scoped advisory lock, so replicas starting at
-// once do not race).
+// state's version. The table is schema version 2 of the database's
+// versioned migrations (pgstore.Migrate, run by Connect and by `contextfold
+// migrate`).
 package pgsessions
 
 import (
@@ -35,24 +35,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/pgstore"
 	"github.com/contextfold/contextfold/proxy"
 )
 
 // Table is the table holding each proxy session's generation and harness
 // state.
 const Table = "cf_proxy_sessions"
-
-const schema = `CREATE TABLE IF NOT EXISTS ` + Table + ` (
-	session    text PRIMARY KEY,
-	generation integer NOT NULL DEFAULT 1,
-	version    bigint NOT NULL DEFAULT 0,
-	state      bytea,
-	updated_at timestamptz NOT NULL DEFAULT now()
-)`
-
-// schemaLockKey is the advisory lock key taken while creating the table
-// (an arbitrary constant: "cfproxy" in ASCII).
-const schemaLockKey = 0x63667072_6f7879
 
 // OpenFunc opens the store of database session name for proxy session id
 // (pgstore's DB.Session with contextfold.Options{SessionID: id}: the cold
@@ -107,6 +96,10 @@ func Connect(ctx context.Context, rawURL string, open OpenFunc) (*Sessions, erro
 		pool.Close()
 		return nil, fmt.Errorf("pgsessions: cannot reach %s: %v", u.Redacted(), redact(err, u))
 	}
+	if _, _, err := pgstore.Migrate(ctx, rawURL); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	s, err := New(ctx, pool, open)
 	if err != nil {
 		pool.Close()
@@ -138,15 +131,8 @@ func (s *Sessions) Close() {
 // Errors: the database's, naming the table and the remedy (a role that may
 // create tables, or a table created by one).
 func New(ctx context.Context, pool *pgxpool.Pool, open OpenFunc) (*Sessions, error) {
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLockKey)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, schema)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the proxy's session table %s: %v (the role needs CREATE on the database's public schema, or create the table once with a role that has it)", Table, err)
+	if _, err := pool.Exec(ctx, `SELECT 1 FROM `+Table+` LIMIT 0`); err != nil {
+		return nil, fmt.Errorf("the proxy's session table %s is not readable: %v (run `contextfold migrate --store postgres://…` to bring the database to schema version %d)", Table, err, pgstore.SchemaVersion)
 	}
 	return &Sessions{pool: pool, open: open, stores: map[string]*contextfold.Store{}}, nil
 }
