@@ -3,6 +3,8 @@ package contextfold
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 )
 
 // The protocol's failure modes (spec §5–§6, CONF-10, CONF-12). Each typed
@@ -67,8 +69,27 @@ type PathContainmentError struct {
 }
 
 func (e *PathContainmentError) Error() string {
-	return fmt.Sprintf("path containment violated for step %d: file_path %q resolves to %s, not %s",
+	msg := fmt.Sprintf("path containment violated for step %d: file_path %q resolves to %s, not %s",
 		e.StepID, e.FilePath, e.Resolved, e.Want)
+	if old := e.renamedFrom(); old != "" {
+		msg += fmt.Sprintf(" (file_path names the store directory %q: the store was renamed or copied from it; rename it back, or run contextfold repair --apply to re-index its files under the new name)", old)
+	}
+	return msg
+}
+
+// renamedFrom is the store directory name a file_path records when it is
+// the canonical "NAME/cold_nodes/step_NNNNNN.json" of this very step under
+// another NAME (spec §5: file_path names the store's directory), else "".
+func (e *PathContainmentError) renamedFrom() string {
+	rel := strings.Split(e.FilePath, "/")
+	want := strings.Split(filepath.ToSlash(e.Want), "/")
+	if len(rel) != 3 || len(want) < 3 || rel[1] != ColdNodesDir || rel[2] != want[len(want)-1] || want[len(want)-2] != ColdNodesDir {
+		return ""
+	}
+	if rel[0] == "" || rel[0] == "." || rel[0] == ".." || rel[0] == want[len(want)-3] {
+		return ""
+	}
+	return rel[0]
 }
 
 // Is makes errors.Is true for ErrPathContainment and ErrIntegrityCheck.
