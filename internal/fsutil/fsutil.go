@@ -25,31 +25,11 @@ var WrapWriter = func(w io.Writer) io.Writer { return w }
 // the same directory is written, its length checked, fsynced, renamed over
 // path, and the directory fsynced. On any error the temporary file is removed
 // and path is untouched. perm applies to a new file.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	t, err := renameio.TempFile(dir, path)
-	if err != nil {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteFileAtomicFunc(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data) // a short write is an error of the checked writer
 		return err
-	}
-	defer func() {
-		if cerr := t.Cleanup(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	if err := t.Chmod(perm); err != nil {
-		return err
-	}
-	n, err := WrapWriter(t).Write(data)
-	if err != nil {
-		return err
-	}
-	if n != len(data) {
-		return fmt.Errorf("short write to %s: %d of %d bytes", path, n, len(data))
-	}
-	if err := t.CloseAtomicallyReplace(); err != nil { // fsync + close + rename
-		return err
-	}
-	return SyncDir(dir)
+	})
 }
 
 // WriteFileAtomicFunc is WriteFileAtomic for content that write streams to
@@ -71,7 +51,7 @@ func WriteFileAtomicFunc(path string, perm os.FileMode, write func(w io.Writer) 
 	if err := t.Chmod(perm); err != nil {
 		return err
 	}
-	cw := &checkedWriter{w: WrapWriter(t)}
+	cw := &checkedWriter{w: WrapWriter(t), path: path}
 	if err := write(cw); err != nil {
 		return err
 	}
@@ -87,8 +67,9 @@ func WriteFileAtomicFunc(path string, perm os.FileMode, write func(w io.Writer) 
 // checkedWriter turns a short write into io.ErrShortWrite and remembers the
 // first error.
 type checkedWriter struct {
-	w   io.Writer
-	err error
+	w    io.Writer
+	path string // named in the short-write error
+	err  error
 }
 
 func (c *checkedWriter) Write(p []byte) (int, error) {
@@ -97,7 +78,7 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 	}
 	n, err := c.w.Write(p)
 	if err == nil && n != len(p) {
-		err = fmt.Errorf("short write: %d of %d bytes: %w", n, len(p), io.ErrShortWrite)
+		err = fmt.Errorf("short write to %s: %d of %d bytes: %w", c.path, n, len(p), io.ErrShortWrite)
 	}
 	c.err = err
 	return n, err
