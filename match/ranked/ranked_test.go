@@ -399,6 +399,9 @@ func TestWhenQuestionPrefersATime(t *testing.T) {
 	if got := first(q, off); got != 40 {
 		t.Errorf("%q without the rule: first pick %d, want 40 (the test needs the rule)", q, got)
 	}
+	if why := strings.Join(ix.Scan(q, DefaultParams()).Picks[0].Why, "; "); !strings.Contains(why, "says when") {
+		t.Errorf("%q: the first pick's why %q does not name the rule", q, why)
+	}
 	const plain = "What did Ben say about the pottery class?"
 	if a, b := first(plain, DefaultParams()), first(plain, off); a != b {
 		t.Errorf("%q: first pick %d with the rule, %d without: a question that asks no time must rank as before", plain, a, b)
@@ -450,6 +453,9 @@ func TestNamedPersonSpeaks(t *testing.T) {
 	}
 	if got := first(chat, q, off); got != 40 {
 		t.Errorf("%q without the rule: first pick %d, want 40 (the test needs the rule)", q, got)
+	}
+	if why := strings.Join(chat.Scan(q, DefaultParams()).Picks[0].Why, "; "); !strings.Contains(why, "spoken by Ana") {
+		t.Errorf("%q: the first pick's why %q does not name the rule", q, why)
 	}
 	if a, b := first(chat, "what about the pottery class?", DefaultParams()), first(chat, "what about the pottery class?", off); a != b {
 		t.Errorf("a prompt naming nobody: first pick %d with the rule, %d without", a, b)

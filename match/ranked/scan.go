@@ -356,7 +356,16 @@ type match struct {
 	nbDoc []int32   // the neighbour that lent it
 	mask  uint64    // primary terms held by the node itself
 	ctx   float64   // rule "topic context": the weighted scores of the nodes around it
+	// lift: the ordering rules that raised ctx (liftWhen, liftSpeaker),
+	// shown in Pick.Why.
+	lift uint8
 }
+
+// Bits of match.lift.
+const (
+	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"
+	liftSpeaker                   // rule "the person named speaks"
+)
 
 // longNode: a node over this many times the store's mean token estimate
 // is long (Pick.Long).
@@ -912,6 +921,12 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " [already covered]"
 		}
 		pk.Why = append(pk.Why, why)
+	}
+	if m.lift&liftWhen != 0 {
+		pk.Why = append(pk.Why, `ranked up: says when (rule "a when-question is answered by a time")`)
+	}
+	if m.lift&liftSpeaker != 0 {
+		pk.Why = append(pk.Why, "ranked up: spoken by "+speakerOf(pk.Summary)+` (rule "the person named speaks")`)
 	}
 	sort.Strings(pk.Terms)
 	return pk
