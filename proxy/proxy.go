@@ -172,6 +172,9 @@ type RequestRecord struct {
 	Warnings   []string         `json:"warnings,omitempty"`
 	Observed   Observed         `json:"observed"`
 	Overhead   time.Duration    `json:"overhead_ns"` // time spent by the proxy before forwarding
+	// BodyRead is the part of Overhead spent receiving the client's body
+	// (linear in its bytes by nature: the upstream would receive them too).
+	BodyRead   time.Duration    `json:"body_read_ns"`
 	Duration   time.Duration    `json:"duration_ns"` // until the response was finished
 	ClientSize int              `json:"client_bytes"`
 	SentSize   int              `json:"forwarded_bytes"`
@@ -389,6 +392,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	st.rec.BodyRead = time.Since(st.start)
 	out := body
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
