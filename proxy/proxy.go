@@ -168,10 +168,10 @@ type RequestRecord struct {
 	// budget even after folding (what cannot fold is larger: a huge pinned
 	// message, the latest message and its tool pair); the response carries
 	// an X-Contextfold-Warning.
-	OverBudget bool             `json:"over_budget,omitempty"`
-	Warnings   []string         `json:"warnings,omitempty"`
-	Observed   Observed         `json:"observed"`
-	Overhead   time.Duration    `json:"overhead_ns"` // time spent by the proxy before forwarding
+	OverBudget bool          `json:"over_budget,omitempty"`
+	Warnings   []string      `json:"warnings,omitempty"`
+	Observed   Observed      `json:"observed"`
+	Overhead   time.Duration `json:"overhead_ns"` // time spent by the proxy before forwarding
 	// BodyRead is the part of Overhead spent receiving the client's body
 	// (linear in its bytes by nature: the upstream would receive them too).
 	BodyRead   time.Duration    `json:"body_read_ns"`
