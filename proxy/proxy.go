@@ -387,7 +387,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, release, more, ok := s.readBodyReserving(w, r, api)
+	body, release, more, ok := s.readBodyReserving(w, r, api, false)
 	defer release()
 	if !ok {
 		return
@@ -399,12 +399,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		req, err := parseRequestCached(api, body, s.cache)
 		if err != nil {
+			if s.rejectInvalidUTF8(w, r, api, body, nil) {
+				return // the UTF-8 error first, as for any body
+			}
 			var br *errBadRequest
 			if errors.As(err, &br) {
 				s.reject(w, api, http.StatusBadRequest, br.msg)
 				return
 			}
 			s.reject(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		if s.rejectInvalidUTF8(w, r, api, body, req.knownBytes()) {
 			return
 		}
 		if !s.reserveMemory(w, api, body, req, more) {
@@ -451,6 +457,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Content-Length")
 	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
 	s.rp.ServeHTTP(w, r)
+	// The response is finished (finish ran) and the forwarded body sent;
+	// the client's body is no longer read unless it went out as is.
+	if len(body) > 0 && (len(out) == 0 || &out[0] != &body[0]) {
+		st.wsBody = nil
+		putBody(body)
+	}
 }
 
 var validSession = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
