@@ -43,9 +43,9 @@ type request struct {
 	// state's own arrays past its length (prefix.go: claimed); their first
 	// known elements are the state's, read-only (unshare copies them).
 	inPlace bool
-	points       []appendAt // per message: where hydrated content goes
-	stream       bool
-	seed         []byte // the start of the conversation, for the derived session id
+	points  []appendAt // per message: where hydrated content goes
+	stream  bool
+	seed    []byte // the start of the conversation, for the derived session id
 	// passReason, when set, says why the body is forwarded unchanged
 	// without folding (see responses.go); chained marks a Responses request
 	// continuing a provider-held conversation.
