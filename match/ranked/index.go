@@ -86,6 +86,18 @@ type Index struct {
 	// appended to (the one it was opened from or last wrote; zero: none).
 	snapID snapIdentity
 
+	// The shared snapshot (shared.go): where the index came from and why
+	// a shared snapshot was refused (Stats); shareDue: the backend has no
+	// usable one, write ours at the next save; forceShare: the stored one
+	// was refused, replace it whatever its revision. Guarded by mu.
+	source, rejected     string
+	shareDue, forceShare bool
+	// shareMu guards the background write's state (it runs without mu).
+	shareMu     sync.Mutex
+	sharing     bool
+	shareWrites int
+	shareErr    string
+
 	// scratch, reused across queries (guarded by mu)
 	acc  []float64
 	tmp  []float32
@@ -208,6 +220,7 @@ func (ix *Index) recoverSnapshot() bool {
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
 	ix.acc, ix.tmp, ix.seen = nil, nil, nil
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
+	ix.forceShare = true // a shared copy of the snapshot may be the corrupt one
 	if ix.src != nil {
 		_ = ix.refresh(ix.src)
 	}
@@ -264,23 +277,41 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 
 var registry = struct {
 	sync.Mutex
-	m map[string]*Index
-}{m: map[string]*Index{}}
+	m       map[string]*Index
+	opening map[string]*sync.Mutex // one opener per store, outside the registry's lock
+}{m: map[string]*Index{}, opening: map[string]*sync.Mutex{}}
 
 // For returns the process-wide ranked index of the store, refreshed to the
 // store's current recall index. Read-only towards the store: it never
-// writes a file inside it (CONF-08).
+// writes a file inside it (CONF-08). The first use in a process opens the
+// local snapshot, or a backend store's shared one (shared.go).
 func For(s *contextfold.Store) (*Index, error) {
+	key := s.Dir()
 	registry.Lock()
-	ix := registry.m[s.Dir()]
+	ix := registry.m[key]
 	if ix == nil {
-		if ix = load(s.Dir()); ix == nil {
-			ix = NewIndex()
+		// Opening may read a shared snapshot from the database (seconds):
+		// other stores' indexes are not held up meanwhile.
+		l := registry.opening[key]
+		if l == nil {
+			l = &sync.Mutex{}
+			registry.opening[key] = l
 		}
-		ix.dir = s.Dir()
-		registry.m[s.Dir()] = ix
+		registry.Unlock()
+		l.Lock()
+		registry.Lock()
+		if ix = registry.m[key]; ix == nil {
+			registry.Unlock()
+			ix = openFor(s)
+			ix.dir = key
+			registry.Lock()
+			registry.m[key] = ix
+		}
+		registry.Unlock()
+		l.Unlock()
+	} else {
+		registry.Unlock()
 	}
-	registry.Unlock()
 	if err := ix.Refresh(s); err != nil {
 		return nil, err
 	}
@@ -377,8 +408,9 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	}
 	base := ix.version
 	ix.version = ver
-	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || (changed && ix.unsaved == ix.live)) {
-		ix.save(ix.dir) // compaction: the delta starts empty
+	built := changed && ix.unsaved == ix.live // from every cold node
+	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || built || (ix.shareDue && ix.live > 0)) {
+		ix.save(ix.dir, built) // compaction: the delta starts empty
 		ix.unsaved = 0
 	} else if ix.dir != "" && len(recs) > 0 {
 		if p := cachePath(ix.dir, false); p != "" {
