@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,12 +159,32 @@ func TestSharedRankedSnapshot(t *testing.T) {
 	want = freshPicks(t, s)
 	samePicks(t, "replica after folds", r3.Picks, want)
 
+	// Past sharedLead (32) revisions behind, the replica that brings the
+	// snapshot up to date writes it back (in the background); the next
+	// one reads nothing.
+	const more2 = 40
+	for i := range more2 {
+		if _, err := s.Fold(rankedGen.Turn(n + more + i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r3b := replica(t, url)
+	if r3b.Stats.Source != "shared" || r3b.Stats.NodesRead != more+more2 || r3b.Stats.SharedWrites != 1 || r3b.Stats.SharedErr != "" {
+		t.Fatalf("replica %d folds behind: %+v, want the shared snapshot, %d nodes read and the refreshed snapshot written back", more+more2, r3b.Stats, more+more2)
+	}
+	r3c := replica(t, url)
+	if r3c.Stats.Source != "shared" || r3c.Stats.NodesRead != 0 || r3c.Stats.SharedWrites != 0 {
+		t.Fatalf("replica after the write-back: %+v, want the refreshed shared snapshot, no node read", r3c.Stats)
+	}
+	want = freshPicks(t, s)
+	samePicks(t, "replica after the write-back", r3c.Picks, want)
+
 	// A chunk row changed behind our back: refused, rebuilt, replaced.
 	if _, err := c.Exec(ctx, `UPDATE cf_snapshot_chunks SET data = set_byte(data, 5000, (get_byte(data, 5000) + 1) % 256) WHERE session_id = $1 AND seq = 0`, id); err != nil {
 		t.Fatal(err)
 	}
 	r4 := replica(t, url)
-	if r4.Stats.Source != "build" || r4.Stats.NodesRead != n+more || !strings.Contains(r4.Stats.SharedRejected, "SHA-256") || r4.Stats.SharedWrites != 1 {
+	if r4.Stats.Source != "build" || r4.Stats.NodesRead != n+more+more2 || !strings.Contains(r4.Stats.SharedRejected, "SHA-256") || r4.Stats.SharedWrites != 1 {
 		t.Fatalf("replica after tampering: %+v, want the snapshot refused (SHA-256), a rebuild and a new shared snapshot", r4.Stats)
 	}
 	samePicks(t, "replica after tampering", r4.Picks, want)
@@ -200,4 +221,49 @@ func TestSharedRankedSnapshot(t *testing.T) {
 	if err := c.QueryRow(ctx, `SELECT count(*) FROM cf_snapshot_chunks WHERE session_id = $1`, id).Scan(&chunks); err != nil || chunks < 1 {
 		t.Fatalf("chunks: %d %v", chunks, err)
 	}
+}
+
+// A snapshot whose bytes, hash and revision are all consistent but that is
+// another session's (copied over this one's row, the session's revision
+// moved to match): its nodes are not this index's, so it is refused and
+// the index rebuilt.
+func TestSharedRankedSnapshotOfAnotherSession(t *testing.T) {
+	const n = 120
+	ctx := context.Background()
+	c := pool(t)
+	var urls [2]string
+	var stores [2]*contextfold.Store
+	for i, seed := range []uint64{7, 8} {
+		s, u := openSessionNamed(t, fmt.Sprint(i))
+		dir := filepath.Join(t.TempDir(), ".contextfold")
+		if err := testgen.New(seed).BuildStore(dir, n, contextfold.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ImportDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		urls[i], stores[i] = u, s
+	}
+	if r := replica(t, urls[0]); r.Stats.Source != "build" || r.Stats.SharedWrites != 1 {
+		t.Fatalf("first session's replica: %+v", r.Stats)
+	}
+	from, to := sessionID(t, c, stores[0]), sessionID(t, c, stores[1])
+	for _, q := range []string{
+		`INSERT INTO cf_snapshots (session_id, kind, generation, rev, size, sha256, chunks) SELECT $2, kind, generation, rev, size, sha256, chunks FROM cf_snapshots WHERE session_id = $1`,
+		`INSERT INTO cf_snapshot_chunks (session_id, kind, seq, data) SELECT $2, kind, seq, data FROM cf_snapshot_chunks WHERE session_id = $1`,
+		`UPDATE cf_sessions t SET generation = f.generation, rev = greatest(t.rev, f.rev) FROM cf_snapshots f WHERE f.session_id = $1 AND t.id = $2`,
+	} {
+		if _, err := c.Exec(ctx, q, from, to); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	r := replica(t, urls[1])
+	if r.Stats.Source != "build" || r.Stats.NodesRead != n || !strings.Contains(r.Stats.SharedRejected, "does not match its index entry") || r.Stats.SharedWrites != 1 {
+		t.Fatalf("replica of the second session: %+v, want the copied snapshot refused (identities) and a rebuild", r.Stats)
+	}
+	s2, err := pgstore.OpenURL(urls[1], contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePicks(t, "second session", r.Picks, freshPicks(t, s2))
 }

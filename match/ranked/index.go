@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/backend"
 )
 
 // doc is one cold node as the ranked matcher sees it.
@@ -92,6 +93,7 @@ type Index struct {
 	// was refused, replace it whatever its revision. Guarded by mu.
 	source, rejected     string
 	shareDue, forceShare bool
+	verifyRev            *backend.Revision // a shared snapshot's, to verify at the next refresh
 	// shareMu guards the background write's state (it runs without mu).
 	shareMu     sync.Mutex
 	sharing     bool
@@ -210,21 +212,28 @@ func (ix *Index) recoverSnapshot() bool {
 			_ = os.Remove(p)
 		}
 	}
-	if ix.snap.unmap != nil {
+	ix.reset()
+	ix.forceShare = true // a shared copy of the snapshot may be the corrupt one
+	if ix.src != nil {
+		_ = ix.refresh(ix.src)
+	}
+	return true
+}
+
+// reset empties the index: everything but the mutex, the store, the
+// counters and the shared snapshot's state starts afresh. Callers hold
+// ix.mu.
+func (ix *Index) reset() {
+	if ix.snap != nil && ix.snap.unmap != nil {
 		ix.snap.unmap()
 	}
-	// Everything but the mutex, the store and the counters starts afresh.
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
 	ix.acc, ix.tmp, ix.seen = nil, nil, nil
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
-	ix.forceShare = true // a shared copy of the snapshot may be the corrupt one
-	if ix.src != nil {
-		_ = ix.refresh(ix.src)
-	}
-	return true
+	ix.snapID = snapIdentity{}
 }
 
 // Scan ranks the store's nodes for a prompt and chooses the ones to
@@ -336,7 +345,7 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ver == ix.version && ix.version != "" {
+	if ver == ix.version && ix.version != "" && ix.verifyRev == nil {
 		ix.src = s
 		return nil
 	}
@@ -357,6 +366,9 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	entries, err := s.Entries()
 	if err != nil {
 		return err
+	}
+	if ix.verifyRev != nil {
+		ix.checkShared(s, entries, ver) // shared.go
 	}
 	present := make(map[int]bool, len(entries))
 	changed := false

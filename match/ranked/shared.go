@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,8 @@ import (
 // the revision of its row, in the index's current generation and not ahead
 // of it, and (4) every index entry not written since that revision has a
 // snapshot node of the same step, artifact_sha256, token estimate and
-// summary, and every snapshot node's step is indexed. Any mismatch is a
+// summary, and every snapshot node's step is indexed (checked by the first
+// Refresh, which reads the entries anyway: checkShared). Any mismatch is a
 // miss: the index is rebuilt from the cold nodes and the rebuilt snapshot
 // replaces the shared one. (A snapshot forged whole, with consistent hashes
 // and true identities but other terms, could still mis-rank; it cannot
@@ -183,37 +185,49 @@ func loadShared(s *contextfold.Store, ss backend.SnapshotStore, dir string) (*In
 	if err != nil {
 		return nil, "it does not decode (corrupt or of another format)"
 	}
-	if reason := ix.verifyShared(s, info.Rev); reason != "" {
-		return nil, reason
+	if vr, ok := parseRev(ix.version); !ok || vr != info.Rev {
+		return nil, fmt.Sprintf("it records index version %q, its row revision %d/%d", ix.version, info.Rev.Generation, info.Rev.Seq)
 	}
+	rev := info.Rev
+	ix.verifyRev = &rev // against the index, by the first refresh (checkShared)
 	if path := cachePath(dir, true); path != "" && fsutil.WriteFileAtomic(path, data, 0o600) == nil {
 		resetDelta(path, identityOf(data))
 		if lx := load(dir); lx != nil && lx.version == ix.version && lx.live == ix.live {
+			lx.verifyRev = &rev
 			return lx, ""
 		}
 	}
 	return ix, ""
 }
 
-// verifyShared checks a decoded shared snapshot against its row's
-// revision and the store's index (rules 3 and 4 above); "" when it holds.
-func (ix *Index) verifyShared(s *contextfold.Store, rev backend.Revision) string {
-	if vr, ok := parseRev(ix.version); !ok || vr != rev {
-		return fmt.Sprintf("it records index version %q, its row revision %d/%d", ix.version, rev.Generation, rev.Seq)
+// checkShared verifies a shared snapshot just opened against the store's
+// index (rule 4 above; rule 3's "not ahead of it" too), in the first
+// refresh, which has read the entries anyway; on a mismatch the index is
+// emptied (and the copy in the per-user cache removed), so that the
+// refresh builds it from every cold node and the rebuilt snapshot replaces
+// the shared one. Callers hold ix.mu.
+func (ix *Index) checkShared(s *contextfold.Store, entries []*contextfold.Entry, ver string) {
+	rev := *ix.verifyRev
+	ix.verifyRev = nil
+	reason := ix.verifyShared(s, entries, ver, rev)
+	if reason == "" {
+		return
 	}
-	entries, err := s.Entries()
-	if err != nil {
-		return "the index is unreadable: " + err.Error()
+	ix.reset()
+	ix.source, ix.rejected, ix.forceShare = "build", reason, true
+	if p := cachePath(ix.dir, false); p != "" {
+		_ = os.Remove(p)
+		_ = os.Remove(deltaPath(p))
 	}
-	cur, err := s.IndexVersion()
-	if err != nil {
-		return "the index is unreadable: " + err.Error()
-	}
-	cr, ok := parseRev(cur)
+}
+
+// verifyShared is checkShared's test; "" when it holds.
+func (ix *Index) verifyShared(s *contextfold.Store, entries []*contextfold.Entry, ver string, rev backend.Revision) string {
+	cr, ok := parseRev(ver)
 	if !ok || cr.Generation != rev.Generation || cr.Seq < rev.Seq {
-		return fmt.Sprintf("its revision %d/%d is not of the index (now %s)", rev.Generation, rev.Seq, cur)
+		return fmt.Sprintf("its revision %d/%d is not of the index (now %s)", rev.Generation, rev.Seq, ver)
 	}
-	// Read after Entries: every entry written after rev as of Entries is
+	// Read after the entries: every entry written after rev as of them is
 	// in the delta.
 	d, err := s.Backend().ReadIndex(rev)
 	if err != nil {
