@@ -474,7 +474,7 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan, spillDir stri
 	secs[secPostings].Grow(postBytes)
 	var lists [2][]int32
 	var buf []byte
-	trow := make([]byte, 0, 8) // a term table row
+	trow := make([]byte, 0, 8)                              // a term table row
 	dfs := make([]uint32, 0, ix.base.termCount()+heapTerms) // by term number: nodes holding the term
 	// emit writes term t: its base postings (baseTerm >= 0) and its heap
 	// positions (node: matchable terms, sum: summary identifiers).
