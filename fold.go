@@ -18,7 +18,10 @@ import (
 	"github.com/contextfold/contextfold/schema"
 )
 
-// FoldResult reports one fold.
+// FoldResult reports one fold. Node and Entry of a new fold share their
+// lists (identifiers, files, commands, errors) with the store's in-memory
+// index, so that a large node's lists are held once (issue 12): read them,
+// do not modify them.
 type FoldResult struct {
 	// Node is the cold node as stored. For an already indexed step, Fold
 	// reads it back from its file (nil when unreadable); FoldBatch leaves it
@@ -140,7 +143,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID), maxIdents)
 			ix.add(r)
 			ops = append(ops, journalOp{fold: r})
-			results[i] = &FoldResult{Node: adopted, Entry: ix.entry(r)}
+			results[i] = &FoldResult{Node: adopted, Entry: ix.sharedEntry(r)}
 			continue
 		}
 		// Every artifact is checked against its schema before it is written
@@ -163,7 +166,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		}
 		ix.add(r)
 		ops = append(ops, journalOp{fold: r})
-		results[i] = &FoldResult{Node: n, Entry: ix.entry(r)}
+		results[i] = &FoldResult{Node: n, Entry: ix.sharedEntry(r)}
 	}
 	if progress != nil {
 		progress(len(turns), len(turns))

@@ -110,6 +110,7 @@ type index struct {
 	byStep map[int]int32  // step id → position, heap records only
 	post   postings       // matchable term → heap positions, ascending
 	spost  postings       // summary identifier → heap positions, ascending
+	posted int            // positions below it are posted (see postPending)
 
 	scratch []uint64 // per-position work array of Scan and Recall (len()*words)
 	// postBuf and visitBuf are scan buffers reused across scans, so that a
@@ -185,32 +186,42 @@ func (ix *index) evictedAt(p int32) bool {
 }
 
 // add inserts a record whose step is not indexed yet, as a heap record.
+// Its terms are posted when a query first needs them (postPending): a fold
+// that only writes the index and its cache builds no postings (issue 12).
 func (ix *index) add(r *record) {
 	pos := int32(len(ix.recs))
 	ix.recs = append(ix.recs, r)
 	ix.byStep[r.step] = pos
-	// The matchable terms (matchTerms' set) without building the list: a
-	// term already posted for pos (a file name that is an identifier too,
-	// a repeated one) is skipped by postings.add (issue 12: a large node
-	// has hundreds of thousands of terms).
-	for _, t := range r.idents {
-		ix.post.add(t, pos)
+}
+
+// postPending posts the heap records added since the last call: their
+// matchable terms (matchTerms' set, without building the list: a term
+// already posted for a position, such as a file name that is an identifier
+// too, is skipped by postings.add) and their summary identifiers.
+func (ix *index) postPending() {
+	for p := max(ix.posted, ix.nb); p < len(ix.recs); p++ {
+		r, pos := ix.recs[p], int32(p)
+		for _, t := range r.idents {
+			ix.post.add(t, pos)
+		}
+		for _, f := range r.files {
+			ix.post.add(extract.FoldTerm(f), pos)
+		}
+		for _, f := range r.errors {
+			ix.post.add(extract.FoldTerm(f), pos)
+		}
+		for _, t := range extract.Identifiers(extract.NFC(r.summary)) {
+			ix.spost.add(t, pos)
+		}
 	}
-	for _, f := range r.files {
-		ix.post.add(extract.FoldTerm(f), pos)
-	}
-	for _, f := range r.errors {
-		ix.post.add(extract.FoldTerm(f), pos)
-	}
-	for _, t := range extract.Identifiers(extract.NFC(r.summary)) {
-		ix.spost.add(t, pos)
-	}
+	ix.posted = len(ix.recs)
 }
 
 // appendPostings appends to dst the positions whose matchable terms
 // (summary=false) or summary identifiers (summary=true) hold t: base
 // positions ascending, then heap positions ascending.
 func (ix *index) appendPostings(dst []int32, t string, summary bool) []int32 {
+	ix.postPending()
 	dst = ix.base.appendPostings(dst, t, summary)
 	if summary {
 		return ix.spost.appendTo(dst, t)
@@ -322,13 +333,24 @@ func (ix *index) entryDoc(r *record) map[string]any {
 	}
 }
 
-// entry materialises the public Entry of a record.
+// entry materialises the public Entry of a record, with copies of its
+// lists.
 func (ix *index) entry(r *record) *Entry {
+	return ix.entryOf(r, copyStrings)
+}
+
+// sharedEntry is entry with the record's own lists (FoldResult: a large
+// node's identifiers are not held twice, issue 12).
+func (ix *index) sharedEntry(r *record) *Entry {
+	return ix.entryOf(r, func(ss []string) []string { return ss })
+}
+
+func (ix *index) entryOf(r *record, lists func([]string) []string) *Entry {
 	e := &Entry{
 		StepID: r.step, Summary: r.summary, PayloadSHA256: r.payload, ProjectionSHA256: r.projection,
 		ArtifactSHA256: r.artifact, FilePath: r.filePath, TokenEstimate: r.tokenEstimate, FoldedAt: r.foldedAt,
-		Identifiers: copyStrings(r.idents), Files: copyStrings(r.files), Commands: copyStrings(r.commands),
-		Errors: copyStrings(r.errors), Evicted: r.evicted,
+		Identifiers: lists(r.idents), Files: lists(r.files), Commands: lists(r.commands),
+		Errors: lists(r.errors), Evicted: r.evicted,
 	}
 	if r.extra != nil {
 		e.Doc = make(map[string]any, len(r.extra))

@@ -432,30 +432,30 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, er
 		secs[secRecords].Write(row)
 		secs[secSummaries].WriteString(summary)
 	}
-	// Terms: the base dictionary (sorted) merged with the heap's terms.
-	heapTerms := make([]string, 0, ix.post.len()+ix.spost.len())
-	for t := range ix.post.one {
-		heapTerms = append(heapTerms, t)
-	}
-	for t := range ix.spost.one {
-		if !ix.post.has(t) {
-			heapTerms = append(heapTerms, t)
+	// Terms: the base dictionary (sorted) merged with the heap records'
+	// terms, read from the records themselves (no postings map, no sorted
+	// copy of the terms: issue 12). A first pass counts the heap's terms, so
+	// that the sections are sized once (growing by doubling left up to half
+	// of each unused and copied the rest).
+	heapTerms, heapBytes := 0, 0
+	m := newHeapTermMerge(ix)
+	for {
+		t, ok := m.peek()
+		if !ok {
+			break
 		}
-	}
-	sort.Strings(heapTerms)
-	// The sections sized once (growing by doubling left up to half of
-	// each unused and copied the rest: issue 12).
-	heapBytes := 0
-	for _, t := range heapTerms {
-		heapBytes += len(t)
+		heapTerms, heapBytes = heapTerms+1, heapBytes+len(t)
+		m.skip(t)
 	}
 	secs[secTerms].Grow(ix.base.secLen(secTerms) + heapBytes)
-	secs[secTermTable].Grow(8 * (ix.base.termCount() + len(heapTerms) + 1))
-	secs[secPostings].Grow(ix.base.secLen(secPostings) + 4*len(heapTerms) + 2*len(ix.recs))
+	secs[secTermTable].Grow(8 * (ix.base.termCount() + heapTerms + 1))
+	secs[secPostings].Grow(ix.base.secLen(secPostings) + 4*heapTerms + 2*len(ix.recs))
 	var lists [2][]int32
 	var buf []byte
-	dfs := make([]int, 0, ix.base.termCount()+len(heapTerms)) // by term number: nodes holding the term
-	emit := func(t string, baseTerm int) {
+	dfs := make([]uint32, 0, ix.base.termCount()+heapTerms) // by term number: nodes holding the term
+	// emit writes term t: its base postings (baseTerm >= 0) and its heap
+	// positions (node: matchable terms, sum: summary identifiers).
+	emit := func(t string, baseTerm int, node, sum []int32) {
 		var r [8]byte
 		le.PutUint32(r[:], uint32(secs[secTerms].Len()))
 		le.PutUint32(r[4:], uint32(secs[secPostings].Len()))
@@ -468,9 +468,9 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, er
 				l = ix.base.decodePostings(l, ix.base.slice(secPostings, off, n), summary)
 			}
 			if summary {
-				l = ix.spost.appendTo(l, t)
+				l = append(l, sum...)
 			} else {
-				l = ix.post.appendTo(l, t)
+				l = append(l, node...)
 			}
 			for i, p := range l {
 				l[i] = newPos[p]
@@ -485,25 +485,33 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, er
 			secs[secPostings].Write(buf)
 			lists[k] = l
 			if !summary {
-				dfs = append(dfs, len(l))
+				dfs = append(dfs, uint32(len(l)))
 			}
 		}
 	}
-	h := 0
+	m.restart()
+	var hnode, hsum []int32
+	heapOnly := func(below string, bounded bool) {
+		for {
+			t, ok := m.peek()
+			if !ok || bounded && t >= below {
+				return
+			}
+			hnode, hsum = m.take(t, hnode[:0], hsum[:0])
+			emit(t, -1, hnode, hsum)
+		}
+	}
 	for i := 0; i < ix.base.termCount(); i++ {
 		bt, _, _ := ix.base.term(i)
 		t := string(bt)
-		for ; h < len(heapTerms) && heapTerms[h] < t; h++ {
-			emit(heapTerms[h], -1)
+		heapOnly(t, true)
+		hnode, hsum = hnode[:0], hsum[:0]
+		if ht, ok := m.peek(); ok && ht == t {
+			hnode, hsum = m.take(t, hnode, hsum)
 		}
-		if h < len(heapTerms) && heapTerms[h] == t {
-			h++
-		}
-		emit(t, i)
+		emit(t, i, hnode, hsum)
 	}
-	for ; h < len(heapTerms); h++ {
-		emit(heapTerms[h], -1)
-	}
+	heapOnly("", false)
 	if ix.base.failed() {
 		return nil, errors.New("index cache: the snapshot read is corrupt")
 	}
@@ -580,7 +588,7 @@ func stampCache(c []byte, st fileStamp) {
 
 // writeDense writes section 6: the maxDense terms held by the most nodes
 // (ties: the smaller term number) and every position's signature.
-func writeDense(w *bytes.Buffer, dfs []int, table, postings []byte, n int) {
+func writeDense(w *bytes.Buffer, dfs []uint32, table, postings []byte, n int) {
 	var top []int // term numbers, by df descending
 	for t, df := range dfs {
 		if df == 0 || (len(top) == maxDense && df <= dfs[top[maxDense-1]]) {

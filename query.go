@@ -301,6 +301,7 @@ func (ix *index) coverGroups(terms []string) []coverGroup {
 		}
 	}
 	var cand []int32
+	ix.postPending()
 	post := ix.postBuf[:0] // reused across scans (callers hold the store's mutex)
 	defer func() { ix.postBuf = post[:0] }()
 	for i, t := range terms {

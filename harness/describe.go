@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/contextfold/contextfold/internal/mdfence"
 )
 
 // Format-aware reading of a turn, for folded-step records and page-table
@@ -28,41 +30,11 @@ func commandFor(conv []Message, i int) string {
 		return ""
 	}
 	for _, p := range prev.Parts {
-		if c, ok := fencedShell(p.Text); ok {
+		if c, ok := mdfence.FirstShellBlock(p.Text); ok {
 			return c
 		}
 	}
 	return ""
-}
-
-// fencedShell returns the body of the first ```bash / ```sh / bare ```
-// block of text.
-func fencedShell(text string) (string, bool) {
-	rest := text
-	for {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			return "", false
-		}
-		rest = rest[i+3:]
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return "", false
-		}
-		lang := strings.TrimSpace(rest[:nl])
-		body := rest[nl+1:]
-		end := strings.Index(body, "```")
-		if end < 0 {
-			return "", false
-		}
-		switch lang {
-		case "bash", "sh", "shell", "console", "":
-			if cmd := strings.TrimSpace(body[:end]); cmd != "" {
-				return cmd, true
-			}
-		}
-		rest = body[end+3:]
-	}
 }
 
 // observation is what a tool output says, read format by format.

@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"strings"
+
+	"github.com/contextfold/contextfold/internal/mdfence"
 )
 
 // parseSWEAgent parses a SWE-agent .traj object: each element of "history"
@@ -149,7 +151,7 @@ func (p *parser) parseMiniSWEAgent(data []byte) error {
 		case role == "assistant":
 			afterAssistant = true
 			d.Role, d.Kind = "assistant", "response"
-			if cmd, ok := fencedCommand(text); ok {
+			if cmd, ok := mdfence.FirstShellBlock(text); ok {
 				d.Kind, d.Tool, d.Command = "tool_call", "bash", cmd
 			}
 			lastCmd = d.Command
@@ -197,34 +199,4 @@ func between(s, open, close string) (string, bool) {
 		return "", false
 	}
 	return rest[:j], true
-}
-
-// fencedCommand returns the body of the first ```bash (or ```sh, or bare ```)
-// fenced block.
-func fencedCommand(text string) (string, bool) {
-	rest := text
-	for {
-		i := strings.Index(rest, "```")
-		if i < 0 {
-			return "", false
-		}
-		rest = rest[i+3:]
-		nl := strings.IndexByte(rest, '\n')
-		if nl < 0 {
-			return "", false
-		}
-		lang := strings.TrimSpace(rest[:nl])
-		body := rest[nl+1:]
-		end := strings.Index(body, "```")
-		if end < 0 {
-			return "", false
-		}
-		switch lang {
-		case "bash", "sh", "shell", "":
-			if cmd := strings.TrimSpace(body[:end]); cmd != "" {
-				return cmd, true
-			}
-		}
-		rest = body[end+3:]
-	}
 }
