@@ -710,13 +710,23 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	// every pick made on its own merits, so they only use what budget is
 	// left.
 	out := res.Picks
+	var near []int32
+	for _, c := range order {
+		prev, next := ix.neighbours(c.doc)
+		for _, nd := range [2]int32{prev, next} {
+			if nd >= 0 && !picked[nd] && !superseded[nd] && (before < 0 || ix.docs[nd].step < before) {
+				near = append(near, nd)
+			}
+		}
+	}
+	detail := ix.detailer(q, p, near)
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
 			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
-			m := ix.detail(q, nd, p)
+			m := detail(nd)
 			lent := 0.0
 			clear(best)
 			holds := make([]bool, q.groups)

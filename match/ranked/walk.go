@@ -197,6 +197,24 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 	return out
 }
 
+// detailer returns detail(q, d, p) as a function of d, the details of
+// docs looked up together (detailAll); each call returns a match of its
+// own (the caller may change it), the same as detail's.
+func (ix *Index) detailer(q *Query, p Params, docs []int32) func(d int32) *match {
+	docs = slices.Compact(slices.Sorted(slices.Values(docs)))
+	byDoc := make(map[int32]*match, len(docs))
+	for _, m := range ix.detailAll(q, docs, p) {
+		byDoc[m.doc] = m
+	}
+	return func(d int32) *match {
+		if m, ok := byDoc[d]; ok {
+			delete(byDoc, d)
+			return m
+		}
+		return ix.detail(q, d, p)
+	}
+}
+
 // seek returns the first position from lo on whose doc is at least d
 // (len(ps) when none). Postings ascend by doc and the docs of a long list
 // are spread over the whole store, so the position is first guessed by
