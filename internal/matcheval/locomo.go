@@ -45,6 +45,9 @@ type DialogTurn struct {
 	DiaID       string `json:"dia_id"`
 	Text        string `json:"text"`
 	BlipCaption string `json:"blip_caption"`
+	// DateTime is the date and time of the turn's session (the
+	// conversation's session_N_date_time), "" when the file has none.
+	DateTime string `json:"-"`
 }
 
 // LoadLoCoMo reads a LoCoMo JSON file, gzipped when its name ends in .gz.
@@ -85,6 +88,11 @@ func (s *LoCoMoSample) Turns() []DialogTurn {
 	for _, i := range sessions {
 		var turns []DialogTurn
 		if json.Unmarshal(s.Conversation["session_"+strconv.Itoa(i)], &turns) == nil {
+			var date string
+			_ = json.Unmarshal(s.Conversation["session_"+strconv.Itoa(i)+"_date_time"], &date)
+			for k := range turns {
+				turns[k].DateTime = strings.TrimSpace(date)
+			}
 			out = append(out, turns...)
 		}
 	}
@@ -135,8 +143,8 @@ const (
 )
 
 // RunLoCoMo folds each conversation turn by turn (one dialog turn = one
-// step: payload "Speaker: text" plus the shared image's caption, summary
-// its first 100 code points) into a new store under tmp, sets the
+// step: payload TurnPayload, "[session date] Speaker: text" plus the
+// shared image's caption; summary its first 100 code points) into a new store under tmp, sets the
 // per-turn budget to budgetTurns × the conversation's mean turn cost, asks
 // every question, and scores evidence-turn recall of the exact scan, the
 // ranked scan and a plain BM25 top-5 over the same turns. limit > 0 keeps
@@ -186,10 +194,7 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 		var texts []string
 		total := 0
 		for i, t := range turns {
-			payload := t.Speaker + ": " + t.Text
-			if t.BlipCaption != "" {
-				payload += " [shares a photo: " + t.BlipCaption + "]"
-			}
+			payload := TurnPayload(t)
 			step[normDiaID(t.DiaID)] = i
 			folds = append(folds, contextfold.Turn{StepID: i, Summary: clip(payload, 100), RawContent: payload})
 			texts = append(texts, payload)
@@ -269,6 +274,36 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 		}
 	}
 	return rep, nil
+}
+
+// TurnPayload is the folded text of one dialog turn: "[date] Speaker:
+// text", plus " [shares a photo: caption]" when the turn shares an image.
+// The date is the session's date as the file gives it, without the time
+// of day ("1:56 pm on 8 May, 2023" → "8 May, 2023"), and is left out when
+// the file has none.
+//
+// Why the date is in the payload: a chat client shows each session's date,
+// so the turn a user saw carried it; a question that dates the event it
+// asks about ("What setback did Melanie face in October 2023?", 13 % of
+// LoCoMo's questions name a month or a year) can only be matched through
+// it, and the hydrated turn is what answers a when-question ("yesterday"
+// means something only next to the date). Exact scan, ranked scan and BM25
+// read the same payload, so the comparison stays fair. The time of day is
+// left out because a clock time ("1:56") is a specific term to the ranked
+// analyser: every turn of a session would share it, and intent ownership
+// would take the session's turns for updates of one fact.
+func TurnPayload(t DialogTurn) string {
+	payload := t.Speaker + ": " + t.Text
+	if dt := strings.TrimSpace(t.DateTime); dt != "" {
+		if _, date, ok := strings.Cut(dt, " on "); ok && strings.TrimSpace(date) != "" {
+			dt = strings.TrimSpace(date)
+		}
+		payload = "[" + dt + "] " + payload
+	}
+	if t.BlipCaption != "" {
+		payload += " [shares a photo: " + t.BlipCaption + "]"
+	}
+	return payload
 }
 
 func normDiaID(id string) string {

@@ -1,6 +1,7 @@
 package matcheval
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -79,5 +80,26 @@ func TestProbesDeterministic(t *testing.T) {
 		if !strings.Contains(p.Question, p.Identifier) || !strings.Contains(p.Answer, p.Identifier) {
 			t.Errorf("probe %+v", p)
 		}
+	}
+}
+
+// A turn folded from a dated session carries the session's date (without
+// the time of day) in its payload, as a chat client shows it; a file
+// without dates folds the turn as before.
+func TestTurnPayloadCarriesTheSessionDate(t *testing.T) {
+	s := LoCoMoSample{Conversation: map[string]json.RawMessage{
+		"session_1_date_time": json.RawMessage(`"1:56 pm on 8 May, 2023"`),
+		"session_1":           json.RawMessage(`[{"speaker":"Ana","dia_id":"D1:1","text":"I went yesterday."}]`),
+		"session_2":           json.RawMessage(`[{"speaker":"Ben","dia_id":"D2:1","text":"Nice.","blip_caption":"a cat"}]`),
+	}}
+	turns := s.Turns()
+	if len(turns) != 2 {
+		t.Fatalf("turns %+v", turns)
+	}
+	if got, want := TurnPayload(turns[0]), "[8 May, 2023] Ana: I went yesterday."; got != want {
+		t.Errorf("payload %q, want %q", got, want)
+	}
+	if got, want := TurnPayload(turns[1]), "Ben: Nice. [shares a photo: a cat]"; got != want {
+		t.Errorf("undated payload %q, want %q", got, want)
 	}
 }

@@ -369,3 +369,47 @@ func TestYearIsWeak(t *testing.T) {
 		t.Fatalf("kinds %v", kinds)
 	}
 }
+
+// Rule "a when-question is answered by a time": of two turns about the
+// same event, the one that says when it happened ranks first for a
+// question that asks when; without the rule the turn holding more of the
+// question's words wins. A question that asks no "when" is ranked as
+// before, and "when" as a conjunction asks for no time.
+func TestWhenQuestionPrefersATime(t *testing.T) {
+	ix := NewIndex()
+	for i := range 40 {
+		ix.Add(i, fmt.Sprint(i), 10, "s", fmt.Sprintf("Ana: routine chat number %d about the garden", i))
+	}
+	ix.Add(40, "a", 10, "s", "Ben: the pottery class was fun, the pottery teacher is kind")
+	ix.Add(41, "b", 10, "s", "Ana: nice!")
+	ix.Add(42, "c", 10, "s", "Ben: I signed up for a pottery class yesterday")
+	first := func(prompt string, p Params) int {
+		r := ix.Scan(prompt, p)
+		if len(r.Picks) == 0 {
+			t.Fatalf("%q: no picks", prompt)
+		}
+		return r.Picks[0].Step
+	}
+	off := DefaultParams()
+	off.When = 0
+	const q = "When did Ben go to the pottery class?"
+	if got := first(q, DefaultParams()); got != 42 {
+		t.Errorf("%q: first pick %d, want 42 (the turn that says when)", q, got)
+	}
+	if got := first(q, off); got != 40 {
+		t.Errorf("%q without the rule: first pick %d, want 40 (the test needs the rule)", q, got)
+	}
+	const plain = "What did Ben say about the pottery class?"
+	if a, b := first(plain, DefaultParams()), first(plain, off); a != b {
+		t.Errorf("%q: first pick %d with the rule, %d without: a question that asks no time must rank as before", plain, a, b)
+	}
+	for prompt, want := range map[string]bool{
+		"When did Ben go?": true, "what year did we move": true, "how long ago was it": true,
+		"¿Cuándo falló la migración?": true, "Migration ne zaman başarısız oldu?": true, "迁移什么时候失败的": true,
+		"what did it print when I ran the tests": false, "what did Ben make": false,
+	} {
+		if got := asksWhen(prompt); got != want {
+			t.Errorf("asksWhen(%q) = %v, want %v", prompt, got, want)
+		}
+	}
+}

@@ -76,12 +76,16 @@ type Params struct {
 	// the cut-off (Ratio, Floor, MinShare) judges a node's own score, so
 	// no node passes on its neighbours' terms alone.
 	Context1, Context2, Context3 float64
+	// When: rule "a when-question is answered by a time" (when.go). For a
+	// prompt that asks when, a candidate holding a time expression ranks
+	// with When × its own score added; ordering only, like topic context.
+	When float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -114,6 +118,9 @@ type Query struct {
 	words, unknown int
 	// instruction: the prompt asks for new work (rule "instructions").
 	instruction bool
+	// when: the prompt asks for a time (rule "a when-question is answered
+	// by a time", when.go).
+	when bool
 }
 
 // newWork are the imperative verbs that open a request for new work
@@ -272,6 +279,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 		}
 	}
 	q.instruction = isInstruction(prompt)
+	q.when = asksWhen(prompt)
 	// The rarest terms first; ties by text (deterministic).
 	sort.Slice(q.terms, func(a, b int) bool {
 		if q.terms[a].weight != q.terms[b].weight {
@@ -587,6 +595,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	if len(cands) == 0 {
 		return res
 	}
+	ix.whenRank(q, cands, p)
 	// The cut-off judges the node that scores best on its own.
 	first := cands[0]
 	for _, c := range cands {
@@ -946,6 +955,7 @@ func (ix *Index) recallLocked(query string, p Params) []Hit {
 	if len(cands) == 0 || !ix.passes(q, cands[0], p) {
 		return nil
 	}
+	ix.whenRank(q, cands, p)
 	var out []Hit
 	for _, c := range cands {
 		if c.score < 0.1*cands[0].score {
