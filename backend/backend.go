@@ -135,3 +135,36 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// SnapshotStore is implemented by a Backend that keeps derived snapshots
+// shared by every process of the store (issue 13: the ranked matcher's
+// index snapshot, so that a replica's first ranked scan of a large session
+// does not read and analyse every cold node). A snapshot is opaque bytes,
+// tied to the index revision it was derived from; the backend is storage,
+// not a trusted party: the reader verifies the bytes (SHA-256, the
+// snapshot's own checks, its revision and node identities against the index)
+// and rebuilds on any mismatch. It is never written inside a store's write
+// transaction (Tx): writing one blocks no fold. Safe for concurrent use.
+type SnapshotStore interface {
+	// SnapshotInfo describes the stored snapshot of kind (fs.ErrNotExist
+	// when there is none), without reading its bytes.
+	SnapshotInfo(kind string) (SnapshotInfo, error)
+	// ReadSnapshot returns the stored snapshot of kind and its bytes, read
+	// in one consistent snapshot of the database (fs.ErrNotExist when there
+	// is none). The bytes are as stored: not verified.
+	ReadSnapshot(kind string) (SnapshotInfo, []byte, error)
+	// WriteSnapshot stores data as the snapshot of kind derived from the
+	// index at revision rev, replacing the previous one, unless minLead >= 0
+	// and the stored one is of the same generation and at most minLead
+	// revisions older than rev (or newer): then nothing is written and
+	// false is returned. minLead < 0 always writes (a snapshot found
+	// corrupt is replaced).
+	WriteSnapshot(kind string, rev Revision, data []byte, minLead int64) (bool, error)
+}
+
+// SnapshotInfo is what SnapshotStore keeps beside a snapshot's bytes.
+type SnapshotInfo struct {
+	Rev    Revision // the index revision the snapshot was derived from
+	Size   int64    // bytes
+	SHA256 string   // lowercase hex SHA-256 of the bytes, as recorded when written
+}

@@ -23,6 +23,9 @@ type reportCache struct {
 	// actions caches the action type of verified payloads by their
 	// artifact_sha256, which identifies the content.
 	actions map[string]string
+	// sizes caches a database store's cold node sizes (bytes) by
+	// artifact_sha256 (nodeSize).
+	sizes map[string]int64
 }
 
 // fingerprint names, sizes, modes and modification times of the recall
@@ -65,7 +68,7 @@ func (in *Inspector) report(fresh bool) (*contextfold.Report, error) {
 
 // reportAt is report, with the time the report was made.
 func (in *Inspector) reportAt(fresh bool) (*contextfold.Report, string, error) {
-	fp := fingerprint(in.store.Dir())
+	fp := in.storeFingerprint()
 	in.cache.mu.Lock()
 	defer in.cache.mu.Unlock()
 	if !fresh && in.cache.rep != nil && in.cache.fp == fp {
@@ -102,4 +105,19 @@ func (in *Inspector) actionType(e *contextfold.Entry) string {
 	in.cache.actions[e.ArtifactSHA256] = a
 	in.cache.mu.Unlock()
 	return a
+}
+
+// fileExists reports whether dir/name exists.
+func fileExists(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(dir, name))
+	return err == nil
+}
+
+// fileSize returns the size of the file at path (not following a symlink).
+func fileSize(path string) (int64, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return 0, false
+	}
+	return fi.Size(), true
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/pgtest"
 )
 
 // hostileStep holds a payload that would run script, restyle the page or
@@ -73,7 +74,7 @@ var (
 
 // TestMain removes the shared demo store after the tests.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.M(m).Run() // database_test.go: a real PostgreSQL server
 	if sharedSrv != nil {
 		sharedSrv.Close()
 	}

@@ -10,13 +10,12 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/backend"
 	"github.com/contextfold/contextfold/internal/hostguard"
 )
 
@@ -53,10 +52,21 @@ type Inspector struct {
 var pageNames = []string{"timeline", "step", "scan", "recall", "evictions", "validate", "charts", "workset", "error"}
 
 // New returns the inspector of a store. It reads nothing yet: every request
-// reads the store afresh, so the pages follow a store that changes.
+// reads the store afresh, so the pages follow a store that changes. A
+// database store (store.Backend() != nil, e.g. a PostgreSQL session) is
+// served through backend.ReadOnly: every write it might attempt fails, no
+// row changes (CONF-08).
 func New(store *contextfold.Store, opts Options) (*Inspector, error) {
 	if store == nil {
 		return nil, errors.New("inspect: nil store")
+	}
+	if be := store.Backend(); be != nil {
+		// Options only shape writes (clock, session id, scrubbing).
+		ro, err := contextfold.OpenBackend(backend.ReadOnly(be), contextfold.Options{})
+		if err != nil {
+			return nil, err
+		}
+		store = ro
 	}
 	in := &Inspector{store: store, opts: opts, pages: map[string]*template.Template{},
 		hosts: hostguard.New(opts.AllowedHosts)}
@@ -164,16 +174,16 @@ type pageData struct {
 	Title    string
 	Nav      string
 	Dir      string
+	StoreArg string // the store on a command line: --dir DIR or --store URL (no password)
+	Database bool   // a database store (contextfold.Backend), not a directory
 	Exists   bool
 	Warnings []string
 	Data     any
 }
 
 func (in *Inspector) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, warnings []string) {
-	pd := pageData{Title: title, Nav: name, Dir: in.store.Dir(), Data: data, Warnings: warnings}
-	if _, err := os.Stat(filepath.Join(in.store.Dir(), contextfold.IndexFile)); err == nil {
-		pd.Exists = true
-	}
+	pd := pageData{Title: title, Nav: name, Dir: in.store.Dir(), StoreArg: in.storeArg(), Database: in.store.Backend() != nil, Data: data, Warnings: warnings}
+	pd.Exists = in.hasIndex()
 	var buf bytes.Buffer
 	if err := in.pages[name].ExecuteTemplate(&buf, "layout", pd); err != nil {
 		http.Error(w, "inspect: render "+name+": "+err.Error(), http.StatusInternalServerError)

@@ -130,8 +130,8 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 			ActionType: in.actionType(e),
 			Hydrations: hydrations[e.StepID], terms: e.Terms(),
 		}
-		if fi, err := os.Lstat(s.NodePath(e.StepID)); err == nil {
-			row.FileBytes = fi.Size()
+		if n, ok := in.nodeSize(e.StepID, e.ArtifactSHA256); ok {
+			row.FileBytes = n
 		}
 		if k := kinds[e.StepID]; len(k) > 0 {
 			row.FindingKinds = k
@@ -148,7 +148,7 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 		}
 		row := stepRow{StepID: *f.StepID, Summary: "(orphan: the file exists, the recall index does not list it)", State: StateOrphan,
 			FindingKinds: []string{f.Kind}, Files: []string{}, Commands: []string{}, Errors: []string{}, ActionType: harness.ActionOther}
-		if doc, err := readNodeDoc(s.NodePath(*f.StepID)); err == nil {
+		if doc, err := in.nodeDoc(*f.StepID); err == nil {
 			t := turnFromDoc(doc)
 			row.Summary = t.Summary
 			row.Files, row.Commands, row.Errors = nonNil(t.Files), nonNil(t.Commands), nonNil(t.Errors)
@@ -158,8 +158,8 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 			row.HotTokens = contextfold.TokenEstimate(t.Summary)
 			row.FoldedAt, _ = doc["folded_at"].(string)
 		}
-		if fi, err := os.Lstat(s.NodePath(*f.StepID)); err == nil {
-			row.FileBytes = fi.Size()
+		if n, ok := in.nodeSize(*f.StepID, ""); ok {
+			row.FileBytes = n
 		}
 		sn.rows = append(sn.rows, row)
 	}
@@ -196,6 +196,11 @@ func readNodeDoc(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeNodeDoc(data)
+}
+
+// decodeNodeDoc decodes a cold node's bytes as a JSON object.
+func decodeNodeDoc(data []byte) (map[string]any, error) {
 	v, err := canonjson.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
@@ -466,7 +471,7 @@ func (in *Inspector) step(step, page int, verify bool) (*stepData, error) {
 		d.HydrateError = herr.Error()
 		if errors.Is(herr, contextfold.ErrPathContainment) {
 			d.PayloadNote = "not shown: the index's file_path leaves cold_nodes/, so the inspector does not follow it"
-		} else if dd, err := readNodeDoc(s.NodePath(step)); err == nil {
+		} else if dd, err := in.nodeDoc(step); err == nil {
 			doc = dd
 			t := turnFromDoc(dd)
 			payload, d.PayloadAvailable = t.RawContent, true

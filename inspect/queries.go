@@ -314,6 +314,7 @@ type validateData struct {
 	Passed   int           `json:"passed"`
 	Findings []findingView `json:"findings"`
 	Dir      string        `json:"dir"`
+	StoreArg string        `json:"-"` // --dir DIR or --store URL (no password)
 	// CheckedAt is when the report was made: pages reuse it while no store
 	// file changed (names, sizes, times); ?fresh=1 validates again.
 	CheckedAt string `json:"checked_at"`
@@ -324,7 +325,7 @@ func (in *Inspector) validate(fresh bool) (*validateData, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &validateData{OK: rep.OK(), Passed: rep.Passed, Findings: []findingView{}, Dir: in.store.Dir(), CheckedAt: at}
+	d := &validateData{OK: rep.OK(), Passed: rep.Passed, Findings: []findingView{}, Dir: in.store.Dir(), StoreArg: in.storeArg(), CheckedAt: at}
 	for _, f := range rep.Findings {
 		d.Findings = append(d.Findings, viewFinding(f))
 	}

@@ -27,6 +27,13 @@ type worksetData struct {
 // store is Dir/<session>/g<N>, the log Dir/<session>/workset.jsonl; only the
 // records of generation N are kept. Reading it changes nothing.
 func (in *Inspector) worksetLog() (*worksetData, error) {
+	if in.store.Backend() != nil {
+		// A database session keeps no working-set log (the proxy's shared
+		// sessions keep their harness state in the database).
+		d := &worksetData{Requests: []harness.WorkingSetRecord{}}
+		d.Chart = worksetChart(d.Requests)
+		return d, nil
+	}
 	dir := in.store.Dir()
 	gen, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "g"))
 	if err != nil || !strings.HasPrefix(filepath.Base(dir), "g") {

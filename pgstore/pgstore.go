@@ -19,7 +19,14 @@
 //   - cf_files: the store files (hydration policy, settings, eviction log,
 //     repair log, policy history), byte for byte;
 //   - cf_quarantine: what repair (or a fold meeting an orphan) took out of
-//     service.
+//     service;
+//   - cf_snapshots, cf_snapshot_chunks (schema version 3): derived
+//     snapshots shared by every replica (backend.SnapshotStore), today the
+//     ranked matcher's index snapshot, in 1 MiB chunks, with the index
+//     revision it covers and its SHA-256; never trusted (match/ranked
+//     verifies it against the index and rebuilds on any mismatch) and
+//     never written inside a fold's transaction (match/ranked/shared.go
+//     says when it is written).
 //
 // Writes are transactions. The store lock is the session row itself: a
 // writer's first statement is an upsert of its cf_sessions row that bumps

@@ -28,7 +28,13 @@ import (
 // database of CONTEXTFOLD_TEST_POSTGRES_URL. Without one they skip, except
 // under CI=true, where they fail.
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(envRankedChild) != "" {
+		rankedChild() // a second replica's process (ranked_snapshot_test.go)
+		return
+	}
+	pgtest.Main(m)
+}
 
 // testURL is a new, empty database of the test server, one per test
 // (pgtest: a temporary cluster, or CONTEXTFOLD_TEST_POSTGRES_URL).

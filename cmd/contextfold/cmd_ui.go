@@ -33,6 +33,9 @@ step's raw payload and hashes with "verify now", the MMU simulator (what scan
 would hydrate for a prompt, within the budgets), recall with its tiers, the
 eviction log, the validate report with repair suggestions, and charts.
 
+A database session (--store postgres://…?session=NAME) is served the same
+way, read-only: no row is written, and the URL is shown without its password.
+
 It is read-only: browsing changes no byte of the store, and nothing shown
 reaches a model (CONF-08). It listens on loopback only, unless --allow-remote
 is given for another address; it then shows the whole store to that network.`,
@@ -48,9 +51,6 @@ is given for another address; it then shows the whole store to that network.`,
 			s, err := g.openExistingStore()
 			if err != nil {
 				return err
-			}
-			if s.Backend() != nil {
-				return usagef("ui inspects a directory store, and %s is a database session: export it first (contextfold export --store URL --to DIR), then run contextfold ui --dir DIR", s.Dir())
 			}
 			h, err := inspect.New(s, inspect.Options{AnyHost: !loopback})
 			if err != nil {

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,9 +116,7 @@ func TestCommandsOnPostgres(t *testing.T) {
 	if out, errOut, code := cli(t, "", "--store", third, "validate", "--json"); code != 0 || !strings.Contains(out, `"ok": true`) {
 		t.Errorf("validate after ingest: exit %d %s%s", code, out, errOut)
 	}
-	if out, errOut, code := cli(t, "", "--store", third, "ui"); code == 0 || !strings.Contains(errOut, "export it first") {
-		t.Errorf("ui on a database store: exit %d %s%s", code, out, errOut)
-	}
+	all.WriteString(serveUI(t, third))
 	if hasPW && pw != "" && strings.Contains(all.String(), pw) {
 		t.Errorf("an output holds the password")
 	}
@@ -135,4 +138,80 @@ func TestUnreachableDatabase(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer written by one goroutine and read by
+// another.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveUI runs `contextfold --store URL ui --listen 127.0.0.1:0` on a
+// database session, reads its pages, stops it with SIGINT (as Ctrl-C) and
+// returns what it printed. The row-level proof that browsing changes
+// nothing is inspect's TestDatabaseStoreBrowsingChangesNoRow.
+func serveUI(t *testing.T, store string) string {
+	t.Helper()
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"--store", store, "ui", "--listen", "127.0.0.1:0"}, strings.NewReader(""), &out, &errOut)
+	}()
+	var base string
+	for deadline := time.Now().Add(30 * time.Second); base == ""; {
+		select {
+		case code := <-done:
+			t.Fatalf("ui on a database store exited %d: %s%s", code, out.String(), errOut.String())
+		default:
+		}
+		if i := strings.Index(out.String(), "http://"); i >= 0 {
+			base = strings.Fields(out.String()[i:])[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("ui printed no URL: %s%s", out.String(), errOut.String())
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var pages strings.Builder
+	for _, p := range []string{"", "api/status", "api/steps", "validate", "scan?prompt=" + url.QueryEscape("What port is PostgreSQL on?")} {
+		resp, err := http.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /%s: %d %s", p, resp.StatusCode, body)
+		}
+		pages.Write(body)
+	}
+	if !strings.Contains(pages.String(), `"total"`) || !strings.Contains(out.String(), "session=") {
+		t.Errorf("ui pages do not show the session: %s\n%.1500s", out.String(), pages.String())
+	}
+	// Serve is running, so its SIGINT handler is installed.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("ui exit %d after SIGINT: %s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ui did not stop on SIGINT")
+	}
+	return out.String() + errOut.String() + pages.String()
 }

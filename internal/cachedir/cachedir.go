@@ -6,7 +6,8 @@
 //
 // Layout: $CONTEXTFOLD_CACHE_DIR, else os.UserCacheDir()/contextfold, then
 // one directory per store named by the SHA-256 of the store's absolute,
-// symlink-resolved path (first 32 hex digits). Everything in it is derived:
+// symlink-resolved path, or of a database store's location URL (without
+// password), first 32 hex digits. Everything in it is derived:
 // deleting it costs only time. Callers must bind each file they keep there to
 // the identity of what it was derived from (size, mtime, inode or a hash) and
 // treat a mismatch as a miss.
@@ -18,6 +19,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Env overrides the cache root; "off" disables the per-user cache.
@@ -50,12 +52,14 @@ func For(storeDir string, create bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	abs, err := filepath.Abs(storeDir)
-	if err != nil {
-		return "", err
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
+	abs := storeDir
+	if !strings.Contains(storeDir, "://") { // a database store's location is no path
+		if abs, err = filepath.Abs(storeDir); err != nil {
+			return "", err
+		}
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = r
+		}
 	}
 	sum := sha256.Sum256([]byte(abs))
 	dir := filepath.Join(root, hex.EncodeToString(sum[:16]))

@@ -18,12 +18,15 @@ package fleet
 // full_page_writes on, unlike the tests' cluster), removed at the end.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/contextfold/contextfold/internal/benchlat"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -36,6 +39,7 @@ import (
 	"github.com/contextfold/contextfold/internal/scripted"
 	"github.com/contextfold/contextfold/internal/testgen"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
 	"github.com/contextfold/contextfold/pgstore"
 )
 
@@ -193,6 +197,9 @@ func benchScan(b *testing.B, s *contextfold.Store, mode match.Mode) {
 		b.Fatal(err)
 	}
 	b.Logf("first scan (loads the index, or builds the ranked one): %v", time.Since(t0).Round(time.Millisecond))
+	if mode == match.Ranked && s.Backend() != nil {
+		coldReplicas(b, s)
+	}
 	var lat benchlat.Latencies
 	picks := 0
 	for i := 0; b.Loop(); i++ {
@@ -451,4 +458,94 @@ func benchFleetDB(b *testing.B) string {
 	}
 	benchDB(b)
 	return benchPG.url
+}
+
+// envColdReplica makes the test binary a replica starting cold on the
+// session of its URL (coldReplicaMain).
+const envColdReplica = "FLEET_COLD_REPLICA"
+
+// coldStart is what a cold replica reports (durations in ms).
+type coldStart struct {
+	OpenMS, IndexMS, RankedMS, ScanMS float64
+	Stats                             ranked.Stats
+	Picks                             int
+	Err                               string
+}
+
+// coldReplicaMain: a new process (empty per-user cache directory) opens the
+// session, reads its recall index, gets its ranked index (the shared
+// snapshot, match/ranked/shared.go) and runs one ranked scan.
+func coldReplicaMain(url string) {
+	var r coldStart
+	ms := func(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+	err := func() error {
+		t := time.Now()
+		s, err := pgstore.OpenURL(url, contextfold.Options{})
+		if err != nil {
+			return err
+		}
+		r.OpenMS = ms(t)
+		t = time.Now()
+		if _, err := s.IndexVersion(); err != nil {
+			return err
+		}
+		r.IndexMS = ms(t)
+		t = time.Now()
+		ix, err := ranked.For(s)
+		if err != nil {
+			return err
+		}
+		r.RankedMS = ms(t)
+		t = time.Now()
+		res, err := match.Scan(s, benchGen.Prompt(-1), match.Ranked)
+		if err != nil {
+			return err
+		}
+		r.ScanMS = ms(t)
+		r.Picks = len(res.Selected)
+		ranked.WaitShared()
+		r.Stats = ix.Stats()
+		return nil
+	}()
+	if err != nil {
+		r.Err = err.Error()
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+	os.Exit(0)
+}
+
+// coldReplicas logs the first ranked scan of three new replica processes
+// (each with an empty per-user cache directory: only the database is
+// shared) of the session s, whose ranked index this process has just built
+// and shared.
+func coldReplicas(b *testing.B, s *contextfold.Store) {
+	ranked.WaitShared()
+	name, err := pgstore.SessionName(s.Dir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 3 {
+		cmd := exec.Command(exe, "-test.run=^$", "-test.bench=^$")
+		// The database's URL (with its credentials, never printed) and
+		// the session's name.
+		cmd.Env = append(os.Environ(), envColdReplica+"="+withSession(benchDB(b), name), cachedir.Env+"="+b.TempDir())
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0 := time.Now()
+		out, err := cmd.Output()
+		wall := time.Since(t0)
+		var r coldStart
+		if err != nil || json.Unmarshal(out, &r) != nil || r.Err != "" {
+			b.Fatalf("cold replica: %v %s\n%s%s", err, r.Err, out, stderr.Bytes())
+		}
+		if r.Stats.Source != "shared" || r.Picks == 0 {
+			b.Fatalf("cold replica %d did not use the shared snapshot: %+v", i, r)
+		}
+		b.Logf("cold replica %d: first ranked scan %v in all (process %v): open %.0f ms, recall index %.0f ms, ranked index %.0f ms (shared snapshot, %d nodes read), scan %.1f ms",
+			i, time.Duration((r.OpenMS+r.IndexMS+r.RankedMS+r.ScanMS)*1e6).Round(time.Millisecond), wall.Round(time.Millisecond), r.OpenMS, r.IndexMS, r.RankedMS, r.Stats.NodesRead, r.ScanMS)
+	}
 }

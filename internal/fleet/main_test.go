@@ -32,6 +32,10 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
+	if u := os.Getenv(envColdReplica); u != "" {
+		coldReplicaMain(u) // bench_test.go
+		return
+	}
 	if mode := os.Getenv(envChild); mode != "" {
 		if err := childMain(mode, os.Args[len(os.Args)-4:]); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)

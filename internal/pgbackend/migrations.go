@@ -60,6 +60,31 @@ var migrations = []string{
 		state      bytea,
 		updated_at timestamptz NOT NULL DEFAULT now()
 	);`,
+	// 3: shared derived snapshots (backend.SnapshotStore; issue 13: the
+	// ranked matcher's index snapshot): one per session and kind, its
+	// bytes in chunks of SnapshotChunk bytes (stored uncompressed,
+	// STORAGE EXTERNAL: the bytes are dense binary, compressing them only
+	// costs CPU), tied to the index revision it was derived from.
+	`CREATE TABLE cf_snapshots (
+		session_id bigint NOT NULL REFERENCES cf_sessions (id),
+		kind       text NOT NULL,
+		generation bigint NOT NULL,
+		rev        bigint NOT NULL,
+		size       bigint NOT NULL,
+		sha256     text NOT NULL,
+		chunks     integer NOT NULL,
+		written_at timestamptz NOT NULL DEFAULT now(),
+		PRIMARY KEY (session_id, kind)
+	);
+	CREATE TABLE cf_snapshot_chunks (
+		session_id bigint NOT NULL,
+		kind       text NOT NULL,
+		seq        integer NOT NULL,
+		data       bytea NOT NULL,
+		PRIMARY KEY (session_id, kind, seq),
+		FOREIGN KEY (session_id, kind) REFERENCES cf_snapshots (session_id, kind)
+	);
+	ALTER TABLE cf_snapshot_chunks ALTER COLUMN data SET STORAGE EXTERNAL;`,
 }
 
 // SchemaVersion is the schema version this build migrates databases to.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/backend"
 )
 
 // doc is one cold node as the ranked matcher sees it.
@@ -85,6 +86,19 @@ type Index struct {
 	// snapID identifies the snapshot file this index's delta frames are
 	// appended to (the one it was opened from or last wrote; zero: none).
 	snapID snapIdentity
+
+	// The shared snapshot (shared.go): where the index came from and why
+	// a shared snapshot was refused (Stats); shareDue: the backend has no
+	// usable one, write ours at the next save; forceShare: the stored one
+	// was refused, replace it whatever its revision. Guarded by mu.
+	source, rejected     string
+	shareDue, forceShare bool
+	verifyRev            *backend.Revision // a shared snapshot's, to verify at the next refresh
+	// shareMu guards the background write's state (it runs without mu).
+	shareMu     sync.Mutex
+	sharing     bool
+	shareWrites int
+	shareErr    string
 
 	// scratch, reused across queries (guarded by mu)
 	acc          []float64
@@ -208,10 +222,21 @@ func (ix *Index) recoverSnapshot() bool {
 			_ = os.Remove(p)
 		}
 	}
-	if ix.snap.unmap != nil {
+	ix.reset()
+	ix.forceShare = true // a shared copy of the snapshot may be the corrupt one
+	if ix.src != nil {
+		_ = ix.refresh(ix.src)
+	}
+	return true
+}
+
+// reset empties the index: everything but the mutex, the store, the
+// counters and the shared snapshot's state starts afresh. Callers hold
+// ix.mu.
+func (ix *Index) reset() {
+	if ix.snap != nil && ix.snap.unmap != nil {
 		ix.snap.unmap()
 	}
-	// Everything but the mutex, the store and the counters starts afresh.
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
@@ -219,10 +244,7 @@ func (ix *Index) recoverSnapshot() bool {
 	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
-	if ix.src != nil {
-		_ = ix.refresh(ix.src)
-	}
-	return true
+	ix.snapID = snapIdentity{}
 }
 
 // Scan ranks the store's nodes for a prompt and chooses the ones to
@@ -275,23 +297,41 @@ func (ix *Index) Recall(query string, p Params) []Hit {
 
 var registry = struct {
 	sync.Mutex
-	m map[string]*Index
-}{m: map[string]*Index{}}
+	m       map[string]*Index
+	opening map[string]*sync.Mutex // one opener per store, outside the registry's lock
+}{m: map[string]*Index{}, opening: map[string]*sync.Mutex{}}
 
 // For returns the process-wide ranked index of the store, refreshed to the
 // store's current recall index. Read-only towards the store: it never
-// writes a file inside it (CONF-08).
+// writes a file inside it (CONF-08). The first use in a process opens the
+// local snapshot, or a backend store's shared one (shared.go).
 func For(s *contextfold.Store) (*Index, error) {
+	key := s.Dir()
 	registry.Lock()
-	ix := registry.m[s.Dir()]
+	ix := registry.m[key]
 	if ix == nil {
-		if ix = load(s.Dir()); ix == nil {
-			ix = NewIndex()
+		// Opening may read a shared snapshot from the database (seconds):
+		// other stores' indexes are not held up meanwhile.
+		l := registry.opening[key]
+		if l == nil {
+			l = &sync.Mutex{}
+			registry.opening[key] = l
 		}
-		ix.dir = s.Dir()
-		registry.m[s.Dir()] = ix
+		registry.Unlock()
+		l.Lock()
+		registry.Lock()
+		if ix = registry.m[key]; ix == nil {
+			registry.Unlock()
+			ix = openFor(s)
+			ix.dir = key
+			registry.Lock()
+			registry.m[key] = ix
+		}
+		registry.Unlock()
+		l.Unlock()
+	} else {
+		registry.Unlock()
 	}
-	registry.Unlock()
 	if err := ix.Refresh(s); err != nil {
 		return nil, err
 	}
@@ -316,7 +356,7 @@ func (ix *Index) Refresh(s *contextfold.Store) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ver == ix.version && ix.version != "" {
+	if ver == ix.version && ix.version != "" && ix.verifyRev == nil {
 		ix.src = s
 		return nil
 	}
@@ -337,6 +377,9 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	entries, err := s.Entries()
 	if err != nil {
 		return err
+	}
+	if ix.verifyRev != nil {
+		ix.checkShared(s, entries, ver) // shared.go
 	}
 	present := make(map[int]bool, len(entries))
 	changed := false
@@ -388,8 +431,9 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	}
 	base := ix.version
 	ix.version = ver
-	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || (changed && ix.unsaved == ix.live)) {
-		ix.save(ix.dir) // compaction: the delta starts empty
+	built := changed && ix.unsaved == ix.live // from every cold node
+	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || built || (ix.shareDue && ix.live > 0)) {
+		ix.save(ix.dir, built) // compaction: the delta starts empty
 		ix.unsaved = 0
 	} else if ix.dir != "" && len(recs) > 0 {
 		if p := cachePath(ix.dir, false); p != "" {

@@ -62,14 +62,23 @@ func load(dir string) *Index {
 }
 
 // save writes the snapshot atomically (best effort: a failure costs only
-// time on the next process). Callers hold ix.mu.
-func (ix *Index) save(dir string) {
+// time on the next process), and shares it when the store's backend keeps
+// shared snapshots (shared.go; synchronously when built, the index having
+// just been built from every cold node). Callers hold ix.mu.
+func (ix *Index) save(dir string, built bool) {
 	path := cachePath(dir, true)
-	if path == "" {
+	ss := sharedStore(ix.src)
+	if path == "" && ss == nil {
 		return
 	}
 	data, ok := ix.encodeSnapshot()
 	if !ok {
+		return
+	}
+	if ss != nil {
+		ix.share(ss, data, built)
+	}
+	if path == "" {
 		return
 	}
 	if fsutil.WriteFileAtomic(path, data, 0o600) == nil {

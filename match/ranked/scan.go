@@ -80,12 +80,16 @@ type Params struct {
 	// prompt that asks when, a candidate holding a time expression ranks
 	// with When × its own score added; ordering only, like topic context.
 	When float64
+	// Speaker: rule "the person named speaks" (speaker.go). A candidate
+	// whose summary opens with the speaker label of a person the prompt
+	// names ranks with Speaker × its own score added; ordering only.
+	Speaker float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -352,7 +356,16 @@ type match struct {
 	nbDoc []int32   // the neighbour that lent it
 	mask  uint64    // primary terms held by the node itself
 	ctx   float64   // rule "topic context": the weighted scores of the nodes around it
+	// lift: the ordering rules that raised ctx (liftWhen, liftSpeaker),
+	// shown in Pick.Why.
+	lift uint8
 }
+
+// Bits of match.lift.
+const (
+	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"
+	liftSpeaker                   // rule "the person named speaks"
+)
 
 // longNode: a node over this many times the store's mean token estimate
 // is long (Pick.Long).
@@ -596,6 +609,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		return res
 	}
 	ix.whenRank(q, cands, p)
+	ix.speakerRank(prompt, cands, p)
 	// The cut-off judges the node that scores best on its own.
 	first := cands[0]
 	for _, c := range cands {
@@ -907,6 +921,12 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 		}
 		pk.Why = append(pk.Why, why)
 	}
+	if m.lift&liftWhen != 0 {
+		pk.Why = append(pk.Why, `ranked up: says when (rule "a when-question is answered by a time")`)
+	}
+	if m.lift&liftSpeaker != 0 {
+		pk.Why = append(pk.Why, "ranked up: spoken by "+speakerOf(pk.Summary)+` (rule "the person named speaks")`)
+	}
 	sort.Strings(pk.Terms)
 	return pk
 }
@@ -956,6 +976,7 @@ func (ix *Index) recallLocked(query string, p Params) []Hit {
 		return nil
 	}
 	ix.whenRank(q, cands, p)
+	ix.speakerRank(query, cands, p)
 	var out []Hit
 	for _, c := range cands {
 		if c.score < 0.1*cands[0].score {
