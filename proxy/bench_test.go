@@ -45,11 +45,11 @@ func conversationN(n int) []byte {
 // (the session already folded). It reports p50 and p99.
 func BenchmarkProxyOverhead(b *testing.B) { benchOverhead(b, conversation500()) }
 
-// BenchmarkProxyOverheadLength is BenchmarkProxyOverhead at 250 to 2,000
+// BenchmarkProxyOverheadLength is BenchmarkProxyOverhead at 250 to 8,000
 // messages: beyond the budget the overhead should stay flat (the unchanged
 // prefix is not parsed again, the working set is bounded).
 func BenchmarkProxyOverheadLength(b *testing.B) {
-	for _, n := range []int{250, 500, 1000, 2000} {
+	for _, n := range []int{250, 500, 1000, 2000, 4000, 8000} {
 		b.Run(itoa(n), func(b *testing.B) { benchOverhead(b, conversationN(n)) })
 	}
 }

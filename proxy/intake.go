@@ -185,17 +185,34 @@ func (s *Server) reserveMemory(w http.ResponseWriter, api API, body []byte, req 
 	return true
 }
 
-// readBodyReserving is readBody; more adds bytes to what release gives
-// back. Without checkUTF8 the caller checks the body's UTF-8 itself
+// intakeHold is what an API request holds of the in-flight budget.
+type intakeHold struct {
+	reserved int64 // bytes
+	// freed, when not negative, is the memory the finished request leaves
+	// to the garbage collector (bytes), which decides in place of reserved
+	// whether to hand memory back to the operating system at once
+	// (releaseAfterBytes): a request that repeats a conversation the proxy
+	// read before, from a pooled buffer, frees little whatever its size.
+	freed int64
+}
+
+// more adds n bytes to the reservation release gives back.
+func (h *intakeHold) more(n int64) { h.reserved += n }
+
+// readBodyReserving is readBody; hold.more adds bytes to what release
+// gives back. Without checkUTF8 the caller checks the body's UTF-8 itself
 // (rejectInvalidUTF8), and a body with a Content-Length is read into a
 // buffer of the body pool (putBody gives it back).
-func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api API, checkUTF8 bool) (body []byte, release func(), more func(int64), ok bool) {
-	var reserved int64
+func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api API, checkUTF8 bool) (body []byte, release func(), hold *intakeHold, ok bool) {
+	hold = &intakeHold{freed: -1}
 	bodyIn := false // the whole body was read
-	more = func(n int64) { reserved += n }
 	release = func() {
-		s.budget.release(reserved)
-		if reserved >= releaseAfterBytes {
+		s.budget.release(hold.reserved)
+		freed := hold.reserved
+		if hold.freed >= 0 {
+			freed = hold.freed
+		}
+		if freed >= releaseAfterBytes {
 			s.returnMemory()
 		}
 	}
@@ -209,7 +226,7 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
 		s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes (--max-body-bytes)", limit))
-		return nil, release, more, false
+		return nil, release, hold, false
 	}
 	if s.opts.BodyReadTimeout > 0 {
 		// The deadline covers the whole body; it is lifted once the body
@@ -229,9 +246,9 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 	if r.ContentLength >= 0 {
 		if !s.budget.acquire(r.ContentLength) {
 			over()
-			return nil, release, more, false
+			return nil, release, hold, false
 		}
-		reserved = r.ContentLength
+		hold.reserved = r.ContentLength
 		if checkUTF8 {
 			body = make([]byte, r.ContentLength)
 		} else {
@@ -251,11 +268,11 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 	} else {
 		rr := &reservingReader{r: http.MaxBytesReader(w, r.Body, limit), b: &s.budget}
 		body, err = io.ReadAll(rr)
-		reserved = rr.reserved
+		hold.reserved = rr.reserved
 		if err == nil {
 			// Hold only what the body takes.
-			s.budget.release(reserved - int64(len(body)))
-			reserved = int64(len(body))
+			s.budget.release(hold.reserved - int64(len(body)))
+			hold.reserved = int64(len(body))
 		}
 	}
 	if err != nil {
@@ -271,13 +288,13 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 		default:
 			s.reject(w, api, http.StatusBadRequest, "cannot read the request body: "+err.Error())
 		}
-		return nil, release, more, false
+		return nil, release, hold, false
 	}
 	bodyIn = true
 	if checkUTF8 && s.rejectInvalidUTF8(w, r, api, body, nil) {
-		return nil, release, more, false
+		return nil, release, hold, false
 	}
-	return body, release, more, true
+	return body, release, hold, true
 }
 
 // rejectInvalidUTF8 answers 400 and returns true when an uncompressed body
@@ -326,15 +343,16 @@ func getBody(n int) []byte {
 	return make([]byte, n, 1<<k)
 }
 
-// putBody gives a buffer from getBody back to the pool. Nothing may use it
-// afterwards.
-func putBody(b []byte) {
+// putBody gives a buffer from getBody back to the pool, and says whether
+// it went there. Nothing may use it afterwards.
+func putBody(b []byte) bool {
 	c := cap(b)
 	if c < bodyPoolMin || c > releaseAfterBytes || c&(c-1) != 0 {
-		return
+		return false
 	}
 	b = b[:0]
 	bodyPools[bodyClass(c)].Put(&b)
+	return true
 }
 
 // invalidUTF8At returns the offset of the first byte of b that is not part

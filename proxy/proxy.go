@@ -387,7 +387,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, release, more, ok := s.readBodyReserving(w, r, api, false)
+	var parsed *request
+	body, release, hold, ok := s.readBodyReserving(w, r, api, false)
 	defer release()
 	if !ok {
 		return
@@ -413,9 +414,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.rejectInvalidUTF8(w, r, api, body, req.knownBytes()) {
 			return
 		}
-		if !s.reserveMemory(w, api, body, req, more) {
+		if !s.reserveMemory(w, api, body, req, hold.more) {
 			return
 		}
+		parsed = req
 		if req.passReason != "" {
 			s.countUnfolded(st, req)
 		}
@@ -459,9 +461,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.rp.ServeHTTP(w, r)
 	// The response is finished (finish ran) and the forwarded body sent;
 	// the client's body is no longer read unless it went out as is.
+	pooled := false
 	if len(body) > 0 && (len(out) == 0 || &out[0] != &body[0]) {
 		st.wsBody = nil
-		putBody(body)
+		pooled = putBody(body)
+	}
+	if parsed != nil {
+		// What the request leaves to the garbage collector: its body
+		// unless pooled, the forwarded body, and the parse and fold of the
+		// conversation it did not take from the prefix cache.
+		freed := memoryEstimate(len(body), parsed) - int64(len(body))*RequestMemoryMultiple + int64(len(out))
+		if !pooled {
+			freed += int64(len(body))
+		}
+		hold.freed = freed
 	}
 }
 
