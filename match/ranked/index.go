@@ -374,7 +374,7 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.Entries()
+	entries, err := s.EntriesShared() // read only (issue 12: no copy of every entry)
 	if err != nil {
 		return err
 	}
