@@ -587,7 +587,7 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 	if verr == nil && h.entries != nil && ver == h.entriesVer {
 		return h.entries, nil
 	}
-	es, err := h.store.Entries()
+	es, err := h.store.EntriesShared() // read only (issue 12: no copy of every entry)
 	if err != nil {
 		return nil, err
 	}

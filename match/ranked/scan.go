@@ -344,7 +344,7 @@ func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 		r = 1
 	}
 	f := float64(tf)
-	return f * (p.K1 + 1) / (f + p.K1*(1-p.B+p.B*r))
+	return f * (p.K1 + 1) / (f + lengthNorm(r, p))
 }
 
 // match is how one candidate holds each prompt term.
@@ -427,39 +427,15 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		ix.tmp = make([]float32, n)
 		ix.seen = make([]bool, n)
 	}
-	var touched []int32
-	var groupTouched []int32
+	touched := ix.touched[:0]
+	groupTouched := ix.groupTouched[:0]
 	for g := 0; g < q.groups; g++ {
 		groupTouched = groupTouched[:0]
-		mark := func(d int32, v float32) {
-			if d < 0 {
-				return
-			}
-			if ix.tmp[d] == 0 {
-				groupTouched = append(groupTouched, d)
-			}
-			if v > ix.tmp[d] {
-				ix.tmp[d] = v
-			}
-		}
 		for _, t := range q.terms {
 			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.postings(t.id))) > p.Common*float64(ix.live) && len(q.terms) > 1) {
 				continue
 			}
-			for _, po := range ix.postings(t.id) {
-				if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
-					continue
-				}
-				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
-				if ix.hot[po.doc].question {
-					mark(po.doc, s*float32(p.Asker))
-					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
-						mark(next, s*float32(p.Answer))
-					}
-				} else {
-					mark(po.doc, s)
-				}
-			}
+			groupTouched = ix.walk(t, p, before, groupTouched)
 		}
 		for _, d := range groupTouched {
 			if !ix.seen[d] {
@@ -578,17 +554,16 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		h = set
 	}
 	// The candidates' full scores (common terms included), best first.
-	out := make([]*match, 0, len(h))
-	for _, d := range h {
-		m := ix.detail(q, d, p)
+	out := ix.detailAll(q, h, p)
+	for _, m := range out {
 		if ix.ctx != nil {
-			m.ctx, ix.ctx[d] = ix.ctx[d], 0
+			m.ctx, ix.ctx[m.doc] = ix.ctx[m.doc], 0
 		}
-		out = append(out, m)
 	}
 	for _, d := range touched {
 		ix.acc[d], ix.seen[d] = 0, false
 	}
+	ix.touched, ix.groupTouched = touched[:0], groupTouched[:0]
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rank() != out[b].rank() {
 			return out[a].rank() > out[b].rank()
@@ -602,9 +577,17 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 // by doc).
 func (ix *Index) tf(id int32, d int32) uint16 {
 	ps := ix.postings(id)
-	i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= d })
-	if i < len(ps) && ps[i].doc == d {
-		return ps[i].tf
+	lo, hi := 0, len(ps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ps[m].doc < d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(ps) && ps[lo].doc == d {
+		return ps[lo].tf
 	}
 	return 0
 }
@@ -750,13 +733,23 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	// every pick made on its own merits, so they only use what budget is
 	// left.
 	out := res.Picks
+	var near []int32
+	for _, c := range order {
+		prev, next := ix.neighbours(c.doc)
+		for _, nd := range [2]int32{prev, next} {
+			if nd >= 0 && !picked[nd] && !superseded[nd] && (before < 0 || ix.docs[nd].step < before) {
+				near = append(near, nd)
+			}
+		}
+	}
+	detail := ix.detailer(q, p, near)
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
 			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
-			m := ix.detail(q, nd, p)
+			m := detail(nd)
 			lent := 0.0
 			clear(best)
 			holds := make([]bool, q.groups)
@@ -789,12 +782,18 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
+	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) })
+}
+
+// detailFrom is detail with tf(i, d) the frequency of query term i in doc
+// d (see detailAll).
+func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16) *match {
 	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {
 		m.nbDoc[i] = -1
-		if tf := ix.tf(t.id, d); tf > 0 {
+		if tf := tf(i, d); tf > 0 {
 			m.own[i] = ix.sat(tf, d, p, t.df)
 			if ix.docs[d].question {
 				m.own[i] *= p.Asker
@@ -804,7 +803,7 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 			}
 		}
 		if asker {
-			if tf := ix.tf(t.id, prev); tf > 0 {
+			if tf := tf(i, prev); tf > 0 {
 				if v := p.Answer * ix.sat(tf, prev, p, t.df); v > m.own[i] {
 					m.nb[i], m.nbDoc[i] = v, prev
 				}
