@@ -274,6 +274,34 @@ func (s *Store) Entries() ([]*Entry, error) {
 	return out, nil
 }
 
+// EntriesShared is Entries without copies, for readers of a large index
+// that only read (issue 12: a proxy session's first request reads tens of
+// thousands of entries): each Entry's Identifiers, Files, Commands and
+// Errors are the in-memory index's own lists (read them, never modify
+// them; they stay valid, the store never changes a list in place), and Doc
+// is nil. Ascending step order. Errors as Entries. Safe for concurrent use.
+func (s *Store) EntriesShared() ([]*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix, err := s.loadIndex()
+	if err != nil {
+		return nil, err
+	}
+	pos := ix.sortedPositions()
+	out := make([]*Entry, len(pos))
+	block := make([]Entry, len(pos)) // one allocation for all
+	for i, p := range pos {
+		r := ix.recs[p]
+		block[i] = Entry{
+			StepID: r.step, Summary: r.summary, PayloadSHA256: r.payload, ProjectionSHA256: r.projection,
+			ArtifactSHA256: r.artifact, FilePath: r.filePath, TokenEstimate: r.tokenEstimate, FoldedAt: r.foldedAt,
+			Identifiers: r.idents, Files: r.files, Commands: r.commands, Errors: r.errors, Evicted: r.evicted,
+		}
+		out[i] = &block[i]
+	}
+	return out, nil
+}
+
 // validateEntryDoc checks one index entry against the recall_index schema
 // (its entry definition: the check the whole index makes of each entry).
 func validateEntryDoc(doc map[string]any) error {

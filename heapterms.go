@@ -13,9 +13,10 @@ import (
 // of every record's sorted lists, so that the cache of a large index is
 // built without the postings map or a sorted copy of its terms (issue 12:
 // a node of a 62 MB log has hundreds of thousands of distinct terms).
-// A record's identifiers are read in place when they are sorted and unique
-// (every folded node's are); its folded files and errors, and its summary's
-// identifiers, are small lists of their own.
+// A record's identifiers, files and errors are read in place when they are
+// sorted, unique and already folded (every folded node's identifiers are,
+// and a build log's files mostly); other lists, and the summary's
+// identifiers, are folded into small lists of their own.
 type heapTermMerge struct {
 	all termCursors // every cursor at its start
 	cur termCursors // a min-heap on the current term
@@ -52,15 +53,16 @@ func newHeapTermMerge(ix *index) *heapTermMerge {
 			idents = extract.SortUnique(append([]string(nil), idents...))
 		}
 		m.push(idents, int32(p), false)
-		if len(r.files)+len(r.errors) > 0 {
-			fe := make([]string, 0, len(r.files)+len(r.errors))
-			for _, f := range r.files {
-				fe = append(fe, extract.FoldTerm(f))
+		for _, l := range [][]string{r.files, r.errors} {
+			if strictlySorted(l) && foldedASCII(l) { // a build log's file list: read in place
+				m.push(l, int32(p), false)
+				continue
 			}
-			for _, f := range r.errors {
-				fe = append(fe, extract.FoldTerm(f))
+			folded := make([]string, len(l))
+			for i, f := range l {
+				folded[i] = extract.FoldTerm(f)
 			}
-			m.push(extract.SortUnique(fe), int32(p), false)
+			m.push(extract.SortUnique(folded), int32(p), false)
 		}
 		m.push(extract.Identifiers(extract.NFC(r.summary)), int32(p), true)
 	}
@@ -129,6 +131,19 @@ func (m *heapTermMerge) skip(t string) {
 			heap.Fix(&m.cur, 0)
 		}
 	}
+}
+
+// foldedASCII reports whether every string of ss is ASCII without an upper
+// case letter (so extract.FoldTerm returns it unchanged).
+func foldedASCII(ss []string) bool {
+	for _, s := range ss {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // strictlySorted reports whether ss ascends strictly (sorted and unique).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/extract"
@@ -739,7 +740,7 @@ func capIdentifiers(idents []string, summary string, max int) []string {
 	out := make([]string, 0, len(keep))
 	for _, t := range idents {
 		if keep[t] {
-			out = append(out, t)
+			out = append(out, strings.Clone(t)) // the node's identifiers share one allocation: keep only these
 		}
 	}
 	return out

@@ -392,24 +392,36 @@ func (b *baseIndex) decodePostings(dst []int32, data []byte, summary bool) []int
 // whose entries lie at spans (by position). It reads the base snapshot's
 // postings rather than re-extracting terms.
 func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
-	parts, err := ix.encodeCacheParts(st, spans)
+	cp, err := ix.encodeCacheParts(st, spans, "")
 	if err != nil {
 		return nil, err
 	}
-	return bytes.Join(parts, nil), nil
+	defer cp.release()
+	return cp.bytes()
 }
 
 // encodeCacheParts is encodeCache as the parts of the file, in order (the
 // head, the sections, the chunk checksums), which writeCache writes one
 // after the other: the snapshot is not copied into one buffer (issue 12).
-func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, error) {
+//
+// With spillDir set, the term table, terms and postings sections are kept
+// in temporary files there when they reach CacheSpillBytes (see
+// cacheSection); the caller releases them once the parts are written.
+func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan, spillDir string) (cp *cacheParts, err error) {
 	le := binary.LittleEndian
 	order := ix.stepOrder()
 	newPos := make([]int32, len(ix.recs))
 	for np, p := range order {
 		newPos[p] = int32(np)
 	}
-	var secs [cacheSecs]bytes.Buffer
+	var secs [cacheSecs]cacheSection
+	cp = &cacheParts{}
+	defer func() {
+		if err != nil {
+			cp.release()
+			cp = nil
+		}
+	}()
 	hdr, err := canonjson.Canonical(ix.header)
 	if err != nil {
 		return nil, err
@@ -447,19 +459,28 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, er
 		heapTerms, heapBytes = heapTerms+1, heapBytes+len(t)
 		m.skip(t)
 	}
-	secs[secTerms].Grow(ix.base.secLen(secTerms) + heapBytes)
-	secs[secTermTable].Grow(8 * (ix.base.termCount() + heapTerms + 1))
-	secs[secPostings].Grow(ix.base.secLen(secPostings) + 4*heapTerms + 2*len(ix.recs))
+	termBytes, tableBytes := ix.base.secLen(secTerms)+heapBytes, 8*(ix.base.termCount()+heapTerms+1)
+	postBytes := ix.base.secLen(secPostings) + 4*heapTerms + 2*len(ix.recs)
+	if spillDir != "" && termBytes+tableBytes+postBytes >= CacheSpillBytes {
+		for _, sec := range []int{secTermTable, secTerms, secPostings} {
+			if err := secs[sec].spill(spillDir); err != nil {
+				return nil, err
+			}
+			cp.spill = append(cp.spill, &secs[sec])
+		}
+	}
+	secs[secTerms].Grow(termBytes)
+	secs[secTermTable].Grow(tableBytes)
+	secs[secPostings].Grow(postBytes)
 	var lists [2][]int32
 	var buf []byte
+	trow := make([]byte, 0, 8)                              // a term table row
 	dfs := make([]uint32, 0, ix.base.termCount()+heapTerms) // by term number: nodes holding the term
 	// emit writes term t: its base postings (baseTerm >= 0) and its heap
 	// positions (node: matchable terms, sum: summary identifiers).
 	emit := func(t string, baseTerm int, node, sum []int32) {
-		var r [8]byte
-		le.PutUint32(r[:], uint32(secs[secTerms].Len()))
-		le.PutUint32(r[4:], uint32(secs[secPostings].Len()))
-		secs[secTermTable].Write(r[:])
+		trow = le.AppendUint32(le.AppendUint32(trow[:0], uint32(secs[secTerms].Len())), uint32(secs[secPostings].Len()))
+		secs[secTermTable].Write(trow)
 		secs[secTerms].WriteString(t)
 		for k, summary := range []bool{false, true} {
 			l := lists[k][:0]
@@ -522,27 +543,38 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan) ([][]byte, er
 	if secs[secTerms].Len() >= 1<<32 || secs[secPostings].Len() >= 1<<32 {
 		return nil, errors.New("index cache: too large for 32-bit offsets")
 	}
-	writeDense(&secs[secDense], dfs, secs[secTermTable].Bytes(), secs[secPostings].Bytes(), len(order))
+	for _, sec := range cp.spill {
+		if err := sec.finish(); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeDense(&secs[secDense].buf, dfs, &secs[secTermTable], &secs[secPostings], len(order)); err != nil {
+		return nil, err
+	}
+	secs[secDense].n = secs[secDense].buf.Len()
 
 	head := make([]byte, cacheHead)
 	copy(head, cacheMagic)
 	le.PutUint32(head[32:], cacheChunk)
 	le.PutUint32(head[36:], cacheSecs)
-	parts := [][]byte{head}
+	cp.parts = []cachePart{{b: head}}
 	off := cacheHead
 	for i := range secChunkCRCs {
 		le.PutUint64(head[40+16*i:], uint64(off))
 		le.PutUint64(head[48+16*i:], uint64(secs[i].Len()))
-		parts = append(parts, secs[i].Bytes())
+		cp.parts = append(cp.parts, secs[i].part())
 		off += secs[i].Len()
 	}
-	crcs := chunkCRCs(parts[1:], cacheChunk)
+	crcs, err := chunkCRCsOf(cp.parts[1:], cacheChunk)
+	if err != nil {
+		return nil, err
+	}
 	le.PutUint64(head[40+16*secChunkCRCs:], uint64(off))
 	le.PutUint64(head[48+16*secChunkCRCs:], uint64(len(crcs)))
-	parts = append(parts, crcs)
+	cp.parts = append(cp.parts, cachePart{b: crcs})
 	le.PutUint32(head[cacheHead-8:], crc32.Checksum(crcs, crcTable))
 	stampCache(head, st)
-	return parts, nil
+	return cp, nil
 }
 
 // chunkCRCs is the CRC-32C of every chunk bytes of the concatenation of
@@ -588,7 +620,7 @@ func stampCache(c []byte, st fileStamp) {
 
 // writeDense writes section 6: the maxDense terms held by the most nodes
 // (ties: the smaller term number) and every position's signature.
-func writeDense(w *bytes.Buffer, dfs []uint32, table, postings []byte, n int) {
+func writeDense(w *bytes.Buffer, dfs []uint32, table, postings *cacheSection, n int) error {
 	var top []int // term numbers, by df descending
 	for t, df := range dfs {
 		if df == 0 || (len(top) == maxDense && df <= dfs[top[maxDense-1]]) {
@@ -605,8 +637,16 @@ func writeDense(w *bytes.Buffer, dfs []uint32, table, postings []byte, n int) {
 	sigs := make([]uint64, 2*n)
 	b := &baseIndex{n: n}
 	for f, t := range top {
-		off, end := le.Uint32(table[8*t+4:]), le.Uint32(table[8*t+12:])
-		for _, p := range b.decodePostings(nil, postings[off:end], false) {
+		row, err := table.bytesAt(8*t, 16)
+		if err != nil {
+			return err
+		}
+		off, end := le.Uint32(row[4:]), le.Uint32(row[12:])
+		post, err := postings.bytesAt(int(off), int(end-off))
+		if err != nil {
+			return err
+		}
+		for _, p := range b.decodePostings(nil, post, false) {
 			sigs[2*int(p)+f/64] |= 1 << (f % 64)
 		}
 	}
@@ -617,6 +657,7 @@ func writeDense(w *bytes.Buffer, dfs []uint32, table, postings []byte, n int) {
 	for _, s := range sigs {
 		w.Write(le.AppendUint64(nil, s))
 	}
+	return nil
 }
 
 // denseBit returns the signature bit of a dense term.
@@ -671,17 +712,17 @@ func readCache(paths []string, st fileStamp, f *os.File) (*index, error) {
 // valid, when not nil, is asked just before the rename whether the snapshot
 // is still wanted (a reader's cache must not replace a newer one).
 func writeCache(dir string, data []byte, valid func() bool) error {
-	return writeCacheParts(dir, [][]byte{data}, valid)
+	return writeCacheParts(dir, &cacheParts{parts: []cachePart{{b: data}}}, valid)
 }
 
 // writeCacheParts is writeCache for a file given as consecutive parts.
-func writeCacheParts(dir string, parts [][]byte, valid func() bool) error {
+func writeCacheParts(dir string, cp *cacheParts, valid func() bool) error {
 	f, err := os.CreateTemp(dir, "."+IndexCacheFile+".tmp*")
 	if err != nil {
 		return err
 	}
-	for _, p := range parts {
-		if _, err = f.Write(p); err != nil {
+	for _, p := range cp.parts {
+		if _, err = io.Copy(f, p.reader()); err != nil {
 			break
 		}
 	}

@@ -158,7 +158,7 @@ func Project(t Turn, policyHash string) (Projection, error) {
 // projectFields extracts the projection's fields (everything but the hash).
 func projectFields(t Turn) Projection {
 	payload := t.Payload()
-	terms := extract.Extract(extract.Text(t.Summary, payload))
+	terms := extract.ExtractTurn(t.Summary, payload) // Extract(Text(summary, payload)) without the copy (issue 12)
 	p := Projection{
 		StepID:            t.StepID,
 		NormalizedContent: extract.NormalizeContent(payload),

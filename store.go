@@ -338,7 +338,8 @@ func (s *Store) writeIndex(ix *index) error {
 	// whole in memory); the cache is encoded once the entries' spans are
 	// known, before the index replaces the old one, and stamped after, so
 	// that readers meet a new index without its cache only briefly.
-	var cache [][]byte // the cache file's parts
+	var cache *cacheParts // the cache file's parts
+	defer func() { cache.release() }()
 	var encErr error
 	path := filepath.Join(s.dir, IndexFile)
 	if err := fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error {
@@ -352,7 +353,13 @@ func (s *Store) writeIndex(ix *index) error {
 			return err
 		}
 		if int64(ow.Len()) >= IndexCacheThreshold {
-			cache, _ = ix.encodeCacheParts(fileStamp{}, spans)
+			// A large section is spilled beside the cache (same file
+			// system), in the per-user cache directory or else the store.
+			spill, cerr := cachedir.For(s.dir, true)
+			if cerr != nil {
+				spill = s.dir
+			}
+			cache, _ = ix.encodeCacheParts(fileStamp{}, spans, spill)
 		}
 		return nil
 	}); err != nil {
@@ -376,7 +383,7 @@ func (s *Store) writeIndex(ix *index) error {
 		_ = os.Remove(filepath.Join(s.dir, IndexCacheFile)) // a cache an older version kept in the store
 	}
 	if cache != nil {
-		stampCache(cache[0], st)
+		stampCache(cache.head(), st)
 		_ = writeCacheParts(cacheDir, cache, nil) // derived data: a failure costs only time
 	} else {
 		_ = os.Remove(filepath.Join(cacheDir, IndexCacheFile))

@@ -46,6 +46,10 @@ type workset struct {
 	// n is the conversation length at the last dispatch: a shorter one
 	// resets the working set.
 	n int
+	// gen counts the changes of folded, removed and block; derived holds
+	// what dispatches computed from them (incremental.go).
+	gen     int
+	derived wsDerived
 }
 
 func newWorkset() *workset { return &workset{} }
@@ -241,11 +245,16 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	// (a restarted proxy, another replica that imported the SessionState)
 	// estimates with the same record texts as the one that did, so it takes
 	// the same fold decisions.
-	for i, e := range entries {
-		if i < len(conv) {
-			if _, ok := h.records[i]; !ok {
-				h.record(conv, i, e)
+	if h.entryList == nil || h.recordsVer != h.entriesVer || len(h.entryList) != len(entries) {
+		for i, e := range entries {
+			if i < len(conv) {
+				if _, ok := h.records[i]; !ok {
+					h.record(conv, i, e)
+				}
 			}
+		}
+		if h.entryList != nil && len(h.entryList) == len(entries) {
+			h.recordsVer = h.entriesVer
 		}
 	}
 	budget := h.cfg.ContextBudget
@@ -261,7 +270,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		if text == "" {
 			return 0
 		}
-		return h.wire(text) + 8
+		return h.hydWire.get(text, h.wire) + 8
 	}
 	fold := func(est, hyd int) error {
 		w.FoldEvent = true
@@ -318,25 +327,17 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	if est > budget {
 		w.OverBudget = true
 	}
-	// The dispatch.
-	for _, i := range ws.folded.list() {
-		e := entries[i]
-		if e == nil || ws.removed.has(i) {
-			continue
-		}
-		st := h.record(conv, i, e)
-		n := 0
-		for _, p := range conv[i].Parts {
-			if p.Foldable {
-				n += h.partCost(p)
-			}
-		}
-		d.Folded = append(d.Folded, FoldedMessage{Index: i, Step: st, Text: h.records[i].text, Tokens: n})
+	// The dispatch: the records shown, the same list until the working set
+	// or a record changes (a message they stand for changed: beginIncremental).
+	c := &ws.derived
+	if !c.folded.valid(ws, h.recGen) {
+		h.foldedRecords(conv, ws, entries, pin)
 	}
+	d.Folded = c.foldedList
 	w.Removed = ws.removed.list()
 	w.PageTable, w.PageLines, w.PageOmitted = ws.block, ws.lines, ws.omitted
 	if ws.block != "" {
-		w.PageTableTokens = h.wire(ws.block) + 8
+		w.PageTableTokens, _ = h.blockCounts(ws)
 	}
 	// The hot tail starts after the last message that left it.
 	for _, l := range [][]int{ws.folded.list(), ws.removed.list()} {
@@ -345,21 +346,67 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		}
 	}
 	w.FixedTokens, w.HydrationTokens = fixed, hyd
-	for i, m := range conv {
+	// The breakdown: the pinned messages and the hot tail are counted here,
+	// the records come with their list, and the verbatim messages between
+	// are what is left of the estimate (every folded or removed message is
+	// before TailStart).
+	pinEst := 0
+	for i := 0; i < min(pin, len(conv)); i++ {
+		m := conv[i]
 		switch {
 		case ws.removed.has(i):
-		case i < pin:
-			w.PinnedTokens += h.cost(m)
 		case ws.folded.has(i):
-			w.RecordTokens += h.recordCostOf(m, i)
-			w.Records++
-		case i >= w.TailStart:
-			w.TailTokens += h.cost(m)
+			w.PinnedTokens += h.cost(m)
+			pinEst += h.recordCostOf(m, i)
 		default:
-			w.VerbatimTokens += h.cost(m)
+			w.PinnedTokens += h.cost(m)
+			pinEst += h.cost(m)
 		}
 	}
+	for i := max(w.TailStart, pin); i < len(conv); i++ {
+		w.TailTokens += h.cost(conv[i])
+	}
+	w.RecordTokens, w.Records = c.recordTokens, c.records
+	w.VerbatimTokens = h.estimateMsgs(conv, ws) - pinEst - w.RecordTokens - w.TailTokens
 	return nil
+}
+
+// foldedRecords lists the records the dispatch shows (every folded step
+// still in the prompt, ascending) with their sums, into ws's cache.
+func (h *Harness) foldedRecords(conv []Message, ws *workset, entries map[int]*contextfold.Entry, pin int) {
+	c := &ws.derived
+	c.foldedList = nil
+	c.recordTokens, c.records, c.foldedTokens, c.foldedText = 0, 0, 0, 0
+	last := 0
+	for _, i := range ws.folded.list() {
+		if ws.removed.has(i) || i >= len(conv) {
+			continue
+		}
+		last = i + 1
+		e := entries[i]
+		var st FoldedStep
+		if e != nil {
+			st = h.record(conv, i, e)
+		}
+		if i >= pin {
+			c.recordTokens += h.recordCostOf(conv[i], i)
+			c.records++
+		}
+		if e == nil {
+			continue
+		}
+		n := 0
+		for _, p := range conv[i].Parts {
+			if p.Foldable {
+				n += h.partCost(p)
+			}
+		}
+		text := h.records[i].text
+		c.foldedList = append(c.foldedList, FoldedMessage{Index: i, Step: st, Text: text, Tokens: n})
+		c.foldedTokens += n
+		c.foldedText += h.counter.Count(text)
+	}
+	c.folded.set(ws, h.recGen, last)
 }
 
 // lastGroupStart is where the latest group of conv starts: its last message
@@ -388,20 +435,8 @@ func hydrationHost(conv []Message) int {
 
 // estimate returns the forwarded tokens of the messages under ws.
 func (h *Harness) estimate(conv []Message, ws *workset) int {
-	n := 0
-	for i, m := range conv {
-		switch {
-		case ws.removed.has(i):
-		case ws.folded.has(i):
-			n += h.recordCostOf(m, i)
-		default:
-			n += h.cost(m)
-		}
-	}
-	if ws.block != "" {
-		n += h.wire(ws.block) + 8
-	}
-	return n
+	blk, _ := h.blockCounts(ws)
+	return h.estimateMsgs(conv, ws) + blk
 }
 
 // recordTextGuess returns the cached record text of step i, or a
@@ -443,8 +478,17 @@ func (h *Harness) record(conv []Message, i int, e *contextfold.Entry) FoldedStep
 		st = newCachedStep(fast, Project(m, e))
 	}
 	st.key = conv[i].Key
-	h.records[i] = st
+	h.setRecord(i, st)
 	return st.step
+}
+
+// setRecord stores step i's record; a new text bumps recGen (what was
+// estimated with the old one, or with a representative one, is stale).
+func (h *Harness) setRecord(i int, st cachedStep) {
+	if old, ok := h.records[i]; !ok || old.text != st.text {
+		h.recGen++
+	}
+	h.records[i] = st
 }
 
 // intact reports whether step i's cold node verifies (read-only, cached for
@@ -464,6 +508,7 @@ func (h *Harness) intact(i int) bool {
 // prompt for the page table. It returns the first changed message.
 func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contextfold.Entry, pin, tail, prompt, need int, d *Dispatch) (first int, _ map[int]*contextfold.Entry, _ error) {
 	first = -1
+	ws.changed()
 	mark := func(i int) {
 		if first < 0 || i < first {
 			first = i
@@ -606,6 +651,7 @@ func (h *Harness) turnOf(conv []Message, i int, payload string) contextfold.Turn
 // that is in the store, ascending; the oldest lines leave it when it grows
 // past its share of the budget.
 func (h *Harness) buildPageTable(conv []Message, ws *workset, entries map[int]*contextfold.Entry) {
+	ws.changed()
 	var steps []int
 	for _, i := range ws.removed.list() {
 		if entries[i] != nil {

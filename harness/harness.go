@@ -237,6 +237,17 @@ type Harness struct {
 	entries    map[int]*contextfold.Entry
 	entryList  []*contextfold.Entry
 	entriesVer string
+
+	// The incremental state of the budgeted dispatch (incremental.go).
+	prevKeys   []uint64 // Message.Key by position, as of the last dispatch
+	client     cumSum   // partCost of every part, by message
+	checkedN   int      // the indexed steps below it held keyOK's keys at the last dispatch,
+	checkedVer string   // for this index version
+	recGen     int      // bumped when a record's text changes
+	hydCount   countMemo
+	hydWire    countMemo
+	// recordsVer is the index version every entry has a record for.
+	recordsVer string
 }
 
 type cachedStep struct {
@@ -369,6 +380,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 	}
 	if h.cfg.budgeted() {
 		d.Boundary = 0
+		h.beginIncremental(conv)
 		if len(h.keyOK) < len(conv) {
 			h.keyOK = append(h.keyOK, make([]uint64, len(conv)-len(h.keyOK))...)
 		}
@@ -384,13 +396,21 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 			h.keyOK[step] = m.Key
 			return nil
 		}
-		if h.entryList != nil && len(h.entryList) == len(entries) {
-			for _, e := range h.entryList {
+		if l := h.entryList; l != nil && len(l) == len(entries) {
+			// The steps below checkedN held the keys they were verified
+			// with at the last dispatch, and still do (beginIncremental).
+			from := 0
+			if h.checkedVer == h.entriesVer {
+				from = sort.Search(len(l), func(k int) bool { return l[k].StepID >= h.checkedN })
+			}
+			for _, e := range l[from:] {
 				if err := check(e.StepID, e); err != nil {
 					return nil, err
 				}
 			}
+			h.checkedN, h.checkedVer = len(conv), h.entriesVer
 		} else {
+			h.checkedN, h.checkedVer = 0, ""
 			for step, e := range entries {
 				if err := check(step, e); err != nil {
 					return nil, err
@@ -478,7 +498,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 			m := conv[c.i]
 			m.Command = commandFor(conv, c.i)
 			st = newCachedStep(fast, Project(m, e))
-			h.records[c.i] = st
+			h.setRecord(c.i, st)
 		}
 		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st.step, Text: st.text, Tokens: c.tokens})
 	}
@@ -567,7 +587,7 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 	if verr == nil && h.entries != nil && ver == h.entriesVer {
 		return h.entries, nil
 	}
-	es, err := h.store.Entries()
+	es, err := h.store.EntriesShared() // read only (issue 12: no copy of every entry)
 	if err != nil {
 		return nil, err
 	}
@@ -743,29 +763,62 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 
 func (h *Harness) account(conv []Message, d *Dispatch) {
 	a := &d.Accounting
-	for _, m := range conv {
-		for _, p := range m.Parts {
-			a.ClientTokens += h.partCost(p)
+	ws := h.ws
+	if !h.cfg.budgeted() || ws == nil || d.WorkingSet == nil {
+		ws = nil
+	}
+	if ws != nil {
+		a.ClientTokens = h.clientTokens(conv)
+	} else {
+		for _, m := range conv {
+			for _, p := range m.Parts {
+				a.ClientTokens += h.partCost(p)
+			}
 		}
 	}
 	a.ForwardedTokens = a.ClientTokens
-	for _, f := range d.Folded {
-		a.FoldedTokens += f.Tokens
-		a.ForwardedTokens += h.counter.Count(f.Text) - f.Tokens
+	var c *wsDerived
+	if ws != nil {
+		c = &ws.derived
+	}
+	if c != nil && c.folded.valid(ws, h.recGen) {
+		// d.Folded is the working set's cached list (budgetDispatch).
+		a.FoldedTokens += c.foldedTokens
+		a.ForwardedTokens += c.foldedText - c.foldedTokens
+	} else {
+		for _, f := range d.Folded {
+			a.FoldedTokens += f.Tokens
+			a.ForwardedTokens += h.counter.Count(f.Text) - f.Tokens
+		}
 	}
 	a.StepsFolded = len(d.Folded)
 	if w := d.WorkingSet; w != nil {
-		for _, i := range w.Removed {
-			n := 0
-			for _, p := range conv[i].Parts {
-				n += h.partCost(p)
+		n := 0
+		if c != nil && c.removed.valid(ws, h.recGen) {
+			n = c.removedTokens
+		} else {
+			last := 0
+			for _, i := range w.Removed {
+				for _, p := range conv[i].Parts {
+					n += h.partCost(p)
+				}
+				last = i + 1
 			}
-			a.FoldedTokens += n
-			a.ForwardedTokens -= n
+			if c != nil {
+				c.removed.set(ws, h.recGen, last)
+				c.removedTokens = n
+			}
 		}
+		a.FoldedTokens += n
+		a.ForwardedTokens -= n
 		a.StepsCollapsed = len(w.Removed)
 		if w.PageTable != "" {
-			a.ForwardedTokens += h.counter.Count(w.PageTable)
+			if ws != nil && w.PageTable == ws.block {
+				_, cnt := h.blockCounts(ws)
+				a.ForwardedTokens += cnt
+			} else {
+				a.ForwardedTokens += h.counter.Count(w.PageTable)
+			}
 		}
 	}
 	for _, n := range d.Hydrated {
@@ -773,7 +826,7 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 		a.StepsHydrated = append(a.StepsHydrated, n.StepID)
 	}
 	if d.HydrationText != "" {
-		a.ForwardedTokens += h.counter.Count(d.HydrationText)
+		a.ForwardedTokens += h.hydCount.get(d.HydrationText, h.counter.Count)
 	}
 	for _, r := range d.Refused {
 		a.StepsRefused = append(a.StepsRefused, r.StepID)

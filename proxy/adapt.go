@@ -30,7 +30,7 @@ type request struct {
 	events [][]toolEvent
 	roles  []string      // per message: the role as written
 	kinds  []string      // per message: the Responses item type ("" otherwise)
-	cached []*cachedElem // per message: its cached parse (nil: parsed now)
+	cached []*cachedElem // per message from known on: its cached parse (nil: parsed now); see cachedAt
 	// arrStart is the offset of the conversation array in body; prefix is
 	// what the parse took from the prefix cache (nil without a cache).
 	arrStart int
@@ -39,9 +39,13 @@ type request struct {
 	// state, their tokens counted by knownCounter.
 	known        int
 	knownCounter string
-	points       []appendAt // per message: where hydrated content goes
-	stream       bool
-	seed         []byte // the start of the conversation, for the derived session id
+	// inPlace is true when the per-message slices extend the prefix
+	// state's own arrays past its length (prefix.go: claimed); their first
+	// known elements are the state's, read-only (unshare copies them).
+	inPlace bool
+	points  []appendAt // per message: where hydrated content goes
+	stream  bool
+	seed    []byte // the start of the conversation, for the derived session id
 	// passReason, when set, says why the body is forwarded unchanged
 	// without folding (see responses.go); chained marks a Responses request
 	// continuing a provider-held conversation.
@@ -135,19 +139,20 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 	}
 	r.elems = elems
 	n := len(elems)
-	r.msgs = make([]harness.Message, n)
-	r.spans = make([][]span, n)
-	r.points = make([]appendAt, n)
-	r.events = make([][]toolEvent, n)
-	r.roles = make([]string, n)
-	r.kinds = make([]string, n)
 	if c != nil && match == nil {
 		match = &prefixMatch{}
 	}
 	r.prefix = match
 	if match != nil && match.known > 0 {
-		r.fromPrefix(match, arrAt)
+		r.fromPrefix(match, arrAt, n)
 		r.known, r.knownCounter = match.known, match.parent.counter
+	} else {
+		r.msgs = make([]harness.Message, n)
+		r.spans = make([][]span, n)
+		r.points = make([]appendAt, n)
+		r.events = make([][]toolEvent, n)
+		r.roles = make([]string, n)
+		r.kinds = make([]string, n)
 	}
 	for i := r.known; i < n; i++ {
 		el := elems[i]
@@ -192,6 +197,30 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 	}
 	r.resolveTools(r.known)
 	return r, nil
+}
+
+// knownBytes returns the span of the body that the prefix state r took its
+// first messages from holds byte for byte (nil when none).
+func (r *request) knownBytes() *span {
+	if r.prefix == nil || r.known == 0 || r.known > len(r.elems) {
+		return nil
+	}
+	return &span{r.arrStart, r.elems[r.known-1].end}
+}
+
+// unshare gives r its own copy of the per-message slices it extends in
+// place, before it writes a message taken from the prefix state.
+func (r *request) unshare() {
+	if !r.inPlace {
+		return
+	}
+	r.inPlace = false
+	r.msgs = append([]harness.Message(nil), r.msgs...)
+	r.spans = append([][]span(nil), r.spans...)
+	r.points = append([]appendAt(nil), r.points...)
+	r.events = append([][]toolEvent(nil), r.events...)
+	r.roles = append([]string(nil), r.roles...)
+	r.kinds = append([]string(nil), r.kinds...)
 }
 
 // parseElem reads element i of the conversation array.
@@ -504,6 +533,9 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 	msgs := 0
 	runes, pos := 0, 0 // the heuristic total, summed from the pieces
 	from := 0
+	if r.known > 0 && r.knownCounter != counter {
+		r.unshare() // the known messages are counted again below
+	}
 	if r.known > 0 && r.knownCounter == counter {
 		from = r.known
 		for i := 0; i < from; i++ {
@@ -520,9 +552,10 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 			runes += runeCount(b[pos:el.start])
 			pos = el.end
 		}
-		cached := r.cached != nil && r.cached[i] != nil
+		ce := r.cachedAt(i)
+		cached := ce != nil
 		if heuristic && cached {
-			runes += r.cached[i].runes // Tokens are in the cached parse
+			runes += ce.runes // Tokens are in the cached parse
 		} else {
 			if cached || i < r.known {
 				m.Parts = append([]harness.Part(nil), m.Parts...) // shared with a cache

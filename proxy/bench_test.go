@@ -45,11 +45,11 @@ func conversationN(n int) []byte {
 // (the session already folded). It reports p50 and p99.
 func BenchmarkProxyOverhead(b *testing.B) { benchOverhead(b, conversation500()) }
 
-// BenchmarkProxyOverheadLength is BenchmarkProxyOverhead at 250 to 2,000
+// BenchmarkProxyOverheadLength is BenchmarkProxyOverhead at 250 to 8,000
 // messages: beyond the budget the overhead should stay flat (the unchanged
 // prefix is not parsed again, the working set is bounded).
 func BenchmarkProxyOverheadLength(b *testing.B) {
-	for _, n := range []int{250, 500, 1000, 2000} {
+	for _, n := range []int{250, 500, 1000, 2000, 4000, 8000} {
 		b.Run(itoa(n), func(b *testing.B) { benchOverhead(b, conversationN(n)) })
 	}
 }
@@ -60,9 +60,12 @@ func benchOverhead(b *testing.B, body []byte) {
 		io.WriteString(w, openaiReply)
 	}))
 	defer up.Close()
-	var overheads []time.Duration
+	var overheads, after []time.Duration
 	srv, err := New(Options{Dir: b.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
-		OnRequest: func(r RequestRecord) { overheads = append(overheads, r.Overhead) }})
+		OnRequest: func(r RequestRecord) {
+			overheads = append(overheads, r.Overhead)
+			after = append(after, r.Overhead-r.BodyRead)
+		}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func benchOverhead(b *testing.B, body []byte) {
 		resp.Body.Close()
 	}
 	send() // first request folds the session
-	overheads = overheads[:0]
+	overheads, after = overheads[:0], after[:0]
 	// PROXY_BENCH_CPUPROFILE names a file for a CPU profile of the steady
 	// state only (go test -cpuprofile also covers the first fold).
 	if f := os.Getenv("PROXY_BENCH_CPUPROFILE"); f != "" {
@@ -96,11 +99,17 @@ func benchOverhead(b *testing.B, body []byte) {
 		send()
 	}
 	b.StopTimer()
-	sort.Slice(overheads, func(i, j int) bool { return overheads[i] < overheads[j] })
-	if n := len(overheads); n > 0 {
-		b.ReportMetric(float64(overheads[n/2].Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(overheads[(n*99)/100].Microseconds())/1000, "p99-ms")
+	report := func(d []time.Duration, unit string) {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		if n := len(d); n > 0 {
+			b.ReportMetric(float64(d[n/2].Microseconds())/1000, "p50"+unit)
+			b.ReportMetric(float64(d[(n*99)/100].Microseconds())/1000, "p99"+unit)
+		}
 	}
+	report(overheads, "-ms")
+	// The same after the last byte of the body arrived: what the proxy
+	// adds beyond receiving the bytes (parse, dispatch, splice).
+	report(after, "-after-body-ms")
 }
 
 // BenchmarkProxyFirstFold measures the first request of a 500-message

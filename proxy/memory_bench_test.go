@@ -3,10 +3,13 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -14,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/contextfold/contextfold"
 )
 
 // bigConversation is an OpenAI Chat Completions body of n messages, each
@@ -100,14 +105,84 @@ func procStatus(field string) uint64 {
 	return 0
 }
 
+// largeRequest is one measured large first request (largeRequestMemory).
+type largeRequest struct {
+	body     int    // bytes
+	peak     uint64 // peak heap above the baseline, bytes
+	kept     int64  // live heap the session keeps after the request, bytes
+	rssAfter uint64 // RSS half a second after the response, bytes
+	folded   int    // steps folded or collapsed
+	warnings []string
+}
+
+// warmScrubber builds the scrubber's rules (gitleaks' detector and keyword
+// trie, ~16 MB, built once per process on the first fold) before a
+// measure, so that the measure is of the request, not of the process's
+// first use of the rules.
+func warmScrubber(tb testing.TB) {
+	s, err := contextfold.Open(filepath.Join(tb.TempDir(), ".contextfold"), contextfold.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.Fold(contextfold.Turn{StepID: 1, Summary: "warm up", RawContent: "token=abc"}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// largeRequestMemory sends one large first request of n messages (the old
+// messages folded into a new store) through a real loopback proxy and
+// measures its memory: the peak heap above the baseline (live and not yet
+// collected objects, sampled every 5 ms), the live heap the session keeps
+// once it is done, and the RSS half a second after the response.
+func largeRequestMemory(tb testing.TB, n int) largeRequest {
+	body := bigConversation(n)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	defer up.Close()
+	warmScrubber(tb)
+	m := largeRequest{body: len(body)}
+	srv, err := New(Options{Dir: tb.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		OnRequest: func(r RequestRecord) { m.folded = r.StepsFolded + r.StepsCollapsed; m.warnings = r.Warnings }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	runtime.GC()
+	base := liveHeap()
+	stop := heapPeak()
+	resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	m.peak = stop()
+	time.Sleep(500 * time.Millisecond) // the proxy hands freed memory back
+	m.rssAfter = vmRSS()
+	// What the proxy keeps once the request is done (the session's
+	// state), the server still referenced.
+	runtime.GC()
+	m.kept = int64(liveHeap()) - int64(base)
+	runtime.KeepAlive(srv)
+	if resp.StatusCode != 200 {
+		tb.Fatalf("status %d", resp.StatusCode)
+	}
+	return m
+}
+
 // BenchmarkProxyLargeRequest sends one large first request (the old
 // messages folded into a new store) through a real loopback proxy and
 // reports the peak heap above the baseline (live and not yet collected
-// objects) in MB and as a multiple of the body (heap-x), the process's
-// peak RSS (rss-MB), its RSS half a second after the response (rss-after-MB:
-// the proxy hands the memory of a request of 8 MiB or more back at once),
-// the live heap the session keeps (kept-MB), and the steps folded or
-// collapsed (steps-folded).
+// objects) in MB and as a multiple of the body (heap-x; issue 12's target
+// is at most 4), the process's peak RSS (rss-MB), its RSS half a second
+// after the response (rss-after-MB: the proxy hands the memory of a request
+// of 8 MiB or more back at once), the live heap the session keeps
+// (kept-MB), and the steps folded or collapsed (steps-folded). The
+// scrubber's rules, built once per process, are built before the baseline
+// (warmScrubber).
 // PROXY_BENCH_MESSAGES sets the message count (default 10,000 ≈ 15 MB;
 // issue 12's request was 40,000 ≈ 62 MB).
 func BenchmarkProxyLargeRequest(b *testing.B) {
@@ -115,55 +190,67 @@ func BenchmarkProxyLargeRequest(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PROXY_BENCH_MESSAGES")); err == nil && v > 2 {
 		n = v
 	}
-	body := bigConversation(n)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		io.WriteString(w, openaiReply)
-	}))
-	defer up.Close()
-	b.SetBytes(int64(len(body)))
-	var worst uint64
-	var kept int64
-	var rssAfter uint64
-	var folded int
-	var warnings []string
+	var worst largeRequest
 	for range b.N {
-		srv, err := New(Options{Dir: b.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
-			OnRequest: func(r RequestRecord) { folded = r.StepsFolded + r.StepsCollapsed; warnings = r.Warnings }})
-		if err != nil {
-			b.Fatal(err)
-		}
-		px := httptest.NewServer(srv)
-		runtime.GC()
-		base := liveHeap()
-		stop := heapPeak()
-		resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		worst = max(worst, stop())
-		time.Sleep(500 * time.Millisecond) // the proxy hands freed memory back
-		rssAfter = max(rssAfter, vmRSS())
-		// What the proxy keeps once the request is done (the session's
-		// state), the server still referenced.
-		runtime.GC()
-		kept = max(kept, int64(liveHeap())-int64(base))
-		px.Close()
-		runtime.KeepAlive(srv)
-		if resp.StatusCode != 200 {
-			b.Fatalf("status %d", resp.StatusCode)
+		m := largeRequestMemory(b, n)
+		b.SetBytes(int64(m.body))
+		if m.peak >= worst.peak {
+			worst = m
 		}
 	}
-	b.ReportMetric(float64(worst)/float64(len(body)), "heap-x")
-	b.ReportMetric(float64(worst)/(1<<20), "heap-MB")
-	b.ReportMetric(float64(len(body))/(1<<20), "body-MB")
+	b.ReportMetric(float64(worst.peak)/float64(worst.body), "heap-x")
+	b.ReportMetric(float64(worst.peak)/(1<<20), "heap-MB")
+	b.ReportMetric(float64(worst.body)/(1<<20), "body-MB")
 	b.ReportMetric(float64(vmHWM())/(1<<20), "rss-MB")
-	b.ReportMetric(float64(kept)/(1<<20), "kept-MB")
-	b.ReportMetric(float64(rssAfter)/(1<<20), "rss-after-MB")
-	b.ReportMetric(float64(folded), "steps-folded")
-	if len(warnings) > 0 {
-		b.Logf("warnings: %.300q", warnings)
+	b.ReportMetric(float64(worst.kept)/(1<<20), "kept-MB")
+	b.ReportMetric(float64(worst.rssAfter)/(1<<20), "rss-after-MB")
+	b.ReportMetric(float64(worst.folded), "steps-folded")
+	if len(worst.warnings) > 0 {
+		b.Logf("warnings: %.300q", worst.warnings)
+	}
+}
+
+// TestLargeRequestHeapMultiple guards the memory of one large first
+// request (issue 12): a 3,000-message request (≈ 4.6 MB) must peak below
+// 24× its body in heap. It measured 28× before the fold and ranked index
+// memory work (BENCHMARKS.md, "Proxy and MCP memory"), 17× just before this
+// test (warm scrubber) and 14.7–16× after; the bound is generous so that a
+// shared machine's noise passes and a return to the old multiple fails. The request runs in a child process (this test binary again), so
+// that the heap other tests left does not widen the garbage collector's
+// headroom. About 30 s on 2 cores; skipped under the race detector (its
+// instrumentation changes the heap) and with -short; scripts/test.sh runs
+// it without.
+func TestLargeRequestHeapMultiple(t *testing.T) {
+	const child = "CONTEXTFOLD_PROXY_MEMORY_CHILD"
+	if os.Getenv(child) == "1" {
+		m := largeRequestMemory(t, 3000)
+		fmt.Printf("proxy-memory %d %d %d %d\n", m.body, m.peak, m.folded, vmHWM())
+		return
+	}
+	if raceEnabled || testing.Short() {
+		t.Skip("a memory measure: not under the race detector or -short")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLargeRequestHeapMultiple$", "-test.count=1")
+	cmd.Env = append(os.Environ(), child+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var body, peak, folded, rss uint64
+	i := strings.Index(string(out), "proxy-memory ")
+	if i < 0 {
+		t.Fatalf("child printed no measure:\n%s", out)
+	}
+	if _, err := fmt.Sscanf(string(out[i:]), "proxy-memory %d %d %d %d", &body, &peak, &folded, &rss); err != nil {
+		t.Fatalf("child's measure: %v\n%s", err, out)
+	}
+	x := float64(peak) / float64(body)
+	t.Logf("body %.1f MB, peak heap %.1f MB (%.1f× the body), child's peak RSS %.1f MB, %d steps folded",
+		float64(body)/(1<<20), float64(peak)/(1<<20), x, float64(rss)/(1<<20), folded)
+	if folded < 1000 {
+		t.Fatalf("only %d steps folded: the request did not exercise the fold", folded)
+	}
+	if x > 24 {
+		t.Fatalf("peak heap %.1f× the body, want ≤ 24× (issue 12)", x)
 	}
 }

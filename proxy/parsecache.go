@@ -131,9 +131,18 @@ func (r *request) fromCache(i int, e *cachedElem, start int) {
 	r.roles[i] = e.role
 	r.kinds[i] = e.kind
 	if r.cached == nil {
-		r.cached = make([]*cachedElem, len(r.msgs))
+		r.cached = make([]*cachedElem, len(r.msgs)-r.known)
 	}
-	r.cached[i] = e
+	r.cached[i-r.known] = e
+}
+
+// cachedAt returns the element cache's parse message i came from (nil:
+// parsed now, or taken from a prefix state).
+func (r *request) cachedAt(i int) *cachedElem {
+	if k := i - r.known; r.cached != nil && k >= 0 && k < len(r.cached) {
+		return r.cached[k]
+	}
+	return nil
 }
 
 // skeleton reads the top-level object of body strictly: every separator
@@ -175,8 +184,13 @@ func skeleton(api API, body []byte, arrKey string, c *parseCache) (top []field, 
 			var from []span
 			if c != nil {
 				match = c.matchPrefix(api, body, i)
-				if match.known > 0 {
-					from = make([]span, match.known, match.known+8)
+				if p := match.parent; match.known > 0 && match.known == len(p.elems) && i == p.base && p.claim() {
+					// Every element at the same offset: extend the
+					// state's arrays (prefix.go: claim).
+					match.inPlace = true
+					from = p.elems[:match.known]
+				} else if match.known > 0 {
+					from = make([]span, match.known, match.known+match.known/4+16)
 					shift := i - match.parent.base
 					for j := range from {
 						from[j] = shiftSpan(match.parent.elems[j], shift)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"container/list"
 	"hash/maphash"
+	"sync/atomic"
 
 	"github.com/contextfold/contextfold/harness"
 )
@@ -52,6 +53,29 @@ type prefixState struct {
 	counter string
 	size    int // bytes from base to the end of the last element
 	el      *list.Element
+	// claimed is set by the one request allowed to extend the state's
+	// arrays in place, past their length (see claim).
+	claimed atomic.Bool
+}
+
+// claim reports whether the caller may extend st's arrays in place: append
+// its own elements after st's, in the arrays' spare capacity, without
+// copying st's. Only one request ever may (the state itself never reads
+// past its length, and neither does any other request taking it), and only
+// one that holds every element of st at the same offset.
+func (st *prefixState) claim() bool { return st.claimed.CompareAndSwap(false, true) }
+
+// extend returns s (a state's array of which the first k elements are
+// taken) with length n: in place when allowed and the capacity suffices,
+// else a copy of the k elements with room to grow, so that the requests
+// after it extend in place too.
+func extend[T any](s []T, k, n int, inPlace bool) []T {
+	if inPlace && cap(s) >= n {
+		return s[:n]
+	}
+	out := make([]T, n, n+n/4+16)
+	copy(out, s[:k])
+	return out
 }
 
 // prefixMatch is what a request took from a prefix state, and the hash
@@ -63,6 +87,8 @@ type prefixMatch struct {
 	h      maphash.Hash
 	key    uint64
 	keyOK  bool
+	// inPlace: the request claimed parent (every element, same offset).
+	inPlace bool
 }
 
 // bucketKey hashes the first two elements of the array at a: sessions of
@@ -167,16 +193,17 @@ func (c *parseCache) remember(r *request, counter string) {
 	n := len(r.elems)
 	st := &prefixState{api: r.api, key: m.key, base: r.arrStart, counter: counter,
 		elems: r.elems, msgs: r.msgs, spans: r.spans, points: r.points, events: r.events, roles: r.roles, kinds: r.kinds}
-	st.cps = make([]uint64, n)
-	st.cum = make([]int, n)
 	h := m.h
 	pos, runes := r.arrStart, 0
 	if m.known > 0 {
 		// cps and cum of the elements taken from the parent (its base may
 		// differ: the values are relative to the array's start).
-		copy(st.cps, m.parent.cps[:m.known])
-		copy(st.cum, m.parent.cum[:m.known])
+		st.cps = extend(m.parent.cps, m.known, n, m.inPlace)
+		st.cum = extend(m.parent.cum, m.known, n, m.inPlace)
 		pos, runes = r.elems[m.known-1].end, st.cum[m.known-1]
+	} else {
+		st.cps = make([]uint64, n, n+n/4+16)
+		st.cum = make([]int, n, n+n/4+16)
 	}
 	for j := m.known; j < n; j++ {
 		e := r.elems[j].end
@@ -225,18 +252,21 @@ func (c *parseCache) dropState(st *prefixState) {
 	}
 }
 
-// fromPrefix fills the first m.known elements of r from the matched state;
-// the array starts at a in r's body.
-func (r *request) fromPrefix(m *prefixMatch, a int) {
+// fromPrefix makes r's per-message slices, of length n, with their first
+// m.known elements from the matched state (in the state's own arrays when
+// the request claimed it); the array starts at a in r's body.
+func (r *request) fromPrefix(m *prefixMatch, a, n int) {
 	st, k := m.parent, m.known
 	shift := a - st.base
-	copy(r.msgs, st.msgs[:k])
-	copy(r.roles, st.roles[:k])
-	copy(r.kinds, st.kinds[:k])
-	copy(r.events, st.events[:k])
-	copy(r.points, st.points[:k])
+	in := m.inPlace && shift == 0
+	r.inPlace = in
+	r.msgs = extend(st.msgs, k, n, in)
+	r.roles = extend(st.roles, k, n, in)
+	r.kinds = extend(st.kinds, k, n, in)
+	r.events = extend(st.events, k, n, in)
+	r.points = extend(st.points, k, n, in)
+	r.spans = extend(st.spans, k, n, in)
 	if shift == 0 {
-		copy(r.spans, st.spans[:k])
 		return
 	}
 	for j := 0; j < k; j++ {

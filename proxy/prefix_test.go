@@ -232,3 +232,54 @@ func TestPrefixCacheRejectsChangedBytes(t *testing.T) {
 		t.Fatal("an invalid element after the remembered ones was accepted")
 	}
 }
+
+// TestPrefixCacheInPlaceIsolated: the one request that extends a prefix
+// state's arrays in place (claim) and the others that take the same state
+// read exactly what a parse from scratch reads, and none of them changes
+// what the state (and so a later request repeating it) reads: two sessions
+// continuing one conversation differently, then the conversation itself
+// again, then a request counted with another token counter.
+func TestPrefixCacheInPlaceIsolated(t *testing.T) {
+	bodies := prefixBodies(APIOpenAI)
+	c := newParseCache()
+	base := bodies[10]
+	r, err := parseRequestCached(APIOpenAI, base, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.measure(nil, true, "heuristic")
+	c.remember(r, "heuristic")
+	j := strings.LastIndex(string(base), "]")
+	with := func(msg string) []byte {
+		return append(append(append([]byte(nil), base[:j]...), []byte(`,`+msg)...), base[j:]...)
+	}
+	one := with(`{"role":"user","content":"continue with pkg3"}`)
+	two := with(`{"role":"user","content":"no, stop here and explain pkg9"}`)
+	check := func(name string, body []byte, counter string) *request {
+		t.Helper()
+		got, err := parseRequestCached(APIOpenAI, body, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := parseRequest(APIOpenAI, body)
+		count := func(s string) int { return max(1, len([]rune(s))/3) }
+		gt, gf := got.measure(count, counter == "heuristic", counter)
+		wt, wf := want.measure(count, counter == "heuristic", counter)
+		if gt != wt || gf != wf || !reflect.DeepEqual(comparableMsgs(got.msgs), comparableMsgs(want.msgs)) ||
+			!reflect.DeepEqual(got.elems, want.elems) || !reflect.DeepEqual(got.roles, want.roles) {
+			t.Fatalf("%s (known %d, in place %v): the parse differs from one from scratch", name, got.known, got.inPlace)
+		}
+		return got
+	}
+	a := check("first continuation", one, "heuristic")
+	b := check("second continuation", two, "heuristic")
+	if !a.inPlace || b.inPlace || a.known == 0 || b.known != a.known {
+		t.Fatalf("in place: first %v (known %d), second %v (known %d); want only the first", a.inPlace, a.known, b.inPlace, b.known)
+	}
+	c.remember(b, "heuristic") // the second session is remembered first
+	c.remember(a, "heuristic")
+	check("the conversation again", base, "heuristic")
+	check("first continuation again", one, "heuristic")
+	check("another counter", with(`{"role":"user","content":"and pkg4?"}`), "other")
+	check("first continuation once more", one, "heuristic")
+}

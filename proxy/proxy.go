@@ -168,10 +168,13 @@ type RequestRecord struct {
 	// budget even after folding (what cannot fold is larger: a huge pinned
 	// message, the latest message and its tool pair); the response carries
 	// an X-Contextfold-Warning.
-	OverBudget bool             `json:"over_budget,omitempty"`
-	Warnings   []string         `json:"warnings,omitempty"`
-	Observed   Observed         `json:"observed"`
-	Overhead   time.Duration    `json:"overhead_ns"` // time spent by the proxy before forwarding
+	OverBudget bool          `json:"over_budget,omitempty"`
+	Warnings   []string      `json:"warnings,omitempty"`
+	Observed   Observed      `json:"observed"`
+	Overhead   time.Duration `json:"overhead_ns"` // time spent by the proxy before forwarding
+	// BodyRead is the part of Overhead spent receiving the client's body
+	// (linear in its bytes by nature: the upstream would receive them too).
+	BodyRead   time.Duration    `json:"body_read_ns"`
 	Duration   time.Duration    `json:"duration_ns"` // until the response was finished
 	ClientSize int              `json:"client_bytes"`
 	SentSize   int              `json:"forwarded_bytes"`
@@ -384,17 +387,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
-	body, release, more, ok := s.readBodyReserving(w, r, api)
+	var parsed *request
+	body, release, hold, ok := s.readBodyReserving(w, r, api, false)
 	defer release()
 	if !ok {
 		return
 	}
+	st.rec.BodyRead = time.Since(st.start)
 	out := body
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
 	} else {
 		req, err := parseRequestCached(api, body, s.cache)
 		if err != nil {
+			if s.rejectInvalidUTF8(w, r, api, body, nil) {
+				return // the UTF-8 error first, as for any body
+			}
 			var br *errBadRequest
 			if errors.As(err, &br) {
 				s.reject(w, api, http.StatusBadRequest, br.msg)
@@ -403,9 +411,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.reject(w, api, http.StatusBadRequest, err.Error())
 			return
 		}
-		if !s.reserveMemory(w, api, body, req, more) {
+		if s.rejectInvalidUTF8(w, r, api, body, req.knownBytes()) {
 			return
 		}
+		if !s.reserveMemory(w, api, body, req, hold.more) {
+			return
+		}
+		parsed = req
 		if req.passReason != "" {
 			s.countUnfolded(st, req)
 		}
@@ -447,6 +459,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del("Content-Length")
 	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
 	s.rp.ServeHTTP(w, r)
+	// The response is finished (finish ran) and the forwarded body sent;
+	// the client's body is no longer read unless it went out as is.
+	pooled := false
+	if len(body) > 0 && (len(out) == 0 || &out[0] != &body[0]) {
+		st.wsBody = nil
+		pooled = putBody(body)
+	}
+	if parsed != nil {
+		// What the request leaves to the garbage collector: its body
+		// unless pooled, the forwarded body, and the parse and fold of the
+		// conversation it did not take from the prefix cache.
+		freed := memoryEstimate(len(body), parsed) - int64(len(body))*RequestMemoryMultiple + int64(len(out))
+		if !pooled {
+			freed += int64(len(body))
+		}
+		hold.freed = freed
+	}
 }
 
 var validSession = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

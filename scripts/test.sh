@@ -41,6 +41,10 @@ fi
 go vet ./...
 go test -race -timeout 45m ./...
 go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFolds|TestWriteFailuresKeepPreviousState|TestReadOnlyAndPermissionDenied' .
+# The memory guards of issue 12 (a large fold, a large proxy request), which
+# the race detector's instrumentation would distort: about 40 s on 2 cores.
+go test -count=1 -timeout 10m -run 'TestFoldLargeLogHeapMultiple' .
+go test -count=1 -timeout 10m -run 'TestLargeRequestHeapMultiple' ./proxy
 # The PostgreSQL fleet and multi-process writer tests (internal/fleet, built
 # without the race detector for the same reason): three proxy processes with a
 # SIGKILL, 8 writer processes x 1,000 folds, 1,000 sessions x 20 folds.

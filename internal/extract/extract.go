@@ -91,6 +91,42 @@ func Extract(text string) Terms {
 	}
 }
 
+// ExtractTurn is Extract(Text(summary, payload)), the extraction of a
+// turn, without the concatenation of summary and payload where it is not
+// needed (issue 12: for a 62 MB payload the copy is as large as the
+// payload). No match of the identifier and file patterns can hold the '\n'
+// between the two, and neither pattern looks behind its match, so those
+// are the union of each part's; so are the commands and errors whenever
+// the summary holds none of '$', '>' and "HTTP" (a command match that
+// starts in the summary needs one of the first two, and the only error
+// alternative that can cross a line, HTTP\s+[45]\d{2}, the last). Otherwise
+// commands and errors are read from the concatenation, made then and
+// dropped before the other two are extracted.
+func ExtractTurn(summary, payload string) Terms {
+	sum, pay := validText(NFC(summary)), validText(NFC(payload))
+	var t Terms
+	if strings.ContainsAny(sum, "$>") || strings.Contains(sum, "HTTP") {
+		text := sum + "\n" + pay
+		t.Commands, t.Errors = commands(text), errorNames(text)
+	} else {
+		var c collector
+		commandsTo(&c, sum)
+		commandsTo(&c, pay)
+		t.Commands = c.result()
+		errorNamesTo(&c, sum)
+		errorNamesTo(&c, pay)
+		t.Errors = c.result()
+	}
+	var c collector
+	identifiersTo(&c, sum)
+	identifiersTo(&c, pay)
+	t.Identifiers = c.result()
+	filesTo(&c, sum)
+	filesTo(&c, pay)
+	t.Files = c.result()
+	return t
+}
+
 // validText returns text with every invalid UTF-8 byte replaced by U+FFFD
 // (what []rune(text) reads), or text itself when it is valid.
 func validText(text string) string {
@@ -117,9 +153,10 @@ func runeBefore(s string, i int) (rune, int) {
 }
 
 // collector gathers matches and keeps them sorted and unique as it goes:
-// when the list doubles past its last compacted size it is sorted and
-// de-duplicated in place, so it holds at most about twice the distinct
-// matches (not every occurrence). Its strings may be substrings of the
+// when the list grows by half past its last compacted size it is sorted
+// and de-duplicated in place, so it holds at most about 1.5 times the
+// distinct matches (not every occurrence; 1.5 rather than 2 took a 16 MiB
+// log's fold from 3.7 to 3.0 times the input at its peak, issue 12). Its strings may be substrings of the
 // text until [collector.result] copies them.
 type collector struct {
 	ss      []string
@@ -128,23 +165,37 @@ type collector struct {
 
 func (c *collector) add(s string) {
 	c.ss = append(c.ss, s)
-	if len(c.ss) >= 2*c.compact+1024 {
+	if len(c.ss) >= c.compact+c.compact/2+1024 {
 		c.ss = SortUnique(c.ss)
 		c.compact = len(c.ss)
 	}
 }
 
-// result is the sorted, unique list, each string a copy of its own, in a
-// slice of its own length (the working list may be twice as long, and the
-// result is kept with the cold node).
+// result is the sorted, unique list, in a slice of its own length (the
+// working list may be twice as long, and the result is kept with the cold
+// node), its strings copies of their matches made in one allocation (so the
+// result does not pin the text, and a large node's hundreds of thousands of
+// short terms take their bytes, not one rounded-up allocation each: issue
+// 12). A caller that keeps only a few of the strings should copy them.
 func (c *collector) result() []string {
 	out := SortUnique(c.ss)
 	if cap(out) > len(out)+len(out)/8+16 {
 		out = append(make([]string, 0, len(out)), out...)
 	}
-	c.ss = nil
+	c.ss, c.compact = nil, 0
+	n := 0
+	for _, s := range out {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range out {
+		b.WriteString(s)
+	}
+	all, off := b.String(), 0
 	for i, s := range out {
-		out[i] = strings.Clone(s)
+		out[i] = all[off : off+len(s)]
+		off += len(s)
 	}
 	return out
 }
@@ -157,6 +208,12 @@ func Identifiers(text string) []string { return identifiers(validText(text)) }
 
 func identifiers(s string) []string {
 	var c collector
+	identifiersTo(&c, s)
+	return c.result()
+}
+
+// identifiersTo adds the identifiers of s to c.
+func identifiersTo(c *collector, s string) {
 	for i := 0; i < len(s); {
 		r, n := runeAt(s, i)
 		if !IsWord(r) {
@@ -187,7 +244,6 @@ func identifiers(s string) []string {
 		}
 		c.add(t)
 	}
-	return c.result()
 }
 
 // allASCIIDigits reports whether every byte of s is '0'..'9' (so every code
@@ -344,8 +400,14 @@ var bareExts = []string{"py", "js", "ts", "json", "md", "sql", "sh", "yml", "yam
 func Files(text string) []string { return files(validText(text)) }
 
 func files(s string) []string {
-	m := newPathMatcher(s)
 	var c collector
+	filesTo(&c, s)
+	return c.result()
+}
+
+// filesTo adds the file paths of s to c.
+func filesTo(c *collector, s string) {
+	m := newPathMatcher(s)
 	for i := 0; i < len(s); {
 		m.forget(i)
 		end := m.matchPath(i)
@@ -360,7 +422,6 @@ func files(s string) []string {
 		c.add(strings.ReplaceAll(s[i:end], `\`, "/"))
 		i = end
 	}
-	return c.result()
 }
 
 // pathMatcher answers the two file alternatives at any position in O(1)
@@ -556,6 +617,12 @@ func Commands(text string) []string { return commands(validText(text)) }
 
 func commands(s string) []string {
 	var c collector
+	commandsTo(&c, s)
+	return c.result()
+}
+
+// commandsTo adds the commands of s to c.
+func commandsTo(c *collector, s string) {
 	for i := 0; i < len(s); {
 		if i > 0 && s[i-1] != '\n' {
 			// No line starts before the next '\n'.
@@ -581,7 +648,6 @@ func commands(s string) []string {
 		}
 		i = end
 	}
-	return c.result()
 }
 
 // skipSpace returns the offset after the Python whitespace starting at p.
@@ -642,6 +708,12 @@ func Errors(text string) []string { return errorNames(validText(text)) }
 
 func errorNames(s string) []string {
 	var c collector
+	errorNamesTo(&c, s)
+	return c.result()
+}
+
+// errorNamesTo adds the error names of s to c.
+func errorNamesTo(c *collector, s string) {
 	prevWord := false // whether the code point before i is a word character
 	for i := 0; i < len(s); {
 		r, n := runeAt(s, i)
@@ -673,7 +745,6 @@ func errorNames(s string) []string {
 		prevWord = isWord
 		i += n
 	}
-	return c.result()
 }
 
 // isConstErrorAfterHTTP is the third alternative at a word start, tried only

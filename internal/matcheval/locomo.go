@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/contextfold/contextfold"
@@ -278,9 +279,8 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 
 // TurnPayload is the folded text of one dialog turn: "[date] Speaker:
 // text", plus " [shares a photo: caption]" when the turn shares an image.
-// The date is the session's date as the file gives it, without the time
-// of day ("1:56 pm on 8 May, 2023" → "8 May, 2023"), and is left out when
-// the file has none.
+// The date is the session's date (sessionDate: "1:56 pm on 8 May, 2023" →
+// "8 May 2023"), left out when the file has none.
 //
 // Why the date is in the payload: a chat client shows each session's date,
 // so the turn a user saw carried it; a question that dates the event it
@@ -288,22 +288,46 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 // LoCoMo's questions name a month or a year) can only be matched through
 // it, and the hydrated turn is what answers a when-question ("yesterday"
 // means something only next to the date). Exact scan, ranked scan and BM25
-// read the same payload, so the comparison stays fair. The time of day is
-// left out because a clock time ("1:56") is a specific term to the ranked
-// analyser: every turn of a session would share it, and intent ownership
-// would take the session's turns for updates of one fact.
+// read the same payload, so the comparison stays fair.
 func TurnPayload(t DialogTurn) string {
 	payload := t.Speaker + ": " + t.Text
-	if dt := strings.TrimSpace(t.DateTime); dt != "" {
-		if _, date, ok := strings.Cut(dt, " on "); ok && strings.TrimSpace(date) != "" {
-			dt = strings.TrimSpace(date)
-		}
+	if dt := sessionDate(t.DateTime); dt != "" {
 		payload = "[" + dt + "] " + payload
 	}
 	if t.BlipCaption != "" {
 		payload += " [shares a photo: " + t.BlipCaption + "]"
 	}
 	return payload
+}
+
+// dateLayouts are the session date_time forms sessionDate reads: LoCoMo's
+// own ("1:56 pm on 8 May, 2023") and the ISO forms other files of the
+// schema may use.
+var dateLayouts = []string{"3:04 pm on 2 January, 2006", "3:04 PM on 2 January, 2006", "3:04 pm on 2 Jan, 2006",
+	"2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02",
+	"2 January, 2006", "2 January 2006", "January 2, 2006"}
+
+// sessionDate renders a session's date_time as the day it names ("8 May
+// 2023"), without the time of day: a clock time ("1:56") or an ISO date
+// ("2023-05-08") is a compound, a specific term, to the ranked analyser,
+// so every turn of a session would share one and intent ownership would
+// take the session's turns for updates of one fact (with the time of day
+// in the payload LoCoMo's ranked recall fell to 56 %). A form it does not
+// know is kept as written after " on " if it has one, else whole.
+func sessionDate(dt string) string {
+	dt = strings.TrimSpace(dt)
+	if dt == "" {
+		return ""
+	}
+	for _, l := range dateLayouts {
+		if t, err := time.Parse(l, dt); err == nil {
+			return t.Format("2 January 2006")
+		}
+	}
+	if _, date, ok := strings.Cut(dt, " on "); ok && strings.TrimSpace(date) != "" {
+		return strings.TrimSpace(date)
+	}
+	return dt
 }
 
 func normDiaID(id string) string {

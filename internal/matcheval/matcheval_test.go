@@ -96,10 +96,16 @@ func TestTurnPayloadCarriesTheSessionDate(t *testing.T) {
 	if len(turns) != 2 {
 		t.Fatalf("turns %+v", turns)
 	}
-	if got, want := TurnPayload(turns[0]), "[8 May, 2023] Ana: I went yesterday."; got != want {
+	if got, want := TurnPayload(turns[0]), "[8 May 2023] Ana: I went yesterday."; got != want {
 		t.Errorf("payload %q, want %q", got, want)
 	}
 	if got, want := TurnPayload(turns[1]), "Ben: Nice. [shares a photo: a cat]"; got != want {
 		t.Errorf("undated payload %q, want %q", got, want)
+	}
+	for in, want := range map[string]string{"10:37 AM on 27 June, 2023": "27 June 2023", "2023-05-08 13:56": "8 May 2023",
+		"2023-05-08T13:56:00Z": "8 May 2023", "evening on the third day": "the third day", "spring": "spring"} {
+		if got := sessionDate(in); got != want {
+			t.Errorf("sessionDate(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

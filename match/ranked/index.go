@@ -101,15 +101,25 @@ type Index struct {
 	shareErr    string
 
 	// scratch, reused across queries (guarded by mu)
-	acc  []float64
-	tmp  []float32
-	seen []bool
-	ctx  []float64
+	acc          []float64
+	tmp          []float32
+	seen         []bool
+	ctx          []float64
+	touched      []int32
+	groupTouched []int32
+	look         []int32  // detailAll's docs
+	lookTF       []uint16 // detailAll's frequencies, by term then doc
+	// The posting walk's per-doc tables (walk.go), rebuilt when their key
+	// changes.
+	norm    []float64 // lengthNorm of each doc's length ratio
+	askBits []uint64  // question docs, one bit a doc
+	normKey normKey
+	maxStep int // the highest step of any doc, live or dead (-1: none)
 }
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}}
+	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}, maxStep: -1}
 }
 
 // termID returns the id of an indexed term (false: unknown).
@@ -231,7 +241,8 @@ func (ix *Index) reset() {
 	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
-	ix.acc, ix.tmp, ix.seen = nil, nil, nil
+	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
+	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	ix.snapID = snapIdentity{}
 }
@@ -363,7 +374,7 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.Entries()
+	entries, err := s.EntriesShared() // read only (issue 12: no copy of every entry)
 	if err != nil {
 		return err
 	}
@@ -534,6 +545,7 @@ func (ix *Index) insert(d doc, a analysed) {
 	ix.docs = append(ix.docs, d)
 	ix.hot = append(ix.hot, hotDoc{length: d.length, question: d.question})
 	ix.byStep[d.step] = id
+	ix.maxStep = max(ix.maxStep, d.step)
 	ix.live++
 	ix.total += d.length
 	ix.tokensTotal += float64(d.tokens)

@@ -399,6 +399,9 @@ func TestWhenQuestionPrefersATime(t *testing.T) {
 	if got := first(q, off); got != 40 {
 		t.Errorf("%q without the rule: first pick %d, want 40 (the test needs the rule)", q, got)
 	}
+	if why := strings.Join(ix.Scan(q, DefaultParams()).Picks[0].Why, "; "); !strings.Contains(why, "says when") {
+		t.Errorf("%q: the first pick's why %q does not name the rule", q, why)
+	}
 	const plain = "What did Ben say about the pottery class?"
 	if a, b := first(plain, DefaultParams()), first(plain, off); a != b {
 		t.Errorf("%q: first pick %d with the rule, %d without: a question that asks no time must rank as before", plain, a, b)
@@ -410,6 +413,63 @@ func TestWhenQuestionPrefersATime(t *testing.T) {
 	} {
 		if got := asksWhen(prompt); got != want {
 			t.Errorf("asksWhen(%q) = %v, want %v", prompt, got, want)
+		}
+	}
+}
+
+// Rule "the person named speaks": of two turns about the same thing, the
+// one spoken by the person the question names ranks first; without the
+// rule the turn holding the question's words more often wins. Nodes
+// without a speaker label, and prompts naming nobody, rank as before.
+func TestNamedPersonSpeaks(t *testing.T) {
+	build := func(label func(i int, who string) string) *Index {
+		ix := NewIndex()
+		for i := range 40 {
+			who := []string{"Ana", "Ben"}[i%2]
+			text := fmt.Sprintf("routine chat number %d about the garden", i)
+			ix.Add(i, fmt.Sprint(i), 10, label(i, who)+text, label(i, who)+text)
+		}
+		add := func(step int, who, text string) {
+			ix.Add(step, fmt.Sprint(step), 10, label(step, who)+text, label(step, who)+text)
+		}
+		add(40, "Ben", "Ana said the pottery class, the pottery teacher and the pottery wheel are great")
+		add(41, "Ana", "nice!")
+		add(42, "Ana", "I love the pottery class")
+		return ix
+	}
+	chat := build(func(_ int, who string) string { return "[8 May, 2023] " + who + ": " })
+	off := DefaultParams()
+	off.Speaker = 0
+	first := func(ix *Index, prompt string, p Params) int {
+		r := ix.Scan(prompt, p)
+		if len(r.Picks) == 0 {
+			t.Fatalf("%q: no picks", prompt)
+		}
+		return r.Picks[0].Step
+	}
+	const q = "What does Ana think of the pottery class?"
+	if got := first(chat, q, DefaultParams()); got != 42 {
+		t.Errorf("%q: first pick %d, want 42 (Ana's own turn)", q, got)
+	}
+	if got := first(chat, q, off); got != 40 {
+		t.Errorf("%q without the rule: first pick %d, want 40 (the test needs the rule)", q, got)
+	}
+	if why := strings.Join(chat.Scan(q, DefaultParams()).Picks[0].Why, "; "); !strings.Contains(why, "spoken by Ana") {
+		t.Errorf("%q: the first pick's why %q does not name the rule", q, why)
+	}
+	if a, b := first(chat, "what about the pottery class?", DefaultParams()), first(chat, "what about the pottery class?", off); a != b {
+		t.Errorf("a prompt naming nobody: first pick %d with the rule, %d without", a, b)
+	}
+	plain := build(func(int, string) string { return "" })
+	if a, b := first(plain, q, DefaultParams()), first(plain, q, off); a != b {
+		t.Errorf("nodes without a speaker label: first pick %d with the rule, %d without", a, b)
+	}
+	for summary, want := range map[string]string{
+		"Caroline: hi": "Caroline", "[8 May, 2023] Mary-Jane O'Neil: ok": "Mary-Jane", "error: file not found": "",
+		"Step 3: run": "", "[x]": "", "a long sentence that is no label at all Bob: hi": "",
+	} {
+		if got := speakerOf(summary); got != want {
+			t.Errorf("speakerOf(%q) = %q, want %q", summary, got, want)
 		}
 	}
 }

@@ -80,12 +80,16 @@ type Params struct {
 	// prompt that asks when, a candidate holding a time expression ranks
 	// with When × its own score added; ordering only, like topic context.
 	When float64
+	// Speaker: rule "the person named speaks" (speaker.go). A candidate
+	// whose summary opens with the speaker label of a person the prompt
+	// names ranks with Speaker × its own score added; ordering only.
+	Speaker float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -340,7 +344,7 @@ func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 		r = 1
 	}
 	f := float64(tf)
-	return f * (p.K1 + 1) / (f + p.K1*(1-p.B+p.B*r))
+	return f * (p.K1 + 1) / (f + lengthNorm(r, p))
 }
 
 // match is how one candidate holds each prompt term.
@@ -352,7 +356,16 @@ type match struct {
 	nbDoc []int32   // the neighbour that lent it
 	mask  uint64    // primary terms held by the node itself
 	ctx   float64   // rule "topic context": the weighted scores of the nodes around it
+	// lift: the ordering rules that raised ctx (liftWhen, liftSpeaker),
+	// shown in Pick.Why.
+	lift uint8
 }
+
+// Bits of match.lift.
+const (
+	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"
+	liftSpeaker                   // rule "the person named speaks"
+)
 
 // longNode: a node over this many times the store's mean token estimate
 // is long (Pick.Long).
@@ -414,39 +427,15 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		ix.tmp = make([]float32, n)
 		ix.seen = make([]bool, n)
 	}
-	var touched []int32
-	var groupTouched []int32
+	touched := ix.touched[:0]
+	groupTouched := ix.groupTouched[:0]
 	for g := 0; g < q.groups; g++ {
 		groupTouched = groupTouched[:0]
-		mark := func(d int32, v float32) {
-			if d < 0 {
-				return
-			}
-			if ix.tmp[d] == 0 {
-				groupTouched = append(groupTouched, d)
-			}
-			if v > ix.tmp[d] {
-				ix.tmp[d] = v
-			}
-		}
 		for _, t := range q.terms {
 			if t.group != g || (ix.live >= commonMinNodes && float64(len(ix.postings(t.id))) > p.Common*float64(ix.live) && len(q.terms) > 1) {
 				continue
 			}
-			for _, po := range ix.postings(t.id) {
-				if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
-					continue
-				}
-				s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
-				if ix.hot[po.doc].question {
-					mark(po.doc, s*float32(p.Asker))
-					if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
-						mark(next, s*float32(p.Answer))
-					}
-				} else {
-					mark(po.doc, s)
-				}
-			}
+			groupTouched = ix.walk(t, p, before, groupTouched)
 		}
 		for _, d := range groupTouched {
 			if !ix.seen[d] {
@@ -565,17 +554,16 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		h = set
 	}
 	// The candidates' full scores (common terms included), best first.
-	out := make([]*match, 0, len(h))
-	for _, d := range h {
-		m := ix.detail(q, d, p)
+	out := ix.detailAll(q, h, p)
+	for _, m := range out {
 		if ix.ctx != nil {
-			m.ctx, ix.ctx[d] = ix.ctx[d], 0
+			m.ctx, ix.ctx[m.doc] = ix.ctx[m.doc], 0
 		}
-		out = append(out, m)
 	}
 	for _, d := range touched {
 		ix.acc[d], ix.seen[d] = 0, false
 	}
+	ix.touched, ix.groupTouched = touched[:0], groupTouched[:0]
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rank() != out[b].rank() {
 			return out[a].rank() > out[b].rank()
@@ -589,9 +577,17 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 // by doc).
 func (ix *Index) tf(id int32, d int32) uint16 {
 	ps := ix.postings(id)
-	i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= d })
-	if i < len(ps) && ps[i].doc == d {
-		return ps[i].tf
+	lo, hi := 0, len(ps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ps[m].doc < d {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(ps) && ps[lo].doc == d {
+		return ps[lo].tf
 	}
 	return 0
 }
@@ -613,6 +609,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		return res
 	}
 	ix.whenRank(q, cands, p)
+	ix.speakerRank(prompt, cands, p)
 	// The cut-off judges the node that scores best on its own.
 	first := cands[0]
 	for _, c := range cands {
@@ -736,13 +733,23 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	// every pick made on its own merits, so they only use what budget is
 	// left.
 	out := res.Picks
+	var near []int32
+	for _, c := range order {
+		prev, next := ix.neighbours(c.doc)
+		for _, nd := range [2]int32{prev, next} {
+			if nd >= 0 && !picked[nd] && !superseded[nd] && (before < 0 || ix.docs[nd].step < before) {
+				near = append(near, nd)
+			}
+		}
+	}
+	detail := ix.detailer(q, p, near)
 	for _, c := range order {
 		prev, next := ix.neighbours(c.doc)
 		for _, nd := range [2]int32{prev, next} {
 			if nd < 0 || picked[nd] || superseded[nd] || (before >= 0 && ix.docs[nd].step >= before) {
 				continue
 			}
-			m := ix.detail(q, nd, p)
+			m := detail(nd)
 			lent := 0.0
 			clear(best)
 			holds := make([]bool, q.groups)
@@ -775,12 +782,18 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
+	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) })
+}
+
+// detailFrom is detail with tf(i, d) the frequency of query term i in doc
+// d (see detailAll).
+func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16) *match {
 	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {
 		m.nbDoc[i] = -1
-		if tf := ix.tf(t.id, d); tf > 0 {
+		if tf := tf(i, d); tf > 0 {
 			m.own[i] = ix.sat(tf, d, p, t.df)
 			if ix.docs[d].question {
 				m.own[i] *= p.Asker
@@ -790,7 +803,7 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 			}
 		}
 		if asker {
-			if tf := ix.tf(t.id, prev); tf > 0 {
+			if tf := tf(i, prev); tf > 0 {
 				if v := p.Answer * ix.sat(tf, prev, p, t.df); v > m.own[i] {
 					m.nb[i], m.nbDoc[i] = v, prev
 				}
@@ -908,6 +921,12 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 		}
 		pk.Why = append(pk.Why, why)
 	}
+	if m.lift&liftWhen != 0 {
+		pk.Why = append(pk.Why, `ranked up: says when (rule "a when-question is answered by a time")`)
+	}
+	if m.lift&liftSpeaker != 0 {
+		pk.Why = append(pk.Why, "ranked up: spoken by "+speakerOf(pk.Summary)+` (rule "the person named speaks")`)
+	}
 	sort.Strings(pk.Terms)
 	return pk
 }
@@ -957,6 +976,7 @@ func (ix *Index) recallLocked(query string, p Params) []Hit {
 		return nil
 	}
 	ix.whenRank(q, cands, p)
+	ix.speakerRank(query, cands, p)
 	var out []Hit
 	for _, c := range cands {
 		if c.score < 0.1*cands[0].score {

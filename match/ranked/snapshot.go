@@ -277,6 +277,7 @@ func decodeSnapshot(data []byte) (*Index, error) {
 			return nil, errBadCache
 		}
 		ix.hot[i] = hotDoc{length: d.length, question: d.question}
+		ix.maxStep = max(ix.maxStep, d.step)
 		sum += d.length
 		ix.tokensTotal += float64(d.tokens)
 	}

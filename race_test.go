@@ -1,0 +1,5 @@
+//go:build race
+
+package contextfold_test
+
+const raceEnabled = true
