@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contextfold/contextfold/internal/pgtest"
 )
 
@@ -267,5 +269,40 @@ func TestQueryPasswordNeverPrinted(t *testing.T) {
 	all.WriteString(serveUI(t, store))
 	if strings.Contains(all.String(), pw) {
 		t.Errorf("an output holds the password:\n%s", all.String())
+	}
+}
+
+// A session the URL does not name exactly once, in the documented
+// character set, is refused (exit 1, nothing written): a ';' (which
+// url.Query would drop with the session, silently selecting "default"), a
+// repeated session=, a NUL or invalid UTF-8 byte, a name too long.
+func TestBadSessionNamesRefused(t *testing.T) {
+	base := pgURL(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	if _, errOut, code := cli(t, "", "--store", base+sep+"session=default", "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errOut)
+	}
+	for _, q := range []string{"session=team;a", "session=a&session=b", "session=a%00b", "session=%ff", "session=" + strings.Repeat("x", 300), "session=-x", "session=a%20b"} {
+		for _, args := range [][]string{{"fold", "77", "goes to the wrong session"}, {"status"}} {
+			out, errOut, code := cli(t, "", append([]string{"--store", base + sep + q}, args...)...)
+			if code != 1 || !strings.Contains(errOut, "session") || strings.Contains(errOut, "invalid byte sequence") {
+				t.Errorf("%s %v: exit %d, want 1 with a message about the session\n%s%s", q, args, code, out, errOut)
+			}
+		}
+	}
+	c, err := pgx.Connect(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(t.Context())
+	var n int
+	if err := c.QueryRow(t.Context(), "SELECT count(*) FROM cf_nodes").Scan(&n); err != nil || n != 0 {
+		t.Errorf("a refused fold wrote %d cold nodes (%v)", n, err)
+	}
+	if out, _, _ := cli(t, "", "--help"); !strings.Contains(out, "1-128 ASCII letters") {
+		t.Errorf("--store help does not document session names:\n%s", out)
 	}
 }

@@ -165,7 +165,10 @@ func dial(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, &backend.Error{Location: Redact(rawURL), Err: errors.New("the URL does not parse"), Remedy: "write postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (percent-encode special characters in the password)"}
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("the URL's query does not parse: %s", Scrub(err.Error(), rawURL)), Remedy: "separate parameters with '&' (not ';') and percent-encode special characters"}
+	}
 	q.Del("session")
 	u.RawQuery = q.Encode()
 	db := &DB{secrets: urlSecrets(u), ids: map[string]int64{}}
@@ -219,14 +222,43 @@ func SplitURL(rawURL string) (session, rest string, err error) {
 	if err != nil {
 		return "", "", &backend.Error{Location: Redact(rawURL), Err: errors.New("the URL does not parse"), Remedy: "write postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (percent-encode special characters in the password)"}
 	}
-	q := u.Query()
-	session = q.Get("session")
-	if session == "" {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		// url.Query would drop the pair silently (a ';' or a bad %-escape),
+		// and with it perhaps the session.
+		return "", "", &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("the URL's query does not parse: %s", Scrub(err.Error(), rawURL)), Remedy: "separate parameters with '&' (not ';') and percent-encode special characters; " + SessionNameRule}
+	}
+	switch vs := q["session"]; {
+	case len(vs) > 1:
+		return "", "", &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("the URL names %d sessions (session= is repeated)", len(vs)), Remedy: "give ?session=NAME once"}
+	case len(vs) == 0 || vs[0] == "":
 		session = DefaultSession
+	default:
+		session = vs[0]
+		if !ValidSessionName(session) {
+			return "", "", &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("session name %q is not allowed", clip(session)), Remedy: SessionNameRule}
+		}
 	}
 	q.Del("session")
 	u.RawQuery = q.Encode()
 	return session, u.String(), nil
+}
+
+// SessionNameRule says which session names a store URL may give.
+const SessionNameRule = "a session name (?session=NAME) is 1 to 128 characters: ASCII letters, digits, '.', '_', '-' and '/', starting with a letter or digit"
+
+var validSessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
+
+// ValidSessionName reports whether name follows SessionNameRule (the
+// proxy's session ids, and their "ID/gN" generations, all do).
+func ValidSessionName(name string) bool { return validSessionName.MatchString(name) }
+
+// clip shortens a name quoted in an error to 40 bytes.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // ErrNewerSchema is matched (errors.Is) by the error of a database whose
