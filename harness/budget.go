@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // Defaults of the token-budget working set (Config.ContextBudget).
@@ -602,8 +603,11 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		need -= save
 	}
 	if len(toFold) > 0 {
-		if _, err := h.store.FoldBatch(toFold); err != nil {
+		if rs, err := h.store.FoldBatch(toFold); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
+		} else {
+			// The ranked scan takes these nodes' text from here, not from disk.
+			match.Folded(h.store, h.matchMode(), rs)
 		}
 		es, err := h.entryMap()
 		if err != nil {

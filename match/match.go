@@ -129,6 +129,17 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	return ScanBefore(s, prompt, mode, -1)
 }
 
+// Folded tells the scan of mode that a fold of store s just returned rs
+// (Store.FoldBatch's results): in Ranked mode the next scan analyses those
+// nodes' text without reading their files back (ranked.Folded: only for
+// index entries of the same artifact_sha256); in Exact mode it does
+// nothing. Safe for concurrent use.
+func Folded(s *contextfold.Store, mode Mode, rs []*contextfold.FoldResult) {
+	if mode == Ranked {
+		ranked.Folded(s, rs)
+	}
+}
+
 // ScanBefore is Scan for a prompt written before step before (every step
 // when before < 0): in Ranked mode only the nodes of steps below before are
 // candidates (ranked.Index.ScanBefore, rule "the prompt's past"; a harness
