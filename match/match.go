@@ -130,14 +130,19 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 }
 
 // Folded tells the scan of mode that a fold of store s just returned rs
-// (Store.FoldBatch's results): in Ranked mode the next scan analyses those
-// nodes' text without reading their files back (ranked.Folded: only for
-// index entries of the same artifact_sha256); in Exact mode it does
-// nothing. Safe for concurrent use.
+// (Store.FoldBatch's results): in Ranked mode the store's ranked index is
+// refreshed now, analysing those nodes' text without reading their files
+// back (ranked.Folded: only for index entries of the same
+// artifact_sha256), so that the texts are not held past this call; in
+// Exact mode it does nothing. A refresh error is left to the next scan,
+// which reports it. Safe for concurrent use.
 func Folded(s *contextfold.Store, mode Mode, rs []*contextfold.FoldResult) {
-	if mode == Ranked {
-		ranked.Folded(s, rs)
+	if mode != Ranked {
+		return
 	}
+	ranked.Folded(s, rs)
+	rs = nil // the texts are held by the fed map, not by the results
+	_, _ = ranked.For(s)
 }
 
 // ScanBefore is Scan for a prompt written before step before (every step
