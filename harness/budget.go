@@ -603,11 +603,10 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		need -= save
 	}
 	if len(toFold) > 0 {
-		if rs, err := h.store.FoldBatch(toFold); err != nil {
+		// match.FoldBatch: the ranked scan takes these nodes' text from the
+		// fold, not from disk, and no fold result is kept.
+		if err := match.FoldBatch(h.store, h.matchMode(), toFold); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
-		} else {
-			// The ranked scan takes these nodes' text from here, not from disk.
-			match.Folded(h.store, h.matchMode(), rs)
 		}
 		es, err := h.entryMap()
 		if err != nil {

@@ -129,20 +129,25 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	return ScanBefore(s, prompt, mode, -1)
 }
 
-// Folded tells the scan of mode that a fold of store s just returned rs
-// (Store.FoldBatch's results): in Ranked mode the store's ranked index is
-// refreshed now, analysing those nodes' text without reading their files
-// back (ranked.Folded: only for index entries of the same
-// artifact_sha256), so that the texts are not held past this call; in
-// Exact mode it does nothing. A refresh error is left to the next scan,
-// which reports it. Safe for concurrent use.
-func Folded(s *contextfold.Store, mode Mode, rs []*contextfold.FoldResult) {
+// FoldBatch folds turns into store s (Store.FoldBatchEach; the results
+// are not kept, issue 12) for a scan of mode: in Ranked mode each new
+// node's text is handed to the store's ranked index (ranked.FoldedNode:
+// used only for the index entry of the same artifact_sha256), which is
+// refreshed at once, so that the new nodes are analysed without reading
+// their files back and the texts are not held past this call (a refresh
+// error is left to the next scan, which reports it). The error is the
+// fold's. Safe for concurrent use as the Store is.
+func FoldBatch(s *contextfold.Store, mode Mode, turns []contextfold.Turn) error {
 	if mode != Ranked {
-		return
+		return s.FoldBatchEach(turns, func(int, *contextfold.FoldResult) {})
 	}
-	ranked.Folded(s, rs)
-	rs = nil // the texts are held by the fed map, not by the results
-	_, _ = ranked.For(s)
+	err := s.FoldBatchEach(turns, func(_ int, r *contextfold.FoldResult) {
+		if !r.AlreadyIndexed {
+			ranked.FoldedNode(s, r.Node)
+		}
+	})
+	_, _ = ranked.For(s) // also after an error: nodes written before it are indexed
+	return err
 }
 
 // ScanBefore is Scan for a prompt written before step before (every step

@@ -37,31 +37,45 @@ var fed = struct {
 // node are skipped), for its next Refresh (see above). The strings are
 // referenced, not copied. Safe for concurrent use.
 func Folded(s *contextfold.Store, rs []*contextfold.FoldResult) {
-	if s == nil || len(rs) == 0 {
+	if s == nil {
 		return
 	}
 	dir := s.Dir()
 	fed.Lock()
 	defer fed.Unlock()
-	m := fed.m[dir]
 	for _, r := range rs {
-		if r == nil || r.Node == nil || r.AlreadyIndexed || r.Node.ArtifactSHA256 == "" {
-			continue
+		if r != nil && !r.AlreadyIndexed {
+			feed(dir, r.Node)
 		}
-		n := r.Node
-		if fed.bytes+len(n.Summary)+len(n.RawContent) > fedMax {
-			break
-		}
-		if m == nil {
-			m = map[int]fedNode{}
-			fed.m[dir] = m
-		}
-		if old, ok := m[n.StepID]; ok {
-			fed.bytes -= len(old.summary) + len(old.raw)
-		}
-		m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent}
-		fed.bytes += len(n.Summary) + len(n.RawContent)
 	}
+}
+
+// FoldedNode is Folded for one node (Store.FoldBatchEach's result's Node;
+// nil is skipped). Safe for concurrent use.
+func FoldedNode(s *contextfold.Store, n *contextfold.ColdNode) {
+	if s == nil || n == nil {
+		return
+	}
+	fed.Lock()
+	defer fed.Unlock()
+	feed(s.Dir(), n)
+}
+
+// feed records n's text for the store at dir. Callers hold fed.
+func feed(dir string, n *contextfold.ColdNode) {
+	if n == nil || n.ArtifactSHA256 == "" || fed.bytes+len(n.Summary)+len(n.RawContent) > fedMax {
+		return
+	}
+	m := fed.m[dir]
+	if m == nil {
+		m = map[int]fedNode{}
+		fed.m[dir] = m
+	}
+	if old, ok := m[n.StepID]; ok {
+		fed.bytes -= len(old.summary) + len(old.raw)
+	}
+	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent}
+	fed.bytes += len(n.Summary) + len(n.RawContent)
 }
 
 // takeFed removes and returns the fed texts of the store at dir (nil:

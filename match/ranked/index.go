@@ -532,7 +532,9 @@ func (ix *Index) insert(d doc, a analysed) {
 		tid, ok := ix.termID(t.text)
 		if !ok {
 			tid = ix.nterms + int32(len(ix.post))
-			ix.vocab[t.text] = tid
+			// A copy: the term may be a substring of the node's text,
+			// which the vocabulary would otherwise keep whole (issue 12).
+			ix.vocab[strings.Clone(t.text)] = tid
 			ix.post = append(ix.post, nil)
 		}
 		if t.specific {
