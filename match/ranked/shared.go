@@ -41,13 +41,13 @@ import (
 // transaction of its own that locks nothing a fold waits for):
 //   - after a build from every cold node (a first use without a usable
 //     snapshot), synchronously: the build took a read of every node (2 min
-//     at 100k), the write adds a few seconds, and a one-shot command would
+//     at 100k), the write adds about 8 s, and a one-shot command would
 //     otherwise exit before a background write finished;
 //   - when the local snapshot is compacted (Refresh: max(saveEvery, 1 %)
 //     nodes changed since it was written) and the shared one is more than
 //     sharedLead revisions behind, in the background (one write in flight
 //     per index), so that a replica starting later reads at most about
-//     1 % of the nodes again: at 100k nodes one 285 MB write per ≈1,000
+//     1 % of the nodes again: at 100k nodes one 283 MB write per ≈1,000
 //     folds of the session, whichever replica gets there first (the
 //     others see the lead is small and write nothing).
 const sharedKind = "ranked"
