@@ -26,6 +26,17 @@ type Eviction struct {
 func (s *Store) Evict(step int) (*Eviction, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.be == nil && s.opts.EvictionLogBatch > 1 && len(s.evPending)+1 < s.opts.EvictionLogBatch {
+		// A step already marked evicted: only the log gains an event,
+		// kept for the batch (Options.EvictionLogBatch).
+		if ix, err := s.loadIndex(); err == nil {
+			if r, ok := ix.get(step); ok && r.evicted {
+				ev := Eviction{StepID: step, EvictedAt: s.now()}
+				s.evPending = append(s.evPending, ev)
+				return &ev, nil
+			}
+		}
+	}
 	if s.be != nil {
 		// An unknown step takes no write transaction.
 		if ix, err := s.loadIndex(); err == nil {
@@ -51,33 +62,10 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 		return nil, &NodeNotFoundError{StepID: step}
 	}
 	ev := &Eviction{StepID: step, EvictedAt: s.now()}
-	path := s.storePath(EvictionLogFile)
-	data, appended := s.appendToCachedEvictionLog(ev)
-	onlyEvicted := appended
-	if !appended {
-		logDoc, err := s.readEvictionLogDoc()
-		if err != nil {
-			return nil, err
-		}
-		events, _ := logDoc["evicted"].([]any)
-		logDoc["evicted"] = append(events, map[string]any{"step_id": step, "evicted_at": ev.EvictedAt})
-		onlyEvicted = len(logDoc) == 1
-		if data, err = canonjson.Pretty(logDoc); err != nil {
-			return nil, err
-		}
-		if err := schema.Validate(schema.EvictionLog, data); err != nil {
-			return nil, &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
-		}
+	if err := s.writeEvictions(append(s.evPending, *ev)); err != nil {
+		return nil, err
 	}
-	s.evLog = evictionLogCache{}
-	if err := s.writeStoreFile(EvictionLogFile, data); err != nil {
-		return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory")
-	}
-	if s.be == nil && onlyEvicted {
-		if st, err := stampOf(path); err == nil && st.ok {
-			s.evLog = evictionLogCache{stamp: st, data: data}
-		}
-	}
+	s.evPending = nil
 	if !r.evicted {
 		r.evicted = true
 		if err := s.commit(ix, []journalOp{{evict: step}}); err != nil {
@@ -88,6 +76,65 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// writeEvictions appends evs to the eviction log and writes it. Callers
+// hold s.mu and the store lock.
+func (s *Store) writeEvictions(evs []Eviction) error {
+	path := s.storePath(EvictionLogFile)
+	data, appended := s.appendToCachedEvictionLog(evs)
+	onlyEvicted := appended
+	if !appended {
+		logDoc, err := s.readEvictionLogDoc()
+		if err != nil {
+			return err
+		}
+		events, _ := logDoc["evicted"].([]any)
+		for _, ev := range evs {
+			events = append(events, map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})
+		}
+		logDoc["evicted"] = events
+		onlyEvicted = len(logDoc) == 1
+		if data, err = canonjson.Pretty(logDoc); err != nil {
+			return err
+		}
+		if err := schema.Validate(schema.EvictionLog, data); err != nil {
+			return &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
+		}
+	}
+	s.evLog = evictionLogCache{}
+	if err := s.writeStoreFile(EvictionLogFile, data); err != nil {
+		return s.storeErr(path, err, "free disk space or fix the permissions of the store directory")
+	}
+	if s.be == nil && onlyEvicted {
+		if st, err := stampOf(path); err == nil && st.ok {
+			s.evLog = evictionLogCache{stamp: st, data: data}
+		}
+	}
+	return nil
+}
+
+// Sync writes the eviction events kept for a batch
+// (Options.EvictionLogBatch), if any; call it before the process exits or
+// lets the store go. Safe for concurrent use.
+//
+// Errors: *StoreFileError (the events stay kept for the next write).
+func (s *Store) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.evPending) == 0 {
+		return nil
+	}
+	l, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	if err := s.writeEvictions(s.evPending); err != nil {
+		return err
+	}
+	s.evPending = nil
+	return nil
 }
 
 // evictionLogCache is the eviction log as this process last wrote it
@@ -111,19 +158,23 @@ const (
 	evictionLogNone = "{\n  \"evicted\": []\n}"
 )
 
-// appendToCachedEvictionLog returns the log with ev appended and true when
+// appendToCachedEvictionLog returns the log with evs appended and true when
 // the cached bytes are still the file's; else nil, false (read it afresh).
 // Callers hold s.mu and the store lock.
-func (s *Store) appendToCachedEvictionLog(ev *Eviction) ([]byte, bool) {
+func (s *Store) appendToCachedEvictionLog(evs []Eviction) ([]byte, bool) {
 	c := s.evLog
-	if s.be != nil || c.data == nil {
+	if s.be != nil || c.data == nil || len(evs) == 0 {
 		return nil, false
 	}
 	st, err := stampOf(s.storePath(EvictionLogFile))
 	if err != nil || !st.ok || st.size != c.stamp.size || st.ino != c.stamp.ino || !st.mtime.Equal(c.stamp.mtime) {
 		return nil, false
 	}
-	one, err := canonjson.Pretty(map[string]any{"evicted": []any{map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt}}})
+	list := make([]any, len(evs))
+	for i, ev := range evs {
+		list[i] = map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt}
+	}
+	one, err := canonjson.Pretty(map[string]any{"evicted": list})
 	if err != nil || !strings.HasPrefix(string(one), evictionLogHead) || !strings.HasSuffix(string(one), evictionLogTail) {
 		return nil, false
 	}
@@ -163,8 +214,18 @@ func (s *Store) readEvictionLogDoc() (map[string]any, error) {
 	return doc, nil
 }
 
-// EvictionLog returns every eviction event in log order.
-func (s *Store) EvictionLog() ([]Eviction, error) { return s.evictionEvents() }
+// EvictionLog returns every eviction event in log order, the ones kept for
+// a batch (Options.EvictionLogBatch) last.
+func (s *Store) EvictionLog() ([]Eviction, error) {
+	evs, err := s.evictionEvents()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	evs = append(evs, s.evPending...)
+	s.mu.Unlock()
+	return evs, nil
+}
 
 func (s *Store) evictionEvents() ([]Eviction, error) {
 	doc, err := s.readEvictionLogDoc()

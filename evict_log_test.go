@@ -97,3 +97,76 @@ func BenchmarkEvictLongSession(b *testing.B) {
 		}
 	}
 }
+
+// TestEvictionLogBatch: with Options.EvictionLogBatch, the first eviction
+// of a step (an index change) is written at once, the repeated ones of an
+// evicted step wait for the batch to fill or for Sync; the store reads its
+// own events at once, another reader sees only what was written, every
+// written log is whole (schema-valid, the slow path's bytes), and the
+// final log is byte for byte the unbatched store's.
+func TestEvictionLogBatch(t *testing.T) {
+	open := func(batch int) *Store {
+		s, err := Open(filepath.Join(t.TempDir(), ".contextfold"), Options{Clock: fixedClock, EvictionLogBatch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(DemoTurns()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	batched, plain := open(4), open(0)
+	onDisk := func(s *Store) []Eviction {
+		t.Helper()
+		other, err := Open(s.Dir(), Options{Clock: fixedClock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := other.EvictionLog()
+		if err != nil {
+			t.Fatalf("the log on disk does not read: %v", err)
+		}
+		return evs
+	}
+	steps := []int{137, 137, 137, 342, 137, 137, 137, 137, 342}
+	// What the batched store's file holds after each eviction: a first
+	// eviction (137, then 342) or a full batch of 4 writes everything kept.
+	wantDisk := []int{1, 1, 1, 4, 4, 4, 4, 8, 8}
+	for i, step := range steps {
+		for _, s := range []*Store{batched, plain} {
+			if _, err := s.Evict(step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		own, err := batched.EvictionLog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(own) != i+1 {
+			t.Fatalf("after %d evictions the store reads %d events of its own", i+1, len(own))
+		}
+		if got := len(onDisk(batched)); got != wantDisk[i] {
+			t.Fatalf("after %d evictions %d events are on disk, want %d", i+1, got, wantDisk[i])
+		}
+		if got := len(onDisk(plain)); got != i+1 {
+			t.Fatalf("unbatched: %d events on disk after %d evictions", got, i+1)
+		}
+	}
+	if e, err := batched.Entry(342); err != nil || !e.Evicted {
+		t.Fatalf("the index does not mark 342 evicted: %v %v", e, err)
+	}
+	if err := batched.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(batched.Dir(), EvictionLogFile))
+	want, _ := os.ReadFile(filepath.Join(plain.Dir(), EvictionLogFile))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after Sync the batched log is\n%s\nthe unbatched one\n%s", got, want)
+	}
+	if err := batched.Sync(); err != nil { // nothing kept: no write
+		t.Fatal(err)
+	}
+	if _, err := batched.Evict(999); err == nil {
+		t.Fatal("an unknown step was evicted")
+	}
+}

@@ -43,8 +43,10 @@ func (c *termCursors) Pop() any {
 	return x
 }
 
-// newHeapTermMerge starts a merge over ix's heap records.
-func newHeapTermMerge(ix *index) *heapTermMerge {
+// newHeapTermMerge starts a merge over ix's heap records: a k-way merge,
+// or, over many lists (a backend store's index read whole: 100k records),
+// a flatTermMerge (flatterms.go).
+func newHeapTermMerge(ix *index) termMerge {
 	m := &heapTermMerge{}
 	for p := ix.nb; p < len(ix.recs); p++ {
 		r := ix.recs[p]
@@ -65,6 +67,9 @@ func newHeapTermMerge(ix *index) *heapTermMerge {
 			m.push(extract.SortUnique(folded), int32(p), false)
 		}
 		m.push(extract.Identifiers(extract.NFC(r.summary)), int32(p), true)
+	}
+	if len(m.all) >= flatMergeMin {
+		return newFlatTermMerge(m.all)
 	}
 	m.restart()
 	return m

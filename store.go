@@ -52,6 +52,19 @@ type Options struct {
 	// (default: on, unless CONTEXTFOLD_SCRUB=off or the store's settings turn
 	// it off).
 	Scrub ScrubMode
+	// EvictionLogBatch, when above 1, batches the writes of the eviction
+	// log (directory stores): an eviction of a step the index already marks
+	// evicted (the same node hydrated again, then evicted: every model call
+	// of a human turn through the proxy) is kept in memory, and written
+	// with the eviction that brings the batch to this many events, with
+	// the next eviction that changes the index (always written at once,
+	// log before index), or by Sync. Each write is still the whole log,
+	// atomically, with its fsyncs (spec §1). A crash loses at most the last
+	// EvictionLogBatch-1 repeated events: never a fold, an index change,
+	// nor the log's integrity. 0 or 1: every eviction is written at once.
+	// This process reads its own events (EvictionLog) at once; another
+	// process sees them once written.
+	EvictionLogBatch int
 }
 
 // Store is an IPCF store: one directory holding cold_nodes/, the recall
@@ -84,6 +97,9 @@ type Store struct {
 
 	// evLog is the eviction log as this process last wrote it (Evict).
 	evLog evictionLogCache
+	// evPending are the events Evict kept for the next write of the log
+	// (Options.EvictionLogBatch).
+	evPending []Eviction
 }
 
 type fileStamp struct {

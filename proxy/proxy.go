@@ -637,7 +637,7 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 			gen = latestGeneration(filepath.Join(s.opts.Dir, id))
 		}
 		dir = filepath.Join(s.opts.Dir, id, "g"+strconv.Itoa(gen))
-		if store, err = contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: id}); err != nil {
+		if store, err = contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: id, EvictionLogBatch: EvictionLogBatch}); err != nil {
 			return nil, err
 		}
 	}
@@ -707,6 +707,11 @@ func (s *Server) expireSessions(keep *session) {
 
 // dropSession removes x from memory, saving its state. s.mu is held.
 func (s *Server) dropSession(x *session) {
+	if err := x.h.Store().Sync(); err != nil {
+		// Its eviction events would wait in memory: keep it.
+		s.log.Warn("contextfold proxy: eviction log not written; the session stays in memory", "session", x.id, "err", err)
+		return
+	}
 	if s.opts.Shared == nil {
 		data, err := x.h.ExportState()
 		if err == nil {
@@ -724,6 +729,36 @@ func (s *Server) dropSession(x *session) {
 	}
 	delete(s.sessions, x.id)
 	s.stats.SessionsDropped++
+}
+
+// EvictionLogBatch is the eviction-log batch of the session stores the
+// proxy opens (contextfold.Options.EvictionLogBatch): every model call of a
+// human turn evicts the turn's hydrated nodes again, and writing the whole
+// log with its fsyncs after each response cost more than the rest of the
+// request. The events are written every EvictionLogBatch evictions, at the
+// first eviction of a step, when a session leaves memory and by Close.
+const EvictionLogBatch = 32
+
+// Close writes what the sessions in memory keep for their stores (the
+// eviction events of a batch, EvictionLogBatch). Call it once the server
+// no longer serves (after http.Server.Shutdown); requests served after it
+// are kept for the next Close. Safe for concurrent use.
+//
+// Errors: the stores', joined.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	sessions := make([]*session, 0, len(s.sessions))
+	for _, x := range s.sessions {
+		sessions = append(sessions, x)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, x := range sessions {
+		if err := x.h.Store().Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", x.id, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // releaseSessions ends st's use of the sessions it was handed.

@@ -75,3 +75,47 @@ func TestSessionDroppedAndRebuilt(t *testing.T) {
 		t.Fatalf("the saved state is left after the session came back: %v", err)
 	}
 }
+
+// TestEvictionEventsWrittenByCloseAndDrop: every model call of a human turn
+// evicts the turn's hydration again; those repeated events wait for the
+// eviction-log batch (EvictionLogBatch), and are on disk, one per evicted
+// node per response, once the server is closed — or once their session
+// leaves memory.
+func TestEvictionEventsWrittenByCloseAndDrop(t *testing.T) {
+	up := newUpstream(t)
+	tp := newProxyWith(t, up, func(o *Options) { o.Harness = harness.Config{ContextBudget: 4000}; o.MaxSessions = 1 })
+	body := conversationN(200) // its last message asks about pkg42: hydrated by every request
+	const calls = 5
+	var rec RequestRecord
+	for i := 1; i <= calls; i++ {
+		post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "turn"})
+		rec = tp.record(t, i)
+		if len(rec.Evicted) == 0 {
+			t.Fatalf("call %d evicted nothing: the test needs a hydrated turn (%+v)", i, rec.Accounting)
+		}
+	}
+	onDisk := func() int {
+		evs, err := tp.store(t, rec).EvictionLog() // another Store: the file only
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	want := calls * len(rec.Evicted)
+	if got := onDisk(); got >= want || got == 0 {
+		t.Fatalf("%d of %d events on disk before Close: the repeated ones should wait for the batch", got, want)
+	}
+	if err := tp.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(); got != want {
+		t.Fatalf("%d events on disk after Close, want %d", got, want)
+	}
+	// One more call, then another session pushes this one out of memory.
+	post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "turn"})
+	tp.record(t, calls+1)
+	post(t, tp.http.URL+PathOpenAI, conversationN(10), map[string]string{HeaderSession: "other"})
+	if got := onDisk(); got != want+len(rec.Evicted) {
+		t.Fatalf("%d events on disk after the session left memory, want %d", got, want+len(rec.Evicted))
+	}
+}

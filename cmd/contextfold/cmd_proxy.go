@@ -137,7 +137,9 @@ Point a client at it:
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			shutDown := make(chan struct{})
 			go func() {
+				defer close(shutDown)
 				<-ctx.Done()
 				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
@@ -145,9 +147,13 @@ Point a client at it:
 			}()
 			fmt.Fprintf(cmd.ErrOrStderr(), "contextfold proxy listening on http://%s (stores in %s)\n", ln.Addr(), where)
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				_ = srv.Close()
 				return err
 			}
-			return nil
+			// Serve returns at once on Shutdown: wait for the requests in
+			// flight, then write what the sessions keep (eviction events).
+			<-shutDown
+			return srv.Close()
 		},
 	}
 	f := c.Flags()

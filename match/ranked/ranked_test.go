@@ -473,3 +473,59 @@ func TestNamedPersonSpeaks(t *testing.T) {
 		}
 	}
 }
+
+// Rule "a chat's topic admits": in a chat log, the reply two turns after
+// the strongest match, holding one of the prompt's words, passes a
+// cut-off it would miss elsewhere; without the rule, or when the nodes
+// carry no speaker label (an agent session), it stays below the cut-off.
+// A filler turn beside the match, holding no prompt word, never passes.
+func TestChatTopicAdmits(t *testing.T) {
+	build := func(label func(who string) string) *Index {
+		ix := NewIndex()
+		add := func(step int, who, text string) {
+			ix.Add(step, fmt.Sprint(step), 10, label(who)+text, label(who)+text)
+		}
+		for i := range 60 {
+			add(i, []string{"Ana", "Ben"}[i%2], fmt.Sprintf("routine chat number %d about the garden and the weather", i))
+		}
+		for i, w := range []string{"music", "music", "band", "band", "band"} {
+			add(60+i, "Ana", "the "+w+" was loud")
+		}
+		add(70, "Ana", "we went to the jazz concert for the birthday with the kids")
+		add(71, "Ben", "wow, nice!")
+		add(72, "Ana", "the band was great, music all night")
+		return ix
+	}
+	const q = "Which band played at the jazz concert for the birthday?"
+	has := func(ix *Index, p Params, step int) bool {
+		for _, pk := range ix.Scan(q, p).Picks {
+			if pk.Step == step {
+				return true
+			}
+		}
+		return false
+	}
+	chat := build(func(who string) string { return who + ": " })
+	off := DefaultParams()
+	off.Near = 0
+	if !has(chat, DefaultParams(), 72) {
+		t.Errorf("chat: the band reply (72) is not picked: %+v", chat.Scan(q, DefaultParams()).Picks)
+	}
+	for _, pk := range chat.Scan(q, DefaultParams()).Picks {
+		if pk.Step == 72 && !strings.Contains(strings.Join(pk.Why, "; "), "a chat's topic admits") {
+			t.Errorf("72's why %q does not name the rule", pk.Why)
+		}
+	}
+	if has(chat, off, 72) {
+		t.Errorf("chat without the rule: 72 picked, the test needs the rule: %+v", chat.Scan(q, off).Picks)
+	}
+	for _, pk := range chat.Scan(q, DefaultParams()).Picks {
+		if pk.Step == 71 && !pk.IsCompanion {
+			t.Errorf("the filler turn 71 was picked on its own: %+v", pk)
+		}
+	}
+	plain := build(func(string) string { return "" })
+	if has(plain, DefaultParams(), 72) {
+		t.Errorf("nodes without a speaker label: 72 picked: %+v", plain.Scan(q, DefaultParams()).Picks)
+	}
+}

@@ -80,6 +80,10 @@ type Params struct {
 	// prompt that asks when, a candidate holding a time expression ranks
 	// with When × its own score added; ordering only, like topic context.
 	When float64
+	// Near: rule "a chat's topic admits" (chat.go). A chat-log turn whose
+	// own score is at least Near × the cut-off passes when its topic
+	// context reaches the cut-off (0: off).
+	Near float64
 	// Speaker: rule "the person named speaks" (speaker.go). A candidate
 	// whose summary opens with the speaker label of a person the prompt
 	// names ranks with Speaker × its own score added; ordering only.
@@ -89,7 +93,7 @@ type Params struct {
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7}
 }
 
 // commonMinNodes is the store size from which Params.Common applies.
@@ -359,12 +363,16 @@ type match struct {
 	// lift: the ordering rules that raised ctx (liftWhen, liftSpeaker),
 	// shown in Pick.Why.
 	lift uint8
+	// lifted: the part of ctx the ordering rules added (ctx - lifted is
+	// the topic context).
+	lifted float64
 }
 
 // Bits of match.lift.
 const (
 	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"
 	liftSpeaker                   // rule "the person named speaks"
+	liftTopic                     // rule "a chat's topic admits"
 )
 
 // longNode: a node over this many times the store's mean token estimate
@@ -688,8 +696,10 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	picked := map[int32]bool{}
 	for _, c := range alive {
 		// The cut-off is on the node's own score: topic context orders
-		// the nodes that pass, it never lets one pass.
-		if c.score >= threshold {
+		// the nodes that pass; it lets one pass only at the lower bar of
+		// rule "a chat's topic admits" (chat.go), and only a node holding
+		// prompt terms of its own.
+		if c.score >= threshold || ix.topicAdmits(c, threshold, p) {
 			kept = append(kept, c)
 		} else if len(res.CutOff) < 10 {
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
@@ -926,6 +936,9 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	}
 	if m.lift&liftSpeaker != 0 {
 		pk.Why = append(pk.Why, "ranked up: spoken by "+speakerOf(pk.Summary)+` (rule "the person named speaks")`)
+	}
+	if m.lift&liftTopic != 0 {
+		pk.Why = append(pk.Why, `admitted below the cut-off by the turns around it (rule "a chat's topic admits")`)
 	}
 	sort.Strings(pk.Terms)
 	return pk

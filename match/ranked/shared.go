@@ -88,6 +88,9 @@ type Stats struct {
 	Source string
 	// NodesRead counts the cold nodes Refresh read and analysed since.
 	NodesRead int
+	// NodesFed counts the nodes Refresh analysed from texts a fold handed
+	// it (Folded) instead of reading them.
+	NodesFed int
 	// SharedRejected says why a shared snapshot that was found was not
 	// used ("" when none was found or it was used).
 	SharedRejected string
@@ -100,7 +103,7 @@ type Stats struct {
 // Stats returns the index's Stats. Safe for concurrent use.
 func (ix *Index) Stats() Stats {
 	ix.mu.Lock()
-	st := Stats{Source: ix.source, NodesRead: ix.read, SharedRejected: ix.rejected}
+	st := Stats{Source: ix.source, NodesRead: ix.read, NodesFed: ix.fedUsed, SharedRejected: ix.rejected}
 	ix.mu.Unlock()
 	ix.shareMu.Lock()
 	st.SharedWrites, st.SharedErr = ix.shareWrites, ix.shareErr

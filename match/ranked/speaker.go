@@ -88,6 +88,7 @@ func (ix *Index) speakerRank(prompt string, cands []*match, p Params) {
 	for _, c := range cands {
 		if sp := speakerOf(ix.summaryOf(c.doc)); sp != "" && named[sp] {
 			c.ctx += p.Speaker * c.score
+			c.lifted += p.Speaker * c.score
 			c.lift |= liftSpeaker
 			lifted = true
 		}

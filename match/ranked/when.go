@@ -132,6 +132,7 @@ func (ix *Index) whenRank(q *Query, cands []*match, p Params) {
 	for _, c := range cands {
 		if ix.holdsTime(c.doc, ids) {
 			c.ctx += p.When * c.score
+			c.lifted += p.When * c.score
 			c.lift |= liftWhen
 		}
 	}
