@@ -68,35 +68,54 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 // nil, is called after each turn with the number of turns done and the total.
 // It is called from the folding goroutine and must not call the Store.
 func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) ([]*FoldResult, error) {
+	results := make([]*FoldResult, len(turns))
+	if err := s.foldBatch(turns, progress, func(i int, r *FoldResult) { results[i] = r }); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// FoldBatchEach is FoldBatch handing each turn's result to each (i: the
+// turn's position in turns) as the turn is folded, instead of returning
+// them all: a caller that keeps only part of a result (the harness keeps a
+// node's text for the ranked index) does not hold every cold node's
+// document of a large batch at once (issue 12). each is called from the
+// folding goroutine, under the store's lock, before the batch's final
+// index commit, so it must not call the Store; on an error, results
+// already handed to each may not be indexed (the index is what counts).
+func (s *Store) FoldBatchEach(turns []Turn, each func(i int, r *FoldResult)) error {
+	return s.foldBatch(turns, nil, each)
+}
+
+func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, err := s.lock()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer l.Unlock()
 
 	ix, err := s.loadIndex()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	policy, err := s.Policy()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.recordPolicy(policy); err != nil {
-		return nil, err
+		return err
 	}
 	sc, err := s.scrubber()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	counter, err := policy.Counter()
 	if err != nil {
-		return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
+		return &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
 	}
 	maxIdents := s.maxIndexIdentifiers(sc)
-	results := make([]*FoldResult, len(turns))
 	var ops []journalOp
 	now := s.now()
 	lastCommit := time.Now()
@@ -109,12 +128,12 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		// FoldCommitEvery new nodes or FoldCommitInterval.
 		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
 			if err := s.commitBatch(ix, ops, now, true); err != nil {
-				return nil, err
+				return err
 			}
 			ops, lastCommit = ops[:0], time.Now()
 		}
 		if r, ok := ix.get(t.StepID); ok {
-			results[i] = &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true}
+			each(i, &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true})
 			continue
 		}
 		if t.SessionID == "" {
@@ -129,7 +148,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		n, err := buildColdNode(t, policy.Hash(), now, redactions > 0, counter.Count(t.Payload()), extra)
 		if err != nil {
 			s.ix = nil
-			return nil, err
+			return err
 		}
 		path := s.NodePath(t.StepID)
 		// A file already there but not indexed is an orphan (a fold that
@@ -138,12 +157,12 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		// turn is adopted as it is; any other is moved to quarantine/ first.
 		if adopted, err := s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
 			s.ix = nil
-			return nil, err
+			return err
 		} else if adopted != nil {
 			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID), maxIdents)
 			ix.add(r)
 			ops = append(ops, journalOp{fold: r})
-			results[i] = &FoldResult{Node: adopted, Entry: ix.sharedEntry(r)}
+			each(i, &FoldResult{Node: adopted, Entry: ix.sharedEntry(r)})
 			continue
 		}
 		// Every artifact is checked against its schema before it is written
@@ -151,33 +170,33 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 		// times the payload's size in memory).
 		if err := schema.ValidateValue(schema.ColdNode, n.Doc); err != nil {
 			s.ix = nil
-			return nil, &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
+			return &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
 		// The pretty encoding is streamed to the file (issue 12: a large
 		// node is never held whole in memory besides its document).
 		if err := s.writeNode(t.StepID, path, n.Doc); err != nil {
 			s.ix = nil
-			return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
+			return s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
 		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
 		if err := validateEntryDoc(ix.entryDoc(r)); err != nil {
 			s.ix = nil
-			return nil, &StoreFileError{File: s.storePath(IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
+			return &StoreFileError{File: s.storePath(IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
 		}
 		ix.add(r)
 		ops = append(ops, journalOp{fold: r})
-		results[i] = &FoldResult{Node: n, Entry: ix.sharedEntry(r)}
+		each(i, &FoldResult{Node: n, Entry: ix.sharedEntry(r)})
 	}
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
 	if err := s.commitBatch(ix, ops, now, false); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.flush(); err != nil {
-		return nil, err
+		return err
 	}
-	return results, nil
+	return nil
 }
 
 // writeNode writes a new cold node: durably to its file (directory store)

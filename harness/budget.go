@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // Defaults of the token-budget working set (Config.ContextBudget).
@@ -602,7 +603,9 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		need -= save
 	}
 	if len(toFold) > 0 {
-		if _, err := h.store.FoldBatch(toFold); err != nil {
+		// match.FoldBatch: the ranked scan takes these nodes' text from the
+		// fold, not from disk, and no fold result is kept.
+		if err := match.FoldBatch(h.store, h.matchMode(), toFold); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
 		}
 		es, err := h.entryMap()

@@ -460,7 +460,9 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 		cands = append(cands, cand{i, payload, ntok})
 	}
 	if len(toFold) > 0 {
-		if _, err := h.store.FoldBatch(toFold); err != nil {
+		// match.FoldBatch: the ranked scan takes these nodes' text from the
+		// fold, not from disk, and no fold result is kept.
+		if err := match.FoldBatch(h.store, h.matchMode(), toFold); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
 		}
 		if entries, err = h.entryMap(); err != nil {

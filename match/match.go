@@ -129,6 +129,27 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 	return ScanBefore(s, prompt, mode, -1)
 }
 
+// FoldBatch folds turns into store s (Store.FoldBatchEach; the results
+// are not kept, issue 12) for a scan of mode: in Ranked mode each new
+// node's text is handed to the store's ranked index (ranked.FoldedNode:
+// used only for the index entry of the same artifact_sha256), which is
+// refreshed at once, so that the new nodes are analysed without reading
+// their files back and the texts are not held past this call (a refresh
+// error is left to the next scan, which reports it). The error is the
+// fold's. Safe for concurrent use as the Store is.
+func FoldBatch(s *contextfold.Store, mode Mode, turns []contextfold.Turn) error {
+	if mode != Ranked {
+		return s.FoldBatchEach(turns, func(int, *contextfold.FoldResult) {})
+	}
+	err := s.FoldBatchEach(turns, func(_ int, r *contextfold.FoldResult) {
+		if !r.AlreadyIndexed {
+			ranked.FoldedNode(s, r.Node)
+		}
+	})
+	_, _ = ranked.For(s) // also after an error: nodes written before it are indexed
+	return err
+}
+
 // ScanBefore is Scan for a prompt written before step before (every step
 // when before < 0): in Ranked mode only the nodes of steps below before are
 // candidates (ranked.Index.ScanBefore, rule "the prompt's past"; a harness

@@ -360,6 +360,16 @@ func (r *request) contentPoint(i int, content span) {
 	}
 }
 
+// contentText decodes the string content at content, reusing the text
+// contentPoint decoded for message i (one decoded copy of each message,
+// issue 12).
+func (r *request) contentText(i int, content span) string {
+	if pt := r.points[i]; pt.ok && !pt.isArr && pt.content == content {
+		return pt.text
+	}
+	return decodeString(r.body, content)
+}
+
 func (r *request) anthropicMessage(i int, role string, mf []field) {
 	b := r.body
 	m := &r.msgs[i]
@@ -371,7 +381,7 @@ func (r *request) anthropicMessage(i int, role string, mf []field) {
 	r.contentPoint(i, content)
 	switch kind(b, content) {
 	case '"':
-		t := decodeString(b, content)
+		t := r.contentText(i, content)
 		r.addPart(i, harness.Part{Text: t, Foldable: true}, content)
 		m.Human = role == "user"
 	case '[':
@@ -470,7 +480,7 @@ func (r *request) openaiMessage(i int, role string, mf []field) {
 	r.contentPoint(i, content)
 	switch kind(b, content) {
 	case '"':
-		t := decodeString(b, content)
+		t := r.contentText(i, content)
 		r.addPart(i, harness.Part{Text: t, Foldable: foldable, ToolResult: m.Role == harness.RoleTool}, content)
 		m.Human = role == "user" && strings.TrimSpace(harness.StripHydration(t)) != ""
 	case '[':

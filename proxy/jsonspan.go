@@ -173,11 +173,20 @@ func unescape(in []byte) (string, bool) {
 	if !utf8.Valid(in) {
 		return "", false
 	}
-	out := make([]byte, 0, len(in))
+	// One allocation: the builder's buffer becomes the string (no
+	// []byte-to-string copy, issue 12).
+	var out strings.Builder
+	out.Grow(len(in))
 	for i := 0; i < len(in); i++ {
 		c := in[i]
 		if c != '\\' {
-			out = append(out, c)
+			// Copy the run up to the next escape at once.
+			j := bytes.IndexByte(in[i:], '\\')
+			if j < 0 {
+				j = len(in) - i
+			}
+			out.Write(in[i : i+j])
+			i += j - 1
 			continue
 		}
 		i++
@@ -186,22 +195,22 @@ func unescape(in []byte) (string, bool) {
 		}
 		switch in[i] {
 		case '"', '\\', '/':
-			out = append(out, in[i])
+			out.WriteByte(in[i])
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		default:
 			return "", false
 		}
 	}
-	return string(out), true
+	return out.String(), true
 }
 
 // stringField returns the string value of key, "" when absent or not a string.

@@ -100,7 +100,7 @@ func (r *request) responsesItem(i int, typ, role string, f []field) {
 		}
 		switch kind(b, content) {
 		case '"':
-			t := decodeString(b, content)
+			t := r.contentText(i, content)
 			r.addPart(i, harness.Part{Text: t, Foldable: foldable}, content)
 			m.Human = m.Role == harness.RoleUser && strings.TrimSpace(harness.StripHydration(t)) != ""
 		case '[':

@@ -71,6 +71,7 @@ type Index struct {
 	dir         string // the store directory, for the cache file ("" : none)
 	unsaved     int    // nodes changed since the cache file was written
 	read        int    // cold nodes read and analysed by Refresh (for tests)
+	fedUsed     int    // nodes Refresh analysed from fed texts (fed.go)
 
 	// The snapshot the index was opened from (nil: none). Docs 0..base-1
 	// are its nodes (ascending step) and term ids 0..nterms-1 its
@@ -94,6 +95,7 @@ type Index struct {
 	source, rejected     string
 	shareDue, forceShare bool
 	verifyRev            *backend.Revision // a shared snapshot's, to verify at the next refresh
+	localCopy            []byte            // its bytes, for the per-user cache once verified
 	// shareMu guards the background write's state (it runs without mu).
 	shareMu     sync.Mutex
 	sharing     bool
@@ -381,6 +383,7 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	if ix.verifyRev != nil {
 		ix.checkShared(s, entries, ver) // shared.go
 	}
+	fedNodes := takeFed(s.Dir())
 	present := make(map[int]bool, len(entries))
 	changed := false
 	var recs []deltaRecord // the changes, for the snapshot's delta file
@@ -396,10 +399,15 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 			}
 			ix.kill(d)
 		}
-		text := e.Summary
-		ix.read++
-		if n, err := s.ReadColdNode(e.StepID); err == nil {
-			text = n.Summary + "\n" + n.RawContent
+		text, ok := fedNodes[e.StepID].text(e) // fed.go: the text just folded
+		if ok {
+			ix.fedUsed++
+		} else {
+			text = e.Summary
+			ix.read++
+			if n, err := s.ReadColdNode(e.StepID); err == nil {
+				text = n.Summary + "\n" + n.RawContent
+			}
 		}
 		d := doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}
 		a := analyseDoc(text)
@@ -525,7 +533,9 @@ func (ix *Index) insert(d doc, a analysed) {
 		tid, ok := ix.termID(t.text)
 		if !ok {
 			tid = ix.nterms + int32(len(ix.post))
-			ix.vocab[t.text] = tid
+			// A copy: the term may be a substring of the node's text,
+			// which the vocabulary would otherwise keep whole (issue 12).
+			ix.vocab[strings.Clone(t.text)] = tid
 			ix.post = append(ix.post, nil)
 		}
 		if t.specific {

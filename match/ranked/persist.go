@@ -71,18 +71,21 @@ func (ix *Index) save(dir string, built bool) {
 	if path == "" && ss == nil {
 		return
 	}
-	data, ok := ix.encodeSnapshot()
+	enc, ok := ix.buildSnapshot()
 	if !ok {
 		return
 	}
 	if ss != nil {
-		ix.share(ss, data, built)
+		// The shared store takes the bytes whole (backend.SnapshotStore).
+		ix.share(ss, enc.bytes(), built)
 	}
 	if path == "" {
 		return
 	}
-	if fsutil.WriteFileAtomic(path, data, 0o600) == nil {
-		ix.snapID = identityOf(data)
+	// Streamed to the temporary file (the same bytes as encodeSnapshot's),
+	// then fsync and rename: a crash leaves the old snapshot or the new.
+	if fsutil.WriteFileAtomicFunc(path, 0o600, enc.writeTo) == nil {
+		ix.snapID = enc.identity()
 		resetDelta(path, ix.snapID)
 		for _, old := range oldCacheNames {
 			_ = os.Remove(filepath.Join(filepath.Dir(path), old))

@@ -1,7 +1,11 @@
 package ranked
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/internal/testgen"
 )
 
@@ -187,4 +192,107 @@ func TestSnapshotCorruptionIsAMiss(t *testing.T) {
 			t.Errorf("a bad file (%d bytes) was loaded", len(b))
 		}
 	}
+}
+
+// concatSnapshot is the in-memory encoding save used before it streamed
+// (issue 12): the sections concatenated into one body, the chunk CRCs taken
+// over that body, then header, chunk table and body in one slice.
+func concatSnapshot(e *snapEncoding) []byte {
+	var body []byte
+	for _, s := range e.secs {
+		body = append(body, s...)
+	}
+	var crcs []byte
+	for lo := 0; lo < len(body); lo += snapChunk {
+		crcs = le.AppendUint32(crcs, crc32.Checksum(body[lo:min(lo+snapChunk, len(body))], crcTable))
+	}
+	head := slices.Clone(e.head)
+	le.PutUint32(head[snapHead-8:], crc32.Checksum(crcs, crcTable))
+	le.PutUint32(head[snapHead-4:], crc32.Checksum(head[:snapHead-4], crcTable))
+	return append(append(head, crcs...), body...)
+}
+
+// The snapshot save streams to its file has the bytes of the old in-memory
+// encoding, for bodies of one chunk and of many (chunks spanning sections),
+// decodes, and its identity is the file's.
+func TestSnapshotStreamedEqualsInMemory(t *testing.T) {
+	g := testgen.New(5)
+	for _, n := range []int{0, 3, 4000} {
+		ix := NewIndex()
+		addTurns(ix, g.SmallTurns(0, n), "s")
+		ix.mu.Lock()
+		enc, ok := ix.buildSnapshot()
+		ix.mu.Unlock()
+		if !ok {
+			t.Fatal("build failed")
+		}
+		want := concatSnapshot(enc)
+		if n == 4000 && len(want) < 4*snapChunk {
+			t.Fatalf("%d nodes: %d bytes, not several chunks", n, len(want))
+		}
+		path := filepath.Join(t.TempDir(), snapName)
+		if err := fsutil.WriteFileAtomicFunc(path, 0o600, enc.writeTo); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d nodes: streamed file (%d bytes) differs from the in-memory encoding (%d bytes)", n, len(got), len(want))
+		}
+		if b := enc.bytes(); !bytes.Equal(b, want) {
+			t.Fatalf("%d nodes: bytes() differs", n)
+		}
+		if enc.identity() != identityOf(want) || enc.size() != len(want) {
+			t.Fatalf("%d nodes: identity %+v, file's %+v", n, enc.identity(), identityOf(want))
+		}
+		if _, err := decodeSnapshot(got); err != nil {
+			t.Fatalf("%d nodes: %v", n, err)
+		}
+	}
+}
+
+// A save whose write fails leaves the previous snapshot in place and no
+// temporary file beside it.
+func TestSnapshotStreamedWriteFailureKeepsOld(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, snapName)
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex()
+	addTurns(ix, testgen.New(6).SmallTurns(0, 50), "f")
+	ix.mu.Lock()
+	enc, _ := ix.buildSnapshot()
+	ix.mu.Unlock()
+	boom := errors.New("disk full")
+	err := fsutil.WriteFileAtomicFunc(path, 0o600, func(w io.Writer) error {
+		return enc.writeTo(&failAfter{w: w, left: 100, err: boom})
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("error %v, want %v", err, boom)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "old" {
+		t.Fatalf("the old snapshot was replaced: %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("left behind: %v", ents)
+	}
+}
+
+type failAfter struct {
+	w    io.Writer
+	left int
+	err  error
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if len(p) > f.left {
+		n, _ := f.w.Write(p[:f.left])
+		f.left = 0
+		return n, f.err
+	}
+	f.left -= len(p)
+	return f.w.Write(p)
 }

@@ -1,0 +1,104 @@
+package ranked
+
+import (
+	"sync"
+	"unicode/utf8"
+
+	"github.com/contextfold/contextfold"
+)
+
+// Fed texts (issue 12): a caller that has just folded nodes (the harness,
+// after Store.FoldBatch) hands the ranked index their text, so that the
+// next Refresh analyses it instead of reading and decoding each new cold
+// node back from disk (214 MB allocated per 10,000 nodes of a large proxy
+// request). Only a node's own bytes are used: the FoldResult's cold node
+// is the document the fold wrote (or the orphan it verified and adopted),
+// and Refresh takes its text only for an index entry of the same step and
+// the same artifact_sha256, so the text is the one on disk whose hash the
+// index records (CONF-09); any other entry, a text that is not valid UTF-8
+// (the file holds U+FFFD there), or a node not fed is read from disk as
+// before. Every Refresh empties the store's fed texts, used or not.
+type fedNode struct {
+	artifact, summary, raw string
+}
+
+// fedMax bounds the bytes of fed texts held per process (texts fed past
+// it are read from disk by the next Refresh, as without feeding).
+const fedMax = 512 << 20
+
+var fed = struct {
+	sync.Mutex
+	m     map[string]map[int]fedNode // store directory → step → node
+	bytes int
+}{m: map[string]map[int]fedNode{}}
+
+// Folded hands the ranked index of store s the text of the cold nodes a
+// fold just wrote (rs as Store.FoldBatch returned it; results without a
+// node are skipped), for its next Refresh (see above). The strings are
+// referenced, not copied. Safe for concurrent use.
+func Folded(s *contextfold.Store, rs []*contextfold.FoldResult) {
+	if s == nil {
+		return
+	}
+	dir := s.Dir()
+	fed.Lock()
+	defer fed.Unlock()
+	for _, r := range rs {
+		if r != nil && !r.AlreadyIndexed {
+			feed(dir, r.Node)
+		}
+	}
+}
+
+// FoldedNode is Folded for one node (Store.FoldBatchEach's result's Node;
+// nil is skipped). Safe for concurrent use.
+func FoldedNode(s *contextfold.Store, n *contextfold.ColdNode) {
+	if s == nil || n == nil {
+		return
+	}
+	fed.Lock()
+	defer fed.Unlock()
+	feed(s.Dir(), n)
+}
+
+// feed records n's text for the store at dir. Callers hold fed.
+func feed(dir string, n *contextfold.ColdNode) {
+	if n == nil || n.ArtifactSHA256 == "" || fed.bytes+len(n.Summary)+len(n.RawContent) > fedMax {
+		return
+	}
+	m := fed.m[dir]
+	if m == nil {
+		m = map[int]fedNode{}
+		fed.m[dir] = m
+	}
+	if old, ok := m[n.StepID]; ok {
+		fed.bytes -= len(old.summary) + len(old.raw)
+	}
+	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent}
+	fed.bytes += len(n.Summary) + len(n.RawContent)
+}
+
+// takeFed removes and returns the fed texts of the store at dir (nil:
+// none).
+func takeFed(dir string) map[int]fedNode {
+	fed.Lock()
+	defer fed.Unlock()
+	m := fed.m[dir]
+	if m == nil {
+		return nil
+	}
+	delete(fed.m, dir)
+	for _, n := range m {
+		fed.bytes -= len(n.summary) + len(n.raw)
+	}
+	return m
+}
+
+// text returns the fed node's text as Refresh analyses it (summary, a
+// newline, the payload) when it is the node of entry e; ok false otherwise.
+func (n fedNode) text(e *contextfold.Entry) (string, bool) {
+	if n.artifact == "" || n.artifact != e.ArtifactSHA256 || !utf8.ValidString(n.summary) || !utf8.ValidString(n.raw) {
+		return "", false
+	}
+	return n.summary + "\n" + n.raw, true
+}

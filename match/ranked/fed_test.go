@@ -1,0 +1,90 @@
+package ranked
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/testgen"
+)
+
+// encoded returns ix's snapshot bytes.
+func encoded(t *testing.T, ix *Index) []byte {
+	t.Helper()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	b, ok := ix.encodeSnapshot()
+	if !ok {
+		t.Fatal("encode failed")
+	}
+	return b
+}
+
+// A refresh that takes the nodes' text from the fold (Folded) builds the
+// index a refresh reading every node from disk builds (the same snapshot
+// bytes), without reading them; a fed text whose artifact_sha256 is not the
+// index entry's, or that is not valid UTF-8, is not used (the node is read
+// from disk); a refresh empties the fed texts.
+func TestFedTextsBuildTheSameIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testgen.New(8)
+	rs, err := s.FoldBatch(g.SmallTurns(0, 300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two results lie: another artifact, and a text the file cannot hold.
+	forged := *rs[7].Node
+	forged.RawContent, forged.ArtifactSHA256 = "forged text", "0"+forged.ArtifactSHA256[1:]
+	bad := *rs[9].Node
+	bad.RawContent = bad.RawContent + "\xff"
+	fedRs := append([]*contextfold.FoldResult{}, rs...)
+	fedRs[7] = &contextfold.FoldResult{Node: &forged, Entry: rs[7].Entry}
+	fedRs[9] = &contextfold.FoldResult{Node: &bad, Entry: rs[9].Entry}
+	Folded(s, fedRs)
+
+	viaFed := NewIndex()
+	if err := viaFed.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if st := viaFed.Stats(); st.NodesFed != 298 || st.NodesRead != 2 {
+		t.Fatalf("fed %d, read %d; want 298 fed, 2 read (the forged and the invalid one)", st.NodesFed, st.NodesRead)
+	}
+	if takeFed(s.Dir()) != nil {
+		t.Fatal("the refresh left fed texts behind")
+	}
+	fromDisk := NewIndex()
+	if err := fromDisk.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if st := fromDisk.Stats(); st.NodesFed != 0 || st.NodesRead != 300 {
+		t.Fatalf("fed %d, read %d; want every node read", st.NodesFed, st.NodesRead)
+	}
+	if !bytes.Equal(encoded(t, viaFed), encoded(t, fromDisk)) {
+		t.Fatal("the index built from fed texts differs from the one built from disk")
+	}
+	sameAnswers(t, "fed vs disk", g, fromDisk, viaFed)
+
+	// Later folds: fed on top of a refreshed index, the same again.
+	more, err := s.FoldBatch(g.SmallTurns(300, 50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	Folded(s, more)
+	if err := viaFed.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := fromDisk.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if st := viaFed.Stats(); st.NodesFed != 348 || st.NodesRead != 2 {
+		t.Fatalf("after more folds: fed %d, read %d", st.NodesFed, st.NodesRead)
+	}
+	if !bytes.Equal(encoded(t, viaFed), encoded(t, fromDisk)) {
+		t.Fatal("after more folds the indexes differ")
+	}
+}
