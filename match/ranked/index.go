@@ -97,6 +97,7 @@ type Index struct {
 	source, rejected     string
 	shareDue, forceShare bool
 	verifyRev            *backend.Revision // a shared snapshot's, to verify at the next refresh
+	localCopy            []byte            // its bytes, for the per-user cache once verified
 	// shareMu guards the background write's state (it runs without mu).
 	shareMu     sync.Mutex
 	sharing     bool
