@@ -36,6 +36,8 @@ const maxSpecific = 256
 // 100): at 100k nodes a scan visits tens of thousands of postings of
 // random docs, and reading them from docs cost most of its time in cache
 // misses. Index.hot[d] mirrors docs[d] (insert, kill, decodeSnapshot).
+// The general walk reads it per posting; the dense walk (walk.go) reads
+// tables derived from it (Index.norm, Index.askBits) instead.
 type hotDoc struct {
 	length   float64
 	dead     bool
