@@ -327,3 +327,61 @@ func slicesContains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// TestWriterRemovesTemporaryFilesOfACrash: after a crashed writer (a proxy
+// killed mid-write), the next writer's first exclusive lock removes the
+// temporaries of interrupted writes (root and cold_nodes/), so the store
+// validates clean without a manual repair; read-only commands leave them
+// for validate to report, and nothing else in the store changes.
+func TestWriterRemovesTemporaryFilesOfACrash(t *testing.T) {
+	s := demoStore(t)
+	dir := s.Dir()
+	root := filepath.Join(dir, "."+IndexFile+"8245512")
+	evlog := filepath.Join(dir, "."+EvictionLogFile+"1234")
+	cold := filepath.Join(dir, ColdNodesDir, ".step_000137.json77123")
+	for _, p := range []string{root, evlog, cold} {
+		if err := os.WriteFile(p, []byte(`{"partial": `), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A symlink of a temporary's name is not a file this store wrote.
+	link := filepath.Join(dir, ColdNodesDir, ".step_000001.json5555")
+	if err := os.Symlink(filepath.Join(dir, IndexFile), link); err != nil {
+		t.Fatal(err)
+	}
+	reader := mustOpen(t, dir)
+	if rep, err := reader.Validate(); err != nil || rep.OK() {
+		t.Fatalf("validate before a writer: %v %+v (the temporaries are findings)", err, rep)
+	}
+	for _, p := range []string{root, evlog, cold} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("validate removed %s: it is read-only", p)
+		}
+	}
+	before := treeOf(t, filepath.Join(dir, ColdNodesDir))
+	w := mustOpen(t, dir)
+	if _, err := w.Fold(Turn{StepID: 9001, Summary: "after the crash", RawContent: "the next turn"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{root, evlog, cold} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s is still there after the writer's first lock", p)
+		}
+	}
+	if _, err := os.Lstat(link); err != nil {
+		t.Errorf("the symlink was removed: %v", err)
+	}
+	os.Remove(link)
+	after := treeOf(t, filepath.Join(dir, ColdNodesDir))
+	for _, line := range strings.Split(strings.TrimSpace(before), "\n") {
+		if strings.Contains(line, ".step_000") || strings.HasSuffix(strings.Fields(line)[0], ColdNodesDir) {
+			continue // the temporaries, and the directory's own mtime
+		}
+		if !strings.Contains(after, line) {
+			t.Errorf("a node changed: %s", line)
+		}
+	}
+	if rep, err := w.Validate(); err != nil || !rep.OK() {
+		t.Fatalf("validate after the writer: %v %+v", err, rep.Findings)
+	}
+}

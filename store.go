@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -100,6 +101,9 @@ type Store struct {
 	// evPending are the events Evict kept for the next write of the log
 	// (Options.EvictionLogBatch).
 	evPending []Eviction
+	// swept is whether this Store removed the temporary files of
+	// interrupted writes (removeTempFiles, at its first exclusive lock).
+	swept bool
 }
 
 type fileStamp struct {
@@ -483,7 +487,43 @@ func (s *Store) lock() (unlocker, error) {
 	if err != nil {
 		return nil, &StoreFileError{File: filepath.Join(s.dir, lockFile), Err: err, Remedy: "check the permissions of the store directory"}
 	}
+	if !s.swept {
+		s.swept = true
+		s.removeTempFiles()
+	}
 	return l, nil
+}
+
+// removeTempFiles removes the temporary files that interrupted atomic writes
+// of this implementation left in cold_nodes/ and the store root (the names
+// tempFileRE and rootTempFileRE match; validate reports them as temp_file).
+// It runs once per Store, under the exclusive lock: every such file is
+// written and renamed into place by a writer that holds this lock, so while
+// we hold it no writer is midway and a temporary file still present is one
+// whose rename never happened — an uncommitted copy that no operation reads
+// and the store never held. Removing it loses nothing folded (a fold is
+// durable only once its index commit is; an orphan node is a renamed file
+// and stays for repair). So a proxy or hook restarted after a crash leaves
+// a store that validates clean. Only regular files are removed; a failure
+// to remove one is left for validate to report.
+func (s *Store) removeTempFiles() {
+	sweep := func(dir string, re *regexp.Regexp) {
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		removed := false
+		for _, d := range des {
+			if d.Type().IsRegular() && re.MatchString(d.Name()) && os.Remove(filepath.Join(dir, d.Name())) == nil {
+				removed = true
+			}
+		}
+		if removed {
+			_ = syncDir(dir)
+		}
+	}
+	sweep(filepath.Join(s.dir, ColdNodesDir), tempFileRE)
+	sweep(s.dir, rootTempFileRE)
 }
 
 func syncDir(dir string) error { return fsutil.SyncDir(dir) }

@@ -68,15 +68,22 @@ func rankedChild() {
 	os.Exit(0)
 }
 
-// replica runs one replica process on the session of url.
+// replica runs one replica process on the session of url, with a new
+// per-user cache directory.
 func replica(t *testing.T, url string) rankedRun {
+	t.Helper()
+	return replicaIn(t, url, t.TempDir())
+}
+
+// replicaIn is replica with the per-user cache directory cache.
+func replicaIn(t *testing.T, url, cache string) rankedRun {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envRankedChild+"="+url, "CONTEXTFOLD_CACHE_DIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), envRankedChild+"="+url, "CONTEXTFOLD_CACHE_DIR="+cache)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -138,11 +145,19 @@ func TestSharedRankedSnapshot(t *testing.T) {
 	samePicks(t, "first replica", r1.Picks, want)
 
 	// Replica 2 uses it: no cold node read.
-	r2 := replica(t, url)
+	cache2 := t.TempDir()
+	r2 := replicaIn(t, url, cache2)
 	if r2.Stats.Source != "shared" || r2.Stats.NodesRead != 0 || r2.Stats.SharedWrites != 0 {
 		t.Fatalf("second replica: %+v, want the shared snapshot and no cold node read", r2.Stats)
 	}
 	samePicks(t, "second replica", r2.Picks, want)
+	// It kept a copy in its per-user cache: its next process on this host
+	// opens that one.
+	r2b := replicaIn(t, url, cache2)
+	if r2b.Stats.Source != "local" || r2b.Stats.NodesRead != 0 {
+		t.Fatalf("second replica restarted: %+v, want its local copy and no cold node read", r2b.Stats)
+	}
+	samePicks(t, "second replica restarted", r2b.Picks, want)
 
 	// The session grows by fewer nodes than make a new snapshot due: a
 	// replica loads the older snapshot and reads only the new nodes.

@@ -23,10 +23,19 @@ func newDiscardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Di
 func conversation500() []byte { return conversationN(500) }
 
 // conversationN is conversation500 with n messages.
-func conversationN(n int) []byte {
+func conversationN(n int) []byte { return conversationOf(n, true) }
+
+// conversationOf is the first n messages of conversationN's session; with
+// ask, the last one is replaced by a question about pkg42 (a new human
+// turn), else the session stops where it is (an agent's next request).
+func conversationOf(n int, ask bool) []byte {
 	var msgs []map[string]any
 	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coding agent."})
-	for i := 1; len(msgs) < n-1; i++ {
+	limit := n // the messages before the question (ask), or all n
+	if ask {
+		limit = n - 1
+	}
+	for i := 1; len(msgs) < limit; i++ {
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 			"id": "call_" + itoa(i), "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"go test ./pkg` + itoa(i) + `"}`}}}},
 			map[string]any{"role": "tool", "tool_call_id": "call_" + itoa(i), "content": bigLog("pkg"+itoa(i), 40)})
@@ -34,7 +43,9 @@ func conversationN(n int) []byte {
 			msgs = append(msgs, map[string]any{"role": "user", "content": "continue with pkg" + itoa(i-5)})
 		}
 	}
-	msgs = append(msgs, map[string]any{"role": "user", "content": "what did pkg42 print?"})
+	if ask {
+		msgs = append(msgs, map[string]any{"role": "user", "content": "what did pkg42 print?"})
+	}
 	b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
 	return b
 }
@@ -52,6 +63,61 @@ func BenchmarkProxyOverheadLength(b *testing.B) {
 	for _, n := range []int{250, 500, 1000, 2000, 4000, 8000} {
 		b.Run(itoa(n), func(b *testing.B) { benchOverhead(b, conversationN(n)) })
 	}
+}
+
+// BenchmarkProxyOverheadGrowing is BenchmarkProxyOverheadLength/2000 with
+// a conversation that grows as an agent's does: each request is the
+// session two messages further (a tool call and its output; a human prompt
+// every 21 messages), so that fold events happen on the way (reported as
+// fold-events, with the p50, p99 and max of all requests, fold events
+// included).
+func BenchmarkProxyOverheadGrowing(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	defer up.Close()
+	var recs []RequestRecord
+	srv, err := New(Options{Dir: b.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		OnRequest: func(r RequestRecord) { recs = append(recs, r) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	send := func(body []byte) {
+		resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	send(conversationOf(2000, false))
+	recs = recs[:0]
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		body := conversationOf(2002+2*i, false)
+		b.StartTimer()
+		send(body)
+	}
+	b.StopTimer()
+	var all []time.Duration
+	events := 0
+	for _, r := range recs {
+		all = append(all, r.Overhead)
+		if r.WorkingSet != nil && r.WorkingSet.FoldEvent {
+			events++
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	if n := len(all); n > 0 {
+		b.ReportMetric(float64(all[n/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(all[(n*99)/100].Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(all[n-1].Microseconds())/1000, "max-ms")
+	}
+	b.ReportMetric(float64(events), "fold-events")
 }
 
 func benchOverhead(b *testing.B, body []byte) {

@@ -88,6 +88,9 @@ so any text, NUL and newlines included, can be folded.`,
 			if cmd.Flags().Changed("session") {
 				t.SessionID = session
 			}
+			if err := checkTurnText(t); err != nil {
+				return err
+			}
 			if t.Summary == "" && t.RawContent == "" {
 				// The reference folds it (an empty payload); so do we, with a word.
 				fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: warning: step %d has an empty summary and an empty payload; folded as an empty turn (IPCF §3), which no prompt will match\n", t.StepID)
@@ -135,6 +138,33 @@ so any text, NUL and newlines included, can be folded.`,
 	f.StringVar(&errs, "errors", "", "comma-separated error names (replaces extraction)")
 	f.StringVar(&session, "session", "", "session id written into the cold node (default \"default-session\")")
 	return c
+}
+
+// checkTurnText refuses a turn whose text given on the command line
+// (summary, --files, --commands, --errors, --session) is not valid UTF-8:
+// stored as JSON it would become U+FFFD, and a payload is stored losslessly
+// or not at all. Text read with --file and --input is checked as it is read.
+func checkTurnText(t contextfold.Turn) error {
+	check := func(what, v string) error {
+		if !utf8.ValidString(v) {
+			return usagef("the %s is not valid UTF-8 text (%q); IPCF stores text losslessly, so nothing was folded: convert it (e.g. with iconv), or base64-encode binary data", what, preview(strings.ToValidUTF8(v, "\uFFFD"), 40))
+		}
+		return nil
+	}
+	if err := check("summary", t.Summary); err != nil {
+		return err
+	}
+	if err := check("session id", t.SessionID); err != nil {
+		return err
+	}
+	for i, list := range [][]string{t.Files, t.Commands, t.Errors} {
+		for _, v := range list {
+			if err := check([]string{"--files", "--commands", "--errors"}[i]+" list", v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func splitList(s string) []string {

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -17,10 +21,19 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Long: `validate checks every indexed node (path containment, broken reference,
 artifact integrity, payload and projection hashes, agreement of the index entry
 with its node) and every orphan file in cold_nodes/. It continues past
-failures, reports each one, changes nothing, and exits 1 when it found any.`,
+failures, reports each one, changes nothing, and exits 1 when it found any,
+or when the store directory does not exist.`,
 		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.storeURL() == "" {
+				// An audit of a directory that does not exist would pass
+				// ("ok: 0 nodes"): a mistyped --dir must fail the check.
+				if _, err := os.Stat(g.storeDir()); errors.Is(err, fs.ErrNotExist) {
+					abs, _ := filepath.Abs(g.storeDir())
+					return usagef("no store at %s: the directory does not exist; check --dir or $CONTEXTFOLD_DIR (nothing was validated)", abs)
+				}
+			}
 			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err

@@ -435,3 +435,39 @@ func TestHydrateOffsetReadsPastTheCap(t *testing.T) {
 		t.Errorf("offset past the end: %d %s", code, errs)
 	}
 }
+
+// A summary or list given on the command line that is not valid UTF-8 is
+// refused (stored as JSON it would silently become U+FFFD), and nothing is
+// written, as for --file.
+func TestFoldRefusesInvalidUTF8Arguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"fold", "1", "bad \xff byte"},
+		{"fold", "1", "fine", "--files", "a\xfeb.go"},
+		{"fold", "1", "fine", "--session", "s\xc3"},
+	} {
+		dir := filepath.Join(t.TempDir(), ".contextfold")
+		_, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
+		if code != 1 || !strings.Contains(errs, "not valid UTF-8") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 naming invalid UTF-8", args, code, errs)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%q: the store was created", args)
+		}
+	}
+}
+
+// validate of a directory that does not exist fails (a mistyped --dir must
+// not pass a CI check with "ok: 0 nodes"); an existing empty directory is
+// an empty store and passes.
+func TestValidateMissingStoreFails(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-store")
+	if _, errs, code := cli(t, "", "--dir", missing, "validate"); code != 1 || !strings.Contains(errs, "does not exist") {
+		t.Errorf("missing: exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Error("validate created the directory")
+	}
+	if out, errs, code := cli(t, "", "--dir", t.TempDir(), "validate"); code != 0 {
+		t.Errorf("empty directory: exit %d %s %s", code, out, errs)
+	}
+}

@@ -36,6 +36,8 @@ const maxSpecific = 256
 // 100): at 100k nodes a scan visits tens of thousands of postings of
 // random docs, and reading them from docs cost most of its time in cache
 // misses. Index.hot[d] mirrors docs[d] (insert, kill, decodeSnapshot).
+// The general walk reads it per posting; the dense walk (walk.go) reads
+// tables derived from it (Index.norm, Index.askBits) instead.
 type hotDoc struct {
 	length   float64
 	dead     bool
@@ -95,6 +97,7 @@ type Index struct {
 	source, rejected     string
 	shareDue, forceShare bool
 	verifyRev            *backend.Revision // a shared snapshot's, to verify at the next refresh
+	localCopy            []byte            // its bytes, for the per-user cache once verified
 	// shareMu guards the background write's state (it runs without mu).
 	shareMu     sync.Mutex
 	sharing     bool

@@ -41,13 +41,13 @@ import (
 // transaction of its own that locks nothing a fold waits for):
 //   - after a build from every cold node (a first use without a usable
 //     snapshot), synchronously: the build took a read of every node (2 min
-//     at 100k), the write adds a few seconds, and a one-shot command would
+//     at 100k), the write adds about 8 s, and a one-shot command would
 //     otherwise exit before a background write finished;
 //   - when the local snapshot is compacted (Refresh: max(saveEvery, 1 %)
 //     nodes changed since it was written) and the shared one is more than
 //     sharedLead revisions behind, in the background (one write in flight
 //     per index), so that a replica starting later reads at most about
-//     1 % of the nodes again: at 100k nodes one 285 MB write per ≈1,000
+//     1 % of the nodes again: at 100k nodes one 283 MB write per ≈1,000
 //     folds of the session, whichever replica gets there first (the
 //     others see the lead is small and write nothing).
 const sharedKind = "ranked"
@@ -115,8 +115,9 @@ func (ix *Index) Stats() Stats {
 var sharedWG sync.WaitGroup
 
 // WaitShared waits until this process's background writes of shared
-// snapshots are done (tests; a proxy shutting down gracefully). Safe for
-// concurrent use.
+// snapshots (to the backend, and of a verified shared snapshot to the
+// per-user cache) are done (tests; a proxy shutting down gracefully). Safe
+// for concurrent use.
 func WaitShared() { sharedWG.Wait() }
 
 // openFor opens the index of store s when the process first uses it: the
@@ -169,8 +170,9 @@ func openFor(s *contextfold.Store) *Index {
 	return ix
 }
 
-// loadShared reads and verifies the shared snapshot; on success it is
-// also kept as the local snapshot (memory-mapped from there). The reason a
+// loadShared reads and verifies the shared snapshot (the index reads its
+// bytes in memory; once checkShared has verified it against the index, a
+// copy is kept in the per-user cache for the next process). The reason a
 // snapshot was refused is returned with a nil index ("" : none stored).
 func loadShared(s *contextfold.Store, ss backend.SnapshotStore, dir string) (*Index, string) {
 	info, data, err := ss.ReadSnapshot(sharedKind)
@@ -193,14 +195,29 @@ func loadShared(s *contextfold.Store, ss backend.SnapshotStore, dir string) (*In
 	}
 	rev := info.Rev
 	ix.verifyRev = &rev // against the index, by the first refresh (checkShared)
-	if path := cachePath(dir, true); path != "" && fsutil.WriteFileAtomic(path, data, 0o600) == nil {
-		resetDelta(path, identityOf(data))
-		if lx := load(dir); lx != nil && lx.version == ix.version && lx.live == ix.live {
-			lx.verifyRev = &rev
-			return lx, ""
-		}
-	}
+	ix.localCopy = data // kept in the per-user cache once verified (checkShared)
 	return ix, ""
+}
+
+// keepLocal writes a verified shared snapshot to the per-user cache in
+// the background, for the next process on this host (the index itself
+// keeps reading the bytes in memory: writing and syncing 285 MB before the
+// first scan doubled a cold replica's ranked start at 100k nodes).
+// Callers hold ix.mu.
+func (ix *Index) keepLocal() {
+	data := ix.localCopy
+	ix.localCopy = nil
+	path := cachePath(ix.dir, true)
+	if data == nil || path == "" {
+		return
+	}
+	sharedWG.Add(1)
+	go func() {
+		defer sharedWG.Done()
+		if fsutil.WriteFileAtomic(path, data, 0o600) == nil {
+			resetDelta(path, identityOf(data))
+		}
+	}()
 }
 
 // checkShared verifies a shared snapshot just opened against the store's
@@ -214,8 +231,10 @@ func (ix *Index) checkShared(s *contextfold.Store, entries []*contextfold.Entry,
 	ix.verifyRev = nil
 	reason := ix.verifyShared(s, entries, ver, rev)
 	if reason == "" {
+		ix.keepLocal()
 		return
 	}
+	ix.localCopy = nil
 	ix.reset()
 	ix.source, ix.rejected, ix.forceShare = "build", reason, true
 	if p := cachePath(ix.dir, false); p != "" {
