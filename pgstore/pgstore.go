@@ -129,8 +129,15 @@ func (d *DB) Session(name string, opts contextfold.Options) (*contextfold.Store,
 
 var registry = struct {
 	sync.Mutex
-	m map[string]*DB
-}{m: map[string]*DB{}}
+	m map[string]*regDB
+}{m: map[string]*regDB{}}
+
+// regDB is a process-wide pool, and whether its schema was migrated (a
+// pool opened to read only is migrated by the first OpenURL that writes).
+type regDB struct {
+	db       *DB
+	migrated bool
+}
 
 // OpenURL returns the store a URL names: the database of
 // postgres://USER:PASSWORD@HOST:PORT/DB and the session of ?session=NAME
@@ -141,31 +148,74 @@ var registry = struct {
 // database, which connects and migrates its schema (Connect). Safe for
 // concurrent use.
 //
-// Errors: see Connect.
+// Errors: see Connect; a URL that repeats session=, names a session outside
+// the allowed characters (letters, digits, '.', '_', '-', '/'; at most 128)
+// or whose query does not parse is refused.
 func OpenURL(rawURL string, opts contextfold.Options) (*contextfold.Store, error) {
 	name, key, err := pgbackend.SplitURL(rawURL)
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	db, err := shared(key)
+	db, err := shared(key, true)
 	if err != nil {
 		return nil, err
 	}
 	return db.Session(name, opts)
 }
 
-// shared returns the process-wide DB of a connection string.
-func shared(key string) (*DB, error) {
-	registry.Lock()
-	defer registry.Unlock()
-	if db := registry.m[key]; db != nil {
-		return db, nil
+// OpenURLToRead is OpenURL for read-only commands (status, validate, scan,
+// recall, hydrate, export, ui): it writes nothing, so it never migrates
+// (a SELECT-only role can read a migrated database), and it refuses a
+// database whose schema is missing or older (remedy: contextfold migrate)
+// and a session that does not exist (naming the sessions there), instead
+// of reading them as an empty store. Safe for concurrent use.
+//
+// Errors: *contextfold.StoreFileError as described, or as for OpenURL.
+func OpenURLToRead(rawURL string, opts contextfold.Options) (*contextfold.Store, error) {
+	name, key, err := pgbackend.SplitURL(rawURL)
+	if err != nil {
+		return nil, storeErr(err)
 	}
-	db, err := Connect(context.Background(), key)
+	db, err := shared(key, false)
 	if err != nil {
 		return nil, err
 	}
-	registry.m[key] = db
+	if err := db.db.CheckSession(context.Background(), name); err != nil {
+		return nil, storeErr(err)
+	}
+	return db.Session(name, opts)
+}
+
+// shared returns the process-wide DB of a connection string, migrated when
+// migrate is set, else with its schema checked (pgbackend.ConnectToRead).
+func shared(key string, migrate bool) (*DB, error) {
+	registry.Lock()
+	defer registry.Unlock()
+	ctx := context.Background()
+	if r := registry.m[key]; r != nil {
+		if migrate && !r.migrated {
+			if err := r.db.db.Migrate(ctx); err != nil {
+				return nil, storeErr(err)
+			}
+			r.migrated = true
+		}
+		return r.db, nil
+	}
+	var db *DB
+	if migrate {
+		d, err := Connect(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		db = d
+	} else {
+		d, err := pgbackend.ConnectToRead(ctx, key)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		db = &DB{d}
+	}
+	registry.m[key] = &regDB{db: db, migrated: migrate}
 	return db, nil
 }
 

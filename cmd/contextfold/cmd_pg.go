@@ -58,7 +58,7 @@ for byte. DIR must not exist or be empty. The store is not changed.`,
 			if to == "" {
 				return usagef("export needs --to DIR")
 			}
-			s, err := g.openStore()
+			s, err := g.openStoreToRead(cmd)
 			if err != nil {
 				return err
 			}

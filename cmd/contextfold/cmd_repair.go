@@ -29,7 +29,7 @@ After --apply, validate is clean and a second repair does nothing.`,
 		Example: "  contextfold repair\n  contextfold repair --apply --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			s, err := g.openExistingStore()
+			s, err := g.openExistingStore(false)
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ when there is no journal.`,
 		Example: "  contextfold compact",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openExistingStore()
+			s, err := g.openExistingStore(false)
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,7 @@ is given for another address; it then shows the whole store to that network.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			s, err := g.openExistingStore()
+			s, err := g.openExistingStore(true)
 			if err != nil {
 				return err
 			}

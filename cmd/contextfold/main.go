@@ -193,10 +193,21 @@ func (g *globals) openStore() (*contextfold.Store, error) {
 	return contextfold.Open(g.storeDir(), g.storeOptions())
 }
 
+// openReadOnly opens the store chosen by the global flags for a command
+// that writes nothing: a database session through pgstore.OpenURLToRead.
+func (g *globals) openReadOnly() (*contextfold.Store, error) {
+	if u := g.storeURL(); u != "" {
+		return pgstore.OpenURLToRead(u, g.storeOptions())
+	}
+	return contextfold.Open(g.storeDir(), g.storeOptions())
+}
+
 // openStoreToRead opens the store for a read-only command and notes on
 // stderr when it does not exist.
+// A database store is opened read-only (pgstore.OpenURLToRead): never
+// migrated, and a missing session or schema is refused.
 func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
-	s, err := g.openStore()
+	s, err := g.openReadOnly()
 	if err == nil && s.Backend() == nil {
 		noteMissingStore(cmd, s.Dir())
 	} else if err == nil {
@@ -212,8 +223,13 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 // (repair --apply, compact, ui): a directory that holds neither
 // recall_index.json nor cold_nodes/ is refused, since it is most likely a
 // mistyped --dir.
-func (g *globals) openExistingStore() (*contextfold.Store, error) {
-	s, err := g.openStore()
+// With readOnly (ui) a database store is opened as by openReadOnly.
+func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
+	open := g.openStore
+	if readOnly {
+		open = g.openReadOnly
+	}
+	s, err := open()
 	if err != nil {
 		return nil, err
 	}

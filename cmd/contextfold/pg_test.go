@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contextfold/contextfold/internal/pgtest"
+	"github.com/contextfold/contextfold/pgstore"
 )
 
 // The CLI on a PostgreSQL store (--store postgres://… and
@@ -304,5 +305,81 @@ func TestBadSessionNamesRefused(t *testing.T) {
 	}
 	if out, _, _ := cli(t, "", "--help"); !strings.Contains(out, "1-128 ASCII letters") {
 		t.Errorf("--store help does not document session names:\n%s", out)
+	}
+}
+
+// Read-only commands never migrate and never invent a session: on a
+// database without the contextfold schema (or an older one) they refuse,
+// naming `contextfold migrate`, and create no table; on a missing session
+// they refuse, naming it and the sessions there. A role that may only
+// SELECT still reads a migrated database.
+func TestReadOnlyCommandsDoNotMigrate(t *testing.T) {
+	base := pgURL(t)
+	withSess := func(name string) string {
+		u, _ := url.Parse(base)
+		q := u.Query()
+		q.Set("session", name)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	c, err := pgx.Connect(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(t.Context())
+	tables := func() int {
+		var n int
+		if err := c.QueryRow(t.Context(), "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'cf%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	readOnly := [][]string{{"status"}, {"validate"}, {"scan", "port"}, {"recall", "port"}, {"hydrate", "1"}, {"export", "--to", filepath.Join(t.TempDir(), "x")}, {"ui", "--listen", "127.0.0.1:0"}}
+	for _, args := range readOnly {
+		out, errOut, code := cli(t, "", append([]string{"--store", withSess("x")}, args...)...)
+		if code != 1 || !strings.Contains(errOut, "contextfold migrate") {
+			t.Errorf("%v on an empty database: exit %d, want 1 naming contextfold migrate\n%s%s", args, code, out, errOut)
+		}
+	}
+	if n := tables(); n != 0 {
+		t.Fatalf("read-only commands created %d tables", n)
+	}
+	if _, errOut, code := cli(t, "", "--store", withSess("chat"), "fold", "1", "the port is 5433"); code != 0 {
+		t.Fatalf("fold: %d %s", code, errOut)
+	}
+	// A missing session: refused, named, with the sessions there.
+	for _, args := range readOnly {
+		out, errOut, code := cli(t, "", append([]string{"--store", withSess("chta")}, args...)...)
+		if code != 1 || !strings.Contains(errOut, `no session "chta"`) || !strings.Contains(errOut, "chat") {
+			t.Errorf("%v on a missing session: exit %d, want 1 naming it\n%s%s", args, code, out, errOut)
+		}
+	}
+	// A role that may only SELECT reads the migrated database.
+	role := fmt.Sprintf("cf_ro_%d", time.Now().UnixNano())
+	for _, sql := range []string{"CREATE ROLE " + role + " LOGIN PASSWORD 'ro-pw-1'", "GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + role} {
+		if _, err := c.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro, _ := url.Parse(withSess("chat"))
+	ro.User = url.UserPassword(role, "ro-pw-1")
+	for _, args := range [][]string{{"status"}, {"validate"}, {"scan", "What port?"}, {"hydrate", "1"}} {
+		if out, errOut, code := cli(t, "", append([]string{"--store", ro.String()}, args...)...); code != 0 {
+			t.Errorf("SELECT-only role, %v: exit %d %s%s", args, code, out, errOut)
+		}
+	}
+	// An older schema version: refused, not migrated.
+	if _, err := c.Exec(t.Context(), "UPDATE cf_schema SET version = version - 1"); err != nil {
+		t.Fatal(err)
+	}
+	// (another connection string: cli runs in this process, whose pool of
+	// the first one is known migrated, as in a long-lived process)
+	out, errOut, code := cli(t, "", "--store", withSess("chat")+"&application_name=older", "status")
+	if code != 1 || !strings.Contains(errOut, "contextfold migrate") || !strings.Contains(errOut, "schema version") {
+		t.Errorf("older schema: exit %d %s%s", code, out, errOut)
+	}
+	var v int
+	if err := c.QueryRow(t.Context(), "SELECT version FROM cf_schema").Scan(&v); err != nil || v == pgstore.SchemaVersion {
+		t.Errorf("a read-only command migrated the schema (version %d, %v)", v, err)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contextfold/contextfold/backend"
 )
 
 // migrations are the schema's versions: migrations[i] takes a database from
@@ -177,4 +180,76 @@ func (db *DB) migrate(ctx context.Context) (from, to int, err error) {
 
 func (db *DB) newer(v int) error {
 	return db.fail("check the schema version", fmt.Errorf("%w: the database is at schema version %d, this contextfold knows versions up to %d", ErrNewerSchema, v, SchemaVersion))
+}
+
+// ConnectToRead opens a pool to the database of rawURL for read-only use: it
+// never migrates (never writes a row, so a SELECT-only role works) and
+// refuses a database whose schema is not exactly SchemaVersion.
+//
+// Errors: *backend.Error: no contextfold schema, or an older one (remedy:
+// `contextfold migrate`), a newer one (ErrNewerSchema), or as for Connect.
+func ConnectToRead(ctx context.Context, rawURL string) (*DB, error) {
+	db, err := dial(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.CheckSchema(ctx); err != nil {
+		db.pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// CheckSchema reports (nil) whether the database's schema version is this
+// build's SchemaVersion; it writes nothing. Errors: see ConnectToRead.
+func (db *DB) CheckSchema(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	v, err := version(ctx, db.pool)
+	switch {
+	case err != nil:
+		return db.fail("read the schema version", err)
+	case v > SchemaVersion:
+		return db.newer(v)
+	case v == 0:
+		return &backend.Error{Location: db.loc, Err: errors.New("the database holds no contextfold schema (read-only commands do not create it)"),
+			Remedy: "run `contextfold migrate --store URL` (or fold or ingest into a session, which migrate first), or fix the database name in the URL"}
+	case v < SchemaVersion:
+		return &backend.Error{Location: db.loc, Err: fmt.Errorf("the database is at schema version %d, this contextfold reads version %d (read-only commands do not migrate)", v, SchemaVersion),
+			Remedy: "run `contextfold migrate --store URL` (as a role that may alter the schema)"}
+	}
+	return nil
+}
+
+// CheckSession reports (nil) whether session name has a row in the
+// database (a session is created by its first write); it writes nothing.
+//
+// Errors: *backend.Error naming the session and the sessions the database
+// holds (at most 20), with the remedy.
+func (db *DB) CheckSession(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	var found bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cf_sessions WHERE name = $1)`, name).Scan(&found); err != nil {
+		return db.fail("look up the session", err)
+	}
+	if found {
+		return nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT name FROM cf_sessions ORDER BY name LIMIT 21`)
+	if err != nil {
+		return db.fail("list the sessions", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return db.fail("list the sessions", err)
+	}
+	have := "the database holds no session yet"
+	if len(names) > 20 {
+		have = "sessions in the database include: " + strings.Join(names[:20], ", ") + ", …"
+	} else if len(names) > 0 {
+		have = "sessions in the database: " + strings.Join(names, ", ")
+	}
+	return &backend.Error{Location: db.loc, Err: fmt.Errorf("no session %q in the database (read-only commands do not create one)", name),
+		Remedy: "check ?session= in --store or $CONTEXTFOLD_STORE (" + have + "; SELECT name FROM cf_sessions lists them all); a session is created by its first fold or ingest"}
 }

@@ -195,6 +195,13 @@ func dial(ctx context.Context, rawURL string) (*DB, error) {
 	return db, nil
 }
 
+// Migrate applies any pending schema migration to db's database (see the
+// package-level Migrate), for a DB opened by ConnectToRead.
+func (db *DB) Migrate(ctx context.Context) error {
+	_, _, err := db.migrate(ctx)
+	return err
+}
+
 // Close closes the pool. Stores of its sessions must not be used after.
 func (db *DB) Close() { db.pool.Close() }
 
