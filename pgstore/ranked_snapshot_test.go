@@ -32,9 +32,10 @@ const rankedPrompts = 12
 // rankedRun is what a replica process reports: how its ranked index was
 // opened and the steps each prompt picks.
 type rankedRun struct {
-	Stats ranked.Stats
-	Picks [][]int
-	Err   string
+	Stats  ranked.Stats
+	Picks  [][]int
+	Err    string
+	Stderr string `json:"-"` // what the replica printed there
 }
 
 func picksOf(ix *ranked.Index) [][]int {
@@ -94,6 +95,7 @@ func replicaIn(t *testing.T, url, cache string) rankedRun {
 	if err := json.Unmarshal(out, &r); err != nil || r.Err != "" {
 		t.Fatalf("replica: %v %s\n%s%s", err, r.Err, out, stderr.Bytes())
 	}
+	r.Stderr = stderr.String()
 	return r
 }
 
@@ -203,11 +205,17 @@ func TestSharedRankedSnapshot(t *testing.T) {
 		t.Fatalf("replica after tampering: %+v, want the snapshot refused (SHA-256), a rebuild and a new shared snapshot", r4.Stats)
 	}
 	samePicks(t, "replica after tampering", r4.Picks, want)
+	if strings.Count(r4.Stderr, "shared ranked snapshot") != 1 || !strings.Contains(r4.Stderr, "SHA-256") || !strings.Contains(r4.Stderr, "rebuilding") {
+		t.Errorf("the rebuild after tampering logged %q, want one line naming the reason", r4.Stderr)
+	}
 	r5 := replica(t, url)
 	if r5.Stats.Source != "shared" || r5.Stats.NodesRead != 0 {
 		t.Fatalf("replica after the rebuild: %+v, want the rebuilt shared snapshot", r5.Stats)
 	}
 	samePicks(t, "replica after the rebuild", r5.Picks, want)
+	if strings.Contains(r5.Stderr, "shared ranked snapshot") {
+		t.Errorf("a replica using a good snapshot logged %q", r5.Stderr)
+	}
 
 	// The bytes changed and their recorded SHA-256 with them: the
 	// snapshot's own CRC-32Cs refuse it.

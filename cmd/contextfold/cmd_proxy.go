@@ -19,6 +19,7 @@ import (
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/inspect"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
 	"github.com/contextfold/contextfold/pgstore"
 	"github.com/contextfold/contextfold/proxy"
 	"github.com/contextfold/contextfold/proxy/pgsessions"
@@ -106,6 +107,8 @@ Point a client at it:
 				bodyTimeout = -1 // proxy.Options: negative means no limit
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			// A shared ranked snapshot refused (and rebuilt) is a warning in the proxy log.
+			ranked.SetRejectLog(func(line string) { logger.Warn(line) })
 			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
 				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger,
 				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout,

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match/ranked"
 )
 
 func init() { commands = append(commands, newValidateCmd) }
@@ -42,6 +43,14 @@ or when the store directory does not exist.`,
 			if err != nil {
 				return err
 			}
+			// The shared ranked snapshot (a database store) is derived
+			// data, never trusted: one that fails verification is a
+			// warning, not a finding (the next ranked scan rebuilds it).
+			var warnings []map[string]any
+			if _, reason := ranked.CheckShared(s); reason != "" {
+				warnings = append(warnings, map[string]any{"kind": "shared_snapshot", "message": "the shared ranked snapshot fails verification: " + reason,
+					"remedy": "nothing to do: it is never used as is; the next ranked scan rebuilds it from the cold nodes and replaces it"})
+			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
 				fs := make([]map[string]any, 0, len(rep.Findings))
@@ -52,12 +61,15 @@ or when the store directory does not exist.`,
 					}
 					fs = append(fs, m)
 				}
-				if err := writeJSON(out, map[string]any{"ok": rep.OK(), "passed": rep.Passed, "findings": fs}); err != nil {
+				if err := writeJSON(out, map[string]any{"ok": rep.OK(), "passed": rep.Passed, "findings": fs, "warnings": warningsOrEmpty(warnings)}); err != nil {
 					return err
 				}
 			} else {
 				for _, f := range rep.Findings {
 					fmt.Fprintf(out, "%-16s %s\n                 → %s\n", f.Kind, f.Message, contextfold.Remedy(f.Kind))
+				}
+				for _, w := range warnings {
+					fmt.Fprintf(out, "warning          %s\n                 → %s\n", w["message"], w["remedy"])
 				}
 				if rep.OK() {
 					fmt.Fprintf(out, "ok: %d nodes verified, no findings\n", rep.Passed)
@@ -71,4 +83,12 @@ or when the store directory does not exist.`,
 			return nil
 		},
 	}
+}
+
+// warningsOrEmpty is w, or an empty list (JSON [] rather than null).
+func warningsOrEmpty(w []map[string]any) []map[string]any {
+	if w == nil {
+		return []map[string]any{}
+	}
+	return w
 }

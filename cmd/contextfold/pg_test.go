@@ -383,3 +383,50 @@ func TestReadOnlyCommandsDoNotMigrate(t *testing.T) {
 		t.Errorf("a read-only command migrated the schema (version %d, %v)", v, err)
 	}
 }
+
+// A shared ranked snapshot changed behind our back: validate reports it as
+// a warning (text and JSON; not a finding: exit 0, "ok": true). (The one
+// stderr line of the rebuild is pgstore's TestSharedRankedSnapshot: cli
+// runs in this process, whose ranked index stays cached.)
+func TestTamperedSharedSnapshotReported(t *testing.T) {
+	store := pgSessionURL(t)
+	for i, s := range []string{"PostgreSQL port reverted to 5433", "Redis cache warmed in 2.1s", "the ledger test failed on rounding"} {
+		if _, errOut, code := cli(t, "", "--store", store, "fold", fmt.Sprint(i+1), s); code != 0 {
+			t.Fatalf("fold: %d %s", code, errOut)
+		}
+	}
+	t.Setenv("CONTEXTFOLD_CACHE_DIR", t.TempDir())
+	if _, errOut, code := cli(t, "", "--store", store, "scan", "--match", "ranked", "What port is PostgreSQL on?"); code != 0 || strings.Contains(errOut, "shared ranked snapshot") {
+		t.Fatalf("first ranked scan: %d %s", code, errOut)
+	}
+	out, _, code := cli(t, "", "--store", store, "validate", "--json")
+	if code != 0 || !strings.Contains(out, `"warnings": []`) {
+		t.Fatalf("validate before tampering: %d %s", code, out)
+	}
+	c, err := pgx.Connect(t.Context(), pgURLOf(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(t.Context())
+	tag, err := c.Exec(t.Context(), `UPDATE cf_snapshot_chunks SET data = set_byte(data, 100, (get_byte(data, 100) + 1) % 256) WHERE seq = 0`)
+	if err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("tamper: %v %v", tag, err)
+	}
+	out, errOut, code := cli(t, "", "--store", store, "validate", "--json")
+	if code != 0 || !strings.Contains(out, `"ok": true`) || !strings.Contains(out, `"kind": "shared_snapshot"`) || !strings.Contains(out, "SHA-256") {
+		t.Errorf("validate --json after tampering: %d %s%s", code, out, errOut)
+	}
+	out, errOut, code = cli(t, "", "--store", store, "validate")
+	if code != 0 || !strings.Contains(out, "warning") || !strings.Contains(out, "shared ranked snapshot fails verification") {
+		t.Errorf("validate after tampering: %d %s%s", code, out, errOut)
+	}
+}
+
+// pgURLOf is a store URL without its session parameter.
+func pgURLOf(store string) string {
+	u, _ := url.Parse(store)
+	q := u.Query()
+	q.Del("session")
+	u.RawQuery = q.Encode()
+	return u.String()
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/backend"
@@ -51,6 +52,28 @@ import (
 //     folds of the session, whichever replica gets there first (the
 //     others see the lead is small and write nothing).
 const sharedKind = "ranked"
+
+// rejectLog holds the func(line string) SetRejectLog set.
+var rejectLog atomic.Value
+
+// SetRejectLog sets where the one line reporting a shared snapshot that was
+// found but refused (its reason; the index is rebuilt from the cold nodes
+// and the snapshot replaced) goes: the proxy gives its logger; nil (the
+// default) writes the line to os.Stderr. Safe for concurrent use.
+func SetRejectLog(f func(line string)) { rejectLog.Store(f) }
+
+// logRejected reports, once per refusal, a shared snapshot refused.
+func logRejected(dir, reason string) {
+	if reason == "" {
+		return
+	}
+	line := fmt.Sprintf("contextfold: warning: the shared ranked snapshot of %s fails verification (%s): rebuilding it from the cold nodes", dir, reason)
+	if f, _ := rejectLog.Load().(func(string)); f != nil {
+		f(line)
+		return
+	}
+	fmt.Fprintln(os.Stderr, line)
+}
 
 // sharedStore returns the shared snapshot store of s's backend (nil: none).
 func sharedStore(s *contextfold.Store) backend.SnapshotStore {
@@ -161,6 +184,7 @@ func openFor(s *contextfold.Store) *Index {
 		ix.source = "shared"
 		return ix
 	}
+	logRejected(dir, reason)
 	if local != nil {
 		local.source, local.rejected, local.forceShare = "local", reason, reason != ""
 		return local
@@ -236,6 +260,7 @@ func (ix *Index) checkShared(s *contextfold.Store, entries []*contextfold.Entry,
 	}
 	ix.localCopy = nil
 	ix.reset()
+	logRejected(s.Dir(), reason)
 	ix.source, ix.rejected, ix.forceShare = "build", reason, true
 	if p := cachePath(ix.dir, false); p != "" {
 		_ = os.Remove(p)
@@ -330,4 +355,31 @@ func (ix *Index) share(ss backend.SnapshotStore, data []byte, sync bool) {
 		ix.sharing = false
 		ix.shareMu.Unlock()
 	}()
+}
+
+// CheckShared verifies the shared ranked snapshot of store s as a replica's
+// first ranked scan would (rules 1-4 above), changing nothing: found is
+// false when s's backend keeps no shared snapshot or holds none; reason is
+// why it fails verification ("" : it holds). validate reports a failure as
+// a warning: the snapshot is derived data, never trusted, and the next
+// ranked scan rebuilds and replaces it. Reads the whole snapshot and the
+// index (bytes: the snapshot's size). Safe for concurrent use.
+func CheckShared(s *contextfold.Store) (found bool, reason string) {
+	ss := sharedStore(s)
+	if ss == nil {
+		return false, ""
+	}
+	ix, reason := loadShared(s, ss, s.Dir())
+	if ix == nil {
+		return reason != "", reason
+	}
+	ver, err := s.IndexVersion()
+	if err != nil {
+		return true, "the index is unreadable: " + err.Error()
+	}
+	entries, err := s.EntriesShared()
+	if err != nil {
+		return true, "the index is unreadable: " + err.Error()
+	}
+	return true, ix.verifyShared(s, entries, ver, *ix.verifyRev)
 }
