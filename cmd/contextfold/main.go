@@ -129,6 +129,12 @@ by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 	root.PersistentFlags().StringVar(&g.store, "store", "", "store: a directory, or postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (NAME: 1-128 ASCII letters, digits, '.', '_', '-', '/', starting with a letter or digit; without ?session=, the session \"default\"); without --store: --dir, else $CONTEXTFOLD_STORE")
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if g.store != "" && g.dir != "" {
+			return usagef("--store and --dir both name the store: give one of them (--store takes a directory or a postgres:// URL)")
+		}
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		if strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag") {
 			// A negative step id or a prompt starting with '-' reads as a flag.

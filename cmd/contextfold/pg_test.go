@@ -430,3 +430,16 @@ func pgURLOf(store string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// --store and --dir together are a usage error (which one is used is not
+// obvious), with nothing written.
+func TestStoreAndDirTogetherRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	out, errOut, code := cli(t, "", "--store", filepath.Join(t.TempDir(), "other"), "--dir", dir, "fold", "1", "x")
+	if code != 1 || !strings.Contains(errOut, "--store and --dir") {
+		t.Errorf("exit %d %s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("a store was written")
+	}
+}
