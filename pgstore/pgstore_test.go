@@ -575,3 +575,30 @@ func openSessionNamed(t *testing.T, suffix string) (*contextfold.Store, string) 
 	}
 	return s, u
 }
+
+// Redact removes every credential form pgx accepts: the userinfo password,
+// the password= and sslpassword= parameters of a URL, and their values in a
+// key=value connection string; it keeps everything else (passfile, a path,
+// included).
+func TestRedactEveryCredentialForm(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://cf:S3cretPw@h:5432/db?session=chat", "postgres://cf@h:5432/db?session=chat"},
+		{"postgres://cf@h/db?password=S3cretPw&session=chat", "postgres://cf@h/db?session=chat"},
+		{"postgresql://cf@h/db?session=chat&password=S3cretPw&sslpassword=K3yPw&passfile=/p", "postgresql://cf@h/db?passfile=%2Fp&session=chat"},
+		{"postgres://cf:a@h/db?password=S3cretPw&password=Other", "postgres://cf@h/db"},
+		{"postgres://cf@h/db?password=S3cretPw;x&session=y", "postgres://cf@h/db?session=y"},
+		{"postgres://cf:S3cretPw%zz@h/db", "postgres://…"},
+		{"host=h user=cf password=S3cretPw dbname=db", "host=h user=cf password=xxxxx dbname=db"},
+		{"host=h password = 'S3cret Pw\\'x' sslpassword=K3yPw passfile=/p", "host=h password = xxxxx sslpassword=xxxxx passfile=/p"},
+	} {
+		got := pgstore.Redact(tc.in)
+		if got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		for _, secret := range []string{"S3cret", "K3yPw", "Other"} {
+			if strings.Contains(got, secret) {
+				t.Errorf("Redact(%q) = %q holds %s", tc.in, got, secret)
+			}
+		}
+	}
+}

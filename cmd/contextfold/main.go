@@ -126,7 +126,7 @@ by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringVar(&g.dir, "dir", "", "store directory (default $CONTEXTFOLD_DIR, else ./.contextfold)")
-	root.PersistentFlags().StringVar(&g.store, "store", "", "store: a directory, or postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (default $CONTEXTFOLD_STORE, else --dir)")
+	root.PersistentFlags().StringVar(&g.store, "store", "", "store: a directory, or postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (NAME: 1-128 ASCII letters, digits, '.', '_', '-', '/', starting with a letter or digit; without ?session=, the session \"default\"); without --store: --dir, else $CONTEXTFOLD_STORE")
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

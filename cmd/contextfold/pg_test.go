@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contextfold/contextfold/internal/pgtest"
 )
 
@@ -214,4 +216,93 @@ func serveUI(t *testing.T, store string) string {
 		t.Fatal("ui did not stop on SIGINT")
 	}
 	return out.String() + errOut.String() + pages.String()
+}
+
+// pwRoleURL is a new database owned by a new role that must give its
+// password, and the store URL of session in it with the password in the
+// query (?password=, a form pgx accepts) instead of the userinfo.
+func pwRoleURL(t *testing.T, pw, session string) string {
+	t.Helper()
+	base, err := url.Parse(pgURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("cf_qpw_%d", time.Now().UnixNano())
+	ctx := t.Context()
+	c := pgtest.Server(t)
+	if err := c.Exec(ctx, "CREATE ROLE "+role+" LOGIN PASSWORD '"+pw+"'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ctx, "ALTER DATABASE "+strings.TrimPrefix(base.Path, "/")+" OWNER TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	base.User = url.User(role)
+	q := base.Query()
+	q.Set("password", pw)
+	q.Set("session", session)
+	base.RawQuery = q.Encode()
+	return base.String()
+}
+
+// A password given as the URL's password= parameter is never printed:
+// status (text and JSON), validate, connection errors (wrong password too),
+// the ui's pages and start-up line.
+func TestQueryPasswordNeverPrinted(t *testing.T) {
+	const pw = "Qp4ssW0rdZz9"
+	store := pwRoleURL(t, pw, "chat")
+	var all strings.Builder
+	for _, args := range [][]string{{"migrate"}, {"fold", "1", "the port is 5433"}, {"status"}, {"status", "--json"}, {"validate", "--json"}, {"scan", "port"}} {
+		out, errOut, code := cli(t, "", append([]string{"--store", store}, args...)...)
+		all.WriteString(out + errOut)
+		if code != 0 {
+			t.Errorf("%v: exit %d %s%s", args, code, out, errOut)
+		}
+	}
+	if out, _, _ := cli(t, "", "--store", store, "status"); !strings.Contains(out, "session=chat") {
+		t.Errorf("status does not show the session: %s", out)
+	}
+	wrong := strings.Replace(store, pw, "WrongPw9x", 1)
+	out, errOut, code := cli(t, "", "--store", wrong, "status")
+	if code == 0 || !strings.Contains(errOut, "wrong credentials") || strings.Contains(out+errOut, "WrongPw9x") {
+		t.Errorf("wrong password: exit %d %s%s", code, out, errOut)
+	}
+	all.WriteString(serveUI(t, store))
+	if strings.Contains(all.String(), pw) {
+		t.Errorf("an output holds the password:\n%s", all.String())
+	}
+}
+
+// A session the URL does not name exactly once, in the documented
+// character set, is refused (exit 1, nothing written): a ';' (which
+// url.Query would drop with the session, silently selecting "default"), a
+// repeated session=, a NUL or invalid UTF-8 byte, a name too long.
+func TestBadSessionNamesRefused(t *testing.T) {
+	base := pgURL(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	if _, errOut, code := cli(t, "", "--store", base+sep+"session=default", "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errOut)
+	}
+	for _, q := range []string{"session=team;a", "session=a&session=b", "session=a%00b", "session=%ff", "session=" + strings.Repeat("x", 300), "session=-x", "session=a%20b"} {
+		for _, args := range [][]string{{"fold", "77", "goes to the wrong session"}, {"status"}} {
+			out, errOut, code := cli(t, "", append([]string{"--store", base + sep + q}, args...)...)
+			if code != 1 || !strings.Contains(errOut, "session") || strings.Contains(errOut, "invalid byte sequence") {
+				t.Errorf("%s %v: exit %d, want 1 with a message about the session\n%s%s", q, args, code, out, errOut)
+			}
+		}
+	}
+	c, err := pgx.Connect(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(t.Context())
+	var n int
+	if err := c.QueryRow(t.Context(), "SELECT count(*) FROM cf_nodes").Scan(&n); err != nil || n != 0 {
+		t.Errorf("a refused fold wrote %d cold nodes (%v)", n, err)
+	}
+	if out, _, _ := cli(t, "", "--help"); !strings.Contains(out, "1-128 ASCII letters") {
+		t.Errorf("--store help does not document session names:\n%s", out)
+	}
 }

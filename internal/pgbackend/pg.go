@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -36,30 +37,95 @@ func IsURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
-// Redact returns the URL with its password removed (and every other
-// parameter kept), for messages and logs. A string that does not parse is
-// reduced to its scheme.
+// secretParams are the connection parameters pgx accepts whose values are
+// credentials: never printed (passfile, a path, is shown).
+var secretParams = []string{"password", "sslpassword"}
+
+// Redact returns the store URL without its credentials, for messages and
+// logs: the userinfo password (postgres://USER:PASSWORD@…) and the
+// password= and sslpassword= parameters of a URL's query are removed (every
+// other parameter kept); in a key=value connection string (host=… password=…)
+// their values become xxxxx. A URL that does not parse is reduced to its
+// scheme. Every place that prints a store URL prints it through Redact.
 func Redact(raw string) string {
+	if !strings.Contains(raw, "://") {
+		return redactDSN(raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		if i := strings.Index(raw, "://"); i >= 0 {
-			return raw[:i+3] + "…"
-		}
-		return "(unparsable store URL)"
+		return raw[:strings.Index(raw, "://")+3] + "…"
 	}
 	if u.User != nil {
 		u.User = url.User(u.User.Username())
 	}
+	if u.RawQuery != "" {
+		q := u.Query() // pairs that do not parse are dropped
+		for _, k := range secretParams {
+			q.Del(k)
+		}
+		u.RawQuery = q.Encode()
+	}
 	return u.String()
+}
+
+// dsnSecret matches a credential in a key=value connection string: the key
+// and its value, quoted ('…', backslash escapes) or bare.
+var dsnSecret = regexp.MustCompile(`(?i)\b(password|sslpassword)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s]*)`)
+
+// redactDSN replaces the credential values of a key=value connection string.
+func redactDSN(raw string) string {
+	if strings.TrimSpace(raw) == "" {
+		return "(empty store URL)"
+	}
+	return dsnSecret.ReplaceAllString(raw, "${1}${2}xxxxx")
+}
+
+// urlSecrets returns the credentials a parsed store URL carries (userinfo
+// password, password= and sslpassword= parameter values), to scrub from
+// error texts.
+func urlSecrets(u *url.URL) []string {
+	var out []string
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		out = append(out, pw)
+	}
+	q := u.Query()
+	for _, k := range secretParams {
+		for _, v := range q[k] {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// Scrub returns msg with every credential of the store URL rawURL (see
+// Redact; also percent-encoded) replaced by xxxxx, for error texts that may
+// quote the connection string.
+func Scrub(msg, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return msg
+	}
+	return scrub(msg, urlSecrets(u))
+}
+
+func scrub(msg string, secrets []string) string {
+	for _, pw := range secrets {
+		for _, v := range []string{pw, url.QueryEscape(pw), url.PathEscape(pw)} {
+			msg = strings.ReplaceAll(msg, v, "xxxxx")
+		}
+	}
+	return msg
 }
 
 // DB is a connection pool to one PostgreSQL database whose schema is
 // migrated. It serves any number of sessions (Session) and is safe for
 // concurrent use.
 type DB struct {
-	pool     *pgxpool.Pool
-	loc      string // the URL without password and session
-	password string // to scrub from error texts
+	pool    *pgxpool.Pool
+	loc     string   // the URL without credentials and session (Redact)
+	secrets []string // credentials of the URL, to scrub from error texts
 
 	mu  sync.Mutex
 	ids map[string]int64 // session name → id, once the row exists
@@ -99,16 +165,14 @@ func dial(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, &backend.Error{Location: Redact(rawURL), Err: errors.New("the URL does not parse"), Remedy: "write postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (percent-encode special characters in the password)"}
 	}
-	pw, _ := u.User.Password()
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("the URL's query does not parse: %s", Scrub(err.Error(), rawURL)), Remedy: "separate parameters with '&' (not ';') and percent-encode special characters"}
+	}
 	q.Del("session")
 	u.RawQuery = q.Encode()
-	db := &DB{password: pw, ids: map[string]int64{}}
-	red := *u
-	if red.User != nil {
-		red.User = url.User(red.User.Username())
-	}
-	db.loc = red.String()
+	db := &DB{secrets: urlSecrets(u), ids: map[string]int64{}}
+	db.loc = Redact(u.String())
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
 		return nil, db.fail("parse the URL", err)
@@ -158,14 +222,43 @@ func SplitURL(rawURL string) (session, rest string, err error) {
 	if err != nil {
 		return "", "", &backend.Error{Location: Redact(rawURL), Err: errors.New("the URL does not parse"), Remedy: "write postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (percent-encode special characters in the password)"}
 	}
-	q := u.Query()
-	session = q.Get("session")
-	if session == "" {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		// url.Query would drop the pair silently (a ';' or a bad %-escape),
+		// and with it perhaps the session.
+		return "", "", &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("the URL's query does not parse: %s", Scrub(err.Error(), rawURL)), Remedy: "separate parameters with '&' (not ';') and percent-encode special characters; " + SessionNameRule}
+	}
+	switch vs := q["session"]; {
+	case len(vs) > 1:
+		return "", "", &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("the URL names %d sessions (session= is repeated)", len(vs)), Remedy: "give ?session=NAME once"}
+	case len(vs) == 0 || vs[0] == "":
 		session = DefaultSession
+	default:
+		session = vs[0]
+		if !ValidSessionName(session) {
+			return "", "", &backend.Error{Location: Redact(rawURL), Err: fmt.Errorf("session name %q is not allowed", clip(session)), Remedy: SessionNameRule}
+		}
 	}
 	q.Del("session")
 	u.RawQuery = q.Encode()
 	return session, u.String(), nil
+}
+
+// SessionNameRule says which session names a store URL may give.
+const SessionNameRule = "a session name (?session=NAME) is 1 to 128 characters: ASCII letters, digits, '.', '_', '-' and '/', starting with a letter or digit"
+
+var validSessionName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
+
+// ValidSessionName reports whether name follows SessionNameRule (the
+// proxy's session ids, and their "ID/gN" generations, all do).
+func ValidSessionName(name string) bool { return validSessionName.MatchString(name) }
+
+// clip shortens a name quoted in an error to 40 bytes.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // ErrNewerSchema is matched (errors.Is) by the error of a database whose
@@ -218,10 +311,7 @@ func (db *DB) fail(op string, err error) error {
 		remedy = "the connection to the database was lost: nothing of this operation was written (it is one transaction); run the command again"
 	}
 	msg := err.Error()
-	if db.password != "" {
-		msg = strings.ReplaceAll(msg, db.password, "xxxxx")
-		msg = strings.ReplaceAll(msg, url.QueryEscape(db.password), "xxxxx")
-	}
+	msg = scrub(msg, db.secrets)
 	return &backend.Error{Location: db.loc, Err: &opError{msg: op + ": " + msg, err: err}, Remedy: remedy}
 }
 

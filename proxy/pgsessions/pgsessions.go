@@ -28,13 +28,13 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/pgbackend"
 	"github.com/contextfold/contextfold/pgstore"
 	"github.com/contextfold/contextfold/proxy"
 )
@@ -81,7 +81,7 @@ func Connect(ctx context.Context, rawURL string, open OpenFunc) (*Sessions, erro
 	u.RawQuery = q.Encode()
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
-		return nil, fmt.Errorf("pgsessions: %s: %v", u.Redacted(), redact(err, u))
+		return nil, fmt.Errorf("pgsessions: %s: %v", pgbackend.Redact(u.String()), redact(err, u))
 	}
 	if !q.Has("pool_max_conns") {
 		// A lease holds a connection for a whole dispatch: one per session
@@ -90,11 +90,11 @@ func Connect(ctx context.Context, rawURL string, open OpenFunc) (*Sessions, erro
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgsessions: %s: %v", u.Redacted(), redact(err, u))
+		return nil, fmt.Errorf("pgsessions: %s: %v", pgbackend.Redact(u.String()), redact(err, u))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("pgsessions: cannot reach %s: %v", u.Redacted(), redact(err, u))
+		return nil, fmt.Errorf("pgsessions: cannot reach %s: %v", pgbackend.Redact(u.String()), redact(err, u))
 	}
 	if _, _, err := pgstore.Migrate(ctx, rawURL); err != nil {
 		pool.Close()
@@ -109,13 +109,9 @@ func Connect(ctx context.Context, rawURL string, open OpenFunc) (*Sessions, erro
 	return s, nil
 }
 
-// redact keeps u's password out of an error text.
+// redact keeps u's credentials (pgbackend.Redact) out of an error text.
 func redact(err error, u *url.URL) string {
-	msg := err.Error()
-	if p, ok := u.User.Password(); ok && p != "" {
-		msg = strings.ReplaceAll(msg, p, "xxxxx")
-	}
-	return msg
+	return pgbackend.Scrub(err.Error(), u.String())
 }
 
 // Close closes the pool Connect opened (New's caller closes its own).
