@@ -119,8 +119,13 @@ so any text, NUL and newlines included, can be folded.`,
 				fmt.Fprintf(out, "step %d is already indexed; nothing changed (%s)\n", t.StepID, res.Entry.FilePath)
 				return nil
 			}
+			where := res.Entry.FilePath
+			if s.Backend() != nil {
+				// A database store: the node is a row, not that file.
+				where = fmt.Sprintf("cf_nodes row of step %d in %s", t.StepID, s.Dir())
+			}
 			fmt.Fprintf(out, "folded step %d → %s\n  %d tokens archived · payload %s…\n",
-				t.StepID, res.Entry.FilePath, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12])
+				t.StepID, where, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12])
 			if len(res.Node.Identifiers) > 0 {
 				fmt.Fprintf(out, "  identifiers: %s\n", preview(strings.Join(res.Node.Identifiers, " "), 100))
 			}

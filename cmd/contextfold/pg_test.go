@@ -443,3 +443,12 @@ func TestStoreAndDirTogetherRefused(t *testing.T) {
 		t.Error("a store was written")
 	}
 }
+
+// fold on a database store names the node's row, not a cold_nodes/ file.
+func TestFoldOnPostgresNamesTheRow(t *testing.T) {
+	store := pgSessionURL(t)
+	out, errOut, code := cli(t, "", "--store", store, "fold", "77", "the port is 5433")
+	if code != 0 || strings.Contains(out, "cold_nodes/") || !strings.Contains(out, "cf_nodes row of step 77 in postgres://") {
+		t.Errorf("exit %d %s%s", code, out, errOut)
+	}
+}
