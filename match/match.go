@@ -255,9 +255,22 @@ func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
 		return nil, err
 	}
 	r := ix.Scan(prompt, params)
+	// A step the scan hydrates or drops (a neighbour pick: scored below
+	// the cut-off on its own, lifted by its neighbour) is listed there
+	// only, not also below the cut-off.
+	listed := map[int]bool{}
+	for _, p := range res.Selected {
+		listed[p.StepID] = true
+	}
+	for _, p := range res.Dropped {
+		listed[p.StepID] = true
+	}
 	conv := func(ps []ranked.Pick) []contextfold.ScanPick {
 		out := []contextfold.ScanPick{}
 		for _, p := range ps {
+			if listed[p.Step] {
+				continue
+			}
 			out = append(out, contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: float64(p.Tokens), Summary: p.Summary, Score: p.Score, Why: p.Why})
 		}
 		return out
