@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/procmem"
 )
 
 // buildLog is a build log of mb MiB with a distinct hash every line (a
@@ -114,7 +115,7 @@ func TestFoldLargeLogHeapMultiple(t *testing.T) {
 	if os.Getenv(child) == "1" {
 		log := buildLog(4)
 		peak := foldPeak(t, t.TempDir(), log, func(bool) {})
-		fmt.Printf("fold-memory %d %d %d\n", len(log), peak, procStatusBytes("VmHWM:"))
+		fmt.Printf("fold-memory %d %d %d\n", len(log), peak, procmem.PeakRSS())
 		return
 	}
 	if raceEnabled || testing.Short() {
@@ -139,20 +140,4 @@ func TestFoldLargeLogHeapMultiple(t *testing.T) {
 	if x > 5 {
 		t.Fatalf("folding a %d-byte log peaked at %.2f× the input in heap, want ≤ 5× (issue 12)", in, x)
 	}
-}
-
-// procStatusBytes returns a field of /proc/self/status in bytes (0 off
-// Linux).
-func procStatusBytes(field string) uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/procmem"
 )
 
 // bigConversation is an OpenAI Chat Completions body of n messages, each
@@ -85,26 +86,6 @@ func liveHeap() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-// vmHWM returns the process's peak resident set (bytes), 0 off Linux.
-func vmHWM() uint64 { return procStatus("VmHWM:") }
-
-// vmRSS returns the process's resident set now (bytes), 0 off Linux.
-func vmRSS() uint64 { return procStatus("VmRSS:") }
-
-func procStatus(field string) uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
 // largeRequest is one measured large first request (largeRequestMemory).
 type largeRequest struct {
 	body     int    // bytes
@@ -161,7 +142,7 @@ func largeRequestMemory(tb testing.TB, n int) largeRequest {
 	resp.Body.Close()
 	m.peak = stop()
 	time.Sleep(500 * time.Millisecond) // the proxy hands freed memory back
-	m.rssAfter = vmRSS()
+	m.rssAfter = procmem.RSS()
 	// What the proxy keeps once the request is done (the session's
 	// state), the server still referenced.
 	runtime.GC()
@@ -201,7 +182,7 @@ func BenchmarkProxyLargeRequest(b *testing.B) {
 	b.ReportMetric(float64(worst.peak)/float64(worst.body), "heap-x")
 	b.ReportMetric(float64(worst.peak)/(1<<20), "heap-MB")
 	b.ReportMetric(float64(worst.body)/(1<<20), "body-MB")
-	b.ReportMetric(float64(vmHWM())/(1<<20), "rss-MB")
+	b.ReportMetric(float64(procmem.PeakRSS())/(1<<20), "rss-MB")
 	b.ReportMetric(float64(worst.kept)/(1<<20), "kept-MB")
 	b.ReportMetric(float64(worst.rssAfter)/(1<<20), "rss-after-MB")
 	b.ReportMetric(float64(worst.folded), "steps-folded")
@@ -226,7 +207,7 @@ func TestLargeRequestHeapMultiple(t *testing.T) {
 	const child = "CONTEXTFOLD_PROXY_MEMORY_CHILD"
 	if os.Getenv(child) == "1" {
 		m := largeRequestMemory(t, 3000)
-		fmt.Printf("proxy-memory %d %d %d %d\n", m.body, m.peak, m.folded, vmHWM())
+		fmt.Printf("proxy-memory %d %d %d %d\n", m.body, m.peak, m.folded, procmem.PeakRSS())
 		return
 	}
 	if raceEnabled || testing.Short() {
