@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -79,6 +80,11 @@ Point a client at it:
 				dir = g.store // --store DIR: the directory of per-session stores
 			}
 			storeURL := g.storeURL()
+			if u, err := url.Parse(storeURL); storeURL != "" && err == nil && u.Query().Has("session") {
+				// The proxy's sessions come from the requests (one store
+				// per client session); a ?session= would be ignored.
+				return usagef("--store %s names a session, but the proxy keeps one session per client conversation in the database: remove ?session=… from the URL", pgstore.Redact(storeURL))
+			}
 			if dir == "" && storeURL == "" {
 				base, err := os.UserCacheDir()
 				if err != nil {

@@ -471,3 +471,13 @@ func TestValidateMissingStoreFails(t *testing.T) {
 		t.Errorf("empty directory: exit %d %s %s", code, out, errs)
 	}
 }
+
+// proxy --store postgres://…?session=NAME is refused before anything
+// connects: the proxy's sessions come from the requests, so the parameter
+// would be ignored; the password is not shown.
+func TestProxyStoreWithSessionRefused(t *testing.T) {
+	_, errs, code := cli(t, "", "proxy", "--store", "postgres://cf:pw-secret@127.0.0.1:1/db?session=foo", "--upstream", "http://127.0.0.1:9")
+	if code != 1 || !strings.Contains(errs, "remove ?session=") || strings.Contains(errs, "pw-secret") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 naming ?session= without the password", code, errs)
+	}
+}

@@ -126,7 +126,7 @@ func TestProxyStoreUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "proxy", "--store", "postgres://cf:s3cretpw@"+addr+"/db?session=x", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9")
+	cmd := exec.Command(bin, "proxy", "--store", "postgres://cf:s3cretpw@"+addr+"/db", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9")
 	done := make(chan struct{})
 	var out []byte
 	go func() { out, err = cmd.CombinedOutput(); close(done) }()
