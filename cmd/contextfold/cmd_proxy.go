@@ -28,6 +28,10 @@ import (
 
 func init() { commands = append(commands, newProxyCmd) }
 
+// sharedSnapshotWait bounds how long a proxy shutting down waits for its
+// background writes of shared ranked snapshots (ranked.WaitShared).
+const sharedSnapshotWait = 30 * time.Second
+
 func newProxyCmd(g *globals) *cobra.Command {
 	var (
 		listen, upstream, anthropicUp, openaiUp string
@@ -162,7 +166,18 @@ Point a client at it:
 			// Serve returns at once on Shutdown: wait for the requests in
 			// flight, then write what the sessions keep (eviction events).
 			<-shutDown
-			return srv.Close()
+			err = srv.Close()
+			// A shared ranked snapshot being written in the background
+			// (PostgreSQL store) saves the next replica a rebuild: give it
+			// a bounded time to finish.
+			waited := make(chan struct{})
+			go func() { ranked.WaitShared(); close(waited) }()
+			select {
+			case <-waited:
+			case <-time.After(sharedSnapshotWait):
+				logger.Warn("contextfold proxy: a shared ranked snapshot was still being written at shutdown; the next replica rebuilds or refreshes it", "waited", sharedSnapshotWait)
+			}
+			return err
 		},
 	}
 	f := c.Flags()
