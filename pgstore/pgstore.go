@@ -186,6 +186,27 @@ func OpenURLToRead(rawURL string, opts contextfold.Options) (*contextfold.Store,
 	return db.Session(name, opts)
 }
 
+// SessionInfo describes one session of a database (Sessions).
+type SessionInfo = pgbackend.SessionInfo
+
+// Sessions lists the sessions of the database rawURL names (its ?session=
+// is ignored), by name, with their index entry counts. It never migrates
+// and writes nothing: a database without this build's schema is refused
+// with the remedy (contextfold migrate). Errors name the database with its
+// password redacted.
+func Sessions(rawURL string) ([]SessionInfo, error) {
+	_, key, err := pgbackend.SplitURL(rawURL)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	db, err := shared(key, false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := db.db.Sessions(context.Background())
+	return out, storeErr(err)
+}
+
 // shared returns the process-wide DB of a connection string, migrated when
 // migrate is set, else with its schema checked (pgbackend.ConnectToRead).
 func shared(key string, migrate bool) (*DB, error) {

@@ -9,7 +9,9 @@ import (
 	"github.com/contextfold/contextfold/pgstore"
 )
 
-func init() { commands = append(commands, newMigrateCmd, newExportCmd, newImportCmd) }
+func init() {
+	commands = append(commands, newMigrateCmd, newExportCmd, newImportCmd, newSessionsCmd)
+}
 
 func newMigrateCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
@@ -106,6 +108,46 @@ or nothing). export gives the same bytes back.`,
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": s.Dir(), "from": args[0], "nodes": n})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d cold nodes from %s into %s\n", n, args[0], s.Dir())
+			return nil
+		},
+	}
+}
+
+func newSessionsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sessions",
+		Short: "List the sessions of a PostgreSQL store",
+		Long: `sessions lists every session of the database that --store postgres://… (or
+$CONTEXTFOLD_STORE) names, by name, with the number of steps its recall index
+holds; a session is what ?session=NAME selects. It changes nothing and needs
+only read access (it never migrates). A directory store holds one session:
+use status there.`,
+		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u := g.storeURL()
+			if u == "" {
+				return usagef("sessions lists the sessions of a PostgreSQL store: give --store postgres://USER@HOST:PORT/DB (or set $CONTEXTFOLD_STORE); a directory store holds one session (see status)")
+			}
+			list, err := pgstore.Sessions(u)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if g.jsonOut {
+				rows := make([]map[string]any, 0, len(list))
+				for _, si := range list {
+					rows = append(rows, map[string]any{"name": si.Name, "entries": si.Entries, "generation": si.Generation, "revision": si.Rev})
+				}
+				return writeJSON(out, map[string]any{"store": pgstore.Redact(u), "sessions": rows})
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(out, "no session yet (a session is created by its first fold or ingest)")
+				return nil
+			}
+			for _, si := range list {
+				fmt.Fprintf(out, "%-40s %8d steps indexed\n", si.Name, si.Entries)
+			}
 			return nil
 		},
 	}

@@ -452,3 +452,59 @@ func TestFoldOnPostgresNamesTheRow(t *testing.T) {
 		t.Errorf("exit %d %s%s", code, out, errOut)
 	}
 }
+
+// contextfold sessions lists a database's sessions with their index entry
+// counts, as text and --json, without migrating an empty database and
+// without printing the password.
+func TestSessionsCommand(t *testing.T) {
+	db := pgURL(t)
+	u, _ := url.Parse(db)
+	pw, _ := u.User.Password()
+	// An unmigrated database: refused, nothing created.
+	_, errs, code := cli(t, "", "--store", db, "sessions")
+	if code == 0 || !strings.Contains(errs, "migrate") {
+		t.Fatalf("unmigrated: exit %d, %q; want a refusal naming migrate", code, errs)
+	}
+	withSession := func(name string) string {
+		v, _ := url.Parse(db)
+		q := v.Query()
+		q.Set("session", name)
+		v.RawQuery = q.Encode()
+		return v.String()
+	}
+	for i, name := range []string{"run-b", "run-a"} {
+		for step := 1; step <= i+2; step++ {
+			if _, errs, code := cli(t, "", "--store", withSession(name), "fold", fmt.Sprint(step), "turn", fmt.Sprint(step)); code != 0 {
+				t.Fatalf("fold: %d %s", code, errs)
+			}
+		}
+	}
+	out, errs, code := cli(t, "", "--store", db, "sessions")
+	if code != 0 {
+		t.Fatalf("sessions: %d %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "run-a") || !strings.Contains(lines[0], " 3 steps") ||
+		!strings.HasPrefix(lines[1], "run-b") || !strings.Contains(lines[1], " 2 steps") {
+		t.Errorf("sessions:\n%s", out)
+	}
+	out, _, code = cli(t, "", "--store", db, "sessions", "--json")
+	var got struct {
+		Store    string `json:"store"`
+		Sessions []struct {
+			Name    string `json:"name"`
+			Entries int    `json:"entries"`
+		} `json:"sessions"`
+	}
+	mustJSON(t, out, &got)
+	if code != 0 || len(got.Sessions) != 2 || got.Sessions[0].Name != "run-a" || got.Sessions[0].Entries != 3 || got.Sessions[1].Entries != 2 {
+		t.Errorf("sessions --json: %d %s", code, out)
+	}
+	if pw != "" && strings.Contains(out+errs, pw) {
+		t.Error("the password was printed")
+	}
+	// A directory store is a usage error naming status.
+	if _, errs, code := cli(t, "", "--dir", t.TempDir(), "sessions"); code != 1 || !strings.Contains(errs, "status") {
+		t.Errorf("directory store: %d %q", code, errs)
+	}
+}

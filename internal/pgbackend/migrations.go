@@ -251,5 +251,37 @@ func (db *DB) CheckSession(ctx context.Context, name string) error {
 		have = "sessions in the database: " + strings.Join(names, ", ")
 	}
 	return &backend.Error{Location: db.loc, Err: fmt.Errorf("no session %q in the database (read-only commands do not create one)", name),
-		Remedy: "check ?session= in --store or $CONTEXTFOLD_STORE (" + have + "; SELECT name FROM cf_sessions lists them all); a session is created by its first fold or ingest"}
+		Remedy: "check ?session= in --store or $CONTEXTFOLD_STORE (" + have + "; contextfold sessions lists them all); a session is created by its first fold or ingest"}
+}
+
+// SessionInfo is one session of a database: its name (the ?session= of a
+// store URL), the number of recall index entries it holds (steps indexed),
+// and its index generation and revision (backend.Revision).
+type SessionInfo struct {
+	Name       string
+	Entries    int64
+	Generation int64
+	Rev        int64
+}
+
+// Sessions lists every session of the database, by name; it writes
+// nothing (a SELECT-only role may call it). Errors: *backend.Error naming
+// the database (password redacted) and the remedy.
+func (db *DB) Sessions(ctx context.Context) ([]SessionInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, `SELECT s.name, (SELECT count(*) FROM cf_entries e WHERE e.session_id = s.id), s.generation, s.rev
+		FROM cf_sessions s ORDER BY s.name`)
+	if err != nil {
+		return nil, db.fail("list the sessions", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SessionInfo, error) {
+		var si SessionInfo
+		err := r.Scan(&si.Name, &si.Entries, &si.Generation, &si.Rev)
+		return si, err
+	})
+	if err != nil {
+		return nil, db.fail("list the sessions", err)
+	}
+	return out, nil
 }
