@@ -1,7 +1,7 @@
 // Command cfeval runs the matching evaluations of BENCHMARKS.md
 // ("Matching"): LoCoMo evidence-turn recall and agent-session probes.
 //
-//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0]
+//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined]
 //	go run ./cmd/cfeval probes [-dir ingest/testdata/transcripts]
 package main
 
@@ -25,6 +25,7 @@ func main() {
 	file := fs.String("file", "internal/matcheval/testdata/locomo/locomo10.json.gz", "LoCoMo-schema JSON file (.gz allowed)")
 	budget := fs.Float64("budget", 5, "hydration budget per question, in average dialog turns")
 	n := fs.Int("n", 0, "conversations to run (0: all)")
+	combined := fs.Bool("combined", false, "locomo: ask every question of one store holding all the conversations (matcheval.Combine)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	verbose := fs.Bool("v", false, "print every probe that misses")
 	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
@@ -46,6 +47,14 @@ func main() {
 		data, err := matcheval.LoadLoCoMo(*file)
 		if err != nil {
 			fail(err)
+		}
+		if *combined {
+			if *n > 0 && *n < len(data) {
+				data = data[:*n]
+			}
+			if data, err = matcheval.Combine(data); err != nil {
+				fail(err)
+			}
 		}
 		rep, err := matcheval.RunLoCoMo(data, tmp, *budget, *n)
 		if err != nil {

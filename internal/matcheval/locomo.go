@@ -500,3 +500,58 @@ func (b *bm25) top(q string, k int) []int {
 	}
 	return idx
 }
+
+// Combine returns data as one conversation: every sample's sessions in
+// order, renumbered, with each turn's dia_id and each evidence id prefixed
+// by its sample's position ("C3/D1:3"), so that every question is asked of
+// one store holding all the conversations (5,882 turns for LoCoMo's ten:
+// a store past the ranked scorer's large-store rules, with other
+// conversations' turns as distractors). The held-out halves of a combined
+// report are not meaningful (it is one conversation).
+func Combine(data LoCoMo) (LoCoMo, error) {
+	out := LoCoMoSample{SampleID: "combined", Conversation: map[string]json.RawMessage{}}
+	session := 0
+	for ci := range data {
+		prefix := "C" + strconv.Itoa(ci) + "/"
+		var keys []int
+		for k := range data[ci].Conversation {
+			if n, ok := strings.CutPrefix(k, "session_"); ok {
+				if i, err := strconv.Atoi(n); err == nil {
+					keys = append(keys, i)
+				}
+			}
+		}
+		sort.Ints(keys)
+		for _, i := range keys {
+			var turns []map[string]any
+			if json.Unmarshal(data[ci].Conversation["session_"+strconv.Itoa(i)], &turns) != nil {
+				continue
+			}
+			for _, t := range turns {
+				if id, ok := t["dia_id"].(string); ok {
+					t["dia_id"] = prefix + id
+				}
+			}
+			session++
+			b, err := json.Marshal(turns)
+			if err != nil {
+				return nil, err
+			}
+			out.Conversation["session_"+strconv.Itoa(session)] = b
+			if dt, ok := data[ci].Conversation["session_"+strconv.Itoa(i)+"_date_time"]; ok {
+				out.Conversation["session_"+strconv.Itoa(session)+"_date_time"] = dt
+			}
+		}
+		for _, qa := range data[ci].QA {
+			var ev []string
+			for _, e := range qa.Evidence {
+				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
+					ev = append(ev, prefix+id)
+				}
+			}
+			qa.Evidence = ev
+			out.QA = append(out.QA, qa)
+		}
+	}
+	return LoCoMo{out}, nil
+}

@@ -109,3 +109,34 @@ func TestTurnPayloadCarriesTheSessionDate(t *testing.T) {
 		}
 	}
 }
+
+// Combine puts every conversation's sessions into one, in order, with
+// dia_ids and evidence prefixed by the conversation, so that equal dia_ids
+// of two conversations stay apart and every evidence id still names its turn.
+func TestCombineKeepsEvidenceApart(t *testing.T) {
+	mk := func(text, date string) LoCoMoSample {
+		return LoCoMoSample{
+			Conversation: map[string]json.RawMessage{
+				"session_1":           json.RawMessage(`[{"speaker":"A","dia_id":"D1:1","text":"` + text + ` one"},{"speaker":"B","dia_id":"D1:2","text":"` + text + ` two"}]`),
+				"session_1_date_time": json.RawMessage(`"` + date + `"`),
+			},
+			QA: []LoCoMoQA{{Question: "q " + text, Evidence: []string{"D1:2; D1:1"}, Category: 4}},
+		}
+	}
+	got, err := Combine(LoCoMo{mk("alpha", "1:56 pm on 8 May, 2023"), mk("beta", "9 June 2023")})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Combine: %v, %d samples", err, len(got))
+	}
+	turns := got[0].Turns()
+	var ids []string
+	for _, tu := range turns {
+		ids = append(ids, tu.DiaID+"="+tu.Text+"@"+tu.DateTime)
+	}
+	want := []string{"C0/D1:1=alpha one@1:56 pm on 8 May, 2023", "C0/D1:2=alpha two@1:56 pm on 8 May, 2023", "C1/D1:1=beta one@9 June 2023", "C1/D1:2=beta two@9 June 2023"}
+	if strings.Join(ids, "|") != strings.Join(want, "|") {
+		t.Errorf("turns:\n%v\nwant\n%v", ids, want)
+	}
+	if len(got[0].QA) != 2 || strings.Join(got[0].QA[1].Evidence, ",") != "C1/D1:2,C1/D1:1" {
+		t.Errorf("QA: %+v", got[0].QA)
+	}
+}

@@ -529,3 +529,55 @@ func TestChatTopicAdmits(t *testing.T) {
 		t.Errorf("nodes without a speaker label: 72 picked: %+v", plain.Scan(q, DefaultParams()).Picks)
 	}
 }
+
+// Rule Params.FindCommon: in a large store, a term held by more than
+// FindCommon of the nodes finds no candidates when the prompt has a rarer
+// term (the rarer term's nodes are the candidates; the common term still
+// scores them); a prompt whose terms are all that common still walks them.
+func TestFindCommonTerms(t *testing.T) {
+	ix := NewIndex()
+	n := commonMinNodes + 100
+	for i := range n {
+		text := fmt.Sprintf("note %d filler", i)
+		switch i % 5 {
+		case 0:
+			text += " widget"
+		case 1:
+			text += " gadget"
+		}
+		if i == 7 {
+			text += " widget gadget widget gadget"
+		}
+		if i == 3 {
+			text += " zanzibar"
+		}
+		ix.Add(i, fmt.Sprint(i), 10, "s", text)
+	}
+	p := DefaultParams()
+	r := ix.Scan("widget zanzibar", p)
+	if len(r.Picks) == 0 || r.Picks[0].Step != 3 {
+		t.Fatalf("widget zanzibar: picks %+v, want step 3 first", r.Picks)
+	}
+	// Candidates are the rare term's node and its topic-context neighbours.
+	far := func(r *Result) (steps []int) {
+		for _, pk := range append(append([]Pick{}, r.Picks...), r.CutOff...) {
+			if pk.Step < 3-3 || pk.Step > 3+3 {
+				steps = append(steps, pk.Step)
+			}
+		}
+		return steps
+	}
+	if f := far(r); len(f) > 0 {
+		t.Errorf("widget zanzibar: steps %v (widget only, far from step 3) were candidates", f)
+	}
+	walkAll := p
+	walkAll.FindCommon = 1
+	if f := far(ix.Scan("widget zanzibar", walkAll)); len(f) == 0 {
+		t.Error("with every term walked, widget's nodes far from step 3 should be candidates too (the test would not see the rule)")
+	}
+	// Only common terms: they are walked, and the node holding both wins.
+	r = ix.Scan("widget gadget", p)
+	if len(r.Picks) == 0 || r.Picks[0].Step != 7 {
+		t.Fatalf("widget gadget: picks %+v, want step 7 first (common terms only are still walked)", r.Picks)
+	}
+}
