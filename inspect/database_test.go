@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -131,21 +132,9 @@ func TestDatabaseStoreBrowsingChangesNoRow(t *testing.T) {
 			if damaged != strings.Contains(body, "UNVERIFIED") || !strings.Contains(body, "bytes on disk") {
 				t.Errorf("step 137 (damaged %v):\n%.3000s", damaged, body)
 			}
-			if after := sessionRows(t, c, id, name); !equalMaps(before, after) {
+			if after := sessionRows(t, c, id, name); !maps.Equal(before, after) {
 				t.Fatalf("browsing changed the session's rows:\nbefore %v\nafter  %v", before, after)
 			}
 		})
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +70,7 @@ func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
 	if !strings.Contains(errs, `"`+node.Session+`"`) {
 		t.Errorf("the stored session %q is not named: %s", node.Session, errs)
 	}
-	if !equalMaps(before, snapshot(t, dir)) {
+	if !maps.Equal(before, snapshot(t, dir)) {
 		t.Error("a refused ingest changed the store")
 	}
 	// The remedy: a store of its own.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -57,7 +58,7 @@ func TestIngestRealTranscripts(t *testing.T) {
 			if rep.Folded != 0 || rep.AlreadyIndexed != rep.Turns {
 				t.Errorf("re-ingest folded again: %+v", rep)
 			}
-			if after := snapshot(t, dir); !equalMaps(before, after) {
+			if after := snapshot(t, dir); !maps.Equal(before, after) {
 				t.Error("re-ingest changed the store")
 			}
 			checkDistinctiveScan(t, dir)
@@ -121,18 +122,6 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		return nil
 	})
 	return out
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestIngestLongerTranscriptFoldsOnlyNewTurns ingests the first half of a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -347,7 +348,7 @@ func TestSourceDateEpochFixesTimestamps(t *testing.T) {
 		return snapshotRel(t, dir)
 	}
 	a, b := run(), run()
-	if !equalMaps(a, b) {
+	if !maps.Equal(a, b) {
 		t.Error("two demo runs with SOURCE_DATE_EPOCH differ")
 	}
 	if !strings.Contains(a["recall_index.json"], `"created_at": "2026-01-01T00:00:00Z"`) || !strings.Contains(a["eviction_log.json"], `"evicted_at": "2026-01-01T00:00:00Z"`) {

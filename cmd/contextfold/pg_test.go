@@ -32,12 +32,14 @@ func pgURL(t *testing.T) string {
 }
 
 func pgSessionURL(t *testing.T) string {
-	u, err := url.Parse(pgURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return withSession(pgURL(t), fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()))
+}
+
+// withSession returns the database URL base with ?session=name set.
+func withSession(base, name string) string {
+	u, _ := url.Parse(base)
 	q := u.Query()
-	q.Set("session", fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()))
+	q.Set("session", name)
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -315,13 +317,7 @@ func TestBadSessionNamesRefused(t *testing.T) {
 // SELECT still reads a migrated database.
 func TestReadOnlyCommandsDoNotMigrate(t *testing.T) {
 	base := pgURL(t)
-	withSess := func(name string) string {
-		u, _ := url.Parse(base)
-		q := u.Query()
-		q.Set("session", name)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
+	withSess := func(name string) string { return withSession(base, name) }
 	c, err := pgx.Connect(t.Context(), base)
 	if err != nil {
 		t.Fatal(err)
@@ -465,16 +461,9 @@ func TestSessionsCommand(t *testing.T) {
 	if code == 0 || !strings.Contains(errs, "migrate") {
 		t.Fatalf("unmigrated: exit %d, %q; want a refusal naming migrate", code, errs)
 	}
-	withSession := func(name string) string {
-		v, _ := url.Parse(db)
-		q := v.Query()
-		q.Set("session", name)
-		v.RawQuery = q.Encode()
-		return v.String()
-	}
 	for i, name := range []string{"run-b", "run-a"} {
 		for step := 1; step <= i+2; step++ {
-			if _, errs, code := cli(t, "", "--store", withSession(name), "fold", fmt.Sprint(step), "turn", fmt.Sprint(step)); code != 0 {
+			if _, errs, code := cli(t, "", "--store", withSession(db, name), "fold", fmt.Sprint(step), "turn", fmt.Sprint(step)); code != 0 {
 				t.Fatalf("fold: %d %s", code, errs)
 			}
 		}
