@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -54,13 +55,40 @@ func heapPeak() (stop func() uint64) {
 	var peak atomic.Uint64
 	done := make(chan struct{})
 	exited := make(chan struct{})
+	prof := os.Getenv("PROXY_BENCH_HEAPPROFILE")
+	var profAt uint64
+	forced := os.Getenv("PROXY_BENCH_HEAPPROFILE_GC") != ""
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(5 * time.Millisecond)
+		every := 5 * time.Millisecond
+		if forced {
+			every = 250 * time.Millisecond
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			if v := read(); v > peak.Load() {
+			v := read()
+			if v > peak.Load() {
 				peak.Store(v)
+			}
+			{
+				if prof != "" {
+					// The heap profile at the largest live heap (its
+					// in-use figures are those of the last collection).
+					if forced {
+						runtime.GC()
+					}
+					ms := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+					metrics.Read(ms)
+					if live := ms[0].Value.Uint64(); live > profAt+profAt/50 {
+						profAt = live
+						if f, err := os.Create(prof); err == nil {
+							_ = pprof.Lookup("heap").WriteTo(f, 0)
+							f.Close()
+						}
+						os.WriteFile(prof+".txt", []byte(fmt.Sprintf("objects %d live-at-last-gc %d goal %d base %d\n", v, live, ms[1].Value.Uint64(), base)), 0o644)
+					}
+				}
 			}
 			select {
 			case <-done:
@@ -186,6 +214,9 @@ func BenchmarkProxyLargeRequest(b *testing.B) {
 	b.ReportMetric(float64(worst.kept)/(1<<20), "kept-MB")
 	b.ReportMetric(float64(worst.rssAfter)/(1<<20), "rss-after-MB")
 	b.ReportMetric(float64(worst.folded), "steps-folded")
+	governor.mu.Lock()
+	b.ReportMetric(float64(governor.maxRaised)/(1<<20), "limit-raised-MB")
+	governor.mu.Unlock()
 	if len(worst.warnings) > 0 {
 		b.Logf("warnings: %.300q", worst.warnings)
 	}
