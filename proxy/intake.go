@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -378,8 +379,10 @@ func invalidUTF8At(b []byte) int {
 type deadlineBody struct {
 	io.ReadCloser
 	rc       *http.ResponseController
+	deadline time.Time
 	once     sync.Once
 	timedOut atomic.Bool // the deadline passed before the end of the body
+	ended    atomic.Bool // the body was read to its end
 }
 
 func (d *deadlineBody) Read(p []byte) (int, error) {
@@ -390,17 +393,27 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 			// of the body before it answers.
 			d.timedOut.Store(true)
 		} else {
+			if err == io.EOF {
+				d.ended.Store(true)
+			}
 			d.once.Do(func() { _ = d.rc.SetReadDeadline(time.Time{}) })
 		}
 	}
 	return n, err
 }
 
+// deadlineBodyKey is the context key of a passed-through request's
+// deadlineBody: the reverse proxy hands its error handler the outgoing
+// request, whose Body is a wrapper, but whose context is the client's.
+type deadlineBodyKey struct{}
+
 // bodyTimedOut reports whether a passed-through request failed because its
-// body did not arrive within BodyReadTimeout.
+// body did not arrive within BodyReadTimeout: its read hit the deadline, or
+// the deadline passed before its end (the failed read cancels the request's
+// context, which can end the upstream call before the read returns).
 func bodyTimedOut(r *http.Request) bool {
-	d, ok := r.Body.(*deadlineBody)
-	return ok && d.timedOut.Load()
+	d, ok := r.Context().Value(deadlineBodyKey{}).(*deadlineBody)
+	return ok && (d.timedOut.Load() || !d.ended.Load() && !time.Now().Before(d.deadline))
 }
 
 // passThrough forwards a request the proxy does not read, with the body
@@ -409,8 +422,11 @@ func bodyTimedOut(r *http.Request) bool {
 func (s *Server) passThrough(w http.ResponseWriter, r *http.Request) {
 	if s.opts.BodyReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		deadline := time.Now().Add(s.opts.BodyReadTimeout)
+		if rc.SetReadDeadline(deadline) == nil {
+			d := &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: deadline}
+			r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, d))
+			r.Body = d
 		}
 	}
 	s.rp.ServeHTTP(w, r)
