@@ -31,8 +31,10 @@ type request struct {
 	roles  []string      // per message: the role as written
 	kinds  []string      // per message: the Responses item type ("" otherwise)
 	cached []*cachedElem // per message from known on: its cached parse (nil: parsed now); see cachedAt
-	// arrStart is the offset of the conversation array in body; prefix is
-	// what the parse took from the prefix cache (nil without a cache).
+	// blocks are the hashes of body's whole blocks (bodyDigest); arrStart
+	// is the offset of the conversation array in body; prefix is what the
+	// parse took from the prefix cache (nil without a cache).
+	blocks   []uint64
 	arrStart int
 	prefix   *prefixMatch
 	// known is the number of leading messages taken whole from a prefix
@@ -82,13 +84,31 @@ func parseRequest(api API, body []byte) (*request, error) { return parseRequestC
 // conversation's leading elements when the body repeats a recent request's
 // (prefix.go), and of every other element seen before byte for byte (an
 // agent resends its whole history each turn: only the new messages are read
-// and validated).
+// and validated). It hashes body's blocks itself; the proxy has them from
+// the intake (parseDigested).
 func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
+	var blocks []uint64
+	if c != nil {
+		d := newBodyDigest(c.seed)
+		d.add(body)
+		blocks = d.blocks
+	}
+	return parseDigested(api, body, blocks, c)
+}
+
+// parseDigested is parseRequestCached with body's block hashes, computed
+// under c's seed while the body arrived (intake.go: bodyDigest); nil
+// blocks compare the conversation with the prefix states element by
+// element. The body's UTF-8 is not checked here (the intake does).
+func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*request, error) {
 	arrKey := "messages"
 	if api == APIResponses {
 		arrKey = "input"
 	}
-	top, arrAt, elems, match, ok := skeleton(api, body, arrKey, c)
+	if c != nil && c.byElement {
+		blocks = nil
+	}
+	top, arrAt, elems, match, ok := skeleton(api, body, blocks, arrKey, c)
 	if !ok {
 		if !json.Valid(body) {
 			return nil, badRequest("request body is not valid JSON")
@@ -112,7 +132,7 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 			}
 		}
 	}
-	r := &request{api: api, body: body, arrStart: arrAt}
+	r := &request{api: api, body: body, blocks: blocks, arrStart: arrAt}
 	if sp, ok := get(top, "stream"); ok {
 		r.stream = string(body[sp.start:sp.end]) == "true"
 	}
@@ -197,15 +217,6 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 	}
 	r.resolveTools(r.known)
 	return r, nil
-}
-
-// knownBytes returns the span of the body that the prefix state r took its
-// first messages from holds byte for byte (nil when none).
-func (r *request) knownBytes() *span {
-	if r.prefix == nil || r.known == 0 || r.known > len(r.elems) {
-		return nil
-	}
-	return &span{r.arrStart, r.elems[r.known-1].end}
 }
 
 // unshare gives r its own copy of the per-message slices it extends in
