@@ -559,9 +559,7 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 	}
 	if r.known > 0 && r.knownCounter == counter {
 		from = r.known
-		for i := 0; i < from; i++ {
-			msgs += r.msgs[i].Tokens
-		}
+		msgs = r.prefix.parent.tokens[from-1]
 		if heuristic {
 			runes, pos = runeCount(b[:r.arrStart])+r.prefix.parent.cum[from-1], r.elems[from-1].end
 		}

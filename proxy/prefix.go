@@ -60,11 +60,12 @@ type prefixState struct {
 	// blocks are the hashes of the whole bodyBlocks of that body.
 	blocks []uint64
 	// Per element j: its span in that body, the hash of its segment (the
-	// bytes from the end of element j-1, or from base, to its end), and the
-	// runes of the bytes from base to its end.
-	elems []span
-	seg   []uint64
-	cum   []int
+	// bytes from the end of element j-1, or from base, to its end), the
+	// runes of the bytes from base to its end, and the tokens of msgs[:j+1].
+	elems  []span
+	seg    []uint64
+	cum    []int
+	tokens []int
 	// The parse of each element (see request).
 	msgs   []harness.Message
 	spans  [][]span
@@ -229,6 +230,19 @@ func (c *parseCache) remember(r *request, counter string) {
 		runes += runeCount(r.body[pos:e])
 		st.cum[j] = runes
 		pos = e
+	}
+	// The token sums, kept from the parent when they were counted alike.
+	from, sum := 0, 0
+	if m.known > 0 && m.parent.counter == counter {
+		from = m.known
+		st.tokens = extend(m.parent.tokens, from, n, m.inPlace)
+		sum = st.tokens[from-1]
+	} else {
+		st.tokens = make([]int, n, n+n/4+16)
+	}
+	for j := from; j < n; j++ {
+		sum += r.msgs[j].Tokens
+		st.tokens[j] = sum
 	}
 	st.size = r.elems[n-1].end - r.arrStart
 	c.mu.Lock()
