@@ -99,7 +99,7 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 // parseDigested is parseRequestCached with body's block hashes, computed
 // under c's seed while the body arrived (intake.go: bodyDigest); nil
 // blocks compare the conversation with the prefix states element by
-// element. The body's UTF-8 is not checked here (the intake does).
+// element.
 func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*request, error) {
 	arrKey := "messages"
 	if api == APIResponses {
@@ -217,6 +217,15 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 	}
 	r.resolveTools(r.known)
 	return r, nil
+}
+
+// knownBytes returns the span of the body that the prefix state r took its
+// first messages from holds byte for byte (nil when none).
+func (r *request) knownBytes() *span {
+	if r.prefix == nil || r.known == 0 || r.known > len(r.elems) {
+		return nil
+	}
+	return &span{r.arrStart, r.elems[r.known-1].end}
 }
 
 // unshare gives r its own copy of the per-message slices it extends in

@@ -191,13 +191,13 @@ func (h *intakeHold) more(n int64) { h.reserved += n }
 
 // readBody reads an API request's body within the limits: at most
 // MaxBodyBytes (else 413), within BodyReadTimeout (else 408), within the
-// in-flight budget (else 503 with Retry-After), and valid UTF-8 unless the
-// body is compressed (else 400, rejectInvalidUTF8). A body with a
+// in-flight budget (else 503 with Retry-After). A body with a
 // Content-Length is read into one buffer of exactly that size, from the
-// body pool (putBody gives it back). While the body arrives it is digested
-// (bodyDigest; nil when the body is compressed): after its last byte, no
-// pass over the whole body is left. On failure it has answered the client
-// and returns ok false. The caller must call release when the request is
+// body pool (putBody gives it back). While the body arrives its blocks are
+// hashed (bodyDigest; nil when the body is compressed): after its last
+// byte, no pass over the whole body is left. The caller checks the body's
+// UTF-8 (rejectInvalidUTF8). On failure it has answered the client and
+// returns ok false. The caller must call release when the request is
 // finished, in every case; hold.more adds bytes to what release gives back.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body []byte, dg *bodyDigest, release func(), hold *intakeHold, ok bool) {
 	hold = &intakeHold{freed: -1}
@@ -286,18 +286,28 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 		return nil, nil, release, hold, false
 	}
 	bodyIn = true
-	dg.end(body)
-	if dg != nil && !dg.utf8 {
-		s.rejectInvalidUTF8(w, api, body)
-		return nil, nil, release, hold, false
-	}
 	return body, dg, release, hold, true
 }
 
-// rejectInvalidUTF8 answers 400 for a body that is not valid UTF-8,
-// naming the offset of its first invalid byte.
-func (s *Server) rejectInvalidUTF8(w http.ResponseWriter, api API, body []byte) {
+// rejectInvalidUTF8 answers 400 and returns true when an uncompressed body
+// is not valid UTF-8. When known is set (bytes of the body that a prefix
+// state holds, validated with the request it was read from), only the
+// rest of the body is checked: a long conversation costs its new bytes.
+func (s *Server) rejectInvalidUTF8(w http.ResponseWriter, r *http.Request, api API, body []byte, known *span) bool {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
+		return false
+	}
+	valid := false
+	if known != nil && 0 <= known.start && known.start <= known.end && known.end <= len(body) {
+		valid = utf8.Valid(body[:known.start]) && utf8.Valid(body[known.end:])
+	} else {
+		valid = utf8.Valid(body)
+	}
+	if valid {
+		return false
+	}
 	s.reject(w, api, http.StatusBadRequest, fmt.Sprintf("request body is not valid UTF-8 (first invalid byte at offset %d); JSON text must be UTF-8 (RFC 8259 §8.1)", invalidUTF8At(body)))
+	return true
 }
 
 // bodyBlock is the size of the blocks a request body is hashed in while it
@@ -307,28 +317,21 @@ func (s *Server) rejectInvalidUTF8(w http.ResponseWriter, api API, body []byte) 
 // again once the body is in.
 const bodyBlock = 64 << 10
 
-// bodyDigest is the verification of a request body done while it arrives,
-// so that what is left after its last byte is proportional to the bytes the
-// proxy has not seen before, not to the conversation (issue 11): the hash
-// of each whole bodyBlock from byte 0, and its UTF-8 validity (issue 12).
-// Not safe for concurrent use. A nil *bodyDigest digests nothing.
+// bodyDigest is the hash of each whole bodyBlock of a request body from
+// byte 0, made while the body arrives, so that what is left after its last
+// byte is proportional to the bytes the proxy has not seen before, not to
+// the conversation (issue 11). Not safe for concurrent use. A nil
+// *bodyDigest digests nothing.
 type bodyDigest struct {
 	seed maphash.Seed
 	// blocks[k] is the maphash under seed of body[k*bodyBlock:(k+1)*bodyBlock].
 	blocks []uint64
-	// checked: body[:checked] is valid UTF-8 and ends between two
-	// characters; utf8 is false once an invalid sequence was seen, and,
-	// after end, says whether the whole body is valid UTF-8.
-	checked int
-	utf8    bool
 }
 
-func newBodyDigest(seed maphash.Seed) *bodyDigest { return &bodyDigest{seed: seed, utf8: true} }
+func newBodyDigest(seed maphash.Seed) *bodyDigest { return &bodyDigest{seed: seed} }
 
 // add digests the body read so far (b, of which an earlier call saw a
-// prefix): the blocks it completes, and its characters up to the last one
-// it holds whole (a character cut by the end of b is checked with the
-// bytes that complete it).
+// prefix): the blocks it completes.
 func (d *bodyDigest) add(b []byte) {
 	if d == nil {
 		return
@@ -336,50 +339,6 @@ func (d *bodyDigest) add(b []byte) {
 	for k := len(d.blocks); (k+1)*bodyBlock <= len(b); k++ {
 		d.blocks = append(d.blocks, maphash.Bytes(d.seed, b[k*bodyBlock:(k+1)*bodyBlock]))
 	}
-	if d.utf8 {
-		cut := wholeRunes(b, d.checked)
-		d.utf8, d.checked = utf8.Valid(b[d.checked:cut]), cut
-	}
-}
-
-// end digests the whole body b: a character cut by its end is invalid.
-func (d *bodyDigest) end(b []byte) {
-	if d == nil {
-		return
-	}
-	d.add(b)
-	if d.utf8 {
-		d.utf8, d.checked = utf8.Valid(b[d.checked:]), len(b)
-	}
-}
-
-// wholeRunes returns the end of the last character b holds whole from
-// from on (from is between two characters): len(b), or the start of a
-// multi-byte sequence that b's end cuts (at most 3 bytes before it). A
-// byte that can neither start nor continue a sequence is left to
-// utf8.Valid.
-func wholeRunes(b []byte, from int) int {
-	n := len(b)
-	for i := n - 1; i >= from && i >= n-3; i-- {
-		c := b[i]
-		if c < utf8.RuneSelf {
-			return n
-		}
-		if c&0xC0 == 0x80 {
-			continue // a continuation byte: its sequence starts before it
-		}
-		size := 2
-		if c >= 0xF0 {
-			size = 4
-		} else if c >= 0xE0 {
-			size = 3
-		}
-		if i+size > n {
-			return i
-		}
-		return n
-	}
-	return n
 }
 
 // readDigesting fills body from r as io.ReadFull does, digesting each

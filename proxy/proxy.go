@@ -398,14 +398,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
 	} else {
-		req, err := parseDigested(api, body, digest.blocks, s.cache) // its UTF-8 checked by readBody
+		req, err := parseDigested(api, body, digest.blocks, s.cache)
 		if err != nil {
+			if s.rejectInvalidUTF8(w, r, api, body, nil) {
+				return // the UTF-8 error first, as for any body
+			}
 			var br *errBadRequest
 			if errors.As(err, &br) {
 				s.reject(w, api, http.StatusBadRequest, br.msg)
 				return
 			}
 			s.reject(w, api, http.StatusBadRequest, err.Error())
+			return
+		}
+		if s.rejectInvalidUTF8(w, r, api, body, req.knownBytes()) {
 			return
 		}
 		if !s.reserveMemory(w, api, body, req, hold.more) {
