@@ -265,7 +265,6 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	minTail := max(lastGroupStart(conv), pin)
 	w := &WorkingSet{Budget: budget, Pinned: pin, TailStart: tail, FirstChanged: -1}
 	d.WorkingSet = w
-	d.HydrationIndex = hydrationHost(conv)
 
 	wireHyd := func(text string) int {
 		if text == "" {
@@ -323,6 +322,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	if w.FoldEvent {
 		ws.events++
 	}
+	d.HydrationIndex = h.hydrationHostFor(conv, ws, d)
 	w.Estimate = est
 	w.Events = ws.events
 	if est > budget {
@@ -432,6 +432,36 @@ func hydrationHost(conv []Message) int {
 		}
 	}
 	return -1
+}
+
+// hydrationHostFor returns the message that receives the hydration of d
+// under the budget: the message the human turn's hydration was first
+// placed in, for as long as it is still forwarded verbatim, else the latest
+// user or tool-result message (hydrationHost), which becomes the turn's
+// host.
+//
+// Why (issue 11, cache-friendly by design): an agent's requests within one
+// human turn each append a tool call and its result. Hydration that
+// followed the latest message would leave the message it was in the
+// request before, so the forwarded bytes would change there and a
+// provider's prefix cache would miss the hydration and everything after
+// it on every request of the turn. Kept in one message, the hydration is
+// part of a prefix that each request of the turn repeats byte for byte; it
+// moves only when its host is folded or leaves the prompt, which is a fold
+// event, and a fold event rewrites the prefix from its first fold anyway.
+// A new human turn starts with a new host.
+func (h *Harness) hydrationHostFor(conv []Message, ws *workset, d *Dispatch) int {
+	latest := hydrationHost(conv)
+	t := h.turn
+	if t == nil || d.HydrationText == "" || d.PromptIndex != t.promptIndex {
+		return latest
+	}
+	if i := t.host; i >= d.PromptIndex && i < len(conv) && (conv[i].Role == RoleUser || conv[i].Role == RoleTool) &&
+		!ws.folded.has(i) && !ws.removed.has(i) {
+		return i
+	}
+	t.host = latest
+	return latest
 }
 
 // estimate returns the forwarded tokens of the messages under ws.

@@ -72,13 +72,34 @@ func TestBudgetLongSessionBoundedPinnedPaired(t *testing.T) {
 		if !reflect.DeepEqual(out[0], conv[0]) || !reflect.DeepEqual(out[1], conv[1]) {
 			t.Fatalf("%d steps: the pinned prefix changed", steps)
 		}
-		// The hot tail is verbatim (the last message may carry the
-		// hydration as an extra, last part).
+		// The hydration is the last part of a user or tool-result message
+		// forwarded verbatim, at or after the prompt (when a fold event
+		// folds its host, it moves on).
+		if d.HydrationText != "" {
+			i := d.HydrationIndex
+			if i < d.PromptIndex || i >= len(conv) || (conv[i].Role != RoleUser && conv[i].Role != RoleTool) {
+				t.Fatalf("%d steps: hydration host %d (prompt %d)", steps, i, d.PromptIndex)
+			}
+			hosts := 0
+			for _, o := range out {
+				if n := len(o.Parts); n > 0 && o.Parts[n-1].Text == d.HydrationText {
+					hosts++
+					if !reflect.DeepEqual(o.Parts[:n-1], conv[i].Parts) {
+						t.Fatalf("%d steps: the hydration's host %d is not forwarded verbatim", steps, i)
+					}
+				}
+			}
+			if hosts != 1 {
+				t.Fatalf("%d steps: the hydration is in %d messages", steps, hosts)
+			}
+		}
+		// The hot tail is verbatim (the hydration's host may carry it as
+		// an extra, last part).
 		for k := 1; k <= DefaultHotWindow; k++ {
 			o := out[len(out)-k]
-			if k == 1 && d.HydrationText != "" {
+			if len(conv)-k == d.HydrationIndex && d.HydrationText != "" {
 				if last := o.Parts[len(o.Parts)-1]; last.Text != d.HydrationText {
-					t.Fatalf("%d steps: the hydration is not the last part of the last message", steps)
+					t.Fatalf("%d steps: the hydration is not the last part of its host", steps)
 				}
 				o.Parts = o.Parts[:len(o.Parts)-1]
 			}
@@ -99,9 +120,12 @@ func TestBudgetLongSessionBoundedPinnedPaired(t *testing.T) {
 		if w.FoldEvent {
 			events++
 		} else if prev != nil {
-			// Between fold events the forwarded prefix is append-only.
-			if !reflect.DeepEqual(out[:len(prev)-1], prev[:len(prev)-1]) {
-				t.Fatalf("%d steps: the forwarded prefix changed without a fold event", steps)
+			// Between fold events the forwarded requests are append-only,
+			// the hydration included: it stays in the message it was
+			// placed in, so a provider's prefix cache holds every byte of
+			// the request before (issue 11).
+			if !reflect.DeepEqual(out[:len(prev)], prev) {
+				t.Fatalf("%d steps: the forwarded request before changed without a fold event", steps)
 			}
 		}
 		prev = out

@@ -43,8 +43,10 @@
 //     and the recall index, and a scan hydrates it back.
 //   - The working set only changes at a fold event, so between two events
 //     the forwarded prefix is byte-identical and prompt caches keep hitting.
-//     Hydration goes into the latest user (or tool-result) message only,
-//     bounded by HydrationShare percent of the budget.
+//     Hydration goes into the latest user (or tool-result) message of the
+//     human turn's first request and stays in that message for the turn
+//     (until a fold event folds it), bounded by HydrationShare percent of
+//     the budget.
 //   - A record or page line only stands for a turn whose cold node verifies
 //     (checked once per harness, so after every restart); a turn whose node
 //     fails goes out as the client wrote it.

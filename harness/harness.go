@@ -189,8 +189,10 @@ type Dispatch struct {
 	// its tool results: one element per hydrated node. "" when none.
 	HydrationText string
 	// HydrationIndex is the message HydrationText is appended to: the
-	// prompt message with the fixed window, the latest user or tool-result
-	// message under a budget; -1 when none.
+	// prompt message with the fixed window; under a budget, the latest user
+	// or tool-result message when the human turn's hydration was first
+	// placed, the same message for the rest of the turn unless it folded
+	// (see hydrationHostFor); -1 when none.
 	HydrationIndex int
 	// WorkingSet describes the budgeted working set (nil with the fixed
 	// window).
@@ -273,6 +275,9 @@ type turnState struct {
 	// indexed is the number of steps in the recall index when the scan
 	// ran: an empty hydration is recomputed once the store holds more.
 	indexed int
+	// host is the message the budget mode placed the hydration in (-1:
+	// not yet placed); see Harness.hydrationHostFor.
+	host int
 }
 
 // New returns a harness over store.
@@ -682,7 +687,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 	newTurn := t == nil || t.promptIndex != d.PromptIndex || t.promptHash != key
 	if newTurn || (len(t.hydrated) == 0 && len(t.refused) == 0 && indexed > t.indexed) {
 		d.NewTurn = newTurn
-		t = &turnState{promptIndex: d.PromptIndex, promptHash: key, indexed: indexed}
+		t = &turnState{promptIndex: d.PromptIndex, promptHash: key, indexed: indexed, host: -1}
 		h.scanAndHydrate(prompt, t)
 		h.turn = t
 	}

@@ -69,6 +69,9 @@ type TurnState struct {
 	Text     string         `json:"text"`
 	Warnings []string       `json:"warnings"`
 	Indexed  int            `json:"indexed"` // steps in the recall index when the scan ran
+	// HydrationHost is the message the hydration was placed in under the
+	// budget (absent: not placed yet), so that a replica keeps it there.
+	HydrationHost *int `json:"hydration_host,omitempty"`
 }
 
 // RefusalState is a Refusal with its error as text.
@@ -101,6 +104,10 @@ func (h *Harness) State() SessionState {
 	if t := h.turn; t != nil {
 		ts := &TurnState{PromptIndex: t.promptIndex, PromptSHA256: hex.EncodeToString(t.promptHash[:]),
 			Hydrated: t.hydrated, Dropped: t.dropped, Text: t.text, Warnings: t.warnings, Indexed: t.indexed}
+		if t.host >= 0 {
+			host := t.host
+			ts.HydrationHost = &host
+		}
 		for _, r := range t.refused {
 			ts.Refused = append(ts.Refused, RefusalState{r.StepID, r.Err.Error()})
 		}
@@ -140,7 +147,10 @@ func (h *Harness) ImportState(data []byte) error {
 			return errors.New("harness: session state: prompt_sha256 is not a hex SHA-256")
 		}
 		turn = &turnState{promptIndex: t.PromptIndex, hydrated: t.Hydrated, dropped: t.Dropped, text: t.Text,
-			warnings: t.Warnings, indexed: t.Indexed}
+			warnings: t.Warnings, indexed: t.Indexed, host: -1}
+		if t.HydrationHost != nil {
+			turn.host = *t.HydrationHost
+		}
 		copy(turn.promptHash[:], sum)
 		for _, r := range t.Refused {
 			turn.refused = append(turn.refused, Refusal{StepID: r.StepID, Err: errors.New(r.Error)})
