@@ -31,8 +31,10 @@ type request struct {
 	roles  []string      // per message: the role as written
 	kinds  []string      // per message: the Responses item type ("" otherwise)
 	cached []*cachedElem // per message from known on: its cached parse (nil: parsed now); see cachedAt
-	// arrStart is the offset of the conversation array in body; prefix is
-	// what the parse took from the prefix cache (nil without a cache).
+	// blocks are the hashes of body's whole blocks (bodyDigest); arrStart
+	// is the offset of the conversation array in body; prefix is what the
+	// parse took from the prefix cache (nil without a cache).
+	blocks   []uint64
 	arrStart int
 	prefix   *prefixMatch
 	// known is the number of leading messages taken whole from a prefix
@@ -82,13 +84,31 @@ func parseRequest(api API, body []byte) (*request, error) { return parseRequestC
 // conversation's leading elements when the body repeats a recent request's
 // (prefix.go), and of every other element seen before byte for byte (an
 // agent resends its whole history each turn: only the new messages are read
-// and validated).
+// and validated). It hashes body's blocks itself; the proxy has them from
+// the intake (parseDigested).
 func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
+	var blocks []uint64
+	if c != nil {
+		d := newBodyDigest(c.seed)
+		d.add(body)
+		blocks = d.blocks
+	}
+	return parseDigested(api, body, blocks, c)
+}
+
+// parseDigested is parseRequestCached with body's block hashes, computed
+// under c's seed while the body arrived (intake.go: bodyDigest); nil
+// blocks compare the conversation with the prefix states element by
+// element.
+func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*request, error) {
 	arrKey := "messages"
 	if api == APIResponses {
 		arrKey = "input"
 	}
-	top, arrAt, elems, match, ok := skeleton(api, body, arrKey, c)
+	if c != nil && c.byElement {
+		blocks = nil
+	}
+	top, arrAt, elems, match, ok := skeleton(api, body, blocks, arrKey, c)
 	if !ok {
 		if !json.Valid(body) {
 			return nil, badRequest("request body is not valid JSON")
@@ -112,7 +132,7 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 			}
 		}
 	}
-	r := &request{api: api, body: body, arrStart: arrAt}
+	r := &request{api: api, body: body, blocks: blocks, arrStart: arrAt}
 	if sp, ok := get(top, "stream"); ok {
 		r.stream = string(body[sp.start:sp.end]) == "true"
 	}
@@ -548,9 +568,7 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 	}
 	if r.known > 0 && r.knownCounter == counter {
 		from = r.known
-		for i := 0; i < from; i++ {
-			msgs += r.msgs[i].Tokens
-		}
+		msgs = r.prefix.parent.tokens[from-1]
 		if heuristic {
 			runes, pos = runeCount(b[:r.arrStart])+r.prefix.parent.cum[from-1], r.elems[from-1].end
 		}

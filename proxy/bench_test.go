@@ -51,9 +51,12 @@ func conversationOf(n int, ask bool) []byte {
 }
 
 // BenchmarkProxyOverhead measures the proxy's added latency per request on a
-// 500-message conversation: the time from receiving the body to handing the
-// rewritten body to the transport (parse, dispatch, splice), in steady state
-// (the session already folded). It reports p50 and p99.
+// 500-message conversation, in steady state (the session already folded):
+// p50 and p99 of the time from the request's arrival to handing the
+// rewritten body to the transport (body read, parse, dispatch, splice), of
+// the same after the body's last byte arrived (-after-body), and of what a
+// client feels (-added: its round trip through the proxy minus that of the
+// same body sent straight to the same loopback upstream, -direct).
 func BenchmarkProxyOverhead(b *testing.B) { benchOverhead(b, conversation500()) }
 
 // BenchmarkProxyOverheadLength is BenchmarkProxyOverhead at 250 to 8,000
@@ -137,16 +140,24 @@ func benchOverhead(b *testing.B, body []byte) {
 	}
 	px := httptest.NewServer(srv)
 	defer px.Close()
-	send := func() {
-		resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(body))
+	// post sends the body to url and returns the client's latency: from
+	// the request's first byte to the response's last.
+	post := func(url string) time.Duration {
+		start := time.Now()
+		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		return time.Since(start)
 	}
-	send() // first request folds the session
+	proxied := func() time.Duration { return post(px.URL + PathOpenAI) }
+	direct := func() time.Duration { return post(up.URL + PathOpenAI) }
+	proxied() // first request folds the session
+	direct()
 	overheads, after = overheads[:0], after[:0]
+	var added, alone []time.Duration
 	// PROXY_BENCH_CPUPROFILE names a file for a CPU profile of the steady
 	// state only (go test -cpuprofile also covers the first fold).
 	if f := os.Getenv("PROXY_BENCH_CPUPROFILE"); f != "" {
@@ -161,8 +172,18 @@ func benchOverhead(b *testing.B, body []byte) {
 	}
 	b.SetBytes(int64(len(body)))
 	b.ResetTimer()
-	for range b.N {
-		send()
+	for i := range b.N {
+		// The same body through the proxy and straight to the upstream,
+		// in turn (which goes first alternates, so that neither always
+		// follows the other's leftovers: the proxy evicts after the
+		// response).
+		var via, own time.Duration
+		if i%2 == 0 {
+			via, own = proxied(), direct()
+		} else {
+			own, via = direct(), proxied()
+		}
+		added, alone = append(added, via-own), append(alone, own)
 	}
 	b.StopTimer()
 	report := func(d []time.Duration, unit string) {
@@ -176,6 +197,11 @@ func benchOverhead(b *testing.B, body []byte) {
 	// The same after the last byte of the body arrived: what the proxy
 	// adds beyond receiving the bytes (parse, dispatch, splice).
 	report(after, "-after-body-ms")
+	// What the client feels: its latency through the proxy minus that of
+	// the same body sent straight to the same upstream (paired, one
+	// request each way per iteration), and the direct latency itself.
+	report(added, "-added-ms")
+	report(alone, "-direct-ms")
 }
 
 // BenchmarkProxyFirstFold measures the first request of a 500-message

@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/bits"
 	"net/http"
@@ -148,18 +150,6 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readBody reads an API request's body within the limits: at most
-// MaxBodyBytes (else 413), within BodyReadTimeout (else 408), within the
-// in-flight budget (else 503 with Retry-After), and valid UTF-8 unless the
-// body is compressed (else 400). A body with a Content-Length is read into
-// one buffer of exactly that size. On failure it has answered the client
-// and returns ok false. The caller must call release when the request is
-// finished, in every case.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body []byte, release func(), ok bool) {
-	body, release, _, ok = s.readBodyReserving(w, r, api, true)
-	return body, release, ok
-}
-
 // memoryEstimate is a request's memory as the in-flight budget counts it
 // (bytes): RequestMemoryMultiple × the body, plus FoldMemoryMultiple × the
 // bytes of its conversation not taken from the prefix cache.
@@ -212,11 +202,17 @@ type intakeHold struct {
 // more adds n bytes to the reservation release gives back.
 func (h *intakeHold) more(n int64) { h.reserved += n }
 
-// readBodyReserving is readBody; hold.more adds bytes to what release
-// gives back. Without checkUTF8 the caller checks the body's UTF-8 itself
-// (rejectInvalidUTF8), and a body with a Content-Length is read into a
-// buffer of the body pool (putBody gives it back).
-func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api API, checkUTF8 bool) (body []byte, release func(), hold *intakeHold, ok bool) {
+// readBody reads an API request's body within the limits: at most
+// MaxBodyBytes (else 413), within BodyReadTimeout (else 408), within the
+// in-flight budget (else 503 with Retry-After). A body with a
+// Content-Length is read into one buffer of exactly that size, from the
+// body pool (putBody gives it back). While the body arrives its blocks are
+// hashed (bodyDigest; nil when the body is compressed): after its last
+// byte, no pass over the whole body is left. The caller checks the body's
+// UTF-8 (rejectInvalidUTF8). On failure it has answered the client and
+// returns ok false. The caller must call release when the request is
+// finished, in every case; hold.more adds bytes to what release gives back.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body []byte, dg *bodyDigest, release func(), hold *intakeHold, ok bool) {
 	hold = &intakeHold{freed: -1}
 	bodyIn := false // the whole body was read
 	release = func() {
@@ -239,7 +235,7 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close")
 		s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes (--max-body-bytes)", limit))
-		return nil, release, hold, false
+		return nil, nil, release, hold, false
 	}
 	if s.opts.BodyReadTimeout > 0 {
 		// The deadline covers the whole body; it is lifted once the body
@@ -255,19 +251,18 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 			}()
 		}
 	}
+	if ce := r.Header.Get("Content-Encoding"); ce == "" || ce == "identity" {
+		dg = newBodyDigest(s.cache.seed)
+	}
 	var err error
 	if r.ContentLength >= 0 {
 		if !s.budget.acquire(r.ContentLength) {
 			over()
-			return nil, release, hold, false
+			return nil, nil, release, hold, false
 		}
 		hold.reserved = r.ContentLength
-		if checkUTF8 {
-			body = make([]byte, r.ContentLength)
-		} else {
-			body = getBody(int(r.ContentLength))
-		}
-		if _, err = io.ReadFull(r.Body, body); err == nil {
+		body = getBody(int(r.ContentLength))
+		if err = readDigesting(r.Body, body, dg); err == nil {
 			// Read on to the end of the body: the server then watches the
 			// connection, so a client that goes away cancels the upstream
 			// call.
@@ -280,7 +275,7 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 		}
 	} else {
 		rr := &reservingReader{r: http.MaxBytesReader(w, r.Body, limit), b: &s.budget}
-		body, err = io.ReadAll(rr)
+		body, err = readAllDigesting(rr, dg)
 		hold.reserved = rr.reserved
 		if err == nil {
 			// Hold only what the body takes.
@@ -301,13 +296,10 @@ func (s *Server) readBodyReserving(w http.ResponseWriter, r *http.Request, api A
 		default:
 			s.reject(w, api, http.StatusBadRequest, "cannot read the request body: "+err.Error())
 		}
-		return nil, release, hold, false
+		return nil, nil, release, hold, false
 	}
 	bodyIn = true
-	if checkUTF8 && s.rejectInvalidUTF8(w, r, api, body, nil) {
-		return nil, release, hold, false
-	}
-	return body, release, hold, true
+	return body, dg, release, hold, true
 }
 
 // rejectInvalidUTF8 answers 400 and returns true when an uncompressed body
@@ -329,6 +321,78 @@ func (s *Server) rejectInvalidUTF8(w http.ResponseWriter, r *http.Request, api A
 	}
 	s.reject(w, api, http.StatusBadRequest, fmt.Sprintf("request body is not valid UTF-8 (first invalid byte at offset %d); JSON text must be UTF-8 (RFC 8259 §8.1)", invalidUTF8At(body)))
 	return true
+}
+
+// bodyBlock is the size of the blocks a request body is hashed in while it
+// arrives (bytes). A prefix state keeps the block hashes of the body it was
+// read from (prefix.go): a body repeating its first blocks repeats every
+// message ending in them, at the same offset, and none of it is hashed
+// again once the body is in.
+const bodyBlock = 64 << 10
+
+// bodyDigest is the hash of each whole bodyBlock of a request body from
+// byte 0, made while the body arrives, so that what is left after its last
+// byte is proportional to the bytes the proxy has not seen before, not to
+// the conversation (issue 11). Not safe for concurrent use. A nil
+// *bodyDigest digests nothing.
+type bodyDigest struct {
+	seed maphash.Seed
+	// blocks[k] is the maphash under seed of body[k*bodyBlock:(k+1)*bodyBlock].
+	blocks []uint64
+}
+
+func newBodyDigest(seed maphash.Seed) *bodyDigest { return &bodyDigest{seed: seed} }
+
+// add digests the body read so far (b, of which an earlier call saw a
+// prefix): the blocks it completes.
+func (d *bodyDigest) add(b []byte) {
+	if d == nil {
+		return
+	}
+	for k := len(d.blocks); (k+1)*bodyBlock <= len(b); k++ {
+		d.blocks = append(d.blocks, maphash.Bytes(d.seed, b[k*bodyBlock:(k+1)*bodyBlock]))
+	}
+}
+
+// readDigesting fills body from r as io.ReadFull does, digesting each
+// read as it arrives (d may be nil).
+func readDigesting(r io.Reader, body []byte, d *bodyDigest) error {
+	n := 0
+	for n < len(body) {
+		k, err := r.Read(body[n:])
+		n += k
+		d.add(body[:n])
+		switch {
+		case err == nil:
+		case n == len(body) && err == io.EOF:
+			return nil
+		case err == io.EOF && n > 0:
+			return io.ErrUnexpectedEOF
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// readAllDigesting reads r to its end as io.ReadAll does, digesting each
+// read as it arrives (d may be nil).
+func readAllDigesting(r io.Reader, d *bodyDigest) ([]byte, error) {
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		d.add(b)
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
 }
 
 // The body pool: buffers for request bodies of a known length between
@@ -390,8 +454,10 @@ func invalidUTF8At(b []byte) int {
 type deadlineBody struct {
 	io.ReadCloser
 	rc       *http.ResponseController
+	deadline time.Time
 	once     sync.Once
 	timedOut atomic.Bool // the deadline passed before the end of the body
+	ended    atomic.Bool // the body was read to its end
 }
 
 func (d *deadlineBody) Read(p []byte) (int, error) {
@@ -402,17 +468,27 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 			// of the body before it answers.
 			d.timedOut.Store(true)
 		} else {
+			if err == io.EOF {
+				d.ended.Store(true)
+			}
 			d.once.Do(func() { _ = d.rc.SetReadDeadline(time.Time{}) })
 		}
 	}
 	return n, err
 }
 
+// deadlineBodyKey is the context key of a passed-through request's
+// deadlineBody: the reverse proxy hands its error handler the outgoing
+// request, whose Body is a wrapper, but whose context is the client's.
+type deadlineBodyKey struct{}
+
 // bodyTimedOut reports whether a passed-through request failed because its
-// body did not arrive within BodyReadTimeout.
+// body did not arrive within BodyReadTimeout: its read hit the deadline, or
+// the deadline passed before its end (the failed read cancels the request's
+// context, which can end the upstream call before the read returns).
 func bodyTimedOut(r *http.Request) bool {
-	d, ok := r.Body.(*deadlineBody)
-	return ok && d.timedOut.Load()
+	d, ok := r.Context().Value(deadlineBodyKey{}).(*deadlineBody)
+	return ok && (d.timedOut.Load() || !d.ended.Load() && !time.Now().Before(d.deadline))
 }
 
 // passThrough forwards a request the proxy does not read, with the body
@@ -421,8 +497,11 @@ func bodyTimedOut(r *http.Request) bool {
 func (s *Server) passThrough(w http.ResponseWriter, r *http.Request) {
 	if s.opts.BodyReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		deadline := time.Now().Add(s.opts.BodyReadTimeout)
+		if rc.SetReadDeadline(deadline) == nil {
+			d := &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: deadline}
+			r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, d))
+			r.Body = d
 		}
 	}
 	s.rp.ServeHTTP(w, r)

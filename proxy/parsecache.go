@@ -28,6 +28,9 @@ type parseCache struct {
 	buckets     map[uint64][]*prefixState
 	lru         list.List // *prefixState, most recently used first
 	prefixBytes int
+	// byElement makes the prefix cache compare element by element only,
+	// as without the body's block hashes (tests compare the two paths).
+	byElement bool
 }
 
 // parseCacheBytes bounds the message bytes of one generation.
@@ -149,10 +152,11 @@ func (r *request) cachedAt(i int) *cachedElem {
 // between members, and between the elements of the array under arrKey, is
 // checked, so that validating each member value (and each element not
 // taken from a cache) is validating the whole body. When c holds a prefix
-// state for the array, its elements are taken from it (match) and only the
-// bytes after them are scanned. ok is false when body is not such an
-// object; the caller then validates the whole body.
-func skeleton(api API, body []byte, arrKey string, c *parseCache) (top []field, arrAt int, elems []span, match *prefixMatch, ok bool) {
+// state for the array, its elements are taken from it (match; blocks are
+// body's block hashes, see prefix.go) and only the bytes after them are
+// scanned. ok is false when body is not such an object; the caller then
+// validates the whole body.
+func skeleton(api API, body []byte, blocks []uint64, arrKey string, c *parseCache) (top []field, arrAt int, elems []span, match *prefixMatch, ok bool) {
 	arrAt = -1
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -183,7 +187,7 @@ func skeleton(api API, body []byte, arrKey string, c *parseCache) (top []field, 
 		if key == arrKey && body[i] == '[' && arrAt < 0 {
 			var from []span
 			if c != nil {
-				match = c.matchPrefix(api, body, i)
+				match = c.matchPrefix(api, body, i, blocks)
 				if p := match.parent; match.known > 0 && match.known == len(p.elems) && i == p.base && p.claim() {
 					// Every element at the same offset: extend the
 					// state's arrays (prefix.go: claim).

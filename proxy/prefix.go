@@ -3,6 +3,7 @@ package proxy
 import (
 	"container/list"
 	"hash/maphash"
+	"sort"
 	"sync/atomic"
 
 	"github.com/contextfold/contextfold/harness"
@@ -14,13 +15,32 @@ import (
 // re-parsing each message, but still costs a hash, a map lookup and a copy
 // per message. The prefix cache keeps, per recent conversation, the whole
 // parse of its messages array (elements, neutral messages with their tools
-// resolved and their tokens counted, splice spans), with a hash of the
-// array's bytes up to the end of every element. A request whose array starts
-// with the same bytes — verified by hashing them, one pass of maphash at
-// several GB/s — takes that parse as is and reads only what follows it.
+// resolved and their tokens counted, splice spans). A request whose array
+// starts with the same bytes takes that parse as is and reads only what
+// follows it. Two hashes say which bytes are the same:
 //
-// The hashes are maphash values under a seed drawn at random per process,
-// like the element cache's keys: a client cannot forge a collision.
+//   - the body's blocks: the intake hashes every whole bodyBlock of a body
+//     from byte 0 while it arrives (intake.go: bodyDigest), and a state keeps
+//     the block hashes of the body it was read from. When a body's first K
+//     blocks are the state's, so are its first K×bodyBlock bytes: every
+//     element of the state ending within them is there, at the same offset,
+//     and no byte of it is hashed again after the body's last byte arrived.
+//     An agent's next request repeats every block but the last few, so what
+//     is left is the state's elements past its last repeated block (less
+//     than a block, and the one element straddling it) and the new bytes.
+//   - the elements' segments: per element, a hash of the bytes from the end
+//     of the element before it (the array's '[' for the first) to its own
+//     end. From the first element the blocks do not cover, the elements are
+//     compared segment by segment up to the first that differs; when the
+//     blocks cover nothing (a field before the array changed, or the array
+//     moved in the body: another model name), that is every element, one
+//     pass of maphash over the array (the element path, as before blocks).
+//
+// Both are maphash values under the parse cache's seed, drawn at random per
+// process, like the element cache's keys: a client cannot forge a collision,
+// and an accidental one has odds of 2⁻⁶⁴ per comparison. Reading a taken
+// element again would cost what the cache saves, so the hashes stand for its
+// bytes: the JSON and UTF-8 checks of the state's request hold for them.
 
 // prefixCacheBytes bounds the array bytes the prefix states stand for, and
 // prefixCacheStates their number; past either, the least recently used
@@ -37,11 +57,15 @@ type prefixState struct {
 	api  API
 	key  uint64 // bucket: hash of the array's first two elements
 	base int    // offset of the array ('[') in the body it was read from
-	// Per element j: its span in that body, the hash and the runes of the
-	// bytes from base to its end.
-	elems []span
-	cps   []uint64
-	cum   []int
+	// blocks are the hashes of the whole bodyBlocks of that body.
+	blocks []uint64
+	// Per element j: its span in that body, the hash of its segment (the
+	// bytes from the end of element j-1, or from base, to its end), the
+	// runes of the bytes from base to its end, and the tokens of msgs[:j+1].
+	elems  []span
+	seg    []uint64
+	cum    []int
+	tokens []int
 	// The parse of each element (see request).
 	msgs   []harness.Message
 	spans  [][]span
@@ -78,15 +102,15 @@ func extend[T any](s []T, k, n int, inPlace bool) []T {
 	return out
 }
 
-// prefixMatch is what a request took from a prefix state, and the hash
-// stream positioned at the end of the last element it took, so that
-// remembering the request hashes only its new bytes.
+// prefixMatch is what a request took from a prefix state.
 type prefixMatch struct {
 	parent *prefixState
 	known  int // elements taken from parent
-	h      maphash.Hash
-	key    uint64
-	keyOK  bool
+	// blocked: of those, the elements the body's blocks cover (no byte
+	// of them hashed after the body arrived).
+	blocked int
+	key     uint64
+	keyOK   bool
 	// inPlace: the request claimed parent (every element, same offset).
 	inPlace bool
 }
@@ -119,10 +143,10 @@ func (c *parseCache) bucketKey(api API, body []byte, a int) (uint64, bool) {
 }
 
 // matchPrefix finds the stored state whose array bytes body repeats at a
-// for the most elements, and returns the match (known 0 when none).
-func (c *parseCache) matchPrefix(api API, body []byte, a int) *prefixMatch {
+// for the most elements, and returns the match (known 0 when none). blocks
+// are body's block hashes (nil: compare element by element only).
+func (c *parseCache) matchPrefix(api API, body []byte, a int, blocks []uint64) *prefixMatch {
 	m := &prefixMatch{}
-	m.h.SetSeed(c.seed)
 	m.key, m.keyOK = c.bucketKey(api, body, a)
 	if !m.keyOK {
 		return m
@@ -134,9 +158,8 @@ func (c *parseCache) matchPrefix(api API, body []byte, a int) *prefixMatch {
 		if st.api != api {
 			continue
 		}
-		known, h := st.matched(body, a, c.seed)
-		if known > m.known {
-			m.parent, m.known, m.h = st, known, h
+		if known, blocked := st.matched(body, a, blocks, c.seed); known > m.known {
+			m.parent, m.known, m.blocked = st, known, blocked
 		}
 	}
 	if m.parent != nil {
@@ -150,37 +173,34 @@ func (c *parseCache) matchPrefix(api API, body []byte, a int) *prefixMatch {
 }
 
 // matched returns how many of st's elements body holds, byte for byte, in
-// the array at a, and the hash stream at the end of the last of them. (What
-// follows them is checked by the strict scan that reads on from there.)
-func (st *prefixState) matched(body []byte, a int, seed maphash.Seed) (int, maphash.Hash) {
-	var h maphash.Hash
-	h.SetSeed(seed)
+// the array at a: those ending within the blocks body shares with st's body
+// from byte 0 (same offset: nothing to hash; blocked of them), then,
+// segment by segment, those that follow up to the first that differs.
+// (What follows them is checked by the strict scan that reads on from
+// there.)
+func (st *prefixState) matched(body []byte, a int, blocks []uint64, seed maphash.Seed) (known, blocked int) {
 	shift := a - st.base
 	n := len(st.elems)
-	// The common case: the whole array so far, in one pass.
-	if end := st.elems[n-1].end + shift; end <= len(body) {
-		whole := h
-		whole.Write(body[a:end])
-		if whole.Sum64() == st.cps[n-1] {
-			return n, whole
+	if shift == 0 {
+		k := 0
+		for k < len(blocks) && k < len(st.blocks) && blocks[k] == st.blocks[k] {
+			k++
 		}
+		known = sort.Search(n, func(j int) bool { return st.elems[j].end > k*bodyBlock })
+		blocked = known
 	}
-	// Else element by element, up to the first that differs (a client that
-	// moves a cache_control marker changes its last messages).
-	pos, known := a, 0
-	for j := 0; j < n; j++ {
-		e := st.elems[j].end + shift
-		if e > len(body) {
+	pos := a
+	if known > 0 {
+		pos = st.elems[known-1].end
+	}
+	for ; known < n; known++ {
+		e := st.elems[known].end + shift
+		if e > len(body) || maphash.Bytes(seed, body[pos:e]) != st.seg[known] {
 			break
 		}
-		next := h
-		next.Write(body[pos:e])
-		if next.Sum64() != st.cps[j] {
-			break
-		}
-		h, pos, known = next, e, j+1
+		pos = e
 	}
-	return known, h
+	return known, blocked
 }
 
 // remember stores the parse of r (measured with counter) as a prefix state,
@@ -191,27 +211,38 @@ func (c *parseCache) remember(r *request, counter string) {
 		return
 	}
 	n := len(r.elems)
-	st := &prefixState{api: r.api, key: m.key, base: r.arrStart, counter: counter,
+	st := &prefixState{api: r.api, key: m.key, base: r.arrStart, counter: counter, blocks: r.blocks,
 		elems: r.elems, msgs: r.msgs, spans: r.spans, points: r.points, events: r.events, roles: r.roles, kinds: r.kinds}
-	h := m.h
 	pos, runes := r.arrStart, 0
 	if m.known > 0 {
-		// cps and cum of the elements taken from the parent (its base may
+		// seg and cum of the elements taken from the parent (its base may
 		// differ: the values are relative to the array's start).
-		st.cps = extend(m.parent.cps, m.known, n, m.inPlace)
+		st.seg = extend(m.parent.seg, m.known, n, m.inPlace)
 		st.cum = extend(m.parent.cum, m.known, n, m.inPlace)
 		pos, runes = r.elems[m.known-1].end, st.cum[m.known-1]
 	} else {
-		st.cps = make([]uint64, n, n+n/4+16)
+		st.seg = make([]uint64, n, n+n/4+16)
 		st.cum = make([]int, n, n+n/4+16)
 	}
 	for j := m.known; j < n; j++ {
 		e := r.elems[j].end
-		h.Write(r.body[pos:e])
-		st.cps[j] = h.Sum64()
+		st.seg[j] = maphash.Bytes(c.seed, r.body[pos:e])
 		runes += runeCount(r.body[pos:e])
 		st.cum[j] = runes
 		pos = e
+	}
+	// The token sums, kept from the parent when they were counted alike.
+	from, sum := 0, 0
+	if m.known > 0 && m.parent.counter == counter {
+		from = m.known
+		st.tokens = extend(m.parent.tokens, from, n, m.inPlace)
+		sum = st.tokens[from-1]
+	} else {
+		st.tokens = make([]int, n, n+n/4+16)
+	}
+	for j := from; j < n; j++ {
+		sum += r.msgs[j].Tokens
+		st.tokens[j] = sum
 	}
 	st.size = r.elems[n-1].end - r.arrStart
 	c.mu.Lock()

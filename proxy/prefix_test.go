@@ -13,7 +13,11 @@ import (
 // shape of api, with the variations a client produces: the array moving
 // (a field before it changes length), a cache_control marker moving off
 // the previous last message, and another session with the same start.
-func prefixBodies(api API) [][]byte {
+func prefixBodies(api API) [][]byte { return prefixBodiesSized(api, 12) }
+
+// prefixBodiesSized is prefixBodies with tool outputs of the given lines
+// (12: about 0.4 kB; 400: about 14 kB, bodies of several bodyBlocks).
+func prefixBodiesSized(api API, lines int) [][]byte {
 	type msg = map[string]any
 	var conv []any
 	var out [][]byte
@@ -73,18 +77,18 @@ func prefixBodies(api API) [][]byte {
 		case APIOpenAI:
 			add(msg{"role": "assistant", "content": nil, "tool_calls": []any{msg{"id": id, "type": "function", "function": msg{"name": "bash", "arguments": cmd}}}})
 			out = append(out, body("gpt-4.1", false, conv))
-			add(msg{"role": "tool", "tool_call_id": id, "content": bigLog("pkg"+itoa(i), 12)})
+			add(msg{"role": "tool", "tool_call_id": id, "content": bigLog("pkg"+itoa(i), lines)})
 		case APIAnthropic:
 			add(msg{"role": "assistant", "content": []any{msg{"type": "text", "text": "Running pkg" + itoa(i)}, msg{"type": "tool_use", "id": id, "name": "Bash", "input": json.RawMessage(cmd)}}})
 			out = append(out, body("claude-sonnet-4-5", true, conv))
-			add(msg{"role": "user", "content": []any{msg{"type": "tool_result", "tool_use_id": id, "content": bigLog("pkg"+itoa(i), 12)}}})
+			add(msg{"role": "user", "content": []any{msg{"type": "tool_result", "tool_use_id": id, "content": bigLog("pkg"+itoa(i), lines)}}})
 		case APIResponses:
 			if i%3 == 0 {
 				add(msg{"type": "reasoning", "id": "rs_" + itoa(i), "summary": []any{}, "encrypted_content": "gAAAA" + itoa(i)})
 			}
 			add(msg{"type": "function_call", "call_id": id, "name": "shell", "arguments": cmd})
 			out = append(out, body("gpt-5", false, conv))
-			add(msg{"type": "function_call_output", "call_id": id, "output": bigLog("pkg"+itoa(i), 12)})
+			add(msg{"type": "function_call_output", "call_id": id, "output": bigLog("pkg"+itoa(i), lines)})
 		}
 		if i%6 == 0 {
 			// A human prompt; then the same request again with a longer
@@ -123,11 +127,15 @@ func comparableMsgs(ms []harness.Message) []harness.Message {
 // grows, moves in the body, changes its last message or shares only its
 // start with another session; and the prefix is actually reused.
 func TestPrefixCacheSameParse(t *testing.T) {
-	for _, api := range []API{APIOpenAI, APIAnthropic, APIResponses} {
-		t.Run(string(api), func(t *testing.T) {
+	for _, tc := range []struct {
+		api   API
+		lines int
+	}{{APIOpenAI, 12}, {APIAnthropic, 12}, {APIResponses, 12}, {APIOpenAI, 400}, {APIAnthropic, 400}, {APIResponses, 400}} {
+		api := tc.api
+		t.Run(string(api)+"/"+itoa(tc.lines), func(t *testing.T) {
 			c := newParseCache()
-			reused := 0
-			for k, body := range prefixBodies(api) {
+			reused, blocked := 0, 0
+			for k, body := range prefixBodiesSized(api, tc.lines) {
 				got, err := parseRequestCached(api, body, c)
 				if err != nil {
 					t.Fatalf("body %d: %v", k, err)
@@ -145,6 +153,9 @@ func TestPrefixCacheSameParse(t *testing.T) {
 				c.remember(got, "heuristic")
 				if got.known > 0 {
 					reused++
+				}
+				if got.prefix.blocked > 0 {
+					blocked++
 				}
 				if !reflect.DeepEqual(comparableMsgs(got.msgs), comparableMsgs(want.msgs)) {
 					for i := range got.msgs {
@@ -175,6 +186,12 @@ func TestPrefixCacheSameParse(t *testing.T) {
 			}
 			if reused < 20 {
 				t.Fatalf("the prefix cache was used for %d requests only", reused)
+			}
+			t.Logf("%d requests took a prefix, %d by the body's blocks", reused, blocked)
+			// The large bodies span several blocks: most requests take
+			// their prefix by the body's blocks.
+			if tc.lines > 100 && blocked < 15 {
+				t.Fatalf("the body's blocks covered a prefix in %d requests only", blocked)
 			}
 		})
 	}

@@ -394,7 +394,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
 	var parsed *request
-	body, release, hold, ok := s.readBodyReserving(w, r, api, false)
+	body, digest, release, hold, ok := s.readBody(w, r, api)
 	defer release()
 	if !ok {
 		return
@@ -404,7 +404,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
 		st.rec.Warnings = append(st.rec.Warnings, "compressed request body ("+ce+") forwarded without folding")
 	} else {
-		req, err := parseRequestCached(api, body, s.cache)
+		req, err := parseDigested(api, body, digest.blocks, s.cache)
 		if err != nil {
 			if s.rejectInvalidUTF8(w, r, api, body, nil) {
 				return // the UTF-8 error first, as for any body

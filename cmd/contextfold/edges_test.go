@@ -12,16 +12,16 @@ import (
 	"github.com/contextfold/contextfold/mcpserver"
 )
 
-// TestMistypedDirIsNotAStore: the commands that would write or serve a
-// store refuse a directory that is not one, say so, exit 1, and create
-// nothing.
+// TestMistypedDirIsNotAStore: the commands that would write, serve or
+// export a store refuse a directory that is not one, say so, exit 1, and
+// create nothing (export wrote an empty store to --to).
 func TestMistypedDirIsNotAStore(t *testing.T) {
 	base := t.TempDir()
 	missing := filepath.Join(base, "typo")
 	empty := filepath.Join(base, "empty")
 	os.Mkdir(empty, 0o755)
 	for _, dir := range []string{missing, empty} {
-		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}} {
+		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}, {"export", "--to", filepath.Join(base, "out")}} {
 			_, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
 			if code != 1 || !strings.Contains(errs, "no store at "+dir) || !strings.Contains(errs, "--dir") {
 				t.Errorf("%s %v: exit %d %q", filepath.Base(dir), args, code, errs)
@@ -30,6 +30,9 @@ func TestMistypedDirIsNotAStore(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Error("a mistyped --dir was created")
+	}
+	if _, err := os.Stat(filepath.Join(base, "out")); err == nil {
+		t.Error("export of a mistyped --dir wrote a store")
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("an empty directory got %v", ents)
