@@ -94,8 +94,23 @@ func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
 	os.WriteFile(b, []byte(`[{"role":"user","content":"why is the CI red on main?"},{"role":"assistant","content":"flaky test in net_test.go"}]`), 0o644)
 	d2 := filepath.Join(t.TempDir(), ".contextfold")
 	cli(t, "", "--dir", d2, "ingest", a)
-	if _, errs, code := cli(t, "", "--dir", d2, "ingest", b); code != 1 || !strings.Contains(errs, "Nothing was folded") {
-		t.Errorf("second message file: %d %s", code, errs)
+	// Neither names its session: the remedy's store is named after the
+	// file, so that a third such file does not collide there again.
+	c := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(c, []byte(`[{"role":"user","content":"bump the version"},{"role":"assistant","content":"version.go bumped"}]`), 0o644)
+	for _, f := range []string{b, c} {
+		_, errs, code := cli(t, "", "--dir", d2, "ingest", f)
+		if code != 1 || !strings.Contains(errs, "Nothing was folded") || !strings.Contains(errs, "name their session") {
+			t.Fatalf("%s: %d %s", filepath.Base(f), code, errs)
+		}
+		i := strings.Index(errs, "contextfold --dir ")
+		remedy := strings.Fields(errs[i:])[2]
+		if filepath.Base(remedy) != strings.TrimSuffix(filepath.Base(f), ".json") {
+			t.Errorf("%s: remedy store %s", filepath.Base(f), remedy)
+		}
+		if _, errs, code := cli(t, "", "--dir", remedy, "ingest", f); code != 0 {
+			t.Errorf("%s: remedy: %d %s", filepath.Base(f), code, errs)
+		}
 	}
 }
 
