@@ -60,7 +60,7 @@ so any text, NUL and newlines included, can be folded.`,
 				if len(args) < 2 {
 					return usagef("fold needs a step id and a summary: contextfold fold <step_id> <summary…> [--file PATH|-] (or --input FILE)")
 				}
-				id, err := parseStepID(args[0])
+				id, err := parseStepID("fold", args[0])
 				if err != nil {
 					return err
 				}
@@ -222,7 +222,7 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	if in.StepID == nil {
 		return contextfold.Turn{}, usagef("%s: \"step_id\" is required", path)
 	}
-	id, err := parseStepID(string(*in.StepID))
+	id, err := parseStepID("", string(*in.StepID))
 	if err != nil {
 		return contextfold.Turn{}, err
 	}

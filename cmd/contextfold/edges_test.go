@@ -138,6 +138,16 @@ func TestSmallEdges(t *testing.T) {
 			t.Errorf("%v: %d %s", args, code, errs)
 		}
 	}
+	// A step id that is not an integer: the example names the command.
+	for _, args := range [][]string{{"hydrate", "x7"}, {"evict", "x7"}, {"fold", "x7", "s"}} {
+		cmd := args[0]
+		if _, errs, code := cli(t, "", append([]string{"--dir", t.TempDir()}, args...)...); code != 1 || !strings.Contains(errs, "'contextfold "+cmd+" -- -5'") {
+			t.Errorf("%s x7: %d %s", cmd, code, errs)
+		}
+	}
+	if _, errs, code := cli(t, `{"step_id": 1.5, "summary": "s"}`, "--dir", t.TempDir(), "fold", "--input", "-"); code != 1 || !strings.Contains(errs, "not an integer") || strings.Contains(errs, "put --") {
+		t.Errorf("fold --input step_id 1.5: %d %s", code, errs)
+	}
 	out, _, _ := cli(t, "", "proxy", "--help")
 	if !strings.Contains(out, "one store per session (default: the per-user cache directory") || strings.Contains(out, "else ./.contextfold") {
 		t.Errorf("proxy --help on --dir:\n%s", out)
