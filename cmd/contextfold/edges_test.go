@@ -153,3 +153,29 @@ func TestSmallEdges(t *testing.T) {
 		t.Errorf("proxy --help on --dir:\n%s", out)
 	}
 }
+
+// TestFoldOfAnotherTurnAtAnIndexedStepSaysSo: folding a different turn at
+// an indexed step changes nothing (exit 0, as the reference) but says on
+// stderr that the turn was not stored, naming the sessions; the same turn
+// again is silent.
+func TestFoldOfAnotherTurnAtAnIndexedStepSaysSo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "5", "the port is 5433"); code != 0 {
+		t.Fatal(errs)
+	}
+	before := snapshot(t, dir)
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "5", "the port is 5433"); code != 0 || errs != "" {
+		t.Errorf("same turn again: %d %q", code, errs)
+	}
+	out, errs, code := cli(t, "", "--dir", dir, "fold", "5", "CI is red", "--session", "run-2")
+	if code != 0 || !strings.Contains(out, "already indexed") || !strings.Contains(errs, "NOT stored") ||
+		!strings.Contains(errs, `"default-session"`) || !strings.Contains(errs, filepath.Join(dir, "sessions", "run-2")) {
+		t.Errorf("another session's turn: %d %q %q", code, out, errs)
+	}
+	if _, errs, _ := cli(t, "", "--dir", dir, "--json", "fold", "5", "the port is 5434"); !strings.Contains(errs, "NOT stored") || strings.Contains(errs, "sessions") {
+		t.Errorf("another turn of the same session (--json): %q", errs)
+	}
+	if !maps.Equal(before, snapshot(t, dir)) {
+		t.Error("a fold at an indexed step changed the store")
+	}
+}
