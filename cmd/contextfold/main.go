@@ -276,14 +276,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// parseStepID parses a step id argument.
-func parseStepID(s string) (int, error) {
+// parseStepID parses the step id argument of command cmd ("hydrate",
+// "evict", "fold"; "" for a step id read from a JSON document, where the
+// hint about -- does not apply).
+func parseStepID(cmd, s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if errors.Is(err, strconv.ErrRange) {
 		return 0, usagef("step id %s is out of range (at most %d)", s, math.MaxInt)
 	}
 	if err != nil {
-		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (put -- before a negative id, e.g. 'contextfold hydrate -- -5')", s)
+		if cmd == "" {
+			return 0, usagef("step id %s is not an integer; step ids are the turn's position in the conversation (a whole number, without a fraction or exponent)", s)
+		}
+		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (put -- before a negative id, e.g. 'contextfold %s -- -5')", s, cmd)
 	}
 	return n, nil
 }
