@@ -194,18 +194,7 @@ func (s *Store) Validate() (*Report, error) {
 	}
 	leftovers := s.leftoverFiles(func(id int) bool { return indexed[id] }, coldOK)
 	if len(leftovers) > 0 && s.be == nil { // a backend's writes are transactions: nothing is midway
-		// A live writer may have written a node (or be writing a file)
-		// that its index commit will list: under the shared lock no writer
-		// is midway, so what is still unindexed then is left over.
-		if l, ok, err := fsutil.RLockExisting(filepath.Join(s.dir, lockFile), ValidateLockWait); err == nil && ok {
-			s.mu.Lock()
-			ix, err := s.loadIndex()
-			s.mu.Unlock()
-			if err == nil {
-				leftovers = s.leftoverFiles(func(id int) bool { _, ok := ix.get(id); return ok }, coldOK)
-			}
-			l.Unlock()
-		}
+		leftovers = s.settleLeftovers(leftovers, coldOK)
 	}
 	rep.Findings = append(rep.Findings, leftovers...)
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
@@ -216,6 +205,54 @@ func (s *Store) Validate() (*Report, error) {
 		return *a < *b
 	})
 	return rep, nil
+}
+
+// settleLeftovers tells the files a live writer has not committed yet from
+// the left-over ones. Under the shared store lock no writer is midway, so
+// what is still unindexed then is left over. A writer may hold the lock for
+// longer than ValidateLockWait (a long ingest commits its index midway,
+// under the lock) or keep a polling reader from it (the lock is not fair):
+// meanwhile the index is re-read without the lock, and a finding of the
+// first listing whose node has been indexed, or whose file has gone (a
+// temporary renamed into place), since is dropped. What is still there
+// after ValidateLockWait is reported.
+func (s *Store) settleLeftovers(leftovers []Finding, coldOK bool) []Finding {
+	deadline := time.Now().Add(ValidateLockWait)
+	for {
+		wait := min(250*time.Millisecond, max(time.Until(deadline), time.Millisecond))
+		l, locked, err := fsutil.RLockExisting(filepath.Join(s.dir, lockFile), wait)
+		if err != nil {
+			return leftovers // no lock file: no writer of ours has been here
+		}
+		s.mu.Lock()
+		ix, lerr := s.loadIndex()
+		s.mu.Unlock()
+		if locked {
+			if lerr == nil {
+				leftovers = s.leftoverFiles(func(id int) bool { _, ok := ix.get(id); return ok }, coldOK)
+			}
+			l.Unlock()
+			return leftovers
+		}
+		if lerr == nil {
+			kept := leftovers[:0]
+			for _, f := range leftovers {
+				if _, err := os.Lstat(f.File); err != nil {
+					continue
+				}
+				if f.Kind == KindOrphan && f.StepID != nil && stepFileName(*f.StepID) == filepath.Base(f.File) {
+					if _, ok := ix.get(*f.StepID); ok {
+						continue
+					}
+				}
+				kept = append(kept, f)
+			}
+			leftovers = kept
+		}
+		if len(leftovers) == 0 || !time.Now().Before(deadline) {
+			return leftovers
+		}
+	}
 }
 
 func finding(step int, file, kind string, err error) Finding {

@@ -37,6 +37,17 @@ func TestOpenHandsActionsRenderedOnce(t *testing.T) {
 	if calls < 20 {
 		t.Fatalf("only %d tool calls with a command", calls)
 	}
+	// Nor an observation whose message is its content ("Added workspace
+	// context", "Your thought has been logged.", tool errors).
+	for _, tu := range res.Turns {
+		seen := map[string]bool{}
+		for _, para := range strings.Split(tu.Payload, "\n\n") {
+			if para = strings.TrimSpace(para); len(para) >= 15 && seen[para] {
+				t.Errorf("step %d holds %q twice:\n%.400s", tu.StepID, para, tu.Payload)
+			}
+			seen[para] = true
+		}
+	}
 	// Arguments the message lacks are kept, as text.
 	d := draft{}
 	openHandsEvent(&d, mustObj(t, `{"id":1,"source":"agent","action":"edit","message":"I edit the file.","args":{"path":"/w/a.py","content":"x = 1\ny = 2","thought":"","blocking":false,"cwd":null}}`))

@@ -144,6 +144,9 @@ func openHandsEvent(d *draft, o obj) {
 			}
 		}
 		d.source = firstNonEmpty(body, message)
+		if strings.TrimSpace(message) == strings.TrimSpace(body) {
+			message = "" // OpenHands repeats short observations ("Added workspace context") in both
+		}
 		d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), message, body, strings.Join(meta, "\n"))
 	default:
 		d.Role, d.Kind, d.label = roleOfSource(src), "event", "event"

@@ -278,9 +278,14 @@ func TestFoldEvictStatus(t *testing.T) {
 	if f.AlreadyIndexed || f.ArtifactSHA256 == "" || f.StepID != 3 {
 		t.Fatalf("fold: %+v", f)
 	}
+	call(t, cs, mcpserver.ToolFold, mcpserver.FoldArgs{StepID: 3, Summary: "ran migrations", Content: "$ make migrate\nApplied 0042_billing.sql"}, &f)
+	if !f.AlreadyIndexed || f.Warning != "" {
+		t.Errorf("the same turn again: %+v", f)
+	}
+	f = mcpserver.FoldResult{}
 	call(t, cs, mcpserver.ToolFold, mcpserver.FoldArgs{StepID: 3, Summary: "other"}, &f)
-	if !f.AlreadyIndexed {
-		t.Error("second fold of step 3 wrote again")
+	if !f.AlreadyIndexed || !strings.Contains(f.Warning, "NOT stored") {
+		t.Errorf("another turn at step 3: %+v", f)
 	}
 	var ev mcpserver.EvictResult
 	call(t, cs, mcpserver.ToolEvict, mcpserver.StepArgs{StepID: 3}, &ev)

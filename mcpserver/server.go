@@ -307,19 +307,27 @@ func (s *server) fold(_ context.Context, _ *mcp.CallToolRequest, a FoldArgs) (*m
 	if strings.TrimSpace(a.Summary) == "" {
 		return nil, FoldResult{}, errors.New("BadArgument: summary is empty; give a short description of the turn")
 	}
-	r, err := s.store.Fold(contextfold.Turn{
+	t := contextfold.Turn{
 		StepID: a.StepID, Summary: a.Summary, RawContent: a.Content, SessionID: a.SessionID,
 		Files: a.Files, Commands: a.Commands, Errors: a.Errors,
-	})
+	}
+	r, err := s.store.Fold(t)
 	if err != nil {
 		return nil, FoldResult{}, toolError(err)
 	}
 	e := r.Entry
-	return nil, FoldResult{
+	res := FoldResult{
 		StepID: e.StepID, AlreadyIndexed: r.AlreadyIndexed, FilePath: e.FilePath, TokenEstimate: e.TokenEstimate,
 		ArtifactSHA256: e.ArtifactSHA256, PayloadSHA256: e.PayloadSHA256, ProjectionSHA256: e.ProjectionSHA256,
 		Identifiers: nonNil(e.Identifiers),
-	}, nil
+	}
+	if r.AlreadyIndexed {
+		// A step id is folded once: another turn offered at it is dropped.
+		if c, err := s.store.Conflicts([]contextfold.Turn{t}); err == nil && len(c) > 0 {
+			res.Warning = fmt.Sprintf("step %d already holds another turn (session %q); this turn was NOT stored: use a step id not archived yet", t.StepID, c[0].StoredSession)
+		}
+	}
+	return nil, res, nil
 }
 
 func (s *server) evict(_ context.Context, _ *mcp.CallToolRequest, a StepArgs) (*mcp.CallToolResult, EvictResult, error) {

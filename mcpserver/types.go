@@ -117,6 +117,9 @@ type FoldResult struct {
 	PayloadSHA256    string   `json:"payload_sha256"`
 	ProjectionSHA256 string   `json:"projection_sha256"`
 	Identifiers      []string `json:"identifiers" jsonschema:"the terms recall and scan will match"`
+	// Warning says, when the step was archived with another turn, that the
+	// offered turn was not stored; empty otherwise.
+	Warning string `json:"warning,omitempty" jsonschema:"set when the step holds another turn: the offered one was not stored"`
 }
 
 // StepArgs name one step, for evict_node.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -23,7 +24,9 @@ const (
 	// DefaultMaxInFlightBytes is the default budget of the estimated memory
 	// of every API request in flight (bytes): 1 GiB. A request's estimate is
 	// RequestMemoryMultiple × its body plus FoldMemoryMultiple × the bytes
-	// of its conversation the proxy had not seen (see Options).
+	// of its conversation the proxy had not seen (see Options); while a
+	// request folds such bytes, the estimates are also the process's soft
+	// memory limit above the memory in use before (memlimit.go).
 	DefaultMaxInFlightBytes = 1 << 30
 	// RequestMemoryMultiple is the proxy's memory for a request whose
 	// conversation it read before (an agent's next turn), per body byte:
@@ -31,11 +34,15 @@ const (
 	// heap-x-next; BENCHMARKS.md "Proxy memory").
 	RequestMemoryMultiple = 3
 	// FoldMemoryMultiple is the memory, per byte of conversation not seen
-	// before, of folding it: the neutral messages, the cold nodes and index
-	// entries being written, the ranked index (BenchmarkProxyLargeRequest,
-	// heap-x of a first request, rounded up: 13.6–13.9 at 3,000 messages,
-	// 10 at 10,000; it was 16 before the fed texts and streamed snapshot).
-	FoldMemoryMultiple = 14
+	// before, of folding it: the decoded messages, the cold nodes and index
+	// entries being written, the ranked index, the records. With the soft
+	// memory limit (memlimit.go) the heap of a first request stays within
+	// its estimate, (RequestMemoryMultiple + FoldMemoryMultiple) × its body
+	// above the memory in use before: BenchmarkProxyLargeRequest measured
+	// heap-x 5.5 at 10,000 and 40,000 messages (4.4 × the body live at the
+	// peak, the rest garbage); it was 14 (heap-x 8.6–13.9) before the
+	// limit.
+	FoldMemoryMultiple = 2
 	// DefaultBodyReadTimeout is how long a client may take to send a whole
 	// request body by default.
 	DefaultBodyReadTimeout = 60 * time.Second
@@ -147,11 +154,17 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 // (bytes): RequestMemoryMultiple × the body, plus FoldMemoryMultiple × the
 // bytes of its conversation not taken from the prefix cache.
 func memoryEstimate(body int, req *request) int64 {
+	return int64(body)*RequestMemoryMultiple + int64(freshBytes(body, req))*FoldMemoryMultiple
+}
+
+// freshBytes is the bytes of a request's body not taken from the prefix
+// cache (the whole body of a first request).
+func freshBytes(body int, req *request) int {
 	fresh := body
 	if req != nil && req.known > 0 && req.known <= len(req.elems) {
 		fresh -= req.elems[req.known-1].end - req.arrStart
 	}
-	return int64(body)*RequestMemoryMultiple + int64(max(fresh, 0))*FoldMemoryMultiple
+	return max(fresh, 0)
 }
 
 // reserveMemory raises the request's reservation from its body to its
@@ -441,8 +454,10 @@ func invalidUTF8At(b []byte) int {
 type deadlineBody struct {
 	io.ReadCloser
 	rc       *http.ResponseController
+	deadline time.Time
 	once     sync.Once
 	timedOut atomic.Bool // the deadline passed before the end of the body
+	ended    atomic.Bool // the body was read to its end
 }
 
 func (d *deadlineBody) Read(p []byte) (int, error) {
@@ -453,17 +468,27 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 			// of the body before it answers.
 			d.timedOut.Store(true)
 		} else {
+			if err == io.EOF {
+				d.ended.Store(true)
+			}
 			d.once.Do(func() { _ = d.rc.SetReadDeadline(time.Time{}) })
 		}
 	}
 	return n, err
 }
 
+// deadlineBodyKey is the context key of a passed-through request's
+// deadlineBody: the reverse proxy hands its error handler the outgoing
+// request, whose Body is a wrapper, but whose context is the client's.
+type deadlineBodyKey struct{}
+
 // bodyTimedOut reports whether a passed-through request failed because its
-// body did not arrive within BodyReadTimeout.
+// body did not arrive within BodyReadTimeout: its read hit the deadline, or
+// the deadline passed before its end (the failed read cancels the request's
+// context, which can end the upstream call before the read returns).
 func bodyTimedOut(r *http.Request) bool {
-	d, ok := r.Body.(*deadlineBody)
-	return ok && d.timedOut.Load()
+	d, ok := r.Context().Value(deadlineBodyKey{}).(*deadlineBody)
+	return ok && (d.timedOut.Load() || !d.ended.Load() && !time.Now().Before(d.deadline))
 }
 
 // passThrough forwards a request the proxy does not read, with the body
@@ -472,8 +497,11 @@ func bodyTimedOut(r *http.Request) bool {
 func (s *Server) passThrough(w http.ResponseWriter, r *http.Request) {
 	if s.opts.BodyReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		deadline := time.Now().Add(s.opts.BodyReadTimeout)
+		if rc.SetReadDeadline(deadline) == nil {
+			d := &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: deadline}
+			r = r.WithContext(context.WithValue(r.Context(), deadlineBodyKey{}, d))
+			r.Body = d
 		}
 	}
 	s.rp.ServeHTTP(w, r)

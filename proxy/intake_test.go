@@ -201,12 +201,15 @@ func TestBodyReadTimeout(t *testing.T) {
 			t.Fatalf("%s: %q after %s, want 408 after about %s", path, status, took, timeout)
 		}
 	}
-	// A passed-through body is cut too: the client is answered (408, or
-	// whatever the upstream said about the truncated body) and the
+	// A passed-through body is cut too: the client is answered 408 (not
+	// an empty 200: the reverse proxy hands its error handler a wrapped
+	// body, and the failed read cancels the request's context) and the
 	// upstream never got the whole body.
-	status, took := slowClient(t, addr, "/v1/files", 1000, 100*time.Millisecond)
-	if took > timeout+5*time.Second {
-		t.Fatalf("pass-through: %q after %s, want an answer after about %s", status, took, timeout)
+	for range 3 {
+		status, took := slowClient(t, addr, "/v1/files", 1000, 100*time.Millisecond)
+		if !strings.Contains(status, " 408 ") || took > timeout+5*time.Second {
+			t.Fatalf("pass-through: %q after %s, want 408 after about %s", status, took, timeout)
+		}
 	}
 	up.mu.Lock()
 	for _, r := range up.reqs {

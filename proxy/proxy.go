@@ -112,6 +112,12 @@ type Options struct {
 	// served alone). So this bounds the proxy's memory for requests. It must
 	// be at least MaxBodyBytes.
 	MaxInFlightBytes int64
+	// NoSoftMemoryLimit turns off the soft memory limit the proxy sets
+	// while a request folds a conversation it had not read before
+	// (memlimit.go: the memory in use before plus the estimates of those
+	// requests, see MaxInFlightBytes). The limit is never set when
+	// GOMEMLIMIT is.
+	NoSoftMemoryLimit bool
 	// BodyReadTimeout is how long a client may take to send a whole
 	// request body; 0 means DefaultBodyReadTimeout, a negative value means
 	// no limit. A slower API request is answered 408 and its connection
@@ -416,6 +422,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if !s.reserveMemory(w, api, body, req, hold.more) {
 			return
+		}
+		if !s.opts.NoSoftMemoryLimit && freshBytes(len(body), req) >= governMinFresh {
+			defer governor.enter(memoryEstimate(len(body), req))() // memlimit.go
 		}
 		parsed = req
 		if req.passReason != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -60,7 +61,7 @@ so any text, NUL and newlines included, can be folded.`,
 				if len(args) < 2 {
 					return usagef("fold needs a step id and a summary: contextfold fold <step_id> <summary…> [--file PATH|-] (or --input FILE)")
 				}
-				id, err := parseStepID(args[0])
+				id, err := parseStepID("fold", args[0])
 				if err != nil {
 					return err
 				}
@@ -102,6 +103,9 @@ so any text, NUL and newlines included, can be folded.`,
 			res, err := s.Fold(t)
 			if err != nil {
 				return err
+			}
+			if res.AlreadyIndexed {
+				warnOtherTurn(cmd, s, t)
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
@@ -222,7 +226,7 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	if in.StepID == nil {
 		return contextfold.Turn{}, usagef("%s: \"step_id\" is required", path)
 	}
-	id, err := parseStepID(string(*in.StepID))
+	id, err := parseStepID("", string(*in.StepID))
 	if err != nil {
 		return contextfold.Turn{}, err
 	}
@@ -255,4 +259,23 @@ func preview(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// warnOtherTurn says on stderr when the turn offered at an indexed step is
+// not the one stored there: the fold changed nothing (the reference's rule:
+// a step id is folded once), so the offered turn was not stored.
+func warnOtherTurn(cmd *cobra.Command, s *contextfold.Store, t contextfold.Turn) {
+	c, err := s.Conflicts([]contextfold.Turn{t})
+	if err != nil || len(c) == 0 {
+		return
+	}
+	stored := c[0].StoredSession
+	if stored == "" {
+		stored = "(unreadable)"
+	}
+	msg := fmt.Sprintf("contextfold: warning: step %d is already indexed with another turn (session %q); this turn was NOT stored (a step id is folded once)", t.StepID, stored)
+	if c[0].OfferedSession != stored {
+		msg += fmt.Sprintf("; fold session %q into a store of its own: --dir %s", c[0].OfferedSession, filepath.Join(s.Dir(), "sessions", safeName(c[0].OfferedSession)))
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), msg)
 }

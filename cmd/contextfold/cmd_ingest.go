@@ -163,12 +163,30 @@ func refuseOtherSession(s *contextfold.Store, turns []contextfold.Turn, path str
 		stored = "(unreadable)"
 	}
 	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, path, c.OfferedSession)
+	name := c.OfferedSession
 	if stored == c.OfferedSession {
 		what = fmt.Sprintf("different turns of session %q (was the transcript rewritten?)", stored)
+		if stored == contextfold.DefaultSessionID {
+			// Neither names a session of its own (an OpenAI message list, an
+			// older .traj, an Aider history): sessions/default-session would
+			// collide with the next such file, so the file names the store.
+			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", path, stored)
+			name = fileStem(path)
+		}
 	}
 	return usagef("%s already holds %s; %d of the %d turns to fold have step ids the store holds with other content (the first: step %d). "+
 		"Nothing was folded. Ingest it into a store of its own: contextfold --dir %s ingest %s",
-		s.Dir(), what, len(conflicts), len(turns), c.StepID, filepath.Join(s.Dir(), "sessions", safeName(c.OfferedSession)), path)
+		s.Dir(), what, len(conflicts), len(turns), c.StepID, filepath.Join(s.Dir(), "sessions", safeName(name)), path)
+}
+
+// fileStem is the name of the file at path without its extensions
+// ("run.traj.json" → "run").
+func fileStem(path string) string {
+	base := filepath.Base(path)
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		return base[:i]
+	}
+	return base
 }
 
 // safeName makes a session id usable as one directory name.

@@ -46,7 +46,7 @@ its start or end to --offset (without --focus).`,
   contextfold hydrate 16 --focus "which test failed in the ledger package?"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseStepID(args[0])
+			id, err := parseStepID("hydrate", args[0])
 			if err != nil {
 				return err
 			}
@@ -140,11 +140,11 @@ itself is never deleted.`,
   contextfold evict 137 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := parseStepID(args[0])
+			id, err := parseStepID("evict", args[0])
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore()
+			s, err := g.openExistingStore(false)
 			if err != nil {
 				return err
 			}

@@ -60,7 +60,7 @@ for byte. DIR must not exist or be empty. The store is not changed.`,
 			if to == "" {
 				return usagef("export needs --to DIR")
 			}
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openExistingStore(true)
 			if err != nil {
 				return err
 			}

@@ -39,6 +39,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		cfg                                     harness.Config
 		maxBody, maxInFlight                    int64
 		bodyTimeout                             time.Duration
+		softLimit                               bool
 		allowedHosts                            []string
 		matchName                               string
 	)
@@ -121,7 +122,7 @@ Point a client at it:
 			ranked.SetRejectLog(func(line string) { logger.Warn(line) })
 			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
 				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger,
-				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout,
+				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout, NoSoftMemoryLimit: !softLimit,
 				AllowedHosts: allowedHosts, AnyHost: !loopback}
 			where := dir
 			if storeURL != "" {
@@ -194,7 +195,8 @@ Point a client at it:
 	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
 	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens")
 	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes (larger: 413)")
-	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of the estimated memory of the requests in flight, in bytes: 3 × each body + 14 × the bytes of its conversation not read before; past it 503 with Retry-After (a request alone is always served; at least --max-body-bytes; -1: no budget)")
+	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of the estimated memory of the requests in flight, in bytes: 3 × each body + 2 × the bytes of its conversation not read before; past it 503 with Retry-After; while a request folds a conversation not read before, the estimates (above the memory in use before) are also the process's soft memory limit unless GOMEMLIMIT is set or --soft-memory-limit=false (a request alone is always served; at least --max-body-bytes; -1: no budget)")
+	f.BoolVar(&softLimit, "soft-memory-limit", true, "while a request folds a conversation not read before, set the Go runtime's soft memory limit to the memory in use before plus the --max-inflight-bytes estimates of such requests, so that garbage is collected within the estimate (never when GOMEMLIMIT is set)")
 	f.DurationVar(&bodyTimeout, "body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send a request body (slower: 408; 0: no limit)")
 	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "extra Host name /contextfold/stats answers to besides localhost, 127.0.0.1 and ::1 (repeatable)")
 	// The proxy's --dir is a directory of per-session stores with its own

@@ -3,8 +3,12 @@ package main
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
 )
 
 func init() { commands = append(commands, newScrubCheckCmd) }
@@ -13,9 +17,10 @@ func newScrubCheckCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "scrub-check",
 		Short: "Audit a store (e.g. one written by the reference) for secrets, changing nothing",
-		Long: `scrub-check runs gitleaks' default rules (and our extra rules) over the
-session id, summary and raw content of every cold node and reports the nodes
-that contain secrets: the step, the rule ids and the count, never the secret
+		Long: `scrub-check runs gitleaks' default rules (and our extra rules) over every
+string a cold node holds (session id, summary, raw and normalized content,
+files, commands, errors, identifiers; the index entry's when the node cannot
+be read) and reports the nodes that contain secrets: the step, the rule ids and the count, never the secret
 itself. Placeholder credentials (user:pass@, vendor documentation keys) and
 what the store's allowlist (store_settings.json "scrub_allowlist") lets
 through are not secrets; they are listed apart, with the reason. It changes
@@ -39,7 +44,7 @@ nothing and exits 1 when it found a secret.`,
 				StepID   int      `json:"step_id"`
 				Rules    []string `json:"rules"`
 				Findings int      `json:"findings"`
-				Fields   []string `json:"fields"` // which of session_id, summary, raw_content
+				Fields   []string `json:"fields"` // which of session_id, summary, raw_content, normalized_content, files, commands, errors, identifiers
 			}
 			type pass struct {
 				StepID int    `json:"step_id"`
@@ -50,14 +55,11 @@ nothing and exits 1 when it found a secret.`,
 			}
 			hits, passes := []hit{}, []pass{}
 			for _, e := range entries {
-				n, err := s.ReadColdNode(e.StepID)
-				if err != nil {
-					continue // validate reports unreadable nodes
-				}
+				texts := auditedFields(s, e)
 				rules, fields := map[string]bool{}, []string{}
 				count := 0
 				allowed := map[pass]int{}
-				for _, f := range []struct{ name, text string }{{"session_id", n.SessionID}, {"summary", n.Summary}, {"raw_content", n.RawContent}} {
+				for _, f := range texts {
 					secrets, ok := sc.Audit(f.text)
 					for _, x := range secrets {
 						rules[x.RuleID] = true
@@ -116,4 +118,31 @@ nothing and exits 1 when it found a secret.`,
 			return nil
 		},
 	}
+}
+
+// auditedField is one string field of a stored node, for scrub-check.
+type auditedField struct{ name, text string }
+
+// auditedFields lists every string a node of step e holds: the cold node's
+// session id, summary, raw content (and normalized content when it is not
+// the payload less its trailing white space) and lists (files,
+// commands, errors, identifiers, one element a line), or the index entry's
+// summary and lists when the node cannot be read (validate reports why).
+func auditedFields(s *contextfold.Store, e *contextfold.Entry) []auditedField {
+	lines := func(l []string) string { return strings.Join(l, "\n") }
+	n, err := s.ReadColdNode(e.StepID)
+	if err != nil {
+		return []auditedField{{"summary", e.Summary}, {"files", lines(e.Files)}, {"commands", lines(e.Commands)},
+			{"errors", lines(e.Errors)}, {"identifiers", lines(e.Identifiers)}}
+	}
+	out := []auditedField{{"session_id", n.SessionID}, {"summary", n.Summary}, {"raw_content", n.RawContent}}
+	payload := n.RawContent
+	if payload == "" {
+		payload = n.Summary
+	}
+	if n.NormalizedContent != strings.TrimRightFunc(payload, unicode.IsSpace) { // NFC changed it (spec §3)
+		out = append(out, auditedField{"normalized_content", n.NormalizedContent})
+	}
+	return append(out, auditedField{"files", lines(n.Files)}, auditedField{"commands", lines(n.Commands)},
+		auditedField{"errors", lines(n.Errors)}, auditedField{"identifiers", lines(n.Identifiers)})
 }

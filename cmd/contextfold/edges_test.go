@@ -12,16 +12,16 @@ import (
 	"github.com/contextfold/contextfold/mcpserver"
 )
 
-// TestMistypedDirIsNotAStore: the commands that would write or serve a
-// store refuse a directory that is not one, say so, exit 1, and create
-// nothing.
+// TestMistypedDirIsNotAStore: the commands that would write, serve or
+// export a store refuse a directory that is not one, say so, exit 1, and
+// create nothing (export wrote an empty store to --to).
 func TestMistypedDirIsNotAStore(t *testing.T) {
 	base := t.TempDir()
 	missing := filepath.Join(base, "typo")
 	empty := filepath.Join(base, "empty")
 	os.Mkdir(empty, 0o755)
 	for _, dir := range []string{missing, empty} {
-		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}} {
+		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}, {"export", "--to", filepath.Join(base, "out")}, {"evict", "3"}} {
 			_, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
 			if code != 1 || !strings.Contains(errs, "no store at "+dir) || !strings.Contains(errs, "--dir") {
 				t.Errorf("%s %v: exit %d %q", filepath.Base(dir), args, code, errs)
@@ -30,6 +30,13 @@ func TestMistypedDirIsNotAStore(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Error("a mistyped --dir was created")
+	}
+	if _, err := os.Stat(filepath.Join(base, "out")); err == nil {
+		t.Error("export of a mistyped --dir wrote a store")
+	}
+	// The MCP server (it may fold, so it serves a new store) says so.
+	if _, errs, code := cli(t, "", "--dir", missing, "mcp", "--quiet"); code != 0 || !strings.Contains(errs, "no store at "+missing+" yet") {
+		t.Errorf("mcp on a mistyped --dir: %d %q", code, errs)
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("an empty directory got %v", ents)
@@ -91,8 +98,23 @@ func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
 	os.WriteFile(b, []byte(`[{"role":"user","content":"why is the CI red on main?"},{"role":"assistant","content":"flaky test in net_test.go"}]`), 0o644)
 	d2 := filepath.Join(t.TempDir(), ".contextfold")
 	cli(t, "", "--dir", d2, "ingest", a)
-	if _, errs, code := cli(t, "", "--dir", d2, "ingest", b); code != 1 || !strings.Contains(errs, "Nothing was folded") {
-		t.Errorf("second message file: %d %s", code, errs)
+	// Neither names its session: the remedy's store is named after the
+	// file, so that a third such file does not collide there again.
+	c := filepath.Join(t.TempDir(), "c.json")
+	os.WriteFile(c, []byte(`[{"role":"user","content":"bump the version"},{"role":"assistant","content":"version.go bumped"}]`), 0o644)
+	for _, f := range []string{b, c} {
+		_, errs, code := cli(t, "", "--dir", d2, "ingest", f)
+		if code != 1 || !strings.Contains(errs, "Nothing was folded") || !strings.Contains(errs, "name their session") {
+			t.Fatalf("%s: %d %s", filepath.Base(f), code, errs)
+		}
+		i := strings.Index(errs, "contextfold --dir ")
+		remedy := strings.Fields(errs[i:])[2]
+		if filepath.Base(remedy) != strings.TrimSuffix(filepath.Base(f), ".json") {
+			t.Errorf("%s: remedy store %s", filepath.Base(f), remedy)
+		}
+		if _, errs, code := cli(t, "", "--dir", remedy, "ingest", f); code != 0 {
+			t.Errorf("%s: remedy: %d %s", filepath.Base(f), code, errs)
+		}
 	}
 }
 
@@ -120,8 +142,44 @@ func TestSmallEdges(t *testing.T) {
 			t.Errorf("%v: %d %s", args, code, errs)
 		}
 	}
+	// A step id that is not an integer: the example names the command.
+	for _, args := range [][]string{{"hydrate", "x7"}, {"evict", "x7"}, {"fold", "x7", "s"}} {
+		cmd := args[0]
+		if _, errs, code := cli(t, "", append([]string{"--dir", t.TempDir()}, args...)...); code != 1 || !strings.Contains(errs, "'contextfold "+cmd+" -- -5'") {
+			t.Errorf("%s x7: %d %s", cmd, code, errs)
+		}
+	}
+	if _, errs, code := cli(t, `{"step_id": 1.5, "summary": "s"}`, "--dir", t.TempDir(), "fold", "--input", "-"); code != 1 || !strings.Contains(errs, "not an integer") || strings.Contains(errs, "put --") {
+		t.Errorf("fold --input step_id 1.5: %d %s", code, errs)
+	}
 	out, _, _ := cli(t, "", "proxy", "--help")
 	if !strings.Contains(out, "one store per session (default: the per-user cache directory") || strings.Contains(out, "else ./.contextfold") {
 		t.Errorf("proxy --help on --dir:\n%s", out)
+	}
+}
+
+// TestFoldOfAnotherTurnAtAnIndexedStepSaysSo: folding a different turn at
+// an indexed step changes nothing (exit 0, as the reference) but says on
+// stderr that the turn was not stored, naming the sessions; the same turn
+// again is silent.
+func TestFoldOfAnotherTurnAtAnIndexedStepSaysSo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "5", "the port is 5433"); code != 0 {
+		t.Fatal(errs)
+	}
+	before := snapshot(t, dir)
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "5", "the port is 5433"); code != 0 || errs != "" {
+		t.Errorf("same turn again: %d %q", code, errs)
+	}
+	out, errs, code := cli(t, "", "--dir", dir, "fold", "5", "CI is red", "--session", "run-2")
+	if code != 0 || !strings.Contains(out, "already indexed") || !strings.Contains(errs, "NOT stored") ||
+		!strings.Contains(errs, `"default-session"`) || !strings.Contains(errs, filepath.Join(dir, "sessions", "run-2")) {
+		t.Errorf("another session's turn: %d %q %q", code, out, errs)
+	}
+	if _, errs, _ := cli(t, "", "--dir", dir, "--json", "fold", "5", "the port is 5434"); !strings.Contains(errs, "NOT stored") || strings.Contains(errs, "sessions") {
+		t.Errorf("another turn of the same session (--json): %q", errs)
+	}
+	if !maps.Equal(before, snapshot(t, dir)) {
+		t.Error("a fold at an indexed step changed the store")
 	}
 }

@@ -226,10 +226,10 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 }
 
 // openExistingStore opens the store for a command that must not invent one
-// (repair --apply, compact, ui): a directory that holds neither
+// (repair --apply, compact, ui, export, evict): a directory that holds neither
 // recall_index.json nor cold_nodes/ is refused, since it is most likely a
 // mistyped --dir.
-// With readOnly (ui) a database store is opened as by openReadOnly.
+// With readOnly (ui, export) a database store is opened as by openReadOnly.
 func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
 	open := g.openStore
 	if readOnly {
@@ -276,14 +276,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// parseStepID parses a step id argument.
-func parseStepID(s string) (int, error) {
+// parseStepID parses the step id argument of command cmd ("hydrate",
+// "evict", "fold"; "" for a step id read from a JSON document, where the
+// hint about -- does not apply).
+func parseStepID(cmd, s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if errors.Is(err, strconv.ErrRange) {
 		return 0, usagef("step id %s is out of range (at most %d)", s, math.MaxInt)
 	}
 	if err != nil {
-		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (put -- before a negative id, e.g. 'contextfold hydrate -- -5')", s)
+		if cmd == "" {
+			return 0, usagef("step id %s is not an integer; step ids are the turn's position in the conversation (a whole number, without a fraction or exponent)", s)
+		}
+		return 0, usagef("step id %q is not an integer; step ids are the turn's position in the conversation (put -- before a negative id, e.g. 'contextfold %s -- -5')", s, cmd)
 	}
 	return n, nil
 }

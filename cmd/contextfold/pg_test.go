@@ -330,7 +330,7 @@ func TestReadOnlyCommandsDoNotMigrate(t *testing.T) {
 		}
 		return n
 	}
-	readOnly := [][]string{{"status"}, {"validate"}, {"scan", "port"}, {"recall", "port"}, {"hydrate", "1"}, {"export", "--to", filepath.Join(t.TempDir(), "x")}, {"ui", "--listen", "127.0.0.1:0"}}
+	readOnly := [][]string{{"status"}, {"validate"}, {"scan", "port"}, {"recall", "port"}, {"hydrate", "1"}, {"export", "--to", filepath.Join(t.TempDir(), "x")}, {"ui", "--listen", "127.0.0.1:0"}, {"steps"}, {"scrub-check"}}
 	for _, args := range readOnly {
 		out, errOut, code := cli(t, "", append([]string{"--store", withSess("x")}, args...)...)
 		if code != 1 || !strings.Contains(errOut, "contextfold migrate") {

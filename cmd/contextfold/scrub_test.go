@@ -152,3 +152,40 @@ func TestScrubAllowlistAndSessionID(t *testing.T) {
 		t.Errorf("bad allowlist: %d %s", code, errs)
 	}
 }
+
+// TestScrubCheckAuditsEveryField: scrub-check finds a secret in any string
+// a node holds — files, commands and errors given on the command line,
+// identifiers — not only in its session id, summary and payload; and in
+// the index entry of a node that cannot be read.
+func TestScrubCheckAuditsEveryField(t *testing.T) {
+	t.Setenv("CONTEXTFOLD_SCRUB", "")
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	tok := "ghp_qcFaEEXpmyPmqB5niESDhTOWIVCEjBibggX5"
+	if _, errs, code := cli(t, "", "--dir", dir, "--no-scrub", "fold", "2", "x", "--files", tok+".py", "--commands", "echo "+tok, "--errors", tok+"Error"); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	out, _, code := cli(t, "", "--dir", dir, "scrub-check")
+	if code != 1 || !strings.Contains(out, "[files commands errors]") || strings.Contains(out, tok) {
+		t.Errorf("scrub-check of secrets in the lists: exit %d\n%s", code, out)
+	}
+	// Identifiers (lower-cased words of the payload) hold it too.
+	in := `{"step_id": 3, "summary": "s", "raw_content": "key sk_live_4ec39hqlyjwdarjtt1zdp7dcq8"}`
+	cli(t, in, "--dir", dir, "--no-scrub", "fold", "--input", "-")
+	out, _, _ = cli(t, "", "--dir", dir, "scrub-check", "--json")
+	var rep struct {
+		Hits []struct {
+			StepID int      `json:"step_id"`
+			Fields []string `json:"fields"`
+		} `json:"nodes_with_secrets"`
+	}
+	mustJSON(t, out, &rep)
+	if len(rep.Hits) != 2 || rep.Hits[1].StepID != 3 || strings.Join(rep.Hits[1].Fields, ",") != "raw_content,identifiers" {
+		t.Errorf("scrub-check --json: %+v", rep.Hits)
+	}
+	// A node that cannot be read: its index entry is audited.
+	os.WriteFile(filepath.Join(dir, "cold_nodes", "step_000002.json"), []byte("torn"), 0o644)
+	out, _, code = cli(t, "", "--dir", dir, "scrub-check")
+	if code != 1 || !strings.Contains(out, "step 2 ") || !strings.Contains(out, "[files commands errors]") {
+		t.Errorf("scrub-check of an unreadable node: exit %d\n%s", code, out)
+	}
+}

@@ -149,3 +149,80 @@ func TestCLIConformanceHydrate(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIConformanceScanRecall: every scan and recall vector through the
+// command line (each turn folded with 'fold --input -' under the reference
+// profile, then 'scan --json' / 'recall --json') gives the reference's
+// selection with its matched terms, and its ranking with status, coverage
+// and score.
+func TestCLIConformanceScanRecall(t *testing.T) {
+	t.Setenv(contextfold.EnvSourceDateEpoch, "1767225600")
+	for _, kind := range []string{"scan", "recall"} {
+		for _, raw := range vectorCases(t, kind+".json") {
+			var c struct {
+				ID    string `json:"id"`
+				Input struct {
+					Turns  []json.RawMessage `json:"turns"`
+					Prompt *string           `json:"prompt"`
+					Query  *string           `json:"query"`
+					Policy json.RawMessage   `json:"policy"`
+				} `json:"input"`
+				Expected json.RawMessage `json:"expected"`
+			}
+			if err := json.Unmarshal(raw, &c); err != nil {
+				t.Fatal(err)
+			}
+			t.Run(c.ID, func(t *testing.T) {
+				dir := vectorStoreDir(t, c.Input.Policy)
+				for _, tu := range c.Input.Turns {
+					if _, errs, code := cli(t, string(tu), "--dir", dir, "--no-scrub", "fold", "--input", "-"); code != 0 {
+						t.Fatalf("fold: exit %d %s %s", code, errs, tu)
+					}
+				}
+				q := ""
+				if c.Input.Prompt != nil {
+					q = *c.Input.Prompt
+				}
+				if c.Input.Query != nil {
+					q = *c.Input.Query
+				}
+				out, errs, code := cli(t, "", "--dir", dir, kind, "--json", "--", q)
+				if code != 0 {
+					t.Fatalf("%s: exit %d %s", kind, code, errs)
+				}
+				var got any
+				if kind == "scan" {
+					var s struct {
+						Selected []struct {
+							StepID       json.Number `json:"step_id"`
+							MatchedTerms []string    `json:"matched_terms"`
+						} `json:"selected"`
+					}
+					mustJSON(t, out, &s)
+					l := []map[string]any{}
+					for _, x := range s.Selected {
+						l = append(l, map[string]any{"step_id": x.StepID, "matched_terms": x.MatchedTerms})
+					}
+					got = l
+				} else {
+					var s []struct {
+						StepID   json.Number `json:"step_id"`
+						Status   string      `json:"status"`
+						Coverage json.Number `json:"coverage"`
+						Score    json.Number `json:"score"`
+					}
+					mustJSON(t, out, &s)
+					l := []map[string]any{}
+					for _, x := range s {
+						l = append(l, map[string]any{"step_id": x.StepID, "status": x.Status, "coverage": x.Coverage, "score": x.Score})
+					}
+					got = l
+				}
+				g, _ := json.Marshal(got)
+				if a, b := canonOf(t, g), canonOf(t, c.Expected); a != b {
+					t.Errorf("%s %q:\n got %s\nwant %s", kind, q, a, b)
+				}
+			})
+		}
+	}
+}

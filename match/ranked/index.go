@@ -389,13 +389,29 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	present := make(map[int]bool, len(entries))
 	changed := false
 	var recs []deltaRecord // the changes, for the snapshot's delta file
+	// The changes are kept for the delta file only while the refresh may
+	// still end without a whole snapshot: once unsaved has reached what
+	// makes the save below certain (the live docs at the end are at most
+	// these), every analysis is dropped as soon as it is inserted (issue 12:
+	// a first fold of 40,000 nodes kept them all, and their texts, until
+	// the snapshot that replaced the delta anyway).
+	liveMax := ix.live + len(entries)
+	keepRecs := func() bool {
+		if ix.dir == "" || ix.unsaved >= max(saveEvery, liveMax/100) {
+			recs = nil
+			return false
+		}
+		return true
+	}
 	for _, e := range entries {
 		present[e.StepID] = true
 		if d, ok := ix.stepDoc(e.StepID); ok {
 			if ix.artifactOf(d) == e.ArtifactSHA256 {
 				if ix.docs[d].evicted != e.Evicted {
 					ix.docs[d].evicted = e.Evicted
-					recs = append(recs, deltaRecord{flag: true, d: doc{step: e.StepID, evicted: e.Evicted}})
+					if keepRecs() {
+						recs = append(recs, deltaRecord{flag: true, d: doc{step: e.StepID, evicted: e.Evicted}})
+					}
 				}
 				continue
 			}
@@ -414,14 +430,16 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 		d := doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}
 		a := analyseDoc(text)
 		ix.insert(d, a)
-		if ix.snapID != (snapIdentity{}) {
+		if ix.snapID != (snapIdentity{}) && keepRecs() {
 			recs = append(recs, deltaRecord{d: d, a: a})
 		}
 		changed = true
 		ix.unsaved++
 	}
 	drop := func(d int32) {
-		recs = append(recs, deltaRecord{drop: true, d: doc{step: ix.docs[d].step}})
+		if keepRecs() {
+			recs = append(recs, deltaRecord{drop: true, d: doc{step: ix.docs[d].step}})
+		}
 		ix.kill(d)
 		changed = true
 		ix.unsaved++

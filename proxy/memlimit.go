@@ -1,0 +1,131 @@
+package proxy
+
+import (
+	"math"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// The soft memory limit (issue 12: one large first request must not take
+// a multiple of its body that the garbage collector's default pacing lets
+// grow to twice the live heap). While a request that folds at least
+// governMinFresh bytes of conversation the proxy had not read before is in
+// flight, the process's soft memory limit (debug.SetMemoryLimit) is the
+// memory in use when the first of them began (the live heap at the last
+// collection, plus the runtime's memory outside the heap) plus the memory
+// estimates (memoryEstimate) of every such request in flight: the
+// collector then works to keep the heap within what the in-flight budget
+// counts, instead of letting garbage reach the size of the live heap. When
+// the last of them is finished, the limit is what it was before.
+//
+// It is not applied when the user set GOMEMLIMIT (or the program set a
+// limit before the first request), nor with Options.NoSoftMemoryLimit. So
+// that a live heap larger than the estimates does not make the collector
+// run without pause, a watchdog raises the limit to 1.25 × the live heap
+// whenever the live heap passes 85 % of it. The governor is one per process
+// (the limit is the process's); it is safe for concurrent use.
+const governMinFresh = 1 << 20 // bytes
+
+type memGovernor struct {
+	mu     sync.Mutex
+	n      int   // governed requests in flight
+	held   int64 // Σ their estimates, bytes
+	base   int64 // memory in use when the first of them began, bytes
+	raised int64 // what the watchdog added, bytes
+	prev   int64 // the limit before the first of them
+	// maxRaised is the most the watchdog added since the process began
+	// (bytes; BenchmarkProxyLargeRequest reports it).
+	maxRaised int64
+	stop      chan struct{}
+}
+
+var governor memGovernor
+
+// memSample reads the live heap at the last collection and the runtime's
+// memory outside the heap (bytes).
+func memSample() (live, other int64) {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
+	metrics.Read(s)
+	u := func(i int) int64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s[i].Value.Uint64())
+	}
+	return u(0), max(u(1)-u(2)-u(3)-u(4)-u(5), 0)
+}
+
+// enter counts a governed request of estimate bytes and returns the
+// function that uncounts it (call it once, when the request is finished).
+func (g *memGovernor) enter(estimate int64) (leave func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		cur := debug.SetMemoryLimit(-1)
+		if os.Getenv("GOMEMLIMIT") != "" || cur != math.MaxInt64 {
+			return func() {}
+		}
+		live, other := memSample()
+		g.base, g.prev, g.raised = live+other, cur, 0
+		g.stop = make(chan struct{})
+		go g.watch(g.stop)
+	}
+	g.n++
+	g.held += estimate
+	g.apply()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.n--
+			g.held -= estimate
+			if g.n == 0 {
+				close(g.stop)
+				debug.SetMemoryLimit(g.prev)
+				return
+			}
+			g.apply()
+		})
+	}
+}
+
+// limit is the soft memory limit while governed requests are in flight.
+func (g *memGovernor) limit() int64 { return g.base + g.held + g.raised }
+
+// apply sets the limit; g.mu is held.
+func (g *memGovernor) apply() { debug.SetMemoryLimit(g.limit()) }
+
+// watch raises the limit while the live heap comes close to it, until stop
+// is closed.
+func (g *memGovernor) watch(stop chan struct{}) {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		live, other := memSample()
+		g.mu.Lock()
+		if g.stop == stop && g.n > 0 {
+			if need := live + other; need > g.limit()*85/100 {
+				g.raised += need*125/100 - g.limit()
+				g.maxRaised = max(g.maxRaised, g.raised)
+				g.apply()
+			}
+		}
+		g.mu.Unlock()
+	}
+}
