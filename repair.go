@@ -68,6 +68,9 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if apply {
+		// The temporaries of interrupted writes are repair's to quarantine
+		// (as its plan says; it deletes nothing): its lock does not sweep them.
+		s.swept = true
 		l, err := s.lock()
 		if err != nil {
 			return nil, err

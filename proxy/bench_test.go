@@ -123,7 +123,46 @@ func BenchmarkProxyOverheadGrowing(b *testing.B) {
 	b.ReportMetric(float64(events), "fold-events")
 }
 
-func benchOverhead(b *testing.B, body []byte) {
+// BenchmarkProxyOverheadPaced is BenchmarkProxyOverheadLength with a
+// client whose body arrives at 1 Gbit/s (125 MB/s, a fast link), through
+// the proxy and straight to the upstream alike: what the proxy does while
+// the bytes arrive (hashing the body's blocks) is then hidden by their
+// arrival, and -added is what it does after the last byte.
+func BenchmarkProxyOverheadPaced(b *testing.B) {
+	for _, n := range []int{500, 2000, 8000} {
+		b.Run(itoa(n), func(b *testing.B) { benchOverheadPaced(b, conversationN(n), 125e6) })
+	}
+}
+
+// pacedReader hands out its bytes at rate bytes per second at most, in
+// reads of at most 64 KiB, from its first read on.
+type pacedReader struct {
+	b     []byte
+	off   int
+	rate  float64 // bytes per second
+	start time.Time
+}
+
+func (p *pacedReader) Read(q []byte) (int, error) {
+	if p.off >= len(p.b) {
+		return 0, io.EOF
+	}
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	if wait := time.Until(p.start.Add(time.Duration(float64(p.off) / p.rate * 1e9))); wait > 0 {
+		time.Sleep(wait)
+	}
+	n := copy(q[:min(len(q), 64<<10)], p.b[p.off:])
+	p.off += n
+	return n, nil
+}
+
+func benchOverhead(b *testing.B, body []byte) { benchOverheadPaced(b, body, 0) }
+
+// benchOverheadPaced is benchOverhead with the client sending its body at
+// rate bytes per second (0: as fast as it can).
+func benchOverheadPaced(b *testing.B, body []byte, rate float64) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, openaiReply)
@@ -143,8 +182,15 @@ func benchOverhead(b *testing.B, body []byte) {
 	// post sends the body to url and returns the client's latency: from
 	// the request's first byte to the response's last.
 	post := func(url string) time.Duration {
+		var rd io.Reader = bytes.NewReader(body)
+		if rate > 0 {
+			rd = &pacedReader{b: body, rate: rate}
+		}
+		req, _ := http.NewRequest("POST", url, rd)
+		req.ContentLength = int64(len(body))
+		req.Header.Set("Content-Type", "application/json")
 		start := time.Now()
-		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -56,6 +56,9 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			if err != nil {
 				return err
 			}
+			if store.Backend() == nil {
+				noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
+			}
 			logOut := cmd.ErrOrStderr()
 			if quiet {
 				logOut = io.Discard

@@ -144,7 +144,7 @@ itself is never deleted.`,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStore()
+			s, err := g.openExistingStore(false)
 			if err != nil {
 				return err
 			}

@@ -21,7 +21,7 @@ func TestMistypedDirIsNotAStore(t *testing.T) {
 	empty := filepath.Join(base, "empty")
 	os.Mkdir(empty, 0o755)
 	for _, dir := range []string{missing, empty} {
-		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}, {"export", "--to", filepath.Join(base, "out")}} {
+		for _, args := range [][]string{{"repair", "--apply"}, {"repair"}, {"compact"}, {"ui", "--listen", "127.0.0.1:0"}, {"export", "--to", filepath.Join(base, "out")}, {"evict", "3"}} {
 			_, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
 			if code != 1 || !strings.Contains(errs, "no store at "+dir) || !strings.Contains(errs, "--dir") {
 				t.Errorf("%s %v: exit %d %q", filepath.Base(dir), args, code, errs)
@@ -33,6 +33,10 @@ func TestMistypedDirIsNotAStore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(base, "out")); err == nil {
 		t.Error("export of a mistyped --dir wrote a store")
+	}
+	// The MCP server (it may fold, so it serves a new store) says so.
+	if _, errs, code := cli(t, "", "--dir", missing, "mcp", "--quiet"); code != 0 || !strings.Contains(errs, "no store at "+missing+" yet") {
+		t.Errorf("mcp on a mistyped --dir: %d %q", code, errs)
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("an empty directory got %v", ents)

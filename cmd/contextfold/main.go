@@ -226,7 +226,7 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 }
 
 // openExistingStore opens the store for a command that must not invent one
-// (repair --apply, compact, ui, export): a directory that holds neither
+// (repair --apply, compact, ui, export, evict): a directory that holds neither
 // recall_index.json nor cold_nodes/ is refused, since it is most likely a
 // mistyped --dir.
 // With readOnly (ui, export) a database store is opened as by openReadOnly.
