@@ -21,13 +21,23 @@ import (
 // counts, instead of letting garbage reach the size of the live heap. When
 // the last of them is finished, the limit is what it was before.
 //
-// It is not applied when the user set GOMEMLIMIT (or the program set a
-// limit before the first request), nor with Options.NoSoftMemoryLimit. So
-// that a live heap larger than the estimates does not make the collector
-// run without pause, a watchdog raises the limit to 1.25 × the live heap
-// whenever the live heap passes 85 % of it. The governor is one per process
-// (the limit is the process's); it is safe for concurrent use.
+// The memory in use before is taken before the first request's body
+// arrives, so that the request's own body and parse count only in its
+// estimate. It is not applied when the user set GOMEMLIMIT (or the program
+// set a limit before the first request), nor with
+// Options.NoSoftMemoryLimit. So that a live heap larger than the estimates
+// does not make the collector run without pause, a watchdog raises the
+// limit to 1.1 × the memory in use whenever that passes 95 % of the limit
+// (watchFull, watchRaise). The governor is one per process (the limit is
+// the process's); it is safe for concurrent use.
 const governMinFresh = 1 << 20 // bytes
+
+// The watchdog raises the limit to watchRaise % of the memory in use when
+// that passes watchFull % of the limit (variables for the benchmarks).
+var (
+	watchFull  int64 = 95
+	watchRaise int64 = 110
+)
 
 type memGovernor struct {
 	mu     sync.Mutex
@@ -65,9 +75,20 @@ func memSample() (live, other int64) {
 	return u(0), max(u(1)-u(2)-u(3)-u(4)-u(5), 0)
 }
 
-// enter counts a governed request of estimate bytes and returns the
-// function that uncounts it (call it once, when the request is finished).
-func (g *memGovernor) enter(estimate int64) (leave func()) {
+// memInUse is the memory in use as the governor counts it (bytes): the
+// live heap at the last collection plus the runtime's memory outside the
+// heap. A request takes it before its body arrives, so that the limit's
+// base does not count the request's own body and parse.
+func memInUse() int64 {
+	live, other := memSample()
+	return live + other
+}
+
+// enter counts a governed request of estimate bytes, taken with the memory
+// in use before its body arrived (before: memInUse; 0 means now), and
+// returns the function that uncounts it (call it once, when the request is
+// finished).
+func (g *memGovernor) enter(before, estimate int64) (leave func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.n == 0 {
@@ -75,8 +96,10 @@ func (g *memGovernor) enter(estimate int64) (leave func()) {
 		if os.Getenv("GOMEMLIMIT") != "" || cur != math.MaxInt64 {
 			return func() {}
 		}
-		live, other := memSample()
-		g.base, g.prev, g.raised = live+other, cur, 0
+		if before <= 0 {
+			before = memInUse()
+		}
+		g.base, g.prev, g.raised = before, cur, 0
 		g.stop = make(chan struct{})
 		go g.watch(g.stop)
 	}
@@ -120,8 +143,8 @@ func (g *memGovernor) watch(stop chan struct{}) {
 		live, other := memSample()
 		g.mu.Lock()
 		if g.stop == stop && g.n > 0 {
-			if need := live + other; need > g.limit()*85/100 {
-				g.raised += need*125/100 - g.limit()
+			if need := live + other; need > g.limit()*watchFull/100 {
+				g.raised += need*watchRaise/100 - g.limit()
 				g.maxRaised = max(g.maxRaised, g.raised)
 				g.apply()
 			}

@@ -99,7 +99,7 @@ func TestSoftMemoryLimitFollowsLiveHeap(t *testing.T) {
 	if prev := debug.SetMemoryLimit(-1); prev != math.MaxInt64 {
 		t.Skipf("the process already has a memory limit (%d)", prev)
 	}
-	leave := governor.enter(1 << 20)
+	leave := governor.enter(0, 1<<20)
 	start := debug.SetMemoryLimit(-1)
 	ballast := make([]byte, 256<<20) // live, far above the 1 MiB estimate
 	for i := range ballast {

@@ -129,7 +129,8 @@ type largeRequest struct {
 	folded   int    // steps folded or collapsed (by the requests together)
 	warnings []string
 	wall     time.Duration // from the first request sent to the last response
-	gcCPU    float64       // the collector's share of the process's CPU time meanwhile
+	gcCPU    float64       // the collector's CPU time meanwhile, as a share of GOMAXPROCS × wall
+	cpu      time.Duration // the process's CPU time (user + system) meanwhile
 }
 
 // warmScrubber builds the scrubber's rules (gitleaks' detector and keyword
@@ -159,6 +160,9 @@ func largeRequestMemory(tb testing.TB, n int) largeRequest {
 // messages each, of different conversations (sessions), sent at once;
 // noLimit turns the soft memory limit off (Options.NoSoftMemoryLimit).
 func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest {
+	if v := os.Getenv("PROXY_BENCH_WATCH"); v != "" {
+		fmt.Sscanf(v, "%d,%d", &watchFull, &watchRaise)
+	}
 	if os.Getenv("PROXY_BENCH_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 8 << 10 // a finer profile than the default 512 KiB
 	}
@@ -197,7 +201,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 	metrics.Read(cpu)
 	gc0, all0 := cpu[0].Value.Float64(), cpu[1].Value.Float64()
 	stop := heapPeak()
-	start := time.Now()
+	start, cpuStart := time.Now(), processCPU()
 	status := make([]int, conc)
 	var wg sync.WaitGroup
 	for k, body := range bodies {
@@ -215,7 +219,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 		}()
 	}
 	wg.Wait()
-	m.wall = time.Since(start)
+	m.wall, m.cpu = time.Since(start), processCPU()-cpuStart
 	m.peak = stop()
 	metrics.Read(cpu)
 	if all := cpu[1].Value.Float64() - all0; all > 0 {
@@ -275,6 +279,7 @@ func reportLarge(b *testing.B, worst largeRequest) {
 	b.ReportMetric(float64(worst.folded), "steps-folded")
 	b.ReportMetric(100*worst.gcCPU, "gc-cpu-%")
 	b.ReportMetric(worst.wall.Seconds(), "wall-s")
+	b.ReportMetric(worst.cpu.Seconds(), "cpu-s")
 	governor.mu.Lock()
 	b.ReportMetric(float64(governor.maxRaised)/(1<<20), "limit-raised-MB")
 	governor.mu.Unlock()

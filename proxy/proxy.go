@@ -394,6 +394,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &reqState{start: time.Now(), rec: RequestRecord{API: api, PromptStep: -1}}
 	var parsed *request
+	var memBefore int64 // the memory in use before a large body (memlimit.go)
+	if !s.opts.NoSoftMemoryLimit && (r.ContentLength >= governMinFresh || r.ContentLength < 0) {
+		memBefore = memInUse()
+	}
 	body, digest, release, hold, ok := s.readBody(w, r, api)
 	defer release()
 	if !ok {
@@ -424,7 +428,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !s.opts.NoSoftMemoryLimit && freshBytes(len(body), req) >= governMinFresh {
-			defer governor.enter(memoryEstimate(len(body), req))() // memlimit.go
+			defer governor.enter(memBefore, memoryEstimate(len(body), req))() // memlimit.go
 		}
 		parsed = req
 		if req.passReason != "" {
