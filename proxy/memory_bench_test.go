@@ -324,8 +324,8 @@ func BenchmarkProxyLargeRequestsConcurrent(b *testing.B) {
 // request (issue 12): a 3,000-message request (≈ 4.6 MB) must peak below
 // 10× its body in heap. It measured 28× before the fold and ranked index
 // memory work (BENCHMARKS.md, "Proxy and MCP memory"), 13.8–13.9× after the
-// fed texts and the streamed snapshot (21× was the bound then), and 6.6×
-// since the soft memory limit (memlimit.go); the bound is about 1.5× the
+// fed texts and the streamed snapshot (21× was the bound then), and
+// 5.5–6.7× since the soft memory limit (memlimit.go); the bound is about 1.5× the
 // measure so that a shared machine's noise passes and a return to the old
 // multiples (a limit not set, or not held) fails. The request runs in a
 // child process (this test binary again), so that the heap other tests
