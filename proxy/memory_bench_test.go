@@ -29,12 +29,13 @@ import (
 // the shape of the 62.5 MB, 40,000-message request of issue 12.
 func bigConversation(n int) []byte { return bigConversationOf(n, "") }
 
-// bigConversationOf is bigConversation with tag in every tool output, so
-// that conversations of different tags share no message.
+// bigConversationOf is bigConversation with tag in the task and every tool
+// output, so that conversations of different tags are different sessions
+// and share no tool output.
 func bigConversationOf(n int, tag string) []byte {
 	msgs := make([]map[string]any, 0, n)
 	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coding agent."},
-		map[string]any{"role": "user", "content": "Make the test suite pass."})
+		map[string]any{"role": "user", "content": "Make the test suite pass." + tag}) // a session per tag
 	for i := 1; len(msgs) < n-1; i++ {
 		if os.Getenv("PROXY_BENCH_SHAPE") == "chat" {
 			msgs = append(msgs, map[string]any{"role": "user", "content": bigLog("ask"+itoa(i), 40)},

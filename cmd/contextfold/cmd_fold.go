@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -119,14 +118,14 @@ so any text, NUL and newlines included, can be folded.`,
 				out.Write(append(b, '\n'))
 				return nil
 			}
-			if res.AlreadyIndexed {
-				fmt.Fprintf(out, "step %d is already indexed; nothing changed (%s)\n", t.StepID, res.Entry.FilePath)
-				return nil
-			}
 			where := res.Entry.FilePath
 			if s.Backend() != nil {
 				// A database store: the node is a row, not that file.
 				where = fmt.Sprintf("cf_nodes row of step %d in %s", t.StepID, s.Dir())
+			}
+			if res.AlreadyIndexed {
+				fmt.Fprintf(out, "step %d is already indexed; nothing changed (%s)\n", t.StepID, where)
+				return nil
 			}
 			fmt.Fprintf(out, "folded step %d → %s\n  %d tokens archived · payload %s…\n",
 				t.StepID, where, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12])
@@ -275,7 +274,7 @@ func warnOtherTurn(cmd *cobra.Command, s *contextfold.Store, t contextfold.Turn)
 	}
 	msg := fmt.Sprintf("contextfold: warning: step %d is already indexed with another turn (session %q); this turn was NOT stored (a step id is folded once)", t.StepID, stored)
 	if c[0].OfferedSession != stored {
-		msg += fmt.Sprintf("; fold session %q into a store of its own: --dir %s", c[0].OfferedSession, filepath.Join(s.Dir(), "sessions", safeName(c[0].OfferedSession)))
+		msg += fmt.Sprintf("; fold session %q into a store of its own: %s", c[0].OfferedSession, ownStore(s, c[0].OfferedSession))
 	}
 	fmt.Fprintln(cmd.ErrOrStderr(), msg)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,19 +165,43 @@ func refuseOtherSession(s *contextfold.Store, turns []contextfold.Turn, path str
 	}
 	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, path, c.OfferedSession)
 	name := c.OfferedSession
+	if name == contextfold.DefaultSessionID {
+		// The file names no session (an OpenAI message list, an older .traj,
+		// an Aider history): the store is named after the file, so that the
+		// next such file does not collide there again.
+		name = fileStem(path)
+	}
 	if stored == c.OfferedSession {
 		what = fmt.Sprintf("different turns of session %q (was the transcript rewritten?)", stored)
 		if stored == contextfold.DefaultSessionID {
-			// Neither names a session of its own (an OpenAI message list, an
-			// older .traj, an Aider history): sessions/default-session would
-			// collide with the next such file, so the file names the store.
 			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", path, stored)
-			name = fileStem(path)
 		}
 	}
 	return usagef("%s already holds %s; %d of the %d turns to fold have step ids the store holds with other content (the first: step %d). "+
-		"Nothing was folded. Ingest it into a store of its own: contextfold --dir %s ingest %s",
-		s.Dir(), what, len(conflicts), len(turns), c.StepID, filepath.Join(s.Dir(), "sessions", safeName(name)), path)
+		"Nothing was folded. Ingest it into a store of its own: contextfold %s ingest %s",
+		s.Dir(), what, len(conflicts), len(turns), c.StepID, ownStore(s, name), path)
+}
+
+// ownStore returns the global flag that names a store of its own for the
+// session name: --dir DIR/sessions/NAME beside a directory store, the same
+// database's ?session=NAME for a database store (as s.Dir() shows it: the
+// password redacted, to be filled in).
+func ownStore(s *contextfold.Store, name string) string {
+	if s.Backend() == nil {
+		return "--dir " + filepath.Join(s.Dir(), "sessions", safeName(name))
+	}
+	session := strings.TrimLeft(safeName(name), "._-")
+	if session == "" {
+		session = "session"
+	}
+	u, err := url.Parse(s.Dir())
+	if err != nil {
+		return "--store 'postgres://…?session=" + session + "'"
+	}
+	q := u.Query()
+	q.Set("session", session)
+	u.RawQuery = q.Encode()
+	return "--store '" + u.String() + "'"
 }
 
 // fileStem is the name of the file at path without its extensions

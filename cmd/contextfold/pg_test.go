@@ -497,3 +497,31 @@ func TestSessionsCommand(t *testing.T) {
 		t.Errorf("directory store: %d %q", code, errs)
 	}
 }
+
+// TestIngestOfAnotherSessionOnPostgres: on a database store the refusal of
+// another session names a store of its own as the same database's
+// ?session= (it named a --dir path made of the URL), and that remedy works;
+// a fold at an indexed step names the node's row, not a cold_nodes/ file.
+func TestIngestOfAnotherSessionOnPostgres(t *testing.T) {
+	u := withSession(pgURL(t), "run1")
+	if _, errs, code := cli(t, "", "--store", u, "ingest", transcripts[0].path); code != 0 {
+		t.Fatalf("first ingest: %s", errs)
+	}
+	_, errs, code := cli(t, "", "--store", u, "ingest", transcripts[1].path)
+	i := strings.Index(errs, "contextfold --store '")
+	if code != 1 || i < 0 || strings.Contains(errs, "--dir postgres") {
+		t.Fatalf("second session: exit %d %s", code, errs)
+	}
+	remedy := errs[i+len("contextfold --store '"):]
+	remedy = remedy[:strings.IndexByte(remedy, '\'')]
+	if !strings.Contains(remedy, "session=i_got_id_demo") {
+		t.Errorf("remedy %s: the session is not named after the file", remedy)
+	}
+	if _, errs, code := cli(t, "", "--store", remedy, "ingest", transcripts[1].path); code != 0 {
+		t.Errorf("remedy: %d %s", code, errs)
+	}
+	out, errs, _ := cli(t, "", "--store", u, "fold", "0", "another turn", "--session", "zz")
+	if !strings.Contains(out, "cf_nodes row of step 0") || strings.Contains(out, "cold_nodes/") || !strings.Contains(errs, "session=zz") {
+		t.Errorf("fold at an indexed step: %q %q", out, errs)
+	}
+}
