@@ -21,9 +21,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Claude Code hook event names.
@@ -164,11 +167,39 @@ func StoreDir(in *Input, dir string) (string, error) {
 		if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 			return "", fmt.Errorf("hooks: the payload's cwd %q is not a directory; pass --dir to choose the store", cwd)
 		}
-		return filepath.Join(cwd, contextfold.DefaultStoreDir, "sessions", in.SessionID), nil
+		return filepath.Join(cwd, contextfold.DefaultStoreDir, "sessions", safeSessionID(in.SessionID)), nil
 	}
 	dir = strings.ReplaceAll(dir, "{cwd}", cwd)
-	dir = strings.ReplaceAll(dir, "{session_id}", in.SessionID)
+	if needSession {
+		dir = strings.ReplaceAll(dir, "{session_id}", safeSessionID(in.SessionID))
+	}
 	return dir, nil
+}
+
+var uuidShape = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// safeSessionID is the form of a payload's session_id that names its
+// store's directory: the id itself, unless the secret scrubber finds a
+// secret in it (a token where an id should be), then scrub.SafeName's
+// "sha256-<64 hex>" — the value never reaches the disk. Claude Code's ids
+// (UUIDs) are taken as they are without building the scrubber.
+func safeSessionID(id string) string {
+	if uuidShape.MatchString(id) {
+		return id
+	}
+	sc, err := scrub.New()
+	if err != nil {
+		return id // the store's own scrubbing reports the same failure
+	}
+	return sc.SafeName(id)
+}
+
+// quoteID quotes a session_id for a message, secrets redacted.
+func quoteID(id string) string {
+	if sc, err := scrub.New(); err == nil {
+		id = sc.Scrub(id).Text
+	}
+	return strconv.Quote(id)
 }
 
 // checkSessionID accepts the ids Claude Code uses (UUIDs) and refuses
@@ -178,12 +209,12 @@ func checkSessionID(id string) error {
 		return errors.New("hooks: the payload has no session_id; pass --dir to choose the store")
 	}
 	if len(id) > 128 || id == "." || id == ".." {
-		return fmt.Errorf("hooks: session_id %q is not usable as a directory name", id)
+		return fmt.Errorf("hooks: session_id %s is not usable as a directory name", quoteID(id))
 	}
 	for _, r := range id {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 		if !ok {
-			return fmt.Errorf("hooks: session_id %q holds %q; only letters, digits, '-', '_' and '.' are accepted", id, r)
+			return fmt.Errorf("hooks: session_id %s holds %q; only letters, digits, '-', '_' and '.' are accepted", quoteID(id), r)
 		}
 	}
 	return nil

@@ -2,9 +2,12 @@ package hooks_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/hooks"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -413,5 +417,42 @@ func TestUserPromptSubmitRankedDefault(t *testing.T) {
 	}
 	if r := hook(t, dir, "UserPromptSubmit", "17-hook-two-ids.json", "--match", "fuzzy"); r.stdout != "" || !strings.Contains(r.stderr, "exact, ranked") {
 		t.Errorf("an unknown --match was accepted: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// A session_id holding a secret (a token where Claude Code puts a UUID)
+// names its store by its SHA-256, never in clear; UUIDs and ordinary ids
+// stay as they are.
+func TestSessionIDHoldingSecret(t *testing.T) {
+	const token = "ghp_R8mZq2Lx7VtK4pW9nHc3Jd6Fs1Yb5GuE0aTo"
+	cwd := t.TempDir()
+	tr, _ := filepath.Abs("testdata/16-transcript.jsonl")
+	payload, _ := json.Marshal(map[string]any{"session_id": token, "transcript_path": tr, "cwd": cwd, "hook_event_name": "Stop"})
+	if r := hookRaw(t, "", "Stop", payload); r.code != 0 || strings.Contains(r.stderr+r.stdout, "ghp_") {
+		t.Fatalf("%+v", r)
+	}
+	sum := sha256.Sum256([]byte(token))
+	want := filepath.Join(cwd, ".contextfold", "sessions", scrub.SafeNamePrefix+hex.EncodeToString(sum[:]))
+	if _, err := os.Stat(filepath.Join(want, contextfold.IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(cwd, func(p string, d fs.DirEntry, err error) error {
+		if strings.Contains(p, "ghp_") {
+			t.Errorf("a path names the token: %s", p)
+		}
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(token)) {
+				t.Errorf("%s holds the token", p)
+			}
+		}
+		return nil
+	})
+	for _, id := range []string{"0f8e6a52-3c1d-4b7e-9a2f-5d6c7b8a9e01", "sess-1"} {
+		if dir, err := hooks.StoreDir(&hooks.Input{SessionID: id, CWD: "/p"}, "{cwd}/stores/{session_id}"); err != nil || dir != "/p/stores/"+id {
+			t.Errorf("%s: %q %v", id, dir, err)
+		}
+	}
+	if _, err := hooks.StoreDir(&hooks.Input{SessionID: token + "/x", CWD: "/p"}, ""); err == nil || strings.Contains(err.Error(), "ghp_") {
+		t.Errorf("a bad id holding a token: %v", err)
 	}
 }

@@ -86,6 +86,13 @@ func TestSummaryLineSkipsProgressMeters(t *testing.T) {
 			t.Errorf("not recognised as progress: %q", noise)
 		}
 	}
+	// Older SWE-agent's end-of-output marker is no word of the output.
+	if got := meaningfulLine("Hello World from Perl!///PROCESS-DONE:0:PROCESS-DONE///"); got != "Hello World from Perl!" {
+		t.Errorf("PROCESS-DONE marker kept: %q", got)
+	}
+	if got := meaningfulLine("///PROCESS-DONE:1:PROCESS-DONE///\nreal line"); got != "real line" {
+		t.Errorf("a bare PROCESS-DONE marker led: %q", got)
+	}
 	for _, line := range []string{"Downloading requests-2.31.0.tar.gz (110 kB)", "ok  	pkg/a	0.012s", "3 passed, 1 failed in 0.52s", "HTTP/1.1 200 OK"} {
 		if progressLine(line) {
 			t.Errorf("a message taken for progress: %q", line)

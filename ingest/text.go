@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -95,12 +96,18 @@ func meaningfulLine(s string) string {
 		if i := strings.LastIndexByte(strings.TrimRight(line, "\r"), '\r'); i >= 0 {
 			line = line[i+1:]
 		}
+		line = processDone.ReplaceAllString(line, "")
 		if hasAlnum(line) && !progressLine(line) {
 			return strings.TrimSpace(line)
 		}
 	}
 	return ""
 }
+
+// processDone is older SWE-agent's end-of-output marker
+// ("///PROCESS-DONE:0:PROCESS-DONE///", glued to output without a final
+// newline): not a word of the output.
+var processDone = regexp.MustCompile(`///PROCESS-DONE:-?\d+:PROCESS-DONE///`)
 
 // progressLine reports a line of a download or build progress display
 // rather than a message: curl's progress-meter header ("% Total  % Received

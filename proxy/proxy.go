@@ -52,12 +52,17 @@ import (
 	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/internal/hostguard"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Header names the proxy reads or writes.
 const (
 	// HeaderSession selects the session store; without it the session is
-	// derived from the start of the conversation. It is not forwarded.
+	// derived from the start of the conversation. It is not forwarded. A
+	// value in which the secret scrubber finds a secret (a token sent as a
+	// session name) is replaced by its scrub.SafeName, "sha256-<64 hex>",
+	// before it names a directory, a stats entry, a log line or a
+	// RequestRecord: the value itself is never written.
 	HeaderSession = "X-Contextfold-Session"
 	// HeaderWarning is added to a response when something was refused or
 	// failed (a tampered node, a failed fold); the request still went out.
@@ -214,6 +219,9 @@ type Server struct {
 	budget     budget           // request bodies in flight
 	freeing    atomic.Bool      // returnMemory is running
 	statsHosts *hostguard.Guard // Host names GET /contextfold/stats answers
+	// scrub is the secret scrubber with Options.ScrubAllowlist: it turns a
+	// client's session name holding a secret into its SafeName.
+	scrub *scrub.Scrubber
 }
 
 // Stats are the proxy's counters. GET /contextfold/stats serves them with
@@ -317,6 +325,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.statsHosts = hostguard.New(opts.AllowedHosts)
 	var err error
+	if s.scrub, err = scrub.New(); err != nil {
+		return nil, fmt.Errorf("proxy: the secret scrubber: %v", err)
+	}
 	parse := func(name, raw, fallback string) (*url.URL, error) {
 		if raw == "" {
 			raw = fallback
@@ -441,6 +452,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if sid == "" {
 			sid = req.sessionID()
+		} else {
+			sid = s.scrub.SafeName(sid) // a token as a session name never reaches disk, stats or logs
 		}
 		if req.passReason == "" {
 			out = s.dispatch(r.Context(), st, req, sid)

@@ -1,6 +1,8 @@
 package scrub
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -192,4 +194,28 @@ func (s *Scrubber) split(text string, fs []Finding) (secrets []Finding, allowed 
 // nothing.
 func (s *Scrubber) Audit(text string) (secrets []Finding, allowed []Allowed) {
 	return s.split(text, s.findAll(text))
+}
+
+// SafeNamePrefix starts the name SafeName gives a name holding a secret.
+const SafeNamePrefix = "sha256-"
+
+// SafeName returns a form of name that may be written to disk, shown and
+// logged: name itself when the scrubber finds no secret in it (placeholders
+// and the allowlist apply, as for Scrub), else SafeNamePrefix followed by
+// the 64 lower-case hex digits of the SHA-256 of name (71 bytes: longer than
+// the 64 characters a client-chosen proxy session name may have, so it never
+// equals one). The same name always gives the same result, in every process
+// and replica, so a store named after it is found again. A plain hash rather
+// than a keyed one: the secrets the rules find in a short name are
+// high-entropy tokens (a github-pat, an API key), which a hash does not let
+// anyone guess back, and a key would have to be shared by every replica.
+// Used for client-supplied session names (proxy X-Contextfold-Session, hook
+// session_id) that become directory and store names. Safe for concurrent
+// use.
+func (s *Scrubber) SafeName(name string) string {
+	if len(s.Find(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return SafeNamePrefix + hex.EncodeToString(sum[:])
 }

@@ -61,7 +61,9 @@ longer than --body-read-timeout to arrive, 408; when the bodies of the
 requests in flight would pass --max-inflight-bytes, 503 with Retry-After.
 
 Sessions: the X-Contextfold-Session header, else derived from the start of
-the conversation. Stores live under --dir (default: the user cache directory,
+the conversation. A header value holding a secret (a token) is never
+written, shown or logged: the session is named sha256-<hex of its SHA-256>
+instead. Stores live under --dir (default: the user cache directory,
 contextfold/proxy), one per session; with --store postgres://… (or
 CONTEXTFOLD_STORE) every session is a session of that database, and any
 number of replicas on one database serve the same sessions (docs/proxy.md).
