@@ -242,6 +242,7 @@ type Harness struct {
 
 	// The incremental state of the budgeted dispatch (incremental.go).
 	prevKeys   []uint64 // Message.Key by position, as of the last dispatch
+	prevPrefix []uint64 // Message.PrefixKey by position, likewise
 	client     cumSum   // partCost of every part, by message
 	checkedN   int      // the indexed steps below it held keyOK's keys at the last dispatch,
 	checkedVer string   // for this index version

@@ -28,9 +28,13 @@ package harness
 
 // samePrefix returns how many leading messages of conv carry the Key (not
 // 0) that the message at the same position had in the previous budgeted
-// dispatch.
+// dispatch: all that both hold when the last of them has the PrefixKey
+// (not 0) it had, else counted one by one.
 func (h *Harness) samePrefix(conv []Message) int {
 	n := min(len(conv), len(h.prevKeys))
+	if n > 0 && conv[n-1].PrefixKey != 0 && conv[n-1].PrefixKey == h.prevPrefix[n-1] {
+		return n
+	}
 	i := 0
 	for i < n && conv[i].Key != 0 && conv[i].Key == h.prevKeys[i] {
 		i++
@@ -43,9 +47,10 @@ func (h *Harness) samePrefix(conv []Message) int {
 // from messages conv no longer holds). It returns same.
 func (h *Harness) beginIncremental(conv []Message) int {
 	same := h.samePrefix(conv)
-	h.prevKeys = h.prevKeys[:same]
+	h.prevKeys, h.prevPrefix = h.prevKeys[:same], h.prevPrefix[:same]
 	for i := same; i < len(conv); i++ {
 		h.prevKeys = append(h.prevKeys, conv[i].Key)
+		h.prevPrefix = append(h.prevPrefix, conv[i].PrefixKey)
 	}
 	h.client.truncate(same)
 	if ws := h.ws; ws != nil {

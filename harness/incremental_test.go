@@ -51,6 +51,18 @@ func TestIncrementalDispatchMatchesFresh(t *testing.T) {
 				salt = steps // the last two messages' bytes changed
 			}
 			keyed[i].Key = keyOf(keyed[i], salt)
+			if k%10 < 7 {
+				// The keys of the messages so far, as the proxy sets
+				// them (7 requests in 10; without them, the keys are
+				// compared one by one).
+				var prev uint64
+				if i > 0 {
+					prev = keyed[i-1].PrefixKey
+				}
+				h := fnv.New64a()
+				h.Write([]byte(strconv.FormatUint(prev, 16) + "/" + strconv.FormatUint(keyed[i].Key, 16)))
+				keyed[i].PrefixKey = h.Sum64() | 1
+			}
 		}
 		a, err := inc.PreTurnDispatch(keyed)
 		if err != nil {
@@ -86,5 +98,47 @@ func TestIncrementalDispatchMatchesFresh(t *testing.T) {
 	}
 	if events < 5 {
 		t.Fatalf("only %d fold events: the session does not exercise the working set", events)
+	}
+}
+
+// TestSamePrefixByPrefixKey: with Message.PrefixKey set, the messages a
+// conversation shares with the last dispatch's are told by the last one's
+// prefix key — all of them when it is the same, and exactly those before a
+// changed key when it is not — and without prefix keys by the keys one by
+// one; a shorter conversation shares all it holds.
+func TestSamePrefixByPrefixKey(t *testing.T) {
+	conv := func(n, changed int, prefix bool) []Message {
+		out := make([]Message, n)
+		var prev uint64
+		for i := range out {
+			out[i].Key = uint64(1000 + i)
+			if i == changed {
+				out[i].Key = 7
+			}
+			if prefix {
+				h := fnv.New64a()
+				h.Write([]byte(strconv.FormatUint(prev, 16) + "/" + strconv.FormatUint(out[i].Key, 16)))
+				out[i].PrefixKey = h.Sum64() | 1
+				prev = out[i].PrefixKey
+			}
+		}
+		return out
+	}
+	h := &Harness{}
+	h.beginIncremental(conv(40, -1, true))
+	for _, c := range []struct {
+		name   string
+		conv   []Message
+		shared int
+	}{
+		{"the same conversation, longer", conv(42, -1, true), 40},
+		{"a key changed at 12", conv(42, 12, true), 12},
+		{"a key changed at 39", conv(40, 39, true), 39},
+		{"no prefix keys", conv(42, 12, false), 12},
+		{"shorter", conv(30, -1, true), 30},
+	} {
+		if got := h.samePrefix(c.conv); got != c.shared {
+			t.Fatalf("%s: %d messages shared, want %d", c.name, got, c.shared)
+		}
 	}
 }

@@ -58,6 +58,13 @@ type Message struct {
 	// unknown). A step whose message keeps the key it had when the harness
 	// last verified it against the store is not hashed again.
 	Key uint64
+	// PrefixKey, when not 0, stands for the Keys of this message and of
+	// every message before it (the caller's hash of them): a conversation
+	// whose message at position i has the PrefixKey the last dispatch's
+	// had there repeats that dispatch's first i+1 keys, and the harness
+	// compares one key instead of all of them (issue 11). 0: unknown. The
+	// proxy sets it.
+	PrefixKey uint64
 }
 
 // Text returns the message's text: its parts joined by a blank line.

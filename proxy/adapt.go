@@ -196,6 +196,9 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 			r.msgs[i].Key = key
 		}
 	}
+	if c != nil {
+		c.prefixKeys(r.msgs, r.known)
+	}
 	if api == APIResponses {
 		for i := max(r.known, 1); i < n; i++ {
 			if r.kinds[i-1] == "reasoning" {

@@ -66,6 +66,30 @@ func (c *parseCache) key(api API, raw []byte) uint64 {
 	return h.Sum64()
 }
 
+// prefixKeys sets the Message.PrefixKey of msgs[from:], a hash of the
+// message's Key and the PrefixKey before it (0 when either is unknown), so
+// that the harness tells a repeated conversation by one key (the messages
+// before from carry theirs from the prefix state).
+func (c *parseCache) prefixKeys(msgs []harness.Message, from int) {
+	var b [16]byte
+	for i := from; i < len(msgs); i++ {
+		var prev uint64
+		if i > 0 {
+			if prev = msgs[i-1].PrefixKey; prev == 0 {
+				msgs[i].PrefixKey = 0
+				continue
+			}
+		}
+		if msgs[i].Key == 0 {
+			msgs[i].PrefixKey = 0
+			continue
+		}
+		binary.LittleEndian.PutUint64(b[:8], prev)
+		binary.LittleEndian.PutUint64(b[8:], msgs[i].Key)
+		msgs[i].PrefixKey = maphash.Bytes(c.seed, b[:]) | 1
+	}
+}
+
 func (c *parseCache) get(key uint64, n int) *cachedElem {
 	c.mu.Lock()
 	defer c.mu.Unlock()

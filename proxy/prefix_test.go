@@ -113,7 +113,7 @@ func prefixBodiesSized(api API, lines int) [][]byte {
 func comparableMsgs(ms []harness.Message) []harness.Message {
 	out := make([]harness.Message, len(ms))
 	for i, m := range ms {
-		m.Key = 0
+		m.Key, m.PrefixKey = 0, 0
 		m.Parts = append([]harness.Part(nil), m.Parts...)
 		out[i] = m
 	}
