@@ -186,3 +186,63 @@ func (s *Store) maxIndexIdentifiers(sc *scrub.Scrubber) int {
 	}
 	return MaxIndexIdentifiers
 }
+
+// SetScrubAllowlist writes a as the scrub_allowlist of the store's
+// store_settings.json (nil removes the key), keeping its other keys; a
+// store whose settings hold the same allowlist already is not written. It
+// lets a program that manages stores (the proxy's --scrub-settings) give
+// each one the allowlist its folds scrub with, so that scrub-check on the
+// store audits with it too. The allowlist is compiled first: errors name a
+// bad regex or regexTarget (nothing is written), or are *StoreFileError for
+// unreadable settings and failed writes. Takes the store lock; safe for
+// concurrent use.
+func (s *Store) SetScrubAllowlist(a *scrub.Allowlist) error {
+	var want any
+	if a != nil {
+		if err := a.Validate(); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return err
+		}
+		if want, err = canonjson.Decode(raw); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	m, err := s.settings()
+	if err != nil {
+		return err
+	}
+	old, had := m[SettingScrubAllowlist]
+	if had && want != nil {
+		x, err1 := canonjson.Canonical(old)
+		y, err2 := canonjson.Canonical(want)
+		if err1 == nil && err2 == nil && bytes.Equal(x, y) {
+			return nil
+		}
+	}
+	if !had && want == nil {
+		return nil
+	}
+	if want == nil {
+		delete(m, SettingScrubAllowlist)
+	} else {
+		m[SettingScrubAllowlist] = want
+	}
+	data, err := canonjson.Pretty(m)
+	if err != nil {
+		return err
+	}
+	if err := s.writeStoreFile(SettingsFile, append(data, '\n')); err != nil {
+		return s.storeErr(s.storePath(SettingsFile), err, "check that the store can be written")
+	}
+	return s.flush()
+}

@@ -626,8 +626,12 @@ func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) 
 	sum := sha256.Sum256([]byte(payload))
 	if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
 		// The store scrubs secrets before writing (on by default): compare
-		// with the scrubbed payload.
-		sc := scrubber()
+		// with the payload scrubbed as the store scrubs, its allowlist
+		// (store_settings.json scrub_allowlist) included.
+		sc, err := h.store.AuditScrubber()
+		if err != nil {
+			sc = scrubber()
+		}
 		if sc == nil {
 			return false
 		}

@@ -152,6 +152,15 @@ type Options struct {
 	Transport http.RoundTripper
 	// Clock stamps cold nodes and evictions (nil: contextfold.SystemClock).
 	Clock contextfold.Clock
+	// ScrubAllowlist, when set, is the allowlist of the secret scrubber of
+	// every session store (LoadScrubSettings reads it from the CLI's
+	// --scrub-settings file): the proxy writes it as the scrub_allowlist of
+	// each store's store_settings.json when it opens the store (replacing
+	// the store's own), so folds leave what it allows unredacted and
+	// `contextfold scrub-check` on the store lists those finds as allowed.
+	// Session names holding a secret are judged with it too. nil: each
+	// store's own settings (none: placeholders only).
+	ScrubAllowlist *scrub.Allowlist
 	// OnRequest, when set, is called with the record of every API request
 	// once its response is finished (tests, metrics). It must be safe for
 	// concurrent use.
@@ -327,6 +336,9 @@ func New(opts Options) (*Server, error) {
 	var err error
 	if s.scrub, err = scrub.New(); err != nil {
 		return nil, fmt.Errorf("proxy: the secret scrubber: %v", err)
+	}
+	if s.scrub, err = s.scrub.WithAllowlist(opts.ScrubAllowlist); err != nil {
+		return nil, fmt.Errorf("proxy: Options.ScrubAllowlist: %v", err)
 	}
 	parse := func(name, raw, fallback string) (*url.URL, error) {
 		if raw == "" {
@@ -665,6 +677,11 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 		dir = filepath.Join(s.opts.Dir, id, "g"+strconv.Itoa(gen))
 		if store, err = contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: id, EvictionLogBatch: EvictionLogBatch}); err != nil {
 			return nil, err
+		}
+	}
+	if a := s.opts.ScrubAllowlist; a != nil {
+		if err := store.SetScrubAllowlist(a); err != nil {
+			return nil, fmt.Errorf("the scrub allowlist (--scrub-settings) not written to the session store: %w", err)
 		}
 	}
 	cfg := s.opts.Harness

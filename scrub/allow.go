@@ -34,6 +34,13 @@ type Allowlist struct {
 	Secrets     []string `json:"secrets,omitempty"`
 }
 
+// Validate reports whether a compiles: an error names a regex that is not
+// Go RE2 syntax or a regexTarget other than secret, match or line.
+func (a *Allowlist) Validate() error {
+	_, err := a.compile()
+	return err
+}
+
 // compiled is an Allowlist ready to test findings.
 type compiled struct {
 	res    []*regexp.Regexp

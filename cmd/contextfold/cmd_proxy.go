@@ -24,6 +24,7 @@ import (
 	"github.com/contextfold/contextfold/pgstore"
 	"github.com/contextfold/contextfold/proxy"
 	"github.com/contextfold/contextfold/proxy/pgsessions"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 func init() { commands = append(commands, newProxyCmd) }
@@ -41,7 +42,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		bodyTimeout                             time.Duration
 		softLimit                               bool
 		allowedHosts                            []string
-		matchName                               string
+		matchName, scrubSettings                string
 	)
 	c := &cobra.Command{
 		Use:   "proxy",
@@ -59,6 +60,16 @@ given with --allowed-host, against DNS rebinding).
 Limits: a body larger than --max-body-bytes is answered 413; one that takes
 longer than --body-read-timeout to arrive, 408; when the bodies of the
 requests in flight would pass --max-inflight-bytes, 503 with Retry-After.
+
+Secrets are scrubbed out of every folded turn before it reaches a session
+store; placeholder credentials (http://user:pass@host, vendors' example keys)
+are left as they are. --scrub-settings FILE adds an allowlist for what else
+is known safe (test-fixture credentials), in the form of store_settings.json:
+  {"scrub_allowlist": {"secrets": ["fixture-pw-1"], "regexes": ["^test-"]}}
+It is read once at start (a bad file: exit 1, naming the file and the
+problem) and written into each session store the proxy opens, replacing the
+store's own scrub_allowlist; "contextfold --dir <store> scrub-check" then
+lists what it let through.
 
 Sessions: the X-Contextfold-Session header, else derived from the start of
 the conversation. A header value holding a secret (a token) is never
@@ -99,6 +110,14 @@ Point a client at it:
 				}
 				dir = filepath.Join(base, "contextfold", "proxy")
 			}
+			var allow *scrub.Allowlist
+			if scrubSettings != "" {
+				a, err := proxy.LoadScrubSettings(scrubSettings)
+				if err != nil {
+					return usagef("--scrub-settings: %v", err)
+				}
+				allow = a
+			}
 			mode, err := match.ParseMode(matchName)
 			if err != nil {
 				return usagef("--match: %v", err)
@@ -125,7 +144,7 @@ Point a client at it:
 			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
 				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger,
 				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout, NoSoftMemoryLimit: !softLimit,
-				AllowedHosts: allowedHosts, AnyHost: !loopback}
+				AllowedHosts: allowedHosts, AnyHost: !loopback, ScrubAllowlist: allow}
 			where := dir
 			if storeURL != "" {
 				// Every session in the database: replicas share them.
@@ -200,6 +219,7 @@ Point a client at it:
 	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of the estimated memory of the requests in flight, in bytes: 3 × each body + 2 × the bytes of its conversation not read before; past it 503 with Retry-After; while a request folds a conversation not read before, the estimates (above the memory in use before) are also the process's soft memory limit unless GOMEMLIMIT is set or --soft-memory-limit=false (a request alone is always served; at least --max-body-bytes; -1: no budget)")
 	f.BoolVar(&softLimit, "soft-memory-limit", true, "while a request folds a conversation not read before, set the Go runtime's soft memory limit to the memory in use before plus the --max-inflight-bytes estimates of such requests, so that garbage is collected within the estimate (never when GOMEMLIMIT is set)")
 	f.DurationVar(&bodyTimeout, "body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send a request body (slower: 408; 0: no limit)")
+	f.StringVar(&scrubSettings, "scrub-settings", "", `JSON file {"scrub_allowlist": {...}} (a store_settings.json's allowlist: regexes, regexTarget, stopwords, secrets), read once at start and written into every session store it opens, so folds leave what it allows unredacted and scrub-check on a session store lists it as allowed`)
 	f.StringSliceVar(&allowedHosts, "allowed-host", nil, "extra Host name /contextfold/stats answers to besides localhost, 127.0.0.1 and ::1 (repeatable)")
 	// The proxy's --dir is a directory of per-session stores with its own
 	// default (not $CONTEXTFOLD_DIR or ./.contextfold): this local flag, on
