@@ -787,4 +787,45 @@ type WorkingSetRecord struct {
 	StablePrefixTokens int   `json:"stable_prefix_tokens"`
 	HydratedSteps      []int `json:"hydrated_steps"`
 	WorkingSet
+	// RemovedRanges is WorkingSet.Removed as ascending runs [first, last]
+	// of message positions, inclusive: the messages that left the prompt
+	// are mostly one run from the first fold on, so a request's line stays
+	// a few hundred bytes however long the conversation (the list of every
+	// position grew each line, and the log with the square of the
+	// session's length).
+	RemovedRanges [][2]int `json:"removed_ranges"`
+	// Removed shadows WorkingSet.Removed in the JSON line: a log written
+	// before RemovedRanges holds the list here; a new line leaves it out.
+	Removed []int `json:"removed,omitempty"`
+}
+
+// RangesOf returns the ascending positions in list (sorted ascending, no
+// repeats) as runs [first, last], inclusive; an empty list gives an empty,
+// non-nil slice.
+func RangesOf(list []int) [][2]int {
+	out := [][2]int{}
+	for _, i := range list {
+		if n := len(out); n > 0 && out[n-1][1] == i-1 {
+			out[n-1][1] = i
+			continue
+		}
+		out = append(out, [2]int{i, i})
+	}
+	return out
+}
+
+// RemovedSteps returns the positions of the messages that left the prompt
+// at this request, from RemovedRanges or, in a line an older proxy wrote,
+// from Removed.
+func (r *WorkingSetRecord) RemovedSteps() []int {
+	if r.RemovedRanges == nil {
+		return r.Removed
+	}
+	var out []int
+	for _, rg := range r.RemovedRanges {
+		for i := rg[0]; i <= rg[1]; i++ {
+			out = append(out, i)
+		}
+	}
+	return out
 }

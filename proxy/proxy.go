@@ -597,9 +597,7 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 	for _, h := range d.Hydrated {
 		rec.HydratedSteps = append(rec.HydratedSteps, h.StepID)
 	}
-	if rec.Removed == nil {
-		rec.Removed = []int{}
-	}
+	rec.RemovedRanges = harness.RangesOf(d.WorkingSet.Removed)
 	sess.prevOut = out
 	line, err := json.Marshal(rec)
 	if err != nil {

@@ -3,6 +3,12 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -211,5 +217,70 @@ func TestWorkingSetBothAPIs(t *testing.T) {
 				prev = fwd
 			}
 		})
+	}
+}
+
+// The working-set log writes the messages that left the prompt as runs,
+// so a request's line stays small however long the conversation: after a
+// 2,000-message session has removed most of its messages, each line is
+// under 4 KiB and names exactly the removed positions of its request.
+func TestWorkingSetLogRemovedAsRanges(t *testing.T) {
+	up := newUpstream(t)
+	dir := t.TempDir()
+	var removed [][]int
+	srv, err := New(Options{Dir: dir, Upstream: up.srv.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		OnRequest: func(r RequestRecord) {
+			if r.WorkingSet != nil {
+				removed = append(removed, append([]int{}, r.WorkingSet.Removed...))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	for _, n := range []int{2000, 2002, 2004} {
+		resp, err := http.Post(px.URL+PathOpenAI, "application/json", bytes.NewReader(conversationOf(n, false)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	px.Close() // every response done: every line logged
+	logs, _ := filepath.Glob(filepath.Join(dir, "*", harness.WorkingSetLogName))
+	if len(logs) != 1 {
+		t.Fatalf("logs: %v", logs)
+	}
+	data, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(lines) != 3 || len(removed) != 3 {
+		t.Fatalf("%d lines logged, %d records", len(lines), len(removed))
+	}
+	for k, line := range lines {
+		var rec harness.WorkingSetRecord
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if len(removed[k]) < 1000 {
+			t.Fatalf("request %d removed %d messages: the test needs a long removed list", k+1, len(removed[k]))
+		}
+		if !reflect.DeepEqual(rec.RemovedSteps(), removed[k]) {
+			t.Fatalf("request %d: the log's removed steps differ from the request's (%d vs %d)", k+1, len(rec.RemovedSteps()), len(removed[k]))
+		}
+		if bytes.Contains(line, []byte(`"removed":`)) || len(line) > 4096 {
+			t.Fatalf("request %d: a %d-byte line, or one listing every removed position", k+1, len(line))
+		}
+	}
+	// A line an older proxy wrote (the whole list) still reads.
+	var old harness.WorkingSetRecord
+	if err := json.Unmarshal([]byte(`{"request":1,"removed":[3,4,5,9]}`), &old); err != nil || !reflect.DeepEqual(old.RemovedSteps(), []int{3, 4, 5, 9}) {
+		t.Fatalf("old line: %v %v", old.RemovedSteps(), err)
+	}
+	if got := harness.RangesOf([]int{3, 4, 5, 9, 11, 12}); !reflect.DeepEqual(got, [][2]int{{3, 5}, {9, 9}, {11, 12}}) {
+		t.Fatalf("RangesOf: %v", got)
 	}
 }
