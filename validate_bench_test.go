@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/procmem"
 )
 
 // BenchmarkValidate measures Validate (every check: containment, integrity,
@@ -41,8 +42,8 @@ func BenchmarkValidate(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
-			defer func() { b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op") }()
+			cpu0 := procmem.CPU()
+			defer func() { b.ReportMetric((procmem.CPU()-cpu0).Seconds()/float64(b.N), "cpu-s/op") }()
 			for i := 0; i < b.N; i++ {
 				s, err := contextfold.Open(dir, contextfold.Options{})
 				if err != nil {

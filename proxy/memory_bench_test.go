@@ -201,7 +201,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 	metrics.Read(cpu)
 	gc0, all0 := cpu[0].Value.Float64(), cpu[1].Value.Float64()
 	stop := heapPeak()
-	start, cpuStart := time.Now(), processCPU()
+	start, cpuStart := time.Now(), procmem.CPU()
 	status := make([]int, conc)
 	var wg sync.WaitGroup
 	for k, body := range bodies {
@@ -219,7 +219,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 		}()
 	}
 	wg.Wait()
-	m.wall, m.cpu = time.Since(start), processCPU()-cpuStart
+	m.wall, m.cpu = time.Since(start), procmem.CPU()-cpuStart
 	m.peak = stop()
 	metrics.Read(cpu)
 	if all := cpu[1].Value.Float64() - all0; all > 0 {

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package procmem
+
+import "time"
+
+// CPU is unknown off Unix: 0.
+func CPU() time.Duration { return 0 }
