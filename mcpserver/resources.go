@@ -140,7 +140,7 @@ func (s *server) readStep(_ context.Context, req *mcp.ReadResourceRequest) (*mcp
 	}
 	h, err := s.store.Hydrate(step)
 	if errors.Is(err, contextfold.ErrNodeNotFound) {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, stepNotFound(req, step, uri)
 	}
 	if err != nil {
 		return nil, toolError(err)
@@ -173,4 +173,40 @@ func (s *server) readIndex(_ context.Context, req *mcp.ReadResourceRequest) (*mc
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
 		URI: req.Params.URI, MIMEType: "application/json", Text: string(data),
 	}}}, nil
+}
+
+// codeResourceNotFoundLegacy is the resource-not-found code of the MCP
+// specification up to 2025-11-25 (server/resources, "Error Handling"): -32002.
+const codeResourceNotFoundLegacy = -32002
+
+// firstInvalidParamsRevision is the first MCP revision (2026-07-28, SEP-2164)
+// in which resource-not-found is -32602 Invalid params instead of -32002.
+const firstInvalidParamsRevision = "2026-07-28"
+
+// stepNotFound is the resources/read answer for a step address with no cold
+// node: code -32002 for a session that negotiated a revision before
+// 2026-07-28 (the code those revisions specify), the SDK's
+// mcp.CodeResourceNotFound (-32602 per SEP-2164) for later ones; the message
+// starts with NodeNotFoundError, names the step and the remedy, and data
+// carries {"uri": uri} as the specification's example does.
+func stepNotFound(req *mcp.ReadResourceRequest, step int, uri string) error {
+	code := mcp.CodeResourceNotFound
+	if v := negotiatedVersion(req); v != "" && v < firstInvalidParamsRevision {
+		code = codeResourceNotFoundLegacy
+	}
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &jsonrpc.Error{Code: code, Data: data, Message: fmt.Sprintf(
+		"NodeNotFoundError: no cold node at step %d (%s); list the archived steps with resources/list or find one with recall_archived_nodes", step, truncateForMessage(uri))}
+}
+
+// negotiatedVersion is the protocol revision the client asked for in
+// initialize ("" when unknown).
+func negotiatedVersion(req *mcp.ReadResourceRequest) string {
+	if req == nil || req.Session == nil {
+		return ""
+	}
+	if p := req.Session.InitializeParams(); p != nil {
+		return p.ProtocolVersion
+	}
+	return ""
 }
