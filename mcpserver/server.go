@@ -304,9 +304,6 @@ func toolMode(name string) (match.Mode, error) {
 }
 
 func (s *server) fold(_ context.Context, _ *mcp.CallToolRequest, a FoldArgs) (*mcp.CallToolResult, FoldResult, error) {
-	if strings.TrimSpace(a.Summary) == "" {
-		return nil, FoldResult{}, errors.New("BadArgument: summary is empty; give a short description of the turn")
-	}
 	t := contextfold.Turn{
 		StepID: a.StepID, Summary: a.Summary, RawContent: a.Content, SessionID: a.SessionID,
 		Files: a.Files, Commands: a.Commands, Errors: a.Errors,
@@ -326,6 +323,8 @@ func (s *server) fold(_ context.Context, _ *mcp.CallToolRequest, a FoldArgs) (*m
 		if c, err := s.store.Conflicts([]contextfold.Turn{t}); err == nil && len(c) > 0 {
 			res.Warning = fmt.Sprintf("step %d already holds another turn (session %q); this turn was NOT stored: use a step id not archived yet", t.StepID, c[0].StoredSession)
 		}
+	} else if w := emptyTurnWarning(t); w != "" {
+		res.Warning = w
 	}
 	return nil, res, nil
 }
@@ -417,4 +416,17 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// emptyTurnWarning is fold_turn's warning for a turn folded with an empty
+// summary, as the reference folds it (IPCF §3; the CLI 'fold' does the same
+// and warns on stderr): "" when the summary has text.
+func emptyTurnWarning(t contextfold.Turn) string {
+	if t.Summary != "" {
+		return ""
+	}
+	if t.RawContent == "" {
+		return fmt.Sprintf("step %d has an empty summary and an empty content; it was folded as an empty turn (IPCF §3), which no prompt will match: fold the turn's text at a new step id", t.StepID)
+	}
+	return fmt.Sprintf("step %d has an empty summary; it was folded with an empty summary (IPCF §3), so recall and scan show no description of it: give a one-line summary when you fold", t.StepID)
 }

@@ -118,8 +118,10 @@ type FoldResult struct {
 	ProjectionSHA256 string   `json:"projection_sha256"`
 	Identifiers      []string `json:"identifiers" jsonschema:"the terms recall and scan will match"`
 	// Warning says, when the step was archived with another turn, that the
-	// offered turn was not stored; empty otherwise.
-	Warning string `json:"warning,omitempty" jsonschema:"set when the step holds another turn: the offered one was not stored"`
+	// offered turn was not stored, and, when the turn was folded with an
+	// empty summary (as the reference folds it, IPCF §3), that it was;
+	// empty otherwise.
+	Warning string `json:"warning,omitempty" jsonschema:"set when the step holds another turn (the offered one was not stored) or when the turn was folded with an empty summary"`
 }
 
 // StepArgs name one step, for evict_node.
