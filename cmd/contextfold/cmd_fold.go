@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -17,15 +18,17 @@ import (
 
 func init() { commands = append(commands, newFoldCmd) }
 
-// foldInput is the JSON form of one turn read by 'fold --input'.
+// foldInput is the JSON form of one turn read by 'fold --input'. Each field
+// is kept raw so that a value of the wrong JSON type gets an error naming the
+// field, the value and the remedy (checkedFoldInput), not encoding/json's.
 type foldInput struct {
-	StepID     *json.Number `json:"step_id"`
-	Summary    *string      `json:"summary"`
-	RawContent *string      `json:"raw_content"`
-	Files      *[]string    `json:"files"`
-	Commands   *[]string    `json:"commands"`
-	Errors     *[]string    `json:"errors"`
-	SessionID  *string      `json:"session_id"`
+	StepID     json.RawMessage `json:"step_id"`
+	Summary    json.RawMessage `json:"summary"`
+	RawContent json.RawMessage `json:"raw_content"`
+	Files      json.RawMessage `json:"files"`
+	Commands   json.RawMessage `json:"commands"`
+	Errors     json.RawMessage `json:"errors"`
+	SessionID  json.RawMessage `json:"session_id"`
 }
 
 func newFoldCmd(g *globals) *cobra.Command {
@@ -215,6 +218,9 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
+	if trimmed := bytes.TrimSpace([]byte(raw)); len(trimmed) > 0 && trimmed[0] != '{' {
+		return contextfold.Turn{}, usagef("%s: holds %s, not a turn object; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, jsonKind(trimmed))
+	}
 	var in foldInput
 	if err := dec.Decode(&in); err != nil {
 		return contextfold.Turn{}, usagef("%s: not a turn object: %v; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, err)
@@ -222,33 +228,97 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	if dec.More() {
 		return contextfold.Turn{}, usagef("%s: holds more than one JSON document; --input takes one turn (fold each turn with its own call, or use 'contextfold ingest' for a whole session)", path)
 	}
-	if in.StepID == nil {
-		return contextfold.Turn{}, usagef("%s: \"step_id\" is required", path)
+	return checkedFoldInput(path, in)
+}
+
+// stepIDRule is the remedy of a bad "step_id" in --input.
+const stepIDRule = `step_id must be an integer up to 2^63-1 (9223372036854775807; negative for a turn before the first), written as a JSON number without quotes, fraction or exponent, e.g. "step_id": 42`
+
+// checkedFoldInput turns the raw fields of an --input turn into a Turn; a
+// field of the wrong JSON type (a quoted or fractional step_id, a number as
+// the summary, a string where a list of strings goes) is a usage error
+// naming the field, its value and the remedy. null is an absent field.
+func checkedFoldInput(path string, in foldInput) (contextfold.Turn, error) {
+	absent := func(r json.RawMessage) bool { return len(r) == 0 || string(r) == "null" }
+	bad := func(field string, r json.RawMessage, what, rule string) error {
+		return usagef("%s: %q is %s (%s); %s", path, field, preview(string(r), 40), what, rule)
 	}
-	id, err := parseStepID("", string(*in.StepID))
+	if absent(in.StepID) {
+		return contextfold.Turn{}, usagef("%s: \"step_id\" is required; %s", path, stepIDRule)
+	}
+	if jsonKind(in.StepID) != "a number" || bytes.ContainsAny(in.StepID, ".eE") {
+		return contextfold.Turn{}, bad("step_id", in.StepID, jsonKind(in.StepID)+", not an integer", stepIDRule)
+	}
+	id, err := strconv.Atoi(string(in.StepID))
 	if err != nil {
-		return contextfold.Turn{}, err
+		return contextfold.Turn{}, bad("step_id", in.StepID, "out of range", stepIDRule)
 	}
 	t := contextfold.Turn{StepID: id}
-	if in.Summary != nil {
-		t.Summary = *in.Summary
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		to   *string
+		eg   string
+	}{
+		{"summary", in.Summary, &t.Summary, `"summary": "pytest run after the fix"`},
+		{"raw_content", in.RawContent, &t.RawContent, `"raw_content": "$ pytest\n3 passed"`},
+		{"session_id", in.SessionID, &t.SessionID, `"session_id": "s1"`},
+	} {
+		if absent(f.raw) {
+			continue
+		}
+		if jsonKind(f.raw) != "a string" || json.Unmarshal(f.raw, f.to) != nil {
+			return contextfold.Turn{}, bad(f.name, f.raw, jsonKind(f.raw), f.name+" must be a JSON string, e.g. "+f.eg)
+		}
 	}
-	if in.RawContent != nil {
-		t.RawContent = *in.RawContent
-	}
-	if in.Files != nil {
-		t.Files = *in.Files
-	}
-	if in.Commands != nil {
-		t.Commands = *in.Commands
-	}
-	if in.Errors != nil {
-		t.Errors = *in.Errors
-	}
-	if in.SessionID != nil {
-		t.SessionID = *in.SessionID
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		to   *[]string
+		eg   string
+	}{
+		{"files", in.Files, &t.Files, `"files": ["src/db.py"]`},
+		{"commands", in.Commands, &t.Commands, `"commands": ["pytest -x"]`},
+		{"errors", in.Errors, &t.Errors, `"errors": ["ConnectionRefusedError"]`},
+	} {
+		if absent(f.raw) {
+			continue
+		}
+		rule := f.name + " must be a list of JSON strings, e.g. " + f.eg
+		var items []json.RawMessage
+		if jsonKind(f.raw) != "a list" || json.Unmarshal(f.raw, &items) != nil {
+			return contextfold.Turn{}, bad(f.name, f.raw, jsonKind(f.raw), rule)
+		}
+		list := make([]string, len(items))
+		for i, it := range items {
+			if jsonKind(it) != "a string" || json.Unmarshal(it, &list[i]) != nil {
+				return contextfold.Turn{}, bad(fmt.Sprintf("%s[%d]", f.name, i), it, jsonKind(it), rule)
+			}
+		}
+		*f.to = list
 	}
 	return t, nil
+}
+
+// jsonKind names the JSON type of a raw value ("a string", "a number", …).
+func jsonKind(r json.RawMessage) string {
+	r = bytes.TrimSpace(r)
+	if len(r) == 0 {
+		return "empty"
+	}
+	switch r[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // preview shortens s to at most n code points, on a character boundary.

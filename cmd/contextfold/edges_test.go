@@ -183,3 +183,55 @@ func TestFoldOfAnotherTurnAtAnIndexedStepSaysSo(t *testing.T) {
 		t.Error("a fold at an indexed step changed the store")
 	}
 }
+
+// TestFoldInputTypedFields: a --input turn whose field has the wrong JSON
+// type (a quoted, fractional, boolean or out-of-range step_id, a number as
+// the summary, a string where a list of strings goes, …) is refused with
+// our message naming the field, its value and the remedy, not
+// encoding/json's; exit 1 and nothing written.
+func TestFoldInputTypedFields(t *testing.T) {
+	const stepRule = "step_id must be an integer up to 2^63-1"
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{`{"step_id": "abc", "summary": "s"}`, []string{`"step_id" is "abc" (a string, not an integer)`, stepRule}},
+		{`{"step_id": "12", "summary": "s"}`, []string{`"step_id" is "12" (a string, not an integer)`, stepRule}},
+		{`{"step_id": 1.5, "summary": "s"}`, []string{`"step_id" is 1.5 (a number, not an integer)`, stepRule}},
+		{`{"step_id": 2e3, "summary": "s"}`, []string{`"step_id" is 2e3`, stepRule}},
+		{`{"step_id": true, "summary": "s"}`, []string{`"step_id" is true (a boolean, not an integer)`, stepRule}},
+		{`{"step_id": [1], "summary": "s"}`, []string{`"step_id" is [1] (a list, not an integer)`, stepRule}},
+		{`{"step_id": 9223372036854775808, "summary": "s"}`, []string{`"step_id" is 9223372036854775808 (out of range)`, stepRule}},
+		{`{"summary": "s"}`, []string{`"step_id" is required`, stepRule}},
+		{`{"step_id": 1, "summary": 5}`, []string{`"summary" is 5 (a number)`, "summary must be a JSON string"}},
+		{`{"step_id": 1, "raw_content": {"a": 1}}`, []string{`"raw_content" is {"a": 1} (an object)`, "raw_content must be a JSON string"}},
+		{`{"step_id": 1, "session_id": false}`, []string{`"session_id" is false (a boolean)`, "session_id must be a JSON string"}},
+		{`{"step_id": 1, "files": "a.go"}`, []string{`"files" is "a.go" (a string)`, "files must be a list of JSON strings"}},
+		{`{"step_id": 1, "commands": [true]}`, []string{`"commands[0]" is true (a boolean)`, "commands must be a list of JSON strings"}},
+		{`{"step_id": 1, "errors": ["E", 2]}`, []string{`"errors[1]" is 2 (a number)`, "errors must be a list of JSON strings"}},
+		{`[1, 2]`, []string{"holds a list, not a turn object"}},
+	} {
+		dir := filepath.Join(t.TempDir(), ".contextfold")
+		out, errs, code := cli(t, tc.in, "--dir", dir, "fold", "--input", "-")
+		if code == 0 || out != "" {
+			t.Errorf("%s: exit %d, stdout %q", tc.in, code, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%s: stderr %q lacks %q", tc.in, errs, w)
+			}
+		}
+		if strings.Contains(errs, "json:") || strings.Contains(errs, "Go struct") || strings.Contains(errs, "unmarshal") {
+			t.Errorf("%s: encoding/json's message leaked: %s", tc.in, errs)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: the store was written (%v)", tc.in, err)
+		}
+	}
+	// The right types still fold; null is an absent field.
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	in := `{"step_id": -2, "summary": "s", "raw_content": null, "files": ["a.go"], "commands": [], "errors": null, "session_id": "s1"}`
+	if _, errs, code := cli(t, in, "--dir", dir, "fold", "--input", "-"); code != 0 {
+		t.Fatalf("a well-typed turn: exit %d %s", code, errs)
+	}
+}
