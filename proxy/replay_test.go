@@ -453,6 +453,9 @@ func turnsIn(rs replaySession, msgs []map[string]any, k int) int {
 func sessions(t testing.TB) []replaySession {
 	var files []string
 	filepath.WalkDir(transcriptsDir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == "corpus" {
+			return filepath.SkipDir // the wider mini-swe-agent corpus is replayed on its own
+		}
 		if err == nil && !d.IsDir() && !strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".history.md") {
 			files = append(files, p)
 		}

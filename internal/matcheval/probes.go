@@ -150,6 +150,9 @@ func RunProbes(dir, tmp string) (*ProbeReport, error) {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && d.Name() == "corpus" && p != dir {
+			return filepath.SkipDir // the wider corpus is its own probe set
+		}
 		if !d.IsDir() && !strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".chat.history.md") {
 			if !d.IsDir() {
 				files = append(files, p)
