@@ -6,12 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/contextfold-quickstart-XXXXXX")
 # The first build compiles contextfold and the ~480 packages it depends on
-# (about 80 modules, downloaded first when Go's module cache lacks them): 1-3
+# (about 80 modules, downloaded first when Go's module cache lacks them): 2-5
 # minutes on 2 cores, most of it third-party code (the SDKs, the PostgreSQL
 # driver, the secret detector's rules). Later builds reuse Go's build cache and
 # take seconds. 'go build -v' names each package it compiles; show the count.
 echo "== 0. Build contextfold into $work =="
-echo "   the first build on a machine compiles ~480 packages: 1-3 minutes on 2 cores, counted below; later builds take seconds"
+echo "   the first build on a machine compiles ~480 packages: 2-5 minutes on 2 cores, counted below; later builds take seconds"
 start=$(date +%s)
 go build -v -o "$work/contextfold" ./cmd/contextfold 2>&1 | {
   n=0
