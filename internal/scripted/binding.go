@@ -55,7 +55,9 @@ type Binder struct{ key []byte }
 
 // NewBinder returns a Binder keyed with secret (any string; the same secret
 // gives the same signatures).
-func NewBinder(secret string) *Binder { return &Binder{key: []byte("ipcf-scripted-binding\x00" + secret)} }
+func NewBinder(secret string) *Binder {
+	return &Binder{key: []byte("ipcf-scripted-binding\x00" + secret)}
+}
 
 // BlockRef names one thinking block of a Messages API request.
 type BlockRef struct {
