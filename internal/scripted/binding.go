@@ -8,9 +8,9 @@ package scripted
 // every message (and earlier block) before it — is what the request that
 // produced it carried; cache_control markers are left out of the
 // comparison, and a string content compares equal to a single text block.
-// Once a block is invalid, it and every later thinking block are invalid:
-// leaving a thinking block out from between others, or moving it, changes
-// the prefix of the ones after it. A failed check is a 400 naming the first
+// A change invalidates every block already after it — leaving a thinking
+// block out from between others, or moving it, changes the prefix of the
+// ones after it — while thinking produced after the change stays valid. A failed check is a 400 naming the first
 // invalid block's path, unless the request sets
 // thinking.block_binding.prefix_mismatch_behavior to "drop_block" and sends
 // the beta header anthropic-beta: thinking-binding-controls-2026-08-01; then
@@ -76,9 +76,12 @@ type ThinkingCheck struct {
 	// Blocks is the number of thinking and redacted_thinking blocks the
 	// request sends back.
 	Blocks int
-	// Invalid are the blocks that fail the check, in request order: the
-	// first one whose signature does not match its prefix, and every
-	// thinking block after it.
+	// Invalid are the blocks that fail the check, in request order: each
+	// one whose signature does not match its prefix as the request carries
+	// it. A change invalidates every block produced before it and placed
+	// after it (their prefix covers it, and a block left out or moved
+	// changes the prefix of the ones after); a block produced after the
+	// change was signed over the changed prefix and stays valid.
 	Invalid []BlockRef
 }
 
@@ -301,7 +304,6 @@ func (b *Binder) sign(at chain, kind, text string) string {
 // redacted_thinking block of a Messages API request body.
 func (b *Binder) CheckAnthropic(body []byte) (ThinkingCheck, error) {
 	var c ThinkingCheck
-	failed := false
 	_, err := anthropicWalk(body, func(i, j int, blk map[string]json.RawMessage, at chain) {
 		typ := str(blk["type"])
 		var want, got string
@@ -314,8 +316,7 @@ func (b *Binder) CheckAnthropic(body []byte) (ThinkingCheck, error) {
 			return
 		}
 		c.Blocks++
-		if failed || !hmac.Equal([]byte(want), []byte(got)) {
-			failed = true
+		if !hmac.Equal([]byte(want), []byte(got)) {
 			c.Invalid = append(c.Invalid, BlockRef{Path: fmt.Sprintf("messages.%d.content.%d", i, j), Message: i, Block: j, Type: typ})
 		}
 	})
@@ -456,8 +457,8 @@ type ReasoningCheck struct {
 	// Items is the number of reasoning items with encrypted_content the
 	// request sends back.
 	Items int
-	// Dropped are the reasoning items the API drops (their prefix changed,
-	// or an earlier one was dropped), in request order.
+	// Dropped are the reasoning items the API drops (their prefix changed
+	// since they were produced), in request order.
 	Dropped []ReasoningRef
 }
 
@@ -565,7 +566,6 @@ func (b *Binder) sealReasoning(at chain, id string) string {
 // encrypted_content of a Responses API request body.
 func (b *Binder) CheckResponses(body []byte) (ReasoningCheck, error) {
 	var c ReasoningCheck
-	failed := false
 	_, err := responsesWalk(body, func(k int, it map[string]json.RawMessage, at chain) {
 		enc := str(it["encrypted_content"])
 		if str(it["type"]) != "reasoning" || enc == "" {
@@ -578,8 +578,7 @@ func (b *Binder) CheckResponses(body []byte) (ReasoningCheck, error) {
 				id = string(raw)
 			}
 		}
-		if failed || !hmac.Equal([]byte(b.sealReasoning(at, id)), []byte(enc)) {
-			failed = true
+		if !hmac.Equal([]byte(b.sealReasoning(at, id)), []byte(enc)) {
 			c.Dropped = append(c.Dropped, ReasoningRef{Index: k, ID: id})
 		}
 	})

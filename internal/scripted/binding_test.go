@@ -152,6 +152,14 @@ func TestPrefixCheck(t *testing.T) {
 	if c := check(conversation(sys1, tools1, append(m, a, r)...)); c.Blocks != 1 || len(c.Invalid) != 0 {
 		t.Fatalf("thinking signed after the change: %v", paths(c))
 	}
+	// A client that keeps the invalid blocks (drop_block sent on every
+	// request): the block produced after them is valid, they stay invalid.
+	m = clone()
+	m[2] = strings.Replace(m[2], "out toolu_a", "[folded]", 1)
+	a, r = signedTurn(t, b, conversation(sys1, tools1, m...), 8)
+	if c := check(conversation(sys1, tools1, append(m, a, r)...)); c.Blocks != 4 || strings.Join(paths(c), " ") != "messages.3.content.0 messages.5.content.0" {
+		t.Fatalf("thinking produced after invalid blocks: %v", paths(c))
+	}
 }
 
 func TestJudge(t *testing.T) {
