@@ -276,7 +276,7 @@ const rankedHydration = true
 func checkAnswers(t *testing.T, answers, hydrated []string, agentHad func(line string) bool) {
 	t.Helper()
 	seen, counted := 0, 0
-	for i, p := range probes {
+	for i, p := range probes[:len(answers)] { // the first len(answers) probes were asked
 		if strings.HasPrefix(answers[i], "SEEN "+p.Name) {
 			seen++
 			counted++
@@ -423,4 +423,7 @@ func checkProxySession(t *testing.T, px *proxyUnder, up *scripted.Server, api sc
 	if maxFwd >= maxClient {
 		t.Errorf("the forwarded prompt never shrank: client max %d tokens, forwarded max %d", maxClient, maxFwd)
 	}
+	// The model reasons and checks reasoning bound to its prefix: no
+	// request may be rejected over a thinking block.
+	checkBinding(t, up)
 }
