@@ -84,7 +84,10 @@ type proxyUnder struct {
 // agents' system prompts and tool definitions), so that fold events happen.
 const e2eBudget = 28000
 
-func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
+func newProxy(t *testing.T, up *scripted.Server) *proxyUnder { return newProxyBudget(t, up, e2eBudget) }
+
+// newProxyBudget is newProxy with a context budget of budget tokens.
+func newProxyBudget(t *testing.T, up *scripted.Server, budget int) *proxyUnder {
 	t.Helper()
 	p := &proxyUnder{dir: t.TempDir()}
 	if keep := os.Getenv("CF_E2E_KEEP"); keep != "" {
@@ -98,7 +101,7 @@ func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
 	srv, err := proxy.New(proxy.Options{
 		Dir:      p.dir,
 		Upstream: up.URL,
-		Harness:  harness.Config{ContextBudget: e2eBudget},
+		Harness:  harness.Config{ContextBudget: budget},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnRequest: func(r proxy.RequestRecord) {
 			p.mu.Lock()
@@ -232,7 +235,7 @@ func checkAnthropicPairs(t *testing.T, body []byte) (pairs int) {
 // it.
 func TestClaudeCodeThroughProxy(t *testing.T) {
 	bin := agentBin(t, "claude")
-	up := scripted.New(sessionScript(nil))
+	up := scripted.NewWith(sessionScript(nil), thinkingOptions)
 	defer up.Close()
 	px := newProxy(t, up)
 	home, work := t.TempDir(), t.TempDir()

@@ -81,7 +81,82 @@ func TestClaudeCodeThinkingThroughProxy(t *testing.T) {
 	r := runClaude(t, bin, work, env, askPrompt(probes[0]), res.SessionID)
 	checkAnswers(t, []string{r.Result}, []string{px.hydratedSince(n, probes[0])}, px.clientHad)
 	b := checkBinding(t, up)
-	var folds, maxClient, maxFwd int
+	folds, maxClient, maxFwd := logFolds(t, px)
+	if folds == 0 || maxFwd >= maxClient {
+		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
+	}
+	if b.Signed == 0 || b.Blocks == 0 {
+		t.Errorf("no thinking went round: %v", b)
+	}
+}
+
+// checkReasoning fails unless the Responses API client sent reasoning items
+// back (with encrypted_content), and logs how many the model dropped after a
+// prefix change (reported in input_transformations).
+func checkReasoning(t *testing.T, up *scripted.Server) scripted.BindingStats {
+	t.Helper()
+	b := up.Binding()
+	t.Logf("prefix checks: %v", b)
+	if b.ReasoningSigned == 0 || b.ReasoningItems == 0 {
+		t.Errorf("no reasoning went round: %v", b)
+	}
+	return b
+}
+
+// TestCodexReasoningDirect runs Codex straight at the model on the
+// Responses API with reasoning items: Codex resends every reasoning item
+// with its encrypted_content and keeps its history append-only, so none is
+// dropped.
+func TestCodexReasoningDirect(t *testing.T) {
+	bin := agentBin(t, "codex")
+	up := scripted.NewWith(stepsScript(thinkingSteps, nil), thinkingOptions)
+	defer up.Close()
+	t.Cleanup(func() { dump(t, up) })
+	home, work := t.TempDir(), t.TempDir()
+	env := codexSetup(t, home, up.URL+"/v1")
+	out := runCodex(t, bin, work, env, runPrompt, false)
+	if !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
+	}
+	if a := lastLine(runCodex(t, bin, work, env, askPrompt(probes[0]), true)); !strings.HasPrefix(a, "SEEN "+probes[0].Name) {
+		t.Errorf("the resumed question: %q", a)
+	}
+	if b := checkReasoning(t, up); b.ReasoningDropped != 0 {
+		t.Errorf("%d reasoning items dropped without a proxy", b.ReasoningDropped)
+	}
+}
+
+// codexThinkingBudget is the proxy's context budget for the 13-step Codex
+// session (tokens): its peak is about 24k (Codex's instructions and tools
+// are smaller than Claude Code's), so that fold events happen.
+const codexThinkingBudget = 16000
+
+// TestCodexReasoningThroughProxy runs Codex through the proxy: the session
+// and the resumed question succeed, and the reasoning items the model drops
+// after a fold event are counted.
+func TestCodexReasoningThroughProxy(t *testing.T) {
+	bin := agentBin(t, "codex")
+	up := scripted.NewWith(stepsScript(thinkingSteps, nil), thinkingOptions)
+	defer up.Close()
+	px := newProxyBudget(t, up, codexThinkingBudget)
+	home, work := t.TempDir(), t.TempDir()
+	env := codexSetup(t, home, px.http.URL+"/v1")
+	out := runCodex(t, bin, work, env, runPrompt, false)
+	if !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
+	}
+	n := len(px.records())
+	a := lastLine(runCodex(t, bin, work, env, askPrompt(probes[0]), true))
+	checkAnswers(t, []string{a}, []string{px.hydratedSince(n, probes[0])}, px.clientHad)
+	checkReasoning(t, up)
+	if folds, maxClient, maxFwd := logFolds(t, px); folds == 0 || maxFwd >= maxClient {
+		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
+	}
+}
+
+// logFolds logs the proxy's fold events and token counts.
+func logFolds(t *testing.T, px *proxyUnder) (folds, maxClient, maxFwd int) {
+	t.Helper()
 	for _, rec := range px.records() {
 		if rec.StepsFolded+rec.StepsCollapsed > 0 {
 			folds++
@@ -89,10 +164,35 @@ func TestClaudeCodeThinkingThroughProxy(t *testing.T) {
 		maxClient, maxFwd = max(maxClient, rec.ClientTokens), max(maxFwd, rec.ForwardedTokens)
 	}
 	t.Logf("%d proxied requests, %d with a fold event; tokens client max %d → forwarded max %d", len(px.records()), folds, maxClient, maxFwd)
-	if folds == 0 || maxFwd >= maxClient {
-		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
+	return
+}
+
+// TestQwenCodeReasoningThroughProxy runs Qwen Code through the proxy on
+// Chat Completions with the model's reasoning_content on: Chat Completions
+// has no reasoning bound to a prefix, so the check is that the session, the
+// fold events and the resumed question go as without reasoning, and how
+// much reasoning Qwen Code sends back is logged.
+func TestQwenCodeReasoningThroughProxy(t *testing.T) {
+	bin := agentBin(t, "qwen")
+	up := scripted.NewWith(stepsScript(thinkingSteps, nil), thinkingOptions)
+	defer up.Close()
+	px := newProxyBudget(t, up, codexThinkingBudget)
+	home, work := t.TempDir(), t.TempDir()
+	env := qwenSetup(t, home, px.http.URL+"/v1")
+	out := runQwen(t, bin, work, env, runPrompt, false)
+	if !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
 	}
-	if b.Signed == 0 || b.Blocks == 0 {
-		t.Errorf("no thinking went round: %v", b)
+	n := len(px.records())
+	a := lastLine(runQwen(t, bin, work, env, askPrompt(probes[0]), true))
+	checkAnswers(t, []string{a}, []string{px.hydratedSince(n, probes[0])}, px.clientHad)
+	t.Logf("prefix checks: %v", up.Binding())
+	for i, r := range px.records() {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d", i, r.Status)
+		}
+	}
+	if folds, maxClient, maxFwd := logFolds(t, px); folds == 0 || maxFwd >= maxClient {
+		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
 	}
 }
