@@ -50,22 +50,11 @@ func (r thinkingReplay) String() string {
 // With dropBlock every request sets
 // thinking.block_binding.prefix_mismatch_behavior "drop_block" and sends
 // the beta header.
-func replayThinking(t testing.TB, rs replaySession, cfg harness.Config, dropBlock bool) thinkingReplay {
+func replayThinking(t testing.TB, rs replaySession, cfg *harness.Config, dropBlock bool) thinkingReplay {
 	t.Helper()
 	up := scripted.New(func(*scripted.Turn) scripted.Reply { return scripted.Reply{Text: "ok"} })
 	defer up.Close()
-	var folds []bool // per proxied request: a fold event
-	done := make(chan struct{}, 1)
-	srv, err := New(Options{Dir: t.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: discardLogger(), Harness: cfg,
-		OnRequest: func(r RequestRecord) {
-			folds = append(folds, r.WorkingSet != nil && r.WorkingSet.FoldEvent)
-			done <- struct{}{}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := httptest.NewServer(srv)
-	defer px.Close()
+	base, folds, wait := replayProxy(t, up, cfg)
 
 	system, msgs := anthropicMessages(rs.turns)
 	thinking := map[int]map[string]any{} // assistant message index → the thinking block the model returned before it
@@ -92,7 +81,7 @@ func replayThinking(t testing.TB, rs replaySession, cfg harness.Config, dropBloc
 			req["system"] = system
 		}
 		body, _ := json.Marshal(req)
-		hr, _ := http.NewRequest(http.MethodPost, px.URL+PathAnthropic, bytes.NewReader(body))
+		hr, _ := http.NewRequest(http.MethodPost, base+PathAnthropic, bytes.NewReader(body))
 		hr.Header.Set("Content-Type", "application/json")
 		if dropBlock {
 			hr.Header.Set("anthropic-beta", scripted.BetaThinkingBinding)
@@ -103,7 +92,7 @@ func replayThinking(t testing.TB, rs replaySession, cfg harness.Config, dropBloc
 		}
 		rb, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		<-done
+		wait()
 		n := out.Requests
 		out.Requests++
 		rec := up.Requests()[len(up.Requests())-1]
@@ -116,7 +105,7 @@ func replayThinking(t testing.TB, rs replaySession, cfg harness.Config, dropBloc
 				continue // a redacted block, or not ours
 			}
 			fold := false
-			for _, f := range folds[p+1 : n+1] {
+			for _, f := range (*folds)[p+1 : n+1] {
 				fold = fold || f
 			}
 			if !fold {
@@ -148,12 +137,48 @@ func replayThinking(t testing.TB, rs replaySession, cfg harness.Config, dropBloc
 			}
 		}
 	}
-	for _, f := range folds {
+	for _, f := range *folds {
 		if f {
 			out.FoldEvents++
 		}
 	}
 	return out
+}
+
+// replayProxy starts a proxy at cfg in front of up and returns its base URL,
+// the fold events of its requests so far (one per request) and a wait that
+// returns once the proxy has finished the last request. A nil cfg means no
+// proxy: the base URL is up's and no request is a fold event.
+func replayProxy(t testing.TB, up *scripted.Server, cfg *harness.Config) (string, *[]bool, func()) {
+	t.Helper()
+	folds := &[]bool{}
+	if cfg == nil {
+		return up.URL, folds, func() { *folds = append(*folds, false) }
+	}
+	done := make(chan struct{}, 1)
+	srv, err := New(Options{Dir: t.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: discardLogger(), Harness: *cfg,
+		OnRequest: func(r RequestRecord) {
+			*folds = append(*folds, r.WorkingSet != nil && r.WorkingSet.FoldEvent)
+			done <- struct{}{}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	t.Cleanup(px.Close)
+	return px.URL, folds, func() { <-done }
+}
+
+// replayBudgets are the proxies of the thinking replays: none (the client
+// straight at the model, which must see nothing invalid), the default
+// budget and smallThinkingBudget.
+var replayBudgets = []struct {
+	label string
+	cfg   *harness.Config
+}{
+	{"no proxy", nil},
+	{"default budget", &harness.Config{}},
+	{fmt.Sprintf("budget %d", smallThinkingBudget), &harness.Config{ContextBudget: smallThinkingBudget}},
 }
 
 // blockText is the thinking text of the block at ref in a request body.
@@ -198,10 +223,7 @@ func TestReplayThinking(t *testing.T) {
 		}
 		seen[name] = true
 		rs.api = APIAnthropic
-		for _, b := range []struct {
-			label string
-			cfg   harness.Config
-		}{{"default budget", harness.Config{}}, {fmt.Sprintf("budget %d", smallThinkingBudget), harness.Config{ContextBudget: smallThinkingBudget}}} {
+		for _, b := range replayBudgets {
 			r := replayThinking(t, rs, b.cfg, false)
 			d := replayThinking(t, rs, b.cfg, true)
 			t.Logf("%s (anthropic, signed thinking, %s): %v", name, b.label, r)
@@ -214,6 +236,9 @@ func TestReplayThinking(t *testing.T) {
 			}
 			if d.Rejected > 0 {
 				t.Errorf("%s, %s: with drop_block and the beta header, %d requests rejected; the first: %s", name, b.label, d.Rejected, d.FirstError)
+			}
+			if b.cfg == nil {
+				continue // the totals are of the proxied replays
 			}
 			for _, p := range []struct {
 				sum *thinkingReplay
@@ -232,4 +257,154 @@ func TestReplayThinking(t *testing.T) {
 	}
 	t.Logf("all sessions: %v", total)
 	t.Logf("all sessions, drop_block: %v", totalDrop)
+}
+
+// responsesItems renders a Chat Completions history as Responses API input
+// items, as a stateless client (Codex) sends them: the first system message
+// becomes the instructions; an assistant message becomes its text (when
+// any) and a function_call per tool call, preceded by the reasoning item
+// the model returned before it; a tool message a function_call_output.
+func responsesItems(hist []map[string]any, reasoning map[int]map[string]any) (instructions string, items []any) {
+	for i, m := range hist {
+		content, _ := m["content"].(string)
+		switch role := m["role"]; {
+		case role == "system" && i == 0:
+			instructions = content
+		case role == "tool":
+			items = append(items, map[string]any{"type": "function_call_output", "call_id": m["tool_call_id"], "output": content})
+		case role == "assistant":
+			if r, ok := reasoning[i]; ok {
+				items = append(items, r)
+			}
+			if content != "" {
+				items = append(items, map[string]any{"type": "message", "role": "assistant",
+					"content": []any{map[string]any{"type": "output_text", "text": content}}})
+			}
+			calls, _ := m["tool_calls"].([]any)
+			for _, c := range calls {
+				cm := c.(map[string]any)
+				fn := cm["function"].(map[string]any)
+				items = append(items, map[string]any{"type": "function_call", "call_id": cm["id"], "name": fn["name"], "arguments": fn["arguments"]})
+			}
+		default:
+			items = append(items, map[string]any{"type": "message", "role": role,
+				"content": []any{map[string]any{"type": "input_text", "text": content}}})
+		}
+	}
+	return instructions, items
+}
+
+// replayReasoning replays a session on the Responses API through a proxy in
+// front of the scripted model, which returns a reasoning item with
+// encrypted_content bound to its prefix with every reply and drops (and
+// reports) the ones sent back after a prefix change. Blocks counts the
+// reasoning items sent back, Dropped the ones dropped, Stale the ones
+// dropped with no fold event since they were produced.
+func replayReasoning(t testing.TB, rs replaySession, cfg *harness.Config) thinkingReplay {
+	t.Helper()
+	up := scripted.New(func(*scripted.Turn) scripted.Reply { return scripted.Reply{Text: "ok"} })
+	defer up.Close()
+	base, folds, wait := replayProxy(t, up, cfg)
+	msgs := chatMessages(rs.turns)
+	reasoning := map[int]map[string]any{}
+	producedBy := map[string]int{} // reasoning item id → the request that produced it
+	var out thinkingReplay
+	for k := 1; k <= len(msgs); k++ {
+		if k < len(msgs) && msgs[k]["role"] != "assistant" || msgs[k-1]["role"] == "assistant" {
+			continue
+		}
+		hist := history(msgs, k, APIOpenAI)
+		instructions, items := responsesItems(hist, reasoning)
+		out.ClientBlocks += len(reasoning)
+		req := map[string]any{"model": "gpt-5-codex", "store": false, "include": []string{"reasoning.encrypted_content"},
+			"reasoning": map[string]any{"effort": "medium"}, "input": items}
+		if instructions != "" {
+			req["instructions"] = instructions
+		}
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(base+"/v1/responses", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wait()
+		n := out.Requests
+		out.Requests++
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: request %d: %s %s", rs.name, n, resp.Status, rb)
+		}
+		rec := up.Requests()[len(up.Requests())-1]
+		out.Blocks += rec.Reasoning.Items
+		out.Dropped += len(rec.Reasoning.Dropped)
+		for _, d := range rec.Reasoning.Dropped {
+			p, ok := producedBy[d.ID]
+			if !ok {
+				continue
+			}
+			fold := false
+			for _, f := range (*folds)[p+1 : n+1] {
+				fold = fold || f
+			}
+			if !fold {
+				out.Stale++
+			}
+		}
+		var r struct {
+			Output []map[string]any `json:"output"`
+		}
+		if err := json.Unmarshal(rb, &r); err != nil || len(r.Output) == 0 {
+			t.Fatalf("%s: request %d: response %s", rs.name, n, rb)
+		}
+		if r.Output[0]["type"] == "reasoning" {
+			if k < len(msgs) {
+				reasoning[k] = r.Output[0]
+			}
+			producedBy[r.Output[0]["id"].(string)] = n
+		}
+	}
+	for _, f := range *folds {
+		if f {
+			out.FoldEvents++
+		}
+	}
+	return out
+}
+
+// TestReplayReasoning replays every bundled transcript on the Responses API
+// with reasoning items bound to their prefix, at the default budget and at
+// smallThinkingBudget. Reasoning lost only at fold events: no item produced
+// since the last fold event is ever dropped. The items dropped at fold
+// events are counted.
+func TestReplayReasoning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replay skipped in -short mode")
+	}
+	full := os.Getenv("CONTEXTFOLD_REPLAY_FULL") == "1"
+	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY")
+	var total thinkingReplay
+	for _, rs := range sessions(t) {
+		if rs.api != APIOpenAI || !full && strings.HasPrefix(rs.name, "long/") || !strings.Contains(rs.name, only) {
+			continue
+		}
+		for _, b := range replayBudgets {
+			r := replayReasoning(t, rs, b.cfg)
+			t.Logf("%s (responses, reasoning items, %s): %d requests, %d fold events; reasoning items: client sent %d, reached the model %d, dropped %d (%d produced since the last fold event)",
+				rs.name, b.label, r.Requests, r.FoldEvents, r.ClientBlocks, r.Blocks, r.Dropped, r.Stale)
+			if r.Stale > 0 {
+				t.Errorf("%s, %s: %d reasoning items dropped with no fold event since they were produced", rs.name, b.label, r.Stale)
+			}
+			if b.cfg == nil {
+				continue // the totals are of the proxied replays
+			}
+			total.Requests += r.Requests
+			total.FoldEvents += r.FoldEvents
+			total.ClientBlocks += r.ClientBlocks
+			total.Blocks += r.Blocks
+			total.Dropped += r.Dropped
+			total.Stale += r.Stale
+		}
+	}
+	t.Logf("all sessions: %d requests, %d fold events; reasoning items: client sent %d, reached the model %d, dropped %d (%d produced since the last fold event)",
+		total.Requests, total.FoldEvents, total.ClientBlocks, total.Blocks, total.Dropped, total.Stale)
 }
