@@ -183,3 +183,40 @@ func TestChatStreamWithSDK(t *testing.T) {
 		t.Fatal(resp.ID)
 	}
 }
+
+// A redacted_thinking block streamed to the real SDK and resent as the SDK
+// keeps it passes the check; moved behind the tool_use it fails.
+func TestRedactedThinkingWithSDK(t *testing.T) {
+	s := NewWith(script, Options{RedactEvery: 1})
+	defer s.Close()
+	c := anthropic.NewClient(aoption.WithBaseURL(s.URL), aoption.WithAPIKey("k"), aoption.WithMaxRetries(0))
+	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("run it"))}
+	params := anthropic.MessageNewParams{Model: "claude-x", MaxTokens: 100, Messages: msgs}
+	st := c.Messages.NewStreaming(context.Background(), params)
+	var m anthropic.Message
+	for st.Next() {
+		if err := m.Accumulate(st.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Content) != 2 || m.Content[0].Type != "redacted_thinking" || m.Content[0].Data == "" {
+		t.Fatalf("%+v", m.Content)
+	}
+	params.Messages = append(msgs, m.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(m.Content[1].ID, "out", false)))
+	if _, err := c.Messages.New(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Binding(); b.Blocks != 1 || b.Invalid != 0 {
+		t.Fatalf("binding %+v", b)
+	}
+	a := params.Messages[1].OfAssistant
+	a.Content[0], a.Content[1] = a.Content[1], a.Content[0]
+	_, err := c.Messages.New(context.Background(), params)
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.RawJSON(), "messages.1.content.1: Invalid `signature` in `redacted_thinking` block") {
+		t.Fatalf("want the 400 naming messages.1.content.1, got %v", err)
+	}
+}
