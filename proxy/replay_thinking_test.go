@@ -277,7 +277,7 @@ func TestReplayThinking(t *testing.T) {
 				p.sum.Blocks += p.r.Blocks
 				p.sum.Invalid += p.r.Invalid
 				p.sum.Stale += p.r.Stale
-			p.sum.Unflagged += p.r.Unflagged
+				p.sum.Unflagged += p.r.Unflagged
 				p.sum.Dropped += p.r.Dropped
 			}
 		}

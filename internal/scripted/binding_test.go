@@ -269,7 +269,9 @@ func TestFirstChange(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d", c.name, got, err, c.want)
 		}
 	}
-	r := func(items ...string) []byte { return []byte(`{"instructions":"x","input":[` + strings.Join(items, ",") + `]}`) }
+	r := func(items ...string) []byte {
+		return []byte(`{"instructions":"x","input":[` + strings.Join(items, ",") + `]}`)
+	}
 	if got, _ := FirstChange(Responses, r(`{"role":"user","content":"a"}`), r(`{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]}`, `{"type":"function_call","call_id":"c"}`)); got != -1 {
 		t.Errorf("responses appended: %d", got)
 	}
