@@ -226,3 +226,162 @@ func TestReasoningObserved(t *testing.T) {
 		t.Fatalf("status %d body %s record %+v", resp.StatusCode, got, rec.Reasoning)
 	}
 }
+
+// withoutCacheControl returns v with every "cache_control" member removed
+// (the prefix check leaves the markers out of its comparison).
+func withoutCacheControl(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if k != "cache_control" {
+				out[k] = withoutCacheControl(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutCacheControl(e)
+		}
+		return out
+	}
+	return v
+}
+
+// appendOnly checks the requests a model received from the proxy: each one
+// that is not a fold event repeats the one before (system, tools, and its
+// whole conversation, cache_control markers aside) and only adds at the
+// end. It returns the requests that broke the rule.
+func appendOnly(t *testing.T, reqs []scripted.Request, folds []bool, arr string) []int {
+	t.Helper()
+	var bad []int
+	var prev map[string]any
+	for i, r := range reqs {
+		var cur map[string]any
+		if err := json.Unmarshal(r.Body, &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur = withoutCacheControl(cur).(map[string]any)
+		if prev != nil && !folds[i] {
+			p, _ := prev[arr].([]any)
+			c, _ := cur[arr].([]any)
+			same := len(c) >= len(p)
+			for k := 0; same && k < len(p); k++ {
+				a, _ := json.Marshal(p[k])
+				b, _ := json.Marshal(c[k])
+				same = bytes.Equal(a, b)
+			}
+			for _, key := range []string{"system", "tools", "instructions"} {
+				a, _ := json.Marshal(prev[key])
+				b, _ := json.Marshal(cur[key])
+				same = same && bytes.Equal(a, b)
+			}
+			if !same {
+				bad = append(bad, i)
+			}
+		}
+		prev = cur
+	}
+	return bad
+}
+
+// TestReplayAppendOnly replays the bundled transcripts with signed thinking
+// (Anthropic) and reasoning items (Responses) through the proxy at the
+// default budget and at smallThinkingBudget, and checks what the model
+// received: between two fold events every request extends the one before,
+// hydration and its eviction included.
+func TestReplayAppendOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replay skipped in -short mode")
+	}
+	seen := map[string]bool{}
+	for _, rs := range sessions(t) {
+		name := strings.TrimSuffix(rs.name, " (anthropic)")
+		if seen[name] || strings.HasPrefix(name, "long/") {
+			continue
+		}
+		seen[name] = true
+		for _, cfg := range []harness.Config{{}, {ContextBudget: smallThinkingBudget}} {
+			for _, api := range []API{APIAnthropic, APIResponses} {
+				up := scripted.New(func(*scripted.Turn) scripted.Reply { return scripted.Reply{Text: "ok"} })
+				base, folds, wait := replayProxy(t, up, &cfg)
+				msgs := chatMessages(rs.turns)
+				system := ""
+				if api == APIAnthropic {
+					system, msgs = anthropicMessages(rs.turns)
+				}
+				reasoning := map[int]map[string]any{}
+				for k := 1; k <= len(msgs); k++ {
+					if k < len(msgs) && msgs[k]["role"] != "assistant" || msgs[k-1]["role"] == "assistant" {
+						continue
+					}
+					var req map[string]any
+					path := PathAnthropic
+					if api == APIAnthropic {
+						hist := history(msgs, k, APIAnthropic)
+						for i := range hist {
+							if th, ok := reasoning[i]; ok {
+								blocks, _ := hist[i]["content"].([]any)
+								hist[i] = map[string]any{"role": hist[i]["role"], "content": append([]any{th}, blocks...)}
+							}
+						}
+						req = map[string]any{"model": "claude-opus-5-5", "max_tokens": 4096, "thinking": map[string]any{"type": "adaptive"}, "messages": hist}
+						if system != "" {
+							req["system"] = system
+						}
+					} else {
+						path = PathResponses
+						instructions, items := responsesItems(history(msgs, k, APIOpenAI), reasoning)
+						req = map[string]any{"model": "gpt-5-codex", "store": false, "input": items}
+						if instructions != "" {
+							req["instructions"] = instructions
+						}
+					}
+					body, _ := json.Marshal(req)
+					resp, err := http.Post(base+path, "application/json", bytes.NewReader(body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					rb, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					wait()
+					if resp.StatusCode != http.StatusOK {
+						t.Fatalf("%s (%s, budget %d): request for message %d: %s %s", name, api, cfg.ContextBudget, k, resp.Status, rb)
+					}
+					var out struct {
+						Content []map[string]any `json:"content"`
+						Output  []map[string]any `json:"output"`
+					}
+					_ = json.Unmarshal(rb, &out)
+					first := out.Content
+					if api == APIResponses {
+						first = out.Output
+					}
+					if len(first) > 0 && k < len(msgs) {
+						if typ := first[0]["type"]; typ == "thinking" || typ == "redacted_thinking" || typ == "reasoning" {
+							reasoning[k] = first[0]
+						}
+					}
+				}
+				arr := "messages"
+				if api == APIResponses {
+					arr = "input"
+				}
+				reqs := up.Requests()
+				n := 0
+				for _, f := range *folds {
+					if f {
+						n++
+					}
+				}
+				if bad := appendOnly(t, reqs, *folds, arr); len(bad) > 0 {
+					t.Errorf("%s (%s, budget %d): %d of %d requests changed the conversation outside a fold event: %v", name, api, cfg.ContextBudget, len(bad), len(reqs), bad)
+				} else {
+					t.Logf("%s (%s, budget %d): %d requests, %d fold events, every other request extends the one before", name, api, cfg.ContextBudget, len(reqs), n)
+				}
+				up.Close()
+			}
+		}
+	}
+}
