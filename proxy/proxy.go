@@ -313,7 +313,7 @@ type reqState struct {
 	// the binding beta to the forwarded headers.
 	plan      *reasoningPlan
 	dropBlock bool
-	once sync.Once
+	once      sync.Once
 }
 
 // New returns a proxy server.
