@@ -313,7 +313,7 @@ type reqState struct {
 	// the binding beta to the forwarded headers.
 	plan      *reasoningPlan
 	dropBlock bool
-	once sync.Once
+	once      sync.Once
 }
 
 // New returns a proxy server.
@@ -621,14 +621,11 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 	}
 	rec.RemovedRanges = harness.RangesOf(d.WorkingSet.Removed)
 	sess.prevOut = out
-	var reasoning *ReasoningStats // only when there is something to say
 	if st.rec.Reasoning != (ReasoningStats{}) {
-		reasoning = &st.rec.Reasoning
+		r := st.rec.Reasoning // only when there is something to say
+		rec.Reasoning = &r
 	}
-	line, err := json.Marshal(struct {
-		harness.WorkingSetRecord
-		Reasoning *ReasoningStats `json:"reasoning,omitempty"`
-	}{rec, reasoning})
+	line, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
@@ -986,7 +983,7 @@ func (s *Server) finish(st *reqState) {
 		if rec.OverBudget {
 			s.stats.OverBudget++
 		}
-		s.stats.Reasoning.add(rec.Reasoning)
+		s.stats.Reasoning.Add(rec.Reasoning)
 		s.stats.Recent = append(s.stats.Recent, rec)
 		if len(s.stats.Recent) > 32 {
 			s.stats.Recent = s.stats.Recent[len(s.stats.Recent)-32:]

@@ -58,46 +58,10 @@ const (
 const dropBlockField = `"block_binding":{"prefix_mismatch_behavior":"drop_block"}`
 
 // ReasoningStats counts what fold events did to reasoning: Anthropic thinking
-// and redacted_thinking blocks, OpenAI Responses reasoning items. In a
-// RequestRecord they count that request; in Stats and per session, the sums.
-type ReasoningStats struct {
-	// FoldEvents counts fold events: requests whose forwarded conversation
-	// changed before its end (every other request extends the one before).
-	FoldEvents int `json:"fold_events"`
-	// Invalidated counts the blocks or items a fold event bound to a changed
-	// prefix (each once, at its fold event), and their tokens.
-	Invalidated       int `json:"invalidated"`
-	InvalidatedTokens int `json:"invalidated_tokens"`
-	// Removed counts the blocks or items the proxy left out of forwarded
-	// requests (in a request: of that request; summed: over requests), and
-	// their tokens.
-	Removed       int `json:"removed_by_proxy"`
-	RemovedTokens int `json:"removed_by_proxy_tokens"`
-	// KeptDropBlock counts invalidated blocks kept because a tool-use
-	// continuation needs them; the API drops them (drop_block).
-	KeptDropBlock int `json:"kept_drop_block"`
-	// DropBlock counts requests sent with
-	// prefix_mismatch_behavior "drop_block" and the beta header.
-	DropBlock int `json:"drop_block"`
-	// DroppedByAPI counts the blocks or items the API reported dropping
-	// (input_transformations: thinking_dropped, reasoning removed).
-	DroppedByAPI int `json:"dropped_by_api"`
-	// Rejected counts upstream 400s whose error names a thinking block or
-	// a reasoning item.
-	Rejected int `json:"rejected"`
-}
-
-func (a *ReasoningStats) add(b ReasoningStats) {
-	a.FoldEvents += b.FoldEvents
-	a.Invalidated += b.Invalidated
-	a.InvalidatedTokens += b.InvalidatedTokens
-	a.Removed += b.Removed
-	a.RemovedTokens += b.RemovedTokens
-	a.KeptDropBlock += b.KeptDropBlock
-	a.DropBlock += b.DropBlock
-	a.DroppedByAPI += b.DroppedByAPI
-	a.Rejected += b.Rejected
-}
+// and redacted_thinking blocks, OpenAI Responses reasoning items (fields:
+// harness.ReasoningCounts). In a RequestRecord they count that request; in
+// Stats and per session, the sums.
+type ReasoningStats = harness.ReasoningCounts
 
 // wireState is what the proxy remembers of a session's wire between
 // requests; it travels with the harness state (exportState).
@@ -337,6 +301,14 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 					continue
 				}
 				key := req.reasoningKey(i, k)
+				if w.kept[key] && i != cont {
+					// Kept for an earlier continuation, invalid since:
+					// this fold event changes the conversation before it
+					// anyway, so it can go now at no cost.
+					delete(w.kept, key)
+					w.removed[key] = true
+					continue
+				}
 				if w.removed[key] || w.kept[key] {
 					continue
 				}
@@ -386,7 +358,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		p.dropBlock = true
 		p.stats.DropBlock = 1
 	}
-	w.stats.add(p.stats)
+	w.stats.Add(p.stats)
 	return p
 }
 

@@ -153,9 +153,14 @@ func (r *request) responsesItem(i int, typ, role string, f []field) {
 		if !ok {
 			return
 		}
+		// Hydration may be placed here (the budget's host is the latest
+		// user or tool-result item): after the output, as in a tool
+		// message.
+		r.contentPoint(i, sp)
+		r.points[i].partType = "input_text"
 		switch kind(b, sp) {
 		case '"':
-			r.addPart(i, harness.Part{Text: decodeString(b, sp), Foldable: true, ToolResult: true}, sp)
+			r.addPart(i, harness.Part{Text: r.contentText(i, sp), Foldable: true, ToolResult: true}, sp)
 		case '[':
 			text, onlyText := inputTextParts(b, sp)
 			r.addPart(i, harness.Part{Text: text, Foldable: onlyText, ToolResult: true}, sp)
