@@ -84,7 +84,10 @@ type proxyUnder struct {
 // agents' system prompts and tool definitions), so that fold events happen.
 const e2eBudget = 28000
 
-func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
+func newProxy(t *testing.T, up *scripted.Server) *proxyUnder { return newProxyBudget(t, up, e2eBudget) }
+
+// newProxyBudget is newProxy with a context budget of budget tokens.
+func newProxyBudget(t *testing.T, up *scripted.Server, budget int) *proxyUnder {
 	t.Helper()
 	p := &proxyUnder{dir: t.TempDir()}
 	if keep := os.Getenv("CF_E2E_KEEP"); keep != "" {
@@ -98,7 +101,7 @@ func newProxy(t *testing.T, up *scripted.Server) *proxyUnder {
 	srv, err := proxy.New(proxy.Options{
 		Dir:      p.dir,
 		Upstream: up.URL,
-		Harness:  harness.Config{ContextBudget: e2eBudget},
+		Harness:  harness.Config{ContextBudget: budget},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnRequest: func(r proxy.RequestRecord) {
 			p.mu.Lock()
@@ -232,7 +235,7 @@ func checkAnthropicPairs(t *testing.T, body []byte) (pairs int) {
 // it.
 func TestClaudeCodeThroughProxy(t *testing.T) {
 	bin := agentBin(t, "claude")
-	up := scripted.New(sessionScript(nil))
+	up := scripted.NewWith(sessionScript(nil), thinkingOptions)
 	defer up.Close()
 	px := newProxy(t, up)
 	home, work := t.TempDir(), t.TempDir()
@@ -276,7 +279,7 @@ const rankedHydration = true
 func checkAnswers(t *testing.T, answers, hydrated []string, agentHad func(line string) bool) {
 	t.Helper()
 	seen, counted := 0, 0
-	for i, p := range probes {
+	for i, p := range probes[:len(answers)] { // the first len(answers) probes were asked
 		if strings.HasPrefix(answers[i], "SEEN "+p.Name) {
 			seen++
 			counted++
@@ -423,4 +426,7 @@ func checkProxySession(t *testing.T, px *proxyUnder, up *scripted.Server, api sc
 	if maxFwd >= maxClient {
 		t.Errorf("the forwarded prompt never shrank: client max %d tokens, forwarded max %d", maxClient, maxFwd)
 	}
+	// The model reasons and checks reasoning bound to its prefix: no
+	// request may be rejected over a thinking block.
+	checkBinding(t, up)
 }

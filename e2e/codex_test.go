@@ -108,7 +108,7 @@ func checkResponsesPairs(t *testing.T, body []byte) (pairs int) {
 // API: the 42-step session, then resumed questions.
 func TestCodexThroughProxy(t *testing.T) {
 	bin := agentBin(t, "codex")
-	up := scripted.New(sessionScript(nil))
+	up := scripted.NewWith(sessionScript(nil), thinkingOptions)
 	defer up.Close()
 	px := newProxy(t, up)
 	home, work := t.TempDir(), t.TempDir()

@@ -127,7 +127,7 @@ func readLog(t *testing.T, path string) []string {
 func TestClaudeCodeHooks(t *testing.T) {
 	bin := agentBin(t, "claude")
 	cf := needContextfold(t)
-	up := scripted.New(sessionScript(nil))
+	up := scripted.NewWith(sessionScript(nil), thinkingOptions)
 	defer up.Close()
 	t.Cleanup(func() { dump(t, up) })
 	home, work := t.TempDir(), t.TempDir()
@@ -224,4 +224,10 @@ func TestClaudeCodeHooks(t *testing.T) {
 	}
 	t.Logf("hooks: %d steps folded after the first turn, %d after the resumed turns, %d after /compact; %d model requests",
 		len(first), len(prev), len(after), len(up.ModelRequests(scripted.Anthropic)))
+	// Thinking is on: the hooks add context at the end of a turn and never
+	// rewrite the history, so no thinking block the client sends back is
+	// invalid.
+	if b := checkBinding(t, up); b.Invalid != 0 || b.Blocks == 0 {
+		t.Errorf("with the hooks, %d of %d thinking blocks sent back were invalid (want some blocks, none invalid)", b.Invalid, b.Blocks)
+	}
 }

@@ -92,7 +92,7 @@ func checkChatPairs(t *testing.T, body []byte) (pairs int) {
 // Completions API: the 42-step session, then resumed questions.
 func TestQwenCodeThroughProxy(t *testing.T) {
 	bin := agentBin(t, "qwen")
-	up := scripted.New(sessionScript(nil))
+	up := scripted.NewWith(sessionScript(nil), thinkingOptions)
 	defer up.Close()
 	px := newProxy(t, up)
 	home, work := t.TempDir(), t.TempDir()

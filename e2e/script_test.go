@@ -120,7 +120,11 @@ func shellCall(t *scripted.Turn, step int, cmd string) (scripted.Call, bool) {
 
 // sessionScript is the scripted model of the build session. extra, when
 // set, is tried first (a test's own turns).
-func sessionScript(extra scripted.Script) scripted.Script {
+func sessionScript(extra scripted.Script) scripted.Script { return stepsScript(sessionSteps, extra) }
+
+// stepsScript is the scripted model of a build session of steps shell
+// steps.
+func stepsScript(steps int, extra scripted.Script) scripted.Script {
 	return func(t *scripted.Turn) scripted.Reply {
 		if extra != nil {
 			if r := extra(t); r.Text != "" || len(r.Calls) > 0 {
@@ -133,7 +137,7 @@ func sessionScript(extra scripted.Script) scripted.Script {
 			if len(t.Results) > 0 {
 				k = lastStep(t.Body) + 1
 			}
-			if k < sessionSteps {
+			if k < steps {
 				if c, ok := shellCall(t, k, stepCommand(k)); ok {
 					return scripted.Reply{Calls: []scripted.Call{c}}
 				}

@@ -797,6 +797,9 @@ type WorkingSetRecord struct {
 	// Removed shadows WorkingSet.Removed in the JSON line: a log written
 	// before RemovedRanges holds the list here; a new line leaves it out.
 	Removed []int `json:"removed,omitempty"`
+	// Reasoning is what the request did to the reasoning the client sent
+	// back (nil: nothing to count).
+	Reasoning *ReasoningCounts `json:"reasoning,omitempty"`
 }
 
 // RangesOf returns the ascending positions in list (sorted ascending, no

@@ -26,6 +26,13 @@ type Part struct {
 	// ToolResult is true for the output of a tool call (it stays first in its
 	// message, before any hydrated content).
 	ToolResult bool
+	// Reasoning is true for the model's own reasoning as the client sent it
+	// back: an Anthropic thinking or redacted_thinking block, an OpenAI
+	// Responses reasoning item. Never foldable (its bytes are bound to the
+	// conversation before it); stored with its message when the message
+	// folds, so reasoning the proxy leaves out of a request stays in the
+	// store, verifiable and hydratable.
+	Reasoning bool
 	// Tokens is what the part takes on the wire (its encoded form), in
 	// tokens; 0 means counted from Text. The proxy sets it.
 	Tokens int
@@ -80,17 +87,18 @@ func (m Message) Text() string {
 }
 
 // payload is what a folded message stores: its foldable parts with any
-// hydrated content removed, joined by a blank line. ok is false when the
-// message has nothing foldable.
+// hydrated content removed, then its reasoning parts, joined by a blank
+// line. ok is false when the message has nothing foldable.
 func (m Message) payload() (string, bool) {
 	// The common case, one foldable part without hydration: no copy.
-	only, n := -1, 0
+	only, n, reasoning := -1, 0, false
 	for k, p := range m.Parts {
 		if p.Foldable {
 			only, n = k, n+1
 		}
+		reasoning = reasoning || p.Reasoning
 	}
-	if n == 1 {
+	if n == 1 && !reasoning {
 		t := m.Parts[only].Text
 		if !strings.Contains(t, HydrationOpen) {
 			if strings.TrimSpace(t) == "" {
@@ -114,6 +122,16 @@ func (m Message) payload() (string, bool) {
 		}
 		b.WriteString(t)
 		n++
+	}
+	if n > 0 && reasoning {
+		// The turn's reasoning is stored with it (the proxy may leave it
+		// out of the prompt at a fold event: it must not be lost).
+		for _, p := range m.Parts {
+			if p.Reasoning && strings.TrimSpace(p.Text) != "" {
+				b.WriteString("\n\n")
+				b.WriteString(p.Text)
+			}
+		}
 	}
 	return b.String(), n > 0
 }

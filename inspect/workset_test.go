@@ -108,3 +108,27 @@ func TestWorkingSetPage(t *testing.T) {
 		t.Error("no explanation for a store without a working-set log")
 	}
 }
+
+// A request's reasoning counts (what its fold event did to the thinking the
+// client sent back) show in its row of the working-set page.
+func TestWorkingSetPageReasoning(t *testing.T) {
+	sess := filepath.Join(t.TempDir(), "s")
+	store := filepath.Join(sess, "g1")
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := `{"request":1,"generation":1,"messages":9,"fold_event":true,"first_changed":3,"removed_ranges":[],` +
+		`"reasoning":{"fold_events":1,"invalidated":2,"removed_by_proxy":2,"dropped_by_api":1,"drop_block":1}}` + "\n" +
+		`{"request":2,"generation":1,"messages":11,"first_changed":-1,"removed_ranges":[]}` + "\n"
+	if err := os.WriteFile(filepath.Join(sess, harness.WorkingSetLogName), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, store, Options{})
+	resp, page := get(t, s, "/workset")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %s", resp.Status, page)
+	}
+	if want := "reasoning: 2 invalidated, 2 left out, 1 dropped by the API (drop_block)"; !strings.Contains(page, want) || strings.Count(page, "reasoning: ") != 1 {
+		t.Fatalf("the page lacks %q once:\n%s", want, page)
+	}
+}

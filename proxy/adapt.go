@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 
 	"github.com/contextfold/contextfold/harness"
@@ -53,6 +54,12 @@ type request struct {
 	// continuing a provider-held conversation.
 	passReason string
 	chained    bool
+	// thinking is the top-level "thinking" value (Anthropic); thinkingOn
+	// is true when it is an object whose type is not "disabled", and
+	// thinkingBinding when it sets block_binding itself.
+	thinking        span
+	thinkingOn      bool
+	thinkingBinding bool
 }
 
 // appendAt says how to add text at the end of a message's content.
@@ -135,6 +142,12 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 	r := &request{api: api, body: body, blocks: blocks, arrStart: arrAt}
 	if sp, ok := get(top, "stream"); ok {
 		r.stream = string(body[sp.start:sp.end]) == "true"
+	}
+	if sp, ok := get(top, "thinking"); ok && api == APIAnthropic && kind(body, sp) == '{' {
+		tf := objectFields(body, sp)
+		r.thinking = sp
+		r.thinkingOn = stringField(body, tf, "type") != "disabled"
+		_, r.thinkingBinding = get(tf, "block_binding")
 	}
 	seedKey := "system"
 	if api == APIResponses {
@@ -438,6 +451,16 @@ func (r *request) anthropicMessage(i int, role string, mf []field) {
 					text, onlyText := textBlocks(b, sp)
 					r.addPart(i, harness.Part{Text: text, Foldable: onlyText, ToolResult: true}, sp)
 				}
+			case "thinking", "redacted_thinking":
+				// Bound to the conversation before it: never rewritten;
+				// left out of the request once a fold event changed that
+				// (reasoning.go), stored with the turn when it folds.
+				typ := stringField(b, bf, "type")
+				text := stringField(b, bf, "thinking")
+				if typ == "redacted_thinking" {
+					text = stringField(b, bf, "data")
+				}
+				r.addPart(i, harness.Part{Text: "[" + typ + "]\n" + text, Reasoning: true}, blk)
 			case "tool_use", "server_tool_use":
 				id := stringField(b, bf, "id")
 				name := stringField(b, bf, "name")
@@ -616,26 +639,42 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 // records, the messages that left the prompt removed and the page table put
 // in place of the first of them, the hydration appended to its message after
 // its tool results. Every other byte is the client's.
-func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
+func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) { return r.rewriteWire(d, nil) }
+
+// rewriteWire is rewrite with the wire rules' plan p (reasoning.go; nil:
+// none): the reasoning it leaves out removed, earlier turns' hydration kept
+// in its hosts, the API asked to drop invalid blocks.
+func (r *request) rewriteWire(d *harness.Dispatch, p *reasoningPlan) ([]byte, error) {
 	var edits []edit
 	var removed []bool // by message
-	if w := d.WorkingSet; w != nil && len(w.Removed) > 0 {
+	var drop []int     // messages that leave the request, ascending
+	if w := d.WorkingSet; w != nil {
+		drop = w.Removed
+	}
+	if p != nil && len(p.leaveElem) > 0 {
+		drop = mergeSorted(drop, p.leaveElem)
+	}
+	if len(drop) > 0 {
 		if len(r.elems) != len(r.msgs) {
 			return nil, errors.New("this request shape cannot drop messages")
 		}
-		if w.PageTable != "" {
+		if w := d.WorkingSet; w != nil && w.PageTable != "" && len(w.Removed) > 0 {
 			msg := append([]byte(`{"role":"user","content":`), encodeString(w.PageTable)...)
 			msg = append(msg, "},"...)
 			at := r.elems[w.Removed[0]].start
 			edits = append(edits, edit{at, at, msg})
 		}
 		removed = make([]bool, len(r.elems))
+		ptAt := -1 // the page table goes before this message: a run starts there
+		if w := d.WorkingSet; w != nil && w.PageTable != "" && len(w.Removed) > 0 {
+			ptAt = w.Removed[0]
+		}
 		// One edit per run of consecutive removed messages (with their
 		// commas).
-		for k := 0; k < len(w.Removed); {
-			a := w.Removed[k]
+		for k := 0; k < len(drop); {
+			a := drop[k]
 			b := a
-			for k++; k < len(w.Removed) && w.Removed[k] == b+1; k++ {
+			for k++; k < len(drop) && drop[k] == b+1 && drop[k] != ptAt; k++ {
 				b++
 			}
 			if b+1 >= len(r.elems) || a < 0 {
@@ -648,6 +687,29 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 		}
 	}
 	isRemoved := func(i int) bool { return removed != nil && removed[i] }
+	if p != nil {
+		edits = append(edits, r.reasoningEdits(p)...)
+		if p.dropBlock {
+			if e, ok := r.dropBlockEdit(); ok {
+				edits = append(edits, e)
+			}
+		}
+	}
+	folded := map[int]bool{}
+	for _, f := range d.Folded {
+		folded[f.Index] = true
+	}
+	hyd := map[int][]string{} // by host: the texts appended, in order
+	if p != nil {
+		for host, texts := range p.sticky {
+			if host < len(r.msgs) && !isRemoved(host) && !folded[host] {
+				hyd[host] = append(hyd[host], texts...)
+			}
+		}
+	}
+	if d.HydrationText != "" && d.HydrationIndex >= 0 && !isRemoved(d.HydrationIndex) {
+		hyd[d.HydrationIndex] = append(hyd[d.HydrationIndex], d.HydrationText)
+	}
 	for _, f := range d.Folded {
 		if isRemoved(f.Index) {
 			continue
@@ -665,30 +727,62 @@ func (r *request) rewrite(d *harness.Dispatch) ([]byte, error) {
 			edits = append(edits, edit{sp.start, sp.end, encodeString(text)})
 		}
 	}
-	if d.HydrationText != "" && d.HydrationIndex >= 0 && !isRemoved(d.HydrationIndex) {
-		pt := r.points[d.HydrationIndex]
+	hosts := make([]int, 0, len(hyd))
+	for host := range hyd {
+		hosts = append(hosts, host)
+	}
+	sort.Ints(hosts)
+	for _, host := range hosts {
+		pt := r.points[host]
+		texts := hyd[host]
 		switch {
 		case !pt.ok:
+			if host != d.HydrationIndex {
+				continue // an earlier turn's host the client rewrote
+			}
 			return nil, errors.New("the prompt message has no content to extend")
 		case pt.isArr:
 			typ := pt.partType
 			if typ == "" {
 				typ = "text"
 			}
-			blk := append([]byte(`{"type":"`+typ+`","text":`), encodeString(d.HydrationText)...)
-			blk = append(blk, '}')
-			if !pt.empty {
-				blk = append([]byte{','}, blk...)
+			var blks []byte
+			for k, text := range texts {
+				if k > 0 || !pt.empty {
+					blks = append(blks, ',')
+				}
+				blks = append(blks, `{"type":"`+typ+`","text":`...)
+				blks = append(append(blks, encodeString(text)...), '}')
 			}
 			// Insert before the closing bracket, after every existing block.
 			end := pt.content.end - 1
-			edits = append(edits, edit{end, end, blk})
+			edits = append(edits, edit{end, end, blks})
 		default:
-			edits = append(edits, edit{pt.content.start, pt.content.end, encodeString(pt.text + "\n\n" + d.HydrationText)})
+			edits = append(edits, edit{pt.content.start, pt.content.end, encodeString(pt.text + "\n\n" + strings.Join(texts, "\n\n"))})
 		}
 	}
 	// Valid by construction: whole JSON values replaced by encoded strings,
 	// whole elements (with their commas) removed, complete elements and
 	// blocks inserted before a closing bracket or an element.
 	return splice(r.body, edits), nil
+}
+
+// mergeSorted returns the union of the ascending lists a and b, ascending.
+func mergeSorted(a, b []int) []int {
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j >= len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, a[i])
+			i++
+		case i >= len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i, j = i+1, j+1
+		}
+	}
+	return out
 }

@@ -26,6 +26,55 @@ type Observed struct {
 	TextChars  int        `json:"text_chars"` // characters of assistant text
 	StopReason string     `json:"stop_reason,omitempty"`
 	Events     int        `json:"events"` // server-sent events seen
+	// ReasoningDropped counts the reasoning the API reports dropping from
+	// the request: Anthropic input_transformations of type
+	// thinking_dropped, Responses ones that removed a reasoning item.
+	ReasoningDropped int `json:"reasoning_dropped,omitempty"`
+	// ErrorMessage is the message of an error body (an upstream 4xx/5xx),
+	// at most 400 bytes.
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+// transformations is the part of a response (Anthropic message, Responses
+// response) or error body the observer reads for the wire rules.
+type transformations struct {
+	InputTransformations []struct {
+		Type   string `json:"type"`
+		Action string `json:"action"`
+	} `json:"input_transformations"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// note records what t reports: dropped reasoning (the largest list seen: a
+// stream repeats it) and an error message.
+func (o *observer) note(raw []byte) {
+	var t transformations
+	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
+		return
+	}
+	n := 0
+	for _, x := range t.InputTransformations {
+		if x.Type == "thinking_dropped" || (x.Type == "reasoning" && (x.Action == "" || x.Action == "removed")) {
+			n++
+		}
+	}
+	o.out.ReasoningDropped = max(o.out.ReasoningDropped, n)
+	if t.Error != nil && t.Error.Message != "" {
+		m := t.Error.Message
+		if len(m) > 400 {
+			m = m[:400]
+		}
+		o.out.ErrorMessage = m
+	}
+}
+
+// namesReasoning reports an error message that names a thinking block or a
+// reasoning item (a prefix check's 400, or the continuation rule's).
+func namesReasoning(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "thinking") || strings.Contains(m, "'reasoning'") || strings.Contains(m, "reasoning item")
 }
 
 // maxObserve bounds the bytes of a non-streaming response kept for parsing.
@@ -138,6 +187,7 @@ func (o *observer) anthropicEvent(d []byte) {
 	var ev struct {
 		Type         string          `json:"type"`
 		Index        int             `json:"index"`
+		Message      json.RawMessage `json:"message"`
 		ContentBlock json.RawMessage `json:"content_block"`
 		Delta        struct {
 			Type        string `json:"type"`
@@ -150,6 +200,10 @@ func (o *observer) anthropicEvent(d []byte) {
 		return
 	}
 	switch ev.Type {
+	case "message_start":
+		o.note(ev.Message)
+	case "error":
+		o.note(d)
 	case "content_block_start":
 		var cb struct {
 			Type  string          `json:"type"`
@@ -177,6 +231,7 @@ func (o *observer) anthropicEvent(d []byte) {
 		if ev.Delta.StopReason != "" {
 			o.out.StopReason = ev.Delta.StopReason
 		}
+		o.note(d)
 	}
 }
 
@@ -266,6 +321,7 @@ func (o *observer) result() Observed {
 }
 
 func (o *observer) parseBody() {
+	o.note(o.buf)
 	if o.api == APIResponses {
 		o.parseResponsesBody()
 		return

@@ -202,6 +202,9 @@ type RequestRecord struct {
 	// WorkingSet describes the budgeted working set of the request (nil
 	// with the fixed message window).
 	WorkingSet *harness.WorkingSet `json:"working_set,omitempty"`
+	// Reasoning is what the request's fold event (if any) did to the
+	// reasoning the client sent back, and what the API reported.
+	Reasoning ReasoningStats `json:"reasoning"`
 }
 
 type hydrationBrief struct {
@@ -261,6 +264,10 @@ type Stats struct {
 	// MaxSessions); each comes back from its store and saved state.
 	SessionsDropped int             `json:"sessions_dropped"`
 	Recent          []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
+	// Reasoning sums the requests' ReasoningStats; SessionReasoning has
+	// each session's in memory (its totals since it began).
+	Reasoning        ReasoningStats            `json:"reasoning"`
+	SessionReasoning map[string]ReasoningStats `json:"session_reasoning,omitempty"`
 }
 
 type session struct {
@@ -272,6 +279,10 @@ type session struct {
 	// ver is the version of the shared session state (Options.Shared) the
 	// harness holds.
 	ver atomic.Int64
+
+	// wire is what the session's requests keep on the wire across fold
+	// events (reasoning.go); it travels with the harness state.
+	wire wireState
 
 	logMu    sync.Mutex
 	requests int    // requests logged
@@ -298,7 +309,11 @@ type reqState struct {
 	wsBody, wsOut []byte
 	// held are the sessions handed to the request (Server.session).
 	held []*session
-	once sync.Once
+	// plan is what the wire rules decided (reasoning.go); dropBlock adds
+	// the binding beta to the forwarded headers.
+	plan      *reasoningPlan
+	dropBlock bool
+	once      sync.Once
 }
 
 // New returns a proxy server.
@@ -537,13 +552,16 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 		st.clientTokens = total
 		s.cache.remember(req, sess.h.CounterName())
-		d, err = sess.h.DispatchRequest(req.msgs, fixed)
+		d, err = sess.h.DispatchRequest(req.msgs, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 		if errors.Is(err, harness.ErrHistoryDiverged) {
 			// The client rewrote its history: continue in a new store.
 			st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 			if sess, err = s.session(st, sid, sess.gen+1); err == nil {
-				d, err = sess.h.DispatchRequest(req.msgs, fixed)
+				d, err = sess.h.DispatchRequest(req.msgs, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 			}
+		}
+		if err == nil {
+			st.plan = planWire(sess, req, d)
 		}
 	}
 	st.rec.Session = sid
@@ -565,7 +583,11 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 	for _, n := range d.Hydrated {
 		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256})
 	}
-	out, err := req.rewrite(d)
+	if st.plan != nil {
+		st.rec.Reasoning = st.plan.stats
+		st.dropBlock = st.plan.dropBlock
+	}
+	out, err := req.rewriteWire(d, st.plan)
 	if err != nil {
 		st.rec.Warnings = append(st.rec.Warnings, "rewrite failed, forwarded unchanged: "+err.Error())
 		st.dispatch = d // still evict what was hydrated
@@ -599,6 +621,10 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 	}
 	rec.RemovedRanges = harness.RangesOf(d.WorkingSet.Removed)
 	sess.prevOut = out
+	if st.rec.Reasoning != (ReasoningStats{}) {
+		r := st.rec.Reasoning // only when there is something to say
+		rec.Reasoning = &r
+	}
 	line, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -694,7 +720,7 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 		// forwarded as it would have been.
 		path := s.statePath(id, gen)
 		if data, err := os.ReadFile(path); err == nil {
-			if err := sess.h.ImportState(data); err != nil {
+			if err := sess.importState(data); err != nil {
 				s.log.Warn("contextfold proxy: saved session state not used; the session starts a new working set", "session", id, "err", err)
 			}
 			_ = os.Remove(path)
@@ -754,7 +780,7 @@ func (s *Server) dropSession(x *session) {
 		return
 	}
 	if s.opts.Shared == nil {
-		data, err := x.h.ExportState()
+		data, err := x.exportState()
 		if err == nil {
 			path := s.statePath(x.id, x.gen)
 			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
@@ -838,6 +864,9 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.SetURL(target)
 	pr.Out.Header.Del(HeaderSession)
+	if st, _ := pr.In.Context().Value(ctxKey{}).(*reqState); st != nil && st.dropBlock {
+		pr.Out.Header.Set(HeaderAnthropicBeta, withBeta(strings.Join(pr.In.Header.Values(HeaderAnthropicBeta), ",")))
+	}
 }
 
 func (s *Server) modifyResponse(resp *http.Response) error {
@@ -907,6 +936,17 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 // finish evicts the hydrated nodes, logs the request and updates the stats.
 func (s *Server) finish(st *reqState) {
 	st.once.Do(func() {
+		st.rec.Reasoning.DroppedByAPI = st.rec.Observed.ReasoningDropped
+		if st.rec.Status == http.StatusBadRequest && namesReasoning(st.rec.Observed.ErrorMessage) {
+			st.rec.Reasoning.Rejected = 1
+		}
+		if st.sess != nil {
+			w := &st.sess.wire
+			w.mu.Lock()
+			w.stats.DroppedByAPI += st.rec.Reasoning.DroppedByAPI
+			w.stats.Rejected += st.rec.Reasoning.Rejected
+			w.mu.Unlock()
+		}
 		if st.sess != nil && st.dispatch != nil && len(st.dispatch.Hydrated) > 0 {
 			var err error
 			if s.opts.Shared != nil {
@@ -943,6 +983,7 @@ func (s *Server) finish(st *reqState) {
 		if rec.OverBudget {
 			s.stats.OverBudget++
 		}
+		s.stats.Reasoning.Add(rec.Reasoning)
 		s.stats.Recent = append(s.stats.Recent, rec)
 		if len(s.stats.Recent) > 32 {
 			s.stats.Recent = s.stats.Recent[len(s.stats.Recent)-32:]
@@ -956,6 +997,12 @@ func (s *Server) finish(st *reqState) {
 			"evicted", ints(rec.Evicted), "evicted_earlier", ints(rec.EvictedEarlier), "overhead", rec.Overhead, "duration", rec.Duration}
 		for _, tc := range rec.Observed.ToolCalls {
 			attrs = append(attrs, "tool_call", tc.Name)
+		}
+		if r := rec.Reasoning; r != (ReasoningStats{}) {
+			attrs = append(attrs, "fold_event", r.FoldEvents > 0, "reasoning_invalidated", r.Invalidated,
+				"reasoning_invalidated_tokens", r.InvalidatedTokens, "reasoning_removed", r.Removed,
+				"reasoning_removed_tokens", r.RemovedTokens, "reasoning_kept_drop_block", r.KeptDropBlock,
+				"drop_block", r.DropBlock > 0, "reasoning_dropped_by_api", r.DroppedByAPI, "thinking_rejected", r.Rejected > 0)
 		}
 		if len(rec.Warnings) > 0 {
 			attrs = append(attrs, "warnings", strings.Join(rec.Warnings, "; "))
@@ -986,6 +1033,14 @@ func (s *Server) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Recent = append([]RequestRecord{}, s.stats.Recent...)
+	for id, x := range s.sessions {
+		if r := x.wire.snapshot(); r != (ReasoningStats{}) {
+			if st.SessionReasoning == nil {
+				st.SessionReasoning = map[string]ReasoningStats{}
+			}
+			st.SessionReasoning[id] = r
+		}
+	}
 	return st
 }
 

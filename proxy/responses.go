@@ -153,15 +153,37 @@ func (r *request) responsesItem(i int, typ, role string, f []field) {
 		if !ok {
 			return
 		}
+		// Hydration may be placed here (the budget's host is the latest
+		// user or tool-result item): after the output, as in a tool
+		// message.
+		r.contentPoint(i, sp)
+		r.points[i].partType = "input_text"
 		switch kind(b, sp) {
 		case '"':
-			r.addPart(i, harness.Part{Text: decodeString(b, sp), Foldable: true, ToolResult: true}, sp)
+			r.addPart(i, harness.Part{Text: r.contentText(i, sp), Foldable: true, ToolResult: true}, sp)
 		case '[':
 			text, onlyText := inputTextParts(b, sp)
 			r.addPart(i, harness.Part{Text: text, Foldable: onlyText, ToolResult: true}, sp)
 		}
+	case typ == "reasoning":
+		// Bound to the conversation before it, like a thinking block
+		// (reasoning.go): the item as a reasoning part, its summary as
+		// text.
+		m.Role = harness.RoleAssistant
+		var parts []string
+		if sp, ok := get(f, "summary"); ok && kind(b, sp) == '[' {
+			for _, s := range arrayElems(b, sp) {
+				if t := stringField(b, objectFields(b, s), "text"); t != "" {
+					parts = append(parts, t)
+				}
+			}
+		}
+		if len(parts) == 0 && stringField(b, f, "encrypted_content") != "" {
+			parts = append(parts, "(encrypted reasoning "+stringField(b, f, "id")+")")
+		}
+		r.addPart(i, harness.Part{Text: "[reasoning]\n" + strings.Join(parts, "\n"), Reasoning: true}, r.elems[i])
 	default:
-		// reasoning, item_reference, web_search_call, …: kept as they are.
+		// item_reference, web_search_call, …: kept as they are.
 		m.Role = harness.RoleAssistant
 	}
 }
@@ -196,12 +218,20 @@ func (o *observer) responsesEvent(d []byte) {
 		Type     string          `json:"type"`
 		Delta    json.RawMessage `json:"delta"`
 		Item     json.RawMessage `json:"item"`
-		Response struct {
-			Status string `json:"status"`
-		} `json:"response"`
+		Response json.RawMessage `json:"response"`
 	}
 	if json.Unmarshal(d, &ev) != nil {
 		return
+	}
+	var resp struct {
+		Status string `json:"status"`
+	}
+	if len(ev.Response) > 0 {
+		_ = json.Unmarshal(ev.Response, &resp)
+		o.note(ev.Response)
+	}
+	if ev.Type == "error" {
+		o.note([]byte(`{"error":` + string(d) + `}`))
 	}
 	switch ev.Type {
 	case "response.output_text.delta":
@@ -212,7 +242,7 @@ func (o *observer) responsesEvent(d []byte) {
 	case "response.output_item.done":
 		o.responsesItem(ev.Item, false)
 	case "response.completed", "response.incomplete", "response.failed":
-		o.out.StopReason = ev.Response.Status
+		o.out.StopReason = resp.Status
 	}
 }
 

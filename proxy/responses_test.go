@@ -180,8 +180,9 @@ func TestResponsesSDKStreaming(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if done == nil || len(done.Output) != 1 || done.Output[0].Type != "function_call" || done.Output[0].Name != "exec_command" ||
-		done.Output[0].Arguments.OfString != `{"cmd":"cat conf/café.yaml"}` {
+	// The model reasons first (a reasoning item), then calls the tool.
+	if done == nil || len(done.Output) != 2 || done.Output[0].Type != "reasoning" || done.Output[1].Type != "function_call" || done.Output[1].Name != "exec_command" ||
+		done.Output[1].Arguments.OfString != `{"cmd":"cat conf/café.yaml"}` {
 		t.Fatalf("completed %+v", done)
 	}
 	sp.mu.Lock()

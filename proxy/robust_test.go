@@ -138,8 +138,17 @@ func TestAgentLoopTurnAndDivergence(t *testing.T) {
 		t.Fatal("no hydration")
 	}
 	msgs = append(msgs, map[string]any{"role": "assistant", "content": "ok"}, map[string]any{"role": "user", "content": "next task please"})
-	if fwd := send(msgs); strings.Contains(string(fwd), harness.HydrationOpen) {
-		t.Fatal("hydration survived the next human prompt")
+	// The next human prompt gets no hydration of its own; the last turn's
+	// stays where the model read it, byte for byte (the forwarded
+	// conversation only grows between fold events; the node is evicted in
+	// the store all the same).
+	fwd := send(msgs)
+	ms := messages(t, fwd)
+	if ms[4]["content"] != p0 {
+		t.Fatal("the last turn's hydration changed in its message at the next human prompt")
+	}
+	if last := ms[len(ms)-1]["content"]; last != "next task please" || strings.Count(string(fwd), harness.HydrationOpen) != strings.Count(p0, harness.HydrationOpen) {
+		t.Fatalf("hydration added to the next human prompt: %.200v", last)
 	}
 	n := len(tp.srv.Stats().Recent)
 	// The client compacts: same session header, different history.

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -96,8 +98,16 @@ func TestAnthropicSDKFoldHydrateEvict(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = up.last(t)
-	if strings.Contains(string(got.Body), harness.HydrationOpen) || strings.Contains(string(got.Body), "line 199: compiled") {
-		t.Fatal("hydrated content crept into the next turn")
+	// The node was evicted (the log above); on the wire the text the model
+	// read stays in the message it was placed in, byte for byte, until a
+	// fold event (append-only between fold events); the new prompt gets
+	// none.
+	ms = messages(t, got.Body)
+	if !reflect.DeepEqual(ms[4]["content"], []any{last[0], last[1]}) || strings.Count(string(got.Body), harness.HydrationOpen) != 1 {
+		t.Fatal("the earlier turn's hydration changed, or hydration crept into the next turn")
+	}
+	if fmt.Sprint(ms[len(ms)-1]["content"]) != fmt.Sprint([]any{map[string]any{"type": "text", "text": "thanks, now list the files"}}) {
+		t.Fatalf("the next prompt changed: %v", ms[len(ms)-1]["content"])
 	}
 	if strings.Contains(tp.log.String(), "SECRET") {
 		t.Fatal("the API key was logged")

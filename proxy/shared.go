@@ -69,7 +69,7 @@ func syncIn(sess *session, lease SessionLease) error {
 	if state == nil {
 		return nil
 	}
-	if err := sess.h.ImportState(state); err != nil {
+	if err := sess.importState(state); err != nil {
 		return err
 	}
 	sess.ver.Store(lease.Version())
@@ -79,7 +79,7 @@ func syncIn(sess *session, lease SessionLease) error {
 // commitOut stores sess's harness state as the session's and ends the
 // lease.
 func commitOut(sess *session, lease SessionLease) error {
-	state, err := sess.h.ExportState()
+	state, err := sess.exportState()
 	if err != nil {
 		lease.Release()
 		return err
@@ -119,16 +119,17 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 	st.clientTokens = total
 	s.cache.remember(req, sess.h.CounterName())
-	d, err := sess.h.DispatchRequest(req.msgs, fixed)
+	d, err := sess.h.DispatchRequest(req.msgs, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 	if isDiverged(err) {
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 		if sess, err = s.session(st, sid, sess.gen+1); err == nil {
-			d, err = sess.h.DispatchRequest(req.msgs, fixed)
+			d, err = sess.h.DispatchRequest(req.msgs, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 		}
 	}
 	if err != nil {
 		return sess, nil, err
 	}
+	st.plan = planWire(sess, req, d) // under the lease: committed with the harness state
 	if err := commitOut(sess, lease); err != nil {
 		return sess, nil, err
 	}

@@ -88,9 +88,10 @@ func checkPairs(t *testing.T, api API, fwd []byte) {
 					t.Fatalf("item %d: reasoning item without the call it leads to", i)
 				}
 			case "function_call":
-				if body.Input[i-1]["type"] != "reasoning" {
-					t.Fatalf("item %d: function call without its reasoning item", i)
-				}
+				// Its reasoning item may have been left out at a fold event
+				// (bound to the prefix the fold changed; reasoning.go): a
+				// call needs no reasoning before it, a reasoning item needs
+				// its call after it.
 				calls[it["call_id"]] = true
 			case "function_call_output":
 				if !calls[it["call_id"]] {
@@ -196,8 +197,12 @@ func TestWorkingSetBothAPIs(t *testing.T) {
 					if n := bytes.Count(fwd, []byte(`"cache_control"`)); n != 2 {
 						t.Fatalf("%d cache_control markers, the client put 2", n)
 					}
-					if !bytes.Contains(fwd, []byte(`"signature":"sig`+itoa(steps-1)+`"`)) {
-						t.Fatal("the latest thinking block is gone")
+					// The latest thinking block stays unless this request is
+					// a fold event: it is then after the first changed
+					// message, bound to a prefix that changed, left out.
+					fe := tp.record(t, k+2).Reasoning.FoldEvents > 0
+					if has := bytes.Contains(fwd, []byte(`"signature":"sig`+itoa(steps-1)+`"`)); has == fe {
+						t.Fatalf("fold event %v, the latest thinking block forwarded %v", fe, has)
 					}
 				}
 				if prev != nil {

@@ -57,6 +57,18 @@ other path passes through untouched. GET /contextfold/stats returns counters
 (tool-call inputs withheld; it answers only to a loopback Host header or one
 given with --allowed-host, against DNS rebinding).
 
+Reasoning: between two fold events every forwarded request only extends the
+one before (an earlier human turn's hydration stays in its message; the node
+is evicted in the store). A fold event changes the conversation from its
+first changed message, which invalidates the thinking blocks (Anthropic) and
+reasoning items (OpenAI Responses) after it: the proxy leaves those out of
+that and every later request, except the thinking a tool-use continuation
+must send back, which it keeps while asking the API to drop what fails the
+check (thinking.block_binding drop_block and the anthropic-beta header
+thinking-binding-controls-2026-08-01, on every later request of the session).
+Left-out reasoning is stored with its turn when the turn folds. Counts are in
+the request log, /contextfold/stats and the working-set log (docs/proxy.md).
+
 Limits: a body larger than --max-body-bytes is answered 413; one that takes
 longer than --body-read-timeout to arrive, 408; when the bodies of the
 requests in flight would pass --max-inflight-bytes, 503 with Retry-After.

@@ -11,6 +11,17 @@
 // assert what reached the model. Everything else in such a test — the agent,
 // the proxy, the hooks — is the real program.
 //
+// The model reasons, and binds its reasoning to the conversation the way the
+// vendors document it (see [Binder]): on the Messages API every reply starts
+// with a thinking block (or a redacted_thinking one) signed over its prefix,
+// and every request's thinking blocks are checked — a 400 naming the first
+// invalid block by default, the invalid blocks dropped and reported in
+// input_transformations with drop_block and the beta header; on the
+// Responses API every reply starts with a reasoning item whose
+// encrypted_content is bound to its prefix, and reasoning items sent back
+// after a prefix change are dropped and reported; on Chat Completions every
+// reply carries reasoning_content. [Server.Binding] counts it all.
+//
 // A Server is safe for concurrent use.
 package scripted
 
@@ -44,6 +55,19 @@ type Request struct {
 	Body   []byte
 	Turn   *Turn // nil when the body could not be read as a conversation
 	Reply  Reply // what the script answered
+	// Status is the HTTP status answered (400 for a failed prefix check).
+	Status int
+	// Thinking is the prefix check of the request's thinking blocks
+	// (Messages API).
+	Thinking ThinkingCheck
+	// Dropped are the paths of the thinking blocks dropped (drop_block with
+	// the beta header, or Options.Mismatch MismatchDrop).
+	Dropped []string
+	// Reported is true when Dropped went back in input_transformations.
+	Reported bool
+	// Reasoning is the prefix check of the request's reasoning items
+	// (Responses API); its Dropped items went back in input_transformations.
+	Reasoning ReasoningCheck
 }
 
 // Turn is the neutral view of a model call that a Script decides on.
@@ -98,20 +122,44 @@ type Reply struct {
 // when the agent sends concurrent requests.
 type Script func(*Turn) Reply
 
+// Options are how the scripted model reasons and checks reasoning.
+type Options struct {
+	// NoThinking turns reasoning off: no thinking blocks, reasoning items
+	// or reasoning_content in replies (the checks still run).
+	NoThinking bool
+	// Mismatch is what the Messages API does with an invalid thinking block
+	// when the request does not ask for drop_block: 400 (the default,
+	// MismatchReject), drop silently, or no check.
+	Mismatch Mismatch
+	// RedactEvery makes every RedactEvery-th Messages API reply's thinking
+	// a redacted_thinking block (0: never).
+	RedactEvery int
+	// Secret keys the signatures ("" is a fixed key).
+	Secret string
+}
+
 // Server is a scripted model on loopback.
 type Server struct {
 	URL    string // base URL, e.g. http://127.0.0.1:PORT (no trailing slash)
 	srv    *httptest.Server
 	script Script
+	opts   Options
+	binder *Binder
 
-	mu   sync.Mutex
-	reqs []Request
-	seq  int
+	mu    sync.Mutex
+	reqs  []Request
+	seq   int
+	stats BindingStats
 }
 
-// New starts a server playing script. Close it when done.
-func New(script Script) *Server {
-	s := &Server{script: script}
+// New starts a server playing script, reasoning and checking reasoning at
+// the default Options (thinking on, invalid thinking answered 400). Close it
+// when done.
+func New(script Script) *Server { return NewWith(script, Options{}) }
+
+// NewWith starts a server playing script with opts. Close it when done.
+func NewWith(script Script, opts Options) *Server {
+	s := &Server{script: script, opts: opts, binder: NewBinder(opts.Secret)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -136,6 +184,50 @@ func (s *Server) ModelRequests(api API) []Request {
 		}
 	}
 	return out
+}
+
+// Binder returns the server's signer and checker (to check a body the way
+// the server does).
+func (s *Server) Binder() *Binder { return s.binder }
+
+// BindingStats counts what the prefix checks saw across the requests so far.
+type BindingStats struct {
+	Requests int // model requests read (every API)
+	Rejected int // answered 400 over an invalid thinking block
+	// Messages API thinking and redacted_thinking blocks.
+	Signed   int // returned by the model
+	Blocks   int // sent back in requests (a block resent N times counts N times)
+	Invalid  int // sent back and failing the check (in rejected requests too)
+	Dropped  int // dropped (drop_block, or a model that drops silently)
+	Reported int // dropped and listed in input_transformations
+	// Responses API reasoning items with encrypted_content.
+	ReasoningSigned  int // returned by the model
+	ReasoningItems   int // sent back in requests
+	ReasoningDropped int // dropped after a prefix change (always reported)
+	// Chat Completions: assistant messages sent back with reasoning_content.
+	ChatReasoning int
+}
+
+// String is a one-line summary.
+func (b BindingStats) String() string {
+	return fmt.Sprintf("%d model requests, %d rejected (400); thinking blocks: %d signed, %d sent back, %d invalid, %d dropped (%d reported); "+
+		"reasoning items: %d signed, %d sent back, %d dropped; chat reasoning_content sent back %d",
+		b.Requests, b.Rejected, b.Signed, b.Blocks, b.Invalid, b.Dropped, b.Reported,
+		b.ReasoningSigned, b.ReasoningItems, b.ReasoningDropped, b.ChatReasoning)
+}
+
+// Binding returns the prefix-check counts so far.
+func (s *Server) Binding() BindingStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.stats
+	return b
+}
+
+func (s *Server) count(f func(*BindingStats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
 }
 
 func (s *Server) next() int {
@@ -190,18 +282,167 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Turn = turn
+	rec.Status = http.StatusOK
+	s.count(func(b *BindingStats) { b.Requests++ })
+	var out reasoningOut
+	switch rec.API {
+	case Anthropic:
+		j := s.binder.Judge(r.Header, body, s.opts.Mismatch)
+		rec.Thinking, rec.Dropped, rec.Reported = j.Check, j.Dropped, j.Report
+		s.count(func(b *BindingStats) {
+			b.Blocks += j.Check.Blocks
+			b.Invalid += len(j.Check.Invalid)
+			if j.Status != http.StatusOK {
+				b.Rejected++
+				return
+			}
+			b.Dropped += len(j.Dropped)
+			if j.Report {
+				b.Reported += len(j.Dropped)
+			}
+		})
+		if j.Status != http.StatusOK {
+			rec.Status = j.Status
+			s.record(rec)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(j.Status)
+			_, _ = w.Write(j.ErrorBody)
+			return
+		}
+		if j.Report {
+			out.transformations = j.Check.Transformations()
+		}
+	case Responses:
+		rc, _ := s.binder.CheckResponses(body)
+		rec.Reasoning = rc
+		s.count(func(b *BindingStats) { b.ReasoningItems += rc.Items; b.ReasoningDropped += len(rc.Dropped) })
+		if len(rc.Dropped) > 0 {
+			out.transformations = rc.Transformations()
+		}
+	case Chat:
+		if n := chatReasoning(body); n > 0 {
+			s.count(func(b *BindingStats) { b.ChatReasoning += n })
+		}
+	}
 	rec.Reply = s.script(turn)
-	s.record(rec)
 	n := s.next()
+	if !s.opts.NoThinking && wantsReasoning(rec.API, body) {
+		out.text = thinkingText(turn, rec.Reply, n)
+		var err error
+		switch rec.API {
+		case Anthropic:
+			if s.opts.RedactEvery > 0 && n%s.opts.RedactEvery == 0 {
+				out.redacted = true
+				out.sig, err = s.binder.SignRedacted(body)
+			} else {
+				out.sig, err = s.binder.SignThinking(body, out.text)
+			}
+			s.count(func(b *BindingStats) { b.Signed++ })
+		case Responses:
+			out.id = fmt.Sprintf("rs_scripted_%06d", n)
+			if includesEncrypted(body) {
+				out.sig, err = s.binder.SignReasoning(body, out.id)
+				s.count(func(b *BindingStats) { b.ReasoningSigned++ })
+			}
+		}
+		if err != nil {
+			out = reasoningOut{transformations: out.transformations}
+		}
+	}
+	s.record(rec)
 	inTok := len(body) / 4
 	switch rec.API {
 	case Anthropic:
-		writeAnthropic(w, turn, rec.Reply, n, inTok)
+		writeAnthropic(w, turn, rec.Reply, n, inTok, out)
 	case Chat:
-		writeChat(w, turn, rec.Reply, n, inTok)
+		writeChat(w, turn, rec.Reply, n, inTok, out)
 	case Responses:
-		writeResponses(w, turn, rec.Reply, n, inTok)
+		writeResponses(w, turn, rec.Reply, n, inTok, out)
 	}
+}
+
+// reasoningOut is the reasoning a reply carries.
+type reasoningOut struct {
+	text     string // "" for none
+	sig      string // thinking signature, redacted_thinking data, or encrypted_content
+	redacted bool   // a redacted_thinking block instead of thinking
+	id       string // reasoning item id (Responses API)
+	// transformations are the response's input_transformations (none: nil).
+	transformations []map[string]any
+}
+
+// thinkingText is the model's reasoning for a reply: deterministic for the
+// turn and the reply.
+func thinkingText(t *Turn, r Reply, n int) string {
+	what := "answer in text"
+	if len(r.Calls) > 0 {
+		what = fmt.Sprintf("call %s", r.Calls[0].Name)
+	}
+	p := t.Prompt
+	if len(p) > 80 {
+		p = p[:80]
+	}
+	return fmt.Sprintf("Reasoning %d: the request has %d messages and %d tool results since the prompt %q; next I %s.",
+		n, t.Messages, len(t.Results), p, what)
+}
+
+// wantsReasoning reports whether the request lets the model reason: on the
+// Messages API unless thinking.type is "disabled" (models with preserved
+// thinking think adaptively by default); on the Responses API unless
+// reasoning.effort is "none"; on Chat Completions unless reasoning_effort is
+// "none".
+func wantsReasoning(api API, body []byte) bool {
+	var req struct {
+		Thinking struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
+		Reasoning struct {
+			Effort string `json:"effort"`
+		} `json:"reasoning"`
+		ReasoningEffort string `json:"reasoning_effort"`
+	}
+	_ = json.Unmarshal(body, &req)
+	switch api {
+	case Anthropic:
+		return req.Thinking.Type != "disabled"
+	case Responses:
+		return req.Reasoning.Effort != "none"
+	}
+	return req.ReasoningEffort != "none"
+}
+
+// includesEncrypted reports whether a Responses API request asks for
+// reasoning.encrypted_content (a stateless client resends it).
+func includesEncrypted(body []byte) bool {
+	var req struct {
+		Include []string `json:"include"`
+	}
+	_ = json.Unmarshal(body, &req)
+	for _, i := range req.Include {
+		if i == "reasoning.encrypted_content" {
+			return true
+		}
+	}
+	return false
+}
+
+// chatReasoning counts the assistant messages of a Chat Completions request
+// that carry reasoning_content.
+func chatReasoning(body []byte) int {
+	var req struct {
+		Messages []struct {
+			Role             string `json:"role"`
+			ReasoningContent string `json:"reasoning_content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(body, &req)
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == "assistant" && m.ReasoningContent != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
