@@ -54,3 +54,21 @@ func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
 	}
 	return f, fi, nil
 }
+
+// openInput opens a user's input: anything but a directory.
+func openInput(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, nil, notRegular("open", path, fi.Mode())
+	}
+	return f, fi, nil
+}

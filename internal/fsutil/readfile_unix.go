@@ -128,3 +128,33 @@ func modeOf(m uint32) fs.FileMode {
 	}
 	return fs.ModeIrregular
 }
+
+// openInput opens a user's input: anything but a directory or a socket,
+// opened without blocking and then set blocking (a pipe's reads wait for its
+// writer). fi is the opened file's fstat.
+func openInput(path string) (*os.File, fs.FileInfo, error) {
+	fd, err := openNonblock(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if m := st.Mode & syscall.S_IFMT; m == syscall.S_IFDIR || m == syscall.S_IFSOCK {
+		syscall.Close(fd)
+		return nil, nil, notRegular("open", path, modeOf(uint32(st.Mode)))
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		syscall.Close(fd)
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
