@@ -13,28 +13,6 @@ import (
 	"time"
 )
 
-// cliWithin is cli with a deadline: a command still running after d fails
-// the test instead of hanging it (the blocked goroutine is left behind).
-func cliWithin(t *testing.T, d time.Duration, args ...string) (string, string, int) {
-	t.Helper()
-	type res struct {
-		out, errs string
-		code      int
-	}
-	ch := make(chan res, 1)
-	go func() {
-		o, e, c := cli(t, "", args...)
-		ch <- res{o, e, c}
-	}()
-	select {
-	case r := <-ch:
-		return r.out, r.errs, r.code
-	case <-time.After(d):
-		t.Fatalf("%v still running after %v (blocked on a special file?)", args, d)
-		return "", "", -1
-	}
-}
-
 // TestSpecialFilesNeverBlock: a FIFO in place of any file a store or its
 // per-user cache holds (the index, the policy, the settings, the logs, an
 // indexed cold node, the index and ranked snapshots and the delta) never
