@@ -177,6 +177,9 @@ func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs)
 	if err != nil {
 		return nil, RecallResult{}, err
 	}
+	if err := s.store.CheckMoved(); err != nil {
+		return nil, RecallResult{}, toolError(err) // never a candidate that cannot be fetched
+	}
 	hits, err := match.Recall(s.store, a.Query, mode)
 	if err != nil {
 		return nil, RecallResult{}, toolError(err)
@@ -260,6 +263,9 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 	if err != nil {
 		return nil, ScanResult{}, err
 	}
+	if err := s.store.CheckMoved(); err != nil {
+		return nil, ScanResult{}, toolError(err) // never a step that cannot be fetched
+	}
 	r, err := match.Scan(s.store, a.Prompt, mode)
 	if err != nil {
 		return nil, ScanResult{}, toolError(err)
@@ -338,6 +344,9 @@ func (s *server) evict(_ context.Context, _ *mcp.CallToolRequest, a StepArgs) (*
 }
 
 func (s *server) status(_ context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, StatusResult, error) {
+	if err := s.store.CheckMoved(); err != nil {
+		return nil, StatusResult{}, toolError(err) // a copied store is not healthy
+	}
 	st, err := s.store.Status()
 	if err != nil {
 		return nil, StatusResult{}, toolError(err)

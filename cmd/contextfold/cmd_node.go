@@ -57,7 +57,7 @@ its start or end to --offset (without --focus).`,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}
@@ -189,7 +189,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Example: "  contextfold status\n  contextfold status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}

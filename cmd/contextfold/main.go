@@ -230,6 +230,22 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 	return s, err
 }
 
+// openStoreToUse is openStoreToRead for a command whose answer names cold
+// nodes to read (hydrate, scan, recall, status, steps): a store copied or
+// renamed, whose index points into its old directory, is refused with the
+// command that fixes it (contextfold.MovedStoreError), so that nothing
+// recommends a node that cannot be read.
+func (g *globals) openStoreToUse(cmd *cobra.Command) (*contextfold.Store, error) {
+	s, err := g.openStoreToRead(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckMoved(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // openExistingStore opens the store for a command that must not invent one
 // (repair --apply, compact, ui, export, evict): a directory that holds neither
 // recall_index.json nor cold_nodes/ is refused, since it is most likely a
