@@ -144,7 +144,7 @@ so any text, NUL and newlines included, can be folded.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&file, "file", "", "read the raw content from PATH, or - for standard input")
+	f.StringVar(&file, "file", "", "read the raw content from PATH, or - for standard input (at most 64 MiB: a larger payload is refused, nothing written)")
 	f.StringVar(&input, "input", "", "read the whole turn as JSON from FILE, or - for standard input")
 	f.StringVar(&files, "files", "", "comma-separated files (replaces extraction)")
 	f.StringVar(&cmds, "commands", "", "comma-separated commands (replaces extraction)")
