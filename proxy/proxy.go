@@ -693,7 +693,7 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 		// set, turn hydration and pending evictions, so the next request is
 		// forwarded as it would have been.
 		path := s.statePath(id, gen)
-		if data, err := fsutil.ReadFileMax(path, contextfold.MaxFileBytes); err == nil {
+		if data, err := os.ReadFile(path); err == nil {
 			if err := sess.h.ImportState(data); err != nil {
 				s.log.Warn("contextfold proxy: saved session state not used; the session starts a new working set", "session", id, "err", err)
 			}
