@@ -92,3 +92,13 @@ func TestNonsenseIsRefused(t *testing.T) {
 		t.Errorf("demo --store DIR did not fold into DIR: %v", err)
 	}
 }
+
+// A directory holding only a store's policy (written before the first
+// fold) is a store: read commands answer from it.
+func TestPolicyOnlyDirectoryIsAStore(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hydration_policy.json"), []byte(`{"max_rehydration_tokens_per_call": 100}`), 0o644)
+	if out, errs, code := cli(t, "", "--dir", dir, "status"); code != 0 || !strings.Contains(out, "100 tokens per call") {
+		t.Errorf("status: exit %d %s %s", code, out, errs)
+	}
+}

@@ -290,10 +290,21 @@ func checkReadableStore(cmd *cobra.Command, dir string) error {
 			return usagef("no store at %s: it is a file, not a directory; check --dir or $CONTEXTFOLD_DIR", abs)
 		}
 		return nil // unreadable: the command names the file it cannot read
-	case len(ents) > 0 && !isStore(dir):
+	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
 		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", abs, len(ents))
 	}
 	return nil
+}
+
+// holdsStoreFile reports whether dir holds a file only a store has (a
+// policy written before the first fold, a lock, a journal).
+func holdsStoreFile(dir string) bool {
+	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile, contextfold.JournalFile, ".lock"} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // isStore reports whether dir holds a store's index or cold node directory.
