@@ -36,6 +36,7 @@ func TestCopiedStoreIsNotCalledHealthy(t *testing.T) {
 		{"store_status", map[string]any{}},
 		{"scan_prompt", map[string]any{"prompt": contextfold.DemoPrompt}},
 		{"recall_archived_nodes", map[string]any{"query": "port"}},
+		{"fetch_archived_node", map[string]any{"step_id": 137}},
 	} {
 		res := call(t, cs, tc.tool, tc.args, nil)
 		msg := text(res)

@@ -208,6 +208,11 @@ func (s *server) fetch(_ context.Context, _ *mcp.CallToolRequest, a FetchArgs) (
 	}
 	h, err := s.store.Hydrate(step)
 	if err != nil {
+		if errors.Is(err, contextfold.ErrPathContainment) {
+			if merr := s.store.CheckMoved(); merr != nil {
+				err = merr // a copied store: the same words as every tool
+			}
+		}
 		return nil, FetchResult{}, toolError(err)
 	}
 	page, err := Page(h, a.Offset)
