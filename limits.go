@@ -7,7 +7,7 @@ import (
 )
 
 // Size limits of what a store reads and folds. Every file of a store is
-// read through one helper (internal/fsutil: ReadFileMax, OpenRegular) that
+// read through one reader (internal/fsutil: ReadFileMax, OpenRegular) that
 // refuses, without blocking and before reading a byte, a path that is not a
 // regular file (a FIFO, a device, a socket, a directory) and a file larger
 // than its limit: validate and repair report it as a finding, hydrate and
