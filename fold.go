@@ -39,7 +39,8 @@ type FoldResult struct {
 // already indexed changes nothing and returns AlreadyIndexed.
 //
 // Errors: *StoreFileError for an unreadable index or policy, or a write
-// failure (disk full, read-only directory); the previous state stays intact.
+// failure (disk full, read-only directory); *PayloadTooLargeError for a
+// payload past MaxPayloadBytes; the previous state stays intact.
 func (s *Store) Fold(t Turn) (*FoldResult, error) {
 	rs, err := s.FoldBatch([]Turn{t})
 	if err != nil {
@@ -88,6 +89,9 @@ func (s *Store) FoldBatchEach(turns []Turn, each func(i int, r *FoldResult)) err
 }
 
 func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult)) error {
+	if err := checkPayloadSizes(turns); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, err := s.lock()

@@ -115,7 +115,7 @@ func (s *Store) readColdNodeAt(step int, path string) (*ColdNode, error) {
 }
 
 func readColdNodeFile(step int, path string) (*ColdNode, error) {
-	data, err := fsutil.ReadFile(path)
+	data, err := fsutil.ReadFileMax(path, MaxFileBytes)
 	return parseColdNodeBytes(step, path, data, err)
 }
 

@@ -134,7 +134,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 					created, _ = m["created_at"].(string)
 				}
 			}
-		} else if data, rerr := os.ReadFile(filepath.Join(s.dir, IndexFile)); rerr == nil {
+		} else if data, rerr := fsutil.ReadFileMax(filepath.Join(s.dir, IndexFile), MaxIndexBytes); rerr == nil {
 			if v, derr := canonjson.Decode(data); derr == nil {
 				if m, ok := v.(map[string]any); ok {
 					created, _ = m["created_at"].(string)

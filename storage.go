@@ -61,7 +61,7 @@ func (s *Store) readStoreFile(name string) ([]byte, error) {
 	if s.be != nil {
 		return s.be.ReadFile(name)
 	}
-	return os.ReadFile(filepath.Join(s.dir, name))
+	return fsutil.ReadFileMax(filepath.Join(s.dir, name), MaxFileBytes)
 }
 
 // writeStoreFile writes a store file durably (directory: atomic replace;
@@ -100,7 +100,7 @@ func (s *Store) nodeBytes(step int, path string) ([]byte, error) {
 	if s.be != nil {
 		return s.be.ReadNode(step)
 	}
-	return fsutil.ReadFile(path)
+	return fsutil.ReadFileMax(path, MaxFileBytes)
 }
 
 // txLock is the lock of a backend store: its write transaction. Unlock
@@ -519,7 +519,7 @@ func (s *Store) ImportDir(dir string) (int, error) {
 		if err != nil || stepFileName(id) != d.Name() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(src.dir, ColdNodesDir, d.Name()))
+		data, err := fsutil.ReadFileMax(filepath.Join(src.dir, ColdNodesDir, d.Name()), MaxFileBytes)
 		if err != nil {
 			return 0, &StoreFileError{File: filepath.Join(src.dir, ColdNodesDir, d.Name()), Err: err, Remedy: "check the permissions of the store directory"}
 		}
@@ -530,7 +530,7 @@ func (s *Store) ImportDir(dir string) (int, error) {
 		n++
 	}
 	for _, name := range exportFiles {
-		data, err := os.ReadFile(filepath.Join(src.dir, name))
+		data, err := fsutil.ReadFileMax(filepath.Join(src.dir, name), MaxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -573,7 +573,7 @@ func (s *Store) ImportDir(dir string) (int, error) {
 // yet. Read-only; safe for concurrent use.
 func (s *Store) IndexJSON() ([]byte, error) {
 	if s.be == nil {
-		return os.ReadFile(filepath.Join(s.dir, IndexFile))
+		return fsutil.ReadFileMax(filepath.Join(s.dir, IndexFile), MaxIndexBytes)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

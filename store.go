@@ -211,12 +211,9 @@ func (s *Store) loadBase() (*index, fileStamp, error) {
 	}
 	// The snapshot is bound to the file opened here: its entries are read
 	// from this very file even if another process replaces the index.
-	f, err := os.Open(path)
-	var fi os.FileInfo
-	if err == nil {
-		if fi, err = f.Stat(); err != nil {
-			f.Close()
-		}
+	f, fi, err := fsutil.OpenRegular(path)
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return nil, st, &StoreFileError{File: path, Err: err, Remedy: "remove it and run 'contextfold repair --apply' to rebuild the index from cold_nodes/"}
 	}
 	if err != nil {
 		return nil, st, &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
@@ -225,6 +222,11 @@ func (s *Store) loadBase() (*index, fileStamp, error) {
 	var ix *index
 	if st.size >= IndexCacheThreshold && st != s.badCache {
 		ix, _ = readCache(s.cachePaths(), st, f)
+	}
+	if ix == nil && st.size > MaxIndexBytes {
+		f.Close()
+		return nil, st, &StoreFileError{File: path, Err: &fsutil.TooLargeError{Size: st.size, Limit: MaxIndexBytes},
+			Remedy: "restore it from a backup, or move it away and run 'contextfold repair --apply' to rebuild it from cold_nodes/"}
 	}
 	if ix == nil {
 		data := make([]byte, st.size)
@@ -289,11 +291,21 @@ func (s *Store) replayJournal(ix *index) error {
 	if err != nil {
 		return &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
 	}
-	f, err := os.Open(path)
+	f, fi, err := fsutil.OpenRegular(path)
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return &StoreFileError{File: path, Err: err, Remedy: "remove it and run 'contextfold repair --apply' to re-index the cold nodes"}
+	}
 	if err != nil {
 		return &StoreFileError{File: path, Err: err, Remedy: "check the permissions of the store directory"}
 	}
 	defer f.Close()
+	if fi.Size()-s.jOff > MaxIndexBytes {
+		return &StoreFileError{File: path, Err: &fsutil.TooLargeError{Size: fi.Size() - s.jOff, Limit: MaxIndexBytes},
+			Remedy: "remove the journal and run 'contextfold repair --apply' to re-index the cold nodes"}
+	}
+	if fi.Size() <= s.jOff {
+		return nil
+	}
 	data := make([]byte, fi.Size()-s.jOff)
 	n, err := f.ReadAt(data, s.jOff)
 	if err != nil && n < len(data) && !errors.Is(err, io.EOF) {

@@ -3,6 +3,7 @@ package contextfold
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -344,11 +345,19 @@ func (s *Store) checkStoreFileSchemas() []Finding {
 		{EvictionLogFile, schema.EvictionLog},
 		{SettingsFile, schema.StoreSettings},
 		{RepairLogFile, schema.RepairLog},
+		{PolicyHistoryFile, ""},
 	} {
 		path := s.storePath(f.file)
 		data, err := s.readStoreFile(f.file)
-		if err != nil {
-			continue // absent; unreadable files are reported by the operations that need them
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil { // a FIFO, a device, a directory, past MaxFileBytes, unreadable
+			out = append(out, Finding{File: path, Kind: KindStoreFile, Message: err.Error(), Err: err})
+			continue
+		}
+		if f.schema == "" {
+			continue
 		}
 		if err := schema.Validate(f.schema, data); err != nil {
 			out = append(out, Finding{File: path, Kind: KindSchema, Message: err.Error(), Err: err})

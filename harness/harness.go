@@ -536,13 +536,18 @@ func Project(m Message, e *contextfold.Entry) FoldedStep {
 	if summary == "" {
 		summary = Summarize(m)
 	}
+	status := deriveStatus(m, summary, payload)
+	shown := summary
+	if status == StatusFailed {
+		shown = failureSummary(summary, payload)
+	}
 	return FoldedStep{
 		StepID:      e.StepID,
 		Timestamp:   e.FoldedAt,
 		TargetFiles: append([]string{}, files...),
 		ActionType:  actionType(m, e, summary, payload),
-		Summary:     cut(clean(summary), MaxSummary),
-		Status:      deriveStatus(m, summary, payload),
+		Summary:     cut(clean(shown), MaxSummary),
+		Status:      status,
 		Artifacts:   Artifacts{ColdNodeRef: e.FilePath},
 	}
 }

@@ -139,7 +139,7 @@ func Summarize(m Message) string {
 		head += " " + errorMark
 	}
 	o := readObservation(text)
-	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text))
+	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && failureLine.MatchString(text))
 	switch {
 	case len(o.editedIn) > 0:
 		line = "edits " + strings.Join(o.editedIn, ", ") + ": " + line
@@ -219,10 +219,41 @@ func looksFailed(text string) bool {
 // as failed, so that the status can be derived from the stored summary.
 const errorMark = "[error]"
 
-// failureLine matches a line of tool output that reports a failure: a test
-// runner's FAIL/FAILED, a Python traceback, a Go panic, make's "***", an
-// "error:" or "fatal:" prefix, npm's ERR!.
-var failureLine = regexp.MustCompile(`(?m)^(?:\s*(?:FAIL(?:ED)?\b|--- FAIL:|Traceback \(most recent call last\):|panic: |make(?:\[\d+\])?: \*\*\* |(?:error|fatal|ERROR|FATAL)(?:\[[^\]]*\])?: |npm ERR! ))`)
+// failureLine matches a line of tool output that reports a failure, across
+// the languages and tools agents run: a test runner's FAIL/FAILED, "--- FAIL:",
+// "test result: FAILED", "N failed"/"N failing"; a Python traceback or a
+// "SomethingError:"/"SomethingException:" line; a Go panic or compiler
+// diagnostic (file.go:L:C:); make's "***"; an "error:"/"fatal:" line or a
+// compiler's "file:L:C: error" (gcc, clang, rustc's error[E0308]:); a coded
+// diagnostic "error TS2339:" (tsc), "error CS1002:" (dotnet); npm's ERR!,
+// yarn's "error Command failed", Maven's [ERROR] and BUILD FAILURE,
+// Gradle's BUILD FAILED, "Build failed", "Compilation failed"; a
+// segmentation fault; "command not found"; rake aborted!.
+var failureLine = regexp.MustCompile(`(?m)` +
+	`^\s*(?:FAIL(?:ED)?\b|--- FAIL:|Traceback \(most recent call last\):|panic: |make(?:\[\d+\])?: \*\*\* |` +
+	`(?:error|fatal|ERROR|FATAL)(?:\[[^\]]*\])?: |npm ERR! |\[ERROR\] |[A-Z]\w*(?:Error|Exception): |` +
+	`Segmentation fault|rake aborted!|error Command failed|\S+\.go:\d+:\d+: \S)` +
+	`|:\d+(?::\d+)?: (?:fatal )?error\b` +
+	`|\berror [A-Z]{2,}\d{3,}:` +
+	`|\b(?:BUILD FAILED|BUILD FAILURE|[Bb]uild failed|[Cc]ompilation failed|test result: FAILED|[Tt]ests? failed)\b` +
+	`|\b[1-9]\d* (?:failed|failing)\b` +
+	`|: command not found$`)
+
+// outputFailed reports a failure line in the output of m: a tool's result,
+// a command's output, or a turn of unknown role (a log folded by hand). An
+// assistant's text (even with the command it issues), or a user's prompt,
+// that speaks of an error is not a failure.
+func outputFailed(m Message, payload string) bool {
+	switch m.Role {
+	case RoleAssistant, RoleSystem:
+		return false // its text is what it says or asks, not an output
+	case RoleUser:
+		if m.Tool == "" && m.Command == "" {
+			return false // a prompt (a tool result in a user message names its tool)
+		}
+	}
+	return failureLine.MatchString(payload)
+}
 
 // deriveStatus is FAILED for a failed tool result — flagged by the tool, a
 // non-zero exit code, or a failure line in its output — else SUCCESS.
@@ -231,10 +262,33 @@ func deriveStatus(m Message, summary, payload string) string {
 	if m.IsError || strings.HasSuffix(head, errorMark) || looksFailed(payload) {
 		return StatusFailed
 	}
-	if (m.Role == "tool" || m.Tool != "" || m.Command != "") && failureLine.MatchString(payload) {
+	if outputFailed(m, payload) {
 		return StatusFailed
 	}
 	return StatusSuccess
+}
+
+// failureSummary is the summary of a FAILED record: summary as it is when it
+// already tells the failure (an error word, or Summarize's error mark), else
+// summary followed by the output's first failure line, so that a page-table
+// line shows why the step failed rather than how its output began.
+func failureSummary(summary, payload string) string {
+	if errLine.MatchString(summary) || errName.MatchString(summary) || payload == "" || payload == summary {
+		return summary
+	}
+	line := ""
+	for _, l := range strings.Split(payload, "\n") {
+		if failureLine.MatchString(l) || errLine.MatchString(l) || errName.MatchString(l) {
+			if c := clean(tagLineRe.ReplaceAllString(l, "")); c != "" && !noiseLine(l) {
+				line = c
+				break
+			}
+		}
+	}
+	if line == "" {
+		return summary
+	}
+	return summary + " → " + line
 }
 
 var (

@@ -31,6 +31,9 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := store.CheckMoved(); err != nil {
+		return nil, err // a copied store: the one-line note names the fix
+	}
 	scan, err := match.Scan(store, in.Prompt, opts.mode())
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := ingest.ParseFile(in.TranscriptPath, ingest.FormatClaudeCode)
+	res, err := ingest.ParseRegularFile(in.TranscriptPath, ingest.FormatClaudeCode) // never a FIFO or /dev/zero: bounded, never blocking
 	if err != nil {
 		return nil, fmt.Errorf("hooks: reading the transcript: %w", err)
 	}

@@ -3,7 +3,9 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // detectLines is how many lines of a JSONL file Detect looks at.
@@ -22,6 +24,9 @@ func Detect(data []byte) (Format, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return "", unknownFormat("the input is empty")
+	}
+	if why, ok := binaryInput(data); ok {
+		return "", binaryFormat(why)
 	}
 	if why, ok := truncatedDoc(data); ok {
 		return "", unknownFormat(why)
@@ -215,4 +220,37 @@ func isAider(data []byte) bool {
 	}
 	first := bytes.TrimLeft(data, " \t\r\n")
 	return bytes.HasPrefix(first, []byte("#### "))
+}
+
+// binarySniff is how much of the input binaryInput looks at.
+const binarySniff = 64 << 10
+
+// binaryInput reports whether data is not text (an executable, an archive,
+// an image): every format ingest reads is UTF-8 text, where a NUL byte
+// never occurs and invalid UTF-8 is rare (a Latin-1 file or a lone
+// surrogate is still text: ingest replaces such bytes). It looks at the
+// first 64 KiB: a NUL byte (executables, archives, images have them within
+// their first bytes), or more than a third of at least 64 bytes in invalid
+// UTF-8 sequences, is binary.
+// why names what was found, for the error.
+func binaryInput(data []byte) (why string, binary bool) {
+	head := data
+	if len(head) > binarySniff {
+		head = head[:binarySniff]
+	}
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return fmt.Sprintf("the input is binary, not a transcript (a NUL byte at offset %d)", i), true
+	}
+	bad := 0
+	for i := 0; i < len(head); {
+		r, n := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && n == 1 && len(head)-i >= utf8.UTFMax {
+			bad++
+		}
+		i += n
+	}
+	if len(head) >= 64 && bad*3 > len(head) {
+		return fmt.Sprintf("the input is binary, not a transcript (%d of its first %d bytes are not UTF-8 text)", bad, len(head)), true
+	}
+	return "", false
 }

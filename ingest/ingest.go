@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // Format names a transcript layout accepted by [Parse].
@@ -98,12 +99,40 @@ func unknownFormat(why string) error {
 	return fmt.Errorf("ingest: %w: %s; %s; pass --format to force one", ErrUnknownFormat, why, acceptedFormats)
 }
 
-// ParseFile reads path and parses it with [Parse].
+// MaxTranscriptBytes is the largest transcript ParseFile reads: 512 MiB.
+// A transcript is parsed whole in memory (a few times its size), so a
+// larger one is refused before it is read (a regular file) or once past the
+// limit (a pipe); split the session, or ingest its parts.
+const MaxTranscriptBytes = 512 << 20
+
+// binaryFormat is the error for binary input (no --format reads it).
+func binaryFormat(why string) error {
+	return fmt.Errorf("ingest: %w: %s; ingest reads the text transcript an agent records, %s", ErrUnknownFormat, why, acceptedFormats)
+}
+
+// ParseFile reads path and parses it with [Parse]. path is a regular file
+// of at most MaxTranscriptBytes or a pipe (bash's <(…)); a directory, a
+// socket, or a larger input is refused with an error naming the limit.
 func ParseFile(path string, f Format) (*Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadInputMax(path, MaxTranscriptBytes)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: read transcript: %w", err)
 	}
+	return parseRead(path, data, f)
+}
+
+// ParseRegularFile is ParseFile for a path that must be a regular file (a
+// hook's transcript_path): a FIFO or a device is refused without being
+// opened for a blocking read.
+func ParseRegularFile(path string, f Format) (*Result, error) {
+	data, err := fsutil.ReadFileMax(path, MaxTranscriptBytes)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: read transcript: %w", err)
+	}
+	return parseRead(path, data, f)
+}
+
+func parseRead(path string, data []byte, f Format) (*Result, error) {
 	res, err := Parse(data, f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -125,6 +154,8 @@ func Parse(data []byte, f Format) (*Result, error) {
 			return nil, err
 		}
 		f = d
+	} else if why, ok := binaryInput(data); ok {
+		return nil, binaryFormat(why)
 	}
 	p := &parser{res: &Result{Format: f}}
 	var err error

@@ -16,6 +16,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // Verification states of a step, at a glance.
@@ -230,7 +231,7 @@ func readNodeDoc(path string) (map[string]any, error) {
 	if fi.Size() > maxNodeFileBytes {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxNodeFileBytes)
 	}
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileMax(path, maxNodeFileBytes) // replaced since the Lstat: still never blocks
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // worksetData is the working-set page: one proxy session's requests, read
@@ -41,7 +42,7 @@ func (in *Inspector) worksetLog() (*worksetData, error) {
 	}
 	path := filepath.Join(filepath.Dir(dir), harness.WorkingSetLogName)
 	d := &worksetData{Requests: []harness.WorkingSetRecord{}}
-	f, err := os.Open(path)
+	f, _, err := fsutil.OpenRegular(path) // a FIFO in its place: an error, never a wait
 	if os.IsNotExist(err) {
 		d.Chart = worksetChart(d.Requests)
 		return d, nil

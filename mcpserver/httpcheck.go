@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"time"
 )
 
 // CheckHTTP wraps a streamable HTTP MCP handler with the checks of
@@ -15,8 +17,17 @@ import (
 // exactly. A body that fails is answered here, before the SDK decodes it:
 // 413 past the limit, else 400, with a JSON-RPC error body (-32700 or
 // -32600; the message's own id when valid, else null). Other methods pass
-// as they are. The returned handler is safe for concurrent use.
+// as they are. The returned handler is safe for concurrent use. It sets no
+// read deadline: NewHTTPServer's handler also bounds the time a body takes.
 func CheckHTTP(next http.Handler, maxFrame int) http.Handler {
+	return checkHTTP(next, maxFrame, 0)
+}
+
+// checkHTTP is CheckHTTP whose POST bodies must arrive within bodyTimeout
+// (0: no limit), else 408 with a JSON-RPC error and the connection closed
+// (a slow client holds nothing longer). The deadline is lifted once the
+// body is in, so that a streamed response is not cut.
+func checkHTTP(next http.Handler, maxFrame int, bodyTimeout time.Duration) http.Handler {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrameBytes
 	}
@@ -25,9 +36,20 @@ func CheckHTTP(next http.Handler, maxFrame int) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		rc := http.NewResponseController(w)
+		deadline := bodyTimeout > 0 && rc.SetReadDeadline(time.Now().Add(bodyTimeout)) == nil
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(maxFrame)))
+		if deadline && err == nil {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
 		if err != nil {
 			var mbe *http.MaxBytesError
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				w.Header().Set("Connection", "close")
+				writeRPCError(w, http.StatusRequestTimeout, json.RawMessage("null"), -32600, fmt.Sprintf(
+					"Invalid Request: the request body did not arrive within %s (contextfold mcp --body-read-timeout)", bodyTimeout))
+				return
+			}
 			if errors.As(err, &mbe) {
 				writeRPCError(w, http.StatusRequestEntityTooLarge, json.RawMessage("null"), -32600, fmt.Sprintf(
 					"Invalid Request: a message of more than %d bytes is over the frame limit (raise it with contextfold mcp --max-frame-bytes, or send less per call)", maxFrame))

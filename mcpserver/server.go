@@ -177,6 +177,9 @@ func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs)
 	if err != nil {
 		return nil, RecallResult{}, err
 	}
+	if err := s.store.CheckMoved(); err != nil {
+		return nil, RecallResult{}, toolError(err) // never a candidate that cannot be fetched
+	}
 	hits, err := match.Recall(s.store, a.Query, mode)
 	if err != nil {
 		return nil, RecallResult{}, toolError(err)
@@ -205,6 +208,11 @@ func (s *server) fetch(_ context.Context, _ *mcp.CallToolRequest, a FetchArgs) (
 	}
 	h, err := s.store.Hydrate(step)
 	if err != nil {
+		if errors.Is(err, contextfold.ErrPathContainment) {
+			if merr := s.store.CheckMoved(); merr != nil {
+				err = merr // a copied store: the same words as every tool
+			}
+		}
 		return nil, FetchResult{}, toolError(err)
 	}
 	page, err := Page(h, a.Offset)
@@ -259,6 +267,9 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 	mode, err := toolMode(a.Match)
 	if err != nil {
 		return nil, ScanResult{}, err
+	}
+	if err := s.store.CheckMoved(); err != nil {
+		return nil, ScanResult{}, toolError(err) // never a step that cannot be fetched
 	}
 	r, err := match.Scan(s.store, a.Prompt, mode)
 	if err != nil {
@@ -338,6 +349,9 @@ func (s *server) evict(_ context.Context, _ *mcp.CallToolRequest, a StepArgs) (*
 }
 
 func (s *server) status(_ context.Context, _ *mcp.CallToolRequest, _ NoArgs) (*mcp.CallToolResult, StatusResult, error) {
+	if err := s.store.CheckMoved(); err != nil {
+		return nil, StatusResult{}, toolError(err) // a copied store is not healthy
+	}
 	st, err := s.store.Status()
 	if err != nil {
 		return nil, StatusResult{}, toolError(err)

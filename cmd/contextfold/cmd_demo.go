@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/pgstore"
 )
 
 func init() { commands = append(commands, newDemoCmd) }
@@ -22,24 +23,43 @@ PostgreSQL port over time, the MMU scan of the showcase question hydrates
 steps 342, 137 and 447 (verified), they are evicted after the response, and
 validate finds the store clean.
 
-Without --dir the demo uses a new temporary store, so it never touches an
-existing one; the path is printed so you can explore it afterwards. The
+It runs in the store given by --store (a directory, or a PostgreSQL session
+postgres://…?session=NAME) or --dir. Without either, it uses a new temporary
+store, so it never touches an existing one (not even $CONTEXTFOLD_STORE's or
+$CONTEXTFOLD_DIR's); the path is printed so you can explore it afterwards. The
 temporary directory stays (each run makes a new one): the demo ends by naming
 it and the command that removes it.`,
-		Example: "  contextfold demo\n  contextfold demo --dir /tmp/demo-store\n  contextfold demo --json",
+		Example: "  contextfold demo\n  contextfold demo --dir /tmp/demo-store\n  contextfold demo --store 'postgres://cf@127.0.0.1:5432/contextfold?session=demo'\n  contextfold demo --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// --store (a directory or a postgres:// session) and --dir are
+			// honoured; without either the demo makes a temporary store.
+			// $CONTEXTFOLD_STORE/$CONTEXTFOLD_DIR are not read: a demo
+			// never folds into the store a shell points at by accident.
 			dir, tmp := g.dir, ""
-			if dir == "" {
-				var err error
-				if tmp, err = os.MkdirTemp("", "contextfold-demo-"); err != nil {
+			var s *contextfold.Store
+			var err error
+			explore := ""
+			switch {
+			case g.store != "":
+				if s, err = g.openStore(); err != nil {
 					return err
 				}
-				dir = tmp + "/.contextfold"
-			}
-			s, err := contextfold.Open(dir, g.storeOptions())
-			if err != nil {
-				return err
+				explore = "--store '" + g.store + "'"
+				if u := g.storeURL(); u != "" {
+					explore = "--store '" + pgstore.Redact(u) + "'"
+				}
+			default:
+				if dir == "" {
+					if tmp, err = os.MkdirTemp("", "contextfold-demo-"); err != nil {
+						return err
+					}
+					dir = tmp + "/.contextfold"
+				}
+				if s, err = contextfold.Open(dir, g.storeOptions()); err != nil {
+					return err
+				}
+				explore = "--dir " + s.Dir()
 			}
 			out := cmd.OutOrStdout()
 			say := func(format string, a ...any) {
@@ -110,7 +130,7 @@ it and the command that removes it.`,
 			} else {
 				say("%d findings (run 'contextfold validate')\n", len(rep.Findings))
 			}
-			say("\nExplore it:\n   contextfold --dir %s status\n   contextfold --dir %s hydrate 137\n   contextfold --dir %s ui --open\n", s.Dir(), s.Dir(), s.Dir())
+			say("\nExplore it:\n   contextfold %s status\n   contextfold %s hydrate 137\n   contextfold %s ui --open\n", explore, explore, explore)
 			if tmp != "" {
 				// Each run without --dir makes a new temporary directory: say
 				// that it stays, and how to remove it.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 func init() { commands = append(commands, newFoldCmd) }
@@ -69,7 +71,7 @@ so any text, NUL and newlines included, can be folded.`,
 				}
 				t = contextfold.Turn{StepID: id, Summary: strings.Join(args[1:], " "), SessionID: session}
 				if file != "" {
-					raw, err := readFileArg(cmd.InOrStdin(), file)
+					raw, err := readFileArg(cmd.InOrStdin(), file, contextfold.MaxPayloadBytes)
 					if err != nil {
 						return err
 					}
@@ -142,7 +144,7 @@ so any text, NUL and newlines included, can be folded.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&file, "file", "", "read the raw content from PATH, or - for standard input")
+	f.StringVar(&file, "file", "", "read the raw content from PATH, or - for standard input (at most 64 MiB: a larger payload is refused, nothing written)")
 	f.StringVar(&input, "input", "", "read the whole turn as JSON from FILE, or - for standard input")
 	f.StringVar(&files, "files", "", "comma-separated files (replaces extraction)")
 	f.StringVar(&cmds, "commands", "", "comma-separated commands (replaces extraction)")
@@ -188,18 +190,24 @@ func splitList(s string) []string {
 	return out
 }
 
-// readFileArg reads PATH, or standard input for "-", as UTF-8 text.
-func readFileArg(stdin io.Reader, path string) (string, error) {
+// readFileArg reads PATH, or standard input for "-", as UTF-8 text of at
+// most max bytes (a larger regular file is refused before it is read, a
+// stream once past max).
+func readFileArg(stdin io.Reader, path string, max int64) (string, error) {
 	var data []byte
 	var err error
 	if path == "-" {
-		data, err = io.ReadAll(stdin)
+		data, err = fsutil.ReadAllMax(stdin, max)
 	} else {
 		var fi os.FileInfo
 		if fi, err = os.Stat(path); err == nil && fi.IsDir() {
 			return "", usagef("%s is a directory; --file takes a file path or - for standard input", path)
 		}
-		data, err = os.ReadFile(path)
+		data, err = fsutil.ReadInputMax(path, max)
+	}
+	var tl *fsutil.TooLargeError
+	if errors.As(err, &tl) {
+		return "", usagef("cannot read %s: %v (a turn's payload is at most %s: split the output into several turns)", path, tl, fsutil.ByteSize(contextfold.MaxPayloadBytes))
 	}
 	if err != nil {
 		return "", usagef("cannot read %s: %v", path, err)
@@ -211,7 +219,7 @@ func readFileArg(stdin io.Reader, path string) (string, error) {
 }
 
 func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
-	raw, err := readFileArg(stdin, path)
+	raw, err := readFileArg(stdin, path, contextfold.MaxFileBytes) // a JSON document: the payload escaped, and its lists
 	if err != nil {
 		return contextfold.Turn{}, err
 	}

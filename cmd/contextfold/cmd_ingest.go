@@ -54,7 +54,11 @@ extractive one-liner of at most 280 characters (role, tool and command, first
 meaningful or error line) — it is not an LLM summary.
 
 Bad lines in JSONL input are reported and skipped; unknown input is rejected
-with the list of accepted formats.`,
+with the list of accepted formats, and so is binary input (an executable, an
+archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
+file of at most 512 MiB (the transcript is parsed in memory; a larger one is
+refused before it is read) or a pipe such as <(zcat session.jsonl.gz), read
+up to the same limit; a turn's payload is at most 64 MiB.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
   contextfold --dir /tmp/s ingest messages.json --json`,

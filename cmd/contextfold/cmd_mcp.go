@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -26,6 +25,7 @@ func newMCPCmd(g *globals) *cobra.Command {
 	var httpAddr string
 	var quiet bool
 	var maxFrame int
+	var bodyTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the store to an agent as an MCP server (stdio, or streamable HTTP with --http)",
@@ -71,7 +71,10 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				return usagef("--max-frame-bytes %d: give a positive number of bytes (default %d)", maxFrame, mcpserver.DefaultMaxFrameBytes)
 			}
 			if httpAddr != "" {
-				return serveHTTP(ctx, srv, httpAddr, maxFrame, logger, cmd.ErrOrStderr())
+				if bodyTimeout < 0 {
+					return usagef("--body-read-timeout %s is negative; give a duration such as 60s", bodyTimeout)
+				}
+				return serveHTTP(ctx, srv, httpAddr, maxFrame, bodyTimeout, logger, cmd.ErrOrStderr())
 			}
 			logger.Info("serving MCP on stdio", "store", store.Dir())
 			t := mcpserver.StdioTransportWith(cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.StdioOptions{MaxFrameBytes: maxFrame})
@@ -84,12 +87,13 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
+	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
 }
 
 // serveHTTP serves srv over streamable HTTP at addr/mcp until ctx ends.
-func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, maxFrame int, logger *slog.Logger, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, maxFrame int, bodyTimeout time.Duration, logger *slog.Logger, stderr io.Writer) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--http %q: want HOST:PORT, e.g. 127.0.0.1:7411", addr)
@@ -101,9 +105,8 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, maxFrame int, 
 	if err != nil {
 		return usagef("--http: %v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.CheckHTTP(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: logger}), maxFrame))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := mcpserver.NewHTTPServer(srv, mcpserver.HTTPOptions{MaxFrameBytes: maxFrame, BodyReadTimeout: bodyTimeout,
+		StreamOptions: &mcp.StreamableHTTPOptions{Logger: logger}})
 	fmt.Fprintf(stderr, "contextfold: serving MCP at http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -11,6 +11,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/mcpserver"
+	"github.com/contextfold/contextfold/pgstore"
 )
 
 func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusCmd) }
@@ -27,6 +28,12 @@ cold_nodes/ and that its artifact hash matches the file and the index. It
 prints the content a prompt may carry: the raw content, cut to 4 × cap code
 points when its estimate exceeds max_rehydration_tokens_per_call. hydrate
 changes nothing in the store.
+
+A node larger than the cap is printed up to the last whole line that fits
+(a single line longer than the cap is cut where the cap falls), followed by
+the exact commands that read on from the next line (--offset N) or show only
+the lines around what you look for (--focus). --json and --raw keep the
+protocol's content (4 × cap code points, CONF-05) and its next_offset.
 
 Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 5 broken reference.
@@ -50,7 +57,7 @@ its start or end to --offset (without --focus).`,
 			if err != nil {
 				return err
 			}
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}
@@ -109,17 +116,31 @@ its start or end to --offset (without --focus).`,
 				fmt.Fprint(out, h.Content)
 				return nil
 			}
+			// A page of a node larger than the cap ends at its last whole
+			// line (one line longer than the page is cut where the cap
+			// falls), and the command that reads on is printed.
+			content, next := h.Content, page.Next
+			if h.Truncated && page.Next > 0 && h.Windows == nil {
+				content, next = cutAtLine(content, page.Offset, page.Next)
+			}
 			state := "whole"
-			if h.Truncated && page.Next > 0 {
-				state = fmt.Sprintf("truncated to the per-call cap; read on with --offset %d", page.Next)
+			if h.Truncated && next > 0 {
+				state = fmt.Sprintf("%d of %d characters, cut at a line by the per-call cap", next-page.Offset, page.Total)
 			} else if h.Truncated {
 				state = "truncated: the per-call cap allows no content"
 			}
 			if h.Windows != nil {
 				state = fmt.Sprintf("focused: %d window(s) around the matched lines", len(h.Windows))
 			}
+			if content != h.Content {
+				h.TokenEstimate = s.TokenCounter().Count(content)
+			}
 			fmt.Fprintf(out, "step %d · %s · %d tokens (%s) · verified artifact %s…\n--- content ---\n%s\n--- end ---\n",
-				h.StepID, terminalSafe(h.Summary), h.TokenEstimate, state, h.ArtifactSHA256[:12], terminalSafe(h.Content))
+				h.StepID, terminalSafe(h.Summary), h.TokenEstimate, state, h.ArtifactSHA256[:12], terminalSafe(strings.TrimSuffix(content, "\n")))
+			if h.Truncated && next > 0 {
+				fmt.Fprintf(out, "read on:   contextfold%s hydrate %d --offset %d\nor search: contextfold%s hydrate %d --focus \"WHAT YOU ARE LOOKING FOR\"\n",
+					g.storeArgs(), h.StepID, next, g.storeArgs(), h.StepID)
+			}
 			return nil
 		},
 	}
@@ -168,7 +189,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Example: "  contextfold status\n  contextfold status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}
@@ -228,4 +249,43 @@ func unsafeRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// cutAtLine shortens a page of content (code points [offset, next) of the
+// raw content) to its last whole line: it returns the page up to and with
+// its last newline, and the offset that reads on from there. A page without
+// a newline (one line longer than the page) is returned as it is.
+func cutAtLine(content string, offset, next int) (string, int) {
+	i := strings.LastIndexByte(content, '\n')
+	if i < 0 || i == len(content)-1 {
+		return content, next
+	}
+	cut := content[:i+1]
+	return cut, offset + utf8.RuneCountInString(cut)
+}
+
+// storeArgs is the store flag a printed command needs to name the store
+// this one used ("" for the default store): --store as given (a URL's
+// password redacted), else --dir.
+func (g *globals) storeArgs() string {
+	switch {
+	case g.store != "" && pgstore.IsURL(g.store):
+		return " --store '" + pgstore.Redact(g.store) + "'"
+	case g.store != "":
+		return " --store " + shellQuote(g.store)
+	case g.dir != "":
+		return " --dir " + shellQuote(g.dir)
+	}
+	return ""
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./:@%+=,
+func shellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

@@ -105,6 +105,9 @@ Point a client at it:
 			if upstream == "" && anthropicUp == "" && openaiUp == "" {
 				return usagef("give --upstream URL (or --anthropic-upstream / --openai-upstream)")
 			}
+			if err := checkProxyFlags(&cfg, maxBody, maxInFlight); err != nil {
+				return err
+			}
 			dir := g.dir
 			if g.store != "" && !pgstore.IsURL(g.store) {
 				dir = g.store // --store DIR: the directory of per-session stores
@@ -224,9 +227,9 @@ Point a client at it:
 	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
 	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
 	f.StringVar(&matchName, "match", string(match.Ranked), "scan matching mode: exact (the reference's) or ranked (weighted terms, focused hydration)")
-	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded")
+	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded (0: none)")
 	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
-	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens")
+	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens (0: any size)")
 	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes (larger: 413)")
 	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of the estimated memory of the requests in flight, in bytes: 3 × each body + 2 × the bytes of its conversation not read before; past it 503 with Retry-After; while a request folds a conversation not read before, the estimates (above the memory in use before) are also the process's soft memory limit unless GOMEMLIMIT is set or --soft-memory-limit=false (a request alone is always served; at least --max-body-bytes; -1: no budget)")
 	f.BoolVar(&softLimit, "soft-memory-limit", true, "while a request folds a conversation not read before, set the Go runtime's soft memory limit to the memory in use before plus the --max-inflight-bytes estimates of such requests, so that garbage is collected within the estimate (never when GOMEMLIMIT is set)")
@@ -238,4 +241,38 @@ Point a client at it:
 	// the same variable, shadows the global one so that --help says so.
 	f.StringVar(&g.dir, "dir", "", "directory holding one store per session (default: the per-user cache directory's contextfold/proxy, e.g. ~/.cache/contextfold/proxy)")
 	return c
+}
+
+// checkProxyFlags refuses the working-set flags' nonsense values before the
+// proxy starts (a budget of 0 tokens, a fold target of 150 %, a negative
+// window), naming the flag, its value and what it takes. An explicit 0
+// that the harness would read as "the default" is mapped to what the flag
+// says: --hot-window 0 keeps no message hot, --min-fold-tokens 0 folds
+// messages of any size.
+func checkProxyFlags(cfg *harness.Config, maxBody, maxInFlight int64) error {
+	switch {
+	case cfg.ContextBudget == 0 || cfg.ContextBudget < -1:
+		return usagef("--context-budget %d: give the most tokens a forwarded request may take (e.g. %d; at least 1), or -1 for the fixed --fold-block window", cfg.ContextBudget, harness.DefaultContextBudget)
+	case cfg.FoldTarget < 1 || cfg.FoldTarget > 95:
+		return usagef("--fold-target %d: give the percent of --context-budget a fold event folds down to, 1 to 95 (default %d)", cfg.FoldTarget, harness.DefaultFoldTarget)
+	case cfg.HotWindow < 0:
+		return usagef("--hot-window %d: give the number of recent messages never folded, 0 or more (default %d)", cfg.HotWindow, harness.DefaultHotWindow)
+	case cfg.PinMessages < 0:
+		return usagef("--pin-messages %d: give the number of leading messages never folded, 0 or more (0: through the first user message)", cfg.PinMessages)
+	case cfg.FoldBlock < 0:
+		return usagef("--fold-block %d: give the number of messages by which the fold boundary moves, 1 or more (0: the default, %d)", cfg.FoldBlock, harness.DefaultFoldBlock)
+	case cfg.MinFoldTokens < 0:
+		return usagef("--min-fold-tokens %d: give the smallest message folded in place, in tokens, 0 or more (default %d)", cfg.MinFoldTokens, harness.DefaultMinFoldTokens)
+	case maxBody < 1:
+		return usagef("--max-body-bytes %d: give the largest request body accepted, in bytes, 1 or more (default %d)", maxBody, proxy.DefaultMaxBodyBytes)
+	case maxInFlight == 0 || maxInFlight < -1:
+		return usagef("--max-inflight-bytes %d: give a budget in bytes (default %d), or -1 for no budget", maxInFlight, proxy.DefaultMaxInFlightBytes)
+	}
+	if cfg.HotWindow == 0 {
+		cfg.HotWindow = -1 // the harness reads 0 as its default
+	}
+	if cfg.MinFoldTokens == 0 {
+		cfg.MinFoldTokens = -1
+	}
+	return nil
 }

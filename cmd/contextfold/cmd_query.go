@@ -51,7 +51,7 @@ shows its score and why it matched.`,
 			if len(args) == 0 {
 				return usagef("scan needs a prompt: contextfold scan <prompt…>")
 			}
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ keeps the labels.`,
 			if len(args) == 0 {
 				return usagef("recall needs a query: contextfold recall <query…>")
 			}
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ index entry alone. steps changes nothing in the store.`,
   contextfold --dir ~/.cache/contextfold/proxy/s-1a2b3c4d5e6f7a8b/g1 steps`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := g.openStoreToRead(cmd)
+			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err
 			}

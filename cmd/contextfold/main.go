@@ -11,12 +11,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -208,14 +210,17 @@ func (g *globals) openReadOnly() (*contextfold.Store, error) {
 	return contextfold.Open(g.storeDir(), g.storeOptions())
 }
 
-// openStoreToRead opens the store for a read-only command and notes on
-// stderr when it does not exist.
+// openStoreToRead opens the store for a read-only command; a directory
+// that holds files but no store is refused (checkReadableStore), a missing
+// one is noted on stderr: a mistyped --dir must not pass unnoticed.
 // A database store is opened read-only (pgstore.OpenURLToRead): never
 // migrated, and a missing session or schema is refused.
 func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
 	s, err := g.openReadOnly()
 	if err == nil && s.Backend() == nil {
-		noteMissingStore(cmd, s.Dir())
+		if err := checkReadableStore(cmd, s.Dir()); err != nil {
+			return nil, err
+		}
 	} else if err == nil {
 		// A mistyped ?session= reads as an empty store: say so.
 		if st, serr := s.Status(); serr == nil && st.Total == 0 {
@@ -223,6 +228,22 @@ func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error
 		}
 	}
 	return s, err
+}
+
+// openStoreToUse is openStoreToRead for a command whose answer names cold
+// nodes to read (hydrate, scan, recall, status, steps): a store copied or
+// renamed, whose index points into its old directory, is refused with the
+// command that fixes it (contextfold.MovedStoreError), so that nothing
+// recommends a node that cannot be read.
+func (g *globals) openStoreToUse(cmd *cobra.Command) (*contextfold.Store, error) {
+	s, err := g.openStoreToRead(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckMoved(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // openExistingStore opens the store for a command that must not invent one
@@ -247,6 +268,43 @@ func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
 		return nil, usagef("no store at %s: the directory %s; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", s.Dir(), why)
 	}
 	return s, nil
+}
+
+// checkReadableStore refuses, for a read-only command, a store directory
+// that is not a store: a file, or a directory that is not empty yet holds
+// neither recall_index.json nor cold_nodes/ (a project directory given as
+// --dir). An empty directory is an empty store; a missing one reads as an
+// empty store too (spec: scan of an empty index), with a note on stderr.
+func checkReadableStore(cmd *cobra.Command, dir string) error {
+	abs, _ := filepath.Abs(dir)
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// The spec's empty index (scan of a store that holds nothing yet
+		// answers nothing, exit 0): a note only.
+		noteMissingStore(cmd, dir)
+		return nil
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(err, syscall.ENOTDIR) {
+			return usagef("no store at %s: it is a file, not a directory; check --dir or $CONTEXTFOLD_DIR", abs)
+		}
+		return nil // unreadable: the command names the file it cannot read
+	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
+		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", abs, len(ents))
+	}
+	return nil
+}
+
+// holdsStoreFile reports whether dir holds a file only a store has (a
+// policy written before the first fold, a lock, a journal).
+func holdsStoreFile(dir string) bool {
+	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile, contextfold.JournalFile, ".lock"} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // isStore reports whether dir holds a store's index or cold node directory.

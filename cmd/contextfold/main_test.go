@@ -482,3 +482,56 @@ func TestProxyStoreWithSessionRefused(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want exit 1 naming ?session= without the password", code, errs)
 	}
 }
+
+// TestHydrateCutsAtALineAndSaysHowToReadOn: a node larger than the per-call
+// cap is printed up to its last whole line, and the printed "read on"
+// command, run as printed, starts at the next line; following it page after
+// page gives back the whole payload, and the --focus command is named.
+// (Before: the page ended mid-line and only --offset was named in the header.)
+func TestHydrateCutsAtALineAndSaysHowToReadOn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	var b strings.Builder
+	for i := 0; i < 1500; i++ {
+		fmt.Fprintf(&b, "line %d of a long build log, with some words (%s)\n", i, strings.Repeat("é", i%7))
+	}
+	log := filepath.Join(t.TempDir(), "big.log")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	if _, errs, code := cli(t, "", "--dir", dir, "fold", "1", "big", "--file", log); code != 0 {
+		t.Fatal(errs)
+	}
+	var got strings.Builder
+	args := []string{"--dir", dir, "hydrate", "1"}
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("more than 20 pages")
+		}
+		out, errs, code := cli(t, "", args...)
+		if code != 0 {
+			t.Fatalf("%v: %d %s", args, code, errs)
+		}
+		_, rest, _ := strings.Cut(out, "--- content ---\n")
+		content, tail, ok := strings.Cut(rest, "\n--- end ---\n")
+		if !ok {
+			t.Fatalf("no end marker: %q", out)
+		}
+		got.WriteString(content + "\n")
+		if !strings.HasPrefix(content, "line ") || !strings.HasSuffix(content, ")") {
+			t.Errorf("page %d does not hold whole lines: starts %q, ends %q", pages, content[:min(20, len(content))], content[max(0, len(content)-20):])
+		}
+		if !strings.Contains(out, "whole") && !strings.Contains(tail, "--focus") {
+			t.Errorf("page %d: no --focus command: %q", pages, tail)
+		}
+		i := strings.Index(tail, "contextfold --dir ")
+		if i < 0 {
+			break
+		}
+		cmdline := strings.Fields(tail[i : strings.Index(tail[i:], "\n")+i])
+		if len(cmdline) != 7 || cmdline[5] != "--offset" {
+			t.Fatalf("page %d: read-on command %q", pages, cmdline)
+		}
+		args = cmdline[1:]
+	}
+	if got.String() != b.String() {
+		t.Errorf("the pages do not add up to the payload (%d of %d bytes)", got.Len(), b.Len())
+	}
+}

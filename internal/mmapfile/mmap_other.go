@@ -2,10 +2,10 @@
 
 package mmapfile
 
-import "os"
+import "github.com/contextfold/contextfold/internal/fsutil"
 
-// Map reads a whole file (no mmap on this platform).
+// Map reads a whole regular file (no mmap on this platform).
 func Map(path string) ([]byte, func(), error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFile(path)
 	return data, func() {}, err
 }

@@ -7,23 +7,22 @@
 package mmapfile
 
 import (
-	"os"
 	"syscall"
+
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // Map maps a whole file read-only: pages cost memory only once touched.
+// A path that is not a regular file is refused without blocking (an error
+// wrapping fsutil.ErrNotRegular).
 // The returned function unmaps it; nothing read from the mapping may be used
 // afterwards.
 func Map(path string) ([]byte, func(), error) {
-	f, err := os.Open(path)
+	f, fi, err := fsutil.OpenRegular(path) // a FIFO, device or directory: an error, at once
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
 	if fi.Size() == 0 {
 		return nil, func() {}, nil
 	}

@@ -260,11 +260,15 @@ func decodeFrame(payload []byte) (base, version string, recs []deltaRecord, err 
 	return base, version, recs, nil
 }
 
+// maxDeltaBytes bounds the delta file read: past it the delta is a miss
+// (its nodes are read again from the store), its size costing no memory.
+const maxDeltaBytes = 256 << 20
+
 // replayDelta applies the delta file at path to ix, just opened from the
 // snapshot of identity id: the frames that chain from the snapshot's
 // version. It returns the records applied.
 func (ix *Index) replayDelta(path string, id snapIdentity) int {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileMax(path, maxDeltaBytes) // not regular or too large: a miss
 	if err != nil || len(data) < deltaHead || !bytes.Equal(data[:deltaHead], id.header()) {
 		return 0
 	}
@@ -336,6 +340,9 @@ func (ix *Index) appendDelta(snapPath, base string, recs []deltaRecord) {
 		return
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return // a FIFO or device in its place is never written to
+	}
 	got := make([]byte, deltaHead)
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, deltaHead), got); err != nil || !bytes.Equal(got, head) {
 		return

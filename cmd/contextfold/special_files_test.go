@@ -1,0 +1,67 @@
+//go:build unix
+
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSpecialFilesNeverBlock: a FIFO in place of any file a store or its
+// per-user cache holds (the index, the policy, the settings, the logs, an
+// indexed cold node, the index and ranked snapshots and the delta) never
+// blocks validate, repair, scrub-check, scan, recall, hydrate, status or
+// steps: each returns within seconds, and a FIFO in place of a store file
+// is named in a finding or an error saying it is not a regular file. A
+// cache that is not a regular file is a miss: the command answers as
+// without it. (Before: validate on a FIFO cold node blocked forever.)
+func TestSpecialFilesNeverBlock(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("CONTEXTFOLD_CACHE_DIR", cache)
+	store := []string{"recall_index.json", "hydration_policy.json", "store_settings.json", "eviction_log.json",
+		"policy_history.json", "repair_log.json", "cold_nodes/step_000137.json"}
+	caches := []string{"recall_index.cache", "ranked-index.v4", "ranked-index.v4.delta"}
+	cmds := [][]string{{"validate"}, {"repair"}, {"scrub-check"}, {"scan", "postgres port"}, {"recall", "port"},
+		{"hydrate", "137"}, {"status"}, {"steps"}}
+	for _, target := range append(store, caches...) {
+		dir := demoDir(t)
+		abs, _ := filepath.Abs(dir)
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = r
+		}
+		sum := sha256.Sum256([]byte(abs))
+		cdir := filepath.Join(cache, hex.EncodeToString(sum[:16]))
+		os.MkdirAll(cdir, 0o700)
+		p := filepath.Join(dir, target)
+		isCache := !strings.HasSuffix(target, ".json")
+		if isCache {
+			p = filepath.Join(cdir, target)
+		}
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		named := false
+		for _, args := range cmds {
+			out, errs, code := cliWithin(t, 20*time.Second, append([]string{"--dir", dir}, args...)...)
+			if strings.Contains(out+errs, "not a regular file") {
+				named = true
+			}
+			if isCache && code != 0 {
+				t.Errorf("a FIFO cache %s: %v exit %d %s %s (want a miss)", target, args, code, out, errs)
+			}
+		}
+		if !isCache && !named {
+			t.Errorf("a FIFO %s: no command said it is not a regular file", target)
+		}
+		if _, _, code := cliWithin(t, 20*time.Second, "--dir", dir, "validate"); !isCache && code == 0 {
+			t.Errorf("validate passes a store whose %s is a FIFO", target)
+		}
+	}
+}

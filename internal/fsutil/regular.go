@@ -1,0 +1,101 @@
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+)
+
+// ErrNotRegular is wrapped (in an *fs.PathError) by the readers of this
+// package for a path that is not a regular file: a FIFO, a device, a
+// socket or a directory. Such a path is refused before any read, without
+// blocking: a FIFO is opened non-blocking (a reader of a FIFO otherwise
+// waits for a writer forever), a device is never read (/dev/zero never
+// ends). Every file a store, its caches or a transcript reader opens goes
+// through ReadFile, ReadFileMax or OpenRegular.
+var ErrNotRegular = errors.New("not a regular file")
+
+// TooLargeError reports a regular file larger than the limit its reader
+// allows; nothing of it was read. It is wrapped in an *fs.PathError.
+type TooLargeError struct {
+	Size  int64 // the file's size, in bytes (-1: a stream, read past Limit)
+	Limit int64 // the reader's limit, in bytes
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Size < 0 {
+		return fmt.Sprintf("more than the %s allowed", ByteSize(e.Limit))
+	}
+	return fmt.Sprintf("%s, larger than the %s allowed", ByteSize(e.Size), ByteSize(e.Limit))
+}
+
+// ReadInputMax reads an input file the user named (a transcript, a
+// payload): a regular file of at most max bytes (a larger one is refused
+// before it is read), or a stream — a pipe such as bash's <(…), a terminal,
+// /dev/stdin — read up to max bytes (past it: refused with a TooLargeError
+// of Size -1, after reading max+1 bytes). A directory or a socket is
+// refused with ErrNotRegular. The open never blocks: a FIFO without a
+// writer reads as empty.
+func ReadInputMax(path string, max int64) ([]byte, error) {
+	f, fi, err := openInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Mode().IsRegular() {
+		f.Close()
+		return ReadFileMax(path, max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(data)) > max {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: -1, Limit: max}}
+	}
+	return data, nil
+}
+
+// ReadAllMax reads r to its end, at most max bytes: past it, a
+// TooLargeError of Size -1 (standard input given as "-").
+func ReadAllMax(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, &TooLargeError{Size: -1, Limit: max}
+	}
+	return data, nil
+}
+
+// ByteSize formats n bytes for a message: "2.0 GiB (2147483648 bytes)".
+func ByteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB (%d bytes)", float64(n)/float64(div), "KMGTPE"[exp], n)
+}
+
+// notRegular is the error of a path whose file type is mode.
+func notRegular(op, path string, mode fs.FileMode) error {
+	kind := "a special file"
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "a FIFO (named pipe)"
+	case mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	case mode&fs.ModeDevice != 0:
+		kind = "a device"
+	case mode.IsDir():
+		kind = "a directory"
+	}
+	return &fs.PathError{Op: op, Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind)}
+}

@@ -1,0 +1,66 @@
+//go:build unix
+
+package fsutil
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReadFileRefusesSpecialFilesAndLargeOnes: a FIFO (no writer), a
+// directory and a character device are refused at once with ErrNotRegular
+// naming the kind; a sparse file past the limit is refused with a
+// TooLargeError before a byte is read; a file at the limit is read.
+func TestReadFileRefusesSpecialFilesAndLargeOnes(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, c := range []struct{ path, kind string }{{fifo, "FIFO"}, {dir, "directory"}, {"/dev/zero", "device"}} {
+		done := make(chan error, 2)
+		go func() { _, err := ReadFileMax(c.path, 1<<20); done <- err }()
+		go func() {
+			f, _, err := OpenRegular(c.path)
+			if f != nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		for range 2 {
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), c.kind) {
+					t.Errorf("%s: %v, want ErrNotRegular naming a %s", c.path, err, c.kind)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: still blocked after 10s", c.path)
+			}
+		}
+	}
+	big := filepath.Join(dir, "sparse")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 8<<30); err != nil {
+		t.Skipf("sparse file: %v", err)
+	}
+	_, err := ReadFileMax(big, 1<<20)
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || tl.Size != 8<<30 || !strings.Contains(err.Error(), "8.0 GiB") {
+		t.Errorf("8 GiB sparse file: %v, want a TooLargeError naming 8.0 GiB", err)
+	}
+	os.Truncate(big, 1<<20)
+	if data, err := ReadFileMax(big, 1<<20); err != nil || len(data) != 1<<20 {
+		t.Errorf("at the limit: %d bytes, %v", len(data), err)
+	}
+	if _, err := ReadFileMax(filepath.Join(dir, "missing"), 10); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+}

@@ -1,0 +1,105 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/mcpserver"
+)
+
+// serveLoopback serves the store's MCP server over HTTP on a loopback port
+// with o, returning its address.
+func serveLoopback(t *testing.T, o mcpserver.HTTPOptions) string {
+	t.Helper()
+	s, err := contextfold.Open(filepath.Join(t.TempDir(), ".contextfold"), contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := mcpserver.NewHTTPServer(mcpserver.New(s, mcpserver.Options{}), o)
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
+// TestHTTPSlowClientsAreCut: a client that sends a POST body one byte at a
+// time, slower than the body timeout allows, gets 408 with a JSON-RPC error
+// and its connection closed; one that never finishes its headers, or sits
+// idle after a request, is disconnected. Before, nothing bounded the body:
+// a client sending a byte every 5 s held its connection for good (3,000 such
+// connections were all held).
+func TestHTTPSlowClientsAreCut(t *testing.T) {
+	addr := serveLoopback(t, mcpserver.HTTPOptions{BodyReadTimeout: 500 * time.Millisecond,
+		HeaderReadTimeout: 500 * time.Millisecond, IdleTimeout: 500 * time.Millisecond})
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+
+	// Slow body: a byte every 100 ms of a 42-byte body (4 s in all).
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", addr, len(body))
+	start := time.Now()
+	go func() {
+		for i := 0; i < len(body); i++ {
+			if _, err := c.Write([]byte{body[i]}); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("slow body: no response: %v", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(msg), "did not arrive within 500ms") || !resp.Close {
+		t.Errorf("slow body: %d close=%v %s", resp.StatusCode, resp.Close, msg)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("slow body cut after %v, want about 500ms", d)
+	}
+
+	// Slow headers, and an idle keep-alive connection: both closed.
+	for _, first := range []string{"POST /mcp HTTP/1.1\r\nHost: x\r\n", ""} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, first)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		_, err = io.ReadAll(c) // the server closes: EOF (after a 408 for the headers)
+		c.Close()
+		if err != nil || time.Since(start) > 5*time.Second {
+			t.Errorf("%q: not closed within 5 s (%v after %v)", first, err, time.Since(start))
+		}
+	}
+
+	// A client at normal speed is served.
+	req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 200 || !strings.Contains(string(b), "protocolVersion") {
+		t.Errorf("a normal client: %d %s", r.StatusCode, b)
+	}
+}
