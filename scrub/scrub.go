@@ -67,6 +67,13 @@ func sharedDetector() (*detect.Detector, error) {
 		if detErr != nil {
 			return
 		}
+		// A token is found whatever punctuation follows it (boundary.go).
+		for id, r := range detVal.Config.Rules {
+			if re, ok := widenBoundaries(r.Regex); ok {
+				r.Regex = re
+				detVal.Config.Rules[id] = r
+			}
+		}
 		kws := make([]string, 0, len(detVal.Config.Keywords))
 		for k := range detVal.Config.Keywords {
 			kws = append(kws, strings.ToLower(k))
@@ -117,18 +124,85 @@ func (s *Scrubber) findAll(text string) []Finding {
 			out = append(out, f)
 		}
 	}
+	// The same text with its escapes decoded (boundary.go); what is found
+	// there is mapped back to the escaped text.
+	if v, ok := decodeEscapes(text); ok {
+		for _, w := range s.windows(v.text) {
+			if !v.decoded(w[0], w[1]) {
+				continue
+			}
+			for _, f := range s.gitleaksFindings(v.text[w[0]:w[1]]) {
+				f.Start, f.End = v.span(f.Start+w[0], f.End+w[0])
+				out = append(out, f)
+			}
+		}
+	}
 	out = append(out, extraFindings(text)...)
 	out = append(out, repeatFindings(text, out)...)
-	// A redaction marker is not a secret: scrubbing is idempotent, and an
-	// audit of a scrubbed store finds nothing.
+	// A redaction marker is not a secret, nor part of one: scrubbing is
+	// idempotent, and an audit of a scrubbed store finds nothing (not even
+	// "https://[REDACTED:github-pat]@host" read as user "[REDACTED" with
+	// password "github-pat]").
+	markers := markerSpans(text)
 	kept := out[:0]
 	for _, f := range out {
-		if !strings.Contains(text[f.Start:f.End], "[REDACTED:") {
+		if !overlapsAny(f, markers) {
 			kept = append(kept, f)
 		}
 	}
 	sortFindings(kept)
 	return dedupe(kept)
+}
+
+// markerSpans returns the [start, end) byte spans of the redaction markers
+// "[REDACTED:<rule-id>]" in text, in order.
+func markerSpans(text string) [][2]int {
+	var out [][2]int
+	for off := 0; ; {
+		k := strings.Index(text[off:], "[REDACTED:")
+		if k < 0 {
+			return out
+		}
+		a := off + k
+		e := strings.IndexByte(text[a:], ']')
+		if e < 0 {
+			return out
+		}
+		id := text[a+len("[REDACTED:") : a+e]
+		if !isRuleID(id) {
+			off = a + 1
+			continue
+		}
+		out = append(out, [2]int{a, a + e + 1})
+		off = a + e + 1
+	}
+}
+
+// isRuleID reports whether id can be a rule id in a marker: letters,
+// digits, '-', '_' and '.'.
+func isRuleID(id string) bool {
+	if id == "" || len(id) > 100 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(isWordByte(c) || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// overlapsAny reports whether f overlaps one of the sorted spans.
+func overlapsAny(f Finding, spans [][2]int) bool {
+	for _, sp := range spans {
+		if sp[0] >= f.End {
+			return false
+		}
+		if f.Start < sp[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // Scrub returns text with the secret part of every finding replaced by
@@ -451,5 +525,22 @@ func dedupe(fs []Finding) []Finding {
 		}
 		out = append(out, f)
 	}
+	return out
+}
+
+// RuleExpressions returns, for every regular-expression rule of the gitleaks
+// default set as this package runs it (terminators widened, boundary.go),
+// the rule id and the expression's source, sorted by rule id. Our own rules
+// (extra.go) are not included. It is meant for audits and for test
+// generators that build a sample token of every rule (package
+// scrub/scrubtest).
+func (s *Scrubber) RuleExpressions() [][2]string {
+	out := make([][2]string, 0, len(s.rules))
+	for id, r := range s.rules {
+		if r.Regex != nil {
+			out = append(out, [2]string{id, r.Regex.String()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
 }
