@@ -396,7 +396,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 				return nil // the same bytes as when last verified
 			}
 			payload, ok := m.storePayload()
-			if !ok || !h.sameAsIndexed(step, payload, e) {
+			if !ok || !h.sameAsIndexed(conv, step, payload, e) {
 				return &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
 			}
 			h.keyOK[step] = m.Key
@@ -445,7 +445,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 		}
 		payload, ok := m.payload()
 		if indexed {
-			if !ok || !h.sameAsIndexed(i, payload, e) {
+			if !ok || !h.sameAsIndexed(conv, i, payload, e) {
 				return nil, &DivergedError{StepID: i, Reason: "the message differs from the folded content"}
 			}
 			if i == d.PromptIndex {
@@ -488,7 +488,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 			// Folded from this very payload (the store may have scrubbed
 			// secrets out of what it keeps).
 			h.verified[c.i] = maphash.String(h.seed, c.payload)
-		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
+		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(conv, c.i, c.payload, e) {
 			return nil, &DivergedError{StepID: c.i, Reason: "the store holds other content for this step"}
 		}
 		if !justFolded[c.i] && !h.intact(c.i) {
@@ -618,7 +618,7 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 
 // sameAsIndexed compares a payload with the entry's payload_sha256, caching
 // a fast hash of payloads already checked.
-func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) bool {
+func (h *Harness) sameAsIndexed(conv []Message, step int, payload string, e *contextfold.Entry) bool {
 	fast := maphash.String(h.seed, payload)
 	if v, ok := h.verified[step]; ok {
 		return v == fast
@@ -637,7 +637,17 @@ func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) 
 		}
 		sum = sha256.Sum256([]byte(sc.Scrub(payload).Text))
 		if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
-			return false
+			// The fold scrubs the turn's fields together: a secret its
+			// summary (the tool call's command) reveals is redacted in
+			// the payload too.
+			t, _, err := h.store.ScrubbedTurn(h.turnOf(conv, step, payload))
+			if err != nil {
+				return false
+			}
+			sum = sha256.Sum256([]byte(t.Payload()))
+			if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
+				return false
+			}
 		}
 	}
 	h.verified[step] = fast

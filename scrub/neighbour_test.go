@@ -64,13 +64,29 @@ func TestEveryRuleEveryNeighbour(t *testing.T) {
 		}
 	}
 	for _, s := range samples {
+		var all strings.Builder // every crossing in one text
+		add := func(where, text string) {
+			check(s, where, text)
+			if !knownLimits[s.RuleID+" "+where] {
+				all.WriteString(text + "\n")
+			}
+		}
 		for _, a := range scrubtest.After {
-			check(s, fmt.Sprintf("after %q", a), "see "+s.Line(" ", a)+" end")
-			check(s, fmt.Sprintf("after %q, JSON", a), `{"out":`+s.JSONLine(" ", a)+`}`)
+			add(fmt.Sprintf("after %q", a), "see "+s.Line(" ", a)+" end")
+			add(fmt.Sprintf("after %q, JSON", a), `{"out":`+s.JSONLine(" ", a)+`}`)
 		}
 		for _, b := range scrubtest.Before {
-			check(s, fmt.Sprintf("before %q", b), "see"+s.Line(b, " ")+"end")
-			check(s, fmt.Sprintf("before %q, JSON", b), `{"out":`+s.JSONLine(b, "\n")+`}`)
+			add(fmt.Sprintf("before %q", b), "see"+s.Line(b, " ")+"end")
+			add(fmt.Sprintf("before %q, JSON", b), `{"out":`+s.JSONLine(b, "\n")+`}`)
+		}
+		// Together: nothing survives, and the result is settled (a scan
+		// of it finds nothing more: scrub-check agrees with the fold).
+		r := sc.Scrub(all.String())
+		if strings.Contains(r.Text, s.Secret) {
+			leaks[s.RuleID] = append(leaks[s.RuleID], "all crossings in one text")
+		}
+		if fs := sc.Find(r.Text); len(fs) > 0 {
+			t.Errorf("%s: the scrubbed text still has %d finding(s), first %s %q", s.RuleID, len(fs), fs[0].RuleID, r.Text[fs[0].Start:fs[0].End])
 		}
 	}
 	ids := make([]string, 0, len(leaks))
@@ -106,5 +122,33 @@ func TestMarkerIsNotACredential(t *testing.T) {
 	in := "[REDACTED:github-pat] then postgres://app:" + pw + "@db/x"
 	if out := sc.Scrub(in).Text; strings.Contains(out, pw) {
 		t.Errorf("password next to a marker survived: %q", out)
+	}
+}
+
+// TestScrubSetSharesSecrets: a value a rule recognises only in its context
+// (here "api_key = value" in the payload) is redacted in the other fields
+// of the same turn too, where it stands without that context; alone,
+// those fields keep it.
+func TestScrubSetSharesSecrets(t *testing.T) {
+	sc := newScrubber(t)
+	v := "Qm7x" + "Lp2rVz9KwT4nHs8d"
+	payload := "loaded config\napi_key = " + v + "\nstarting worker\n"
+	fields := []string{payload, "deploy " + v + ".json", "sess-" + v, "keys/" + v}
+	for _, f := range fields[1:] {
+		if sc.Scrub(f).Text != f {
+			t.Fatalf("the field %q alone is redacted: the test proves nothing", f)
+		}
+	}
+	rs := sc.ScrubSet(fields)
+	for i, r := range rs {
+		if strings.Contains(r.Text, v) {
+			t.Errorf("field %d keeps the secret: %q", i, r.Text)
+		}
+	}
+	if rs[1].Text != "deploy [REDACTED:generic-api-key].json" {
+		t.Errorf("field 1 = %q", rs[1].Text)
+	}
+	if got := sc.ScrubSet([]string{"a", ""}); got[0].Text != "a" || got[1].Text != "" || got[0].Redactions+got[1].Redactions != 0 {
+		t.Errorf("ScrubSet of clean texts = %+v", got)
 	}
 }

@@ -113,12 +113,18 @@ func (s *Scrubber) Find(text string) []Finding {
 
 // findAll is Find before placeholders and the allowlist are applied.
 func (s *Scrubber) findAll(text string) []Finding {
+	return s.findWith(text, s.det, true)
+}
+
+// findWith is findAll with the gitleaks rules of det, and our extra rules
+// when extra is set.
+func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool) []Finding {
 	if text == "" {
 		return nil
 	}
 	var out []Finding
 	for _, w := range s.windows(text) {
-		for _, f := range s.gitleaksFindings(text[w[0]:w[1]]) {
+		for _, f := range s.gitleaksFindings(det, text[w[0]:w[1]]) {
 			f.Start += w[0]
 			f.End += w[0]
 			out = append(out, f)
@@ -131,13 +137,15 @@ func (s *Scrubber) findAll(text string) []Finding {
 			if !v.decoded(w[0], w[1]) {
 				continue
 			}
-			for _, f := range s.gitleaksFindings(v.text[w[0]:w[1]]) {
+			for _, f := range s.gitleaksFindings(det, v.text[w[0]:w[1]]) {
 				f.Start, f.End = v.span(f.Start+w[0], f.End+w[0])
 				out = append(out, f)
 			}
 		}
 	}
-	out = append(out, extraFindings(text)...)
+	if extra {
+		out = append(out, extraFindings(text)...)
+	}
 	out = append(out, repeatFindings(text, out)...)
 	// A redaction marker is not a secret, nor part of one: scrubbing is
 	// idempotent, and an audit of a scrubbed store finds nothing (not even
@@ -152,6 +160,83 @@ func (s *Scrubber) findAll(text string) []Finding {
 	}
 	sortFindings(kept)
 	return dedupe(kept)
+}
+
+// maxSettleRounds bounds the rescans of settle.
+const maxSettleRounds = 3
+
+// settle rescans a redacted text with the gitleaks rules that fired on it.
+// A rule's matches do not overlap: a match spanning several lines (curl's
+// "-u user:pass" up to five lines after "curl") can swallow a second
+// secret, which only a scan of the redacted text reveals. Without settle,
+// scrubbing would not be idempotent and scrub-check would blame a store
+// the fold just wrote. Only the rules that fired are run again, each with
+// a detector of its own (ruleDetector), so a text without secrets costs
+// nothing more.
+func (s *Scrubber) settle(r Result, fired []Finding) Result {
+	for round := 0; round < maxSettleRounds; round++ {
+		var fs []Finding
+		seen := map[string]bool{}
+		for _, f := range fired {
+			if isOurs(f.RuleID) || seen[f.RuleID] {
+				continue
+			}
+			seen[f.RuleID] = true
+			if _, ok := s.rules[f.RuleID]; !ok {
+				continue
+			}
+			fs = append(fs, s.findWith(r.Text, ruleDetector(s.det, f.RuleID), false)...)
+		}
+		if len(fs) == 0 {
+			return r
+		}
+		sortFindings(fs)
+		fs, _ = s.split(r.Text, dedupe(fs))
+		if len(fs) == 0 {
+			return r
+		}
+		next := redact(r.Text, fs)
+		r.Text, r.Redactions = next.Text, r.Redactions+next.Redactions
+		r.Rules = mergeSorted(r.Rules, next.Rules)
+		fired = fs
+	}
+	return r
+}
+
+// mergeSorted returns the sorted union of two sorted lists of rule ids.
+func mergeSorted(a, b []string) []string {
+	set := map[string]bool{}
+	for _, x := range append(append([]string{}, a...), b...) {
+		set[x] = true
+	}
+	out := make([]string, 0, len(set))
+	for x := range set {
+		out = append(out, x)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var ruleDets sync.Map // rule id → *detect.Detector holding that rule alone
+
+// ruleDetector returns a detector that runs only rule id of det, built once
+// per process.
+func ruleDetector(det *detect.Detector, id string) *detect.Detector {
+	if v, ok := ruleDets.Load(id); ok {
+		return v.(*detect.Detector)
+	}
+	cfg := det.Config
+	r := cfg.Rules[id]
+	cfg.Rules = map[string]config.Rule{id: r}
+	cfg.OrderedRules = []string{id}
+	cfg.Keywords = map[string]struct{}{}
+	for _, k := range r.Keywords {
+		cfg.Keywords[strings.ToLower(k)] = struct{}{}
+	}
+	d := detect.NewDetector(cfg)
+	d.MaxDecodeDepth = det.MaxDecodeDepth
+	v, _ := ruleDets.LoadOrStore(id, d)
+	return v.(*detect.Detector)
 }
 
 // markerSpans returns the [start, end) byte spans of the redaction markers
@@ -215,6 +300,63 @@ func (s *Scrubber) Scrub(text string) Result {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	fs := s.Find(text)
+	return s.settle(redact(text, fs), fs)
+}
+
+// ScrubSet scrubs texts that belong together, such as the fields of one
+// turn (payload, summary, files, commands, errors, session id): each is
+// scrubbed as by Scrub, and a secret value found in any of them (of
+// minRepeatLen bytes or more) is also redacted wherever it occurs in the
+// others. A short field cannot hold the context some rules need (a list
+// item split off its "token=", a file name cut from its line), but what the
+// payload's context revealed is still redacted there. The results are in
+// the order of texts; deterministic for given texts.
+func (s *Scrubber) ScrubSet(texts []string) []Result {
+	clean := make([]string, len(texts))
+	found := make([][]Finding, len(texts))
+	known := map[string]string{} // secret value → rule
+	var values []string
+	for i, t := range texts {
+		if !utf8.ValidString(t) {
+			t = strings.ToValidUTF8(t, "\uFFFD")
+		}
+		clean[i] = t
+		found[i] = s.Find(t)
+		for _, f := range found[i] {
+			v := t[f.Start:f.End]
+			if _, ok := known[v]; !ok && len(v) >= minRepeatLen {
+				known[v] = f.RuleID
+				values = append(values, v)
+			}
+		}
+	}
+	sort.Strings(values)
+	var trie *ahocorasick.Trie
+	if len(values) > 0 {
+		trie = ahocorasick.NewTrieBuilder().AddStrings(values).Build()
+	}
+	out := make([]Result, len(texts))
+	for i, t := range clean {
+		fs := found[i]
+		if trie != nil {
+			markers := markerSpans(t)
+			for _, m := range trie.MatchString(t) {
+				p := int(m.Pos())
+				f := Finding{RuleID: known[m.MatchString()], Start: p, End: p + len(m.Match())}
+				if !overlapsAny(f, markers) {
+					fs = append(fs, f)
+				}
+			}
+			sortFindings(fs)
+			fs = dedupe(fs)
+		}
+		out[i] = s.settle(redact(t, fs), fs)
+	}
+	return out
+}
+
+// redact replaces the sorted findings fs of text by markers (see Scrub).
+func redact(text string, fs []Finding) Result {
 	if len(fs) == 0 {
 		return Result{Text: text}
 	}
@@ -352,8 +494,8 @@ func snapForward(text string, b int) int {
 // own regular expression over the text and pairing its matches, in order,
 // with the findings of that rule (gitleaks keeps them in match order and
 // only filters some out).
-func (s *Scrubber) gitleaksFindings(text string) []Finding {
-	found := s.det.DetectString(text)
+func (s *Scrubber) gitleaksFindings(det *detect.Detector, text string) []Finding {
+	found := det.DetectString(text)
 	if len(found) == 0 {
 		return nil
 	}
