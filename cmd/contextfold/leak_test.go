@@ -371,7 +371,9 @@ func TestNoSecretReachesDisk(t *testing.T) {
 		dir := t.TempDir()
 		var logBuf bytes.Buffer
 		var mu sync.Mutex
-		srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: up.URL, Harness: harness.Config{ContextBudget: 8000},
+		// MaxSessions 1: a request on another session drops this one from
+		// memory, which saves its state (working set, page table) to disk.
+		srv, err := proxy.New(proxy.Options{Dir: dir, Upstream: up.URL, Harness: harness.Config{ContextBudget: 8000}, MaxSessions: 1,
 			Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logBuf, mu: &mu}, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -386,7 +388,7 @@ func TestNoSecretReachesDisk(t *testing.T) {
 				break
 			}
 		}
-		send := func(msgs []chatMsg) {
+		send := func(session string, msgs []chatMsg) {
 			b, _ := json.Marshal(chatMsg{"model": "gpt-4.1", "messages": msgs})
 			req, _ := http.NewRequest("POST", hs.URL+proxy.PathOpenAI, bytes.NewReader(b))
 			req.Header.Set("Content-Type", "application/json")
@@ -401,8 +403,12 @@ func TestNoSecretReachesDisk(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
 		}
-		send(conversation(false))
-		send(conversation(true))
+		send(session, conversation(false))
+		send(session, conversation(true))
+		send("other", conversation(false)[:3])
+		if st := srv.Stats(); st.SessionsDropped == 0 {
+			t.Errorf("no session was dropped from memory: its saved state is not searched")
+		}
 		resp, err := http.Get(hs.URL + proxy.PathStats)
 		if err != nil {
 			t.Fatal(err)
