@@ -365,6 +365,10 @@ func TestNoSecretReachesDisk(t *testing.T) {
 		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/json")
+			if strings.HasSuffix(r.URL.Path, proxy.PathAnthropic) {
+				io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_x","name":"Bash","input":{"command":"cat /srv/keys/`+turns[13].sample.Secret+`.json"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`)
+				return
+			}
 			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_x","type":"function","function":{"name":"bash","arguments":"{\"command\":\"cat /srv/keys/`+turns[9].sample.Secret+`.json\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 		}))
 		defer up.Close()
@@ -388,9 +392,9 @@ func TestNoSecretReachesDisk(t *testing.T) {
 				break
 			}
 		}
-		send := func(session string, msgs []chatMsg) {
-			b, _ := json.Marshal(chatMsg{"model": "gpt-4.1", "messages": msgs})
-			req, _ := http.NewRequest("POST", hs.URL+proxy.PathOpenAI, bytes.NewReader(b))
+		post := func(session, path string, doc chatMsg) {
+			b, _ := json.Marshal(doc)
+			req, _ := http.NewRequest("POST", hs.URL+path, bytes.NewReader(b))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set(proxy.HeaderSession, session)
 			resp, err := http.DefaultClient.Do(req)
@@ -403,10 +407,26 @@ func TestNoSecretReachesDisk(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
 		}
+		send := func(session string, msgs []chatMsg) {
+			post(session, proxy.PathOpenAI, chatMsg{"model": "gpt-4.1", "messages": msgs})
+		}
 		send(session, conversation(false))
 		send(session, conversation(true))
+		// The same turns as Anthropic Messages: tool_use input, tool_result
+		// content.
+		var anth []chatMsg
+		anth = append(anth, chatMsg{"role": "user", "content": "rotate every key and redeploy"})
+		for i, lt := range turns {
+			id := fmt.Sprintf("toolu_%04d", i)
+			anth = append(anth,
+				chatMsg{"role": "assistant", "content": []any{chatMsg{"type": "text", "text": lt.summary},
+					chatMsg{"type": "tool_use", "id": id, "name": "Bash", "input": chatMsg{"command": lt.commands[0], "path": lt.files[0]}}}},
+				chatMsg{"role": "user", "content": []any{chatMsg{"type": "tool_result", "tool_use_id": id, "content": lt.payload + lt.errors[0]}}})
+		}
+		anth = append(anth, chatMsg{"role": "user", "content": "what did deploy.sh print for " + turns[5].sample.RuleID + "?"})
+		post("anthropic-"+session[:min(len(session), 40)], proxy.PathAnthropic, chatMsg{"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": anth})
 		send("other", conversation(false)[:3])
-		if st := srv.Stats(); st.SessionsDropped == 0 {
+		if st := srv.Stats(); st.SessionsDropped < 2 {
 			t.Errorf("no session was dropped from memory: its saved state is not searched")
 		}
 		resp, err := http.Get(hs.URL + proxy.PathStats)
@@ -431,8 +451,8 @@ func TestNoSecretReachesDisk(t *testing.T) {
 			}
 			return nil
 		})
-		if stores == 0 {
-			t.Error("the proxy folded nothing: the test proves nothing")
+		if stores < 2 {
+			t.Errorf("the proxy folded %d session(s) of 2: the test proves less than it says", stores)
 		}
 	})
 }
