@@ -3,6 +3,7 @@ package scrub
 import (
 	"regexp"
 	"regexp/syntax"
+	"sort"
 	"strings"
 )
 
@@ -29,7 +30,8 @@ import (
 // letter or digit there, which defeats a \b before the token, and an
 // escaped rule context ("=\u003e") is not what the rule reads. The
 // detector therefore also runs on a decoded view of the text when it has
-// escapes (decodeEscapes), and maps what it finds back (see findAll).
+// escapes (decodeEscapes, one scanned window at a time), and maps what it
+// finds back (see findWith).
 
 // Widened terminators, as regular-expression source.
 const (
@@ -166,17 +168,22 @@ func hasCapture(t *syntax.Regexp) bool {
 // decodedView is text with its escapes decoded: every backslash escape
 // ("\n", "\t", "\"", "\\", "\u0026", "\x41", a run of backslashes before
 // one of these counting as one) and every URL percent-escape ("%2F")
-// replaced by the character it stands for. from[i] and to[i] are the
-// [start, end) offsets in the original text of the escape that produced
-// byte i of the view, so that a finding in the view maps back to the span
-// to redact in the text. A token right after an escape ("…\nghp_…",
+// replaced by the character it stands for, with where each escape was, so
+// that a finding in the view maps back to the span to redact in the text
+// (memory: the view and four words per escape). A token right after an escape ("…\nghp_…",
 // "path%2Fsk_live_…") then starts after the decoded character, as it does
 // in the decoded text, and a rule's context ("=\u003e" for "=>") reads as
 // the rule expects.
 type decodedView struct {
-	text     string
-	from, to []int32
+	text string
+	// esc lists the escapes, in order: view bytes [v0, v1) stand for
+	// text bytes [t0, t1). Between two escapes, view and text bytes
+	// correspond one to one.
+	esc []escapeSpan
 }
+
+// escapeSpan is one decoded escape of a decodedView.
+type escapeSpan struct{ v0, v1, t0, t1 int }
 
 // decodeEscapes returns the decoded view of text, or ok=false when text has
 // no escape (or is too large for 32-bit offsets).
@@ -186,14 +193,12 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 	}
 	var b strings.Builder
 	b.Grow(len(text))
-	from := make([]int32, 0, len(text))
-	to := make([]int32, 0, len(text))
+	var esc []escapeSpan
 	emit := func(s string, i, j int) {
-		b.WriteString(s)
-		for range len(s) {
-			from = append(from, int32(i))
-			to = append(to, int32(j))
+		if len(s) != j-i || j-i != 1 {
+			esc = append(esc, escapeSpan{v0: b.Len(), v1: b.Len() + len(s), t0: i, t1: j})
 		}
+		b.WriteString(s)
 	}
 	changed := false
 	for i := 0; i < len(text); {
@@ -241,26 +246,42 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 	if !changed {
 		return v, false
 	}
-	return decodedView{text: b.String(), from: from, to: to}, true
+	return decodedView{text: b.String(), esc: esc}, true
 }
 
-// decoded reports whether the view's bytes [a, b) hold a decoded escape.
-// Elsewhere the view is the text itself, already scanned.
-func (v decodedView) decoded(a, b int) bool {
-	for i := a; i < b; i++ {
-		if v.to[i]-v.from[i] != 1 {
-			return true
-		}
-	}
-	return false
-}
-
-// span maps a [start, end) span of the view back to the text.
+// span maps a [start, end) span of the view back to the text: a span
+// starting or ending inside an escape covers the whole escape.
 func (v decodedView) span(start, end int) (int, int) {
+	a := v.toText(start, false)
 	if end <= start {
-		return int(v.from[start]), int(v.from[start])
+		return a, a
 	}
-	return int(v.from[start]), int(v.to[end-1])
+	return a, v.toText(end-1, true)
+}
+
+// toText maps view byte i to the text: its offset, or with after the
+// offset just past it.
+func (v decodedView) toText(i int, after bool) int {
+	// The last escape starting at or before i.
+	k := sort.Search(len(v.esc), func(k int) bool { return v.esc[k].v0 > i }) - 1
+	if k < 0 {
+		if after {
+			return i + 1
+		}
+		return i
+	}
+	e := v.esc[k]
+	if i < e.v1 { // inside the escape
+		if after {
+			return e.t1
+		}
+		return e.t0
+	}
+	p := e.t1 + (i - e.v1)
+	if after {
+		return p + 1
+	}
+	return p
 }
 
 func unescapeByte(d byte) byte {

@@ -124,21 +124,20 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool) []Fin
 	}
 	var out []Finding
 	for _, w := range s.windows(text) {
-		for _, f := range s.gitleaksFindings(det, text[w[0]:w[1]]) {
+		seg := text[w[0]:w[1]]
+		for _, f := range s.gitleaksFindings(det, seg) {
 			f.Start += w[0]
 			f.End += w[0]
 			out = append(out, f)
 		}
-	}
-	// The same text with its escapes decoded (boundary.go); what is found
-	// there is mapped back to the escaped text.
-	if v, ok := decodeEscapes(text); ok {
-		for _, w := range s.windows(v.text) {
-			if !v.decoded(w[0], w[1]) {
-				continue
-			}
-			for _, f := range s.gitleaksFindings(det, v.text[w[0]:w[1]]) {
-				f.Start, f.End = v.span(f.Start+w[0], f.End+w[0])
+		// The same window with its escapes decoded (boundary.go); what is
+		// found there is mapped back to the escaped text. Decoding a
+		// window at a time bounds the memory of a large text.
+		if v, ok := decodeEscapes(seg); ok {
+			for _, f := range s.gitleaksFindings(det, v.text) {
+				f.Start, f.End = v.span(f.Start, f.End)
+				f.Start += w[0]
+				f.End += w[0]
 				out = append(out, f)
 			}
 		}
