@@ -90,6 +90,17 @@ func leakTurns(t *testing.T) []leakTurn {
 	return out
 }
 
+// standalone returns the sample of the first turn from i on whose token
+// needs no context (a vendor token with its own prefix).
+func standalone(turns []leakTurn, i int) scrubtest.Sample {
+	for k := range turns {
+		if s := turns[(i+k)%len(turns)].sample; s.Prefix == "" {
+			return s
+		}
+	}
+	return turns[i].sample
+}
+
 // leakFinder searches bytes for the secrets of the leak turns: as they
 // are, lower-cased and JSON-escaped (ASCII case-insensitive).
 type leakFinder struct {
@@ -327,7 +338,9 @@ func TestNoSecretReachesDisk(t *testing.T) {
 		cache := withCache(t)
 		dir := filepath.Join(t.TempDir(), ".contextfold")
 		tdir := t.TempDir()
-		sess := "9b8c7d6e-5f4a-4b3c-8d2e-" + turns[5].sample.Secret // a token where an id should be
+		// A token where an id should be: one that stands alone (a value
+		// only its context marks as a secret cannot be told from an id).
+		sess := "9b8c7d6e-5f4a-4b3c-8d2e-" + standalone(turns, 5).Secret
 		var tr bytes.Buffer
 		rec := func(typ, uuid string, msg any) {
 			b, _ := json.Marshal(chatMsg{"type": typ, "uuid": uuid, "sessionId": sess, "cwd": "/home/dev/widget",
@@ -387,7 +400,7 @@ func TestNoSecretReachesDisk(t *testing.T) {
 		// A-Z a-z 0-9 . _ -).
 		session := ""
 		for _, lt := range turns {
-			if n := "t-" + lt.sample.Secret + "."; len(n) <= 64 && strings.Trim(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == "" {
+			if n := "t-" + lt.sample.Secret + "."; lt.sample.Prefix == "" && len(n) <= 64 && strings.Trim(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == "" {
 				session = n
 				break
 			}
