@@ -144,36 +144,58 @@ func (s *Store) settingBool(key string) (value, ok bool) {
 }
 
 // scrubTurn redacts secrets from every text of a turn that reaches disk:
-// session id, summary, payload and explicit lists. It returns the clean turn and the
+// session id, summary, payload and explicit lists, scrubbed together
+// (scrub.ScrubSet), so that a secret the payload's context reveals is also
+// redacted in a field too short to reveal it. Everything else written for
+// the turn (identifiers, extracted files, commands, errors, the index
+// entry) is derived from the result. It returns the clean turn and the
 // number of redactions.
 func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
 	if sc == nil {
 		return t, 0
 	}
-	n := 0
-	clean := func(s string) string {
-		if s == "" {
-			return s
-		}
-		r := sc.Scrub(s)
-		n += r.Redactions
-		return r.Text
+	texts := []string{t.SessionID, t.Summary, t.RawContent}
+	lists := [][]string{t.Files, t.Commands, t.Errors}
+	for _, l := range lists {
+		texts = append(texts, l...)
 	}
+	rs := sc.ScrubSet(texts)
+	n := 0
+	for _, r := range rs {
+		n += r.Redactions
+	}
+	t.SessionID, t.Summary, t.RawContent = rs[0].Text, rs[1].Text, rs[2].Text
+	k := 3
 	cleanList := func(ss []string) []string {
 		if ss == nil {
 			return nil
 		}
 		out := make([]string, len(ss))
-		for i, s := range ss {
-			out[i] = clean(s)
+		for i := range ss {
+			out[i] = rs[k].Text
+			k++
 		}
 		return out
 	}
-	t.SessionID = clean(t.SessionID)
-	t.Summary = clean(t.Summary)
-	t.RawContent = clean(t.RawContent)
 	t.Files, t.Commands, t.Errors = cleanList(t.Files), cleanList(t.Commands), cleanList(t.Errors)
 	return t, n
+}
+
+// ScrubbedTurn returns t as Fold would write it: its texts scrubbed
+// together with the scrubber in force for this store (none when scrubbing
+// is off), and the number of redactions. A caller that compares a turn with
+// what the store holds (the harness's payload_sha256 check) uses it to
+// scrub exactly as the fold did. Errors are those of AuditScrubber.
+func (s *Store) ScrubbedTurn(t Turn) (Turn, int, error) {
+	sc, err := s.scrubber()
+	if err != nil {
+		return t, 0, err
+	}
+	if t.SessionID == "" {
+		t.SessionID = s.opts.SessionID
+	}
+	t, n := scrubTurn(sc, t)
+	return t, n, nil
 }
 
 // maxIndexIdentifiers is the cap on the identifiers of one index entry

@@ -396,7 +396,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 				return nil // the same bytes as when last verified
 			}
 			payload, ok := m.storePayload()
-			if !ok || !h.sameAsIndexed(step, payload, e) {
+			if !ok || !h.sameAsIndexed(conv, step, payload, e) {
 				return &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
 			}
 			h.keyOK[step] = m.Key
@@ -445,7 +445,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 		}
 		payload, ok := m.payload()
 		if indexed {
-			if !ok || !h.sameAsIndexed(i, payload, e) {
+			if !ok || !h.sameAsIndexed(conv, i, payload, e) {
 				return nil, &DivergedError{StepID: i, Reason: "the message differs from the folded content"}
 			}
 			if i == d.PromptIndex {
@@ -488,7 +488,7 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 			// Folded from this very payload (the store may have scrubbed
 			// secrets out of what it keeps).
 			h.verified[c.i] = maphash.String(h.seed, c.payload)
-		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(c.i, c.payload, e) {
+		} else if _, seen := h.verified[c.i]; !seen && !h.sameAsIndexed(conv, c.i, c.payload, e) {
 			return nil, &DivergedError{StepID: c.i, Reason: "the store holds other content for this step"}
 		}
 		if !justFolded[c.i] && !h.intact(c.i) {
@@ -524,7 +524,7 @@ func Project(m Message, e *contextfold.Entry) FoldedStep {
 	// extraction for matching); from the index alone, its plausible files.
 	var files []string
 	if payload != "" && payload != e.Summary {
-		files = targetFiles(m.Command, payload)
+		files = scrubTargetFiles(targetFiles(m.Command, payload), m.Command, payload)
 	} else {
 		for _, f := range e.Files {
 			if looksLikeFile(f) && len(files) < maxTargetFiles {
@@ -535,6 +535,9 @@ func Project(m Message, e *contextfold.Entry) FoldedStep {
 	summary := e.Summary
 	if summary == "" {
 		summary = Summarize(m)
+		if sc := scrubber(); sc != nil {
+			summary = sc.Scrub(summary).Text // read from the message, not the store
+		}
 	}
 	status := deriveStatus(m, summary, payload)
 	shown := summary
@@ -623,7 +626,7 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 
 // sameAsIndexed compares a payload with the entry's payload_sha256, caching
 // a fast hash of payloads already checked.
-func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) bool {
+func (h *Harness) sameAsIndexed(conv []Message, step int, payload string, e *contextfold.Entry) bool {
 	fast := maphash.String(h.seed, payload)
 	if v, ok := h.verified[step]; ok {
 		return v == fast
@@ -642,11 +645,82 @@ func (h *Harness) sameAsIndexed(step int, payload string, e *contextfold.Entry) 
 		}
 		sum = sha256.Sum256([]byte(sc.Scrub(payload).Text))
 		if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
-			return false
+			// The fold scrubs the turn's fields together: a secret its
+			// summary (the tool call's command) reveals is redacted in
+			// the payload too.
+			t, _, err := h.store.ScrubbedTurn(h.turnOf(conv, step, payload))
+			if err != nil {
+				return false
+			}
+			sum = sha256.Sum256([]byte(t.Payload()))
+			if hex.EncodeToString(sum[:]) != e.PayloadSHA256 {
+				return false
+			}
 		}
 	}
 	h.verified[step] = fast
 	return true
+}
+
+// scrubTargetFiles redacts secrets from the target files a record reads
+// from the message itself (the store holds the scrubbed payload; the
+// record, the page table and the saved session state must not hold more).
+// A file name rarely holds one, and a secret found only in its context
+// ("twitter_key = …" in the output, the bare value in a path) needs that
+// context. The files are scrubbed together with the command (a vendor token
+// is found on its own), and, when a file has a segment that could be a
+// token (8 or more letters and digits, both), with the payload's first 16
+// KiB too (scrub.ScrubSet), so that the common case costs little.
+func scrubTargetFiles(files []string, command, payload string) []string {
+	suspect := false
+	for _, f := range files {
+		if hasTokenLikeRun(f) {
+			suspect = true
+			break
+		}
+	}
+	sc := scrubber()
+	if sc == nil || len(files) == 0 {
+		return files
+	}
+	set := append(append([]string{}, files...), command)
+	if suspect {
+		head := payload
+		if len(head) > 16<<10 {
+			head = strings.ToValidUTF8(head[:16<<10], "")
+		}
+		set = append(set, head)
+	}
+	rs := sc.ScrubSet(set)
+	out := make([]string, len(files))
+	for i := range files {
+		out[i] = rs[i].Text
+	}
+	return out
+}
+
+// hasTokenLikeRun reports whether s has 8 or more consecutive ASCII
+// letters and digits, at least one of each.
+func hasTokenLikeRun(s string) bool {
+	n, letter, digit := 0, false, false
+	for i := 0; i <= len(s); i++ {
+		var c byte
+		if i < len(s) {
+			c = s[i]
+		}
+		switch {
+		case c >= '0' && c <= '9':
+			n, digit = n+1, true
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			n, letter = n+1, true
+		default:
+			if n >= 8 && letter && digit {
+				return true
+			}
+			n, letter, digit = 0, false, false
+		}
+	}
+	return false
 }
 
 var scrubber = sync.OnceValue(func() *scrub.Scrubber {

@@ -67,6 +67,13 @@ func sharedDetector() (*detect.Detector, error) {
 		if detErr != nil {
 			return
 		}
+		// A token is found whatever punctuation follows it (boundary.go).
+		for id, r := range detVal.Config.Rules {
+			if re, ok := widenBoundaries(r.Regex); ok {
+				r.Regex = re
+				detVal.Config.Rules[id] = r
+			}
+		}
 		kws := make([]string, 0, len(detVal.Config.Keywords))
 		for k := range detVal.Config.Keywords {
 			kws = append(kws, strings.ToLower(k))
@@ -106,29 +113,180 @@ func (s *Scrubber) Find(text string) []Finding {
 
 // findAll is Find before placeholders and the allowlist are applied.
 func (s *Scrubber) findAll(text string) []Finding {
+	return s.findWith(text, s.det, true)
+}
+
+// findWith is findAll with the gitleaks rules of det, and our extra rules
+// when extra is set.
+func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool) []Finding {
 	if text == "" {
 		return nil
 	}
 	var out []Finding
 	for _, w := range s.windows(text) {
-		for _, f := range s.gitleaksFindings(text[w[0]:w[1]]) {
+		seg := text[w[0]:w[1]]
+		for _, f := range s.gitleaksFindings(det, seg) {
 			f.Start += w[0]
 			f.End += w[0]
 			out = append(out, f)
 		}
+		// The same window with its escapes decoded (boundary.go); what is
+		// found there is mapped back to the escaped text. Decoding a
+		// window at a time bounds the memory of a large text.
+		if v, ok := decodeEscapes(seg); ok {
+			for _, f := range s.gitleaksFindings(det, v.text) {
+				f.Start, f.End = v.span(f.Start, f.End)
+				f.Start += w[0]
+				f.End += w[0]
+				out = append(out, f)
+			}
+		}
 	}
-	out = append(out, extraFindings(text)...)
+	if extra {
+		out = append(out, extraFindings(text)...)
+	}
 	out = append(out, repeatFindings(text, out)...)
-	// A redaction marker is not a secret: scrubbing is idempotent, and an
-	// audit of a scrubbed store finds nothing.
+	// A redaction marker is not a secret, nor part of one: scrubbing is
+	// idempotent, and an audit of a scrubbed store finds nothing (not even
+	// "https://[REDACTED:github-pat]@host" read as user "[REDACTED" with
+	// password "github-pat]").
+	markers := markerSpans(text)
 	kept := out[:0]
 	for _, f := range out {
-		if !strings.Contains(text[f.Start:f.End], "[REDACTED:") {
+		if !overlapsAny(f, markers) {
 			kept = append(kept, f)
 		}
 	}
 	sortFindings(kept)
 	return dedupe(kept)
+}
+
+// maxSettleRounds bounds the rescans of settle.
+const maxSettleRounds = 3
+
+// settle rescans a redacted text with the gitleaks rules that fired on it.
+// A rule's matches do not overlap: a match spanning several lines (curl's
+// "-u user:pass" up to five lines after "curl") can swallow a second
+// secret, which only a scan of the redacted text reveals. Without settle,
+// scrubbing would not be idempotent and scrub-check would blame a store
+// the fold just wrote. Only the rules that fired are run again, each with
+// a detector of its own (ruleDetector), so a text without secrets costs
+// nothing more.
+func (s *Scrubber) settle(r Result, fired []Finding) Result {
+	for round := 0; round < maxSettleRounds; round++ {
+		var fs []Finding
+		seen := map[string]bool{}
+		for _, f := range fired {
+			if isOurs(f.RuleID) || seen[f.RuleID] {
+				continue
+			}
+			seen[f.RuleID] = true
+			if _, ok := s.rules[f.RuleID]; !ok {
+				continue
+			}
+			fs = append(fs, s.findWith(r.Text, ruleDetector(s.det, f.RuleID), false)...)
+		}
+		if len(fs) == 0 {
+			return r
+		}
+		sortFindings(fs)
+		fs, _ = s.split(r.Text, dedupe(fs))
+		if len(fs) == 0 {
+			return r
+		}
+		next := redact(r.Text, fs)
+		r.Text, r.Redactions = next.Text, r.Redactions+next.Redactions
+		r.Rules = mergeSorted(r.Rules, next.Rules)
+		fired = fs
+	}
+	return r
+}
+
+// mergeSorted returns the sorted union of two sorted lists of rule ids.
+func mergeSorted(a, b []string) []string {
+	set := map[string]bool{}
+	for _, x := range append(append([]string{}, a...), b...) {
+		set[x] = true
+	}
+	out := make([]string, 0, len(set))
+	for x := range set {
+		out = append(out, x)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var ruleDets sync.Map // rule id → *detect.Detector holding that rule alone
+
+// ruleDetector returns a detector that runs only rule id of det, built once
+// per process.
+func ruleDetector(det *detect.Detector, id string) *detect.Detector {
+	if v, ok := ruleDets.Load(id); ok {
+		return v.(*detect.Detector)
+	}
+	cfg := det.Config
+	r := cfg.Rules[id]
+	cfg.Rules = map[string]config.Rule{id: r}
+	cfg.OrderedRules = []string{id}
+	cfg.Keywords = map[string]struct{}{}
+	for _, k := range r.Keywords {
+		cfg.Keywords[strings.ToLower(k)] = struct{}{}
+	}
+	d := detect.NewDetector(cfg)
+	d.MaxDecodeDepth = det.MaxDecodeDepth
+	v, _ := ruleDets.LoadOrStore(id, d)
+	return v.(*detect.Detector)
+}
+
+// markerSpans returns the [start, end) byte spans of the redaction markers
+// "[REDACTED:<rule-id>]" in text, in order.
+func markerSpans(text string) [][2]int {
+	var out [][2]int
+	for off := 0; ; {
+		k := strings.Index(text[off:], "[REDACTED:")
+		if k < 0 {
+			return out
+		}
+		a := off + k
+		e := strings.IndexByte(text[a:], ']')
+		if e < 0 {
+			return out
+		}
+		id := text[a+len("[REDACTED:") : a+e]
+		if !isRuleID(id) {
+			off = a + 1
+			continue
+		}
+		out = append(out, [2]int{a, a + e + 1})
+		off = a + e + 1
+	}
+}
+
+// isRuleID reports whether id can be a rule id in a marker: letters,
+// digits, '-', '_' and '.'.
+func isRuleID(id string) bool {
+	if id == "" || len(id) > 100 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !(isWordByte(c) || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// overlapsAny reports whether f overlaps one of the sorted spans.
+func overlapsAny(f Finding, spans [][2]int) bool {
+	for _, sp := range spans {
+		if sp[0] >= f.End {
+			return false
+		}
+		if f.Start < sp[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // Scrub returns text with the secret part of every finding replaced by
@@ -141,6 +299,63 @@ func (s *Scrubber) Scrub(text string) Result {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
 	fs := s.Find(text)
+	return s.settle(redact(text, fs), fs)
+}
+
+// ScrubSet scrubs texts that belong together, such as the fields of one
+// turn (payload, summary, files, commands, errors, session id): each is
+// scrubbed as by Scrub, and a secret value found in any of them (of
+// minRepeatLen bytes or more) is also redacted wherever it occurs in the
+// others. A short field cannot hold the context some rules need (a list
+// item split off its "token=", a file name cut from its line), but what the
+// payload's context revealed is still redacted there. The results are in
+// the order of texts; deterministic for given texts.
+func (s *Scrubber) ScrubSet(texts []string) []Result {
+	clean := make([]string, len(texts))
+	found := make([][]Finding, len(texts))
+	known := map[string]string{} // secret value → rule
+	var values []string
+	for i, t := range texts {
+		if !utf8.ValidString(t) {
+			t = strings.ToValidUTF8(t, "\uFFFD")
+		}
+		clean[i] = t
+		found[i] = s.Find(t)
+		for _, f := range found[i] {
+			v := t[f.Start:f.End]
+			if _, ok := known[v]; !ok && len(v) >= minRepeatLen {
+				known[v] = f.RuleID
+				values = append(values, v)
+			}
+		}
+	}
+	sort.Strings(values)
+	var trie *ahocorasick.Trie
+	if len(values) > 0 {
+		trie = ahocorasick.NewTrieBuilder().AddStrings(values).Build()
+	}
+	out := make([]Result, len(texts))
+	for i, t := range clean {
+		fs := found[i]
+		if trie != nil {
+			markers := markerSpans(t)
+			for _, m := range trie.MatchString(t) {
+				p := int(m.Pos())
+				f := Finding{RuleID: known[m.MatchString()], Start: p, End: p + len(m.Match())}
+				if !overlapsAny(f, markers) {
+					fs = append(fs, f)
+				}
+			}
+			sortFindings(fs)
+			fs = dedupe(fs)
+		}
+		out[i] = s.settle(redact(t, fs), fs)
+	}
+	return out
+}
+
+// redact replaces the sorted findings fs of text by markers (see Scrub).
+func redact(text string, fs []Finding) Result {
 	if len(fs) == 0 {
 		return Result{Text: text}
 	}
@@ -278,8 +493,8 @@ func snapForward(text string, b int) int {
 // own regular expression over the text and pairing its matches, in order,
 // with the findings of that rule (gitleaks keeps them in match order and
 // only filters some out).
-func (s *Scrubber) gitleaksFindings(text string) []Finding {
-	found := s.det.DetectString(text)
+func (s *Scrubber) gitleaksFindings(det *detect.Detector, text string) []Finding {
+	found := det.DetectString(text)
 	if len(found) == 0 {
 		return nil
 	}
@@ -451,5 +666,22 @@ func dedupe(fs []Finding) []Finding {
 		}
 		out = append(out, f)
 	}
+	return out
+}
+
+// RuleExpressions returns, for every regular-expression rule of the gitleaks
+// default set as this package runs it (terminators widened, boundary.go),
+// the rule id and the expression's source, sorted by rule id. Our own rules
+// (extra.go) are not included. It is meant for audits and for test
+// generators that build a sample token of every rule (package
+// scrub/scrubtest).
+func (s *Scrubber) RuleExpressions() [][2]string {
+	out := make([][2]string, 0, len(s.rules))
+	for id, r := range s.rules {
+		if r.Regex != nil {
+			out = append(out, [2]string{id, r.Regex.String()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
 }

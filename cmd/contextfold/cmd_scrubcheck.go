@@ -21,7 +21,10 @@ func newScrubCheckCmd(g *globals) *cobra.Command {
 string a cold node holds (session id, summary, raw and normalized content,
 files, commands, errors, identifiers; the index entry's when the node cannot
 be read) and reports the nodes that contain secrets: the step, the rule ids and the count, never the secret
-itself. Placeholder credentials (user:pass@, vendor documentation keys) and
+itself. A secret found in one field is also looked for in the others, ASCII
+case-insensitively (identifiers are lower-cased). Redaction markers
+([REDACTED:rule]) are never read as credentials. Placeholder credentials
+(user:pass@, vendor documentation keys) and
 what the store's allowlist (store_settings.json "scrub_allowlist") lets
 through are not secrets; they are listed apart, with the reason. It changes
 nothing and exits 1 when it found a secret.`,
@@ -59,17 +62,42 @@ nothing and exits 1 when it found a secret.`,
 				rules, fields := map[string]bool{}, []string{}
 				count := 0
 				allowed := map[pass]int{}
-				for _, f := range texts {
+				found := map[string]string{} // secret value, lower-cased → rule
+				flagged := make([]bool, len(texts))
+				for i, f := range texts {
 					secrets, ok := sc.Audit(f.text)
 					for _, x := range secrets {
 						rules[x.RuleID] = true
 						count++
+						if v := f.text[x.Start:x.End]; len(v) >= 8 {
+							found[strings.ToLower(v)] = x.RuleID
+						}
 					}
-					if len(secrets) > 0 {
-						fields = append(fields, f.name)
-					}
+					flagged[i] = len(secrets) > 0
 					for _, a := range ok {
 						allowed[pass{StepID: e.StepID, Rule: a.RuleID, Reason: a.Reason, Field: f.name}]++
+					}
+				}
+				// A secret found in one field is looked for in the others,
+				// ASCII case-insensitively: identifiers are lower-cased
+				// words of the payload ("aiza…", "sg.…"), which the
+				// case-sensitive rules no longer recognise.
+				for i, f := range texts {
+					if flagged[i] || len(found) == 0 {
+						continue
+					}
+					low := strings.ToLower(f.text)
+					for v, rule := range found {
+						if c := strings.Count(low, v); c > 0 {
+							flagged[i] = true
+							rules[rule] = true
+							count += c
+						}
+					}
+				}
+				for i, f := range texts {
+					if flagged[i] {
+						fields = append(fields, f.name)
 					}
 				}
 				if count > 0 {
@@ -109,7 +137,7 @@ nothing and exits 1 when it found a secret.`,
 				}
 				fmt.Fprintf(out, "%d nodes checked, %d contain secrets, %d allowed (placeholders or the allowlist)\n", len(entries), len(hits), len(passes))
 				if len(hits) > 0 {
-					fmt.Fprintln(out, "the store was written without scrubbing; re-fold the session with scrubbing on (the default) to replace it")
+					fmt.Fprintln(out, "these nodes were written with scrubbing off (--no-scrub, CONTEXTFOLD_SCRUB=off, \"scrub\": false), by another implementation, or by an earlier version whose rules missed these secrets; fold the session again into a new store with this version (scrubbing is on by default), check it with scrub-check, then remove this store")
 				}
 			}
 			if len(hits) > 0 {

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/scrub"
+	"github.com/contextfold/contextfold/scrub/scrubtest"
 )
 
 // Field report 22: after ingest, no needle appears anywhere under the store
@@ -187,5 +190,72 @@ func TestScrubCheckAuditsEveryField(t *testing.T) {
 	out, _, code = cli(t, "", "--dir", dir, "scrub-check")
 	if code != 1 || !strings.Contains(out, "step 2 ") || !strings.Contains(out, "[files commands errors]") {
 		t.Errorf("scrub-check of an unreadable node: exit %d\n%s", code, out)
+	}
+}
+
+// sampleOf returns the generated token of a rule (scrubtest), so that no
+// secret-looking literal is committed.
+func sampleOf(t *testing.T, rule string) string {
+	t.Helper()
+	sc, err := scrub.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _ := scrubtest.Samples(sc)
+	for _, s := range samples {
+		if s.RuleID == rule && s.Prefix == "" {
+			return s.Secret
+		}
+	}
+	t.Fatalf("no generated token for %s", rule)
+	return ""
+}
+
+// The security test's repro: a token followed by punctuation is redacted
+// by fold (it reached the cold node, the index and identifiers before);
+// scrub-check agrees with the store fold wrote. On a store written without
+// scrubbing, scrub-check finds the GCP, SendGrid and Pulumi keys it called
+// clean, in the fields that hold them, identifiers (lower-cased) included,
+// and does not claim the store was merely written without scrubbing. A
+// redaction marker in URL user-info is not a credential.
+func TestScrubCheckAgreesWithFold(t *testing.T) {
+	t.Setenv("CONTEXTFOLD_SCRUB", "")
+	stripe := sampleOf(t, "stripe-access-token")
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	if _, errs, code := cli(t, "uploaded backup to /srv/keys/"+stripe+".json\n", "--dir", dir, "fold", "4", "backup", "--file", "-"); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	if all := storeBytes(t, dir); bytes.Contains(bytes.ToLower(all), []byte(strings.ToLower(stripe))) {
+		t.Errorf("the Stripe key reached the store")
+	}
+	if out, _, code := cli(t, "", "--dir", dir, "scrub-check"); code != 0 || !strings.Contains(out, "0 contain secrets") {
+		t.Errorf("scrub-check on the store fold just wrote: exit %d\n%s", code, out)
+	}
+
+	old := filepath.Join(t.TempDir(), ".contextfold")
+	gcp, sg, pul := sampleOf(t, "gcp-api-key"), sampleOf(t, "sendgrid-api-token"), sampleOf(t, "pulumi-api-token")
+	payload := "GET /maps?key=" + gcp + "&q=1\nmail(" + sg + "), stack login token(" + pul + ")\n"
+	if _, errs, code := cli(t, payload, "--dir", old, "--no-scrub", "fold", "1", "calls", "--file", "-"); code != 0 {
+		t.Fatalf("fold --no-scrub: %s", errs)
+	}
+	out, _, code := cli(t, "", "--dir", old, "scrub-check")
+	for _, want := range []string{"gcp-api-key", "sendgrid-api-token", "pulumi-api-token", "identifiers", "fold the session again into a new store"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scrub-check of an unscrubbed store does not say %q: exit %d\n%s", want, code, out)
+		}
+	}
+	if code != 1 || strings.Contains(out, "was written without scrubbing;") {
+		t.Errorf("scrub-check: exit %d\n%s", code, out)
+	}
+	for _, tok := range []string{gcp, sg, pul} {
+		if strings.Contains(strings.ToLower(out), strings.ToLower(tok)) {
+			t.Errorf("scrub-check printed a secret")
+		}
+	}
+
+	marked := filepath.Join(t.TempDir(), ".contextfold")
+	cli(t, "git push https://[REDACTED:github-pat]@github.com/acme/widget.git\n", "--dir", marked, "--no-scrub", "fold", "1", "push", "--file", "-")
+	if out, _, code := cli(t, "", "--dir", marked, "scrub-check"); code != 0 {
+		t.Errorf("scrub-check reads its own marker as a credential: exit %d\n%s", code, out)
 	}
 }

@@ -1,0 +1,325 @@
+package scrub
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"sort"
+	"strings"
+)
+
+// Token boundaries.
+//
+// Most gitleaks rules for a vendor token (Stripe, npm, GCP, Hugging Face,
+// SendGrid, Pulumi, DigitalOcean, Databricks, RubyGems, Grafana, …) end with
+// a terminator that must follow the token: one of a back-quote, a quote,
+// white space, ';', a "\n" or "\r" escape, or the end of the text. A token
+// followed by anything else (".json", "&page=2", "@host", "),", ":", "]",
+// "/", "?", "=", an escaped quote \") was not found and reached disk.
+//
+// Rather than patching rules one by one, every rule is rewritten once when
+// the detector is built: a terminator is recognised by its shape (see
+// isBoundary) and replaced by "any character that is not an ASCII letter or
+// digit, or the end of the text". A token therefore ends where its
+// alphanumeric run ends, whatever punctuation follows. The same is done for
+// a leading terminator (a rule that requires a given character before the
+// token): it becomes "a character that is not an ASCII letter or digit, or
+// the start of the text". Rules without such a terminator (\b, a fixed
+// length, a closing quote that belongs to the syntax) are left as they are.
+//
+// A JSON or C escape just before a token ("\ntoken", "\u0026token") puts a
+// letter or digit there, which defeats a \b before the token, and an
+// escaped rule context ("=\u003e") is not what the rule reads. The
+// detector therefore also runs on a decoded view of the text when it has
+// escapes (decodeEscapes, one scanned window at a time), and maps what it
+// finds back (see findWith).
+
+// Widened terminators, as regular-expression source.
+const (
+	trailingBoundary = `(?:[^0-9A-Za-z]|\z)`
+	leadingBoundary  = `(?:\A|[^0-9A-Za-z])`
+)
+
+// widenBoundaries returns re with its leading and trailing terminators
+// widened (see above), and whether it changed anything. A rule whose
+// expression does not parse or does not recompile is returned unchanged.
+func widenBoundaries(re *regexp.Regexp) (*regexp.Regexp, bool) {
+	if re == nil {
+		return re, false
+	}
+	tree, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return re, false
+	}
+	changed := false
+	if tree.Op == syntax.OpAlternate { // one rule, several token shapes
+		for _, b := range tree.Sub {
+			changed = widenConcat(b) || changed
+		}
+	} else {
+		changed = widenConcat(tree)
+	}
+	if !changed {
+		return re, false
+	}
+	out, err := regexp.Compile(tree.String())
+	// The capture groups (the secret group) must stay where they were.
+	if err != nil || out.NumSubexp() != re.NumSubexp() {
+		return re, false
+	}
+	return out, true
+}
+
+// widenConcat widens the terminators of a concatenation in place.
+func widenConcat(t *syntax.Regexp) bool {
+	if t.Op != syntax.OpConcat || len(t.Sub) < 2 {
+		return false
+	}
+	subs := t.Sub
+	changed := false
+	// A terminator only counts next to the secret: a capture, or the whole
+	// match of a rule without one.
+	capture := hasCapture(t)
+	if last := subs[len(subs)-1]; isBoundary(last) && (hasCapture(subs[len(subs)-2]) || !capture) {
+		subs[len(subs)-1] = mustParse(trailingBoundary)
+		changed = true
+	}
+	if first := subs[0]; isBoundary(first) && hasCapture(subs[1]) {
+		subs[0] = mustParse(leadingBoundary)
+		changed = true
+	}
+	return changed
+}
+
+func mustParse(src string) *syntax.Regexp {
+	t, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		panic(err) // a constant of this file
+	}
+	return t
+}
+
+// isBoundary reports whether t is a terminator: a non-capturing alternation
+// (or a single alternative) each of whose branches matches one character
+// (a class, a literal character, any character), a two-character escape
+// sequence starting with a backslash (`\\[nr]`), or an empty-width
+// assertion (start or end of text or line, word boundary); or a lone
+// class that admits white space. Such a node
+// says only "the token stops here"; it holds no part of the secret.
+func isBoundary(t *syntax.Regexp) bool {
+	if t.Op != syntax.OpAlternate {
+		// A lone class is a terminator only when it admits white space
+		// (a lone quote or '=' belongs to the syntax around the token).
+		return t.Op == syntax.OpCharClass && classHas(t, ' ')
+	}
+	branches := t.Sub
+	hasChar := false
+	for _, b := range branches {
+		switch b.Op {
+		case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+			hasChar = true
+		case syntax.OpLiteral:
+			if len(b.Rune) == 1 {
+				hasChar = true
+				continue
+			}
+			if len(b.Rune) == 2 && b.Rune[0] == '\\' {
+				continue
+			}
+			return false
+		case syntax.OpConcat:
+			// `\\[nr]`: a backslash, then one character.
+			if len(b.Sub) == 2 && b.Sub[0].Op == syntax.OpLiteral && len(b.Sub[0].Rune) == 1 && b.Sub[0].Rune[0] == '\\' &&
+				(b.Sub[1].Op == syntax.OpCharClass || b.Sub[1].Op == syntax.OpLiteral && len(b.Sub[1].Rune) == 1) {
+				continue
+			}
+			return false
+		case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+			syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		default:
+			return false
+		}
+	}
+	return hasChar
+}
+
+// classHas reports whether the character class t matches r.
+func classHas(t *syntax.Regexp, r rune) bool {
+	for i := 0; i+1 < len(t.Rune); i += 2 {
+		if t.Rune[i] <= r && r <= t.Rune[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCapture reports whether t holds a capturing group.
+func hasCapture(t *syntax.Regexp) bool {
+	if t.Op == syntax.OpCapture {
+		return true
+	}
+	for _, s := range t.Sub {
+		if hasCapture(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodedView is text with its escapes decoded: every backslash escape
+// ("\n", "\t", "\"", "\\", "\u0026", "\x41", a run of backslashes before
+// one of these counting as one) and every URL percent-escape ("%2F")
+// replaced by the character it stands for, with where each escape was, so
+// that a finding in the view maps back to the span to redact in the text
+// (memory: the view and four words per escape). A token right after an escape ("…\nghp_…",
+// "path%2Fsk_live_…") then starts after the decoded character, as it does
+// in the decoded text, and a rule's context ("=\u003e" for "=>") reads as
+// the rule expects.
+type decodedView struct {
+	text string
+	// esc lists the escapes, in order: view bytes [v0, v1) stand for
+	// text bytes [t0, t1). Between two escapes, view and text bytes
+	// correspond one to one.
+	esc []escapeSpan
+}
+
+// escapeSpan is one decoded escape of a decodedView.
+type escapeSpan struct{ v0, v1, t0, t1 int }
+
+// decodeEscapes returns the decoded view of text, or ok=false when text has
+// no escape (or is too large for 32-bit offsets).
+func decodeEscapes(text string) (v decodedView, ok bool) {
+	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 || len(text) > 1<<30 {
+		return v, false
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	var esc []escapeSpan
+	emit := func(s string, i, j int) {
+		if len(s) != j-i || j-i != 1 {
+			esc = append(esc, escapeSpan{v0: b.Len(), v1: b.Len() + len(s), t0: i, t1: j})
+		}
+		b.WriteString(s)
+	}
+	changed := false
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c == '%' && i+3 <= len(text) && isHex(text[i+1:i+3]) {
+			emit(string(rune(unhex(text[i+1:i+3]))), i, i+3)
+			i += 3
+			changed = true
+			continue
+		}
+		if c != '\\' {
+			emit(text[i:i+1], i, i+1)
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && text[j] == '\\' {
+			j++
+		}
+		if j == len(text) {
+			emit(text[i:j], i, j)
+			break
+		}
+		switch d := text[j]; {
+		case d == 'u' && j+5 <= len(text) && isHex(text[j+1:j+5]):
+			emit(string(rune(unhex(text[j+1:j+5]))), i, j+5)
+			i = j + 5
+		case d == 'x' && j+3 <= len(text) && isHex(text[j+1:j+3]):
+			emit(string(rune(unhex(text[j+1:j+3]))), i, j+3)
+			i = j + 3
+		case strings.IndexByte(`nrtbfv0"'/`, d) >= 0:
+			emit(string(unescapeByte(d)), i, j+1)
+			i = j + 1
+		default:
+			// A run of backslashes before other text: one backslash.
+			if j-i > 1 {
+				changed = true
+			}
+			emit(`\`, i, j)
+			i = j
+			continue
+		}
+		changed = true
+	}
+	if !changed {
+		return v, false
+	}
+	return decodedView{text: b.String(), esc: esc}, true
+}
+
+// span maps a [start, end) span of the view back to the text: a span
+// starting or ending inside an escape covers the whole escape.
+func (v decodedView) span(start, end int) (int, int) {
+	a := v.toText(start, false)
+	if end <= start {
+		return a, a
+	}
+	return a, v.toText(end-1, true)
+}
+
+// toText maps view byte i to the text: its offset, or with after the
+// offset just past it.
+func (v decodedView) toText(i int, after bool) int {
+	// The last escape starting at or before i.
+	k := sort.Search(len(v.esc), func(k int) bool { return v.esc[k].v0 > i }) - 1
+	if k < 0 {
+		if after {
+			return i + 1
+		}
+		return i
+	}
+	e := v.esc[k]
+	if i < e.v1 { // inside the escape
+		if after {
+			return e.t1
+		}
+		return e.t0
+	}
+	p := e.t1 + (i - e.v1)
+	if after {
+		return p + 1
+	}
+	return p
+}
+
+func unescapeByte(d byte) byte {
+	switch d {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b', 'f', 'v', '0':
+		return ' '
+	}
+	return d
+}
+
+func unhex(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*16 + int(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n*16 + int(c-'a'+10)
+		default:
+			n = n*16 + int(c-'A'+10)
+		}
+	}
+	return n
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,167 @@
+package scrub_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold/scrub"
+	"github.com/contextfold/contextfold/scrub/scrubtest"
+)
+
+// namedTypes are the token types a security test found written in
+// plaintext when punctuation followed them (and GitHub's, which held): each
+// must have a generated sample.
+var namedTypes = []string{"stripe-access-token", "npm-access-token", "gcp-api-key", "huggingface-access-token",
+	"sendgrid-api-token", "pulumi-api-token", "digitalocean-pat", "databricks-api-token", "rubygems-api-token",
+	"grafana-cloud-api-token", "grafana-service-account-token", "github-pat"}
+
+// knownLimits are the crossings gitleaks itself declines: its generic rules
+// read a value running on into ".json" as a file name (the rule's stopword
+// "json"). A real NAME_KEY=value….json is still redacted by our env rule.
+var knownLimits = map[string]bool{
+	`generic-api-key after ".json"`:       true,
+	`generic-api-key after ".json", JSON`: true,
+	`curl-auth-header after ".json"`:      true,
+}
+
+func newScrubber(t testing.TB) *scrub.Scrubber {
+	t.Helper()
+	sc, err := scrub.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// TestEveryRuleEveryNeighbour crosses a generated token of every rule with
+// every character that may follow or precede it, as plain text and
+// JSON-escaped: the secret never survives Scrub.
+func TestEveryRuleEveryNeighbour(t *testing.T) {
+	sc := newScrubber(t)
+	samples, missing := scrubtest.Samples(sc)
+	t.Logf("%d rules sampled, %d without a generated sample: %v", len(samples), len(missing), missing)
+	if len(samples) < 150 {
+		t.Fatalf("only %d rules have a generated sample", len(samples))
+	}
+	have := map[string]bool{}
+	for _, s := range samples {
+		have[s.RuleID] = true
+	}
+	for _, id := range namedTypes {
+		if !have[id] {
+			t.Errorf("no sample for %s", id)
+		}
+	}
+	if scrub.RaceEnabled || testing.Short() {
+		var some []scrubtest.Sample // every fifth rule, and the named types
+		named := map[string]bool{}
+		for _, id := range namedTypes {
+			named[id] = true
+		}
+		for i, s := range samples {
+			if i%5 == 0 || named[s.RuleID] {
+				some = append(some, s)
+			}
+		}
+		samples = some
+	}
+	leaks := map[string][]string{}
+	check := func(s scrubtest.Sample, where, text string) {
+		if knownLimits[s.RuleID+" "+where] {
+			return
+		}
+		if out := sc.Scrub(text).Text; strings.Contains(out, s.Secret) {
+			leaks[s.RuleID] = append(leaks[s.RuleID], where)
+		}
+	}
+	for _, s := range samples {
+		var all strings.Builder // every crossing in one text
+		add := func(where, text string) {
+			check(s, where, text)
+			if !knownLimits[s.RuleID+" "+where] {
+				all.WriteString(text + "\n")
+			}
+		}
+		for _, a := range scrubtest.After {
+			add(fmt.Sprintf("after %q", a), "see "+s.Line(" ", a)+" end")
+			add(fmt.Sprintf("after %q, JSON", a), `{"out":`+s.JSONLine(" ", a)+`}`)
+		}
+		for _, b := range scrubtest.Before {
+			add(fmt.Sprintf("before %q", b), "see"+s.Line(b, " ")+"end")
+			add(fmt.Sprintf("before %q, JSON", b), `{"out":`+s.JSONLine(b, "\n")+`}`)
+		}
+		// Together: nothing survives, and the result is settled (a scan
+		// of it finds nothing more: scrub-check agrees with the fold).
+		r := sc.Scrub(all.String())
+		if strings.Contains(r.Text, s.Secret) {
+			leaks[s.RuleID] = append(leaks[s.RuleID], "all crossings in one text")
+		}
+		if fs := sc.Find(r.Text); len(fs) > 0 {
+			t.Errorf("%s: the scrubbed text still has %d finding(s), first %s %q", s.RuleID, len(fs), fs[0].RuleID, r.Text[fs[0].Start:fs[0].End])
+		}
+	}
+	ids := make([]string, 0, len(leaks))
+	for id := range leaks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		w := leaks[id]
+		if len(w) > 6 {
+			w = append(w[:6:6], fmt.Sprintf("… %d more", len(leaks[id])-6))
+		}
+		t.Errorf("%s survives: %s", id, strings.Join(w, "; "))
+	}
+}
+
+// TestMarkerIsNotACredential: a redaction marker in URL user-info is not
+// read as user "[REDACTED" with password "github-pat]" (scrub-check on a
+// scrubbed store must come out clean), while a real password next to a
+// marker is still found.
+func TestMarkerIsNotACredential(t *testing.T) {
+	sc := newScrubber(t)
+	for _, in := range []string{
+		"git push https://[REDACTED:github-pat]@github.com/acme/widget.git",
+		"https://ci:[REDACTED:contextfold-url-password]@git.example.com/x",
+		`{"url":"https://[REDACTED:gitlab-pat]@gitlab.com/a/b"}`,
+	} {
+		if fs := sc.Find(in); len(fs) != 0 {
+			t.Errorf("Find(%q) = %+v, want none", in, fs)
+		}
+	}
+	pw := "Zq8" + "rT2vLm9xWp4"
+	in := "[REDACTED:github-pat] then postgres://app:" + pw + "@db/x"
+	if out := sc.Scrub(in).Text; strings.Contains(out, pw) {
+		t.Errorf("password next to a marker survived: %q", out)
+	}
+}
+
+// TestScrubSetSharesSecrets: a value a rule recognises only in its context
+// (here "api_key = value" in the payload) is redacted in the other fields
+// of the same turn too, where it stands without that context; alone,
+// those fields keep it.
+func TestScrubSetSharesSecrets(t *testing.T) {
+	sc := newScrubber(t)
+	v := "Qm7x" + "Lp2rVz9KwT4nHs8d"
+	payload := "loaded config\napi_key = " + v + "\nstarting worker\n"
+	fields := []string{payload, "deploy " + v + ".json", "sess-" + v, "keys/" + v}
+	for _, f := range fields[1:] {
+		if sc.Scrub(f).Text != f {
+			t.Fatalf("the field %q alone is redacted: the test proves nothing", f)
+		}
+	}
+	rs := sc.ScrubSet(fields)
+	for i, r := range rs {
+		if strings.Contains(r.Text, v) {
+			t.Errorf("field %d keeps the secret: %q", i, r.Text)
+		}
+	}
+	if rs[1].Text != "deploy [REDACTED:generic-api-key].json" {
+		t.Errorf("field 1 = %q", rs[1].Text)
+	}
+	if got := sc.ScrubSet([]string{"a", ""}); got[0].Text != "a" || got[1].Text != "" || got[0].Redactions+got[1].Redactions != 0 {
+		t.Errorf("ScrubSet of clean texts = %+v", got)
+	}
+}
