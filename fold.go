@@ -119,6 +119,28 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	var ops []journalOp
 	now := s.now()
 	lastCommit := time.Now()
+	// The cold nodes of a commit group are written to temporary files and
+	// made durable together before the index commit (nodesBatch.Commit):
+	// a fold event pays a few syncs, not two per node.
+	var nodes fsutil.FileBatch
+	defer nodes.Abort() // an error's temporary files
+	s.nodes = &nodes
+	defer func() { s.nodes = nil }()
+	// The new turns' cold nodes are built ahead, in parallel (nodePrep);
+	// what touches the store stays here, in the batch's order.
+	var want []int
+	seen := make(map[int]bool, len(turns))
+	for i, t := range turns {
+		if _, ok := ix.get(t.StepID); !ok && !seen[t.StepID] {
+			want = append(want, i)
+		}
+		seen[t.StepID] = true
+	}
+	policyHash, sessionID := policy.Hash(), s.opts.SessionID
+	prep := newNodePrep(turns, want, func(t Turn) preparedNode {
+		return prepareNode(t, sessionID, sc, policyHash, now, counter)
+	})
+	defer prep.stop()
 	for i, t := range turns {
 		if progress != nil && i > 0 {
 			progress(i, len(turns))
@@ -127,6 +149,9 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		// killed midway keeps what it folded (CONF-01): every
 		// FoldCommitEvery new nodes or FoldCommitInterval.
 		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
+			if err := s.commitNodes(&nodes); err != nil {
+				return err
+			}
 			if err := s.commitBatch(ix, ops, now, true); err != nil {
 				return err
 			}
@@ -136,19 +161,11 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			each(i, &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true})
 			continue
 		}
-		if t.SessionID == "" {
-			t.SessionID = s.opts.SessionID
-		}
-		// Secrets are redacted in memory: the original never reaches disk.
-		t, redactions := scrubTurn(sc, t)
-		var extra map[string]any
-		if redactions > 0 {
-			extra = map[string]any{"redactions": redactions}
-		}
-		n, err := buildColdNode(t, policy.Hash(), now, redactions > 0, counter.Count(t.Payload()), extra)
-		if err != nil {
+		pn := prep.get(i)
+		t, n := pn.t, pn.n
+		if pn.err != nil {
 			s.ix = nil
-			return err
+			return pn.err
 		}
 		path := s.NodePath(t.StepID)
 		// A file already there but not indexed is an orphan (a fold that
@@ -166,9 +183,8 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			continue
 		}
 		// Every artifact is checked against its schema before it is written
-		// (the document itself: re-parsing its encoding would cost several
-		// times the payload's size in memory).
-		if err := schema.ValidateValue(schema.ColdNode, n.Doc); err != nil {
+		// (prepareNode).
+		if err := pn.schemaErr; err != nil {
 			s.ix = nil
 			return &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
@@ -190,6 +206,9 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
+	if err := s.commitNodes(&nodes); err != nil {
+		return err
+	}
 	if err := s.commitBatch(ix, ops, now, false); err != nil {
 		return err
 	}
@@ -199,11 +218,17 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	return nil
 }
 
-// writeNode writes a new cold node: durably to its file (directory store)
-// or into the open write transaction (backend).
+// writeNode writes a new cold node: to a temporary file of the batch
+// being folded (s.nodes: named and made durable by commitNodes, before the
+// index commit), durably to its file outside a batch (directory store), or
+// into the open write transaction (backend).
 func (s *Store) writeNode(step int, path string, doc map[string]any) error {
 	if s.be == nil {
-		return fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error { return canonjson.WritePretty(w, doc) })
+		write := func(w io.Writer) error { return canonjson.WritePretty(w, doc) }
+		if s.nodes != nil {
+			return s.nodes.Add(path, 0o644, write)
+		}
+		return fsutil.WriteFileAtomicFunc(path, 0o644, write)
 	}
 	var b bytes.Buffer
 	if err := canonjson.WritePretty(&b, doc); err != nil {
@@ -211,6 +236,26 @@ func (s *Store) writeNode(step int, path string, doc map[string]any) error {
 	}
 	s.txWrites = true
 	return s.tx.WriteNode(step, b.Bytes())
+}
+
+// commitNodes makes the cold nodes written since the last commit durable
+// under their names (fsutil.FileBatch.Commit: their bytes synced, then
+// renamed, then cold_nodes/ synced once), before the index that points at
+// them is committed: the order of spec §1 and STYLE.md, for a whole commit
+// group at once. On an error the in-memory index (which holds the group's
+// entries) is dropped; the nodes already named are orphans that the next
+// fold of their step adopts, or 'repair' re-indexes. Callers hold s.mu and
+// the store lock.
+func (s *Store) commitNodes(nodes *fsutil.FileBatch) error {
+	if nodes.Len() == 0 {
+		return nil
+	}
+	if err := nodes.Commit(); err != nil {
+		s.ix = nil
+		return s.storeErr(filepath.Join(s.dir, ColdNodesDir), err,
+			"free disk space or fix the permissions of the store directory, then fold again; cold nodes already named are orphans that 'contextfold repair --apply' re-indexes")
+	}
+	return nil
 }
 
 // Batch commits of FoldBatch (variables for tests): a batch commits the
