@@ -136,6 +136,23 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		}
 		seen[t.StepID] = true
 	}
+	// A backend that lists the batch's stored steps in one query spares
+	// the orphan check a round trip per new node (absent: none stored).
+	var stored map[int]bool
+	if nc, ok := s.be.(NodeChecker); ok && len(want) > 1 {
+		steps := make([]int, len(want))
+		for k, i := range want {
+			steps[k] = turns[i].StepID
+		}
+		have, err := nc.HasNodes(steps)
+		if err != nil {
+			return s.storeErr(s.storePath(ColdNodesDir), err, "")
+		}
+		stored = make(map[int]bool, len(have))
+		for _, st := range have {
+			stored[st] = true
+		}
+	}
 	policyHash, sessionID := policy.Hash(), s.opts.SessionID
 	prep := newNodePrep(turns, want, func(t Turn) preparedNode {
 		return prepareNode(t, sessionID, sc, policyHash, now, counter)
@@ -172,10 +189,16 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		// crashed before its index update, or a hand-made file). Folded
 		// turns are never lost: an orphan that verifies and holds this very
 		// turn is adopted as it is; any other is moved to quarantine/ first.
-		if adopted, err := s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
-			s.ix = nil
-			return err
-		} else if adopted != nil {
+		// (A step NodeChecker found no node for has none to resolve.)
+		var adopted *ColdNode
+		if stored == nil || stored[t.StepID] {
+			var err error
+			if adopted, err = s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
+				s.ix = nil
+				return err
+			}
+		}
+		if adopted != nil {
 			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID), maxIdents)
 			ix.add(r)
 			ops = append(ops, journalOp{fold: r})
