@@ -50,7 +50,7 @@ func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now s
 type nodePrep struct {
 	prepare func(Turn) preparedNode
 	turns   []Turn
-	slots   map[int]*prepSlot // by turn position; nil: prepared inline by get
+	slots   map[int]*prepSlot // by turn position, read-only once built; nil: prepared inline by get
 	tokens  chan struct{}     // one per node prepared (or being) and not taken
 	quit    chan struct{}
 	wg      sync.WaitGroup
@@ -119,8 +119,7 @@ func (np *nodePrep) get(i int) preparedNode {
 	}
 	<-sl.done
 	p := sl.p
-	sl.p = preparedNode{}
-	delete(np.slots, i)
+	sl.p = preparedNode{} // the batch holds it from here on
 	<-np.tokens
 	return p
 }

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextfold/contextfold/internal/benchlat"
+	"github.com/contextfold/contextfold/internal/procmem"
 )
 
 // growingSession is an agent session of n messages as JSON message
@@ -45,7 +47,9 @@ func growingSession(n, lines int) []json.RawMessage {
 // requests (fold-event-p50-ms, fold-event-p99-ms: from the request's
 // arrival to the rewritten body handed to the transport, the folds' cold
 // nodes and index durable), the same after the body's last byte arrived
-// (-after-body), and the cold nodes written per fold event (nodes/event).
+// (-after-body), the cold nodes written per fold event (nodes/event) and
+// the process's CPU time per fold event, all goroutines (cpu-ms/event: on
+// a shared machine the wall time also counts waiting for a CPU).
 // A session is restarted every 12 fold events (a new session id, whose
 // first request, a cold fold of its first messages, is not measured), so
 // that bodies stay below 2 MB.
@@ -76,8 +80,11 @@ func BenchmarkFoldEvent(b *testing.B) {
 	}
 	px := httptest.NewServer(srv)
 	defer px.Close()
-	send := func(session string, n int) RequestRecord {
-		body, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
+	body := func(n int) []byte {
+		b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
+		return b
+	}
+	send := func(session string, body []byte) RequestRecord {
 		req, _ := http.NewRequest("POST", px.URL+PathOpenAI, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(HeaderSession, session)
@@ -100,18 +107,22 @@ func BenchmarkFoldEvent(b *testing.B) {
 	}
 	var all, afterBody benchlat.Latencies
 	var events, folded int
+	var cpu time.Duration // the process's CPU time during the measured requests
 	session, k, had := "", perSession, 0
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		if k == perSession { // a new session: its first request is not measured
 			session, k = "fold-event-"+itoa(events), 0
-			send(session, first)
+			send(session, body(first))
 			had = nodes(session)
 		}
 		k++
+		req := body(first + k*foldEventStep)
 		b.StartTimer()
-		r := send(session, first+k*foldEventStep)
+		cpu0 := procmem.CPU()
+		r := send(session, req)
+		cpu += procmem.CPU() - cpu0
 		b.StopTimer()
 		if r.WorkingSet == nil || !r.WorkingSet.FoldEvent {
 			b.Fatalf("request %d of session %s was no fold event", k, session)
@@ -127,5 +138,6 @@ func BenchmarkFoldEvent(b *testing.B) {
 	afterBody.Report(b, "fold-event-after-body-")
 	if events > 0 {
 		b.ReportMetric(float64(folded)/float64(events), "nodes/event")
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(events), "cpu-ms/event")
 	}
 }
