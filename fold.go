@@ -53,13 +53,30 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 	return rs[0], nil
 }
 
-// FoldBatch folds many turns under one lock: cold nodes are written, and the
-// index is committed after every FoldCommitEvery nodes (or
-// FoldCommitInterval) and at the end, so that an interrupted batch keeps
-// what it folded. Turns are folded in order; the first fold of a step wins.
-// On a write error the turns folded before it stay folded in the index only
-// if the index write itself succeeded; cold nodes written without an index
-// entry are orphans that 'repair' re-indexes.
+// FoldBatch folds many turns under one lock (a fold event: spec §5,
+// CONF-01..03 for each turn). Turns are folded in order; the first fold of
+// a step wins, and an indexed step changes nothing (AlreadyIndexed).
+//
+// Durability and ordering: the batch commits in groups (every
+// FoldCommitEvery new nodes or FoldCommitInterval, and at its end; a fold
+// event of the proxy is one group). A group's cold nodes are each written
+// whole to a temporary file (the same bytes a single Fold writes), then all
+// are fsynced together, renamed into place and cold_nodes/ fsynced once;
+// only then is the index committed (recall_index.json rewritten, or one
+// journal line per node appended and fsynced). In a backend store the whole
+// batch is one transaction. So a crash at any point leaves each group
+// either absent from the index or wholly in it: never an index entry
+// without its node; the nodes of an uncommitted group are temporary files
+// (removed by the next writer) or orphans that verify (the next fold of
+// their step adopts them, 'repair' re-indexes them). When FoldBatch
+// returns, every turn is durable.
+//
+// Errors: *StoreFileError (unreadable index or policy, a write or sync
+// failure: disk full, read-only directory); the groups committed before it
+// stay folded, the failing group leaves at most orphans. Safe for
+// concurrent use (the store lock serialises writers, across processes too);
+// the CPU part of the new turns (scrubbing, extraction) runs on up to
+// GOMAXPROCS goroutines.
 func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 	return s.FoldBatchProgress(turns, nil)
 }
