@@ -137,7 +137,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	now := s.now()
 	lastCommit := time.Now()
 	// The cold nodes of a commit group are written to temporary files and
-	// made durable together before the index commit (nodesBatch.Commit):
+	// made durable together before the index commit (commitNodes):
 	// a fold event pays a few syncs, not two per node.
 	var nodes fsutil.FileBatch
 	defer nodes.Abort() // an error's temporary files
