@@ -113,6 +113,8 @@ func childMain(mode, dir, arg string) error {
 			fmt.Println("folded") // the parent times its kills by these
 		}
 		return nil
+	case "crash-at":
+		return crashAtChild(s, arg)
 	case "concurrent":
 		p, _ := strconv.Atoi(arg)
 		for i := range 250 {

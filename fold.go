@@ -54,13 +54,30 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 	return rs[0], nil
 }
 
-// FoldBatch folds many turns under one lock: cold nodes are written, and the
-// index is committed after every FoldCommitEvery nodes (or
-// FoldCommitInterval) and at the end, so that an interrupted batch keeps
-// what it folded. Turns are folded in order; the first fold of a step wins.
-// On a write error the turns folded before it stay folded in the index only
-// if the index write itself succeeded; cold nodes written without an index
-// entry are orphans that 'repair' re-indexes.
+// FoldBatch folds many turns under one lock (a fold event: spec §5,
+// CONF-01..03 for each turn). Turns are folded in order; the first fold of
+// a step wins, and an indexed step changes nothing (AlreadyIndexed).
+//
+// Durability and ordering: the batch commits in groups (every
+// FoldCommitEvery new nodes or FoldCommitInterval, and at its end; a fold
+// event of the proxy is one group). A group's cold nodes are each written
+// whole to a temporary file (the same bytes a single Fold writes), then all
+// are fsynced together, renamed into place and cold_nodes/ fsynced once;
+// only then is the index committed (recall_index.json rewritten, or one
+// journal line per node appended and fsynced). In a backend store the whole
+// batch is one transaction. So a crash at any point leaves each group
+// either absent from the index or wholly in it: never an index entry
+// without its node; the nodes of an uncommitted group are temporary files
+// (removed by the next writer) or orphans that verify (the next fold of
+// their step adopts them, 'repair' re-indexes them). When FoldBatch
+// returns, every turn is durable.
+//
+// Errors: *StoreFileError (unreadable index or policy, a write or sync
+// failure: disk full, read-only directory); the groups committed before it
+// stay folded, the failing group leaves at most orphans. Safe for
+// concurrent use (the store lock serialises writers, across processes too);
+// the CPU part of the new turns (scrubbing, extraction) runs on up to
+// GOMAXPROCS goroutines.
 func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 	return s.FoldBatchProgress(turns, nil)
 }
@@ -123,6 +140,45 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	var ops []journalOp
 	now := s.now()
 	lastCommit := time.Now()
+	// The cold nodes of a commit group are written to temporary files and
+	// made durable together before the index commit (commitNodes):
+	// a fold event pays a few syncs, not two per node.
+	var nodes fsutil.FileBatch
+	defer nodes.Abort() // an error's temporary files
+	s.nodes = &nodes
+	defer func() { s.nodes = nil }()
+	// The new turns' cold nodes are built ahead, in parallel (nodePrep);
+	// what touches the store stays here, in the batch's order.
+	var want []int
+	seen := make(map[int]bool, len(turns))
+	for i, t := range turns {
+		if _, ok := ix.get(t.StepID); !ok && !seen[t.StepID] {
+			want = append(want, i)
+		}
+		seen[t.StepID] = true
+	}
+	// A backend that lists the batch's stored steps in one query spares
+	// the orphan check a round trip per new node (absent: none stored).
+	var stored map[int]bool
+	if nc, ok := s.be.(NodeChecker); ok && len(want) > 1 {
+		steps := make([]int, len(want))
+		for k, i := range want {
+			steps[k] = turns[i].StepID
+		}
+		have, err := nc.HasNodes(steps)
+		if err != nil {
+			return s.storeErr(s.storePath(ColdNodesDir), err, "")
+		}
+		stored = make(map[int]bool, len(have))
+		for _, st := range have {
+			stored[st] = true
+		}
+	}
+	policyHash, sessionID := policy.Hash(), s.opts.SessionID
+	prep := newNodePrep(turns, want, func(t Turn) preparedNode {
+		return prepareNode(t, sessionID, sc, policyHash, now, counter)
+	})
+	defer prep.stop()
 	for i, t := range turns {
 		if progress != nil && i > 0 {
 			progress(i, len(turns))
@@ -131,6 +187,9 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		// killed midway keeps what it folded (CONF-01): every
 		// FoldCommitEvery new nodes or FoldCommitInterval.
 		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
+			if err := s.commitNodes(&nodes); err != nil {
+				return err
+			}
 			if err := s.commitBatch(ix, ops, now, true); err != nil {
 				return err
 			}
@@ -140,29 +199,27 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			each(i, &FoldResult{Entry: ix.entry(r), AlreadyIndexed: true})
 			continue
 		}
-		if t.SessionID == "" {
-			t.SessionID = s.opts.SessionID
-		}
-		// Secrets are redacted in memory: the original never reaches disk.
-		t, redactions := scrubTurn(sc, t)
-		var extra map[string]any
-		if redactions > 0 {
-			extra = map[string]any{"redactions": redactions}
-		}
-		n, err := buildColdNode(t, policy.Hash(), now, redactions > 0, counter.Count(t.Payload()), extra)
-		if err != nil {
+		pn := prep.get(i)
+		t, n := pn.t, pn.n
+		if pn.err != nil {
 			s.ix = nil
-			return err
+			return pn.err
 		}
 		path := s.NodePath(t.StepID)
 		// A file already there but not indexed is an orphan (a fold that
 		// crashed before its index update, or a hand-made file). Folded
 		// turns are never lost: an orphan that verifies and holds this very
 		// turn is adopted as it is; any other is moved to quarantine/ first.
-		if adopted, err := s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
-			s.ix = nil
-			return err
-		} else if adopted != nil {
+		// (A step NodeChecker found no node for has none to resolve.)
+		var adopted *ColdNode
+		if stored == nil || stored[t.StepID] {
+			var err error
+			if adopted, err = s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
+				s.ix = nil
+				return err
+			}
+		}
+		if adopted != nil {
 			r := ix.recordFromNode(adopted, s.indexFilePath(t.StepID), maxIdents)
 			ix.add(r)
 			ops = append(ops, journalOp{fold: r})
@@ -170,9 +227,8 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			continue
 		}
 		// Every artifact is checked against its schema before it is written
-		// (the document itself: re-parsing its encoding would cost several
-		// times the payload's size in memory).
-		if err := schema.ValidateValue(schema.ColdNode, n.Doc); err != nil {
+		// (prepareNode).
+		if err := pn.schemaErr; err != nil {
 			s.ix = nil
 			return &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
@@ -194,6 +250,9 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
+	if err := s.commitNodes(&nodes); err != nil {
+		return err
+	}
 	if err := s.commitBatch(ix, ops, now, false); err != nil {
 		return err
 	}
@@ -203,11 +262,17 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	return nil
 }
 
-// writeNode writes a new cold node: durably to its file (directory store)
-// or into the open write transaction (backend).
+// writeNode writes a new cold node: to a temporary file of the batch
+// being folded (s.nodes: named and made durable by commitNodes, before the
+// index commit), durably to its file outside a batch (directory store), or
+// into the open write transaction (backend).
 func (s *Store) writeNode(step int, path string, doc map[string]any) error {
 	if s.be == nil {
-		return fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error { return canonjson.WritePretty(w, doc) })
+		write := func(w io.Writer) error { return canonjson.WritePretty(w, doc) }
+		if s.nodes != nil {
+			return s.nodes.Add(path, 0o644, write)
+		}
+		return fsutil.WriteFileAtomicFunc(path, 0o644, write)
 	}
 	var b bytes.Buffer
 	if err := canonjson.WritePretty(&b, doc); err != nil {
@@ -215,6 +280,26 @@ func (s *Store) writeNode(step int, path string, doc map[string]any) error {
 	}
 	s.txWrites = true
 	return s.tx.WriteNode(step, b.Bytes())
+}
+
+// commitNodes makes the cold nodes written since the last commit durable
+// under their names (fsutil.FileBatch.Commit: their bytes synced, then
+// renamed, then cold_nodes/ synced once), before the index that points at
+// them is committed: the order of spec §1 and STYLE.md, for a whole commit
+// group at once. On an error the in-memory index (which holds the group's
+// entries) is dropped; the nodes already named are orphans that the next
+// fold of their step adopts, or 'repair' re-indexes. Callers hold s.mu and
+// the store lock.
+func (s *Store) commitNodes(nodes *fsutil.FileBatch) error {
+	if nodes.Len() == 0 {
+		return nil
+	}
+	if err := nodes.Commit(); err != nil {
+		s.ix = nil
+		return s.storeErr(filepath.Join(s.dir, ColdNodesDir), err,
+			"free disk space or fix the permissions of the store directory, then fold again; cold nodes already named are orphans that 'contextfold repair --apply' re-indexes")
+	}
+	return nil
 }
 
 // Batch commits of FoldBatch (variables for tests): a batch commits the

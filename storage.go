@@ -26,6 +26,7 @@ type (
 	BackendTx   = backend.Tx
 	Revision    = backend.Revision
 	IndexDelta  = backend.IndexDelta
+	NodeChecker = backend.NodeChecker
 	StoredEntry = backend.StoredEntry
 	// BackendError is a backend's failure: the Store reports it as a
 	// *StoreFileError with the same Location (as File), Err and Remedy.

@@ -101,6 +101,9 @@ type Store struct {
 	// evPending are the events Evict kept for the next write of the log
 	// (Options.EvictionLogBatch).
 	evPending []Eviction
+	// nodes, while a directory store folds a batch, holds the cold nodes
+	// written and not yet committed (writeNode, commitNodes).
+	nodes *fsutil.FileBatch
 	// swept is whether this Store removed the temporary files of
 	// interrupted writes (removeTempFiles, at its first exclusive lock).
 	swept bool

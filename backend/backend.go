@@ -69,6 +69,17 @@ type Backend interface {
 	Begin() (Tx, error)
 }
 
+// NodeChecker is implemented by a Backend that can tell in one call which
+// of many steps have cold node bytes: a fold event checks its new steps for
+// unindexed nodes (orphans) with one query instead of one ReadNode per
+// node. Without it the Store calls ReadNode per new step. Safe for
+// concurrent use.
+type NodeChecker interface {
+	// HasNodes returns, ascending, those of steps that have cold node
+	// bytes, indexed or not. steps may be in any order and hold repeats.
+	HasNodes(steps []int) ([]int, error)
+}
+
 // Tx is a Backend's exclusive write transaction: nothing it writes is
 // visible to any reader before Commit, and all of it is after. It is used by
 // one goroutine at a time.

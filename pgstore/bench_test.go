@@ -5,8 +5,10 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/benchlat"
 	"github.com/contextfold/contextfold/internal/testgen"
 	"github.com/contextfold/contextfold/pgstore"
 )
@@ -77,6 +79,24 @@ func BenchmarkPostgres(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+	// A fold event: 50 new nodes in one FoldBatch (one transaction).
+	b.Run(fmt.Sprintf("FoldBatch50/%d", n), func(b *testing.B) {
+		var lat benchlat.Latencies
+		next := 2 * n
+		for b.Loop() {
+			turns := make([]contextfold.Turn, 50)
+			for j := range turns {
+				turns[j] = benchTurn(next + j)
+			}
+			next += len(turns)
+			start := time.Now()
+			if _, err := s.FoldBatch(turns); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		lat.Report(b, "")
 	})
 	b.Run(fmt.Sprintf("Fold/%d", n), func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {

@@ -602,3 +602,65 @@ func TestRedactEveryCredentialForm(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchMeetsOrphansOnPostgres: a fold event's batch checks its new steps
+// for stored nodes in one query (backend.NodeChecker) and still meets the
+// orphans among them: a stored node without an index entry that holds the
+// very turn folded is adopted as it is, one that holds another turn is
+// moved to quarantine before the new node is written; the other steps of
+// the batch are folded as usual, in one transaction.
+func TestBatchMeetsOrphansOnPostgres(t *testing.T) {
+	s, _ := openSession(t)
+	turns := gen.SmallTurns(0, 6)
+	if _, err := s.FoldBatch(turns[:3]); err != nil {
+		t.Fatal(err)
+	}
+	c := pool(t)
+	id := sessionID(t, c, s)
+	ctx := context.Background()
+	// Steps 1 and 2 lose their index entries (a fold that stopped between
+	// its node and its entry, or a hand-made row); step 2's row holds
+	// something else than the turn folded next.
+	if _, err := c.Exec(ctx, `DELETE FROM cf_entries WHERE session_id = $1 AND step_id IN (1, 2)`, id); err != nil {
+		t.Fatal(err)
+	}
+	otherBytes := []byte(`{"step_id": 2, "summary": "another turn"}`)
+	if _, err := c.Exec(ctx, `UPDATE cf_nodes SET data = $2 WHERE session_id = $1 AND step_id = 2`, id, otherBytes); err != nil {
+		t.Fatal(err)
+	}
+	var adoptedBefore []byte
+	c.QueryRow(ctx, `SELECT data FROM cf_nodes WHERE session_id = $1 AND step_id = 1`, id).Scan(&adoptedBefore)
+
+	fresh, err := pgstore.OpenURL(s.Dir(), contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := fresh.FoldBatch(turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		if want := i == 0; r.AlreadyIndexed != want {
+			t.Errorf("step %d: AlreadyIndexed %v, want %v", i, r.AlreadyIndexed, want)
+		}
+	}
+	var adoptedAfter []byte
+	c.QueryRow(ctx, `SELECT data FROM cf_nodes WHERE session_id = $1 AND step_id = 1`, id).Scan(&adoptedAfter)
+	if string(adoptedAfter) != string(adoptedBefore) {
+		t.Error("the orphan holding the folded turn was rewritten instead of adopted")
+	}
+	var kept []byte
+	if err := c.QueryRow(ctx, `SELECT data FROM cf_quarantine WHERE session_id = $1 AND step_id = 2`, id).Scan(&kept); err != nil || string(kept) != string(otherBytes) {
+		t.Errorf("the orphan holding another turn is not in quarantine: %v", err)
+	}
+	rep, err := fresh.Validate()
+	if err != nil || !rep.OK() || rep.Passed != len(turns) {
+		t.Fatalf("validate: %v passed %d findings %+v", err, rep.Passed, rep.Findings)
+	}
+	for _, tr := range turns {
+		h, err := fresh.Hydrate(tr.StepID)
+		if err != nil || h.RawContent != tr.RawContent {
+			t.Errorf("step %d: %v", tr.StepID, err)
+		}
+	}
+}

@@ -61,6 +61,7 @@ func WriteFileAtomicFunc(path string, perm os.FileMode, write func(w io.Writer) 
 	if err := t.CloseAtomicallyReplace(); err != nil { // fsync + close + rename
 		return err
 	}
+	crashPoint(AtomicRenamed)
 	return SyncDir(dir)
 }
 

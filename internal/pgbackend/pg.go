@@ -497,6 +497,37 @@ func (s *session) ReadNode(step int) ([]byte, error) {
 	return data, nil
 }
 
+// HasNodes returns those of steps that have cold node bytes, with one
+// query (backend.NodeChecker).
+func (s *session) HasNodes(steps []int) ([]int, error) {
+	if len(steps) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := opCtx()
+	defer cancel()
+	id, err := s.id(ctx)
+	if err != nil {
+		return nil, s.fail("list the cold nodes", err)
+	}
+	want := make([]int64, len(steps))
+	for i, st := range steps {
+		want[i] = int64(st)
+	}
+	rows, err := s.db.pool.Query(ctx, `SELECT step_id FROM cf_nodes WHERE session_id = $1 AND step_id = ANY($2::bigint[]) ORDER BY step_id`, id, want)
+	if err != nil {
+		return nil, s.fail("list the cold nodes", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (int, error) {
+		var st int64
+		err := r.Scan(&st)
+		return int(st), err
+	})
+	if err != nil {
+		return nil, s.fail("list the cold nodes", err)
+	}
+	return out, nil
+}
+
 func (s *session) NodeSteps() ([]int, error) {
 	ctx, cancel := opCtx()
 	defer cancel()

@@ -1,0 +1,168 @@
+//go:build !race
+
+package contextfold_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/fsutil"
+)
+
+// crashAtBatch is the number of turns a crash-at child folds per batch.
+const crashAtBatch = 6
+
+// crashAtChild is the child of TestCrashAtEveryBatchPhase. arg is
+// "POINT:N:LIMIT:JOURNAL": fold batches of crashAtBatch turns from the step
+// after the last indexed one up to step LIMIT (exclusive), printing
+// "folded NEXT" after each batch returns, and kill itself with SIGKILL at
+// the Nth time the write path passes fsutil.CrashPoint POINT (no point: no
+// kill). JOURNAL "1" journals every index update (JournalThreshold 1), so
+// that the batch's index commit is a journal append rather than a rewrite.
+func crashAtChild(s *contextfold.Store, arg string) error {
+	parts := strings.Split(arg, ":")
+	if len(parts) != 4 {
+		return fmt.Errorf("crash-at wants POINT:N:LIMIT:JOURNAL, got %q", arg)
+	}
+	point := parts[0]
+	nth, _ := strconv.Atoi(parts[1])
+	limit, _ := strconv.Atoi(parts[2])
+	if parts[3] == "1" {
+		contextfold.JournalThreshold = 1
+	}
+	seen := 0
+	fsutil.CrashPoint = func(p string) {
+		if p == point {
+			if seen++; seen == nth {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way
+			}
+		}
+	}
+	es, err := s.Entries()
+	if err != nil {
+		return err
+	}
+	next := 0
+	if len(es) > 0 {
+		next = es[len(es)-1].StepID + 1
+	}
+	for next < limit {
+		k := min(crashAtBatch, limit-next)
+		if _, err := s.FoldBatch(durableGen.SmallTurns(next, k)); err != nil {
+			return err
+		}
+		next += k
+		fmt.Println("folded", next)
+	}
+	return nil
+}
+
+// TestCrashAtEveryBatchPhase kills a folding process at every point of a
+// batch's durable write where the disk holds a distinct state (fsutil's
+// crash points: the first node written to its temporary file, all written,
+// all synced, the first renamed into place, all renamed, cold_nodes/ synced
+// and the index not yet written, the index renamed into place and its
+// directory not synced), at the 1st, 2nd and 4th batch, with the index
+// rewritten and with it journaled. After every kill the store holds an
+// earlier state or the new one: validate reports only what a crash may
+// leave (orphans, temporary files), every batch the process acknowledged is
+// indexed and hydrates verified with the bytes folded, and a new process
+// then folds the rest and leaves a store that validates clean (the orphans
+// of the killed batch adopted, its temporary files removed). An index
+// committed before its batch's nodes are named fails it (broken
+// references after the kill and after folding on).
+func TestCrashAtEveryBatchPhase(t *testing.T) {
+	points := []string{fsutil.BatchFirstWritten, fsutil.BatchWritten, fsutil.BatchSynced, fsutil.BatchRenamedFirst,
+		fsutil.BatchRenamed, fsutil.BatchDirSynced, fsutil.AtomicRenamed}
+	const limit = 4*crashAtBatch + 3
+	for _, journal := range []string{"0", "1"} {
+		for _, point := range points {
+			for _, nth := range []int{1, 2, 4} {
+				name := fmt.Sprintf("journal=%s/%s/%d", journal, point, nth)
+				t.Run(name, func(t *testing.T) {
+					dir := filepath.Join(t.TempDir(), ".contextfold")
+					cmd := childCmd(t, "crash-at", dir, fmt.Sprintf("%s:%d:%d:%s", point, nth, limit, journal))
+					stdout, err := cmd.StdoutPipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					var stderr strings.Builder
+					cmd.Stderr = &stderr
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					acked := 0
+					sc := bufio.NewScanner(stdout)
+					for sc.Scan() {
+						if n, ok := strings.CutPrefix(sc.Text(), "folded "); ok {
+							acked, _ = strconv.Atoi(n)
+						}
+					}
+					err = cmd.Wait()
+					ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+					killed := ws.Signaled() && ws.Signal() == syscall.SIGKILL
+					if !killed && point != fsutil.AtomicRenamed {
+						// Every batch passes every batch point; the
+						// atomic point is passed by index rewrites only.
+						t.Fatalf("the child was not killed at %s (%v): %s", point, err, stderr.String())
+					}
+					if !killed && err != nil {
+						t.Fatalf("child: %v\n%s", err, stderr.String())
+					}
+					// A batch's nodes are named before the index points
+					// at them: a kill leaves orphans and temporary files,
+					// never an entry without its node.
+					rep, err := openDurable(t, dir).Validate()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range rep.Findings {
+						if f.Kind != contextfold.KindOrphan && f.Kind != contextfold.KindTempFile {
+							t.Errorf("after the kill: a %s finding (only orphans and temporary files may be left): %s", f.Kind, f.Message)
+						}
+					}
+					validated := map[int]string{}
+					a := checkAfterCrash(t, dir, validated)
+					for step := range acked {
+						if _, ok := validated[step]; !ok {
+							t.Errorf("step %d was acknowledged before the kill and is not indexed intact", step)
+						}
+					}
+					if t.Failed() {
+						t.Fatalf("after the kill (acknowledged %d steps): %+v", acked, a)
+					}
+					// A new process folds the rest: the store is then clean.
+					out, err := childCmd(t, "crash-at", dir, fmt.Sprintf(":0:%d:%s", limit, journal)).CombinedOutput()
+					if err != nil {
+						t.Fatalf("folding on after the kill: %v\n%s", err, out)
+					}
+					s := openDurable(t, dir)
+					rep, err = s.Validate()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !rep.OK() || rep.Passed != limit {
+						t.Fatalf("after folding on: passed %d of %d, findings %+v", rep.Passed, limit, rep.Findings)
+					}
+					for step := range limit {
+						h, err := s.Hydrate(step)
+						if err != nil || h.RawContent != durableGen.SmallTurn(step).RawContent {
+							t.Fatalf("step %d after folding on: %v", step, err)
+						}
+					}
+					if n := countStrayFiles(t, dir); n != 0 {
+						t.Errorf("%d temporary files left after folding on", n)
+					}
+				})
+			}
+		}
+	}
+}

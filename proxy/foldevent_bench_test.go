@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold/internal/benchlat"
+	"github.com/contextfold/contextfold/internal/procmem"
+)
+
+// growingSession is an agent session of n messages as JSON message
+// objects: a system prompt, then tool calls with outputs of lines lines
+// (bigLog: some 9 tokens a line) and a human prompt after every 10 calls.
+// Requests take growing prefixes of it.
+func growingSession(n, lines int) []json.RawMessage {
+	var msgs []json.RawMessage
+	add := func(m map[string]any) {
+		b, _ := json.Marshal(m)
+		msgs = append(msgs, b)
+	}
+	add(map[string]any{"role": "system", "content": "You are a coding agent."})
+	add(map[string]any{"role": "user", "content": "make every package build"})
+	for i := 1; len(msgs) < n; i++ {
+		add(map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+			"id": "call_" + itoa(i), "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"go test ./pkg` + itoa(i) + `"}`}}}})
+		add(map[string]any{"role": "tool", "tool_call_id": "call_" + itoa(i), "content": bigLog("pkg"+itoa(i), lines)})
+		if i%10 == 0 {
+			add(map[string]any{"role": "user", "content": "continue with pkg" + itoa(i-5)})
+		}
+	}
+	return msgs[:n]
+}
+
+// BenchmarkFoldEvent measures fold events of about 50 cold nodes through
+// the proxy at its defaults (a 40,000-token budget folded down to 50 %):
+// every measured request brings foldEventStep new messages (tool calls
+// with outputs of some 800 tokens, over 20,000 tokens in all), so that each
+// one crosses the budget and is a fold event, as the request that crosses
+// it is in a real session. It reports the proxy's overhead on those
+// requests (fold-event-p50-ms, fold-event-p99-ms: from the request's
+// arrival to the rewritten body handed to the transport, the folds' cold
+// nodes and index durable), the same after the body's last byte arrived
+// (-after-body), the cold nodes written per fold event (nodes/event) and
+// the process's CPU time per fold event, all goroutines (cpu-ms/event: on
+// a shared machine the wall time also counts waiting for a CPU).
+// A session is restarted every 12 fold events (a new session id, whose
+// first request, a cold fold of its first messages, is not measured), so
+// that bodies stay below 2 MB.
+//
+//	go test ./proxy -run '^$' -bench 'BenchmarkFoldEvent$' -benchtime 100x
+func BenchmarkFoldEvent(b *testing.B) {
+	const (
+		foldEventStep = 56  // messages per request: 27 tool calls and outputs, 2 or 3 prompts
+		first         = 120 // messages of a session's first request
+		perSession    = 12  // measured fold events per session
+		outputLines   = 90  // lines of a tool output (about 800 tokens)
+	)
+	msgs := growingSession(first+perSession*foldEventStep, outputLines)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	defer up.Close()
+	var (
+		mu   sync.Mutex
+		last RequestRecord
+	)
+	dir := b.TempDir()
+	srv, err := New(Options{Dir: dir, Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		OnRequest: func(r RequestRecord) { mu.Lock(); last = r; mu.Unlock() }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	body := func(n int) []byte {
+		b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
+		return b
+	}
+	send := func(session string, body []byte) RequestRecord {
+		req, _ := http.NewRequest("POST", px.URL+PathOpenAI, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderSession, session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+	nodes := func(session string) int {
+		m, _ := filepath.Glob(filepath.Join(dir, session, "g*", "cold_nodes", "step_*.json"))
+		return len(m)
+	}
+	var all, afterBody benchlat.Latencies
+	var events, folded int
+	var cpu time.Duration // the process's CPU time during the measured requests
+	session, k, had := "", perSession, 0
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if k == perSession { // a new session: its first request is not measured
+			session, k = "fold-event-"+itoa(events), 0
+			send(session, body(first))
+			had = nodes(session)
+		}
+		k++
+		req := body(first + k*foldEventStep)
+		b.StartTimer()
+		cpu0 := procmem.CPU()
+		r := send(session, req)
+		cpu += procmem.CPU() - cpu0
+		b.StopTimer()
+		if r.WorkingSet == nil || !r.WorkingSet.FoldEvent {
+			b.Fatalf("request %d of session %s was no fold event", k, session)
+		}
+		now := nodes(session)
+		events, folded, had = events+1, folded+now-had, now
+		all = append(all, r.Overhead)
+		afterBody = append(afterBody, r.Overhead-r.BodyRead)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	all.Report(b, "fold-event-")
+	afterBody.Report(b, "fold-event-after-body-")
+	if events > 0 {
+		b.ReportMetric(float64(folded)/float64(events), "nodes/event")
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(events), "cpu-ms/event")
+	}
+}
