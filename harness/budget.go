@@ -152,7 +152,7 @@ func (h *Harness) pinEnd(conv []Message) int {
 		return min(h.cfg.PinMessages, len(conv))
 	}
 	for i, m := range conv {
-		if m.Role == RoleUser && m.Human {
+		if m.Role == RoleUser && m.Human && !m.isObservation() {
 			return i + 1
 		}
 	}

@@ -327,11 +327,13 @@ func (h *Harness) Boundary(n int) int {
 
 // PromptIndex returns the index of the message carrying the latest human
 // prompt: the last user message marked Human with text besides tool results
-// and hydrated content; -1 when there is none.
+// and hydrated content, that is not a scaffold's observation (IsObservation:
+// a command's output a scaffold sends as a user message); -1 when there is
+// none.
 func PromptIndex(conv []Message) int {
 	for i := len(conv) - 1; i >= 0; i-- {
 		m := conv[i]
-		if m.Role == RoleUser && m.Human && m.promptText() != "" {
+		if m.Role == RoleUser && m.Human && !m.isObservation() && m.promptText() != "" {
 			return i
 		}
 	}
@@ -693,7 +695,13 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 	if newTurn || (len(t.hydrated) == 0 && len(t.refused) == 0 && indexed > t.indexed) {
 		d.NewTurn = newTurn
 		t = &turnState{promptIndex: d.PromptIndex, promptHash: key, indexed: indexed, host: -1}
-		h.scanAndHydrate(prompt, t)
+		// The scan answers a question: only a request whose latest
+		// message is the human prompt is scanned. Later requests of the
+		// turn (tool results, a scaffold's observations after it) keep the
+		// hydration the turn has, or none (issue 21).
+		if d.PromptIndex == len(conv)-1 {
+			h.scanAndHydrate(prompt, t)
+		}
 		h.turn = t
 	}
 	d.Prompt = prompt

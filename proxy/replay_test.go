@@ -132,6 +132,10 @@ type replaySession struct {
 	name  string
 	api   API
 	turns []ingest.Turn
+	// raw, when set, is the conversation as the scaffold itself sent it
+	// (OpenAI chat messages: mini-swe-agent's observations are user
+	// messages), replayed instead of a rendering of turns.
+	raw []map[string]any
 }
 
 // history returns the conversation as the client sends it before message
@@ -219,7 +223,14 @@ func replay(t testing.TB, rs replaySession, cfg harness.Config) []replayPoint {
 type probeStats struct {
 	Probes, Hydrated, InPrompt int
 	Missed                     []string
+	// Points are the probe requests themselves, each cached against the
+	// session request before it (the question's cost, both sides).
+	Points []replayPoint
 }
+
+// endProbes is how many questions a probing replay asks at the end of the
+// session, besides those during it.
+const endProbes = 5
 
 // probeToken matches the identifiers a probe may ask about.
 var probeToken = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{7,}`)
@@ -287,9 +298,12 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 	asked := map[int]bool{}
 	var system string
 	var msgs []map[string]any
-	if rs.api == APIAnthropic {
+	switch {
+	case rs.raw != nil:
+		msgs = rs.raw
+	case rs.api == APIAnthropic:
 		system, msgs = anthropicMessages(rs.turns)
-	} else {
+	default:
 		msgs = chatMessages(rs.turns)
 	}
 	var mu sync.Mutex
@@ -334,6 +348,73 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 		path = PathAnthropic
 	}
 	var prevClient, prevFwd []byte
+	lastK := 0
+	// probe sends the history before message k plus a human question
+	// about step's answer line, after the session request whose bodies
+	// were body (client) and out (forwarded): it counts the answer and the
+	// probe's own cost (its cached prefix is the one with that request).
+	probe := func(k, step int, body, out []byte) {
+		asked[step] = true
+		tgt := targets[step]
+		q := "Earlier a tool output mentioned " + tgt[0] + ". What exactly did that line say?"
+		req := map[string]any{"model": "gpt-4.1", "messages": history(msgs, k, rs.api)}
+		hist := history(msgs, k, rs.api)
+		if rs.api == APIAnthropic {
+			req = map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 4096}
+			if system != "" {
+				req["system"] = system
+			}
+			hist = append(hist, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": q}}})
+		} else {
+			hist = append(hist, map[string]any{"role": "user", "content": q})
+		}
+		req["messages"] = hist
+		pb, _ := json.Marshal(req)
+		resp, err := http.Post(px.URL+path, "application/json", bytes.NewReader(pb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		<-done
+		mu.Lock()
+		got := string(fwd[len(fwd)-1])
+		mu.Unlock()
+		pp := points[len(points)-1]
+		points = points[:len(points)-1] // the probe is not part of the session
+		pp.ClientCached = contextfold.TokenEstimate(string(pb[:commonPrefix(pb, body)]))
+		pp.ForwardedCached = contextfold.TokenEstimate(got[:commonPrefix([]byte(got), out)])
+		ps.Points = append(ps.Points, pp)
+		// As the client encoded it (encoding/json escapes <, >, &)
+		// and as the proxy encodes hydration (it does not).
+		asClient, _ := json.Marshal(tgt[1])
+		client := strings.Trim(string(asClient), `"`)
+		line := strings.Trim(string(encodeString(tgt[1])), `"`)
+		hy := strings.Index(got, harness.HydrationOpen)
+		before := got
+		if hy >= 0 {
+			before = got[:hy]
+		}
+		switch {
+		case strings.Contains(before, client):
+			ps.InPrompt++ // still in the prompt: not a probe of recall
+		case hy >= 0 && strings.Contains(got[hy:], line):
+			ps.Probes++
+			ps.Hydrated++
+		default:
+			ps.Probes++
+			ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
+			if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
+				i := strings.Index(got, harness.HydrationOpen)
+				ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
+				var hy []string
+				for _, m := range ids {
+					hy = append(hy, m[1]+" ("+m[2]+" chars)")
+				}
+				t.Logf("missed %s: line %q\nhydrated: %v; has identifier: %v\n%s", tgt[0], tgt[1], hy, strings.Contains(got[max(i, 0):], tgt[0]), explainStores(dir, q, tgt[1]))
+			}
+		}
+	}
 	for k := 1; k <= len(msgs); k++ {
 		if k < len(msgs) && msgs[k]["role"] != "assistant" {
 			continue
@@ -379,59 +460,23 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 				if step >= len(rs.turns) || step >= turnsIn(rs, msgs, k)/2 || asked[step] {
 					continue
 				}
-				asked[step] = true
-				tgt := targets[step]
-				q := "Earlier a tool output mentioned " + tgt[0] + ". What exactly did that line say?"
-				hist := history(msgs, k, rs.api)
-				if rs.api == APIAnthropic {
-					hist = append(hist, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": q}}})
-					req["messages"] = hist
-				} else {
-					hist = append(hist, map[string]any{"role": "user", "content": q})
-					req["messages"] = hist
-				}
-				pb, _ := json.Marshal(req)
-				resp, err := http.Post(px.URL+path, "application/json", bytes.NewReader(pb))
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				<-done
-				mu.Lock()
-				got := string(fwd[len(fwd)-1])
-				mu.Unlock()
-				points = points[:len(points)-1] // the probe is not part of the session
-				// As the client encoded it (encoding/json escapes <, >, &)
-				// and as the proxy encodes hydration (it does not).
-				asClient, _ := json.Marshal(tgt[1])
-				client := strings.Trim(string(asClient), `"`)
-				line := strings.Trim(string(encodeString(tgt[1])), `"`)
-				hy := strings.Index(got, harness.HydrationOpen)
-				before := got
-				if hy >= 0 {
-					before = got[:hy]
-				}
-				switch {
-				case strings.Contains(before, client):
-					ps.InPrompt++ // still in the prompt: not a probe of recall
-				case hy >= 0 && strings.Contains(got[hy:], line):
-					ps.Probes++
-					ps.Hydrated++
-				default:
-					ps.Probes++
-					ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
-					if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
-						i := strings.Index(got, harness.HydrationOpen)
-						ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
-						var hy []string
-						for _, m := range ids {
-							hy = append(hy, m[1]+" ("+m[2]+" chars)")
-						}
-						t.Logf("missed %s: line %q\nhydrated: %v; has identifier: %v\n%s", tgt[0], tgt[1], hy, strings.Contains(got[max(i, 0):], tgt[0]), explainStores(dir, q, tgt[1]))
-					}
-				}
+				probe(k, step, body, out)
 				break
+			}
+		}
+		lastK = k
+	}
+	if probeEvery > 0 && lastK > 0 {
+		// Questions at the end of the session: the oldest targets not
+		// asked about yet, anywhere in the history.
+		n := 0
+		for _, step := range targetSteps {
+			if n == endProbes {
+				break
+			}
+			if step < turnsIn(rs, msgs, lastK) && !asked[step] {
+				probe(lastK, step, prevClient, prevFwd)
+				n++
 			}
 		}
 	}
@@ -474,13 +519,13 @@ func sessions(t testing.TB) []replaySession {
 		}
 		name := strings.TrimPrefix(f, transcriptsDir+"/")
 		if res.Format == ingest.FormatClaudeCode {
-			out = append(out, replaySession{name + " (anthropic)", APIAnthropic, res.Turns})
+			out = append(out, replaySession{name: name + " (anthropic)", api: APIAnthropic, turns: res.Turns})
 		}
-		out = append(out, replaySession{name, APIOpenAI, res.Turns})
+		out = append(out, replaySession{name: name, api: APIOpenAI, turns: res.Turns})
 		long = append(long, res.Turns...)
 	}
-	out = append(out, replaySession{longName, APIOpenAI, longTurns(long)},
-		replaySession{longName + " (anthropic)", APIAnthropic, longTurns(long)})
+	out = append(out, replaySession{name: longName, api: APIOpenAI, turns: longTurns(long)},
+		replaySession{name: longName + " (anthropic)", api: APIAnthropic, turns: longTurns(long)})
 	return out
 }
 
@@ -497,6 +542,148 @@ func longTurns(turns []ingest.Turn) []ingest.Turn {
 		out = append(out, t)
 	}
 	return out
+}
+
+// corpusDir holds the 25 long real mini-swe-agent sessions, replayed as
+// their own set (TestReplayCorpus).
+const corpusDir = transcriptsDir + "/mini-swe-agent/corpus"
+
+// rawMiniSWEAgent returns a mini-swe-agent trajectory's messages as the
+// scaffold sent them (OpenAI chat; every command's output a user message
+// "<returncode>…</returncode><output>…</output>"), without the trailing
+// output of the submission command, which the scaffold records but never
+// sends to the model.
+func rawMiniSWEAgent(t testing.TB, path string) []map[string]any {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traj struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &traj); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]any
+	for _, m := range traj.Messages {
+		out = append(out, map[string]any{"role": m.Role, "content": m.Content})
+	}
+	if n := len(out); n >= 2 && out[n-1]["role"] == "user" && out[n-2]["role"] == "assistant" {
+		if s, _ := out[n-2]["content"].(string); strings.Contains(s, "FINAL_OUTPUT") {
+			out = out[:n-1]
+		}
+	}
+	return out
+}
+
+// rawSessions lists the mini-swe-agent sessions replayed as the scaffold
+// sends them: the bundled one, then the corpus (file order).
+func rawSessions(t testing.TB) (bundled, corpus []replaySession) {
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.traj.json"))
+	sort.Strings(files)
+	one, _ := filepath.Glob(filepath.Join(transcriptsDir, "mini-swe-agent", "*.traj.json"))
+	for k, f := range append(one, files...) {
+		res, err := ingest.ParseFile(f, ingest.FormatAuto)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rs := replaySession{name: strings.TrimPrefix(f, transcriptsDir+"/") + " (as sent)", api: APIOpenAI, turns: res.Turns, raw: rawMiniSWEAgent(t, f)}
+		if k < len(one) {
+			bundled = append(bundled, rs)
+		} else {
+			corpus = append(corpus, rs)
+		}
+	}
+	return bundled, corpus
+}
+
+// replayCosts sums a replay's cost under p: the client's and the
+// forwarded one (cached against the previous request of the same side).
+func replayCosts(pts []replayPoint, p Pricing) (client, forwarded float64) {
+	for _, x := range pts {
+		client += p.Cost(x.Client, x.ClientCached)
+		forwarded += p.Cost(x.Forwarded, x.ForwardedCached)
+	}
+	return client, forwarded
+}
+
+// replayPricings are the price structures every replay is checked under:
+// without a cache-write premium and with Anthropic's.
+var replayPricings = []Pricing{OpenAIPricing, AnthropicPricing}
+
+// checkReplay replays rs and checks the targets (see TestReplayTranscripts);
+// with probe, a second pass asks questions during the session and at its
+// end and checks its cost too.
+func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, probeStats) {
+	pts := replay(t, rs, harness.Config{})
+	if len(pts) == 0 {
+		t.Fatalf("%s: no requests", rs.name)
+	}
+	for i, p := range pts {
+		if p.Forwarded > harness.DefaultContextBudget {
+			t.Errorf("%s: request %d forwarded %d tokens, over the budget %d", rs.name, i+1, p.Forwarded, harness.DefaultContextBudget)
+		}
+		if p.Client <= harness.DefaultContextBudget && p.Folded == 0 && p.Forwarded != p.Client {
+			t.Errorf("%s: request %d under the budget changed: client %d, forwarded %d", rs.name, i+1, p.Forwarded, p.Client)
+		}
+	}
+	var shares []string
+	check := func(pass string, pts []replayPoint) {
+		for _, pr := range replayPricings {
+			cc, fc := replayCosts(pts, pr)
+			shares = append(shares, fmt.Sprintf("%s %s %.1f %%", pass, pr.Name, 100*fc/cc))
+			if fc > cc*1.0001 {
+				t.Errorf("%s: %s, %s prices: cost %.0f through the proxy, above the client's %.0f (%.1f %%)", rs.name, pass, pr.Name, fc, cc, 100*fc/cc)
+			}
+			if pts[len(pts)-1].Client > 100_000 && fc > 0.6*cc {
+				t.Errorf("%s: %s, %s prices: cost %.0f through the proxy, more than 60 %% of the client's %.0f", rs.name, pass, pr.Name, fc, cc)
+			}
+		}
+	}
+	check("session", pts)
+	last := pts[len(pts)-1]
+	if last.Client > 100_000 && 4*last.Forwarded > last.Client {
+		t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
+	}
+	var ps probeStats
+	if probe {
+		var ppts []replayPoint
+		ppts, ps = replayProbing(t, rs, harness.Config{}, 5)
+		check("with questions", append(ppts, ps.Points...))
+	}
+	t.Logf("%s: %d requests; last request forwarded %d of the client's %d tokens (%.0f %%); cost as billed: %s; probe recall %d of %d (still in the prompt %d); missed %v",
+		rs.name, len(pts), last.Forwarded, last.Client, 100*float64(last.Forwarded)/float64(last.Client), strings.Join(shares, ", "),
+		ps.Hydrated, ps.Probes, ps.InPrompt, ps.Missed)
+	return pts, ps
+}
+
+// TestReplayCorpus replays the 25 long real mini-swe-agent sessions as the
+// scaffold sends them (each command's output a user message) and checks
+// the targets of TestReplayTranscripts on each, with questions during the
+// session and at its end. By default a representative subset runs (the
+// sessions at the edges of the corpus's sizes and growth); all 25 with
+// CONTEXTFOLD_REPLAY_FULL=1.
+func TestReplayCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replay skipped in -short mode")
+	}
+	full := os.Getenv("CONTEXTFOLD_REPLAY_FULL") == "1"
+	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY")
+	subset := []string{"scikit-learn__scikit-learn-25102", "sympy__sympy-15976", "matplotlib__matplotlib-25311", "django__django-15554"}
+	_, corpus := rawSessions(t)
+	for _, rs := range corpus {
+		in := full
+		for _, s := range subset {
+			in = in || strings.Contains(rs.name, s)
+		}
+		if !in || !strings.Contains(rs.name, only) {
+			continue
+		}
+		checkReplay(t, rs, true)
+	}
 }
 
 // TestReplayTranscripts replays the real transcripts through the proxy with
@@ -518,45 +705,16 @@ func TestReplayTranscripts(t *testing.T) {
 	probes := map[string]probeStats{}
 	var names []string
 	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY") // a substring of the session names to replay (debugging)
-	for _, rs := range sessions(t) {
+	raw, _ := rawSessions(t)
+	for _, rs := range append(sessions(t), raw...) {
 		if !full && strings.HasPrefix(rs.name, "long/") || !strings.Contains(rs.name, only) {
 			continue
 		}
-		pts := replay(t, rs, harness.Config{})
-		if len(pts) == 0 {
-			t.Fatalf("%s: no requests", rs.name)
-		}
-		var cc, fc float64
-		for i, p := range pts {
-			cc += effective(p.Client, p.ClientCached)
-			fc += effective(p.Forwarded, p.ForwardedCached)
-			if p.Forwarded > harness.DefaultContextBudget {
-				t.Errorf("%s: request %d forwarded %d tokens, over the budget %d", rs.name, i+1, p.Forwarded, harness.DefaultContextBudget)
-			}
-			if p.Client <= harness.DefaultContextBudget && p.Folded == 0 && p.Forwarded != p.Client {
-				t.Errorf("%s: request %d under the budget changed: client %d, forwarded %d", rs.name, i+1, p.Client, p.Forwarded)
-			}
-		}
-		if fc > cc*1.0001 {
-			t.Errorf("%s: effective input cost %.0f through the proxy, above the client's %.0f", rs.name, fc, cc)
-		}
-		last := pts[len(pts)-1]
-		t.Logf("%s: %d requests; last request forwarded %d of the client's %d tokens (%.0f %%); effective input cost %.0f %% of the client's",
-			rs.name, len(pts), last.Forwarded, last.Client, 100*float64(last.Forwarded)/float64(last.Client), 100*fc/cc)
-		if last.Client > 100_000 {
-			if 4*last.Forwarded > last.Client {
-				t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
-			}
-			if fc > 0.6*cc {
-				t.Errorf("%s: effective cost %.0f through the proxy, more than 60 %% of the client's %.0f", rs.name, fc, cc)
-			}
-		}
+		pts, ps := checkReplay(t, rs, full)
 		results[rs.name] = pts
 		names = append(names, rs.name)
 		if full {
-			_, ps := replayProbing(t, rs, harness.Config{}, 5)
 			probes[rs.name] = ps
-			t.Logf("%s: probe recall %d of %d (still in the prompt %d); missed %v", rs.name, ps.Hydrated, ps.Probes, ps.InPrompt, ps.Missed)
 			if ps.Probes > 0 && strings.HasPrefix(rs.name, "long/") && 100*ps.Hydrated < 95*ps.Probes {
 				t.Errorf("%s: probe recall %d of %d, under 95 %%; missed %v", rs.name, ps.Hydrated, ps.Probes, ps.Missed)
 			}
