@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestIsObservation(t *testing.T) {
@@ -132,5 +133,67 @@ func TestToolResultRequestNotScanned(t *testing.T) {
 	}
 	if events == 0 {
 		t.Fatal("no fold event during the turn: the test does not exercise a rescan")
+	}
+}
+
+// The cost rule's fold target: a fold event folds deep enough to pay for
+// itself within PaybackRequests requests at Anthropic's prices, never
+// shallower than the plain fold target, never below what stays cached.
+func TestFoldTargetPaysBack(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 40_000})
+	ws := newWorkset()
+	conv := miniConv(0)
+	kept := 50 + h.cost(conv[0]) + h.cost(conv[1])
+	for _, n := range []int{1, 2, 4} {
+		h.cfg.PaybackRequests = n
+		for _, est := range []int{40_001, 60_000} {
+			T := h.foldTarget(conv, ws, 2, 50, est)
+			if T > 40_000*DefaultFoldTarget/100 || T < kept {
+				t.Fatalf("n=%d est=%d: target %d outside [%d, %d]", n, est, T, kept, 40_000*DefaultFoldTarget/100)
+			}
+			pays := float64(n+1) * float64(est-T) * FoldCacheRead
+			costs := float64(T-kept) * (FoldCacheWrite - FoldCacheRead)
+			if pays+1 < costs {
+				t.Fatalf("n=%d est=%d: target %d: saves %.0f over %d requests, rewrite costs %.0f more", n, est, T, pays, n+1, costs)
+			}
+		}
+	}
+	h.cfg.PaybackRequests = -1
+	if T := h.foldTarget(conv, ws, 2, 50, 40_001); T != 40_000*DefaultFoldTarget/100 {
+		t.Fatalf("rule off: target %d, want the plain %d", T, 40_000*DefaultFoldTarget/100)
+	}
+}
+
+// A request that comes after the provider's cache expired (CacheTTL idle)
+// gets a fold event once the conversation is past the middle between the
+// fold target and the budget: it rewrites nothing cached. Without the idle
+// time the same request is forwarded unchanged.
+func TestColdCacheFolds(t *testing.T) {
+	for _, idle := range []time.Duration{time.Second, 6 * time.Minute} {
+		now := time.Unix(1772445600, 0)
+		h := newHarness(t, Config{ContextBudget: 12_000, Now: func() time.Time { return now }})
+		var conv []Message
+		for steps := 1; ; steps++ {
+			conv = miniConv(steps)
+			if tokensOf(h, conv) > 9_500 {
+				break
+			}
+		}
+		d, err := h.DispatchRequest(conv[:len(conv)-2], 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.WorkingSet.FoldEvent {
+			t.Fatalf("a fold event under the budget with a warm cache (%d tokens)", d.WorkingSet.Estimate)
+		}
+		h.PostTurnResponse(d)
+		now = now.Add(idle)
+		d, err = h.DispatchRequest(conv, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cold := idle >= DefaultCacheTTL; d.WorkingSet.FoldEvent != cold {
+			t.Fatalf("idle %v: fold event %v, want %v (estimate %d of the budget %d)", idle, d.WorkingSet.FoldEvent, cold, d.WorkingSet.Estimate, d.WorkingSet.Budget)
+		}
 	}
 }

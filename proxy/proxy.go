@@ -687,6 +687,9 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 	if cfg.Match == "" {
 		cfg.Match = match.Ranked
 	}
+	if cfg.Now == nil && s.opts.Clock != nil {
+		cfg.Now = s.opts.Clock // the idle time of the provider's cache (Config.CacheTTL)
+	}
 	sess := &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
 	if s.opts.Shared == nil {
 		// The state the session had when it left memory: the same working

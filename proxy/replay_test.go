@@ -37,6 +37,8 @@ type replayPoint struct {
 	ClientCached, ForwardedCached                 int
 	FoldEvent                                     bool
 	Budget                                        int
+	// Estimate and FoldTarget are the working set's (harness.WorkingSet).
+	Estimate, FoldTarget int
 }
 
 // effective is the cache-adjusted input cost of a request: uncached tokens
@@ -334,6 +336,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 				Folded: r.FoldedTokens, Hydrated: r.HydratedTokens}
 			if r.WorkingSet != nil {
 				p.FoldEvent, p.Budget = r.WorkingSet.FoldEvent, r.WorkingSet.Budget
+				p.Estimate, p.FoldTarget = r.WorkingSet.Estimate, r.WorkingSet.FoldTarget
 			}
 			points = append(points, p)
 			done <- struct{}{}
@@ -644,6 +647,26 @@ func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, pro
 		}
 	}
 	check("session", pts)
+	// The session's first fold event pays for itself by the request after
+	// it (harness.DefaultPaybackRequests): until then the proxy forwarded
+	// what the client sent, so from there on the proxy's cost, at the
+	// dearest prices, is at most the client's. (When what cannot fold is
+	// above the rule's depth, the event ends above it and pays back later.)
+	for i, p := range pts {
+		if !p.FoldEvent {
+			continue
+		}
+		if p.Estimate > p.FoldTarget {
+			t.Logf("%s: the first fold event (request %d) ended at %d tokens, above the rule's depth %d: what cannot fold is larger", rs.name, i+1, p.Estimate, p.FoldTarget)
+		} else if end := i + harness.DefaultPaybackRequests + 1; end <= len(pts) {
+			cc, fc := replayCosts(pts[:end], AnthropicPricing)
+			if fc > cc*1.0001 {
+				t.Errorf("%s: the first fold event (request %d) has not paid for itself %d request(s) later: cost %.0f, the client's %.0f",
+					rs.name, i+1, harness.DefaultPaybackRequests, fc, cc)
+			}
+		}
+		break
+	}
 	last := pts[len(pts)-1]
 	if last.Client > 100_000 && 4*last.Forwarded > last.Client {
 		t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
