@@ -152,7 +152,7 @@ type WorkingSet struct {
 	// ends above it when what cannot fold (pinned messages, the hot tail,
 	// the page table, system messages) is larger.
 	FoldTarget int `json:"fold_target,omitempty"`
-	Events       int `json:"fold_events"`
+	Events     int `json:"fold_events"`
 	// The estimate by part, in tokens: the request outside its messages
 	// (system prompt, tools), the pinned messages, the folded-step records,
 	// the messages kept verbatim before the tail, the hot tail, the
