@@ -863,10 +863,14 @@ type WorkingSetRecord struct {
 	// ClientTokens and ForwardedTokens count the whole request bodies;
 	// StablePrefixTokens is the longest common prefix of this forwarded body
 	// with the session's previous one (what a prefix cache reuses).
-	ClientTokens       int   `json:"client_tokens"`
-	ForwardedTokens    int   `json:"forwarded_tokens"`
-	StablePrefixTokens int   `json:"stable_prefix_tokens"`
-	HydratedSteps      []int `json:"hydrated_steps"`
+	ClientTokens       int `json:"client_tokens"`
+	ForwardedTokens    int `json:"forwarded_tokens"`
+	StablePrefixTokens int `json:"stable_prefix_tokens"`
+	// ClientStablePrefixTokens is the longest common prefix of the client's
+	// body with its previous one: what the provider's cache would have
+	// reused without the proxy (BilledCosts).
+	ClientStablePrefixTokens int   `json:"client_stable_prefix_tokens"`
+	HydratedSteps            []int `json:"hydrated_steps"`
 	WorkingSet
 	// RemovedRanges is WorkingSet.Removed as ascending runs [first, last]
 	// of message positions, inclusive: the messages that left the prompt
