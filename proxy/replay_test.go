@@ -226,8 +226,9 @@ type probeStats struct {
 	Probes, Hydrated, InPrompt int
 	Missed                     []string
 	// Points are the probe requests themselves, each cached against the
-	// session request before it (the question's cost, both sides).
-	Points []replayPoint
+	// session request before it (the question's cost, both sides);
+	// Session are the session's own requests in the probing pass.
+	Points, Session []replayPoint
 }
 
 // endProbes is how many questions a probing replay asks at the end of the
@@ -675,7 +676,8 @@ func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, pro
 	if probe {
 		var ppts []replayPoint
 		ppts, ps = replayProbing(t, rs, harness.Config{}, 5)
-		check("with questions", append(ppts, ps.Points...))
+		ps.Session = ppts
+		check("with questions", append(append([]replayPoint{}, ppts...), ps.Points...))
 	}
 	t.Logf("%s: %d requests; last request forwarded %d of the client's %d tokens (%.0f %%); cost as billed: %s; probe recall %d of %d (still in the prompt %d); missed %v",
 		rs.name, len(pts), last.Forwarded, last.Client, 100*float64(last.Forwarded)/float64(last.Client), strings.Join(shares, ", "),
@@ -728,8 +730,12 @@ func TestReplayTranscripts(t *testing.T) {
 	probes := map[string]probeStats{}
 	var names []string
 	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY") // a substring of the session names to replay (debugging)
-	raw, _ := rawSessions(t)
-	for _, rs := range append(sessions(t), raw...) {
+	raw, corpus := rawSessions(t)
+	all := append(sessions(t), raw...)
+	if write {
+		all = append(all, corpus...) // the report holds the corpus too
+	}
+	for _, rs := range all {
 		if !full && strings.HasPrefix(rs.name, "long/") || !strings.Contains(rs.name, only) {
 			continue
 		}
@@ -802,7 +808,12 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		"order (the first transcript's opening is the task; later system turns become user messages) —\n" +
 		"the only session over 100k tokens. Tokens are the reference estimate (characters/4) of the whole\n" +
 		"request body. *Cached* is the longest common prefix with the previous request of the same side (what\n" +
-		"a provider's prefix cache can reuse); the effective input cost is uncached + 0.1 × cached tokens.\n" +
+		"a provider's prefix cache can reuse). *Cost as billed* prices each request's cached part at 0.1× and the\n" +
+		"rest at 1.0× (OpenAI: no write premium) or 1.25× (Anthropic: the 5-minute cache write), as a share of\n" +
+		"the client's own cost; *with questions* is the probing pass below (questions during the session and\n" +
+		"five at its end, their own requests counted). The mini-swe-agent sessions marked *(as sent)* are\n" +
+		"replayed as the scaffold sends them (each command's output a user message), the 25 of\n" +
+		"`mini-swe-agent/corpus/` among them (`TestReplayCorpus`).\n" +
 		"Regenerate with `CONTEXTFOLD_REPLAY_WRITE=1 go test ./proxy -run TestReplayTranscripts -timeout 20m`\n" +
 		"(`CONTEXTFOLD_REPLAY_FULL=1` checks the targets without writing).\n\n" +
 		"A human turn's hydration stays in the message it was first placed in until that message folds\n" +
@@ -810,21 +821,18 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		"byte for byte. When it followed the latest tool result instead (up to cc78035), the bytes changed\n" +
 		"at the previous host on every request of a hydrated turn: forwarded cache hits were 88–90 % and the\n" +
 		"effective cost 58 % (openai) / 52 % (anthropic) on the long session, 91 % on openhands.\n\n")
-	b.WriteString("![client vs forwarded tokens and effective cost per request](proxy/replay.svg)\n\n")
-	b.WriteString("| session | api | requests | last request: client | forwarded | share | max forwarded | fold events | cache hit: client | forwarded | effective cost: client | forwarded | share |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("![client vs forwarded tokens and cost per request](proxy/replay.svg)\n\n")
+	b.WriteString("| session | api | requests | last request: client | forwarded | share | max forwarded | fold events | cache hit: client | forwarded | cost as billed: openai | anthropic | with questions: openai | anthropic |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range names {
 		pts := results[n]
 		last := pts[len(pts)-1]
 		var sc, sf, cc, fc, mx, ev int
-		var ec, ef float64
 		for _, p := range pts {
 			sc += p.Client
 			sf += p.Forwarded
 			cc += p.ClientCached
 			fc += p.ForwardedCached
-			ec += effective(p.Client, p.ClientCached)
-			ef += effective(p.Forwarded, p.ForwardedCached)
 			mx = max(mx, p.Forwarded)
 			if p.FoldEvent {
 				ev++
@@ -834,9 +842,21 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		if strings.HasSuffix(n, "(anthropic)") {
 			api = "anthropic"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% | %.0f%% | %.0f | %.0f | %.0f%% |\n",
+		share := func(pts []replayPoint, p Pricing) string {
+			if len(pts) == 0 {
+				return "–"
+			}
+			c, f := replayCosts(pts, p)
+			return fmt.Sprintf("%.1f%%", 100*f/c)
+		}
+		var withQ []replayPoint
+		if ps, ok := probes[n]; ok {
+			withQ = append(append(withQ, ps.Session...), ps.Points...)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% | %.0f%% | %s | %s | %s | %s |\n",
 			strings.TrimSuffix(n, " (anthropic)"), api, len(pts), last.Client, last.Forwarded, 100*float64(last.Forwarded)/float64(last.Client),
-			mx, ev, 100*float64(cc)/float64(sc), 100*float64(fc)/float64(sf), ec, ef, 100*ef/ec)
+			mx, ev, 100*float64(cc)/float64(sc), 100*float64(fc)/float64(sf),
+			share(pts, OpenAIPricing), share(pts, AnthropicPricing), share(withQ, OpenAIPricing), share(withQ, AnthropicPricing))
 	}
 	b.WriteString("\n### Probe recall under the budget\n\n" +
 		"A second pass of each session sends, after every fifth request, a probe: the same history plus a\n" +
