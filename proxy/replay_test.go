@@ -39,6 +39,19 @@ type replayPoint struct {
 	Budget                                        int
 	// Estimate and FoldTarget are the working set's (harness.WorkingSet).
 	Estimate, FoldTarget int
+	// AfterObservation: the request's latest message is a scaffold's
+	// observation sent as a user message (sentObservation).
+	AfterObservation bool
+}
+
+// sentObservation reports, independently of the proxy's own reading, a
+// user message as mini-swe-agent sends a command's output or its
+// feedback: what a replay as sent must never see hydration for.
+func sentObservation(m map[string]any) bool {
+	s, _ := m["content"].(string)
+	s = strings.TrimSpace(s)
+	return m["role"] == "user" && (strings.HasPrefix(s, "<returncode>") || strings.HasPrefix(s, "Please always provide EXACTLY ONE action") ||
+		strings.HasPrefix(s, "The last command <command>"))
 }
 
 // effective is the cache-adjusted input cost of a request: uncached tokens
@@ -457,6 +470,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 			p.ForwardedCached = 0
 		}
 		prevClient, prevFwd = body, out
+		p.AfterObservation = sentObservation(msgs[k-1])
 		if probeEvery > 0 && len(points)%probeEvery == 0 {
 			// The oldest target turn of the first half of the history not
 			// asked about yet.
@@ -648,6 +662,18 @@ func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, pro
 		}
 	}
 	check("session", pts)
+	observed := 0
+	for i, p := range pts {
+		if p.AfterObservation && p.Hydrated > 0 {
+			observed++
+			if observed == 1 {
+				t.Errorf("%s: request %d hydrated %d tokens, its latest message a scaffold's observation", rs.name, i+1, p.Hydrated)
+			}
+		}
+	}
+	if observed > 0 {
+		t.Logf("%s: %d requests hydrated after an observation", rs.name, observed)
+	}
 	// The session's first fold event pays for itself by the request after
 	// it (harness.DefaultPaybackRequests): until then the proxy forwarded
 	// what the client sent, so from there on the proxy's cost, at the
