@@ -827,7 +827,8 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 	b.WriteString("## Proxy replay\n\n")
 	b.WriteString("Each transcript in `ingest/testdata/transcripts/` (parsed by `ingest`) is replayed through\n" +
 		"`contextfold proxy` with the default settings (context budget " + itoa(harness.DefaultContextBudget) + " tokens, fold target " +
-		itoa(harness.DefaultFoldTarget) + " %, hot tail " + itoa(harness.DefaultHotWindow) + " messages): one request before each assistant\n" +
+		itoa(harness.DefaultFoldTarget) + " % at most, a fold event paying for itself within " + itoa(harness.DefaultPaybackRequests) +
+		" request (docs/proxy.md), hot tail " + itoa(harness.DefaultHotWindow) + " messages): one request before each assistant\n" +
 		"message, the conversation growing as a client sends it. Claude Code is replayed as Anthropic Messages\n" +
 		"requests (tool_use / tool_result blocks) and as OpenAI ones, the others as OpenAI Chat Completions\n" +
 		"(tool results as `tool` messages). **long** chains every transcript's turns into one session, in file\n" +
