@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
@@ -21,6 +22,24 @@ const (
 	DefaultFoldTarget     = 50     // percent of the budget a fold event folds down to
 	DefaultPageTableShare = 10     // percent of the budget the page-table block may take
 	DefaultHydrationShare = 20     // percent of the budget one human turn may hydrate
+)
+
+// Defaults of the fold rule that counts its cost (Config.PaybackRequests,
+// Config.CacheTTL; docs/proxy.md, "A fold event that pays for itself").
+//
+// A fold event rewrites the forwarded prompt from its first folded message
+// on: the provider's prompt cache misses from there, so that part is paid at
+// the cache-write price instead of the cache-read price once; every later
+// request is smaller by what the event removed, paid at the cache-read
+// price. FoldCacheRead and FoldCacheWrite are the prices the rule assumes,
+// relative to uncached input: Anthropic's (a 5-minute cache write costs
+// 1.25×, a read 0.1×), the dearest structure for a rewrite, so a fold event
+// that pays there pays at OpenAI's (no write premium) too.
+const (
+	DefaultPaybackRequests = 1
+	DefaultCacheTTL        = 5 * time.Minute
+	FoldCacheRead          = 0.1
+	FoldCacheWrite         = 1.25
 )
 
 // NoBudget as Config.ContextBudget selects the fixed message window
@@ -47,6 +66,8 @@ type workset struct {
 	// n is the conversation length at the last dispatch: a shorter one
 	// resets the working set.
 	n int
+	// lastMs is when the last dispatch ran (Unix milliseconds; 0: none).
+	lastMs int64
 	// gen counts the changes of folded, removed and block; derived holds
 	// what dispatches computed from them (incremental.go).
 	gen     int
@@ -126,7 +147,12 @@ type WorkingSet struct {
 	// FirstChanged is the first message whose forwarded form changed at this
 	// fold event (-1 when none).
 	FirstChanged int `json:"first_changed"`
-	Events       int `json:"fold_events"`
+	// FoldTarget is the estimate this request's fold event folded down to
+	// (the fold rule's depth, foldTarget; 0 when no fold event). Estimate
+	// ends above it when what cannot fold (pinned messages, the hot tail,
+	// the page table, system messages) is larger.
+	FoldTarget int `json:"fold_target,omitempty"`
+	Events     int `json:"fold_events"`
 	// The estimate by part, in tokens: the request outside its messages
 	// (system prompt, tools), the pinned messages, the folded-step records,
 	// the messages kept verbatim before the tail, the hot tail, the
@@ -152,7 +178,7 @@ func (h *Harness) pinEnd(conv []Message) int {
 		return min(h.cfg.PinMessages, len(conv))
 	}
 	for i, m := range conv {
-		if m.Role == RoleUser && m.Human {
+		if m.Role == RoleUser && m.Human && !m.isObservation() {
 			return i + 1
 		}
 	}
@@ -260,6 +286,12 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	}
 	budget := h.cfg.ContextBudget
 	target := budget * h.cfg.FoldTarget / 100
+	// The cache is cold when the session's previous request is CacheTTL
+	// old or more: a fold event then rewrites nothing the provider still
+	// holds.
+	now := h.cfg.Now().UnixMilli()
+	cold := h.cfg.CacheTTL > 0 && ws.lastMs > 0 && now-ws.lastMs >= h.cfg.CacheTTL.Milliseconds()
+	ws.lastMs = now
 	pin := h.pinEnd(conv)
 	tail := max(len(conv)-h.cfg.HotWindow, pin)
 	minTail := max(lastGroupStart(conv), pin)
@@ -274,6 +306,8 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	}
 	fold := func(est, hyd int) error {
 		w.FoldEvent = true
+		target = h.foldTarget(conv, ws, pin, fixed, est)
+		w.FoldTarget = target
 		// Fold before the hot tail, again while the estimate (the savings
 		// are estimated ahead) stays over the target and something folds.
 		// The hot tail is kept verbatim (issue 11): only when the request
@@ -304,7 +338,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		return nil
 	}
 	hyd := wireHyd(h.turnHydration(conv, d.PromptIndex))
-	if est := fixed + hyd + h.estimate(conv, ws); est > budget {
+	if est := fixed + hyd + h.estimate(conv, ws); est > budget || cold && 2*est > budget+target {
 		if err := fold(est, hyd); err != nil {
 			return err
 		}
@@ -370,6 +404,53 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	w.RecordTokens, w.Records = c.recordTokens, c.records
 	w.VerbatimTokens = h.estimateMsgs(conv, ws) - pinEst - w.RecordTokens - w.TailTokens
 	return nil
+}
+
+// foldTarget returns the estimate, in tokens, a fold event folds down to:
+// the fold target (Config.FoldTarget percent of the budget), or deeper when
+// the cost rule asks for it.
+//
+// The rule (issue 21). Let F be the request's estimate before the event, P
+// the part that stays cached (the fixed part and the pinned messages: the
+// page table right after them changes at every event), T the estimate
+// after it, r and w the cache-read and cache-write prices (FoldCacheRead,
+// FoldCacheWrite). Against the same request without the event, the event
+// costs (T − P)·(w − r) more (that part is written instead of read) and
+// saves (F − T)·r (the removed part is not read); every later request saves
+// (F − T)·r again. It pays for itself within n = Config.PaybackRequests
+// requests after it when
+//
+//	(n + 1)·(F − T)·r ≥ (T − P)·(w − r),  that is  T ≤ (P·(w − r) + (n + 1)·F·r) / (w − r + (n + 1)·r).
+//
+// With F = 40,000, P = 2,500 and n = 2 that is T ≈ 10,300 tokens (a fourth
+// of the budget), where the plain target (half of it) needs about ten
+// requests to pay back at Anthropic's prices. A session that ends within n
+// requests after a fold event can cost more than without the proxy, by at
+// most the event's share not yet paid back; one that goes on gains every
+// request. When the provider's cache is cold (Config.CacheTTL passed since
+// the session's previous request) a fold event rewrites nothing cached and
+// costs nothing extra: budgetDispatch then makes one as soon as the
+// estimate is past the middle between the fold target and the budget, to
+// the same depth.
+func (h *Harness) foldTarget(conv []Message, ws *workset, pin, fixed, est int) int {
+	target := h.cfg.ContextBudget * h.cfg.FoldTarget / 100
+	if h.cfg.PaybackRequests < 0 {
+		return target
+	}
+	kept := fixed
+	for i := 0; i < min(pin, len(conv)); i++ {
+		switch {
+		case ws.removed.has(i):
+		case ws.folded.has(i):
+			kept += h.recordCostOf(conv[i], i)
+		default:
+			kept += h.cost(conv[i])
+		}
+	}
+	r, w := FoldCacheRead, FoldCacheWrite
+	n := float64(h.cfg.PaybackRequests + 1)
+	pays := (float64(kept)*(w-r) + n*float64(est)*r) / (w - r + n*r)
+	return min(target, max(int(pays), kept))
 }
 
 // foldedRecords lists the records the dispatch shows (every folded step
@@ -782,10 +863,14 @@ type WorkingSetRecord struct {
 	// ClientTokens and ForwardedTokens count the whole request bodies;
 	// StablePrefixTokens is the longest common prefix of this forwarded body
 	// with the session's previous one (what a prefix cache reuses).
-	ClientTokens       int   `json:"client_tokens"`
-	ForwardedTokens    int   `json:"forwarded_tokens"`
-	StablePrefixTokens int   `json:"stable_prefix_tokens"`
-	HydratedSteps      []int `json:"hydrated_steps"`
+	ClientTokens       int `json:"client_tokens"`
+	ForwardedTokens    int `json:"forwarded_tokens"`
+	StablePrefixTokens int `json:"stable_prefix_tokens"`
+	// ClientStablePrefixTokens is the longest common prefix of the client's
+	// body with its previous one: what the provider's cache would have
+	// reused without the proxy (BilledCosts).
+	ClientStablePrefixTokens int   `json:"client_stable_prefix_tokens"`
+	HydratedSteps            []int `json:"hydrated_steps"`
 	WorkingSet
 	// RemovedRanges is WorkingSet.Removed as ascending runs [first, last]
 	// of message positions, inclusive: the messages that left the prompt

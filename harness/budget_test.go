@@ -158,7 +158,7 @@ func TestBudgetTamperedNodeForwardedVerbatimAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return New(s, Config{ContextBudget: 6000, PageTableShare: 100, FoldTarget: 80})
+		return New(s, Config{ContextBudget: 6000, PageTableShare: 100, FoldTarget: 80, PaybackRequests: -1}) // records in place: the plain fold target
 	}
 	conv := agentConv(40)
 	d, err := open().PreTurnDispatch(conv)

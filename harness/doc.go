@@ -6,7 +6,9 @@
 // become cold (outside the hot window of recent messages and above the size
 // threshold) into the store, replaces each folded turn in the outgoing
 // conversation by its folded-step record (the hot projection, spec §8), scans
-// the latest human prompt against the recall index, hydrates the selected cold
+// the latest human prompt against the recall index (only in the request whose
+// latest message is that prompt; a scaffold's observation sent as a user
+// message is no prompt, [IsObservation]), hydrates the selected cold
 // nodes (verified, within the per-call and per-turn budgets) and places them in
 // the message carrying that prompt, never earlier, so that the cached prefix
 // of the conversation stays stable. After the response,
@@ -33,7 +35,10 @@
 //   - While the conversation fits, nothing changes: a short session goes out
 //     byte for byte.
 //   - Past the budget, a fold event folds oldest first until the estimate is
-//     under FoldTarget percent of the budget: first in place (a message of
+//     under its fold target: FoldTarget percent of the budget, or deeper so
+//     that the event pays for its prompt-cache rewrite within
+//     PaybackRequests requests (the cost rule, Harness.foldTarget; a request
+//     after CacheTTL of idle folds earlier, at no extra cost): first in place (a message of
 //     MinFoldTokens or more becomes its folded-step record), then whole
 //     groups — a message and the tool results that answer it, never split —
 //     leave the prompt. One user message holding the page-table block (one

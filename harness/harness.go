@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
@@ -69,6 +70,22 @@ type Config struct {
 	// windows around the matched lines. "" means what the store's settings
 	// ask for (match.StoreMode).
 	Match match.Mode
+	// PaybackRequests is the fold rule that counts its cost (budget mode,
+	// see foldTarget and docs/proxy.md): a fold event folds deep enough
+	// that what it removes from the next PaybackRequests requests, at the
+	// cache-read price, pays for what it rewrites at the cache-write
+	// price. 0 means DefaultPaybackRequests; a negative value turns the
+	// rule off (a fold event folds down to FoldTarget only).
+	PaybackRequests int
+	// CacheTTL is how long a provider keeps an idle prompt cache (budget
+	// mode): a request that comes CacheTTL or more after the session's
+	// previous one finds the cache expired, so a fold event costs nothing
+	// extra then, and one is made once the conversation is past the middle
+	// between the fold target and the budget. 0 means DefaultCacheTTL; a
+	// negative value turns the rule off.
+	CacheTTL time.Duration
+	// Now tells the time of a request, for CacheTTL (nil: time.Now).
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
@@ -93,6 +110,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HydrationShare <= 0 || c.HydrationShare > 100 {
 		c.HydrationShare = DefaultHydrationShare
+	}
+	if c.PaybackRequests == 0 {
+		c.PaybackRequests = DefaultPaybackRequests
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = DefaultCacheTTL
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.MinFoldTokens == 0 {
 		c.MinFoldTokens = DefaultMinFoldTokens
@@ -327,11 +353,13 @@ func (h *Harness) Boundary(n int) int {
 
 // PromptIndex returns the index of the message carrying the latest human
 // prompt: the last user message marked Human with text besides tool results
-// and hydrated content; -1 when there is none.
+// and hydrated content, that is not a scaffold's observation (IsObservation:
+// a command's output a scaffold sends as a user message); -1 when there is
+// none.
 func PromptIndex(conv []Message) int {
 	for i := len(conv) - 1; i >= 0; i-- {
 		m := conv[i]
-		if m.Role == RoleUser && m.Human && m.promptText() != "" {
+		if m.Role == RoleUser && m.Human && !m.isObservation() && m.promptText() != "" {
 			return i
 		}
 	}
@@ -772,7 +800,13 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 	if newTurn || (len(t.hydrated) == 0 && len(t.refused) == 0 && indexed > t.indexed) {
 		d.NewTurn = newTurn
 		t = &turnState{promptIndex: d.PromptIndex, promptHash: key, indexed: indexed, host: -1}
-		h.scanAndHydrate(prompt, t)
+		// The scan answers a question: only a request whose latest
+		// message is the human prompt is scanned. Later requests of the
+		// turn (tool results, a scaffold's observations after it) keep the
+		// hydration the turn has, or none (issue 21).
+		if d.PromptIndex == len(conv)-1 {
+			h.scanAndHydrate(prompt, t)
+		}
 		h.turn = t
 	}
 	d.Prompt = prompt

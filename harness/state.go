@@ -89,6 +89,9 @@ type WorkingSetState struct {
 	Block   string `json:"block"`   // the page-table block's text
 	Lines   int    `json:"lines"`   // its page lines
 	N       int    `json:"n"`       // conversation length at the last dispatch
+	// LastRequestMs is when the previous request was dispatched (Unix
+	// milliseconds; Config.CacheTTL), absent before the first.
+	LastRequestMs int64 `json:"last_request_ms,omitempty"`
 }
 
 // State returns the harness's SessionState. Safe for concurrent use (it
@@ -115,7 +118,7 @@ func (h *Harness) State() SessionState {
 	}
 	if ws := h.ws; ws != nil {
 		st.WorkingSet = &WorkingSetState{Folded: append([]int{}, ws.folded.list()...), Removed: append([]int{}, ws.removed.list()...),
-			Omitted: ws.omitted, Events: ws.events, Block: ws.block, Lines: ws.lines, N: ws.n}
+			Omitted: ws.omitted, Events: ws.events, Block: ws.block, Lines: ws.lines, N: ws.n, LastRequestMs: ws.lastMs}
 	}
 	return st
 }
@@ -165,7 +168,7 @@ func (h *Harness) ImportState(data []byte) error {
 		for _, i := range w.Removed {
 			ws.removed.add(i)
 		}
-		ws.omitted, ws.events, ws.block, ws.lines, ws.n = w.Omitted, w.Events, w.Block, w.Lines, w.N
+		ws.omitted, ws.events, ws.block, ws.lines, ws.n, ws.lastMs = w.Omitted, w.Events, w.Block, w.Lines, w.N, w.LastRequestMs
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

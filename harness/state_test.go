@@ -12,14 +12,22 @@ import (
 
 // fleetConv is a long agent session with a human prompt every 10 tool
 // calls that names an earlier package, so fold events, the page table and
-// hydration all happen under a small budget.
+// hydration all happen under a small budget. The conversation of a step
+// count that is a multiple of 10 ends with that step's prompt (the request
+// that asks it, which is scanned); the next ones continue the turn.
 func fleetConv(steps int) []Message {
 	conv := agentConv(0)
+	question := func(i int) Message {
+		return Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "What did go test ./pkg" + strconv.Itoa(i/3) + " print earlier?", Foldable: true}}}
+	}
 	for i := 0; i < steps; i++ {
 		if i > 0 && i%10 == 0 {
-			conv = append(conv, Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "What did go test ./pkg" + strconv.Itoa(i/3) + " print earlier?", Foldable: true}}})
+			conv = append(conv, question(i))
 		}
 		conv = append(conv, agentConv(i + 1)[2+2*i:]...)
+	}
+	if steps%10 == 0 {
+		conv = append(conv, question(steps))
 	}
 	return conv
 }

@@ -21,7 +21,34 @@ type worksetData struct {
 	Log      string                     `json:"log"` // the file read ("" when none)
 	Requests []harness.WorkingSetRecord `json:"requests"`
 	Events   int                        `json:"fold_events"`
-	Chart    *svgChart                  `json:"-"`
+	// Billed is the session's input cost as the providers bill it
+	// (harness.BilledCosts): the client's bodies and the forwarded ones,
+	// under Anthropic's and OpenAI's price structures.
+	Billed []billedRow `json:"billed"`
+	Chart  *svgChart   `json:"-"`
+}
+
+// billedRow is harness.Billed with the forwarded cost's share of the
+// client's, in percent.
+type billedRow struct {
+	harness.Billed
+	Share float64 `json:"share_percent"`
+}
+
+// billedRows prices the requests (harness.BilledCosts).
+func billedRows(reqs []harness.WorkingSetRecord) []billedRow {
+	var out []billedRow
+	if len(reqs) == 0 {
+		return out
+	}
+	for _, b := range harness.BilledCosts(reqs) {
+		r := billedRow{Billed: b}
+		if b.Client > 0 {
+			r.Share = 100 * b.Forwarded / b.Client
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // worksetLog returns the working-set log of the store's proxy session: the
@@ -71,6 +98,7 @@ func (in *Inspector) worksetLog() (*worksetData, error) {
 		return nil, err
 	}
 	d.Chart = worksetChart(d.Requests)
+	d.Billed = billedRows(d.Requests)
 	return d, nil
 }
 

@@ -80,9 +80,30 @@ func TestWorkingSetPage(t *testing.T) {
 	var d struct {
 		Requests []harness.WorkingSetRecord `json:"requests"`
 		Events   int                        `json:"fold_events"`
+		Billed   []billedRow                `json:"billed"`
 	}
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		t.Fatal(err)
+	}
+	// The cost as billed, under both price structures, from the log's
+	// counts and cached prefixes (the client's too).
+	if len(d.Billed) != 2 || d.Billed[0].Pricing != harness.AnthropicPricing || d.Billed[1].Pricing != harness.OpenAIPricing {
+		t.Fatalf("billed: %+v", d.Billed)
+	}
+	for _, b := range d.Billed {
+		if b.Forwarded <= 0 || b.Forwarded >= b.Client || b.Share <= 0 || b.Share >= 100 {
+			t.Errorf("%s: client %.0f, forwarded %.0f (%.1f %%): the folded session should cost less", b.Pricing.Name, b.Client, b.Forwarded, b.Share)
+		}
+		if !strings.Contains(page, "<b>"+b.Pricing.Name+"</b>") {
+			t.Errorf("the page does not show the %s cost", b.Pricing.Name)
+		}
+	}
+	clientCached := 0
+	for _, r := range d.Requests {
+		clientCached += r.ClientStablePrefixTokens
+	}
+	if clientCached == 0 {
+		t.Error("the log holds no client cached prefix")
 	}
 	if len(d.Requests) != requests || d.Events == 0 || d.Events > requests/2 {
 		t.Fatalf("%d requests, %d fold events logged", len(d.Requests), d.Events)

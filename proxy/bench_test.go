@@ -36,10 +36,16 @@ func conversationOf(n int, ask bool) []byte {
 		limit = n - 1
 	}
 	for i := 1; len(msgs) < limit; i++ {
+		if ask && len(msgs)+2 > limit {
+			// No room for a call and its result before the question: a
+			// note fills the slot, so the question is the n-th message.
+			msgs = append(msgs, map[string]any{"role": "user", "content": "continue"})
+			break
+		}
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 			"id": "call_" + itoa(i), "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"go test ./pkg` + itoa(i) + `"}`}}}},
 			map[string]any{"role": "tool", "tool_call_id": "call_" + itoa(i), "content": bigLog("pkg"+itoa(i), 40)})
-		if i%10 == 0 {
+		if i%10 == 0 && (!ask || len(msgs) < limit) {
 			msgs = append(msgs, map[string]any{"role": "user", "content": "continue with pkg" + itoa(i-5)})
 		}
 	}

@@ -205,6 +205,13 @@ type RequestRecord struct {
 	// Reasoning is what the request's fold event (if any) did to the
 	// reasoning the client sent back, and what the API reported.
 	Reasoning ReasoningStats `json:"reasoning"`
+	// ClientCachedTokens and ForwardedCachedTokens are the longest common
+	// prefix, in tokens, of the client's body and of the forwarded one with
+	// the session's previous body of the same side: what a provider's
+	// prompt cache reuses, without and with the proxy (budget mode; 0 for
+	// a session's first request). Stats.Billed prices them.
+	ClientCachedTokens    int `json:"client_cached_tokens"`
+	ForwardedCachedTokens int `json:"forwarded_cached_tokens"`
 }
 
 type hydrationBrief struct {
@@ -262,8 +269,16 @@ type Stats struct {
 	Sessions   int `json:"sessions"` // sessions in memory
 	// SessionsDropped counts sessions dropped from memory (Options.SessionIdle,
 	// MaxSessions); each comes back from its store and saved state.
-	SessionsDropped int             `json:"sessions_dropped"`
-	Recent          []RequestRecord `json:"recent"` // the last 32 API requests, oldest first
+	SessionsDropped int `json:"sessions_dropped"`
+	// Billed is the input cost of the budgeted requests so far as the
+	// providers bill it, under each price structure (harness.Pricings:
+	// Anthropic's cache write premium and read discount, OpenAI's cached
+	// input discount), for the client's bodies as sent and for the
+	// forwarded ones, each cached against the session's previous body of
+	// the same side (RequestRecord.ClientCachedTokens,
+	// ForwardedCachedTokens). Units: uncached input tokens.
+	Billed []harness.Billed `json:"billed"`
+	Recent []RequestRecord  `json:"recent"` // the last 32 API requests, oldest first
 	// Reasoning sums the requests' ReasoningStats; SessionReasoning has
 	// each session's in memory (its totals since it began).
 	Reasoning        ReasoningStats            `json:"reasoning"`
@@ -287,6 +302,10 @@ type session struct {
 	logMu    sync.Mutex
 	requests int    // requests logged
 	prevOut  []byte // the previous forwarded body, for the stable prefix
+	prevBody []byte // the previous client body, for the client's cached prefix
+	// prevBodyOwned: prevBody is the session's own copy (else it is the
+	// previous forwarded body, which went out unchanged).
+	prevBodyOwned bool
 
 	// Guarded by Server.mu: the requests using the session now, and when
 	// it was last handed out (for SessionIdle and MaxSessions).
@@ -605,22 +624,15 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 	sess.logMu.Lock()
 	defer sess.logMu.Unlock()
 	sess.requests++
-	n := sharedPrefixLen(out, sess.prevOut)
-	count := func(b []byte) int { return heuristicTokens(b) }
-	if !sess.h.HeuristicCounter() {
-		count = func(b []byte) int { return sess.h.CountTokens(bytesString(b)) }
-	}
-	// The request's own counts (ServeHTTP counted both bodies already).
+	// The request's own counts (ServeHTTP counted both bodies already,
+	// cacheAccount their cached prefixes).
 	rec := harness.WorkingSetRecord{Request: sess.requests, Generation: sess.gen, Messages: st.rec.Messages,
-		ClientTokens: st.rec.ClientTokens, ForwardedTokens: st.rec.ForwardedTokens, HydratedSteps: []int{}, WorkingSet: *d.WorkingSet}
-	if n > 0 {
-		rec.StablePrefixTokens = count(out[:n])
-	}
+		ClientTokens: st.rec.ClientTokens, ForwardedTokens: st.rec.ForwardedTokens, HydratedSteps: []int{}, WorkingSet: *d.WorkingSet,
+		StablePrefixTokens: st.rec.ForwardedCachedTokens, ClientStablePrefixTokens: st.rec.ClientCachedTokens}
 	for _, h := range d.Hydrated {
 		rec.HydratedSteps = append(rec.HydratedSteps, h.StepID)
 	}
 	rec.RemovedRanges = harness.RangesOf(d.WorkingSet.Removed)
-	sess.prevOut = out
 	if st.rec.Reasoning != (ReasoningStats{}) {
 		r := st.rec.Reasoning // only when there is something to say
 		rec.Reasoning = &r
@@ -642,6 +654,35 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 		err = cerr
 	}
 	return err
+}
+
+// cacheAccount sets the request's cached prefixes (ClientCachedTokens,
+// ForwardedCachedTokens) against the session's previous bodies and keeps
+// this request's as the next one's previous. The client body is copied
+// when it is not the forwarded one (it returns to a pool).
+func (s *Server) cacheAccount(sess *session, st *reqState) {
+	sess.logMu.Lock()
+	defer sess.logMu.Unlock()
+	body, out := st.wsBody, st.wsOut
+	count := func(b []byte) int { return heuristicTokens(b) }
+	if !sess.h.HeuristicCounter() {
+		count = func(b []byte) int { return sess.h.CountTokens(bytesString(b)) }
+	}
+	if n := sharedPrefixLen(out, sess.prevOut); n > 0 {
+		st.rec.ForwardedCachedTokens = count(out[:n])
+	}
+	if n := sharedPrefixLen(body, sess.prevBody); n > 0 {
+		st.rec.ClientCachedTokens = count(body[:n])
+	}
+	sess.prevOut = out
+	switch {
+	case len(body) > 0 && len(out) > 0 && &body[0] == &out[0]:
+		sess.prevBody, sess.prevBodyOwned = out, false
+	case sess.prevBodyOwned && cap(sess.prevBody) >= len(body):
+		sess.prevBody = append(sess.prevBody[:0], body...) // its own buffer, reused
+	default:
+		sess.prevBody, sess.prevBodyOwned = append([]byte(nil), body...), true
+	}
 }
 
 // sharedPrefixLen returns the length of the longest common prefix of a and b,
@@ -712,6 +753,9 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 	cfg.SessionID = id
 	if cfg.Match == "" {
 		cfg.Match = match.Ranked
+	}
+	if cfg.Now == nil && s.opts.Clock != nil {
+		cfg.Now = s.opts.Clock // the idle time of the provider's cache (Config.CacheTTL)
 	}
 	sess := &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
 	if s.opts.Shared == nil {
@@ -962,6 +1006,9 @@ func (s *Server) finish(st *reqState) {
 				st.rec.Warnings = append(st.rec.Warnings, "evict failed: "+err.Error())
 			}
 		}
+		if st.wsOut != nil && st.sess != nil {
+			s.cacheAccount(st.sess, st)
+		}
 		if st.wsOut != nil && st.sess != nil && s.opts.Dir != "" {
 			// Off the request's path: the working-set log.
 			if err := s.logWorkingSet(st.sess, st, st.dispatch, st.wsBody, st.wsOut); err != nil {
@@ -977,6 +1024,18 @@ func (s *Server) finish(st *reqState) {
 		s.stats.ForwardedTokens += rec.ForwardedTokens
 		s.stats.FoldedTokens += rec.FoldedTokens
 		s.stats.HydratedTokens += rec.HydratedTokens
+		if st.wsOut != nil && st.sess != nil {
+			if s.stats.Billed == nil {
+				for _, p := range harness.Pricings() {
+					s.stats.Billed = append(s.stats.Billed, harness.Billed{Pricing: p})
+				}
+			}
+			for i := range s.stats.Billed {
+				b := &s.stats.Billed[i]
+				b.Client += b.Pricing.Cost(rec.ClientTokens, rec.ClientCachedTokens)
+				b.Forwarded += b.Pricing.Cost(rec.ForwardedTokens, rec.ForwardedCachedTokens)
+			}
+		}
 		if len(rec.Warnings) > 0 {
 			s.stats.Warnings++
 		}
@@ -1041,6 +1100,7 @@ func (s *Server) Stats() Stats {
 			st.SessionReasoning[id] = r
 		}
 	}
+	st.Billed = append([]harness.Billed(nil), s.stats.Billed...)
 	return st
 }
 

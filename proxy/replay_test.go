@@ -37,6 +37,21 @@ type replayPoint struct {
 	ClientCached, ForwardedCached                 int
 	FoldEvent                                     bool
 	Budget                                        int
+	// Estimate and FoldTarget are the working set's (harness.WorkingSet).
+	Estimate, FoldTarget int
+	// AfterObservation: the request's latest message is a scaffold's
+	// observation sent as a user message (sentObservation).
+	AfterObservation bool
+}
+
+// sentObservation reports, independently of the proxy's own reading, a
+// user message as mini-swe-agent sends a command's output or its
+// feedback: what a replay as sent must never see hydration for.
+func sentObservation(m map[string]any) bool {
+	s, _ := m["content"].(string)
+	s = strings.TrimSpace(s)
+	return m["role"] == "user" && (strings.HasPrefix(s, "<returncode>") || strings.HasPrefix(s, "Please always provide EXACTLY ONE action") ||
+		strings.HasPrefix(s, "The last command <command>"))
 }
 
 // effective is the cache-adjusted input cost of a request: uncached tokens
@@ -132,6 +147,10 @@ type replaySession struct {
 	name  string
 	api   API
 	turns []ingest.Turn
+	// raw, when set, is the conversation as the scaffold itself sent it
+	// (OpenAI chat messages: mini-swe-agent's observations are user
+	// messages), replayed instead of a rendering of turns.
+	raw []map[string]any
 }
 
 // history returns the conversation as the client sends it before message
@@ -219,7 +238,15 @@ func replay(t testing.TB, rs replaySession, cfg harness.Config) []replayPoint {
 type probeStats struct {
 	Probes, Hydrated, InPrompt int
 	Missed                     []string
+	// Points are the probe requests themselves, each cached against the
+	// session request before it (the question's cost, both sides);
+	// Session are the session's own requests in the probing pass.
+	Points, Session []replayPoint
 }
+
+// endProbes is how many questions a probing replay asks at the end of the
+// session, besides those during it.
+const endProbes = 5
 
 // probeToken matches the identifiers a probe may ask about.
 var probeToken = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{7,}`)
@@ -287,9 +314,12 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 	asked := map[int]bool{}
 	var system string
 	var msgs []map[string]any
-	if rs.api == APIAnthropic {
+	switch {
+	case rs.raw != nil:
+		msgs = rs.raw
+	case rs.api == APIAnthropic:
 		system, msgs = anthropicMessages(rs.turns)
-	} else {
+	default:
 		msgs = chatMessages(rs.turns)
 	}
 	var mu sync.Mutex
@@ -320,6 +350,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 				Folded: r.FoldedTokens, Hydrated: r.HydratedTokens}
 			if r.WorkingSet != nil {
 				p.FoldEvent, p.Budget = r.WorkingSet.FoldEvent, r.WorkingSet.Budget
+				p.Estimate, p.FoldTarget = r.WorkingSet.Estimate, r.WorkingSet.FoldTarget
 			}
 			points = append(points, p)
 			done <- struct{}{}
@@ -334,6 +365,73 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 		path = PathAnthropic
 	}
 	var prevClient, prevFwd []byte
+	lastK := 0
+	// probe sends the history before message k plus a human question
+	// about step's answer line, after the session request whose bodies
+	// were body (client) and out (forwarded): it counts the answer and the
+	// probe's own cost (its cached prefix is the one with that request).
+	probe := func(k, step int, body, out []byte) {
+		asked[step] = true
+		tgt := targets[step]
+		q := "Earlier a tool output mentioned " + tgt[0] + ". What exactly did that line say?"
+		req := map[string]any{"model": "gpt-4.1", "messages": history(msgs, k, rs.api)}
+		hist := history(msgs, k, rs.api)
+		if rs.api == APIAnthropic {
+			req = map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 4096}
+			if system != "" {
+				req["system"] = system
+			}
+			hist = append(hist, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": q}}})
+		} else {
+			hist = append(hist, map[string]any{"role": "user", "content": q})
+		}
+		req["messages"] = hist
+		pb, _ := json.Marshal(req)
+		resp, err := http.Post(px.URL+path, "application/json", bytes.NewReader(pb))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		<-done
+		mu.Lock()
+		got := string(fwd[len(fwd)-1])
+		mu.Unlock()
+		pp := points[len(points)-1]
+		points = points[:len(points)-1] // the probe is not part of the session
+		pp.ClientCached = contextfold.TokenEstimate(string(pb[:commonPrefix(pb, body)]))
+		pp.ForwardedCached = contextfold.TokenEstimate(got[:commonPrefix([]byte(got), out)])
+		ps.Points = append(ps.Points, pp)
+		// As the client encoded it (encoding/json escapes <, >, &)
+		// and as the proxy encodes hydration (it does not).
+		asClient, _ := json.Marshal(tgt[1])
+		client := strings.Trim(string(asClient), `"`)
+		line := strings.Trim(string(encodeString(tgt[1])), `"`)
+		hy := strings.Index(got, harness.HydrationOpen)
+		before := got
+		if hy >= 0 {
+			before = got[:hy]
+		}
+		switch {
+		case strings.Contains(before, client):
+			ps.InPrompt++ // still in the prompt: not a probe of recall
+		case hy >= 0 && strings.Contains(got[hy:], line):
+			ps.Probes++
+			ps.Hydrated++
+		default:
+			ps.Probes++
+			ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
+			if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
+				i := strings.Index(got, harness.HydrationOpen)
+				ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
+				var hy []string
+				for _, m := range ids {
+					hy = append(hy, m[1]+" ("+m[2]+" chars)")
+				}
+				t.Logf("missed %s: line %q\nhydrated: %v; has identifier: %v\n%s", tgt[0], tgt[1], hy, strings.Contains(got[max(i, 0):], tgt[0]), explainStores(dir, q, tgt[1]))
+			}
+		}
+	}
 	for k := 1; k <= len(msgs); k++ {
 		if k < len(msgs) && msgs[k]["role"] != "assistant" {
 			continue
@@ -372,6 +470,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 			p.ForwardedCached = 0
 		}
 		prevClient, prevFwd = body, out
+		p.AfterObservation = sentObservation(msgs[k-1])
 		if probeEvery > 0 && len(points)%probeEvery == 0 {
 			// The oldest target turn of the first half of the history not
 			// asked about yet.
@@ -379,59 +478,23 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 				if step >= len(rs.turns) || step >= turnsIn(rs, msgs, k)/2 || asked[step] {
 					continue
 				}
-				asked[step] = true
-				tgt := targets[step]
-				q := "Earlier a tool output mentioned " + tgt[0] + ". What exactly did that line say?"
-				hist := history(msgs, k, rs.api)
-				if rs.api == APIAnthropic {
-					hist = append(hist, map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": q}}})
-					req["messages"] = hist
-				} else {
-					hist = append(hist, map[string]any{"role": "user", "content": q})
-					req["messages"] = hist
-				}
-				pb, _ := json.Marshal(req)
-				resp, err := http.Post(px.URL+path, "application/json", bytes.NewReader(pb))
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				<-done
-				mu.Lock()
-				got := string(fwd[len(fwd)-1])
-				mu.Unlock()
-				points = points[:len(points)-1] // the probe is not part of the session
-				// As the client encoded it (encoding/json escapes <, >, &)
-				// and as the proxy encodes hydration (it does not).
-				asClient, _ := json.Marshal(tgt[1])
-				client := strings.Trim(string(asClient), `"`)
-				line := strings.Trim(string(encodeString(tgt[1])), `"`)
-				hy := strings.Index(got, harness.HydrationOpen)
-				before := got
-				if hy >= 0 {
-					before = got[:hy]
-				}
-				switch {
-				case strings.Contains(before, client):
-					ps.InPrompt++ // still in the prompt: not a probe of recall
-				case hy >= 0 && strings.Contains(got[hy:], line):
-					ps.Probes++
-					ps.Hydrated++
-				default:
-					ps.Probes++
-					ps.Missed = append(ps.Missed, fmt.Sprintf("step %d (%s)", step, tgt[0]))
-					if os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "" {
-						i := strings.Index(got, harness.HydrationOpen)
-						ids := regexp.MustCompile(`step_id=\\"(\d+)\\" artifact_sha256=\\"[0-9a-f]+\\" chars=\\"(\d+)`).FindAllStringSubmatch(got, -1)
-						var hy []string
-						for _, m := range ids {
-							hy = append(hy, m[1]+" ("+m[2]+" chars)")
-						}
-						t.Logf("missed %s: line %q\nhydrated: %v; has identifier: %v\n%s", tgt[0], tgt[1], hy, strings.Contains(got[max(i, 0):], tgt[0]), explainStores(dir, q, tgt[1]))
-					}
-				}
+				probe(k, step, body, out)
 				break
+			}
+		}
+		lastK = k
+	}
+	if probeEvery > 0 && lastK > 0 {
+		// Questions at the end of the session: the oldest targets not
+		// asked about yet, anywhere in the history.
+		n := 0
+		for _, step := range targetSteps {
+			if n == endProbes {
+				break
+			}
+			if step < turnsIn(rs, msgs, lastK) && !asked[step] {
+				probe(lastK, step, prevClient, prevFwd)
+				n++
 			}
 		}
 	}
@@ -474,13 +537,13 @@ func sessions(t testing.TB) []replaySession {
 		}
 		name := strings.TrimPrefix(f, transcriptsDir+"/")
 		if res.Format == ingest.FormatClaudeCode {
-			out = append(out, replaySession{name + " (anthropic)", APIAnthropic, res.Turns})
+			out = append(out, replaySession{name: name + " (anthropic)", api: APIAnthropic, turns: res.Turns})
 		}
-		out = append(out, replaySession{name, APIOpenAI, res.Turns})
+		out = append(out, replaySession{name: name, api: APIOpenAI, turns: res.Turns})
 		long = append(long, res.Turns...)
 	}
-	out = append(out, replaySession{longName, APIOpenAI, longTurns(long)},
-		replaySession{longName + " (anthropic)", APIAnthropic, longTurns(long)})
+	out = append(out, replaySession{name: longName, api: APIOpenAI, turns: longTurns(long)},
+		replaySession{name: longName + " (anthropic)", api: APIAnthropic, turns: longTurns(long)})
 	return out
 }
 
@@ -497,6 +560,181 @@ func longTurns(turns []ingest.Turn) []ingest.Turn {
 		out = append(out, t)
 	}
 	return out
+}
+
+// corpusDir holds the 25 long real mini-swe-agent sessions, replayed as
+// their own set (TestReplayCorpus).
+const corpusDir = transcriptsDir + "/mini-swe-agent/corpus"
+
+// rawMiniSWEAgent returns a mini-swe-agent trajectory's messages as the
+// scaffold sent them (OpenAI chat; every command's output a user message
+// "<returncode>…</returncode><output>…</output>"), without the trailing
+// output of the submission command, which the scaffold records but never
+// sends to the model.
+func rawMiniSWEAgent(t testing.TB, path string) []map[string]any {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traj struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &traj); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out []map[string]any
+	for _, m := range traj.Messages {
+		out = append(out, map[string]any{"role": m.Role, "content": m.Content})
+	}
+	if n := len(out); n >= 2 && out[n-1]["role"] == "user" && out[n-2]["role"] == "assistant" {
+		if s, _ := out[n-2]["content"].(string); strings.Contains(s, "FINAL_OUTPUT") {
+			out = out[:n-1]
+		}
+	}
+	return out
+}
+
+// rawSessions lists the mini-swe-agent sessions replayed as the scaffold
+// sends them: the bundled one, then the corpus (file order).
+func rawSessions(t testing.TB) (bundled, corpus []replaySession) {
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.traj.json"))
+	sort.Strings(files)
+	one, _ := filepath.Glob(filepath.Join(transcriptsDir, "mini-swe-agent", "*.traj.json"))
+	for k, f := range append(one, files...) {
+		res, err := ingest.ParseFile(f, ingest.FormatAuto)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		rs := replaySession{name: strings.TrimPrefix(f, transcriptsDir+"/") + " (as sent)", api: APIOpenAI, turns: res.Turns, raw: rawMiniSWEAgent(t, f)}
+		if k < len(one) {
+			bundled = append(bundled, rs)
+		} else {
+			corpus = append(corpus, rs)
+		}
+	}
+	return bundled, corpus
+}
+
+// replayCosts sums a replay's cost under p: the client's and the
+// forwarded one (cached against the previous request of the same side).
+func replayCosts(pts []replayPoint, p Pricing) (client, forwarded float64) {
+	for _, x := range pts {
+		client += p.Cost(x.Client, x.ClientCached)
+		forwarded += p.Cost(x.Forwarded, x.ForwardedCached)
+	}
+	return client, forwarded
+}
+
+// replayPricings are the price structures every replay is checked under:
+// without a cache-write premium and with Anthropic's.
+var replayPricings = []Pricing{OpenAIPricing, AnthropicPricing}
+
+// checkReplay replays rs and checks the targets (see TestReplayTranscripts);
+// with probe, a second pass asks questions during the session and at its
+// end and checks its cost too.
+func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, probeStats) {
+	pts := replay(t, rs, harness.Config{})
+	if len(pts) == 0 {
+		t.Fatalf("%s: no requests", rs.name)
+	}
+	for i, p := range pts {
+		if p.Forwarded > harness.DefaultContextBudget {
+			t.Errorf("%s: request %d forwarded %d tokens, over the budget %d", rs.name, i+1, p.Forwarded, harness.DefaultContextBudget)
+		}
+		if p.Client <= harness.DefaultContextBudget && p.Folded == 0 && p.Forwarded != p.Client {
+			t.Errorf("%s: request %d under the budget changed: client %d, forwarded %d", rs.name, i+1, p.Forwarded, p.Client)
+		}
+	}
+	var shares []string
+	check := func(pass string, pts []replayPoint) {
+		for _, pr := range replayPricings {
+			cc, fc := replayCosts(pts, pr)
+			shares = append(shares, fmt.Sprintf("%s %s %.1f %%", pass, pr.Name, 100*fc/cc))
+			if fc > cc*1.0001 {
+				t.Errorf("%s: %s, %s prices: cost %.0f through the proxy, above the client's %.0f (%.1f %%)", rs.name, pass, pr.Name, fc, cc, 100*fc/cc)
+			}
+			if pts[len(pts)-1].Client > 100_000 && fc > 0.6*cc {
+				t.Errorf("%s: %s, %s prices: cost %.0f through the proxy, more than 60 %% of the client's %.0f", rs.name, pass, pr.Name, fc, cc)
+			}
+		}
+	}
+	check("session", pts)
+	observed := 0
+	for i, p := range pts {
+		if p.AfterObservation && p.Hydrated > 0 {
+			observed++
+			if observed == 1 {
+				t.Errorf("%s: request %d hydrated %d tokens, its latest message a scaffold's observation", rs.name, i+1, p.Hydrated)
+			}
+		}
+	}
+	if observed > 0 {
+		t.Logf("%s: %d requests hydrated after an observation", rs.name, observed)
+	}
+	// The session's first fold event pays for itself by the request after
+	// it (harness.DefaultPaybackRequests): until then the proxy forwarded
+	// what the client sent, so from there on the proxy's cost, at the
+	// dearest prices, is at most the client's. (When what cannot fold is
+	// above the rule's depth, the event ends above it and pays back later.)
+	for i, p := range pts {
+		if !p.FoldEvent {
+			continue
+		}
+		if p.Estimate > p.FoldTarget {
+			t.Logf("%s: the first fold event (request %d) ended at %d tokens, above the rule's depth %d: what cannot fold is larger", rs.name, i+1, p.Estimate, p.FoldTarget)
+		} else if end := i + harness.DefaultPaybackRequests + 1; end <= len(pts) {
+			cc, fc := replayCosts(pts[:end], AnthropicPricing)
+			if fc > cc*1.0001 {
+				t.Errorf("%s: the first fold event (request %d) has not paid for itself %d request(s) later: cost %.0f, the client's %.0f",
+					rs.name, i+1, harness.DefaultPaybackRequests, fc, cc)
+			}
+		}
+		break
+	}
+	last := pts[len(pts)-1]
+	if last.Client > 100_000 && 4*last.Forwarded > last.Client {
+		t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
+	}
+	var ps probeStats
+	if probe {
+		var ppts []replayPoint
+		ppts, ps = replayProbing(t, rs, harness.Config{}, 5)
+		ps.Session = ppts
+		check("with questions", append(append([]replayPoint{}, ppts...), ps.Points...))
+	}
+	t.Logf("%s: %d requests; last request forwarded %d of the client's %d tokens (%.0f %%); cost as billed: %s; probe recall %d of %d (still in the prompt %d); missed %v",
+		rs.name, len(pts), last.Forwarded, last.Client, 100*float64(last.Forwarded)/float64(last.Client), strings.Join(shares, ", "),
+		ps.Hydrated, ps.Probes, ps.InPrompt, ps.Missed)
+	return pts, ps
+}
+
+// TestReplayCorpus replays the 25 long real mini-swe-agent sessions as the
+// scaffold sends them (each command's output a user message) and checks
+// the targets of TestReplayTranscripts on each, with questions during the
+// session and at its end. By default a representative subset runs (the
+// sessions at the edges of the corpus's sizes and growth); all 25 with
+// CONTEXTFOLD_REPLAY_FULL=1.
+func TestReplayCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replay skipped in -short mode")
+	}
+	full := os.Getenv("CONTEXTFOLD_REPLAY_FULL") == "1"
+	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY")
+	subset := []string{"scikit-learn__scikit-learn-25102", "sympy__sympy-15976", "matplotlib__matplotlib-25311", "django__django-15554"}
+	_, corpus := rawSessions(t)
+	for _, rs := range corpus {
+		in := full
+		for _, s := range subset {
+			in = in || strings.Contains(rs.name, s)
+		}
+		if !in || !strings.Contains(rs.name, only) {
+			continue
+		}
+		checkReplay(t, rs, true)
+	}
 }
 
 // TestReplayTranscripts replays the real transcripts through the proxy with
@@ -518,45 +756,20 @@ func TestReplayTranscripts(t *testing.T) {
 	probes := map[string]probeStats{}
 	var names []string
 	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY") // a substring of the session names to replay (debugging)
-	for _, rs := range sessions(t) {
+	raw, corpus := rawSessions(t)
+	all := append(sessions(t), raw...)
+	if write {
+		all = append(all, corpus...) // the report holds the corpus too
+	}
+	for _, rs := range all {
 		if !full && strings.HasPrefix(rs.name, "long/") || !strings.Contains(rs.name, only) {
 			continue
 		}
-		pts := replay(t, rs, harness.Config{})
-		if len(pts) == 0 {
-			t.Fatalf("%s: no requests", rs.name)
-		}
-		var cc, fc float64
-		for i, p := range pts {
-			cc += effective(p.Client, p.ClientCached)
-			fc += effective(p.Forwarded, p.ForwardedCached)
-			if p.Forwarded > harness.DefaultContextBudget {
-				t.Errorf("%s: request %d forwarded %d tokens, over the budget %d", rs.name, i+1, p.Forwarded, harness.DefaultContextBudget)
-			}
-			if p.Client <= harness.DefaultContextBudget && p.Folded == 0 && p.Forwarded != p.Client {
-				t.Errorf("%s: request %d under the budget changed: client %d, forwarded %d", rs.name, i+1, p.Client, p.Forwarded)
-			}
-		}
-		if fc > cc*1.0001 {
-			t.Errorf("%s: effective input cost %.0f through the proxy, above the client's %.0f", rs.name, fc, cc)
-		}
-		last := pts[len(pts)-1]
-		t.Logf("%s: %d requests; last request forwarded %d of the client's %d tokens (%.0f %%); effective input cost %.0f %% of the client's",
-			rs.name, len(pts), last.Forwarded, last.Client, 100*float64(last.Forwarded)/float64(last.Client), 100*fc/cc)
-		if last.Client > 100_000 {
-			if 4*last.Forwarded > last.Client {
-				t.Errorf("%s: last request forwarded %d of the client's %d tokens, more than 25 %%", rs.name, last.Forwarded, last.Client)
-			}
-			if fc > 0.6*cc {
-				t.Errorf("%s: effective cost %.0f through the proxy, more than 60 %% of the client's %.0f", rs.name, fc, cc)
-			}
-		}
+		pts, ps := checkReplay(t, rs, full)
 		results[rs.name] = pts
 		names = append(names, rs.name)
 		if full {
-			_, ps := replayProbing(t, rs, harness.Config{}, 5)
 			probes[rs.name] = ps
-			t.Logf("%s: probe recall %d of %d (still in the prompt %d); missed %v", rs.name, ps.Hydrated, ps.Probes, ps.InPrompt, ps.Missed)
 			if ps.Probes > 0 && strings.HasPrefix(rs.name, "long/") && 100*ps.Hydrated < 95*ps.Probes {
 				t.Errorf("%s: probe recall %d of %d, under 95 %%; missed %v", rs.name, ps.Hydrated, ps.Probes, ps.Missed)
 			}
@@ -614,14 +827,20 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 	b.WriteString("## Proxy replay\n\n")
 	b.WriteString("Each transcript in `ingest/testdata/transcripts/` (parsed by `ingest`) is replayed through\n" +
 		"`contextfold proxy` with the default settings (context budget " + itoa(harness.DefaultContextBudget) + " tokens, fold target " +
-		itoa(harness.DefaultFoldTarget) + " %, hot tail " + itoa(harness.DefaultHotWindow) + " messages): one request before each assistant\n" +
+		itoa(harness.DefaultFoldTarget) + " % at most, a fold event paying for itself within " + itoa(harness.DefaultPaybackRequests) +
+		" request (docs/proxy.md), hot tail " + itoa(harness.DefaultHotWindow) + " messages): one request before each assistant\n" +
 		"message, the conversation growing as a client sends it. Claude Code is replayed as Anthropic Messages\n" +
 		"requests (tool_use / tool_result blocks) and as OpenAI ones, the others as OpenAI Chat Completions\n" +
 		"(tool results as `tool` messages). **long** chains every transcript's turns into one session, in file\n" +
 		"order (the first transcript's opening is the task; later system turns become user messages) —\n" +
 		"the only session over 100k tokens. Tokens are the reference estimate (characters/4) of the whole\n" +
 		"request body. *Cached* is the longest common prefix with the previous request of the same side (what\n" +
-		"a provider's prefix cache can reuse); the effective input cost is uncached + 0.1 × cached tokens.\n" +
+		"a provider's prefix cache can reuse). *Cost as billed* prices each request's cached part at 0.1× and the\n" +
+		"rest at 1.0× (OpenAI: no write premium) or 1.25× (Anthropic: the 5-minute cache write), as a share of\n" +
+		"the client's own cost; *with questions* is the probing pass below (questions during the session and\n" +
+		"five at its end, their own requests counted). The mini-swe-agent sessions marked *(as sent)* are\n" +
+		"replayed as the scaffold sends them (each command's output a user message), the 25 of\n" +
+		"`mini-swe-agent/corpus/` among them (`TestReplayCorpus`).\n" +
 		"Regenerate with `CONTEXTFOLD_REPLAY_WRITE=1 go test ./proxy -run TestReplayTranscripts -timeout 20m`\n" +
 		"(`CONTEXTFOLD_REPLAY_FULL=1` checks the targets without writing).\n\n" +
 		"A human turn's hydration stays in the message it was first placed in until that message folds\n" +
@@ -629,21 +848,18 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		"byte for byte. When it followed the latest tool result instead (up to cc78035), the bytes changed\n" +
 		"at the previous host on every request of a hydrated turn: forwarded cache hits were 88–90 % and the\n" +
 		"effective cost 58 % (openai) / 52 % (anthropic) on the long session, 91 % on openhands.\n\n")
-	b.WriteString("![client vs forwarded tokens and effective cost per request](proxy/replay.svg)\n\n")
-	b.WriteString("| session | api | requests | last request: client | forwarded | share | max forwarded | fold events | cache hit: client | forwarded | effective cost: client | forwarded | share |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("![client vs forwarded tokens and cost per request](proxy/replay.svg)\n\n")
+	b.WriteString("| session | api | requests | last request: client | forwarded | share | max forwarded | fold events | cache hit: client | forwarded | cost as billed: openai | anthropic | with questions: openai | anthropic |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, n := range names {
 		pts := results[n]
 		last := pts[len(pts)-1]
 		var sc, sf, cc, fc, mx, ev int
-		var ec, ef float64
 		for _, p := range pts {
 			sc += p.Client
 			sf += p.Forwarded
 			cc += p.ClientCached
 			fc += p.ForwardedCached
-			ec += effective(p.Client, p.ClientCached)
-			ef += effective(p.Forwarded, p.ForwardedCached)
 			mx = max(mx, p.Forwarded)
 			if p.FoldEvent {
 				ev++
@@ -653,9 +869,21 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		if strings.HasSuffix(n, "(anthropic)") {
 			api = "anthropic"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% | %.0f%% | %.0f | %.0f | %.0f%% |\n",
+		share := func(pts []replayPoint, p Pricing) string {
+			if len(pts) == 0 {
+				return "–"
+			}
+			c, f := replayCosts(pts, p)
+			return fmt.Sprintf("%.1f%%", 100*f/c)
+		}
+		var withQ []replayPoint
+		if ps, ok := probes[n]; ok {
+			withQ = append(append(withQ, ps.Session...), ps.Points...)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %.0f%% | %d | %d | %.0f%% | %.0f%% | %s | %s | %s | %s |\n",
 			strings.TrimSuffix(n, " (anthropic)"), api, len(pts), last.Client, last.Forwarded, 100*float64(last.Forwarded)/float64(last.Client),
-			mx, ev, 100*float64(cc)/float64(sc), 100*float64(fc)/float64(sf), ec, ef, 100*ef/ec)
+			mx, ev, 100*float64(cc)/float64(sc), 100*float64(fc)/float64(sf),
+			share(pts, OpenAIPricing), share(pts, AnthropicPricing), share(withQ, OpenAIPricing), share(withQ, AnthropicPricing))
 	}
 	b.WriteString("\n### Probe recall under the budget\n\n" +
 		"A second pass of each session sends, after every fifth request, a probe: the same history plus a\n" +

@@ -55,7 +55,15 @@ into the session's store (replacing each by its folded-step record) and
 hydrates, verified, the cold nodes the latest human prompt mentions. Every
 other path passes through untouched. GET /contextfold/stats returns counters
 (tool-call inputs withheld; it answers only to a loopback Host header or one
-given with --allowed-host, against DNS rebinding).
+given with --allowed-host, against DNS rebinding), with the input cost as
+billed under Anthropic's and OpenAI's prompt-cache prices, the client's and
+the forwarded ("billed").
+
+Only a human prompt is scanned: a scaffold's observation sent as a user
+message (mini-swe-agent <returncode>, SWE-agent Observation:, OpenHands
+EXECUTION RESULT, Aider's "I ran this command:") or a tool result never gets
+hydration. A fold event folds deep enough to pay for its cache rewrite
+within --payback-requests requests (docs/proxy.md).
 
 Reasoning: between two fold events every forwarded request only extends the
 one before (an earlier human turn's hydration stays in its message; the node
@@ -225,6 +233,8 @@ Point a client at it:
 	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions and /v1/responses (overrides --upstream)")
 	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
 	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
+	f.IntVar(&cfg.PaybackRequests, "payback-requests", harness.DefaultPaybackRequests, "a fold event folds deep enough to pay for itself, at Anthropic's cache prices, within this many requests after it (-1: fold to --fold-target only; docs/proxy.md)")
+	f.DurationVar(&cfg.CacheTTL, "cache-ttl", harness.DefaultCacheTTL, "how long a provider keeps an idle prompt cache: a request after that long a pause folds once past the middle of --fold-target and the budget, rewriting nothing cached (-1s: never)")
 	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
 	f.StringVar(&matchName, "match", string(match.Ranked), "scan matching mode: exact (the reference's) or ranked (weighted terms, focused hydration)")
 	f.IntVar(&cfg.HotWindow, "hot-window", harness.DefaultHotWindow, "recent messages never folded (0: none)")
