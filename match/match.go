@@ -200,7 +200,28 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			picks = append(picks, p)
 		}
 	}
+	// Rule "exact needles": the nodes holding a token the prompt quotes
+	// (a path, a URL, a version, an identifier, a quoted string) held by at
+	// most maxNeedleNodes nodes come first, fullest evidence first, ahead
+	// of any broader match; each is admitted as a first pick is (the
+	// first always, the others if they fit what remains).
+	for _, n := range needleNodes(s, ix, prompt, before) {
+		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
+		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
+		if len(res.Selected) == 0 || cost <= remaining {
+			admitted[n.step] = true
+			res.Selected = append(res.Selected, pick)
+			remaining -= cost
+			res.UsedTokens += cost
+		} else {
+			res.Dropped = append(res.Dropped, pick)
+		}
+	}
+	needled := len(res.Selected) > 0
 	for _, p := range picks {
+		if admitted[p.Step] {
+			continue
+		}
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
 		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean
@@ -216,7 +237,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		// information behind a short pick that scored higher on fewer
 		// words (the user's own earlier question, an answer next to it):
 		// the exact node is not dropped behind broader ones.
-		best := len(res.Selected) == 0 && len(res.Dropped) == 0
+		best := (len(res.Selected) == 0 || needled && len(res.Selected) == 1) && len(res.Dropped) == 0
 		if p.Long && cost > budget/4 && !p.Special && !(p.Rare && (best || p.Share >= topShare)) && p.Share < cost/budget {
 			res.Dropped = append(res.Dropped, pick)
 			continue
@@ -377,9 +398,10 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 			return nil, err
 		}
 		weights := ix.Weights(prompt, params)
+		needles := ranked.Needles(prompt)
 		limit := int(math.Floor(capTokens * 4))
 		for limit > 0 {
-			text, wins := ranked.Focus(h.RawContent, weights, limit)
+			text, wins := ranked.FocusNeedles(h.RawContent, weights, needles, limit)
 			if wins == nil {
 				break
 			}

@@ -107,6 +107,9 @@ func GenerateNeedleProbes(session string, turns []contextfold.Turn) []Probe {
 			if class == "" {
 				continue
 			}
+			if class == "quoted" {
+				tok = tok[1 : len(tok)-1] // the question quotes it; the archive may not
+			}
 			lower, n := strings.ToLower(tok), 0
 			for _, other := range texts {
 				if strings.Contains(other, lower) {
@@ -126,9 +129,9 @@ func GenerateNeedleProbes(session string, turns []contextfold.Turn) []Probe {
 			h := fnv.New32a()
 			fmt.Fprintf(h, "%s/%d/%s", session, t.StepID, c.Name)
 			tok := cands[int(h.Sum32()%uint32(len(cands)))]
-			q := tok
-			if c.Name != "quoted" {
-				q = "`" + tok + "`"
+			q := "`" + tok + "`"
+			if c.Name == "quoted" {
+				q = `"` + tok + `"`
 			}
 			p := Probe{Session: session, Step: t.StepID, Identifier: tok, Class: c.Name,
 				Question: fmt.Sprintf(needleTemplates[int(h.Sum32()/7)%len(needleTemplates)], q),

@@ -1,0 +1,102 @@
+package match
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match/ranked"
+)
+
+// maxNeedleCandidates bounds the nodes the needle stage reads to verify one
+// needle (the nodes holding every term of it, ranked.NeedleCandidates):
+// past it, the needle's terms are too common for a literal look-up to be
+// cheap, and the ranking weighs them.
+const maxNeedleCandidates = 32
+
+// maxNeedleNodes: a needle held literally by more nodes than this is not
+// rare (rule "exact needles" is for a token held once or a few times); the
+// ranking weighs it.
+const maxNeedleNodes = 5
+
+// needleNode is a node that holds one or more of the prompt's needles
+// literally.
+type needleNode struct {
+	step    int
+	tokens  int
+	length  int // code points of its raw content
+	summary string
+	held    []string // the needles it holds, in the prompt's needle order
+}
+
+// needleNodes is the needle stage of a ranked scan (rule "exact needles",
+// ranked.Needles): for each needle of the prompt, the nodes (steps below
+// before) holding every term of it, each read through the store (verified
+// as hydration verifies it) and kept when its raw content holds the needle
+// literally, ignoring case; a needle so kept by more than maxNeedleNodes
+// nodes is dropped. The result is ordered by the number of needles a node
+// holds, then fullest evidence first (rule "the output, not the echo": the
+// node with the longest content — the tool output over the command that
+// produced it and the restatement after it — then the newer step). A node
+// that cannot be read is left out (the scan reports nothing for it; a
+// hydration would report its error).
+func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before int) []*needleNode {
+	needles := ranked.Needles(prompt)
+	if len(needles) == 0 {
+		return nil
+	}
+	byStep := map[int]*needleNode{}
+	raw := map[int]string{}
+	for _, nd := range needles {
+		cands := ix.NeedleCandidates(nd, before, maxNeedleCandidates)
+		var holders []int
+		for _, st := range cands {
+			text, ok := raw[st]
+			if !ok {
+				h, err := s.Hydrate(st)
+				if err == nil {
+					text = h.RawContent
+					if byStep[st] == nil {
+						byStep[st] = &needleNode{step: st, tokens: h.TokenEstimate, length: len([]rune(text)), summary: h.Summary}
+					}
+				}
+				raw[st] = text
+			}
+			if text != "" && ranked.ContainsFold(text, nd) {
+				holders = append(holders, st)
+			}
+		}
+		if len(holders) == 0 || len(holders) > maxNeedleNodes {
+			continue
+		}
+		for _, st := range holders {
+			byStep[st].held = append(byStep[st].held, nd)
+		}
+	}
+	var out []*needleNode
+	for _, n := range byStep {
+		if len(n.held) > 0 {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if len(x.held) != len(y.held) {
+			return len(x.held) > len(y.held)
+		}
+		if x.length != y.length {
+			return x.length > y.length
+		}
+		return x.step > y.step
+	})
+	return out
+}
+
+// why is the needle pick's explanation.
+func (n *needleNode) why() []string {
+	out := make([]string, 0, len(n.held))
+	for _, nd := range n.held {
+		out = append(out, strconv.Quote(nd)+` verbatim (rule "exact needles")`)
+	}
+	return out
+}
