@@ -84,6 +84,22 @@ func StoreMode(s *contextfold.Store) Mode {
 	return m
 }
 
+// Default is the mode of a store whose settings name none, wherever the
+// MMU matches (proxy, MCP server, Claude Code hooks, and scan and recall on
+// the command line): one matching everywhere. A reference store says
+// {"matching": "exact"}; a command says --match exact.
+const Default = Ranked
+
+// ServingModeOf is the mode the MMU uses for store s: the store's
+// "matching" setting when it has one (StoreModeOf, with its error for a
+// value that is not a mode), else Default.
+func ServingModeOf(s *contextfold.Store) (Mode, error) {
+	if _, ok := s.Setting(SettingKey); !ok {
+		return Default, nil
+	}
+	return StoreModeOf(s)
+}
+
 // StoreModeOf returns the mode the store's settings ask for: the
 // "matching" value of store_settings.json, Exact when the key is absent. A
 // value that is not a mode name (a string other than exact or ranked, or
@@ -195,6 +211,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			}
 		}
 	}
+	picks = fullestFirst(picks)
 	for _, p := range r.Picks {
 		if p.IsCompanion {
 			picks = append(picks, p)
@@ -205,7 +222,11 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	// most maxNeedleNodes nodes come first, fullest evidence first, ahead
 	// of any broader match; each is admitted as a first pick is (the
 	// first always, the others if they fit what remains).
-	for _, n := range needleNodes(s, ix, prompt, before) {
+	superseded := map[int]bool{}
+	for _, p := range r.Superseded {
+		superseded[p.Step] = true
+	}
+	for _, n := range needleNodes(s, ix, prompt, before, superseded) {
 		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
 		if len(res.Selected) == 0 || cost <= remaining {
@@ -455,4 +476,57 @@ func nonNil(ss []string) []string {
 		return []string{}
 	}
 	return ss
+}
+
+// echoSpan is how many steps apart a tool call, its output and the
+// assistant's restatement of it lie (rule "the output, not the echo").
+const echoSpan = 2
+
+// fullestFirst is rule "the output, not the echo": when a pick has a later
+// pick within echoSpan steps of it that matched every prompt term it
+// matched and is longer (more tokens), the longer one goes first — the tool
+// output holding the lines over the command that asked for them and the
+// assistant's sentence restating them, which a length-normalised score
+// puts first. One pass in order: each pick is preceded by the longest such
+// pick, which keeps its own place otherwise. Deterministic; picks is not
+// modified.
+func fullestFirst(picks []ranked.Pick) []ranked.Pick {
+	out := make([]ranked.Pick, 0, len(picks))
+	moved := make([]bool, len(picks))
+	for i, p := range picks {
+		if moved[i] {
+			continue
+		}
+		best := -1
+		for j := i + 1; j < len(picks); j++ {
+			q := picks[j]
+			if moved[j] || q.Named != p.Named || q.Step-p.Step > echoSpan || p.Step-q.Step > echoSpan || q.Tokens < 2*p.Tokens || !holdsAll(q.Terms, p.Terms) {
+				continue
+			}
+			if best < 0 || q.Tokens > picks[best].Tokens {
+				best = j
+			}
+		}
+		if best >= 0 {
+			moved[best] = true
+			out = append(out, picks[best])
+		}
+		moved[i] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// holdsAll reports whether sorted terms a hold every term of sorted b.
+func holdsAll(a, b []string) bool {
+	i := 0
+	for _, t := range b {
+		for i < len(a) && a[i] < t {
+			i++
+		}
+		if i == len(a) || a[i] != t {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -40,7 +41,12 @@ type needleNode struct {
 // produced it and the restatement after it — then the newer step). A node
 // that cannot be read is left out (the scan reports nothing for it; a
 // hydration would report its error).
-func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before int) []*needleNode {
+//
+// Intent ownership (CONF-13) holds: a node the ranked scan superseded
+// (superseded[step]) is left out when a node holding the same needle is
+// more than echoSpan steps newer — a later update of the fact, not the
+// restatement of an output.
+func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before int, superseded map[int]bool) []*needleNode {
 	needles := ranked.Needles(prompt)
 	if len(needles) == 0 {
 		return nil
@@ -75,7 +81,7 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 	}
 	var out []*needleNode
 	for _, n := range byStep {
-		if len(n.held) > 0 {
+		if len(n.held) > 0 && !(superseded[n.step] && updated(n, byStep)) {
 			out = append(out, n)
 		}
 	}
@@ -99,4 +105,20 @@ func (n *needleNode) why() []string {
 		out = append(out, strconv.Quote(nd)+` verbatim (rule "exact needles")`)
 	}
 	return out
+}
+
+// updated reports whether a node holding one of n's needles is more than
+// echoSpan steps newer than n.
+func updated(n *needleNode, nodes map[int]*needleNode) bool {
+	for _, m := range nodes {
+		if m.step <= n.step+echoSpan {
+			continue
+		}
+		for _, a := range m.held {
+			if slices.Contains(n.held, a) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package match_test
 
 import (
 	"fmt"
+	"slices"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -155,5 +156,63 @@ func TestNeedlesOfAPrompt(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("Needles(%q) = %q, want %q", prompt, got, want)
 		}
+	}
+}
+
+// Rule "the output, not the echo" without a needle: a natural question
+// whose words the command, its output and the assistant's restatement all
+// hold hydrates the output first, and the output is what the budget holds.
+// Before the rule the restatement (the shortest, so the best
+// length-normalised score) came first.
+func TestOutputBeforeEcho(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 400, "max_rehydration_tokens_per_turn": 450}`)
+	turns := testgen.New(3).SmallTurns(0, 60)
+	var log strings.Builder
+	for l := 0; l < 40; l++ {
+		fmt.Fprintf(&log, "tests/ledger/test_case_%d ... ok\n", l)
+	}
+	log.WriteString("FAILED tests/ledger: reconciliation drift of 17 cents in the quarterly ledger totals\n")
+	turns[20] = contextfold.Turn{StepID: 20, Summary: "assistant: run the ledger reconciliation tests",
+		RawContent: "$ pytest tests/ledger -k reconciliation  # quarterly ledger totals drift check\n"}
+	turns[21] = contextfold.Turn{StepID: 21, Summary: "tool: pytest output", RawContent: log.String()}
+	turns[22] = contextfold.Turn{StepID: 22, Summary: "assistant: the reconciliation fails",
+		RawContent: "The quarterly ledger reconciliation shows a drift in the totals.\n"}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	res, err := match.Scan(s, "what drift did the quarterly ledger reconciliation show in the totals?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Selected) == 0 || res.Selected[0].StepID != 21 {
+		var got []int
+		for _, p := range res.Selected {
+			got = append(got, p.StepID)
+		}
+		t.Fatalf("hydrated %v, want the output 21 first", got)
+	}
+}
+
+// Intent ownership (CONF-13) holds for needles: of two nodes quoting the
+// same setting, the older one, updated by the newer one many steps later,
+// is not hydrated (the needle stage does not bring a superseded fact back).
+func TestNeedleKeepsIntentOwnership(t *testing.T) {
+	s := newStore(t, "")
+	turns := testgen.New(5).SmallTurns(0, 60)
+	turns[5] = contextfold.Turn{StepID: 5, Summary: "config: db_port_main", RawContent: "set db_port_main = 5433 for PostgreSQL\n"}
+	turns[40] = contextfold.Turn{StepID: 40, Summary: "config: db_port_main changed", RawContent: "set db_port_main = 5434 for PostgreSQL (5433 was taken)\n"}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	res, err := match.Scan(s, "what is `db_port_main` set to for PostgreSQL?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, p := range res.Selected {
+		got = append(got, p.StepID)
+	}
+	if len(got) == 0 || got[0] != 40 || slices.Contains(got, 5) {
+		t.Fatalf("hydrated %v, want 40 and not the superseded 5", got)
 	}
 }

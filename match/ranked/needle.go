@@ -39,8 +39,9 @@ const maxNeedleLen = 200
 // and not an apostrophe), and every whitespace-separated token that,
 // stripped of surrounding punctuation, is at least minNeedleLen bytes and
 // is structured: it holds an inner joiner (. / : @ # _ - \ between two word
-// characters), mixes letters and digits, has an inner capital after a
-// lower-case letter (CamelCase), or is a number of at least 3 digits that
+// characters), mixes letters and digits, is a CamelCase identifier of two
+// parts or more (HandleFunc; not a name such as PostgreSQL, whose capital
+// tail is no new word: identifierParts), or is a number of at least 3 digits that
 // is not a year. Plain words are not needles. Distinct (case-insensitive),
 // longest first (ties in prompt order), at most maxNeedles. Deterministic.
 func Needles(prompt string) []string {
@@ -108,14 +109,11 @@ func isWordByte(b byte) bool {
 // structured reports whether tok is a needle by its shape (see Needles).
 func structured(tok string) bool {
 	rs := []rune(tok)
-	letters, digits, innerCap := 0, 0, false
+	letters, digits := 0, 0
 	for i, r := range rs {
 		switch {
 		case unicode.IsLetter(r):
 			letters++
-			if i > 0 && unicode.IsUpper(r) && unicode.IsLower(rs[i-1]) {
-				innerCap = true
-			}
 		case unicode.IsDigit(r):
 			digits++
 		}
@@ -123,7 +121,7 @@ func structured(tok string) bool {
 			return true
 		}
 	}
-	if innerCap || letters > 0 && digits > 0 {
+	if letters > 0 && digits > 0 || len(identifierParts(tok)) > 1 {
 		return true
 	}
 	return letters == 0 && digits >= 3 && !isYear(tok)
