@@ -2,9 +2,9 @@ package match_test
 
 import (
 	"fmt"
-	"slices"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
