@@ -13,7 +13,7 @@ import (
 // needle (the nodes holding every term of it, ranked.NeedleCandidates):
 // past it, the needle's terms are too common for a literal look-up to be
 // cheap, and the ranking weighs them.
-const maxNeedleCandidates = 32
+const maxNeedleCandidates = 16
 
 // maxNeedleNodes: a needle held literally by more nodes than this is not
 // rare (rule "exact needles" is for a token held once or a few times); the
@@ -25,21 +25,22 @@ const maxNeedleNodes = 5
 type needleNode struct {
 	step    int
 	tokens  int
-	length  int // code points of its raw content
 	summary string
 	held    []string // the needles it holds, in the prompt's needle order
 }
 
 // needleNodes is the needle stage of a ranked scan (rule "exact needles",
 // ranked.Needles): for each needle of the prompt, the nodes (steps below
-// before) holding every term of it, each read through the store (verified
-// as hydration verifies it) and kept when its raw content holds the needle
-// literally, ignoring case; a needle so kept by more than maxNeedleNodes
-// nodes is dropped. The result is ordered by the number of needles a node
-// holds, then fullest evidence first (rule "the output, not the echo": the
-// node with the longest content — the tool output over the command that
-// produced it and the restatement after it — then the newer step). A node
-// that cannot be read is left out (the scan reports nothing for it; a
+// before) holding its own term (ranked.NeedleCandidate.Whole: not read),
+// or every word of it, read from the store (not verified: hydration
+// verifies what it pages in) and kept when the raw content holds the
+// needle literally,
+// ignoring case; a needle so held by more than maxNeedleNodes nodes is
+// dropped. The result is ordered by the number of needles a node holds,
+// then fullest evidence first (rule "the output, not the echo": the node
+// with the most tokens — the tool output over the command that produced
+// it and the restatement after it — then the newer step). A node that must
+// be read and cannot be is left out (the scan reports nothing for it; a
 // hydration would report its error).
 //
 // Intent ownership (CONF-13) holds: a node the ranked scan superseded
@@ -54,23 +55,24 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 	byStep := map[int]*needleNode{}
 	raw := map[int]string{}
 	for _, nd := range needles {
-		cands := ix.NeedleCandidates(nd, before, maxNeedleCandidates)
 		var holders []int
-		for _, st := range cands {
-			text, ok := raw[st]
-			if !ok {
-				h, err := s.Hydrate(st)
-				if err == nil {
-					text = h.RawContent
-					if byStep[st] == nil {
-						byStep[st] = &needleNode{step: st, tokens: h.TokenEstimate, length: len([]rune(text)), summary: h.Summary}
+		for _, c := range ix.NeedleCandidates(nd, before, maxNeedleCandidates) {
+			if !c.Whole {
+				text, ok := raw[c.Step]
+				if !ok {
+					if n, err := s.ReadColdNode(c.Step); err == nil {
+						text = n.RawContent
 					}
+					raw[c.Step] = text
 				}
-				raw[st] = text
+				if text == "" || !ranked.ContainsFold(text, nd) {
+					continue
+				}
 			}
-			if text != "" && ranked.ContainsFold(text, nd) {
-				holders = append(holders, st)
+			if byStep[c.Step] == nil {
+				byStep[c.Step] = &needleNode{step: c.Step, tokens: c.Tokens, summary: c.Summary}
 			}
+			holders = append(holders, c.Step)
 		}
 		if len(holders) == 0 || len(holders) > maxNeedleNodes {
 			continue
@@ -90,8 +92,8 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 		if len(x.held) != len(y.held) {
 			return len(x.held) > len(y.held)
 		}
-		if x.length != y.length {
-			return x.length > y.length
+		if x.tokens != y.tokens {
+			return x.tokens > y.tokens
 		}
 		return x.step > y.step
 	})

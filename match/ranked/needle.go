@@ -1,11 +1,12 @@
 package ranked
 
 import (
-	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/contextfold/contextfold/internal/extract"
 )
 
 // Rule "exact needles": a prompt that quotes a token the archive holds once
@@ -153,19 +154,41 @@ func needleTerms(needle string) (words []string, whole string) {
 			}
 		}
 	})
+	// A path's file name (its last element, when it holds a dot or a
+	// dash) is a term of every run ending with the path (analyzer.chunk),
+	// so it narrows the words' intersection before any node is read.
+	if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") && strings.ContainsAny(needle, "/\\") {
+		words = append(words, whole[i+1:])
+	}
+	// A needle of one word (an identifier, a number) is its own term.
+	if whole == "" && len(words) > 0 && words[0] == extract.FoldTerm(needle) {
+		whole = words[0]
+	}
 	return words, whole
 }
 
-// NeedleCandidates returns the steps of the live nodes (of steps below
-// before; all when before < 0) that may hold needle literally, newest
-// first: the nodes holding its compound term as a run of their own, and
-// the nodes holding every word of it, each set kept when it has at most
-// limit nodes (a larger one means the needle's words are not rare
-// together: the ranking weighs them). Nil when neither set is kept. The
-// caller verifies that a candidate holds the needle literally. Cost: the
-// rarest word's postings, each looked up in the others' (binary search).
-// Safe for concurrent use.
-func (ix *Index) NeedleCandidates(needle string, before, limit int) []int {
+// NeedleCandidate is a node that may hold a needle literally.
+type NeedleCandidate struct {
+	Step    int
+	Tokens  int // the node's token_estimate
+	Summary string
+	// Whole: the node holds the needle's own term — the whole compound
+	// ("api.llama.fi/protocols", "75.7") or the one identifier
+	// ("settle_ledger_batch") the needle is — so it holds the token as
+	// written, up to case; no need to read it to verify.
+	Whole bool
+}
+
+// NeedleCandidates returns the live nodes (of steps below before; all when
+// before < 0) that may hold needle literally, newest first: the nodes
+// holding its own term (Whole), else (none does, or the needle is no one
+// term: a quoted phrase, a fragment of a longer run) the nodes holding
+// every word of it; the set is kept when it has at most limit nodes (a
+// larger one means the needle is not rare: the ranking weighs it). Nil
+// when none is kept. The caller verifies a candidate that is not Whole. Cost: the rarest
+// word's postings, each looked up in the others' (binary search). Safe for
+// concurrent use.
+func (ix *Index) NeedleCandidates(needle string, before, limit int) []NeedleCandidate {
 	words, whole := needleTerms(needle)
 	if limit <= 0 {
 		return nil
@@ -179,23 +202,34 @@ func (ix *Index) NeedleCandidates(needle string, before, limit int) []int {
 	return out
 }
 
-func (ix *Index) needleCandidates(words []string, whole string, before, limit int) []int {
-	var out []int
+func (ix *Index) needleCandidates(words []string, whole string, before, limit int) []NeedleCandidate {
+	var out []NeedleCandidate
+	seen := map[int32]bool{}
 	if whole != "" {
-		out = ix.needleLocked([]string{whole}, before, limit)
+		for _, d := range ix.needleLocked([]string{whole}, before, limit) {
+			seen[d] = true
+			out = append(out, ix.needleCandidate(d, true))
+		}
 	}
-	if len(words) > 0 {
-		for _, st := range ix.needleLocked(words, before, limit) {
-			if !slices.Contains(out, st) {
-				out = append(out, st)
+	if len(words) > 0 && len(out) == 0 {
+		for _, d := range ix.needleLocked(words, before, limit) {
+			if !seen[d] {
+				out = append(out, ix.needleCandidate(d, false))
 			}
 		}
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(out)))
+	sort.Slice(out, func(a, b int) bool { return out[a].Step > out[b].Step })
 	return out
 }
 
-func (ix *Index) needleLocked(terms []string, before, limit int) []int {
+func (ix *Index) needleCandidate(d int32, whole bool) NeedleCandidate {
+	return NeedleCandidate{Step: ix.docs[d].step, Tokens: ix.docs[d].tokens, Summary: ix.summaryOf(d), Whole: whole}
+}
+
+// needleLocked returns the live docs (of steps below before) holding
+// every term of terms, nil when there are more than limit of them or a
+// term is unknown. Callers hold ix.mu.
+func (ix *Index) needleLocked(terms []string, before, limit int) []int32 {
 	ids := make([]int32, 0, len(terms))
 	for _, t := range terms {
 		id, ok := ix.termID(t)
@@ -212,7 +246,7 @@ func (ix *Index) needleLocked(terms []string, before, limit int) []int {
 		}
 	}
 	sort.Slice(lists, func(a, b int) bool { return len(lists[a]) < len(lists[b]) })
-	var out []int
+	var out []int32
 	for _, p := range lists[0] {
 		d := p.doc
 		if ix.docs[d].dead || before >= 0 && ix.docs[d].step >= before {
@@ -231,9 +265,8 @@ func (ix *Index) needleLocked(terms []string, before, limit int) []int {
 		if len(out) == limit {
 			return nil
 		}
-		out = append(out, ix.docs[d].step)
+		out = append(out, d)
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(out)))
 	return out
 }
 
