@@ -6,12 +6,16 @@
 // first.
 //
 //   - Exact is the reference (spec §5): identifiers, files and errors of the
-//     prompt, residual greedy set cover, prefix truncation. It is the
-//     default of the command line and what the conformance vectors check.
-//   - Ranked weighs terms by rarity (BM25-like), stems, splits identifiers,
-//     uses neighbouring turns, cuts off by score, keeps intent ownership
-//     (CONF-13), and hydrates large nodes by windows around the matched
-//     lines (focused hydration).
+//     prompt, residual greedy set cover, prefix truncation. It is what the
+//     conformance vectors check, and the mode of a store whose settings say
+//     {"matching": "exact"}.
+//   - Ranked (Default: the proxy's, MCP server's, hooks' and command line's)
+//     hydrates first the nodes holding a token the prompt quotes (rule
+//     "exact needles", needle.go), then weighs terms by rarity (BM25-like),
+//     stems, splits identifiers, uses neighbouring turns, cuts off by score,
+//     keeps intent ownership (CONF-13), puts the output before its echo,
+//     and hydrates large nodes by windows around the matched lines (focused
+//     hydration). docs/matching.md describes it.
 //
 // Every function is read-only towards the store (CONF-08): the ranked index
 // lives in memory (one per store directory and process).
