@@ -13,7 +13,7 @@ import (
 // needle (the nodes holding every term of it, ranked.NeedleCandidates):
 // past it, the needle's terms are too common for a literal look-up to be
 // cheap, and the ranking weighs them.
-const maxNeedleCandidates = 16
+const maxNeedleCandidates = 32
 
 // maxNeedleNodes: a needle held literally by more nodes than this is not
 // rare (rule "exact needles" is for a token held once or a few times); the
@@ -32,7 +32,7 @@ type needleNode struct {
 // needleNodes is the needle stage of a ranked scan (rule "exact needles",
 // ranked.Needles): for each needle of the prompt, the nodes (steps below
 // before) holding its own term (ranked.NeedleCandidate.Whole: not read),
-// or every word of it, read from the store (not verified: hydration
+// or every word of it (at most maxNeedleCandidates), read from the store (not verified: hydration
 // verifies what it pages in) and kept when the raw content holds the
 // needle literally,
 // ignoring case; a needle so held by more than maxNeedleNodes nodes is
