@@ -15,6 +15,11 @@ import (
 // cheap, and the ranking weighs them.
 const maxNeedleCandidates = 32
 
+// maxNeedleReads bounds the nodes one scan reads for all its needles
+// (ranked.Needles takes at most 8 of them), so that a prompt pasting a log
+// full of tokens costs a bounded number of reads.
+const maxNeedleReads = 64
+
 // maxNeedleNodes: a needle held literally by more nodes than this is not
 // rare (rule "exact needles" is for a token held once or a few times); the
 // ranking weighs it.
@@ -59,6 +64,9 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 		for _, c := range ix.NeedleCandidates(nd, before, maxNeedleCandidates) {
 			if !c.Whole {
 				text, ok := raw[c.Step]
+				if !ok && len(raw) >= maxNeedleReads {
+					continue // a pasted log of tokens: the ranking weighs the rest
+				}
 				if !ok {
 					if n, err := s.ReadColdNode(c.Step); err == nil {
 						text = n.RawContent
