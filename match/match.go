@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -243,7 +244,22 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		}
 	}
 	needled := len(res.Selected) > 0
+	needlePick := map[int]*contextfold.ScanPick{}
+	for i := range res.Selected {
+		needlePick[res.Selected[i].StepID] = &res.Selected[i]
+	}
+	for i := range res.Dropped {
+		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
+	}
 	for _, p := range picks {
+		if np := needlePick[p.Step]; np != nil {
+			// The ranked scan picked a needle node too: its terms, score and
+			// reasons join the needle pick's.
+			terms := append(np.MatchedTerms, p.Terms...)
+			slices.Sort(terms)
+			np.MatchedTerms, np.Score, np.Why = slices.Compact(terms), p.Score, append(np.Why, p.Why...)
+			continue
+		}
 		if admitted[p.Step] {
 			continue
 		}
