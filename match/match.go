@@ -136,7 +136,10 @@ var params = ranked.DefaultParams()
 func SetRankedParams(p ranked.Params) { params = p }
 
 // Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
-// Ranked: the ranked picks, best first, admitted against the same per-turn
+// Ranked: first the nodes holding a token the prompt quotes (rule "exact
+// needles", needleNodes: at most maxNeedleNodes per token, fullest first;
+// each admitted as below), then the ranked picks (rule "the output, not the
+// echo" applied, fullestFirst), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains;
 // the others are Dropped; so is a long pick (over 4 × the store's mean node)
