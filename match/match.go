@@ -6,12 +6,16 @@
 // first.
 //
 //   - Exact is the reference (spec §5): identifiers, files and errors of the
-//     prompt, residual greedy set cover, prefix truncation. It is the
-//     default of the command line and what the conformance vectors check.
-//   - Ranked weighs terms by rarity (BM25-like), stems, splits identifiers,
-//     uses neighbouring turns, cuts off by score, keeps intent ownership
-//     (CONF-13), and hydrates large nodes by windows around the matched
-//     lines (focused hydration).
+//     prompt, residual greedy set cover, prefix truncation. It is what the
+//     conformance vectors check, and the mode of a store whose settings say
+//     {"matching": "exact"}.
+//   - Ranked (Default: the proxy's, MCP server's, hooks' and command line's)
+//     hydrates first the nodes holding a token the prompt quotes (rule
+//     "exact needles", needle.go), then weighs terms by rarity (BM25-like),
+//     stems, splits identifiers, uses neighbouring turns, cuts off by score,
+//     keeps intent ownership (CONF-13), puts the output before its echo,
+//     and hydrates large nodes by windows around the matched lines (focused
+//     hydration). docs/matching.md describes it.
 //
 // Every function is read-only towards the store (CONF-08): the ranked index
 // lives in memory (one per store directory and process).
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,6 +89,22 @@ func StoreMode(s *contextfold.Store) Mode {
 	return m
 }
 
+// Default is the mode of a store whose settings name none, wherever the
+// MMU matches (proxy, MCP server, Claude Code hooks, and scan and recall on
+// the command line): one matching everywhere. A reference store says
+// {"matching": "exact"}; a command says --match exact.
+const Default = Ranked
+
+// ServingModeOf is the mode the MMU uses for store s: the store's
+// "matching" setting when it has one (StoreModeOf, with its error for a
+// value that is not a mode), else Default.
+func ServingModeOf(s *contextfold.Store) (Mode, error) {
+	if _, ok := s.Setting(SettingKey); !ok {
+		return Default, nil
+	}
+	return StoreModeOf(s)
+}
+
 // StoreModeOf returns the mode the store's settings ask for: the
 // "matching" value of store_settings.json, Exact when the key is absent. A
 // value that is not a mode name (a string other than exact or ranked, or
@@ -115,7 +136,10 @@ var params = ranked.DefaultParams()
 func SetRankedParams(p ranked.Params) { params = p }
 
 // Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
-// Ranked: the ranked picks, best first, admitted against the same per-turn
+// Ranked: first the nodes holding a token the prompt quotes (rule "exact
+// needles", needleNodes: at most maxNeedleNodes per token, fullest first;
+// each admitted as below), then the ranked picks (rule "the output, not the
+// echo" applied, fullestFirst), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains;
 // the others are Dropped; so is a long pick (over 4 × the store's mean node)
@@ -195,12 +219,53 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			}
 		}
 	}
+	picks = fullestFirst(picks)
 	for _, p := range r.Picks {
 		if p.IsCompanion {
 			picks = append(picks, p)
 		}
 	}
+	// Rule "exact needles": the nodes holding a token the prompt quotes
+	// (a path, a URL, a version, an identifier, a quoted string) held by at
+	// most maxNeedleNodes nodes come first, fullest evidence first, ahead
+	// of any broader match; each is admitted as a first pick is (the
+	// first always, the others if they fit what remains).
+	superseded := map[int]bool{}
+	for _, p := range r.Superseded {
+		superseded[p.Step] = true
+	}
+	for _, n := range needleNodes(s, ix, prompt, before, superseded) {
+		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
+		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
+		if len(res.Selected) == 0 || cost <= remaining {
+			admitted[n.step] = true
+			res.Selected = append(res.Selected, pick)
+			remaining -= cost
+			res.UsedTokens += cost
+		} else {
+			res.Dropped = append(res.Dropped, pick)
+		}
+	}
+	needled := len(res.Selected) > 0
+	needlePick := map[int]*contextfold.ScanPick{}
+	for i := range res.Selected {
+		needlePick[res.Selected[i].StepID] = &res.Selected[i]
+	}
+	for i := range res.Dropped {
+		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
+	}
 	for _, p := range picks {
+		if np := needlePick[p.Step]; np != nil {
+			// The ranked scan picked a needle node too: its terms, score and
+			// reasons join the needle pick's.
+			terms := append(np.MatchedTerms, p.Terms...)
+			slices.Sort(terms)
+			np.MatchedTerms, np.Score, np.Why = slices.Compact(terms), p.Score, append(np.Why, p.Why...)
+			continue
+		}
+		if admitted[p.Step] {
+			continue
+		}
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
 		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean
@@ -216,7 +281,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		// information behind a short pick that scored higher on fewer
 		// words (the user's own earlier question, an answer next to it):
 		// the exact node is not dropped behind broader ones.
-		best := len(res.Selected) == 0 && len(res.Dropped) == 0
+		best := (len(res.Selected) == 0 || needled && len(res.Selected) == 1) && len(res.Dropped) == 0
 		if p.Long && cost > budget/4 && !p.Special && !(p.Rare && (best || p.Share >= topShare)) && p.Share < cost/budget {
 			res.Dropped = append(res.Dropped, pick)
 			continue
@@ -377,9 +442,10 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 			return nil, err
 		}
 		weights := ix.Weights(prompt, params)
+		needles := ranked.Needles(prompt)
 		limit := int(math.Floor(capTokens * 4))
 		for limit > 0 {
-			text, wins := ranked.Focus(h.RawContent, weights, limit)
+			text, wins := ranked.FocusNeedles(h.RawContent, weights, needles, limit)
 			if wins == nil {
 				break
 			}
@@ -433,4 +499,57 @@ func nonNil(ss []string) []string {
 		return []string{}
 	}
 	return ss
+}
+
+// echoSpan is how many steps apart a tool call, its output and the
+// assistant's restatement of it lie (rule "the output, not the echo").
+const echoSpan = 2
+
+// fullestFirst is rule "the output, not the echo": when a pick has a later
+// pick within echoSpan steps of it that matched every prompt term it
+// matched and is longer (more tokens), the longer one goes first — the tool
+// output holding the lines over the command that asked for them and the
+// assistant's sentence restating them, which a length-normalised score
+// puts first. One pass in order: each pick is preceded by the longest such
+// pick, which keeps its own place otherwise. Deterministic; picks is not
+// modified.
+func fullestFirst(picks []ranked.Pick) []ranked.Pick {
+	out := make([]ranked.Pick, 0, len(picks))
+	moved := make([]bool, len(picks))
+	for i, p := range picks {
+		if moved[i] {
+			continue
+		}
+		best := -1
+		for j := i + 1; j < len(picks); j++ {
+			q := picks[j]
+			if moved[j] || q.Named != p.Named || q.Step-p.Step > echoSpan || p.Step-q.Step > echoSpan || q.Tokens < 2*p.Tokens || !holdsAll(q.Terms, p.Terms) {
+				continue
+			}
+			if best < 0 || q.Tokens > picks[best].Tokens {
+				best = j
+			}
+		}
+		if best >= 0 {
+			moved[best] = true
+			out = append(out, picks[best])
+		}
+		moved[i] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// holdsAll reports whether sorted terms a hold every term of sorted b.
+func holdsAll(a, b []string) bool {
+	i := 0
+	for _, t := range b {
+		for i < len(a) && a[i] < t {
+			i++
+		}
+		if i == len(a) || a[i] != t {
+			return false
+		}
+	}
+	return true
 }

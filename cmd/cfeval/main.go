@@ -1,8 +1,9 @@
 // Command cfeval runs the matching evaluations of BENCHMARKS.md
 // ("Matching"): LoCoMo evidence-turn recall and agent-session probes.
 //
-//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined]
+//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated]
 //	go run ./cmd/cfeval probes [-dir ingest/testdata/transcripts]
+//	go run ./cmd/cfeval corpus [-dir ingest/testdata/transcripts/mini-swe-agent/corpus] [-per 0]
 package main
 
 import (
@@ -18,15 +19,17 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
 		os.Exit(1)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	file := fs.String("file", "internal/matcheval/testdata/locomo/locomo10.json.gz", "LoCoMo-schema JSON file (.gz allowed)")
 	budget := fs.Float64("budget", 5, "hydration budget per question, in average dialog turns")
 	n := fs.Int("n", 0, "conversations to run (0: all)")
+	undated := fs.Bool("undated", false, "locomo: fold turns as \"Speaker: text\" without the session date (what a proxy sees)")
 	combined := fs.Bool("combined", false, "locomo: ask every question of one store holding all the conversations (matcheval.Combine)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
+	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
 	verbose := fs.Bool("v", false, "print every probe that misses")
 	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
 	fs.Parse(os.Args[2:])
@@ -56,7 +59,7 @@ func main() {
 				fail(err)
 			}
 		}
-		rep, err := matcheval.RunLoCoMo(data, tmp, *budget, *n)
+		rep, err := matcheval.RunLoCoMoWith(data, tmp, matcheval.LoCoMoOptions{BudgetTurns: *budget, Limit: *n, Undated: *undated})
 		if err != nil {
 			fail(err)
 		}
@@ -67,8 +70,18 @@ func main() {
 			fail(err)
 		}
 		fmt.Print(rep.Format(*verbose))
+	case "corpus":
+		d := *dir
+		if d == "ingest/testdata/transcripts" {
+			d = "ingest/testdata/transcripts/mini-swe-agent/corpus"
+		}
+		rep, err := matcheval.RunNeedleProbes(d, tmp, *per)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Print(rep.Format(*verbose))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
 		os.Exit(1)
 	}
 }

@@ -204,7 +204,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if _, err := st.Policy.MaxTokensPerTurn(); err != nil {
 				return fmt.Errorf("%s: %v (set it to a number)", filepath.Join(s.Dir(), contextfold.PolicyFile), err)
 			}
-			mode, err := match.StoreModeOf(s)
+			mode, err := match.ServingModeOf(s)
 			if err != nil {
 				return err
 			}

@@ -13,13 +13,14 @@ import (
 func init() { commands = append(commands, newScanCmd, newRecallCmd) }
 
 // matchFlag adds --match to a query command; resolve gives the mode: the
-// flag's, else the store's {"matching": …} setting, else exact.
+// flag's, else the store's {"matching": …} setting, else ranked — the
+// matching of the proxy, the MCP server and the hooks (match.Default).
 func matchFlag(c *cobra.Command) func(s *contextfold.Store) (match.Mode, error) {
 	var name string
-	c.Flags().StringVar(&name, "match", "", "matching mode: exact (the reference, default) or ranked (BM25-like, stems, cut-off); default: the store's \"matching\" setting, else exact")
+	c.Flags().StringVar(&name, "match", "", "matching mode: ranked (rarity-weighted terms, exact needles, cut-off; what the proxy, MCP server and hooks use) or exact (the reference's scan, spec §5); default: the store's \"matching\" setting, else ranked")
 	return func(s *contextfold.Store) (match.Mode, error) {
 		if name == "" {
-			return match.StoreModeOf(s)
+			return match.ServingModeOf(s)
 		}
 		m, err := match.ParseMode(name)
 		if err != nil {
@@ -35,18 +36,23 @@ func newScanCmd(g *globals) *cobra.Command {
 		Use:   "scan <prompt…>",
 		Short: "Show which cold nodes the MMU would hydrate for a prompt (push, CONF-13)",
 		Long: `scan matches a prompt against the recall index the way the software MMU does
-before a turn: query terms are the prompt's identifiers, files and error names;
-nodes are picked by residual greedy set cover (most uncovered terms first, the
-larger step id on ties), admitted while they fit the per-turn budget. scan
-changes nothing; use hydrate to page a node in.
-
---match ranked uses the ranked matcher instead (package match/ranked): terms
-weighed by rarity, stems and identifier parts, neighbouring turns, a score
-cut-off (nothing when nothing scores clearly) and intent ownership; each pick
-shows its score and why it matched.`,
+before a turn, with the matching of the proxy, the MCP server and the hooks:
+the ranked matcher (package match/ranked) unless the store's settings say
+{"matching": "exact"} or --match exact is given. Ranked: a token the prompt
+quotes or writes with structure (a path, URL, version, decimal, hash, e-mail,
+slash pair, identifier or quoted string) held by a few nodes hydrates those
+nodes first ("exact needles"); then terms weighed by rarity, stems and
+identifier parts, neighbouring turns, a score cut-off (nothing when nothing
+scores clearly) and intent ownership; each pick shows its score and why it
+matched. Exact (the reference, spec §5): query terms are the prompt's
+identifiers, files and error names; nodes are picked by residual greedy set
+cover (most uncovered terms first, the larger step id on ties). Either way
+picks are admitted while they fit the per-turn budget. scan changes nothing;
+use hydrate to page a node in.`,
 		Example: `  contextfold scan "What port are we using for PostgreSQL, and which migration applied the billing table?"
   contextfold scan --json -- "-v flag broke tests/test_api.py"
-  contextfold scan --match ranked "why did the tenant billing migration fail?"`,
+  contextfold scan "what did api.example.com/v2/prices return?"
+  contextfold scan --match exact "why did the tenant billing migration fail?"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("scan needs a prompt: contextfold scan <prompt…>")
@@ -132,9 +138,9 @@ func newRecallCmd(g *globals) *cobra.Command {
 		Long: `recall ranks the nodes that hold the query's identifiers. The nodes with the
 highest coverage come first, newest step first, labelled latest_chronological,
 superseded…, historical; the other candidates follow, labelled related. The
-score is +2 per query term in the node's summary and +1 per term in the node.
---match ranked ranks with the ranked scorer (score = ranked score × 100) and
-keeps the labels.`,
+score is the ranked scorer's × 100 (the default, as for scan: the store's
+"matching" setting, else ranked), or with --match exact the reference's: +2
+per query term in the node's summary and +1 per term in the node.`,
 		Example: `  contextfold recall PostgreSQL port
   contextfold recall --json migration V12`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -87,7 +87,8 @@ func checkDistinctiveScan(t *testing.T, dir string) {
 			if count[id] != 1 || len(id) < 6 {
 				continue
 			}
-			out, _, code := cli(t, "", "--dir", dir, "scan", "--json", id)
+			// The identifiers are the index entry's (exact mode's terms).
+			out, _, code := cli(t, "", "--dir", dir, "scan", "--json", "--match", "exact", id)
 			var scan struct {
 				Selected []struct {
 					StepID int `json:"step_id"`

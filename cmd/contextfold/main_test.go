@@ -187,9 +187,11 @@ func TestFoldInputJSONKeepsAnyText(t *testing.T) {
 	}
 }
 
+// The reference's scan and recall JSON (--match exact; the default is
+// ranked, TestMatchFlag).
 func TestQueryCommandsJSON(t *testing.T) {
 	dir := demoDir(t)
-	out, _, code := cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt)
+	out, _, code := cli(t, "", "--dir", dir, "scan", "--json", "--match", "exact", contextfold.DemoPrompt)
 	var scan struct {
 		QueryTerms []string `json:"query_terms"`
 		Selected   []struct {
@@ -203,7 +205,7 @@ func TestQueryCommandsJSON(t *testing.T) {
 	if code != 0 || len(scan.Selected) != 3 || scan.Selected[0].StepID != 342 || scan.Selected[0].TokenCost != 12 || scan.Dropped == nil {
 		t.Errorf("scan: %s", out)
 	}
-	out, _, _ = cli(t, "", "--dir", dir, "recall", "--json", "PostgreSQL", "port")
+	out, _, _ = cli(t, "", "--dir", dir, "recall", "--json", "--match", "exact", "PostgreSQL", "port")
 	var hits []map[string]any
 	mustJSON(t, out, &hits)
 	if len(hits) != 4 || hits[0]["step_id"] != float64(137) || hits[0]["status"] != "latest_chronological" || hits[0]["summary"] == nil || hits[0]["coverage"] != float64(2) {

@@ -28,14 +28,14 @@ func scanSteps(s scanOut) []int {
 	return out
 }
 
-// --match selects the mode of scan and recall; exact stays the default and
-// its JSON is unchanged; the store's {"matching": "ranked"} setting makes
-// ranked the default of that store.
+// --match selects the mode of scan and recall; ranked is the default (the
+// proxy's, MCP server's and hooks' matching), exact's JSON is unchanged; the
+// store's {"matching": "exact"} setting makes exact the default of that
+// store (a reference store), {"matching": "ranked"} keeps ranked.
 func TestMatchFlag(t *testing.T) {
 	dir := demoDir(t)
-	exact, _, code := cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt)
-	same, _, _ := cli(t, "", "--dir", dir, "scan", "--json", "--match", "exact", contextfold.DemoPrompt)
-	if code != 0 || exact != same || strings.Contains(exact, `"score"`) || strings.Contains(exact, `"match"`) {
+	exact, _, code := cli(t, "", "--dir", dir, "scan", "--json", "--match", "exact", contextfold.DemoPrompt)
+	if code != 0 || strings.Contains(exact, `"score"`) || strings.Contains(exact, `"match"`) {
 		t.Errorf("exact JSON changed: %s", exact)
 	}
 	out, _, code := cli(t, "", "--dir", dir, "scan", "--json", "--match", "ranked", contextfold.DemoPrompt)
@@ -43,6 +43,18 @@ func TestMatchFlag(t *testing.T) {
 	mustJSON(t, out, &r)
 	if code != 0 || r.Match != "ranked" || !reflect.DeepEqual(scanSteps(r), []int{342, 137, 447}) || r.Selected[0].Score <= 0 || len(r.Selected[0].Why) == 0 {
 		t.Errorf("ranked scan: %s", out)
+	}
+	if def, _, _ := cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt); def != out {
+		t.Errorf("scan without --match is not ranked: %s", def)
+	}
+	if err := os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "exact"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ref, _, _ := cli(t, "", "--dir", dir, "scan", "--json", contextfold.DemoPrompt); ref != exact {
+		t.Errorf("a store saying exact does not scan exactly: %s", ref)
+	}
+	if err := os.Remove(filepath.Join(dir, contextfold.SettingsFile)); err != nil {
+		t.Fatal(err)
 	}
 	out, _, code = cli(t, "", "--dir", dir, "scan", "--match", "ranked", "thanks, go on")
 	if code != 0 || !strings.Contains(out, "nothing would be hydrated") {
@@ -121,15 +133,16 @@ func TestHydrateFocus(t *testing.T) {
 }
 
 // A bad "matching" value in store_settings.json is an error naming the
-// file, the value and the modes; status shows the mode (text and JSON).
+// file, the value and the modes; status shows the mode scan and recall use
+// (text and JSON): ranked without a setting.
 func TestStoreMatchingSetting(t *testing.T) {
 	dir := demoDir(t)
 	out, _, code := cli(t, "", "--dir", dir, "status", "--json")
-	if code != 0 || !strings.Contains(out, `"matching": "exact"`) {
+	if code != 0 || !strings.Contains(out, `"matching": "ranked"`) {
 		t.Errorf("status JSON: %d %s", code, out)
 	}
-	os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "ranked"}`), 0o644)
-	if out, _, _ := cli(t, "", "--dir", dir, "status"); !strings.Contains(out, "matching ranked") {
+	os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "exact"}`), 0o644)
+	if out, _, _ := cli(t, "", "--dir", dir, "status"); !strings.Contains(out, "matching exact") {
 		t.Errorf("status text: %s", out)
 	}
 	os.WriteFile(filepath.Join(dir, contextfold.SettingsFile), []byte(`{"matching": "bm25"}`), 0o644)

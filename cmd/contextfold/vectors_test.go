@@ -186,7 +186,7 @@ func TestCLIConformanceScanRecall(t *testing.T) {
 				if c.Input.Query != nil {
 					q = *c.Input.Query
 				}
-				out, errs, code := cli(t, "", "--dir", dir, kind, "--json", "--", q)
+				out, errs, code := cli(t, "", "--dir", dir, kind, "--json", "--match", "exact", "--", q) // the vectors check the reference (spec §5)
 				if code != 0 {
 					t.Fatalf("%s: exit %d %s", kind, code, errs)
 				}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
 )
 
 // LoCoMo is the subset of the LoCoMo schema the evaluation reads: a list of
@@ -105,7 +106,14 @@ const (
 	MethodExact  = "exact scan"
 	MethodRanked = "ranked scan"
 	MethodBM25   = "BM25 top-5"
+	// MethodBM25Stem is BM25 with the ranked matcher's stop words and
+	// Snowball stemming (ranked.Analyze's word terms), top 5: the standard
+	// lexical baseline a scorer must beat.
+	MethodBM25Stem = "BM25+stem top-5"
 )
+
+// methods are the LoCoMo report's columns, in order.
+var methods = []string{MethodExact, MethodRanked, MethodBM25, MethodBM25Stem}
 
 // Score accumulates evidence recall over questions.
 type Score struct {
@@ -127,6 +135,7 @@ func (s *Score) Mean() float64 {
 type LoCoMoReport struct {
 	Conversations, Turns int
 	BudgetTurns          float64
+	Undated              bool // turns folded without their session date
 	Overall              map[string]*Score
 	ByCategory           map[int]map[string]*Score
 	// ByHalf splits the questions by their conversation's index in the
@@ -151,9 +160,28 @@ const (
 // ranked scan and a plain BM25 top-5 over the same turns. limit > 0 keeps
 // the first limit conversations.
 func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMoReport, error) {
-	rep := &LoCoMoReport{BudgetTurns: budgetTurns, Overall: map[string]*Score{}, ByCategory: map[int]map[string]*Score{},
+	return RunLoCoMoWith(data, tmp, LoCoMoOptions{BudgetTurns: budgetTurns, Limit: limit})
+}
+
+// LoCoMoOptions are RunLoCoMoWith's settings.
+type LoCoMoOptions struct {
+	// BudgetTurns is the hydration budget per question, in the
+	// conversation's average turn cost (the store's
+	// max_rehydration_tokens_per_turn is set to it; BM25 takes the top 5).
+	BudgetTurns float64
+	// Limit > 0 keeps the first Limit conversations.
+	Limit int
+	// Undated folds each turn as "Speaker: text" without its session date
+	// (UndatedPayload): what a proxy sees of a chat, which carries no dates.
+	Undated bool
+}
+
+// RunLoCoMoWith is RunLoCoMo with options (undated payloads).
+func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, error) {
+	budgetTurns, limit := o.BudgetTurns, o.Limit
+	rep := &LoCoMoReport{BudgetTurns: budgetTurns, Undated: o.Undated, Overall: map[string]*Score{}, ByCategory: map[int]map[string]*Score{},
 		ByHalf: map[string]map[int]map[string]*Score{HalfEven: {}, HalfOdd: {}}}
-	for _, m := range []string{MethodExact, MethodRanked, MethodBM25} {
+	for _, m := range methods {
 		rep.Overall[m] = &Score{}
 	}
 	// scores returns the accumulators a question of category cat in
@@ -196,6 +224,9 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 		total := 0
 		for i, t := range turns {
 			payload := TurnPayload(t)
+			if o.Undated {
+				payload = UndatedPayload(t)
+			}
 			step[normDiaID(t.DiaID)] = i
 			folds = append(folds, contextfold.Turn{StepID: i, Summary: clip(payload, 100), RawContent: payload})
 			texts = append(texts, payload)
@@ -214,7 +245,8 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 		if _, err := s.FoldBatch(folds); err != nil {
 			return nil, err
 		}
-		bm := newBM25(texts)
+		bm := newBM25(texts, bm25Tokens)
+		bms := newBM25(texts, bm25StemTokens)
 		rep.Conversations++
 		rep.Turns += len(folds)
 		for _, qa := range sample.QA {
@@ -249,6 +281,10 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 				got[MethodBM25] = append(got[MethodBM25], d)
 				tok[MethodBM25] += float64(contextfold.TokenEstimate(texts[d]))
 			}
+			for _, d := range bms.top(qa.Question, 5) {
+				got[MethodBM25Stem] = append(got[MethodBM25Stem], d)
+				tok[MethodBM25Stem] += float64(contextfold.TokenEstimate(texts[d]))
+			}
 			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25]) {
 				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25])
 				for _, e := range ev {
@@ -258,7 +294,7 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 					fmt.Printf("  r1 %d: %s\n", got[MethodRanked][0], texts[got[MethodRanked][0]])
 				}
 			}
-			for _, name := range []string{MethodExact, MethodRanked, MethodBM25} {
+			for _, name := range methods {
 				r := 0.0 // no pick at all: recall 0
 				if picks, ok := got[name]; ok {
 					r = recall(ev, picks)
@@ -275,6 +311,13 @@ func RunLoCoMo(data LoCoMo, tmp string, budgetTurns float64, limit int) (*LoCoMo
 		}
 	}
 	return rep, nil
+}
+
+// UndatedPayload is TurnPayload without the session date: "Speaker:
+// text", plus the shared image's caption.
+func UndatedPayload(t DialogTurn) string {
+	t.DateTime = ""
+	return TurnPayload(t)
 }
 
 // TurnPayload is the folded text of one dialog turn: "[date] Speaker:
@@ -353,13 +396,16 @@ func recall(evidence, picks []int) float64 {
 // Format renders the report as a Markdown table.
 func (r *LoCoMoReport) Format() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "LoCoMo: %d conversations, %d turns, budget %.0f average turns per question\n\n", r.Conversations, r.Turns, r.BudgetTurns)
-	methods := []string{MethodExact, MethodRanked, MethodBM25}
+	dated := "dated"
+	if r.Undated {
+		dated = "undated"
+	}
+	fmt.Fprintf(&b, "LoCoMo: %d conversations, %d turns (%s), budget %.0f average turns per question\n\n", r.Conversations, r.Turns, dated, r.BudgetTurns)
 	b.WriteString("| category | questions |")
 	for _, m := range methods {
 		fmt.Fprintf(&b, " %s |", m)
 	}
-	b.WriteString("\n|---|---|---|---|---|\n")
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(methods)) + "\n")
 	var cats []int
 	for c := range r.ByCategory {
 		cats = append(cats, c)
@@ -383,7 +429,7 @@ func (r *LoCoMoReport) Format() string {
 			fmt.Fprintf(&b, " %s %s |", m, h)
 		}
 	}
-	b.WriteString("\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", 2*len(methods)) + "\n")
 	for _, c := range append(cats, 0) {
 		name := strconv.Itoa(c) + " " + categoryName(c)
 		if c == 0 {
@@ -431,6 +477,8 @@ type bm25 struct {
 	lens []float64
 	df   map[string]int
 	avg  float64
+	// tokens analyses a text (bm25Tokens or bm25StemTokens).
+	tokens func(string) []string
 }
 
 var bm25Stop = map[string]bool{}
@@ -451,12 +499,24 @@ func bm25Tokens(s string) []string {
 	return out
 }
 
-func newBM25(texts []string) *bm25 {
-	b := &bm25{df: map[string]int{}}
+// bm25StemTokens are the primary word terms of ranked.Analyze (its stop
+// words removed, words Snowball-stemmed, numbers and compounds as written).
+func bm25StemTokens(s string) []string {
+	var out []string
+	for _, t := range ranked.Analyze(s) {
+		if t.Kind == ranked.KindWord || t.Kind == ranked.KindCompound || t.Kind == ranked.KindNumber || t.Kind == ranked.KindCJK {
+			out = append(out, t.Text)
+		}
+	}
+	return out
+}
+
+func newBM25(texts []string, tokens func(string) []string) *bm25 {
+	b := &bm25{df: map[string]int{}, tokens: tokens}
 	total := 0.0
 	for _, t := range texts {
 		tf := map[string]int{}
-		toks := bm25Tokens(t)
+		toks := tokens(t)
 		for _, w := range toks {
 			if tf[w] == 0 {
 				b.df[w]++
@@ -475,7 +535,7 @@ func (b *bm25) top(q string, k int) []int {
 	n := float64(len(b.docs))
 	scores := make([]float64, len(b.docs))
 	seen := map[string]bool{}
-	for _, w := range bm25Tokens(q) {
+	for _, w := range b.tokens(q) {
 		if seen[w] || b.df[w] == 0 {
 			continue
 		}

@@ -2,6 +2,7 @@ package matcheval
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -138,5 +139,46 @@ func TestCombineKeepsEvidenceApart(t *testing.T) {
 	}
 	if len(got[0].QA) != 2 || strings.Join(got[0].QA[1].Evidence, ",") != "C1/D1:2,C1/D1:1" {
 		t.Errorf("QA: %+v", got[0].QA)
+	}
+}
+
+// End-of-session needle probes on two of the long mini-swe-agent sessions
+// (cfeval corpus runs all 25): ranked hydrates the line holding the
+// quoted token for at least 95 % of them, exact for clearly fewer, and the
+// null prompts hydrate nothing in ranked mode.
+func TestNeedleProbesShort(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"django__django-13112.traj.json", "sympy__sympy-22080.traj.json"} {
+		src, err := filepath.Abs(filepath.Join("..", "..", "ingest", "testdata", "transcripts", "mini-swe-agent", "corpus", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(src, filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := RunNeedleProbes(dir, t.TempDir(), 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", rep.Format(true))
+	hits := map[match.Mode]int{}
+	for _, m := range []match.Mode{match.Exact, match.Ranked} {
+		for _, r := range rep.Results[m] {
+			if r.Hit {
+				hits[m]++
+			}
+		}
+	}
+	if rep.Sessions != 2 || rep.Probes < 60 {
+		t.Fatalf("%d sessions, %d probes", rep.Sessions, rep.Probes)
+	}
+	if float64(hits[match.Ranked]) < 0.95*float64(rep.Probes) || hits[match.Exact] >= hits[match.Ranked] {
+		t.Errorf("ranked %d, exact %d of %d", hits[match.Ranked], hits[match.Exact], rep.Probes)
+	}
+	for q, n := range rep.Nulls[match.Ranked] {
+		if n != 0 {
+			t.Errorf("%q hydrated %d tokens", q, n)
+		}
 	}
 }

@@ -22,6 +22,12 @@ type Probe struct {
 	Identifier string // the distinctive identifier the question names
 	Question   string
 	Answer     string // the text of the line holding the identifier (at most 160 code points around it)
+	// Class is the needle class of Identifier (NeedleClasses), "" for the
+	// identifier probes of GenerateProbes.
+	Class string
+	// Also are the lines holding Identifier in the other turns that hold
+	// it (needle probes): any of them reaching the model answers.
+	Also []string
 }
 
 // ProbeResult is how one mode answered one probe.
@@ -255,6 +261,34 @@ func (r *ProbeReport) Format(verbose bool) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d / %d (%.1f %%) | %.0f | %d |\n", m, hits, len(r.Results[m]), 100*float64(hits)/float64(max(1, len(r.Results[m]))), float64(tok)/float64(max(1, len(r.Results[m]))), null)
 	}
+	classes := map[string]bool{}
+	for _, x := range r.Results[match.Ranked] {
+		if x.Class != "" {
+			classes[x.Class] = true
+		}
+	}
+	if len(classes) > 0 {
+		b.WriteString("\n| class | probes | exact hits | ranked hits |\n|---|---|---|---|\n")
+		for _, c := range NeedleClasses {
+			if !classes[c.Name] {
+				continue
+			}
+			n, hits := 0, map[match.Mode]int{}
+			for _, m := range []match.Mode{match.Exact, match.Ranked} {
+				for _, x := range r.Results[m] {
+					if x.Class == c.Name {
+						if m == match.Ranked {
+							n++
+						}
+						if x.Hit {
+							hits[m]++
+						}
+					}
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", c.Name, n, hits[match.Exact], hits[match.Ranked])
+		}
+	}
 	for _, m := range []match.Mode{match.Exact, match.Ranked} {
 		var ps []string
 		for q, t := range r.Nulls[m] {
@@ -271,7 +305,7 @@ func (r *ProbeReport) Format(verbose bool) string {
 		b.WriteString("\nranked misses:\n")
 		for _, x := range r.Results[match.Ranked] {
 			if !x.Hit {
-				fmt.Fprintf(&b, "  %s step %d: %q picked %v; answer %q\n", x.Session, x.Step, x.Question, x.Picked, clip(x.Answer, 100))
+				fmt.Fprintf(&b, "  %s step %d %s: %q picked %v; answer %q\n", x.Session, x.Step, x.Class, x.Question, x.Picked, clip(x.Answer, 100))
 			}
 		}
 	}

@@ -55,8 +55,21 @@ const maxWindows = 8
 // small for one marker line; callers then fall back to the reference's
 // prefix truncation. Deterministic; safe for concurrent use.
 func Focus(content string, weights map[string]float64, limit int) (string, []Window) {
-	if len(weights) == 0 || limit <= 0 {
+	return FocusNeedles(content, weights, nil, limit)
+}
+
+// FocusNeedles is Focus with the prompt's needles (Needles; rule "exact
+// needles"): a line that holds a needle literally (ignoring case) scores
+// above every line that holds none, so the lines holding the quoted token
+// are placed first, with their context, before any line that only holds
+// the prompt's words.
+func FocusNeedles(content string, weights map[string]float64, needles []string, limit int) (string, []Window) {
+	if len(weights) == 0 && len(needles) == 0 || limit <= 0 {
 		return "", nil
+	}
+	bonus := 1.0
+	for _, w := range weights {
+		bonus += w
 	}
 	segs := segments(content)
 	total := utf8.RuneCountInString(content)
@@ -78,6 +91,12 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 	for i := range segs {
 		for _, t := range held[i] {
 			segs[i].score += weights[t] * math.Log(1+n/float64(lines[t])) / math.Log(1+n)
+		}
+		for _, nd := range needles {
+			if ContainsFold(content[segs[i].start:segs[i].end], nd) {
+				segs[i].score += bonus
+				break
+			}
 		}
 		if segs[i].score > 0 {
 			scored = append(scored, i)

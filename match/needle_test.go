@@ -1,0 +1,218 @@
+package match_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/testgen"
+	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
+)
+
+// needleCase is one planted needle: the token a prompt quotes, how the
+// prompt quotes it, and the line of the tool output that holds it.
+type needleCase struct {
+	class, token, quoted, line string
+}
+
+// needleCases generates one needle of every class (rule "exact needles"),
+// distinct per seed: a path, a URL, a version, a decimal, a timestamp
+// fragment, a hash, an e-mail, a slash pair of common words, snake_case,
+// CamelCase and kebab identifiers, and a quoted string.
+func needleCases(seed uint64) []needleCase {
+	r := rand.New(rand.NewPCG(seed, 7))
+	syl := []string{"quor", "van", "tel", "mib", "zor", "pek", "lun", "dras", "wim", "sol"}
+	w := func() string { return syl[r.IntN(len(syl))] + syl[r.IntN(len(syl))] + syl[r.IntN(len(syl))] }
+	n := func(k int) int { return r.IntN(k) }
+	cases := []needleCase{
+		{class: "path", token: fmt.Sprintf("internal/%s/%s_rates.go", w(), w())},
+		{class: "url", token: fmt.Sprintf("api.%s.fi/protocols", w())},
+		{class: "version", token: fmt.Sprintf("%d.%d.%d", 3+n(5), 10+n(80), 1+n(9))},
+		{class: "decimal", token: fmt.Sprintf("%d.%d", 51+n(40), 1+n(9))},
+		{class: "timestamp", token: fmt.Sprintf("%02d.%06dZ", 10+n(49), 100000+n(899999))},
+		{class: "hash", token: fmt.Sprintf("%x", 0xa0000000+uint64(r.Uint32()>>4))},
+		{class: "email", token: fmt.Sprintf("%s.%s@example.org", w(), w())},
+		{class: "slash", token: "payment/webhook"},
+		{class: "snake", token: fmt.Sprintf("settle_%s_batch", w())},
+		{class: "camel", token: fmt.Sprintf("Ledger%sSync", strings.Title(w()))},
+		{class: "kebab", token: fmt.Sprintf("ledger-%s-sync", w())},
+		{class: "quoted", token: fmt.Sprintf("connection reset by %s peer", w())},
+	}
+	for i := range cases {
+		c := &cases[i]
+		c.quoted = "`" + c.token + "`"
+		if c.class == "quoted" {
+			c.quoted = `"` + c.token + `"`
+		}
+		c.line = fmt.Sprintf("src/app/handler.go:%d: observed %s in the %s check (value %d)", 100+i, c.token, c.class, 7000+i)
+	}
+	return cases
+}
+
+// plantNeedles returns n generated turns (testgen.SmallTurn) with each
+// case planted as a tool call naming the token, its output (a long log,
+// the token on one line in its middle) and the assistant's restatement,
+// three consecutive steps; it returns the output steps.
+func plantNeedles(g testgen.Gen, n int, cases []needleCase) ([]contextfold.Turn, []int) {
+	turns := g.SmallTurns(0, n)
+	outputs := make([]int, len(cases))
+	for i, c := range cases {
+		base := 10 + i*(n-20)/len(cases)
+		var log strings.Builder
+		for l := 0; l < 80; l++ {
+			if l == 40 {
+				log.WriteString(c.line + "\n")
+				continue
+			}
+			fmt.Fprintf(&log, "src/app/worker_%d.go:%d: ok scheduler tick %d drained %d items\n", l%7, 10+l, l, 3*l)
+		}
+		turns[base] = contextfold.Turn{StepID: base, Summary: "assistant: grep for " + c.token,
+			RawContent: fmt.Sprintf("[assistant tool_call bash]\n$ grep -rn '%s' src/app\n", c.token)}
+		turns[base+1] = contextfold.Turn{StepID: base + 1, Summary: "tool: grep output (80 lines)", RawContent: "[tool observation bash]\n" + log.String()}
+		turns[base+2] = contextfold.Turn{StepID: base + 2, Summary: "assistant: " + c.token + " is in the handler check",
+			RawContent: fmt.Sprintf("The grep shows %s in the %s check of the handler.\n", c.token, c.class)}
+		outputs[i] = base + 1
+	}
+	return turns, outputs
+}
+
+// checkNeedles asks, for every case, a question quoting its token: the
+// tool output holding it is the first node hydrated (ahead of the call
+// and the restatement that also hold it, and of any broader match), and
+// its hydrated content holds the token's line.
+func checkNeedles(t *testing.T, s *contextfold.Store, cases []needleCase, outputs []int) {
+	t.Helper()
+	for i, c := range cases {
+		prompt := fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Selected) == 0 || res.Selected[0].StepID != outputs[i] {
+			var got []int
+			for _, p := range res.Selected {
+				got = append(got, p.StepID)
+			}
+			t.Errorf("%s %s: hydrated steps %v, want the output %d first", c.class, c.quoted, got, outputs[i])
+			continue
+		}
+		h, err := match.Hydrate(s, outputs[i], prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(h.Content, c.line) {
+			t.Errorf("%s %s: the hydrated output lacks the line %q:\n%s", c.class, c.quoted, c.line, h.Content)
+		}
+	}
+}
+
+// Rule "exact needles" over every class on a store of 1,000 generated
+// nodes, with a per-call cap that forces focused hydration of the 80-line
+// output. Before the rule: the path, version, decimal, timestamp, slash
+// pair and quoted string cases hydrated the call or the restatement first,
+// or nothing.
+func TestExactNeedlesEveryClass(t *testing.T) {
+	testNeedles(t, 1000)
+}
+
+// The same at 100,000 nodes (building the store takes minutes): run with
+// CONTEXTFOLD_BENCH_LARGE=1, as the scale benchmarks.
+func TestExactNeedlesEveryClassLarge(t *testing.T) {
+	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
+		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
+	}
+	testNeedles(t, 100_000)
+}
+
+func testNeedles(t *testing.T, n int) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	cases := needleCases(uint64(n))
+	turns, outputs := plantNeedles(testgen.New(uint64(n)), n, cases)
+	for i := 0; i < len(turns); i += 5000 {
+		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkNeedles(t, s, cases, outputs)
+}
+
+// Needles: the tokens a prompt quotes or writes with structure, longest
+// first; plain words, years and apostrophes are not needles.
+func TestNeedlesOfAPrompt(t *testing.T) {
+	cases := map[string][]string{
+		"what did api.llama.fi/protocols return?":                {"api.llama.fi/protocols"},
+		"was it 3.25.3 or 75.7?":                                 {"3.25.3", "75.7"},
+		`the "connection reset" error, and it's in team/feature`: {"connection reset", "team/feature"},
+		"what about `x`, in 2023, for the build?":                nil,
+		"look at HandleFunc and settle_ledger, port 5433":        {"settle_ledger", "HandleFunc", "5433"},
+	}
+	for prompt, want := range cases {
+		got := ranked.Needles(prompt)
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("Needles(%q) = %q, want %q", prompt, got, want)
+		}
+	}
+}
+
+// Rule "the output, not the echo" without a needle: a natural question
+// whose words the command, its output and the assistant's restatement all
+// hold hydrates the output first, and the output is what the budget holds.
+// Before the rule the restatement (the shortest, so the best
+// length-normalised score) came first.
+func TestOutputBeforeEcho(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 400, "max_rehydration_tokens_per_turn": 450}`)
+	turns := testgen.New(3).SmallTurns(0, 60)
+	var log strings.Builder
+	for l := 0; l < 40; l++ {
+		fmt.Fprintf(&log, "tests/ledger/test_case_%d ... ok\n", l)
+	}
+	log.WriteString("FAILED tests/ledger: reconciliation drift of 17 cents in the quarterly ledger totals\n")
+	turns[20] = contextfold.Turn{StepID: 20, Summary: "assistant: run the ledger reconciliation tests",
+		RawContent: "$ pytest tests/ledger -k reconciliation  # quarterly ledger totals drift check\n"}
+	turns[21] = contextfold.Turn{StepID: 21, Summary: "tool: pytest output", RawContent: log.String()}
+	turns[22] = contextfold.Turn{StepID: 22, Summary: "assistant: the reconciliation fails",
+		RawContent: "The quarterly ledger reconciliation shows a drift in the totals.\n"}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	res, err := match.Scan(s, "what drift did the quarterly ledger reconciliation show in the totals?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Selected) == 0 || res.Selected[0].StepID != 21 {
+		var got []int
+		for _, p := range res.Selected {
+			got = append(got, p.StepID)
+		}
+		t.Fatalf("hydrated %v, want the output 21 first", got)
+	}
+}
+
+// Intent ownership (CONF-13) holds for needles: of two nodes quoting the
+// same setting, the older one, updated by the newer one many steps later,
+// is not hydrated (the needle stage does not bring a superseded fact back).
+func TestNeedleKeepsIntentOwnership(t *testing.T) {
+	s := newStore(t, "")
+	turns := testgen.New(5).SmallTurns(0, 60)
+	turns[5] = contextfold.Turn{StepID: 5, Summary: "config: db_port_main", RawContent: "set db_port_main = 5433 for PostgreSQL\n"}
+	turns[40] = contextfold.Turn{StepID: 40, Summary: "config: db_port_main changed", RawContent: "set db_port_main = 5434 for PostgreSQL (5433 was taken)\n"}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	res, err := match.Scan(s, "what is `db_port_main` set to for PostgreSQL?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, p := range res.Selected {
+		got = append(got, p.StepID)
+	}
+	if len(got) == 0 || got[0] != 40 || slices.Contains(got, 5) {
+		t.Fatalf("hydrated %v, want 40 and not the superseded 5", got)
+	}
+}

@@ -1,0 +1,302 @@
+package ranked
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/contextfold/contextfold/internal/extract"
+)
+
+// Rule "exact needles": a prompt that quotes a token the archive holds once
+// or a few times — a path, a URL, a version, a decimal, a timestamp
+// fragment, a hash, an e-mail, a slash pair, a snake_case, CamelCase or
+// kebab identifier, a quoted string — asks for the turn that holds it,
+// whatever the token's punctuation. A word tokenizer splits such a token
+// into common parts ("price/balance" → price, balance; "3.25.3" → 3, 25),
+// so the rarity of the whole is lost to a bag-of-words score; the needle
+// stage looks the token up whole instead: the nodes holding every term of
+// the token are its candidates (an intersection of postings, rarest
+// first), the caller verifies that a candidate's content holds the token
+// literally (package match reads it through the store), and the verified
+// nodes are hydrated ahead of any broader match, focused on the lines that
+// hold the token (FocusNeedles).
+
+// maxNeedles bounds the needles taken from one prompt (the longest first),
+// so that a pasted log costs what a question costs.
+const maxNeedles = 8
+
+// minNeedleLen is the shortest needle, in bytes.
+const minNeedleLen = 4
+
+// maxNeedleLen is the longest needle, in bytes: past it a quoted span is a
+// paste, not a token.
+const maxNeedleLen = 200
+
+// Needles returns the tokens of prompt that the needle stage looks up
+// whole: every span in backquotes or double quotes (3 to maxNeedleLen
+// bytes; single quotes too when they stand apart from letters, as a quote
+// and not an apostrophe), and every whitespace-separated token that,
+// stripped of surrounding punctuation, is at least minNeedleLen bytes and
+// is structured: it holds an inner joiner (. / : @ # _ - \ between two word
+// characters), mixes letters and digits, is a CamelCase identifier of two
+// parts or more (HandleFunc; not a name such as PostgreSQL, whose capital
+// tail is no new word: identifierParts), or is a number of at least 3 digits that
+// is not a year. Plain words are not needles. Distinct (case-insensitive),
+// longest first (ties in prompt order), at most maxNeedles. Deterministic.
+func Needles(prompt string) []string {
+	if len(prompt) > maxAnalyzeBytes {
+		prompt = prompt[:maxAnalyzeBytes]
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		s = strings.TrimSpace(s)
+		if len(s) < 3 || len(s) > maxNeedleLen || !utf8.ValidString(s) {
+			return
+		}
+		k := strings.ToLower(s)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	// Quoted spans.
+	for _, q := range []byte{'`', '"', '\''} {
+		for i := 0; i < len(prompt); i++ {
+			if prompt[i] != q {
+				continue
+			}
+			if q == '\'' && i > 0 && isWordByte(prompt[i-1]) {
+				continue // an apostrophe: it's
+			}
+			j := strings.IndexByte(prompt[i+1:], q)
+			if j < 0 {
+				break
+			}
+			end := i + 1 + j
+			if q == '\'' && end+1 < len(prompt) && isWordByte(prompt[end+1]) {
+				continue
+			}
+			span := prompt[i+1 : end]
+			if !strings.ContainsRune(span, '\n') {
+				add(span)
+			}
+			i = end
+		}
+	}
+	// Structured tokens.
+	for _, f := range strings.Fields(prompt) {
+		tok := strings.TrimFunc(f, func(r rune) bool {
+			return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '/' && r != '~' && r != '$'
+		})
+		tok = strings.TrimRight(tok, "/")
+		if len(tok) >= minNeedleLen && structured(tok) {
+			add(tok)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return len(out[a]) > len(out[b]) })
+	if len(out) > maxNeedles {
+		out = out[:maxNeedles]
+	}
+	return out
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= utf8.RuneSelf
+}
+
+// structured reports whether tok is a needle by its shape (see Needles).
+func structured(tok string) bool {
+	rs := []rune(tok)
+	letters, digits := 0, 0
+	for i, r := range rs {
+		switch {
+		case unicode.IsLetter(r):
+			letters++
+		case unicode.IsDigit(r):
+			digits++
+		}
+		if i > 0 && i+1 < len(rs) && strings.ContainsRune("./:@#_-\\", r) && isWordRune(rs[i-1]) && isWordRune(rs[i+1]) {
+			return true
+		}
+	}
+	if letters > 0 && digits > 0 || len(identifierParts(tok)) > 1 {
+		return true
+	}
+	return letters == 0 && digits >= 3 && !isYear(tok)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// needleTerms are the terms every node holding needle literally holds:
+// its words, numbers and identifiers as the cold node side analyses them
+// (not its compounds, which a node writes inside a longer run: a node
+// holding "https://api.llama.fi/protocols?x=1" holds the words of
+// "api.llama.fi/protocols", not that compound).
+//
+// whole is the needle's own compound term ("75.7", "price/balance"), ""
+// when the needle is one word: a node writing the needle as a run of its
+// own holds it, whatever how common its words are.
+func needleTerms(needle string) (words []string, whole string) {
+	seen := map[string]bool{}
+	analyzeInto(needle, func(t Term) {
+		switch t.Kind {
+		case KindWord, KindNumber, KindCJK, KindCJKEdge:
+			if !seen[t.Text] {
+				seen[t.Text] = true
+				words = append(words, t.Text)
+			}
+		case KindCompound:
+			if whole == "" {
+				whole = t.Text
+			}
+		}
+	})
+	// A path's file name (its last element, when it holds a dot or a
+	// dash) is a term of every run ending with the path (analyzer.chunk),
+	// so it narrows the words' intersection before any node is read.
+	if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") && strings.ContainsAny(needle, "/\\") {
+		words = append(words, whole[i+1:])
+	}
+	// A needle of one word (an identifier, a number) is its own term.
+	if whole == "" && len(words) > 0 && words[0] == extract.FoldTerm(needle) {
+		whole = words[0]
+	}
+	return words, whole
+}
+
+// NeedleCandidate is a node that may hold a needle literally.
+type NeedleCandidate struct {
+	Step    int
+	Tokens  int // the node's token_estimate
+	Summary string
+	// Whole: the node holds the needle's own term — the whole compound
+	// ("api.llama.fi/protocols", "75.7") or the one identifier
+	// ("settle_ledger_batch") the needle is — so it holds the token as
+	// written, up to case; no need to read it to verify.
+	Whole bool
+}
+
+// NeedleCandidates returns the live nodes (of steps below before; all when
+// before < 0) that may hold needle literally, newest first: the nodes
+// holding its own term (Whole), else (none does, or the needle is no one
+// term: a quoted phrase, a fragment of a longer run) the nodes holding
+// every word of it; the set is kept when it has at most limit nodes (a
+// larger one means the needle is not rare: the ranking weighs it). Nil
+// when none is kept. The caller verifies a candidate that is not Whole. Cost: the rarest
+// word's postings, each looked up in the others' (binary search). Safe for
+// concurrent use.
+func (ix *Index) NeedleCandidates(needle string, before, limit int) []NeedleCandidate {
+	words, whole := needleTerms(needle)
+	if limit <= 0 {
+		return nil
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	out := ix.needleCandidates(words, whole, before, limit)
+	if ix.recoverSnapshot() {
+		out = ix.needleCandidates(words, whole, before, limit)
+	}
+	return out
+}
+
+func (ix *Index) needleCandidates(words []string, whole string, before, limit int) []NeedleCandidate {
+	var out []NeedleCandidate
+	seen := map[int32]bool{}
+	if whole != "" {
+		for _, d := range ix.needleLocked([]string{whole}, before, limit) {
+			seen[d] = true
+			out = append(out, ix.needleCandidate(d, true))
+		}
+	}
+	if len(words) > 0 && len(out) == 0 {
+		for _, d := range ix.needleLocked(words, before, limit) {
+			if !seen[d] {
+				out = append(out, ix.needleCandidate(d, false))
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Step > out[b].Step })
+	return out
+}
+
+func (ix *Index) needleCandidate(d int32, whole bool) NeedleCandidate {
+	return NeedleCandidate{Step: ix.docs[d].step, Tokens: ix.docs[d].tokens, Summary: ix.summaryOf(d), Whole: whole}
+}
+
+// needleLocked returns the live docs (of steps below before) holding
+// every term of terms, nil when there are more than limit of them or a
+// term is unknown. Callers hold ix.mu.
+func (ix *Index) needleLocked(terms []string, before, limit int) []int32 {
+	ids := make([]int32, 0, len(terms))
+	for _, t := range terms {
+		id, ok := ix.termID(t)
+		if !ok {
+			return nil
+		}
+		ids = append(ids, id)
+	}
+	lists := make([][]posting, len(ids))
+	for i, id := range ids {
+		lists[i] = ix.postings(id)
+		if len(lists[i]) == 0 {
+			return nil
+		}
+	}
+	sort.Slice(lists, func(a, b int) bool { return len(lists[a]) < len(lists[b]) })
+	var out []int32
+	for _, p := range lists[0] {
+		d := p.doc
+		if ix.docs[d].dead || before >= 0 && ix.docs[d].step >= before {
+			continue
+		}
+		all := true
+		for _, l := range lists[1:] {
+			if !hasDoc(l, d) {
+				all = false
+				break
+			}
+		}
+		if !all {
+			continue
+		}
+		if len(out) == limit {
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// hasDoc reports whether postings ps (ascending doc) hold doc d.
+func hasDoc(ps []posting, d int32) bool {
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].doc >= d })
+	return i < len(ps) && ps[i].doc == d
+}
+
+// ContainsFold reports whether s holds needle, ignoring case (Unicode
+// simple folding, as strings.EqualFold): the literal check of rule "exact
+// needles".
+func ContainsFold(s, needle string) bool {
+	if needle == "" {
+		return true
+	}
+	if isASCII(needle) {
+		n := len(needle)
+		first := needle[0] | 0x20
+		isLetter := first >= 'a' && first <= 'z'
+		for i := 0; i+n <= len(s); i++ {
+			c := s[i]
+			if c != needle[0] && !(isLetter && c|0x20 == first) {
+				continue
+			}
+			if strings.EqualFold(s[i:i+n], needle) {
+				return true
+			}
+		}
+		return false
+	}
+	return strings.Contains(strings.ToLower(s), strings.ToLower(needle))
+}
