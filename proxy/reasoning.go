@@ -80,6 +80,30 @@ type wireState struct {
 	// folded is the fixed window's folded messages at the last request.
 	folded []int
 	stats  ReasoningStats
+	// keys memoizes reasoningKey by message (harness.Message.Key: the hash
+	// of its bytes) and part; not saved (derived from the request).
+	keys map[uint64][]string
+}
+
+// keyOf is req.reasoningKey(i, k), memoized by the message's bytes. w.mu is
+// held.
+func (w *wireState) keyOf(req *request, i, k int) string {
+	mk := req.msgs[i].Key
+	if mk == 0 {
+		return req.reasoningKey(i, k)
+	}
+	ks := w.keys[mk]
+	if len(ks) != len(req.msgs[i].Parts) {
+		if w.keys == nil || len(w.keys) > 1<<14 {
+			w.keys = map[uint64][]string{}
+		}
+		ks = make([]string, len(req.msgs[i].Parts))
+		w.keys[mk] = ks
+	}
+	if ks[k] == "" {
+		ks[k] = req.reasoningKey(i, k)
+	}
+	return ks[k]
 }
 
 // stickyHydration is hydration text and the message it was appended to.
@@ -300,7 +324,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 				if !part.Reasoning {
 					continue
 				}
-				key := req.reasoningKey(i, k)
+				key := w.keyOf(req, i, k)
 				if w.kept[key] && i != cont {
 					// Kept for an earlier continuation, invalid since:
 					// this fold event changes the conversation before it
@@ -335,7 +359,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 				continue
 			}
 			for k, part := range req.msgs[i].Parts {
-				if !part.Reasoning || !w.removed[req.reasoningKey(i, k)] {
+				if !part.Reasoning || !w.removed[w.keyOf(req, i, k)] {
 					continue
 				}
 				if req.kinds[i] == "reasoning" {
