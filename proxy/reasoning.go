@@ -263,17 +263,20 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	}
 	p := &reasoningPlan{}
 	n := len(req.msgs)
-	gone := map[int]bool{} // not forwarded as parts: left the prompt or folded
-	left := map[int]bool{}
+	// left: the message left the prompt; gone: it left or is folded (not
+	// forwarded as it was). Both lists are ascending: binary search, no
+	// per-request map over a long conversation (issue 11's overhead).
+	var removed []int
 	if ws := d.WorkingSet; ws != nil {
-		for _, i := range ws.Removed {
-			gone[i], left[i] = true, true
-		}
+		removed = ws.Removed
 	}
-	var folded []int
-	for _, f := range d.Folded {
-		gone[f.Index] = true
-		folded = append(folded, f.Index)
+	left := func(i int) bool {
+		k := sort.SearchInts(removed, i)
+		return k < len(removed) && removed[k] == i
+	}
+	gone := func(i int) bool {
+		k := sort.Search(len(d.Folded), func(k int) bool { return d.Folded[k].Index >= i })
+		return left(i) || k < len(d.Folded) && d.Folded[k].Index == i
 	}
 	// The fold event and its first changed message.
 	first := -1
@@ -282,6 +285,10 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 			first = ws.FirstChanged
 		}
 	} else {
+		folded := make([]int, 0, len(d.Folded))
+		for _, f := range d.Folded {
+			folded = append(folded, f.Index)
+		}
 		sort.Ints(folded)
 		first = firstDifference(w.folded, folded)
 		w.folded = folded
@@ -289,7 +296,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	// An earlier turn's hydration whose host is gone went with a change
 	// there (a fold event, or a client that rewrote its history).
 	for _, h := range w.hyd {
-		if h.Host >= n || gone[h.Host] {
+		if h.Host >= n || gone(h.Host) {
 			if first < 0 || h.Host < first {
 				first = min(h.Host, n)
 			}
@@ -302,7 +309,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	if d.HydrationText != "" && d.HydrationIndex >= 0 {
 		cur = stickyHydration{Host: d.HydrationIndex, Text: d.HydrationText}
 	}
-	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone[w.cur.Host] {
+	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone(w.cur.Host) {
 		w.hyd = append(w.hyd, w.cur)
 	}
 	w.cur, w.prompt = cur, d.PromptIndex
@@ -310,14 +317,14 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		p.stats.FoldEvents = 1
 		keep := w.hyd[:0]
 		for _, h := range w.hyd {
-			if h.Host < first && !gone[h.Host] {
+			if h.Host < first && !gone(h.Host) {
 				keep = append(keep, h)
 			}
 		}
 		w.hyd = keep
 		cont := req.continuation()
 		for i := max(first, 0); i < n; i++ {
-			if left[i] {
+			if left(i) {
 				continue
 			}
 			for k, part := range req.msgs[i].Parts {
@@ -355,7 +362,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	}
 	if len(w.removed) > 0 {
 		for i := 0; i < n; i++ {
-			if left[i] {
+			if left(i) {
 				continue
 			}
 			for k, part := range req.msgs[i].Parts {
