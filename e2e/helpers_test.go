@@ -90,20 +90,26 @@ func needContextfold(t *testing.T) string {
 	return contextfoldBin
 }
 
-// agentBin returns the path of an installed agent's executable. Missing: a
-// skip locally, a failure under CI=true.
+// agentBin returns the path of an installed agent's executable. The agents
+// are node programs, so node must be on PATH too. Either missing: a skip
+// locally (scripts/test.sh says so at its start), a failure under CI=true.
 func agentBin(t *testing.T, name string) string {
 	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("the agent e2e tests run on Unix")
 	}
-	p, err := filepath.Abs(filepath.Join("testdata", "agents", "node_modules", ".bin", name))
-	if err == nil {
-		if _, err = os.Stat(p); err == nil {
-			return p
+	var msg string
+	if _, err := exec.LookPath("node"); err != nil {
+		msg = fmt.Sprintf("node is not installed (%v); agent %q is a node program: install Node.js and npm, then run: cd e2e/testdata/agents && npm ci", err, name)
+	} else {
+		p, err := filepath.Abs(filepath.Join("testdata", "agents", "node_modules", ".bin", name))
+		if err == nil {
+			if _, err = os.Stat(p); err == nil {
+				return p
+			}
 		}
+		msg = fmt.Sprintf("agent %q is not installed (%v); install the pinned agents with: cd e2e/testdata/agents && npm ci", name, err)
 	}
-	msg := fmt.Sprintf("agent %q is not installed (%v); install the pinned agents with: cd e2e/testdata/agents && npm ci", name, err)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/contextfold/contextfold"
 )
 
-// A database store (contextfold.Backend, e.g. a PostgreSQL session: issue
-// 13) is inspected through the Store and its backend's read methods only,
+// A database store (contextfold.Backend, e.g. a PostgreSQL session) is
+// inspected through the Store and its backend's read methods only,
 // exactly as a directory store is through the Store and its files: nothing
 // is written (CONF-08), and the store is named by its Location, which holds
 // no password.

@@ -140,6 +140,18 @@ func TestBrowser(t *testing.T) {
 	}
 	shot("01-timeline")
 
+	// 1b. The timeline a page at a time: "next" and "previous" follow the
+	// step-id cursor (the demo's steps: 37 91 137 200 | 318 342 447 499 | 600 601).
+	do("open the first page of 4", chromedp.Navigate(srv.URL+"/?limit=4"), chromedp.WaitVisible(chromedp.CSS("#page-next")))
+	do("next page", chromedp.Click(chromedp.CSS("#page-next")), chromedp.WaitVisible(chromedp.CSS("#step-318")))
+	if !eval(`document.querySelectorAll("#timeline tbody tr").length === 4 && !document.getElementById("step-200") && !!document.getElementById("step-499")`) {
+		t.Errorf("the second page of 4 is not steps 318..499")
+	}
+	do("previous page", chromedp.Click(chromedp.CSS("#page-prev")), chromedp.WaitVisible(chromedp.CSS("#step-137")))
+	if eval(`!!document.getElementById("page-prev")`) {
+		t.Errorf("the first page has a previous link")
+	}
+
 	// 2. Step 137, opened from the timeline, verified now.
 	do("open step 137", chromedp.Click(chromedp.CSS("#step-137 a.summary")), chromedp.WaitVisible(chromedp.CSS("#step-id")))
 	if s := text("#step-id"); s != "137" {

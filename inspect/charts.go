@@ -199,6 +199,7 @@ type chartsData struct {
 
 func (in *Inspector) charts() *chartsData {
 	sn := in.snapshot(false)
+	in.fillSizes(sn.rows)
 	d := &chartsData{Points: []chartPoint{}}
 	var bytes int64
 	tokens := 0

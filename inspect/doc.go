@@ -29,7 +29,9 @@
 //
 // # Pages and JSON endpoints
 //
-//	/                    timeline of folded steps (?term= &file= &error= filters)
+//	/                    timeline of folded steps, a page at a time (?limit=
+//	                     rows, default 100, at most 1000; ?after=STEP or
+//	                     ?before=STEP; ?term= &file= &error= &state= filters)
 //	/step/{id}           one step (?page=N of the payload, ?verify=1 to verify now)
 //	/step/{id}/raw       the raw payload as text/plain
 //	/scan?prompt=…       the MMU simulator
@@ -43,5 +45,7 @@
 //	                     the budget, with the cache-stable prefix and fold events
 //	/api/status, /api/steps, /api/steps/{id}, /api/steps/{id}/verify,
 //	/api/scan?prompt=, /api/recall?q=, /api/evictions, /api/validate,
-//	/api/charts, /api/workset the same data as JSON
+//	/api/charts, /api/workset the same data as JSON (/api/steps paged as
+//	                     the timeline, with a "page" object: limit, count,
+//	                     matched, offset, next_after, prev_before)
 package inspect

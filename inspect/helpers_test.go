@@ -81,6 +81,9 @@ func TestMain(m *testing.M) {
 	if sharedRoot != "" {
 		os.RemoveAll(sharedRoot)
 	}
+	if longSessionRoot != "" {
+		os.RemoveAll(longSessionRoot)
+	}
 	os.Exit(code)
 }
 

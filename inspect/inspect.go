@@ -77,7 +77,11 @@ func New(store *contextfold.Store, opts Options) (*Inspector, error) {
 		"query": func(k, v string) string { return "?" + url.Values{k: {v}}.Encode() },
 		"join":  strings.Join,
 		"add":   func(a, b int) int { return a + b },
-		"sub":   func(a, b int) int { return a - b },
+		// head and more show the first n of a list and count the rest (a
+		// timeline row's tags: the step page lists them all).
+		"head": func(ss []string, n int) []string { return ss[:min(n, len(ss))] },
+		"more": func(ss []string, n int) int { return max(0, len(ss)-n) },
+		"sub":  func(a, b int) int { return a - b },
 		"pct": func(a, b float64) string {
 			if b <= 0 {
 				return "0"
@@ -213,9 +217,49 @@ func (in *Inspector) handleNotFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (in *Inspector) handleTimeline(w http.ResponseWriter, r *http.Request) {
-	f := filterOf(r)
-	d := in.timeline(f)
+	pq, err := pageOf(r)
+	if err != nil {
+		in.renderError(w, r, http.StatusBadRequest, "Bad page", err.Error())
+		return
+	}
+	d := in.timeline(filterOf(r), pq)
 	in.render(w, r, http.StatusOK, "timeline", "Timeline", d, d.Warnings)
+}
+
+// pageOf parses the timeline's paging parameters: limit (1..maxPageSize,
+// default defaultPageSize), and one of after and before (step ids).
+func pageOf(r *http.Request) (pageQuery, error) {
+	q := r.URL.Query()
+	pq := pageQuery{Limit: defaultPageSize}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return pq, fmt.Errorf("limit=%q is not a page size: give a whole number from 1 to %d (default %d)", v, maxPageSize, defaultPageSize)
+		}
+		pq.Limit = min(n, maxPageSize)
+	}
+	step := func(name string) (*int, error) {
+		v := q.Get(name)
+		if v == "" {
+			return nil, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q is not a step id: step ids are integers (the next_after or prev_before of a page)", name, v)
+		}
+		return &n, nil
+	}
+	var err error
+	if pq.After, err = step("after"); err != nil {
+		return pq, err
+	}
+	if pq.Before, err = step("before"); err != nil {
+		return pq, err
+	}
+	if pq.After != nil && pq.Before != nil {
+		return pq, errors.New("after and before are both given: a page is the steps after one step or the steps before one, give one of them")
+	}
+	return pq, nil
 }
 
 func filterOf(r *http.Request) timelineFilter {
@@ -388,7 +432,12 @@ func (in *Inspector) apiStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (in *Inspector) apiSteps(w http.ResponseWriter, r *http.Request) {
-	in.writeJSON(w, r, http.StatusOK, in.timeline(filterOf(r)))
+	pq, err := pageOf(r)
+	if err != nil {
+		in.writeJSON(w, r, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	in.writeJSON(w, r, http.StatusOK, in.timeline(filterOf(r), pq))
 }
 
 func (in *Inspector) apiStep(w http.ResponseWriter, r *http.Request) {

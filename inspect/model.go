@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -55,22 +57,32 @@ func viewFinding(f contextfold.Finding) findingView {
 
 // stepRow is one line of the timeline.
 type stepRow struct {
-	StepID       int      `json:"step_id"`
-	Summary      string   `json:"summary"`
-	ActionType   string   `json:"action_type"`
-	Tokens       int      `json:"token_estimate"` // cold: the archived payload
-	HotTokens    int      `json:"hot_tokens"`     // what stays in the prompt: the summary
-	Evicted      bool     `json:"evicted"`
-	Indexed      bool     `json:"indexed"`
-	State        string   `json:"state"`
-	FindingKinds []string `json:"finding_kinds"`
-	FoldedAt     string   `json:"folded_at"`
-	Files        []string `json:"files"`
-	Commands     []string `json:"commands"`
-	Errors       []string `json:"errors"`
-	Hydrations   int      `json:"hydrations"` // eviction events: each closes one hydration
-	FileBytes    int64    `json:"file_bytes"` // size of the cold node file on disk
-	terms        []string
+	StepID       int                `json:"step_id"`
+	Summary      string             `json:"summary"`
+	ActionType   string             `json:"action_type"`
+	Tokens       int                `json:"token_estimate"` // cold: the archived payload
+	HotTokens    int                `json:"hot_tokens"`     // what stays in the prompt: the summary
+	Evicted      bool               `json:"evicted"`
+	Indexed      bool               `json:"indexed"`
+	State        string             `json:"state"`
+	FindingKinds []string           `json:"finding_kinds"`
+	FoldedAt     string             `json:"folded_at"`
+	Files        []string           `json:"files"`
+	Commands     []string           `json:"commands"`
+	Errors       []string           `json:"errors"`
+	Hydrations   int                `json:"hydrations"` // eviction events: each closes one hydration
+	FileBytes    int64              `json:"file_bytes"` // size of the cold node file on disk
+	entry        *contextfold.Entry // nil for an orphan
+	filled       bool               // ActionType and FileBytes are set (fill)
+}
+
+// terms returns the step's matchable terms (the term filter); an orphan has
+// none.
+func (r *stepRow) terms() []string {
+	if r.entry == nil {
+		return nil
+	}
+	return r.entry.Terms()
 }
 
 // snapshot is everything the store says, read once for one request.
@@ -127,11 +139,7 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 			StepID: e.StepID, Summary: e.Summary, Tokens: e.TokenEstimate, HotTokens: contextfold.TokenEstimate(e.Summary),
 			Evicted: e.Evicted, Indexed: true, State: StateVerified, FindingKinds: []string{}, FoldedAt: e.FoldedAt,
 			Files: nonNil(e.Files), Commands: nonNil(e.Commands), Errors: nonNil(e.Errors),
-			ActionType: in.actionType(e),
-			Hydrations: hydrations[e.StepID], terms: e.Terms(),
-		}
-		if n, ok := in.nodeSize(e.StepID, e.ArtifactSHA256); ok {
-			row.FileBytes = n
+			Hydrations: hydrations[e.StepID], entry: e,
 		}
 		if k := kinds[e.StepID]; len(k) > 0 {
 			row.FindingKinds = k
@@ -161,6 +169,7 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 		if n, ok := in.nodeSize(*f.StepID, ""); ok {
 			row.FileBytes = n
 		}
+		row.filled = true
 		sn.rows = append(sn.rows, row)
 	}
 	sort.SliceStable(sn.rows, func(i, j int) bool { return sn.rows[i].StepID < sn.rows[j].StepID })
@@ -170,6 +179,35 @@ func (in *Inspector) snapshot(fresh bool) *snapshot {
 		}
 	}
 	return sn
+}
+
+// fill sets the fields of a row that cost a read of its cold node: the
+// action type (the node hydrated, so verified, the first time its content is
+// seen; cached by artifact) and the file's size. Only the rows a page shows
+// are filled, so a page of a long session reads its own nodes, not all.
+func (in *Inspector) fill(r *stepRow) {
+	if r.filled || r.entry == nil {
+		return
+	}
+	r.ActionType = in.actionType(r.entry)
+	if n, ok := in.nodeSize(r.StepID, r.entry.ArtifactSHA256); ok {
+		r.FileBytes = n
+	}
+	r.filled = true
+}
+
+// fillSizes sets FileBytes of every row (the archive chart), without the
+// action types.
+func (in *Inspector) fillSizes(rows []stepRow) {
+	for i := range rows {
+		r := &rows[i]
+		if r.filled || r.entry == nil {
+			continue
+		}
+		if n, ok := in.nodeSize(r.StepID, r.entry.ArtifactSHA256); ok {
+			r.FileBytes = n
+		}
+	}
 }
 
 func nonNil(ss []string) []string {
@@ -246,13 +284,42 @@ func sha256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// timelineData is the timeline page.
+// timelineData is the timeline page: one page of the steps that pass the
+// filter, in ascending step order.
 type timelineData struct {
 	Filter   timelineFilter `json:"filter"`
 	Rows     []stepRow      `json:"steps"`
-	Total    int            `json:"total"`
+	Total    int            `json:"total"` // every step of the store, orphans included
+	Page     pageInfo       `json:"page"`
 	Summary  storeSummary   `json:"summary"`
 	Warnings []string       `json:"warnings"`
+}
+
+// Timeline paging: a page holds at most limit rows (default defaultPageSize,
+// at most maxPageSize); the cursor is a step id, so a page stays put while
+// the store grows: after=N is the page of steps after N, before=N the page
+// of steps just before N.
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// pageInfo says where a timeline page lies among the steps that pass the
+// filter. NextAfter is the after= of the next page and PrevBefore the
+// before= of the previous one; nil when there is none.
+type pageInfo struct {
+	Limit      int  `json:"limit"`
+	Count      int  `json:"count"`   // rows on this page
+	Matched    int  `json:"matched"` // steps that pass the filter, on every page
+	Offset     int  `json:"offset"`  // matched steps before this page
+	NextAfter  *int `json:"next_after,omitempty"`
+	PrevBefore *int `json:"prev_before,omitempty"`
+}
+
+// pageQuery is a timeline request's paging parameters.
+type pageQuery struct {
+	Limit         int
+	After, Before *int
 }
 
 type timelineFilter struct {
@@ -314,7 +381,7 @@ func (f timelineFilter) matches(r *stepRow) bool {
 			if terms := contextfold.ScanTerms(f.Term); len(terms) > 0 {
 				ok = true
 				for _, t := range terms {
-					if !containsSorted(r.terms, t) {
+					if !containsSorted(r.terms(), t) {
 						ok = false
 						break
 					}
@@ -349,16 +416,96 @@ func anyContains(list []string, sub string) bool {
 	return false
 }
 
-func (in *Inspector) timeline(f timelineFilter) *timelineData {
+func (in *Inspector) timeline(f timelineFilter, pq pageQuery) *timelineData {
 	sn := in.snapshot(false)
 	d := &timelineData{Filter: f, Rows: []stepRow{}, Total: len(sn.rows), Summary: in.summarize(sn), Warnings: nonNil(sn.warnings)}
+	var matched []int // indexes into sn.rows
 	for i := range sn.rows {
 		if f.matches(&sn.rows[i]) {
-			d.Rows = append(d.Rows, sn.rows[i])
+			matched = append(matched, i)
 		}
+	}
+	limit := pq.Limit
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	// The page is matched[lo:hi]: the rows after the cursor, or the rows
+	// just before it.
+	lo, hi := 0, len(matched)
+	switch {
+	case pq.Before != nil:
+		hi = sort.Search(len(matched), func(k int) bool { return sn.rows[matched[k]].StepID >= *pq.Before })
+		lo = max(0, hi-limit)
+	case pq.After != nil:
+		lo = sort.Search(len(matched), func(k int) bool { return sn.rows[matched[k]].StepID > *pq.After })
+		hi = min(len(matched), lo+limit)
+	default:
+		hi = min(len(matched), limit)
+	}
+	for _, i := range matched[lo:hi] {
+		in.fill(&sn.rows[i])
+		d.Rows = append(d.Rows, sn.rows[i])
+	}
+	d.Page = pageInfo{Limit: limit, Count: hi - lo, Matched: len(matched), Offset: lo}
+	if hi < len(matched) && hi > lo {
+		next := sn.rows[matched[hi-1]].StepID
+		d.Page.NextAfter = &next
+	}
+	if lo > 0 && hi > lo {
+		prev := sn.rows[matched[lo]].StepID
+		d.Page.PrevBefore = &prev
 	}
 	return d
 }
+
+// PageLinks are the query strings of the timeline's first, previous and
+// next pages, the filter kept ("" when there is no such page).
+func (d *timelineData) PageLinks() (first, prev, next string) {
+	q := url.Values{}
+	if d.Filter.Term != "" {
+		q.Set("term", d.Filter.Term)
+	}
+	if d.Filter.File != "" {
+		q.Set("file", d.Filter.File)
+	}
+	if d.Filter.Error != "" {
+		q.Set("error", d.Filter.Error)
+	}
+	if d.Filter.State != "" {
+		q.Set("state", d.Filter.State)
+	}
+	if d.Page.Limit != defaultPageSize {
+		q.Set("limit", strconv.Itoa(d.Page.Limit))
+	}
+	link := func(k string, v *int) string {
+		c := url.Values{}
+		for key, vs := range q {
+			c[key] = vs
+		}
+		if v != nil {
+			c.Set(k, strconv.Itoa(*v))
+		}
+		return "/?" + c.Encode()
+	}
+	if d.Page.Offset > 0 {
+		first = link("", nil)
+		prev = link("before", d.Page.PrevBefore)
+	}
+	if d.Page.NextAfter != nil {
+		next = link("after", d.Page.NextAfter)
+	}
+	return first, prev, next
+}
+
+// The links of PageLinks one by one, for the template.
+func (d *timelineData) FirstLink() string { f, _, _ := d.PageLinks(); return f }
+func (d *timelineData) PrevLink() string  { _, p, _ := d.PageLinks(); return p }
+func (d *timelineData) NextLink() string  { _, _, n := d.PageLinks(); return n }
+
+// Shown are the 1-based positions of the page's first and last rows among
+// the matched steps.
+func (d *timelineData) ShownFrom() int { return d.Page.Offset + 1 }
+func (d *timelineData) ShownTo() int   { return d.Page.Offset + d.Page.Count }
 
 // hashRow is one of the three identities of a step: as the index records
 // it, as the cold node stores it, and (after "verify now") as recomputed.
@@ -429,6 +576,7 @@ func (in *Inspector) step(step, page int, verify bool) (*stepData, error) {
 	if !ok {
 		return nil, errNoStep
 	}
+	in.fill(row)
 	d := &stepData{Row: *row, Identifiers: []string{}, Hashes: []hashRow{}, Findings: []findingView{}, Evictions: []string{}}
 	for i := range sn.rows {
 		if sn.rows[i].StepID == step {

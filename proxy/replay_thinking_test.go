@@ -31,13 +31,17 @@ type thinkingReplay struct {
 	// (no fold event between the request that produced the block and the
 	// one that sent it back invalid): a change outside a fold event.
 	Stale int
+	// Unflagged counts the requests whose forwarded conversation changed
+	// before its end (compared with the request before, as the prefix check
+	// compares) while the proxy reported no fold event.
+	Unflagged int
 	// FirstError is the model's first 400 message.
 	FirstError string
 }
 
 func (r thinkingReplay) String() string {
-	return fmt.Sprintf("%d requests, %d rejected, %d fold events; thinking blocks: client sent %d, reached the model %d, invalid %d (%d produced since the last fold event), dropped %d",
-		r.Requests, r.Rejected, r.FoldEvents, r.ClientBlocks, r.Blocks, r.Invalid, r.Stale, r.Dropped)
+	return fmt.Sprintf("%d requests, %d rejected, %d fold events (%d prefix changes without one); thinking blocks: client sent %d, reached the model %d, invalid %d (%d produced since the last fold event), dropped %d",
+		r.Requests, r.Rejected, r.FoldEvents, r.Unflagged, r.ClientBlocks, r.Blocks, r.Invalid, r.Stale, r.Dropped)
 }
 
 // replayThinking replays a session in the Anthropic API through a proxy in
@@ -60,6 +64,7 @@ func replayThinking(t testing.TB, rs replaySession, cfg *harness.Config, dropBlo
 	thinking := map[int]map[string]any{} // assistant message index → the thinking block the model returned before it
 	producedBy := map[string]int{}       // thinking text → the request (0-based) that produced it
 	var out thinkingReplay
+	var prevFwd []byte
 	for k := 1; k <= len(msgs); k++ {
 		if k < len(msgs) && msgs[k]["role"] != "assistant" || msgs[k-1]["role"] == "assistant" {
 			continue
@@ -96,6 +101,8 @@ func replayThinking(t testing.TB, rs replaySession, cfg *harness.Config, dropBlo
 		n := out.Requests
 		out.Requests++
 		rec := up.Requests()[len(up.Requests())-1]
+		out.Unflagged += unflagged(t, scripted.Anthropic, prevFwd, rec.Body, (*folds)[n])
+		prevFwd = rec.Body
 		out.Blocks += rec.Thinking.Blocks
 		out.Invalid += len(rec.Thinking.Invalid)
 		out.Dropped += len(rec.Dropped)
@@ -143,6 +150,22 @@ func replayThinking(t testing.TB, rs replaySession, cfg *harness.Config, dropBlo
 		}
 	}
 	return out
+}
+
+// unflagged is 1 when the forwarded body next changed prev before its end
+// and the proxy reported no fold event for it.
+func unflagged(t testing.TB, api scripted.API, prev, next []byte, fold bool) int {
+	if prev == nil || fold {
+		return 0
+	}
+	first, err := scripted.FirstChange(api, prev, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first >= 0 {
+		return 1
+	}
+	return 0
 }
 
 // replayProxy starts a proxy at cfg in front of up and returns its base URL,
@@ -231,6 +254,9 @@ func TestReplayThinking(t *testing.T) {
 			if r.Rejected > 0 {
 				t.Errorf("%s, %s: %d of %d requests rejected over a thinking block; the first: %s", name, b.label, r.Rejected, r.Requests, r.FirstError)
 			}
+			if r.Unflagged > 0 || d.Unflagged > 0 {
+				t.Errorf("%s, %s: %d (drop_block: %d) requests changed the forwarded conversation before its end without a fold event", name, b.label, r.Unflagged, d.Unflagged)
+			}
 			if r.Stale > 0 || d.Stale > 0 {
 				t.Errorf("%s, %s: %d (drop_block: %d) thinking blocks invalid with no fold event since they were produced", name, b.label, r.Stale, d.Stale)
 			}
@@ -251,6 +277,7 @@ func TestReplayThinking(t *testing.T) {
 				p.sum.Blocks += p.r.Blocks
 				p.sum.Invalid += p.r.Invalid
 				p.sum.Stale += p.r.Stale
+				p.sum.Unflagged += p.r.Unflagged
 				p.sum.Dropped += p.r.Dropped
 			}
 		}
@@ -309,6 +336,7 @@ func replayReasoning(t testing.TB, rs replaySession, cfg *harness.Config) thinki
 	reasoning := map[int]map[string]any{}
 	producedBy := map[string]int{} // reasoning item id → the request that produced it
 	var out thinkingReplay
+	var prevFwd []byte
 	for k := 1; k <= len(msgs); k++ {
 		if k < len(msgs) && msgs[k]["role"] != "assistant" || msgs[k-1]["role"] == "assistant" {
 			continue
@@ -335,6 +363,8 @@ func replayReasoning(t testing.TB, rs replaySession, cfg *harness.Config) thinki
 			t.Fatalf("%s: request %d: %s %s", rs.name, n, resp.Status, rb)
 		}
 		rec := up.Requests()[len(up.Requests())-1]
+		out.Unflagged += unflagged(t, scripted.Responses, prevFwd, rec.Body, (*folds)[n])
+		prevFwd = rec.Body
 		out.Blocks += rec.Reasoning.Items
 		out.Dropped += len(rec.Reasoning.Dropped)
 		for _, d := range rec.Reasoning.Dropped {
@@ -389,8 +419,11 @@ func TestReplayReasoning(t *testing.T) {
 		}
 		for _, b := range replayBudgets {
 			r := replayReasoning(t, rs, b.cfg)
-			t.Logf("%s (responses, reasoning items, %s): %d requests, %d fold events; reasoning items: client sent %d, reached the model %d, dropped %d (%d produced since the last fold event)",
-				rs.name, b.label, r.Requests, r.FoldEvents, r.ClientBlocks, r.Blocks, r.Dropped, r.Stale)
+			t.Logf("%s (responses, reasoning items, %s): %d requests, %d fold events (%d prefix changes without one); reasoning items: client sent %d, reached the model %d, dropped %d (%d produced since the last fold event)",
+				rs.name, b.label, r.Requests, r.FoldEvents, r.Unflagged, r.ClientBlocks, r.Blocks, r.Dropped, r.Stale)
+			if r.Unflagged > 0 {
+				t.Errorf("%s, %s: %d requests changed the forwarded conversation before its end without a fold event", rs.name, b.label, r.Unflagged)
+			}
 			if r.Stale > 0 {
 				t.Errorf("%s, %s: %d reasoning items dropped with no fold event since they were produced", rs.name, b.label, r.Stale)
 			}
@@ -403,8 +436,9 @@ func TestReplayReasoning(t *testing.T) {
 			total.Blocks += r.Blocks
 			total.Dropped += r.Dropped
 			total.Stale += r.Stale
+			total.Unflagged += r.Unflagged
 		}
 	}
-	t.Logf("all sessions: %d requests, %d fold events; reasoning items: client sent %d, reached the model %d, dropped %d (%d produced since the last fold event)",
-		total.Requests, total.FoldEvents, total.ClientBlocks, total.Blocks, total.Dropped, total.Stale)
+	t.Logf("all sessions: %d requests, %d fold events (%d prefix changes without one); reasoning items: client sent %d, reached the model %d, dropped %d (%d produced since the last fold event)",
+		total.Requests, total.FoldEvents, total.Unflagged, total.ClientBlocks, total.Blocks, total.Dropped, total.Stale)
 }

@@ -3,8 +3,12 @@
 # multi-process durability suite (crash injection with SIGKILL, 8 concurrent
 # folding processes, injected disk errors), which runs without the race
 # detector because it is built from separate processes (see durability_test.go).
+#
+# It takes about 8 minutes on 2 idle cores and has taken over 26 minutes on 2
+# cores shared with other jobs: the race detector slows the suite 5-10 times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "test.sh: go vet, go test -race ./..., then the multi-process suites; about 8 minutes on 2 idle cores, 30 or more on a loaded machine" >&2
 # The browser test (inspect TestBrowser) needs Chromium. Locally it is
 # skipped without one, which 'go test' does not show: say so here. In CI
 # (CI=true) it fails instead.
@@ -38,11 +42,40 @@ if [ -z "${CONTEXTFOLD_TEST_POSTGRES_URL:-}" ]; then
     fi
   fi
 fi
+# The end-to-end tests (e2e/) run the real agents (Claude Code, Codex CLI,
+# Qwen Code: node programs installed with npm ci in e2e/testdata/agents), and
+# the MCP interop test runs the TypeScript SDK client under node. Locally they
+# skip without node or the agents, which 'go test' does not show: say so here.
+# In CI (CI=true) they fail instead.
+missing_e2e=""
+if ! command -v node >/dev/null 2>&1; then
+  missing_e2e="node is not installed"
+else
+  for a in claude codex qwen; do
+    if [ ! -e "e2e/testdata/agents/node_modules/.bin/$a" ]; then
+      missing_e2e="the pinned agents are not installed (no e2e/testdata/agents/node_modules/.bin/$a)"
+      break
+    fi
+  done
+fi
+if [ -n "$missing_e2e" ]; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "test.sh: $missing_e2e; in CI the end-to-end tests fail (.ci/run installs nodejs, npm and the agents)" >&2
+  else
+    echo "test.sh: note: $missing_e2e, so the end-to-end tests with real agents (e2e/) are SKIPPED; install Node.js and npm, then run: (cd e2e/testdata/agents && npm ci)   (~950 MB)" >&2
+  fi
+fi
+if ! command -v node >/dev/null 2>&1 || [ ! -d mcpserver/testdata/ts-client/node_modules/@modelcontextprotocol/sdk ]; then
+  if [ "${CI:-}" != "true" ]; then
+    echo "test.sh: note: the MCP TypeScript client test (mcpserver TestTypeScriptClient) is SKIPPED; it needs node and: (cd mcpserver/testdata/ts-client && npm ci)" >&2
+  fi
+fi
 go vet ./...
 go test -race -timeout 45m ./...
 go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFolds|TestWriteFailuresKeepPreviousState|TestReadOnlyAndPermissionDenied' .
-# The memory guards of issue 12 (a large fold, a large proxy request), which
-# the race detector's instrumentation would distort: about 40 s on 2 cores.
+# The memory guards (the heap multiple of a large fold and of a large proxy
+# request), which the race detector's instrumentation would distort: about
+# 40 s on 2 cores.
 go test -count=1 -timeout 10m -run 'TestFoldLargeLogHeapMultiple' .
 go test -count=1 -timeout 10m -run 'TestLargeRequestHeapMultiple' ./proxy
 # The PostgreSQL fleet and multi-process writer tests (internal/fleet, built

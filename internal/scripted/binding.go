@@ -584,3 +584,79 @@ func (b *Binder) CheckResponses(body []byte) (ReasoningCheck, error) {
 	})
 	return c, err
 }
+
+// FirstChange compares two requests of one conversation in api's format the
+// way the prefix check does (canonical JSON, cache_control left out, a
+// string content as a single text block) and returns the index of the
+// first message (Messages API, Chat Completions) or input item (Responses
+// API) of prev that next does not carry unchanged at the same place; -1
+// when next extends prev at its end only. A changed top-level system,
+// tools (or instructions, text.format) is reported as 0.
+func FirstChange(api API, prev, next []byte) (int, error) {
+	a, err := canonicalUnits(api, prev)
+	if err != nil {
+		return 0, err
+	}
+	b, err := canonicalUnits(api, next)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(a[0], b[0]) {
+		return 0, nil
+	}
+	for i := 1; i < len(a); i++ {
+		if i >= len(b) || !bytes.Equal(a[i], b[i]) {
+			return i - 1, nil
+		}
+	}
+	return -1, nil
+}
+
+// canonicalUnits is a request's canonical head (system and tools, or
+// instructions, tools and text.format) followed by each message's or input
+// item's canonical form.
+func canonicalUnits(api API, body []byte) ([][]byte, error) {
+	var units [][]byte
+	var err error
+	switch api {
+	case Responses:
+		_, err = responsesWalk(body, func(k int, it map[string]json.RawMessage, at chain) {
+			units = append(units, canonItem(it))
+		})
+		var req struct {
+			Instructions json.RawMessage `json:"instructions"`
+			Tools        json.RawMessage `json:"tools"`
+			Text         struct {
+				Format json.RawMessage `json:"format"`
+			} `json:"text"`
+		}
+		_ = json.Unmarshal(body, &req)
+		h := bytes.Join([][]byte{canonJSON(orNull(req.Instructions)), canonTools(req.Tools), canonJSON(orNull(req.Text.Format))}, []byte{0})
+		units = append([][]byte{h}, units...)
+	default:
+		var req struct {
+			System   json.RawMessage `json:"system"`
+			Tools    json.RawMessage `json:"tools"`
+			Messages []map[string]json.RawMessage
+		}
+		if err = json.Unmarshal(body, &req); err != nil {
+			return nil, err
+		}
+		units = append(units, bytes.Join([][]byte{canonSystem(req.System), canonTools(req.Tools)}, []byte{0}))
+		for _, m := range req.Messages {
+			var parts [][]byte
+			for _, blk := range contentBlocks(m["content"], "text") {
+				parts = append(parts, canonBlock(blk))
+			}
+			rest := map[string]json.RawMessage{}
+			for k, v := range m {
+				if k != "content" {
+					rest[k] = v
+				}
+			}
+			parts = append([][]byte{canonJSON(mustMarshal(rest))}, parts...)
+			units = append(units, bytes.Join(parts, []byte{0}))
+		}
+	}
+	return units, err
+}

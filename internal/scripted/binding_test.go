@@ -245,3 +245,37 @@ func TestReasoningCheck(t *testing.T) {
 		t.Fatalf("tools changed: %+v", c)
 	}
 }
+
+func TestFirstChange(t *testing.T) {
+	b := NewBinder("test")
+	msgs := threeTurns(t, b)
+	prev := conversation(sys1, tools1, msgs[:3]...)
+	cases := []struct {
+		name string
+		next []byte
+		want int
+	}{
+		{"appended", conversation(sys1, tools1, msgs...), -1},
+		{"same", prev, -1},
+		{"cache_control and string form", conversation(`"You are terse."`, tools1,
+			`{"role":"user","content":[{"type":"text","text":"run it","cache_control":{"type":"ephemeral"}}]}`, msgs[1], msgs[2]), -1},
+		{"result folded", conversation(sys1, tools1, msgs[0], msgs[1], strings.Replace(msgs[2], "out toolu_a", "[folded]", 1)), 2},
+		{"message removed", conversation(sys1, tools1, msgs[0], msgs[2]), 1},
+		{"tools changed", conversation(sys1, `[]`, msgs[:3]...), 0},
+	}
+	for _, c := range cases {
+		got, err := FirstChange(Anthropic, prev, c.next)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %d %v, want %d", c.name, got, err, c.want)
+		}
+	}
+	r := func(items ...string) []byte {
+		return []byte(`{"instructions":"x","input":[` + strings.Join(items, ",") + `]}`)
+	}
+	if got, _ := FirstChange(Responses, r(`{"role":"user","content":"a"}`), r(`{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]}`, `{"type":"function_call","call_id":"c"}`)); got != -1 {
+		t.Errorf("responses appended: %d", got)
+	}
+	if got, _ := FirstChange(Responses, r(`{"role":"user","content":"a"}`, `{"role":"user","content":"b"}`), r(`{"role":"user","content":"a"}`, `{"role":"user","content":"c"}`)); got != 1 {
+		t.Errorf("responses changed: %d", got)
+	}
+}
