@@ -695,19 +695,25 @@ func (r *request) rewriteWire(d *harness.Dispatch, p *reasoningPlan) ([]byte, er
 			}
 		}
 	}
-	folded := map[int]bool{}
-	for _, f := range d.Folded {
-		folded[f.Index] = true
+	isFolded := func(i int) bool {
+		k := sort.Search(len(d.Folded), func(k int) bool { return d.Folded[k].Index >= i })
+		return k < len(d.Folded) && d.Folded[k].Index == i
 	}
-	hyd := map[int][]string{} // by host: the texts appended, in order
+	var hyd map[int][]string // by host: the texts appended, in order
 	if p != nil {
 		for host, texts := range p.sticky {
-			if host < len(r.msgs) && !isRemoved(host) && !folded[host] {
+			if host < len(r.msgs) && !isRemoved(host) && !isFolded(host) {
+				if hyd == nil {
+					hyd = map[int][]string{}
+				}
 				hyd[host] = append(hyd[host], texts...)
 			}
 		}
 	}
 	if d.HydrationText != "" && d.HydrationIndex >= 0 && !isRemoved(d.HydrationIndex) {
+		if hyd == nil {
+			hyd = map[int][]string{}
+		}
 		hyd[d.HydrationIndex] = append(hyd[d.HydrationIndex], d.HydrationText)
 	}
 	for _, f := range d.Folded {

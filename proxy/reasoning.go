@@ -80,6 +80,30 @@ type wireState struct {
 	// folded is the fixed window's folded messages at the last request.
 	folded []int
 	stats  ReasoningStats
+	// keys memoizes reasoningKey by message (harness.Message.Key: the hash
+	// of its bytes) and part; not saved (derived from the request).
+	keys map[uint64][]string
+}
+
+// keyOf is req.reasoningKey(i, k), memoized by the message's bytes. w.mu is
+// held.
+func (w *wireState) keyOf(req *request, i, k int) string {
+	mk := req.msgs[i].Key
+	if mk == 0 {
+		return req.reasoningKey(i, k)
+	}
+	ks := w.keys[mk]
+	if len(ks) != len(req.msgs[i].Parts) {
+		if w.keys == nil || len(w.keys) > 1<<14 {
+			w.keys = map[uint64][]string{}
+		}
+		ks = make([]string, len(req.msgs[i].Parts))
+		w.keys[mk] = ks
+	}
+	if ks[k] == "" {
+		ks[k] = req.reasoningKey(i, k)
+	}
+	return ks[k]
 }
 
 // stickyHydration is hydration text and the message it was appended to.
@@ -239,17 +263,20 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	}
 	p := &reasoningPlan{}
 	n := len(req.msgs)
-	gone := map[int]bool{} // not forwarded as parts: left the prompt or folded
-	left := map[int]bool{}
+	// left: the message left the prompt; gone: it left or is folded (not
+	// forwarded as it was). Both lists are ascending: binary search, no
+	// per-request map over a long conversation (issue 11's overhead).
+	var removed []int
 	if ws := d.WorkingSet; ws != nil {
-		for _, i := range ws.Removed {
-			gone[i], left[i] = true, true
-		}
+		removed = ws.Removed
 	}
-	var folded []int
-	for _, f := range d.Folded {
-		gone[f.Index] = true
-		folded = append(folded, f.Index)
+	left := func(i int) bool {
+		k := sort.SearchInts(removed, i)
+		return k < len(removed) && removed[k] == i
+	}
+	gone := func(i int) bool {
+		k := sort.Search(len(d.Folded), func(k int) bool { return d.Folded[k].Index >= i })
+		return left(i) || k < len(d.Folded) && d.Folded[k].Index == i
 	}
 	// The fold event and its first changed message.
 	first := -1
@@ -258,6 +285,10 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 			first = ws.FirstChanged
 		}
 	} else {
+		folded := make([]int, 0, len(d.Folded))
+		for _, f := range d.Folded {
+			folded = append(folded, f.Index)
+		}
 		sort.Ints(folded)
 		first = firstDifference(w.folded, folded)
 		w.folded = folded
@@ -265,7 +296,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	// An earlier turn's hydration whose host is gone went with a change
 	// there (a fold event, or a client that rewrote its history).
 	for _, h := range w.hyd {
-		if h.Host >= n || gone[h.Host] {
+		if h.Host >= n || gone(h.Host) {
 			if first < 0 || h.Host < first {
 				first = min(h.Host, n)
 			}
@@ -278,7 +309,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	if d.HydrationText != "" && d.HydrationIndex >= 0 {
 		cur = stickyHydration{Host: d.HydrationIndex, Text: d.HydrationText}
 	}
-	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone[w.cur.Host] {
+	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone(w.cur.Host) {
 		w.hyd = append(w.hyd, w.cur)
 	}
 	w.cur, w.prompt = cur, d.PromptIndex
@@ -286,21 +317,21 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		p.stats.FoldEvents = 1
 		keep := w.hyd[:0]
 		for _, h := range w.hyd {
-			if h.Host < first && !gone[h.Host] {
+			if h.Host < first && !gone(h.Host) {
 				keep = append(keep, h)
 			}
 		}
 		w.hyd = keep
 		cont := req.continuation()
 		for i := max(first, 0); i < n; i++ {
-			if left[i] {
+			if left(i) {
 				continue
 			}
 			for k, part := range req.msgs[i].Parts {
 				if !part.Reasoning {
 					continue
 				}
-				key := req.reasoningKey(i, k)
+				key := w.keyOf(req, i, k)
 				if w.kept[key] && i != cont {
 					// Kept for an earlier continuation, invalid since:
 					// this fold event changes the conversation before it
@@ -331,11 +362,11 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	}
 	if len(w.removed) > 0 {
 		for i := 0; i < n; i++ {
-			if left[i] {
+			if left(i) {
 				continue
 			}
 			for k, part := range req.msgs[i].Parts {
-				if !part.Reasoning || !w.removed[req.reasoningKey(i, k)] {
+				if !part.Reasoning || !w.removed[w.keyOf(req, i, k)] {
 					continue
 				}
 				if req.kinds[i] == "reasoning" {
