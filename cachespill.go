@@ -12,7 +12,7 @@ import (
 
 // CacheSpillBytes is the size in bytes from which a section of the index
 // cache being written by a full index write is kept in an unlinked
-// temporary file beside the cache instead of in memory (issue 12: the term
+// temporary file beside the cache instead of in memory (the term
 // dictionary and postings of a large node are as large as its identifiers;
 // the page cache holds them, not the heap). A variable for tests.
 var CacheSpillBytes = 4 << 20

@@ -10,7 +10,7 @@ import (
 )
 
 // TestCacheSpillGivesTheSameCache: a cache whose large sections were kept
-// in temporary files while it was encoded (issue 12) is byte for byte the
+// in temporary files while it was encoded is byte for byte the
 // cache encoded in memory (but for the stamp of its own index file), both
 // for a first write (heap records only) and for one merging a loaded
 // snapshot with new folds, and no temporary file is left beside it.

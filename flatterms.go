@@ -18,7 +18,7 @@ type termMerge interface {
 // flatMergeMin is the number of term lists from which the heap's terms are
 // merged by flatTermMerge rather than by heapTermMerge's k-way merge: a
 // k-way merge costs log2(k) string comparisons per term occurrence through
-// container/heap, fine for the few lists of one huge node (issue 12) but,
+// container/heap, fine for the few lists of one huge node but,
 // over the 400,000 lists of a 100k-node backend index read whole (issue
 // 13), minutes instead of seconds. Both yield the same terms and positions
 // (the cache bytes are the same: TestFlatTermMergeSameCache). A variable

@@ -20,7 +20,7 @@ import (
 
 // FoldResult reports one fold. Node and Entry of a new fold share their
 // lists (identifiers, files, commands, errors) with the store's in-memory
-// index, so that a large node's lists are held once (issue 12): read them,
+// index, so that a large node's lists are held once: read them,
 // do not modify them.
 type FoldResult struct {
 	// Node is the cold node as stored. For an already indexed step, Fold
@@ -97,7 +97,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 // turn's position in turns) as the turn is folded, instead of returning
 // them all: a caller that keeps only part of a result (the harness keeps a
 // node's text for the ranked index) does not hold every cold node's
-// document of a large batch at once (issue 12). each is called from the
+// document of a large batch at once. each is called from the
 // folding goroutine, under the store's lock, before the batch's final
 // index commit, so it must not call the Store; on an error, results
 // already handed to each may not be indexed (the index is what counts).
@@ -232,7 +232,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			s.ix = nil
 			return &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
-		// The pretty encoding is streamed to the file (issue 12: a large
+		// The pretty encoding is streamed to the file (a large
 		// node is never held whole in memory besides its document).
 		if err := s.writeNode(t.StepID, path, n.Doc); err != nil {
 			s.ix = nil
@@ -383,7 +383,7 @@ func (s *Store) Entries() ([]*Entry, error) {
 }
 
 // EntriesShared is Entries without copies, for readers of a large index
-// that only read (issue 12: a proxy session's first request reads tens of
+// that only read (a proxy session's first request reads tens of
 // thousands of entries): each Entry's Identifiers, Files, Commands and
 // Errors are the in-memory index's own lists (read them, never modify
 // them; they stay valid, the store never changes a list in place), and Doc

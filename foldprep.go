@@ -46,7 +46,7 @@ func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now s
 // GOMAXPROCS goroutines (scrubbing and extraction dominate a fold event's
 // CPU time): get(i) returns turn i's preparedNode in the batch's order. At
 // most prepAhead nodes are prepared and not yet taken, so that a batch of
-// large turns holds a bounded number of documents at once (issue 12).
+// large turns holds a bounded number of documents at once.
 type nodePrep struct {
 	prepare func(Turn) preparedNode
 	turns   []Turn

@@ -11,7 +11,7 @@ import (
 // in ascending byte order, each with the positions whose matchable terms
 // (matchTerms' set) and whose summary identifiers hold it: a k-way merge
 // of every record's sorted lists, so that the cache of a large index is
-// built without the postings map or a sorted copy of its terms (issue 12:
+// built without the postings map or a sorted copy of its terms (
 // a node of a 62 MB log has hundreds of thousands of distinct terms).
 // A record's identifiers, files and errors are read in place when they are
 // sorted, unique and already folded (every folded node's identifiers are,

@@ -188,7 +188,7 @@ func (ix *index) evictedAt(p int32) bool {
 
 // add inserts a record whose step is not indexed yet, as a heap record.
 // Its terms are posted when a query first needs them (postPending): a fold
-// that only writes the index and its cache builds no postings (issue 12).
+// that only writes the index and its cache builds no postings.
 func (ix *index) add(r *record) {
 	pos := int32(len(ix.recs))
 	ix.recs = append(ix.recs, r)
@@ -320,7 +320,7 @@ func (ix *index) recordFromDoc(key string, v any) (*record, error) {
 
 // entryDoc is the entry document of a record as ix.entry(r).Doc, sharing
 // the record's lists instead of copying them, for checks that only read it
-// (a fold validates every new entry: issue 12, a node of a large log lists
+// (a fold validates every new entry, and a node of a large log lists
 // a million identifiers).
 func (ix *index) entryDoc(r *record) map[string]any {
 	if r.extra != nil {
@@ -341,7 +341,7 @@ func (ix *index) entry(r *record) *Entry {
 }
 
 // sharedEntry is entry with the record's own lists (FoldResult: a large
-// node's identifiers are not held twice, issue 12).
+// node's identifiers are not held twice).
 func (ix *index) sharedEntry(r *record) *Entry {
 	return ix.entryOf(r, func(ss []string) []string { return ss })
 }
@@ -469,7 +469,7 @@ func (ix *index) encode() ([]byte, []entrySpan, error) {
 }
 
 // indexWriter is what the index encoding is written to: a *bytes.Buffer, or
-// an *offsetWriter streaming to the index file (issue 12: a large index is
+// an *offsetWriter streaming to the index file (a large index is
 // not held whole in memory while it is written). Len is the bytes written.
 type indexWriter interface {
 	io.Writer

@@ -11,7 +11,7 @@ import (
 
 // materialise fills ix.recs for the base positions pos that are not
 // materialised yet, decoding their entries on all CPUs (validate and repair
-// read every entry of a large index: issue 12). A position whose entry does
+// read every entry of a large index). A position whose entry does
 // not read or parse is left to rec's serial path (its fallback reads the
 // snapshot's checksummed chunks, which is not safe concurrently). The caller
 // holds the store's mutex.

@@ -402,7 +402,7 @@ func (ix *index) encodeCache(st fileStamp, spans []entrySpan) ([]byte, error) {
 
 // encodeCacheParts is encodeCache as the parts of the file, in order (the
 // head, the sections, the chunk checksums), which writeCache writes one
-// after the other: the snapshot is not copied into one buffer (issue 12).
+// after the other: the snapshot is not copied into one buffer.
 //
 // With spillDir set, the term table, terms and postings sections are kept
 // in temporary files there when they reach CacheSpillBytes (see
@@ -446,7 +446,7 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan, spillDir stri
 	}
 	// Terms: the base dictionary (sorted) merged with the heap records'
 	// terms, read from the records themselves (no postings map, no sorted
-	// copy of the terms: issue 12). A first pass counts the heap's terms, so
+	// copy of the terms). A first pass counts the heap's terms, so
 	// that the sections are sized once (growing by doubling left up to half
 	// of each unused and copied the rest).
 	heapTerms, heapBytes := 0, 0
@@ -496,7 +496,7 @@ func (ix *index) encodeCacheParts(st fileStamp, spans []entrySpan, spillDir stri
 			for i, p := range l {
 				l[i] = newPos[p]
 			}
-			slices.Sort(l) // no allocation per term (issue 12)
+			slices.Sort(l) // no allocation per term
 			buf = binary.AppendUvarint(buf[:0], uint64(len(l)))
 			prev := int32(-1)
 			for _, p := range l {

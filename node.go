@@ -100,7 +100,7 @@ func sha256HexString(s string) string {
 }
 
 // sortedUnique returns ss sorted and unique: ss itself when it already is
-// (extracted lists always are; issue 12: no copy of a large list), else a
+// (extracted lists always are; no copy of a large list), else a
 // sorted, de-duplicated copy (explicit lists stay as given). A nil or empty
 // input gives an empty slice.
 func sortedUnique(ss []string) []string {
@@ -116,7 +116,7 @@ func sortedUnique(ss []string) []string {
 }
 
 // canonicalSHA256Hex is the hex SHA-256 of the canonical JSON of v, hashed
-// while it is encoded (issue 12: no copy of a large node's encoding).
+// while it is encoded (no copy of a large node's encoding).
 func canonicalSHA256Hex(v any) (string, error) {
 	sum, err := canonjson.CanonicalSHA256(v)
 	if err != nil {
@@ -158,7 +158,7 @@ func Project(t Turn, policyHash string) (Projection, error) {
 // projectFields extracts the projection's fields (everything but the hash).
 func projectFields(t Turn) Projection {
 	payload := t.Payload()
-	terms := extract.ExtractTurn(t.Summary, payload) // Extract(Text(summary, payload)) without the copy (issue 12)
+	terms := extract.ExtractTurn(t.Summary, payload) // Extract(Text(summary, payload)) without the copy
 	p := Projection{
 		StepID:            t.StepID,
 		NormalizedContent: extract.NormalizeContent(payload),

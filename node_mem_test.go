@@ -7,7 +7,7 @@ import (
 )
 
 // TestSHA256HexStringSizes: the stack, chunked and whole-copy paths hash
-// the same bytes (issue 12), at the edges of the buffers.
+// the same bytes, at the edges of the buffers.
 func TestSHA256HexStringSizes(t *testing.T) {
 	for _, n := range []int{0, 1, 4095, 4096, 4097, 32 << 10, 32<<10 + 1, 100003} {
 		s := strings.Repeat("aé\x00", n/4+1)[:n]

@@ -3,7 +3,7 @@ package contextfold
 // postings maps a term to the heap positions that hold it, ascending. Most
 // terms of a large node occur in that node only, so a term with one
 // position keeps it in the map's value (a 24-byte slot instead of 40 and no
-// slice per term, issue 12); a term with more keeps -(k+1), k indexing
+// slice per term); a term with more keeps -(k+1), k indexing
 // many. The zero value is empty and ready. Not safe for concurrent use (the
 // index is guarded by the store's mutex).
 type postings struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
-// Backend is the storage seam of a Store (issue 13): see package backend,
+// Backend is the storage seam of a Store: see package backend,
 // which defines it (a leaf package, so that implementations need not import
 // this one). The directory store (Open) is the built-in default; a Store
 // opened with OpenBackend keeps exactly the same bytes through a Backend
@@ -370,7 +370,7 @@ func rewriteFilePaths(ix *index, from, to string) (*index, error) {
 }
 
 // ExportDir writes the store as a directory store in dir, which must not
-// exist or be empty (issue 13, `contextfold export`): every cold node's
+// exist or be empty (`contextfold export`): every cold node's
 // exact bytes (orphans included), recall_index.json in the reference's
 // encoding (spec §1) with file_path values naming dir, and the store files
 // (policy, eviction log, settings, repair log, policy history) byte for
@@ -453,7 +453,7 @@ func (s *Store) ExportDir(dir string) error {
 }
 
 // ImportDir loads the directory store at dir into s, which must be a
-// backend store that holds nothing yet (issue 13, `contextfold import`):
+// backend store that holds nothing yet (`contextfold import`):
 // every canonical cold node file's exact bytes (orphans included), the
 // index (journal applied) with its file_path values renamed to the
 // backend's StoreName, and the store files byte for byte, in one write

@@ -369,7 +369,7 @@ func (s *Store) writeIndex(ix *index) error {
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = s.now()
 	}
-	// The index is streamed into its temporary file (issue 12: never held
+	// The index is streamed into its temporary file (never held
 	// whole in memory); the cache is encoded once the entries' spans are
 	// known, before the index replaces the old one, and stamped after, so
 	// that readers meet a new index without its cache only briefly.

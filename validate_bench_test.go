@@ -13,7 +13,7 @@ import (
 // BenchmarkValidate measures Validate (every check: containment, integrity,
 // payload and projection hashes, schemas, entry agreement, orphans) on a
 // fresh Store at 1k, 10k and 20k generated small nodes, from a cold process
-// view (a new Store each time; the page cache is warm). Target (issue 12): at
+// view (a new Store each time; the page cache is warm). Target: at
 // least 2× faster than the Python reference, which takes 2.8 s at 20k.
 //
 //	go test -run '^$' -bench Validate -benchtime 3x .

@@ -10,7 +10,7 @@ package backend
 // contextfold.DefaultStoreDir).
 const DefaultStoreName = ".contextfold"
 
-// Backend is the storage seam of a Store (issue 13): where a store keeps its
+// Backend is the storage seam of a Store: where a store keeps its
 // bytes when it is not a directory. The directory store (Open) is the
 // built-in default and keeps its own specialised paths (the memory-mapped
 // index snapshot, the journal, file locks); a Store opened with OpenBackend
@@ -148,7 +148,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // SnapshotStore is implemented by a Backend that keeps derived snapshots
-// shared by every process of the store (issue 13: the ranked matcher's
+// shared by every process of the store (the ranked matcher's
 // index snapshot, so that a replica's first ranked scan of a large session
 // does not read and analyse every cold node). A snapshot is opaque bytes,
 // tied to the index revision it was derived from; the backend is storage,

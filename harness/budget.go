@@ -310,7 +310,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		w.FoldTarget = target
 		// Fold before the hot tail, again while the estimate (the savings
 		// are estimated ahead) stays over the target and something folds.
-		// The hot tail is kept verbatim (issue 11): only when the request
+		// The hot tail is kept verbatim: only when the request
 		// is still over the budget itself does it shrink, oldest first, to
 		// fit the budget, down to the latest message and its pair. So a
 		// fold event ends above the target when the pinned messages, the
@@ -410,7 +410,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 // the fold target (Config.FoldTarget percent of the budget), or deeper when
 // the cost rule asks for it.
 //
-// The rule (issue 21). Let F be the request's estimate before the event, P
+// The rule. Let F be the request's estimate before the event, P
 // the part that stays cached (the fixed part and the pinned messages: the
 // page table right after them changes at every event), T the estimate
 // after it, r and w the cache-read and cache-write prices (FoldCacheRead,
@@ -521,7 +521,7 @@ func hydrationHost(conv []Message) int {
 // user or tool-result message (hydrationHost), which becomes the turn's
 // host.
 //
-// Why (issue 11, cache-friendly by design): an agent's requests within one
+// Why (cache-friendly by design): an agent's requests within one
 // human turn each append a tool call and its result. Hydration that
 // followed the latest message would leave the message it was in the
 // request before, so the forwarded bytes would change there and a

@@ -123,7 +123,7 @@ func TestBudgetLongSessionBoundedPinnedPaired(t *testing.T) {
 			// Between fold events the forwarded requests are append-only,
 			// the hydration included: it stays in the message it was
 			// placed in, so a provider's prefix cache holds every byte of
-			// the request before (issue 11).
+			// the request before.
 			if !reflect.DeepEqual(out[:len(prev)], prev) {
 				t.Fatalf("%d steps: the forwarded request before changed without a fold event", steps)
 			}

@@ -220,7 +220,7 @@ func looksLikeFile(tok string) bool {
 func filesIn(text string, limit int) []string {
 	var out []string
 	// FieldsFuncSeq: the same tokens without a slice of every word of the
-	// text (a tenth of what a large first request allocated, issue 12).
+	// text (a tenth of what a large first request allocated).
 	for tok := range strings.FieldsFuncSeq(text, func(r rune) bool {
 		return unicode.IsSpace(r) || strings.ContainsRune("\"'`()[]{}<>,;|=*&!?", r)
 	}) {

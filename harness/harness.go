@@ -631,7 +631,7 @@ func (h *Harness) entryMap() (map[int]*contextfold.Entry, error) {
 	if verr == nil && h.entries != nil && ver == h.entriesVer {
 		return h.entries, nil
 	}
-	es, err := h.store.EntriesShared() // read only (issue 12: no copy of every entry)
+	es, err := h.store.EntriesShared() // read only (no copy of every entry)
 	if err != nil {
 		return nil, err
 	}
@@ -803,7 +803,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 		// The scan answers a question: only a request whose latest
 		// message is the human prompt is scanned. Later requests of the
 		// turn (tool results, a scaffold's observations after it) keep the
-		// hydration the turn has, or none (issue 21).
+		// hydration the turn has, or none.
 		if d.PromptIndex == len(conv)-1 {
 			h.scanAndHydrate(prompt, t)
 		}

@@ -1,6 +1,6 @@
 package harness
 
-// Incremental state of the budgeted dispatch (issue 11: the proxy's
+// Incremental state of the budgeted dispatch (the proxy's
 // overhead must stay flat in the conversation's length beyond the budget).
 //
 // An agent resends its whole conversation with each request, one or two

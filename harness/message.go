@@ -69,7 +69,7 @@ type Message struct {
 	// every message before it (the caller's hash of them): a conversation
 	// whose message at position i has the PrefixKey the last dispatch's
 	// had there repeats that dispatch's first i+1 keys, and the harness
-	// compares one key instead of all of them (issue 11). 0: unknown. The
+	// compares one key instead of all of them. 0: unknown. The
 	// proxy sets it.
 	PrefixKey uint64
 }

@@ -31,7 +31,7 @@ var observationPrefixes = []string{
 // scaffold's observation (see observationPrefixes): a tool's output or the
 // scaffold's feedback sent in the user role. Such a message is not a
 // question: it starts no human turn, so it is never scanned and nothing is
-// hydrated for it (issue 21). Leading white space is ignored.
+// hydrated for it. Leading white space is ignored.
 func IsObservation(text string) bool {
 	t := strings.TrimLeft(text, " \t\r\n")
 	for _, p := range observationPrefixes {

@@ -16,7 +16,7 @@ const SessionStateVersion = 1
 // decided. With it, a harness in another process (a proxy replica) over the
 // same store continues the conversation exactly as this one would — the
 // same fold events, the same working set and page-table block, the same
-// hydration for the rest of a human turn, the same evictions (issue 13).
+// hydration for the rest of a human turn, the same evictions.
 //
 // What it holds:
 //   - the working set (budget mode): the steps shown as records and the

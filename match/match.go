@@ -154,7 +154,7 @@ func Scan(s *contextfold.Store, prompt string, mode Mode) (*contextfold.ScanResu
 }
 
 // FoldBatch folds turns into store s (Store.FoldBatchEach; the results
-// are not kept, issue 12) for a scan of mode: in Ranked mode each new
+// are not kept) for a scan of mode: in Ranked mode each new
 // node's text is handed to the store's ranked index (ranked.FoldedNode:
 // used only for the index entry of the same artifact_sha256), which is
 // refreshed at once, so that the new nodes are analysed without reading

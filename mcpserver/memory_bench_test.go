@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// BenchmarkStdioLargeFold sends one fold_turn of about 15 MB (issue 12: it
+// BenchmarkStdioLargeFold sends one fold_turn of about 15 MB (it
 // peaked at 984 MB RSS) to a real `contextfold mcp` subprocess and reports
 // the subprocess's peak RSS in MB and as a multiple of the frame (rss-x).
 // MCP_BENCH_MB sets the content size in MB.

@@ -141,7 +141,7 @@ func toolText(t *testing.T, r reply) (string, bool) {
 	return res.Content[0].Text, res.IsError
 }
 
-// Issue 12: a line that is JSON but not one JSON-RPC request, or that holds
+// A line that is JSON but not one JSON-RPC request, or that holds
 // an id the SDK cannot echo exactly, is answered with Invalid Request and
 // the session goes on; before, such a line ended the server without a reply
 // or got a wrong id back.
@@ -198,7 +198,7 @@ func TestStdioRefusesWhatIsNotARequest(t *testing.T) {
 	}
 }
 
-// Issue 12: a line over the frame limit is skipped with an error naming the
+// A line over the frame limit is skipped with an error naming the
 // limit, the session goes on, and the server does not buffer it (the 17 MB
 // fold_turn that used to kill the server at the SDK's 16 MiB limit).
 func TestStdioFrameLimit(t *testing.T) {
@@ -230,7 +230,7 @@ func TestStdioFrameLimit(t *testing.T) {
 	}
 }
 
-// Issue 12: step ids above 2^53 are decoded exactly through MCP, in
+// Step ids above 2^53 are decoded exactly through MCP, in
 // arguments and in results; what does not fit an int64 is a BadArgument.
 func TestStdioExactStepIDs(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
@@ -281,7 +281,7 @@ func TestStdioExactStepIDs(t *testing.T) {
 	}
 }
 
-// Issue 12: a resource read that fails carries a JSON-RPC error code and a
+// A resource read that fails carries a JSON-RPC error code and a
 // message, never code 0.
 func TestStdioResourceErrors(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")

@@ -1,4 +1,4 @@
-// Package pgstore keeps contextfold stores in PostgreSQL (issue 13): the
+// Package pgstore keeps contextfold stores in PostgreSQL: the
 // second implementation of the storage seam contextfold.Backend, so that
 // several proxy replicas (or hosts) share every session. Each session is one
 // store; the protocol logic (hashes, verification, hydration policy,

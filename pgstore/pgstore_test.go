@@ -320,7 +320,7 @@ func TestTamperedRowIsQuarantined(t *testing.T) {
 }
 
 // export of a directory store imported into PostgreSQL gives back its exact
-// bytes (issue 13 round trip).
+// bytes (the round trip).
 func TestImportExportRoundTrip(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "run", ".contextfold")
 	ds, err := contextfold.Open(src, contextfold.Options{Clock: fixed, Scrub: contextfold.ScrubOff})

@@ -18,7 +18,7 @@ import (
 	"github.com/contextfold/contextfold/pgstore"
 )
 
-// The shared ranked snapshot (issue 13, match/ranked/shared.go): each
+// The shared ranked snapshot (match/ranked/shared.go): each
 // "replica" is a process of its own (this test binary run again, with an
 // empty per-user cache directory of its own), so that nothing but the
 // database is shared with the replica before it.

@@ -397,8 +397,8 @@ func (r *request) contentPoint(i int, content span) {
 }
 
 // contentText decodes the string content at content, reusing the text
-// contentPoint decoded for message i (one decoded copy of each message,
-// issue 12).
+// contentPoint decoded for message i (one decoded copy of each
+// message).
 func (r *request) contentText(i int, content span) string {
 	if pt := r.points[i]; pt.ok && !pt.isArr && pt.content == content {
 		return pt.text

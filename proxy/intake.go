@@ -18,7 +18,7 @@ import (
 	"unsafe"
 )
 
-// Limits on request intake (issue 12: one large request must not take the
+// Limits on request intake (one large request must not take the
 // proxy's memory, and a slow client must not hold a connection forever).
 const (
 	// DefaultMaxInFlightBytes is the default budget of the estimated memory
@@ -332,7 +332,7 @@ const bodyBlock = 64 << 10
 // bodyDigest is the hash of each whole bodyBlock of a request body from
 // byte 0, made while the body arrives, so that what is left after its last
 // byte is proportional to the bytes the proxy has not seen before, not to
-// the conversation (issue 11). Not safe for concurrent use. A nil
+// the conversation. Not safe for concurrent use. A nil
 // *bodyDigest digests nothing.
 type bodyDigest struct {
 	seed maphash.Seed
@@ -397,7 +397,7 @@ func readAllDigesting(r io.Reader, d *bodyDigest) ([]byte, error) {
 // The body pool: buffers for request bodies of a known length between
 // bodyPoolMin and releaseAfterBytes, by power-of-two capacity. An agent
 // resends a body about as large as its last one at every turn: reusing its
-// buffer spares allocating and zeroing it (issue 11: at 2,000 messages, a
+// buffer spares allocating and zeroing it (at 2,000 messages, a
 // fifth of the proxy's time before forwarding) and the garbage collections
 // that the allocation brings about. Larger bodies are not pooled: their
 // memory goes back to the operating system (releaseAfterBytes).

@@ -174,7 +174,7 @@ func unescape(in []byte) (string, bool) {
 		return "", false
 	}
 	// One allocation: the builder's buffer becomes the string (no
-	// []byte-to-string copy, issue 12).
+	// []byte-to-string copy).
 	var out strings.Builder
 	out.Grow(len(in))
 	for i := 0; i < len(in); i++ {

@@ -26,7 +26,7 @@ func TestDecodeStringMatchesEncodingJSON(t *testing.T) {
 }
 
 // A message whose content is a string is decoded once: the part the fold
-// reads and the append point share one string (issue 12: the decoded texts
+// reads and the append point share one string (the decoded texts
 // were held twice, ≈ 1.4× the body at a large request's peak).
 func TestStringContentDecodedOnce(t *testing.T) {
 	for _, c := range []struct {

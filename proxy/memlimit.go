@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The soft memory limit (issue 12: one large first request must not take
+// The soft memory limit (one large first request must not take
 // a multiple of its body that the garbage collector's default pacing lets
 // grow to twice the live heap). While a request that folds at least
 // governMinFresh bytes of conversation the proxy had not read before is in

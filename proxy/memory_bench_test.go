@@ -26,7 +26,7 @@ import (
 
 // bigConversation is an OpenAI Chat Completions body of n messages, each
 // about 1.5 kB (tool outputs and assistant turns), ending in a human prompt:
-// the shape of the 62.5 MB, 40,000-message request of issue 12.
+// the shape of the 62.5 MB, 40,000-message request that once took 5.2 GB.
 func bigConversation(n int) []byte { return bigConversationOf(n, "") }
 
 // bigConversationOf is bigConversation with tag in the task and every tool
@@ -243,7 +243,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 // BenchmarkProxyLargeRequest sends one large first request (the old
 // messages folded into a new store) through a real loopback proxy and
 // reports the peak heap above the baseline (live and not yet collected
-// objects) in MB and as a multiple of the body (heap-x; issue 12's target
+// objects) in MB and as a multiple of the body (heap-x; the target
 // is at most 4), the process's peak RSS (rss-MB), its RSS half a second
 // after the response (rss-after-MB: the proxy hands the memory of a request
 // of 8 MiB or more back at once), the live heap the session keeps
@@ -251,7 +251,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 // scrubber's rules, built once per process, are built before the baseline
 // (warmScrubber).
 // PROXY_BENCH_MESSAGES sets the message count (default 10,000 ≈ 15 MB;
-// issue 12's request was 40,000 ≈ 62 MB).
+// the largest request measured was 40,000 ≈ 62 MB).
 func BenchmarkProxyLargeRequest(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("PROXY_BENCH_MESSAGES")); err == nil && v > 2 {
@@ -290,7 +290,7 @@ func reportLarge(b *testing.B, worst largeRequest) {
 
 // BenchmarkProxyLargeRequestsConcurrent sends 4 large first requests of
 // different conversations at once (PROXY_BENCH_MESSAGES each, default
-// 10,000 ≈ 15 MB: 61 MB together, issue 12's size), with the soft memory
+// 10,000 ≈ 15 MB: 61 MB together, the largest size measured), with the soft memory
 // limit (limit) and without it (nolimit), and reports what
 // BenchmarkProxyLargeRequest does, heap-x as a multiple of the four bodies
 // together, plus the wall time (wall-s) and the collector's share of the
@@ -321,7 +321,7 @@ func BenchmarkProxyLargeRequestsConcurrent(b *testing.B) {
 }
 
 // TestLargeRequestHeapMultiple guards the memory of one large first
-// request (issue 12): a 3,000-message request (≈ 4.6 MB) must peak below
+// request: a 3,000-message request (≈ 4.6 MB) must peak below
 // 10× its body in heap. It measured 28× before the fold and ranked index
 // memory work (BENCHMARKS.md, "Proxy and MCP memory"), 13.8–13.9× after the
 // fed texts and the streamed snapshot (21× was the bound then), and
@@ -363,6 +363,6 @@ func TestLargeRequestHeapMultiple(t *testing.T) {
 		t.Fatalf("only %d steps folded: the request did not exercise the fold", folded)
 	}
 	if x > 10 {
-		t.Fatalf("peak heap %.1f× the body, want ≤ 10× (issue 12)", x)
+		t.Fatalf("peak heap %.1f× the body, want ≤ 10×", x)
 	}
 }

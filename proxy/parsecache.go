@@ -13,7 +13,7 @@ import (
 
 // parseCache keeps the parse of message elements by their bytes, so that a
 // conversation resent with one more message costs the new message, not the
-// whole history (issue 11: the profile pointed at re-parsing the unchanged
+// whole history (the profile pointed at re-parsing the unchanged
 // prefix). Two generations bound its memory: when the current one holds
 // more than parseCacheBytes of message bytes it becomes the previous one,
 // and the old previous one is dropped. Safe for concurrent use.

@@ -9,7 +9,7 @@ import (
 	"github.com/contextfold/contextfold/harness"
 )
 
-// The prefix cache (issue 11: the proxy's overhead must stay flat in the
+// The prefix cache (the proxy's overhead must stay flat in the
 // conversation's length). An agent resends its whole conversation with each
 // request, one or two messages longer. The element cache (parseCache) spares
 // re-parsing each message, but still costs a hash, a map lookup and a copy

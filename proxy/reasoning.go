@@ -265,7 +265,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	n := len(req.msgs)
 	// left: the message left the prompt; gone: it left or is folded (not
 	// forwarded as it was). Both lists are ascending: binary search, no
-	// per-request map over a long conversation (issue 11's overhead).
+	// per-request map over a long conversation (the proxy's added latency).
 	var removed []int
 	if ws := d.WorkingSet; ws != nil {
 		removed = ws.Removed

@@ -905,7 +905,7 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d | %s |\n", strings.TrimSuffix(n, " (anthropic)"), api, ps.Probes, ps.Hydrated, rec, ps.InPrompt, strings.Join(ps.Missed, ", "))
 	}
-	// The target (issue 11: ≥ 95 % on the long sessions), from the figures.
+	// The target (≥ 95 % on the long sessions), from the figures.
 	var met, missed []string
 	for _, n := range names {
 		if ps := probes[n]; strings.HasPrefix(n, "long/") && ps.Probes > 0 {
@@ -1096,7 +1096,7 @@ func replaySVG(names []string, results map[string][]replayPoint) []byte {
 func TestUpdateReplaySection(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
 	before := "# Benchmarks\n\n## Store scale\n\ntext\n\n"
-	after := "## Proxy and MCP memory (issue 12)\n\nmore\n```\n## not a heading (in a code block)\n```\n"
+	after := "## Proxy and MCP memory\n\nmore\n```\n## not a heading (in a code block)\n```\n"
 	lat := latencyHeading + "\n\nmeasured\n```\n## benchmark output, in a code block\n```\n"
 	old := before + replayHeading + "\n\nold table\n\n" + lat + "\n" + lat + "\n" + after
 	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {

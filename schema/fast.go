@@ -15,7 +15,7 @@ import (
 // against the validator.
 
 // isSHA256Hex is the schema's pattern ^[0-9a-f]{64}$ (validate checks three
-// a node and three an entry; a regexp cost a tenth of validate: issue 12).
+// a node and three an entry; a regexp cost a tenth of validate).
 func isSHA256Hex(v any) bool {
 	s, ok := v.(string)
 	if !ok || len(s) != 64 {

@@ -18,7 +18,7 @@ import (
 
 // BenchmarkOneShotFolds folds the first 2,500 turns of a session into a new
 // store with one `contextfold fold --input -` process per turn, as a hook
-// does (issue 12: 38 s originally, every fold rewriting the whole index
+// does (38 s originally, every fold rewriting the whole index
 // below a 4 MiB index). It reports the total wall time (total-s), the
 // per-fold p50 and max, how often recall_index.json was rewritten
 // (index-rewrites, counted by its inode changing), and its final size.

@@ -79,7 +79,7 @@ const streamBuffer = 64 << 10
 
 // WritePretty writes the pretty encoding of v (the bytes of [Pretty]) to w
 // through a 64 KiB buffer, so a large document is never held whole in
-// memory (issue 12). Errors: *UnsupportedTypeError, *InvalidNumberError,
+// memory. Errors: *UnsupportedTypeError, *InvalidNumberError,
 // or w's write error; after an error w may hold a part of the encoding.
 func WritePretty(w io.Writer, v any) error {
 	bw := getWriter(w)
@@ -108,7 +108,7 @@ func putWriter(bw *bufio.Writer) {
 // CanonicalSHA256 returns the SHA-256 of the canonical encoding of v (the
 // bytes of [Canonical]), hashed as it is encoded through a 64 KiB buffer:
 // every IPCF hash of a large document without holding its encoding
-// (issue 12). Errors: those of [Canonical].
+//. Errors: those of [Canonical].
 func CanonicalSHA256(v any) ([sha256.Size]byte, error) {
 	h := sha256.New()
 	bw := getWriter(h)

@@ -17,7 +17,7 @@ import (
 // non-space data is an error.
 //
 // A document is first read by a single-pass decoder written for the store's
-// files (validate decodes every cold node and index entry: issue 12); it
+// files (validate decodes every cold node and index entry); it
 // gives exactly encoding/json's values — the same escapes, U+FFFD for
 // invalid UTF-8 and lone surrogates, the same number literals — and hands
 // anything it does not accept to encoding/json, so every error (and its

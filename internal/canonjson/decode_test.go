@@ -27,7 +27,7 @@ var decodeCases = []string{
 
 // TestDecodeMatchesEncodingJSON: Decode gives encoding/json's value or
 // error text for every case, whether it shares one copy of the document or
-// not (issue 12's fast decoder).
+// not (the fast decoder).
 func TestDecodeMatchesEncodingJSON(t *testing.T) {
 	for _, c := range decodeCases {
 		checkDecode(t, []byte(c))

@@ -11,7 +11,7 @@ import (
 
 // TestStreamingEncodersMatch: WritePretty writes exactly Pretty's bytes and
 // CanonicalSHA256 is the SHA-256 of Canonical's bytes, for documents small
-// and larger than the stream buffer (issue 12), and they report the same
+// and larger than the stream buffer, and they report the same
 // errors.
 func TestStreamingEncodersMatch(t *testing.T) {
 	big := strings.Repeat("line \"q\" \\ \x01 é\n", 20000) // > 64 KiB, escapes across buffer ends

@@ -76,7 +76,7 @@ type Terms struct {
 
 // Extract runs all four extractors over text (already NFC, see [Text]).
 //
-// Memory (issue 12): the extractors walk text by byte offset, decoding one
+// Memory: the extractors walk text by byte offset, decoding one
 // code point at a time, and keep only the distinct results (each a copy, so
 // the result does not pin text); their working memory is a small multiple of
 // the number of distinct terms, not of the text. Invalid UTF-8 is read as
@@ -93,7 +93,7 @@ func Extract(text string) Terms {
 
 // ExtractTurn is Extract(Text(summary, payload)), the extraction of a
 // turn, without the concatenation of summary and payload where it is not
-// needed (issue 12: for a 62 MB payload the copy is as large as the
+// needed (for a 62 MB payload the copy is as large as the
 // payload). No match of the identifier and file patterns can hold the '\n'
 // between the two, and neither pattern looks behind its match, so those
 // are the union of each part's; so are the commands and errors whenever
@@ -156,7 +156,7 @@ func runeBefore(s string, i int) (rune, int) {
 // when the list grows by half past its last compacted size it is sorted
 // and de-duplicated in place, so it holds at most about 1.5 times the
 // distinct matches (not every occurrence; 1.5 rather than 2 took a 16 MiB
-// log's fold from 3.7 to 3.0 times the input at its peak, issue 12). Its strings may be substrings of the
+// log's fold from 3.7 to 3.0 times the input at its peak). Its strings may be substrings of the
 // text until [collector.result] copies them.
 type collector struct {
 	ss      []string

@@ -10,7 +10,7 @@ import (
 )
 
 // TestByteOffsetsMatchRuneImplementation compares the byte-offset
-// extraction (issue 12) with the []rune implementation it replaced
+// extraction with the []rune implementation it replaced
 // (package runeref, unchanged) over generated texts: the trap alphabet,
 // invalid UTF-8 bytes, and long texts where the memos of the path matcher
 // are pruned.

@@ -2,7 +2,7 @@
 
 package fleet
 
-// Store and fleet benchmarks of issue 13 (BENCHMARKS.md, "PostgreSQL
+// Store and fleet benchmarks (BENCHMARKS.md, "PostgreSQL
 // store"): the directory store and the PostgreSQL store side by side on one
 // machine.
 //

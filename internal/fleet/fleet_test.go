@@ -69,7 +69,7 @@ func fleetRun(t *testing.T, bin, dbURL string, replicas, killAt int, conv *testg
 	return out
 }
 
-// TestFleetForwardsWhatOneProxyDoes is the fleet test of issue 13: three
+// TestFleetForwardsWhatOneProxyDoes is the fleet test of three
 // `contextfold proxy` processes on one database, a client whose consecutive
 // requests of one long session go round-robin to the three; the upstream
 // receives exactly what one proxy alone forwards; one replica is killed

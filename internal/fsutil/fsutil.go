@@ -33,8 +33,8 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 // WriteFileAtomicFunc is WriteFileAtomic for content that write streams to
-// the temporary file (a large cold node is never held whole in memory,
-// issue 12): the same temporary file, fsync, rename and directory fsync, and
+// the temporary file (a large cold node is never held whole in memory):
+// the same temporary file, fsync, rename and directory fsync, and
 // on any error (write's included) the temporary file is removed and path is
 // untouched. write must return the first error of the writer it is given.
 func WriteFileAtomicFunc(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {

@@ -63,7 +63,7 @@ var migrations = []string{
 		state      bytea,
 		updated_at timestamptz NOT NULL DEFAULT now()
 	);`,
-	// 3: shared derived snapshots (backend.SnapshotStore; issue 13: the
+	// 3: shared derived snapshots (backend.SnapshotStore; the
 	// ranked matcher's index snapshot): one per session and kind, its
 	// bytes in chunks of SnapshotChunk bytes (stored uncompressed,
 	// STORAGE EXTERNAL: the bytes are dense binary, compressing them only

@@ -1,6 +1,6 @@
 // Package procmem reads the process's resident memory from
-// /proc/self/status, for the memory benchmarks and guards (issue 12's
-// "memory within a small multiple of the input").
+// /proc/self/status, for the memory benchmarks and guards ("memory within
+// a small multiple of the input").
 package procmem
 
 import (

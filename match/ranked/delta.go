@@ -14,7 +14,7 @@ import (
 
 // The snapshot's delta file: what changed since the snapshot was written,
 // as analysed nodes, so that a process opening the snapshot replays the
-// changes instead of reading and analysing those cold nodes again (issue 10:
+// changes instead of reading and analysing those cold nodes again (
 // the ranked index kept incremental across processes; a fold appends one
 // frame, it never rewrites the snapshot, which Refresh compacts when the
 // delta reaches max(saveEvery, 1 %) nodes).

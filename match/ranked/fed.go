@@ -7,7 +7,7 @@ import (
 	"github.com/contextfold/contextfold"
 )
 
-// Fed texts (issue 12): a caller that has just folded nodes (the harness,
+// Fed texts: a caller that has just folded nodes (the harness,
 // after Store.FoldBatch) hands the ranked index their text, so that the
 // next Refresh analyses it instead of reading and decoding each new cold
 // node back from disk (214 MB allocated per 10,000 nodes of a large proxy

@@ -378,7 +378,7 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	if err != nil {
 		return err
 	}
-	entries, err := s.EntriesShared() // read only (issue 12: no copy of every entry)
+	entries, err := s.EntriesShared() // read only (no copy of every entry)
 	if err != nil {
 		return err
 	}
@@ -392,7 +392,7 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	// The changes are kept for the delta file only while the refresh may
 	// still end without a whole snapshot: once unsaved has reached what
 	// makes the save below certain (the live docs at the end are at most
-	// these), every analysis is dropped as soon as it is inserted (issue 12:
+	// these), every analysis is dropped as soon as it is inserted (
 	// a first fold of 40,000 nodes kept them all, and their texts, until
 	// the snapshot that replaced the delta anyway).
 	liveMax := ix.live + len(entries)
@@ -554,7 +554,7 @@ func (ix *Index) insert(d doc, a analysed) {
 		if !ok {
 			tid = ix.nterms + int32(len(ix.post))
 			// A copy: the term may be a substring of the node's text,
-			// which the vocabulary would otherwise keep whole (issue 12).
+			// which the vocabulary would otherwise keep whole.
 			ix.vocab[strings.Clone(t.text)] = tid
 			ix.post = append(ix.post, nil)
 		}

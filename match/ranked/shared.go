@@ -17,7 +17,7 @@ import (
 	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
-// The shared snapshot (issue 13): a store whose backend keeps derived
+// The shared snapshot: a store whose backend keeps derived
 // snapshots (backend.SnapshotStore: PostgreSQL's cf_snapshots) gets the
 // ranked index snapshot of snapshot.go shared by every process and host,
 // so that a replica's first ranked scan of a large session loads it and

@@ -298,7 +298,7 @@ func decodeSnapshot(data []byte) (*Index, error) {
 // encodeSnapshot serialises the live documents as a snapshot; false when
 // the current snapshot turned out corrupt while reading it. Callers hold
 // ix.mu. The bytes are snapEncoding.writeTo's (save streams those to the
-// file instead, issue 12).
+// file instead).
 func (ix *Index) encodeSnapshot() ([]byte, bool) {
 	enc, ok := ix.buildSnapshot()
 	if !ok {
@@ -312,7 +312,7 @@ func (ix *Index) encodeSnapshot() ([]byte, bool) {
 // file (head, crcs, secs[0], …, secs[snapSecs-1]). Streaming it to the
 // file (writeTo) holds the sections once, where concatenating held them
 // three times (sections, body, file bytes: ≈ 1.75× a proxy request's body
-// at the largest live heap, issue 12).
+// at the largest live heap).
 type snapEncoding struct {
 	head []byte
 	crcs []byte

@@ -1,6 +1,6 @@
 // Package pgsessions is the PostgreSQL implementation of proxy.SharedSessions:
 // it lets several `contextfold proxy --store postgres://…` replicas serve the
-// same sessions (issue 13).
+// same sessions.
 //
 // Each proxy session's store is a session of the database (package pgstore):
 // generation 1 of proxy session ID is the store session "ID", a later

@@ -1,5 +1,5 @@
 // Package runeref is the []rune implementation of the IPCF-1.1 term
-// extraction that package extract used before issue 12, kept unchanged as a
+// extraction that package extract used before its byte-offset rewrite, kept as a
 // differential oracle for its byte-offset rewrite (tests only).
 //
 // Original doc: reproduces the IPCF-1.1 term extraction exactly (spec §4).
