@@ -10,8 +10,8 @@ import (
 )
 
 // match.FoldBatch in Ranked mode leaves the store's ranked index refreshed
-// with the new nodes analysed from the fold's text, no cold node read back
-//, and the index scans as one built from the files; in Exact
+// with the new nodes analysed from the fold's text, no cold node read back,
+// and the index scans as one built from the files; in Exact
 // mode it folds the same nodes.
 func TestFoldBatchFeedsTheRankedIndex(t *testing.T) {
 	turns := contextfold.DemoTurns()

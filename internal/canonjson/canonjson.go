@@ -107,8 +107,8 @@ func putWriter(bw *bufio.Writer) {
 
 // CanonicalSHA256 returns the SHA-256 of the canonical encoding of v (the
 // bytes of [Canonical]), hashed as it is encoded through a 64 KiB buffer:
-// every IPCF hash of a large document without holding its encoding
-//. Errors: those of [Canonical].
+// every IPCF hash of a large document without holding its encoding.
+// Errors: those of [Canonical].
 func CanonicalSHA256(v any) ([sha256.Size]byte, error) {
 	h := sha256.New()
 	bw := getWriter(h)

@@ -1,5 +1,5 @@
-// Package fleet holds the multi-process tests of the PostgreSQL store
-//: a fleet of `contextfold proxy` replicas on one database in front
+// Package fleet holds the multi-process tests of the PostgreSQL store:
+// a fleet of `contextfold proxy` replicas on one database in front
 // of the scripted upstream (a replica killed with SIGKILL mid-session), and
 // concurrent writer processes folding into one session and into many. Real
 // processes, a real server (internal/pgtest), no mocks. The tests are built

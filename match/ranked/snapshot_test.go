@@ -194,8 +194,8 @@ func TestSnapshotCorruptionIsAMiss(t *testing.T) {
 	}
 }
 
-// concatSnapshot is the in-memory encoding save used before it streamed
-//: the sections concatenated into one body, the chunk CRCs taken
+// concatSnapshot is the in-memory encoding save used before it streamed:
+// the sections concatenated into one body, the chunk CRCs taken
 // over that body, then header, chunk table and body in one slice.
 func concatSnapshot(e *snapEncoding) []byte {
 	var body []byte
