@@ -121,7 +121,7 @@ Point a client at it:
 			if dir == "" && storeURL == "" {
 				base, err := os.UserCacheDir()
 				if err != nil {
-					return usagef("no --dir given and no user cache directory: %v", err)
+					return usagef("no --dir given and no user cache directory: %v; give --dir DIR for the session stores (or --store postgres://…)", err)
 				}
 				dir = filepath.Join(base, "contextfold", "proxy")
 			}
@@ -182,7 +182,7 @@ Point a client at it:
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return usagef("cannot listen on %s: %v", listen, err)
+				return usagef("cannot listen on %s: %v (another proxy may already listen there: stop it, or choose another port with --listen 127.0.0.1:PORT and point the agent at it)", listen, err)
 			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
