@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -454,5 +455,23 @@ func TestSessionIDHoldingSecret(t *testing.T) {
 	}
 	if _, err := hooks.StoreDir(&hooks.Input{SessionID: token + "/x", CWD: "/p"}, ""); err == nil || strings.Contains(err.Error(), "ghp_") {
 		t.Errorf("a bad id holding a token: %v", err)
+	}
+}
+
+// TestMarkerCommandReadsOnWhereTheToolDoes: the command the marker names
+// reads on from the same character as the MCP tool call it names (before:
+// the tool call had "offset": N and the command had no --offset, so it
+// printed again the part the context already held).
+func TestMarkerCommandReadsOnWhereTheToolDoes(t *testing.T) {
+	dir := foldedSession(t)
+	r := hook(t, dir, "UserPromptSubmit", "16-hook-userpromptsubmit.json", "--match", "exact")
+	ctx := decodeOne(t, r.stdout, "UserPromptSubmit").AdditionalContext
+	marker := ctx[strings.LastIndex(ctx, "\n[contextfold: left out"):]
+	m := regexp.MustCompile(`"offset": (\d+)\}`).FindStringSubmatch(marker)
+	if m == nil || m[1] == "0" {
+		t.Fatalf("the marker names no tool call reading on past 0: %q", marker)
+	}
+	if !strings.Contains(marker, "--offset "+m[1]) {
+		t.Errorf("the marker's command does not read on from %s like its tool call: %q", m[1], marker)
 	}
 }

@@ -347,7 +347,11 @@ func len16(s string) int {
 // share (ranked focused hydration), or nil to cut the content as above.
 func renderContext(parts []part, refused []string, dir string, maxChars int, refocus func(p part, chars int) *contextfold.Hydration) string {
 	avail := maxChars
-	for range 8 { // converges in one or two rounds
+	// Each round shrinks the space by what the last one overran, and by a
+	// little more each time: the marker grows as the body shrinks (more
+	// parts cut, longer counts), and without the margin that chase could
+	// outlast the rounds and leave only the marker.
+	for round := range 16 {
 		body, cuts := layout(parts, dir, avail, refocus)
 		marker := closingMarker(cuts, refused, dir)
 		text := body + marker
@@ -355,7 +359,7 @@ func renderContext(parts []part, refused []string, dir string, maxChars int, ref
 		if over <= 0 {
 			return text
 		}
-		avail -= over
+		avail -= over + round*round
 	}
 	// The marker alone does not fit: keep what fits of it.
 	var all []cut
@@ -504,6 +508,9 @@ func closingMarker(cuts []cut, refused []string, dir string) string {
 		}
 		fmt.Fprintf(&b, " Fetch the rest, verified, with the MCP tool %s {\"step_id\": %d, \"offset\": %d} or the command: contextfold hydrate %d --dir %s",
 			toolFetch, c.step, c.shown, c.step, strconv.Quote(dir))
+		if c.shown > 0 {
+			fmt.Fprintf(&b, " --offset %d", c.shown) // the same page as the tool's
+		}
 		if len(cuts) > 1 {
 			b.WriteString(" (likewise for the other steps)")
 		}

@@ -17,7 +17,7 @@ func TestRenderContextWithinCap(t *testing.T) {
 		return part{h: &contextfold.Hydration{StepID: step, Content: s, RawContent: s, Summary: "step summary", ArtifactSHA256: strings.Repeat("a", 64)}, terms: []string{"x"}}
 	}
 	parts := []part{mk(2, long), mk(0, "short prompt"), mk(5, oneLong)}
-	for max := 1; max < 12000; max += 97 {
+	for max := 1; max < 30000; max += 31 {
 		got := renderContext(parts, []string{"step 9 (IntegrityCheckError)"}, "/tmp/store", max, nil)
 		if n := len16(got); n > max {
 			t.Fatalf("max %d: %d characters", max, n)

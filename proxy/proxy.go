@@ -385,6 +385,15 @@ func New(opts Options) (*Server, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("proxy: %s upstream %q is not an absolute http(s) URL", name, raw)
 		}
+		// The client's path (/v1/messages, /v1/chat/completions,
+		// /v1/responses) is appended to the upstream's: a base URL
+		// ending in /v1, as SDKs spell it, would send every request to
+		// …/v1/v1/… and get the provider's 404.
+		if p := strings.TrimRight(u.Path, "/"); strings.HasSuffix(p, "/v1") {
+			base := *u
+			base.Path, base.RawPath = strings.TrimSuffix(p, "/v1"), ""
+			return nil, fmt.Errorf("proxy: %s upstream %q ends in /v1, but the proxy appends the client's whole path (/v1/messages, /v1/chat/completions, /v1/responses), so requests would go to %s/v1/…; give the base URL without /v1: %q", name, raw, strings.TrimRight(raw, "/"), base.String())
+		}
 		return u, nil
 	}
 	if s.anthropic, err = parse("anthropic", opts.AnthropicUpstream, opts.Upstream); err != nil {
@@ -1051,7 +1060,7 @@ func (s *Server) finish(st *reqState) {
 		attrs := []any{"api", rec.API, "session", rec.Session, "gen", rec.Generation, "status", rec.Status,
 			"stream", rec.Stream, "messages", rec.Messages, "client_tokens", rec.ClientTokens,
 			"forwarded_tokens", rec.ForwardedTokens, "folded_tokens", rec.FoldedTokens,
-			"steps_folded", rec.StepsFolded, "hydrated_tokens", rec.HydratedTokens,
+			"steps_folded", rec.StepsFolded, "steps_collapsed", rec.StepsCollapsed, "hydrated_tokens", rec.HydratedTokens,
 			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused),
 			"evicted", ints(rec.Evicted), "evicted_earlier", ints(rec.EvictedEarlier), "overhead", rec.Overhead, "duration", rec.Duration}
 		for _, tc := range rec.Observed.ToolCalls {

@@ -46,7 +46,8 @@ windows come best first (the window of the rarest matched terms leads),
 weaker ones are dropped. With --json, a focused result has "windows" (each
 "start"/"end" in code points of the raw content, and its lines) and no
 "offset"/"next_offset": to read on in the plain content from a window, pass
-its start or end to --offset (without --focus).`,
+its start or end to --offset (without --focus). The plain output prints,
+for each window, the command that reads on from its first line.`,
 		Example: `  contextfold hydrate 137
   contextfold hydrate 137 --json | jq -r .payload_sha256
   contextfold hydrate -- -1
@@ -137,7 +138,15 @@ its start or end to --offset (without --focus).`,
 			}
 			fmt.Fprintf(out, "step %d · %s · %d tokens (%s) · verified artifact %s…\n--- content ---\n%s\n--- end ---\n",
 				h.StepID, terminalSafe(h.Summary), h.TokenEstimate, state, h.ArtifactSHA256[:12], terminalSafe(strings.TrimSuffix(content, "\n")))
-			if h.Truncated && next > 0 {
+			if h.Windows != nil {
+				// Focused: next counts characters of the focused text, not
+				// of the raw content; each window's start is the offset
+				// that reads on from its first line.
+				for _, w := range h.Windows {
+					fmt.Fprintf(out, "read on from lines %d-%d: contextfold%s hydrate %d --offset %d\n",
+						w.FirstLine, w.LastLine, g.storeArgs(), h.StepID, w.Start)
+				}
+			} else if h.Truncated && next > 0 {
 				fmt.Fprintf(out, "read on:   contextfold%s hydrate %d --offset %d\nor search: contextfold%s hydrate %d --focus \"WHAT YOU ARE LOOKING FOR\"\n",
 					g.storeArgs(), h.StepID, next, g.storeArgs(), h.StepID)
 			}

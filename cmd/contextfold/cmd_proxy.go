@@ -129,7 +129,7 @@ Point a client at it:
 			if dir == "" && storeURL == "" {
 				base, err := os.UserCacheDir()
 				if err != nil {
-					return usagef("no --dir given and no user cache directory: %v", err)
+					return usagef("no --dir given and no user cache directory: %v; give --dir DIR for the session stores (or --store postgres://…)", err)
 				}
 				dir = filepath.Join(base, "contextfold", "proxy")
 			}
@@ -190,7 +190,7 @@ Point a client at it:
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return usagef("cannot listen on %s: %v", listen, err)
+				return usagef("cannot listen on %s: %v (another proxy may already listen there: stop it, or choose another port with --listen 127.0.0.1:PORT and point the agent at it)", listen, err)
 			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -228,7 +228,7 @@ Point a client at it:
 	f := c.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on (loopback unless --allow-remote)")
 	f.BoolVar(&allowRemote, "allow-remote", false, "UNSAFE: listen on a non-loopback address (API keys and conversations cross that network)")
-	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path")
+	f.StringVar(&upstream, "upstream", "", "upstream base URL for both APIs and every other path, without /v1 (the client's /v1/… path is appended): https://api.openai.com")
 	f.StringVar(&anthropicUp, "anthropic-upstream", "", "upstream base URL for /v1/messages (overrides --upstream)")
 	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions and /v1/responses (overrides --upstream)")
 	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")

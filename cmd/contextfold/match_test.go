@@ -157,3 +157,36 @@ func TestStoreMatchingSetting(t *testing.T) {
 		t.Errorf("--match exact with a bad setting: %d", code)
 	}
 }
+
+// TestHydrateFocusReadOnCommand: the plain-text hydrate --focus prints, per
+// window, a command that reads on from the window's first line in the raw
+// content, and that command, run as printed, shows the matched line.
+// (Before: it printed "--offset N" with N counted in the focused text,
+// which pointed near the start of the node, far from the matched line.)
+func TestHydrateFocusReadOnCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	var b strings.Builder
+	for i := 1; i <= 4000; i++ {
+		fmt.Fprintf(&b, "line %d of the build log: compiling pkg/mod%d ok\n", i, i)
+	}
+	b.WriteString("FATAL: linker error symbol quux_zz missing\n")
+	if _, errs, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "3", "build log", "--file", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := cli(t, "", "--dir", dir, "hydrate", "3", "--focus", "quux_zz")
+	if code != 0 || !strings.Contains(out, "FATAL: linker error symbol quux_zz") {
+		t.Fatalf("focused: %d %s %.300q", code, errs, out)
+	}
+	i := strings.Index(out, "contextfold --dir ")
+	if i < 0 {
+		t.Fatalf("no read-on command: %q", out)
+	}
+	cmdline := strings.Fields(out[i : strings.Index(out[i:], "\n")+i])
+	if len(cmdline) != 7 || cmdline[5] != "--offset" {
+		t.Fatalf("read-on command %q", cmdline)
+	}
+	page, errs, code := cli(t, "", cmdline[1:]...)
+	if code != 0 || !strings.Contains(page, "FATAL: linker error symbol quux_zz") {
+		t.Errorf("%v: %d %s; the page does not hold the matched line: %.300q", cmdline, code, errs, page)
+	}
+}

@@ -36,7 +36,7 @@ func (e *TooLargeError) Error() string {
 // /dev/stdin — read up to max bytes (past it: refused with a TooLargeError
 // of Size -1, after reading max+1 bytes). A directory or a socket is
 // refused with ErrNotRegular. The open never blocks: a FIFO without a
-// writer reads as empty.
+// writer (or any pipe that gives no byte) is refused with ErrEmptyPipe.
 func ReadInputMax(path string, max int64) ([]byte, error) {
 	f, fi, err := openInput(path)
 	if err != nil {
@@ -54,8 +54,17 @@ func ReadInputMax(path string, max int64) ([]byte, error) {
 	if int64(len(data)) > max {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: -1, Limit: max}}
 	}
+	if len(data) == 0 && fi.Mode()&fs.ModeNamedPipe != 0 {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrEmptyPipe}
+	}
 	return data, nil
 }
+
+// ErrEmptyPipe is wrapped (in an *fs.PathError) by ReadInputMax for a FIFO
+// or pipe that gave no byte: usually a FIFO no program had open for writing
+// when it was read (the open does not wait for a writer), which would
+// otherwise pass for an empty input.
+var ErrEmptyPipe = errors.New("a FIFO or pipe that gave no data: no program had it open for writing when it was read, and contextfold does not wait for one; start the writer first (e.g. 'producer > FIFO &'), or pipe the data into standard input with - instead")
 
 // ReadAllMax reads r to its end, at most max bytes: past it, a
 // TooLargeError of Size -1 (standard input given as "-").
