@@ -931,18 +931,7 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		"(selected, dropped, cut off, superseded, with scores and why); `CONTEXTFOLD_REPLAY_KEEP=<dir>` keeps the\n" +
 		"stores for `contextfold scan --match ranked`, and `CONTEXTFOLD_REPLAY_ONLY=<substring>` replays only\n" +
 		"the sessions whose name holds it.\n")
-	b.WriteString("\nPer request (every request of each session):\n\n")
-	for _, n := range names {
-		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n| request | messages | client tokens | cached | forwarded tokens | cached | folded away | hydrated | fold event |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", n)
-		for i, p := range results[n] {
-			ev := ""
-			if p.FoldEvent {
-				ev = "yes"
-			}
-			fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", i+1, p.Messages, p.Client, p.ClientCached, p.Forwarded, p.ForwardedCached, p.Folded, p.Hydrated, ev)
-		}
-		b.WriteString("\n</details>\n\n")
-	}
+	b.WriteString("\nEvery request of every session is drawn in proxy/replay.svg; `CONTEXTFOLD_REPLAY_DEBUG=1` logs them.\n")
 	if err := os.WriteFile("replay.svg", replaySVG(names, results), 0o644); err != nil {
 		return err
 	}
