@@ -931,7 +931,7 @@ func writeReplayReport(names []string, results map[string][]replayPoint, probes 
 		"(selected, dropped, cut off, superseded, with scores and why); `CONTEXTFOLD_REPLAY_KEEP=<dir>` keeps the\n" +
 		"stores for `contextfold scan --match ranked`, and `CONTEXTFOLD_REPLAY_ONLY=<substring>` replays only\n" +
 		"the sessions whose name holds it.\n")
-	b.WriteString("\nEvery request of every session is drawn in proxy/replay.svg; `CONTEXTFOLD_REPLAY_DEBUG=1` logs them.\n")
+	b.WriteString("\nEvery request of every session is drawn in proxy/replay.svg.\n")
 	if err := os.WriteFile("replay.svg", replaySVG(names, results), 0o644); err != nil {
 		return err
 	}
