@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -772,11 +773,15 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 		// set, turn hydration and pending evictions, so the next request is
 		// forwarded as it would have been.
 		path := s.statePath(id, gen)
-		if data, err := os.ReadFile(path); err == nil {
+		// Read without blocking and bounded: a FIFO or an outsized file in
+		// its place is reported and the session starts a new working set.
+		if data, err := fsutil.ReadFileMax(path, contextfold.MaxFileBytes); err == nil {
 			if err := sess.importState(data); err != nil {
 				s.log.Warn("contextfold proxy: saved session state not used; the session starts a new working set", "session", id, "err", err)
 			}
 			_ = os.Remove(path)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("contextfold proxy: saved session state not read; the session starts a new working set", "session", id, "err", err)
 		}
 	}
 	return sess, nil

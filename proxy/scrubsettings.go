@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/scrub"
 )
 
@@ -23,7 +23,7 @@ import (
 // object, a key other than scrub_allowlist, an unknown allowlist field, a
 // regex that is not Go RE2, a bad regexTarget) with the remedy.
 func LoadScrubSettings(path string) (*scrub.Allowlist, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileMax(path, contextfold.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("scrub settings %s: %v (give a readable JSON file such as {\"scrub_allowlist\": {\"secrets\": [\"…\"]}})", path, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,5 +118,39 @@ func TestEvictionEventsWrittenByCloseAndDrop(t *testing.T) {
 	post(t, tp.http.URL+PathOpenAI, conversationN(10), map[string]string{HeaderSession: "other"})
 	if got := onDisk(); got != want+len(rec.Evicted) {
 		t.Fatalf("%d events on disk after the session left memory, want %d", got, want+len(rec.Evicted))
+	}
+}
+
+// TestSavedStateFIFONeverBlocks: a FIFO in place of a session's saved state
+// (an attacker's, or a mistake) is not opened for a blocking read: the
+// session comes back with a new working set and the request is answered.
+func TestSavedStateFIFONeverBlocks(t *testing.T) {
+	up := newUpstream(t)
+	tp := newProxyWith(t, up, func(o *Options) {
+		o.Harness = harness.Config{ContextBudget: 4000}
+		o.SessionIdle = 50 * time.Millisecond
+	})
+	post(t, tp.http.URL+PathOpenAI, conversationN(40), map[string]string{HeaderSession: "idle"})
+	time.Sleep(120 * time.Millisecond)
+	post(t, tp.http.URL+PathOpenAI, conversationN(10), map[string]string{HeaderSession: "other"})
+	path := tp.srv.statePath("idle", 1)
+	if err := os.Remove(path); err != nil {
+		t.Fatalf("the idle session's state was not saved: %v", err)
+	}
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := post(t, tp.http.URL+PathOpenAI, conversationN(42), map[string]string{HeaderSession: "idle"})
+		done <- resp.StatusCode
+	}()
+	select {
+	case code := <-done:
+		if code != 200 {
+			t.Fatalf("status %d with a FIFO in place of the saved state, want 200", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request blocked on a FIFO in place of the saved session state")
 	}
 }
