@@ -26,8 +26,10 @@ case-insensitively (identifiers are lower-cased). Redaction markers
 ([REDACTED:rule]) are never read as credentials. Placeholder credentials
 (user:pass@, vendor documentation keys) and
 what the store's allowlist (store_settings.json "scrub_allowlist") lets
-through are not secrets; they are listed apart, with the reason. It changes
-nothing and exits 1 when it found a secret.`,
+through are not secrets; they are listed apart, with the reason. A node
+that cannot be read (a torn file, a FIFO, past the size limit) is listed
+as unreadable: only its index entry was audited. It changes nothing and
+exits 1 when it found a secret or could not read a node.`,
 		Example: "  contextfold scrub-check\n  contextfold scrub-check --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,8 +59,16 @@ nothing and exits 1 when it found a secret.`,
 				Count  int    `json:"count"`
 			}
 			hits, passes := []hit{}, []pass{}
+			type unreadable struct {
+				StepID int    `json:"step_id"`
+				Error  string `json:"error"`
+			}
+			unread := []unreadable{}
 			for _, e := range entries {
-				texts := auditedFields(s, e)
+				texts, rerr := auditedFields(s, e)
+				if rerr != nil {
+					unread = append(unread, unreadable{e.StepID, rerr.Error()})
+				}
 				rules, fields := map[string]bool{}, []string{}
 				count := 0
 				allowed := map[pass]int{}
@@ -127,7 +137,7 @@ nothing and exits 1 when it found a secret.`,
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				writeJSON(out, map[string]any{"nodes_checked": len(entries), "nodes_with_secrets": hits, "allowed": passes})
+				writeJSON(out, map[string]any{"nodes_checked": len(entries), "nodes_with_secrets": hits, "allowed": passes, "nodes_unreadable": unread})
 			} else {
 				for _, h := range hits {
 					fmt.Fprintf(out, "step %-6d %d secret(s): %v in %v\n", h.StepID, h.Findings, h.Rules, h.Fields)
@@ -135,12 +145,18 @@ nothing and exits 1 when it found a secret.`,
 				for _, p := range passes {
 					fmt.Fprintf(out, "step %-6d allowed %d× %s in %s (%s)\n", p.StepID, p.Count, p.Rule, p.Field, p.Reason)
 				}
-				fmt.Fprintf(out, "%d nodes checked, %d contain secrets, %d allowed (placeholders or the allowlist)\n", len(entries), len(hits), len(passes))
+				for _, u := range unread {
+					fmt.Fprintf(out, "step %-6d unreadable, only its index entry was audited: %s\n", u.StepID, u.Error)
+				}
+				fmt.Fprintf(out, "%d nodes checked, %d contain secrets, %d allowed (placeholders or the allowlist), %d unreadable\n", len(entries), len(hits), len(passes), len(unread))
+				if len(unread) > 0 {
+					fmt.Fprintln(out, "the audit is incomplete: a node that cannot be read may hold a secret; run 'contextfold validate' to see why each cannot be read and 'contextfold repair --apply' to quarantine it")
+				}
 				if len(hits) > 0 {
 					fmt.Fprintln(out, "these nodes were written with scrubbing off (--no-scrub, CONTEXTFOLD_SCRUB=off, \"scrub\": false), by another implementation, or by an earlier version whose rules missed these secrets; fold the session again into a new store with this version (scrubbing is on by default), check it with scrub-check, then remove this store")
 				}
 			}
-			if len(hits) > 0 {
+			if len(hits) > 0 || len(unread) > 0 {
 				return &silentExit{code: exitUsage}
 			}
 			return nil
@@ -155,13 +171,14 @@ type auditedField struct{ name, text string }
 // session id, summary, raw content (and normalized content when it is not
 // the payload less its trailing white space) and lists (files,
 // commands, errors, identifiers, one element a line), or the index entry's
-// summary and lists when the node cannot be read (validate reports why).
-func auditedFields(s *contextfold.Store, e *contextfold.Entry) []auditedField {
+// summary and lists when the node cannot be read, with the read error
+// (validate reports why in full).
+func auditedFields(s *contextfold.Store, e *contextfold.Entry) ([]auditedField, error) {
 	lines := func(l []string) string { return strings.Join(l, "\n") }
 	n, err := s.ReadColdNode(e.StepID)
 	if err != nil {
 		return []auditedField{{"summary", e.Summary}, {"files", lines(e.Files)}, {"commands", lines(e.Commands)},
-			{"errors", lines(e.Errors)}, {"identifiers", lines(e.Identifiers)}}
+			{"errors", lines(e.Errors)}, {"identifiers", lines(e.Identifiers)}}, err
 	}
 	out := []auditedField{{"session_id", n.SessionID}, {"summary", n.Summary}, {"raw_content", n.RawContent}}
 	payload := n.RawContent
@@ -172,5 +189,5 @@ func auditedFields(s *contextfold.Store, e *contextfold.Entry) []auditedField {
 		out = append(out, auditedField{"normalized_content", n.NormalizedContent})
 	}
 	return append(out, auditedField{"files", lines(n.Files)}, auditedField{"commands", lines(n.Commands)},
-		auditedField{"errors", lines(n.Errors)}, auditedField{"identifiers", lines(n.Identifiers)})
+		auditedField{"errors", lines(n.Errors)}, auditedField{"identifiers", lines(n.Identifiers)}), nil
 }

@@ -65,3 +65,24 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestScrubCheckNamesUnreadableNodes: a node scrub-check cannot read (here
+// a FIFO in its place) is not counted as clean: it is listed as unreadable,
+// the summary says the audit is incomplete with the remedy, and the exit
+// code is 1.
+func TestScrubCheckNamesUnreadableNodes(t *testing.T) {
+	dir := demoDir(t)
+	p := filepath.Join(dir, "cold_nodes", "step_000137.json")
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	out, errs, code := cliWithin(t, 20*time.Second, "--dir", dir, "scrub-check")
+	if code != 1 || !strings.Contains(out, "step 137") || !strings.Contains(out, "1 unreadable") || !strings.Contains(out, "contextfold validate") {
+		t.Fatalf("scrub-check with an unreadable node: exit %d\n%s%s", code, out, errs)
+	}
+	out, _, code = cliWithin(t, 20*time.Second, "--dir", dir, "scrub-check", "--json")
+	if code != 1 || !strings.Contains(out, `"nodes_unreadable"`) || !strings.Contains(out, `"step_id": 137`) {
+		t.Fatalf("scrub-check --json with an unreadable node: exit %d\n%s", code, out)
+	}
+}
