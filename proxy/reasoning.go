@@ -249,6 +249,27 @@ func (r *request) continuation() int {
 	return n - 2
 }
 
+// holdsFolds reports whether no fold event may start on this request: a
+// tool-use continuation (its thinking must come back) whose client set
+// thinking.block_binding itself without "drop_block" (explicitly "error",
+// or the default, which rejects). A fold event there would change the
+// conversation before the continuation's thinking, and the API would reject
+// the request; the fold event waits for the session's next request that is
+// not such a continuation (harness.Harness.DispatchHeld; the budget is
+// soft).
+func (r *request) holdsFolds() bool {
+	return r.thinkingBinding && !r.bindingDrop && r.continuation() >= 0
+}
+
+// dispatchFor is sess's harness dispatch of req: DispatchHeld when the
+// request holds fold events (holdsFolds), else DispatchRequest.
+func dispatchFor(sess *session, req *request, fixed int) (*harness.Dispatch, error) {
+	if req.holdsFolds() {
+		return sess.h.DispatchHeld(req.msgs, fixed)
+	}
+	return sess.h.DispatchRequest(req.msgs, fixed)
+}
+
 // planWire applies the wire rules to one request of sess after its
 // dispatch d: it finds the fold event, invalidates the reasoning after its
 // first changed message, and returns what the rewrite leaves out, re-adds
