@@ -251,10 +251,10 @@ type Harness struct {
 	// the size threshold and the accounting.
 	counter tokens.Counter
 
-	mu       sync.Mutex
+	mu sync.Mutex
 	// held: the dispatch under way may not start a fold event
 	// (DispatchHeld).
-	held bool
+	held     bool
 	verified map[int]uint64 // step → maphash of the payload checked against the index
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
