@@ -694,6 +694,7 @@ func (r *request) rewriteWire(d *harness.Dispatch, p *reasoningPlan) ([]byte, er
 	isRemoved := func(i int) bool { return removed != nil && removed[i] }
 	if p != nil {
 		edits = append(edits, r.reasoningEdits(p)...)
+		edits = append(edits, r.idEdits(p)...)
 		if p.dropBlock {
 			if e, ok := r.dropBlockEdit(); ok {
 				edits = append(edits, e)

@@ -204,6 +204,10 @@ type reasoningPlan struct {
 	// blocks; a Responses reasoning item is a whole element: leaveElem).
 	leave     map[int][]int
 	leaveElem []int
+	// stripID are the Responses items whose "id" field the rewrite
+	// leaves out: the output items that follow a reasoning item left out
+	// (stripIDs).
+	stripID []int
 	// sticky are earlier turns' hydration texts by host message.
 	sticky    map[int][]string
 	dropBlock bool
@@ -406,12 +410,80 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 			}
 		}
 	}
+	p.stripID = stripIDs(req, p.leaveElem, left)
 	if w.dropBlock && req.api == APIAnthropic && req.thinkingOn {
 		p.dropBlock = true
 		p.stats.DropBlock = 1
 	}
 	w.stats.Add(p.stats)
 	return p
+}
+
+// stripIDs returns the items of a Responses request whose "id" the rewrite
+// leaves out: after each reasoning item left out (leave, ascending), the
+// items the same response produced with it (every following item up to the
+// next reasoning item, the next *_output item or the next message not from
+// the assistant) that carry an id and did not leave the prompt. The API
+// looks an item sent by its id up in the responses it stored (store on, its
+// default) and answers 400 "Item 'fc_…' of type 'function_call' was
+// provided without its required 'reasoning' item" when the reasoning item
+// stored with it is not in the input; sent without an id (optional on input
+// items) the item is taken as it stands. The list is derived from the
+// session's removed reasoning, so every later request leaves the same ids
+// out and the wire stays append-only between fold events.
+func stripIDs(req *request, leave []int, left func(int) bool) []int {
+	if req.api != APIResponses || len(leave) == 0 {
+		return nil
+	}
+	var out []int
+	for _, i := range leave {
+		for j := i + 1; j < len(req.msgs); j++ {
+			k := req.kinds[j]
+			if k == "reasoning" || strings.HasSuffix(k, "_output") || req.roles[j] != "" && req.roles[j] != "assistant" {
+				break
+			}
+			if left(j) || len(out) > 0 && out[len(out)-1] == j {
+				continue
+			}
+			if _, ok := get(objectFields(req.body, req.elems[j]), "id"); ok {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// idEdits returns the edits that leave the "id" field (with its comma) out
+// of the items p.stripID.
+func (r *request) idEdits(p *reasoningPlan) []edit {
+	var edits []edit
+	b := r.body
+	for _, i := range p.stripID {
+		el := r.elems[i]
+		fs := objectFields(b, el)
+		for k, f := range fs {
+			if f.key != "id" {
+				continue
+			}
+			keyAt := func(k int) int { // where field k's key starts
+				if k == 0 {
+					return skipWS(b, el.start+1)
+				}
+				at := skipWS(b, fs[k-1].val.end)
+				return skipWS(b, at+1) // past ','
+			}
+			switch {
+			case k+1 < len(fs):
+				edits = append(edits, edit{keyAt(k), keyAt(k + 1), nil})
+			case k > 0:
+				edits = append(edits, edit{fs[k-1].val.end, f.val.end, nil})
+			default:
+				edits = append(edits, edit{keyAt(k), f.val.end, nil})
+			}
+			break
+		}
+	}
+	return edits
 }
 
 // stickyTokens returns the tokens of sess's earlier turns' hydration, which
