@@ -410,7 +410,15 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 			}
 		}
 	}
-	p.stripID = stripIDs(req, p.leaveElem, left)
+	if req.api == APIResponses {
+		var gone []int // reasoning items that left the prompt
+		for _, i := range removed {
+			if i < n && req.kinds[i] == "reasoning" {
+				gone = append(gone, i)
+			}
+		}
+		p.stripID = stripIDs(req, mergeSorted(p.leaveElem, gone), left)
+	}
 	if w.dropBlock && req.api == APIAnthropic && req.thinkingOn {
 		p.dropBlock = true
 		p.stats.DropBlock = 1
@@ -420,8 +428,10 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 }
 
 // stripIDs returns the items of a Responses request whose "id" the rewrite
-// leaves out: after each reasoning item left out (leave, ascending), the
-// items the same response produced with it (every following item up to the
+// leaves out: after each reasoning item not forwarded (leave, ascending:
+// left out by the wire rules, or gone with the messages that left the
+// prompt while an item after it stays), the items the same response
+// produced with it (every following item up to the
 // next reasoning item, the next *_output item or the next message not from
 // the assistant) that carry an id and did not leave the prompt. The API
 // looks an item sent by its id up in the responses it stored (store on, its

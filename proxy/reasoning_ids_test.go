@@ -14,19 +14,32 @@ import (
 
 // A Responses API client with store on (the API's default: "store" left
 // out) sends every output item back as returned, ids included, through tool
-// loops of three calls, each ended by a text answer and a new human prompt,
-// at a budget that forces fold events. The scripted model, as the API does,
-// answers 400 when an item sent by its id (fc_…, msg_…) comes without the
-// reasoning item its response produced with it. The proxy leaves the
-// reasoning items a fold event invalidated out, so it leaves those items'
-// ids out too: no request is rejected, fold events leave reasoning out, and
-// between fold events every request extends the one before.
+// loops, each ended by a text answer and a new human prompt, at a budget
+// that forces fold events; each reply makes one call, or two parallel calls
+// (a reasoning item, then two function_call items). The scripted model, as
+// the API does, answers 400 when an item sent by its id (fc_…, msg_…) comes
+// without the reasoning item its response produced with it. The proxy
+// leaves out the ids of the items whose reasoning item it does not forward
+// (left out at a fold event, or gone with the messages that left the prompt
+// while a parallel call stays): no request is rejected, fold events leave
+// reasoning out, and between fold events every request extends the one
+// before.
 func TestReasoningResponsesStoredIDs(t *testing.T) {
+	for _, calls := range []int{1, 2} {
+		t.Run(itoa(calls)+" calls", func(t *testing.T) { storedIDsLoop(t, calls) })
+	}
+}
+
+func storedIDsLoop(t *testing.T, calls int) {
 	up := scripted.New(func(tu *scripted.Turn) scripted.Reply {
-		if len(tu.Results) >= 3 {
+		if len(tu.Results) >= 3*calls {
 			return scripted.Reply{Text: "Done: the retry now backs off."}
 		}
-		return scripted.Reply{Calls: []scripted.Call{{Name: "shell", Input: map[string]any{"command": "go test ./pkg" + itoa(len(tu.Results))}}}}
+		var cs []scripted.Call
+		for c := 0; c < calls; c++ {
+			cs = append(cs, scripted.Call{Name: "shell", Input: map[string]any{"command": "go test ./pkg" + itoa(len(tu.Results)) + "/" + itoa(c)}})
+		}
+		return scripted.Reply{Calls: cs}
 	})
 	defer up.Close()
 	done := make(chan RequestRecord, 1)
@@ -45,7 +58,7 @@ func TestReasoningResponsesStoredIDs(t *testing.T) {
 			"reasoning": map[string]any{"effort": "medium"}, "instructions": "You are a coding agent.", "input": items})
 		hr, _ := http.NewRequest(http.MethodPost, px.URL+PathResponses, bytes.NewReader(body))
 		hr.Header.Set("Content-Type", "application/json")
-		hr.Header.Set(HeaderSession, "stored")
+		hr.Header.Set(HeaderSession, "stored"+itoa(calls))
 		resp, err := http.DefaultClient.Do(hr)
 		if err != nil {
 			t.Fatal(err)
@@ -66,15 +79,16 @@ func TestReasoningResponsesStoredIDs(t *testing.T) {
 		}
 		n := len(items)
 		items = append(items, r.Output...)
-		var call string
+		var ids []string
 		for _, o := range r.Output {
 			if om := o.(map[string]any); om["type"] == "function_call" {
-				call = om["call_id"].(string)
+				ids = append(ids, om["call_id"].(string))
 			}
 		}
-		if call != "" {
-			items = append(items, map[string]any{"type": "function_call_output", "call_id": call, "output": bigLog("webhookpkg"+itoa(n), 40)})
-		} else {
+		for c, call := range ids {
+			items = append(items, map[string]any{"type": "function_call_output", "call_id": call, "output": bigLog("webhookpkg"+itoa(n)+"x"+itoa(c), 40/calls)})
+		}
+		if len(ids) == 0 {
 			items = append(items, map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "Now look at the invoice exporter " + itoa(n) + "."}}})
 		}
 	}
@@ -87,5 +101,5 @@ func TestReasoningResponsesStoredIDs(t *testing.T) {
 	if b := up.Binding(); b.ReasoningRejected != 0 || b.ReasoningDropped != 0 {
 		t.Fatalf("model: %s", b)
 	}
-	t.Logf("40 requests: %+v", total)
+	t.Logf("%d calls per reply, 40 requests: %+v", calls, total)
 }
