@@ -305,6 +305,9 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		return h.hydWire.get(text, h.wire) + 8
 	}
 	fold := func(est, hyd int) error {
+		if h.held {
+			return nil // DispatchHeld: no fold event on this request
+		}
 		w.FoldEvent = true
 		target = h.foldTarget(conv, ws, pin, fixed, est)
 		w.FoldTarget = target

@@ -283,3 +283,34 @@ func TestPromptNeverHydratesItsOwnTurn(t *testing.T) {
 		t.Fatalf("the question hydrated %v, want step %d with its line", d.Accounting.StepsHydrated, out)
 	}
 }
+
+// DispatchHeld starts no fold event: a session that outgrows its budget
+// keeps its working set (over the budget) while held, and the next
+// DispatchRequest folds.
+func TestBudgetDispatchHeld(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 6000})
+	held := 0
+	for steps := 5; steps <= 30; steps++ {
+		conv := agentConv(steps)
+		prev, _ := h.DispatchRequest(agentConv(steps-1), 0)
+		d, err := h.DispatchHeld(conv, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.WorkingSet.FoldEvent {
+			t.Fatalf("%d steps: a held dispatch started a fold event", steps)
+		}
+		if !reflect.DeepEqual(d.Folded, prev.Folded) || !reflect.DeepEqual(d.WorkingSet.Removed, prev.WorkingSet.Removed) {
+			t.Fatalf("%d steps: a held dispatch changed the working set", steps)
+		}
+		if d.WorkingSet.OverBudget {
+			held++
+			if d2, err := h.DispatchRequest(conv, 0); err != nil || !d2.WorkingSet.FoldEvent {
+				t.Fatalf("%d steps: the dispatch after a held one over the budget did not fold (%v)", steps, err)
+			}
+		}
+	}
+	if held == 0 {
+		t.Fatal("no held dispatch went over the budget")
+	}
+}

@@ -251,7 +251,10 @@ type Harness struct {
 	// the size threshold and the accounting.
 	counter tokens.Counter
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// held: the dispatch under way may not start a fold event
+	// (DispatchHeld).
+	held     bool
 	verified map[int]uint64 // step → maphash of the payload checked against the index
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
@@ -389,6 +392,27 @@ func (h *Harness) PreTurnDispatch(conv []Message) (*Dispatch, error) {
 func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.dispatch(conv, fixedTokens)
+}
+
+// DispatchHeld is DispatchRequest for a request on which no fold event may
+// start: with a token budget the working set stays as the session's last
+// request left it (records, page table, removed messages), the request goes
+// over the budget if it must (WorkingSet.OverBudget) and the next
+// DispatchRequest folds; the budget is soft. The scan and hydration run as
+// usual. With the fixed message window (NoBudget) it is DispatchRequest.
+// The proxy uses it for a tool-use continuation whose client asked the API
+// to reject thinking bound to a changed prefix (docs/proxy.md).
+func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = true
+	defer func() { h.held = false }()
+	return h.dispatch(conv, fixedTokens)
+}
+
+// dispatch is DispatchRequest's body; h.mu is held.
+func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 
 	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
 	entries, err := h.entryMap()

@@ -56,10 +56,12 @@ type request struct {
 	chained    bool
 	// thinking is the top-level "thinking" value (Anthropic); thinkingOn
 	// is true when it is an object whose type is not "disabled", and
-	// thinkingBinding when it sets block_binding itself.
+	// thinkingBinding when it sets block_binding itself, bindingDrop when
+	// that block_binding's prefix_mismatch_behavior is "drop_block".
 	thinking        span
 	thinkingOn      bool
 	thinkingBinding bool
+	bindingDrop     bool
 }
 
 // appendAt says how to add text at the end of a message's content.
@@ -147,7 +149,10 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 		tf := objectFields(body, sp)
 		r.thinking = sp
 		r.thinkingOn = stringField(body, tf, "type") != "disabled"
-		_, r.thinkingBinding = get(tf, "block_binding")
+		var bb span
+		if bb, r.thinkingBinding = get(tf, "block_binding"); r.thinkingBinding && kind(body, bb) == '{' {
+			r.bindingDrop = stringField(body, objectFields(body, bb), "prefix_mismatch_behavior") == "drop_block"
+		}
 	}
 	seedKey := "system"
 	if api == APIResponses {
@@ -689,6 +694,7 @@ func (r *request) rewriteWire(d *harness.Dispatch, p *reasoningPlan) ([]byte, er
 	isRemoved := func(i int) bool { return removed != nil && removed[i] }
 	if p != nil {
 		edits = append(edits, r.reasoningEdits(p)...)
+		edits = append(edits, r.idEdits(p)...)
 		if p.dropBlock {
 			if e, ok := r.dropBlockEdit(); ok {
 				edits = append(edits, e)

@@ -581,12 +581,12 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 		st.clientTokens = total
 		s.cache.remember(req, sess.h.CounterName())
-		d, err = sess.h.DispatchRequest(req.msgs, fixed+stickyTokens(sess, req, sess.h.CountTokens))
+		d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 		if errors.Is(err, harness.ErrHistoryDiverged) {
 			// The client rewrote its history: continue in a new store.
 			st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 			if sess, err = s.session(st, sid, sess.gen+1); err == nil {
-				d, err = sess.h.DispatchRequest(req.msgs, fixed+stickyTokens(sess, req, sess.h.CountTokens))
+				d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 			}
 		}
 		if err == nil {

@@ -204,6 +204,10 @@ type reasoningPlan struct {
 	// blocks; a Responses reasoning item is a whole element: leaveElem).
 	leave     map[int][]int
 	leaveElem []int
+	// stripID are the Responses items whose "id" field the rewrite
+	// leaves out: the output items that follow a reasoning item left out
+	// (stripIDs).
+	stripID []int
 	// sticky are earlier turns' hydration texts by host message.
 	sticky    map[int][]string
 	dropBlock bool
@@ -247,6 +251,27 @@ func (r *request) continuation() int {
 		return -1
 	}
 	return n - 2
+}
+
+// holdsFolds reports whether no fold event may start on this request: a
+// tool-use continuation (its thinking must come back) whose client set
+// thinking.block_binding itself without "drop_block" (explicitly "error",
+// or the default, which rejects). A fold event there would change the
+// conversation before the continuation's thinking, and the API would reject
+// the request; the fold event waits for the session's next request that is
+// not such a continuation (harness.Harness.DispatchHeld; the budget is
+// soft).
+func (r *request) holdsFolds() bool {
+	return r.thinkingBinding && !r.bindingDrop && r.continuation() >= 0
+}
+
+// dispatchFor is sess's harness dispatch of req: DispatchHeld when the
+// request holds fold events (holdsFolds), else DispatchRequest.
+func dispatchFor(sess *session, req *request, fixed int) (*harness.Dispatch, error) {
+	if req.holdsFolds() {
+		return sess.h.DispatchHeld(req.msgs, fixed)
+	}
+	return sess.h.DispatchRequest(req.msgs, fixed)
 }
 
 // planWire applies the wire rules to one request of sess after its
@@ -385,12 +410,90 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 			}
 		}
 	}
+	if req.api == APIResponses {
+		var gone []int // reasoning items that left the prompt
+		for _, i := range removed {
+			if i < n && req.kinds[i] == "reasoning" {
+				gone = append(gone, i)
+			}
+		}
+		p.stripID = stripIDs(req, mergeSorted(p.leaveElem, gone), left)
+	}
 	if w.dropBlock && req.api == APIAnthropic && req.thinkingOn {
 		p.dropBlock = true
 		p.stats.DropBlock = 1
 	}
 	w.stats.Add(p.stats)
 	return p
+}
+
+// stripIDs returns the items of a Responses request whose "id" the rewrite
+// leaves out: after each reasoning item not forwarded (leave, ascending:
+// left out by the wire rules, or gone with the messages that left the
+// prompt while an item after it stays), the items the same response
+// produced with it (every following item up to the
+// next reasoning item, the next *_output item or the next message not from
+// the assistant) that carry an id and did not leave the prompt. The API
+// looks an item sent by its id up in the responses it stored (store on, its
+// default) and answers 400 "Item 'fc_…' of type 'function_call' was
+// provided without its required 'reasoning' item" when the reasoning item
+// stored with it is not in the input; sent without an id (optional on input
+// items) the item is taken as it stands. The list is derived from the
+// session's removed reasoning, so every later request leaves the same ids
+// out and the wire stays append-only between fold events.
+func stripIDs(req *request, leave []int, left func(int) bool) []int {
+	if req.api != APIResponses || len(leave) == 0 {
+		return nil
+	}
+	var out []int
+	for _, i := range leave {
+		for j := i + 1; j < len(req.msgs); j++ {
+			k := req.kinds[j]
+			if k == "reasoning" || strings.HasSuffix(k, "_output") || req.roles[j] != "" && req.roles[j] != "assistant" {
+				break
+			}
+			if left(j) || len(out) > 0 && out[len(out)-1] == j {
+				continue
+			}
+			if _, ok := get(objectFields(req.body, req.elems[j]), "id"); ok {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
+}
+
+// idEdits returns the edits that leave the "id" field (with its comma) out
+// of the items p.stripID.
+func (r *request) idEdits(p *reasoningPlan) []edit {
+	var edits []edit
+	b := r.body
+	for _, i := range p.stripID {
+		el := r.elems[i]
+		fs := objectFields(b, el)
+		for k, f := range fs {
+			if f.key != "id" {
+				continue
+			}
+			keyAt := func(k int) int { // where field k's key starts
+				if k == 0 {
+					return skipWS(b, el.start+1)
+				}
+				at := skipWS(b, fs[k-1].val.end)
+				return skipWS(b, at+1) // past ','
+			}
+			switch {
+			case k+1 < len(fs):
+				edits = append(edits, edit{keyAt(k), keyAt(k + 1), nil})
+			case k > 0:
+				edits = append(edits, edit{fs[k-1].val.end, f.val.end, nil})
+			default:
+				edits = append(edits, edit{keyAt(k), f.val.end, nil})
+			}
+			break
+		}
+	}
+	return edits
 }
 
 // stickyTokens returns the tokens of sess's earlier turns' hydration, which

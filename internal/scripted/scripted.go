@@ -27,6 +27,7 @@ package scripted
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -150,6 +151,9 @@ type Server struct {
 	reqs  []Request
 	seq   int
 	stats BindingStats
+	// needs maps the id of each output item of a Responses reply stored
+	// (store on) with a reasoning item to that reasoning item's id.
+	needs map[string]string
 }
 
 // New starts a server playing script, reasoning and checking reasoning at
@@ -204,6 +208,10 @@ type BindingStats struct {
 	ReasoningSigned  int // returned by the model
 	ReasoningItems   int // sent back in requests
 	ReasoningDropped int // dropped after a prefix change (always reported)
+	// ReasoningRejected counts requests answered 400 because an input item
+	// with the id of an output item (store on) came without the reasoning
+	// item its response produced with it (Server.missingReasoning).
+	ReasoningRejected int
 	// Chat Completions: assistant messages sent back with reasoning_content.
 	ChatReasoning int
 }
@@ -211,9 +219,9 @@ type BindingStats struct {
 // String is a one-line summary.
 func (b BindingStats) String() string {
 	return fmt.Sprintf("%d model requests, %d rejected (400); thinking blocks: %d signed, %d sent back, %d invalid, %d dropped (%d reported); "+
-		"reasoning items: %d signed, %d sent back, %d dropped; chat reasoning_content sent back %d",
+		"reasoning items: %d signed, %d sent back, %d dropped, %d requests rejected for a missing one; chat reasoning_content sent back %d",
 		b.Requests, b.Rejected, b.Signed, b.Blocks, b.Invalid, b.Dropped, b.Reported,
-		b.ReasoningSigned, b.ReasoningItems, b.ReasoningDropped, b.ChatReasoning)
+		b.ReasoningSigned, b.ReasoningItems, b.ReasoningDropped, b.ReasoningRejected, b.ChatReasoning)
 }
 
 // Binding returns the prefix-check counts so far.
@@ -313,6 +321,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			out.transformations = j.Check.Transformations()
 		}
 	case Responses:
+		if msg := s.missingReasoning(body); msg != "" {
+			s.count(func(b *BindingStats) { b.ReasoningRejected++ })
+			rec.Status = http.StatusBadRequest
+			s.record(rec)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": "input", "code": nil}})
+			return
+		}
 		rc, _ := s.binder.CheckResponses(body)
 		rec.Reasoning = rc
 		s.count(func(b *BindingStats) { b.ReasoningItems += rc.Items; b.ReasoningDropped += len(rc.Dropped) })
@@ -340,6 +357,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.count(func(b *BindingStats) { b.Signed++ })
 		case Responses:
 			out.id = fmt.Sprintf("rs_scripted_%06d", n)
+			s.rememberOutputs(body, n, rec.Reply, out.id)
 			if includesEncrypted(body) {
 				out.sig, err = s.binder.SignReasoning(body, out.id)
 				s.count(func(b *BindingStats) { b.ReasoningSigned++ })
@@ -518,4 +536,83 @@ func chunks(s string, n int) []string {
 		r = r[k:]
 	}
 	return out
+}
+
+// storeOn reports whether a Responses API request stores its response:
+// "store" true or absent (the API's default).
+func storeOn(body []byte) bool {
+	var req struct {
+		Store *bool `json:"store"`
+	}
+	_ = json.Unmarshal(body, &req)
+	return req.Store == nil || *req.Store
+}
+
+// rememberOutputs records, for a stored Responses reply n with reasoning
+// item rs, that its function_call items (or its message) were produced with
+// rs: a later request that sends one of them back by its id must send rs
+// too (missingReasoning).
+func (s *Server) rememberOutputs(body []byte, n int, r Reply, rs string) {
+	if !storeOn(body) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.needs == nil {
+		s.needs = map[string]string{}
+	}
+	if len(r.Calls) == 0 {
+		s.needs[fmt.Sprintf("msg_scripted_%06d", n)] = rs
+	}
+	for i := range r.Calls {
+		s.needs[fmt.Sprintf("fc_scripted_%06d_%d", n, i)] = rs
+	}
+}
+
+// missingReasoning is the OpenAI Responses API's check of items sent back by
+// id with store on: an input item whose id names an output item that a
+// stored response produced together with a reasoning item is accepted only
+// when that reasoning item is in the input too (by its id, or by the id its
+// encrypted_content carries). It returns the documented 400 message for the
+// first item that fails ("Item 'fc_…' of type 'function_call' was provided
+// without its required 'reasoning' item: 'rs_…'."), or "". An item sent
+// without an id is not looked up and always passes; so is every item of a
+// request with store false.
+func (s *Server) missingReasoning(body []byte) string {
+	if !storeOn(body) {
+		return ""
+	}
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal(body, &req)
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(req.Input, &items) != nil {
+		return ""
+	}
+	have := map[string]bool{}
+	for _, it := range items {
+		if str(it["type"]) != "reasoning" {
+			continue
+		}
+		have[str(it["id"])] = true
+		if head, _, ok := strings.Cut(str(it["encrypted_content"]), "."); ok {
+			if raw, err := base64.RawURLEncoding.DecodeString(head); err == nil {
+				have[string(raw)] = true
+			}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range items {
+		id := str(it["id"])
+		if rs, ok := s.needs[id]; ok && id != "" && !have[rs] {
+			typ := str(it["type"])
+			if typ == "" {
+				typ = "message"
+			}
+			return fmt.Sprintf("Item '%s' of type '%s' was provided without its required 'reasoning' item: '%s'.", id, typ, rs)
+		}
+	}
+	return ""
 }
