@@ -292,6 +292,7 @@ func appendOnly(t *testing.T, reqs []scripted.Request, folds []bool, arr string)
 // received: between two fold events every request extends the one before,
 // hydration and its eviction included.
 func TestReplayAppendOnly(t *testing.T) {
+	skipReplayUnderRace(t)
 	if testing.Short() {
 		t.Skip("replay skipped in -short mode")
 	}

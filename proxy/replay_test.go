@@ -711,6 +711,17 @@ func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, pro
 	return pts, ps
 }
 
+// skipReplayUnderRace skips a whole-transcript replay in a -race build:
+// each replays hundreds of sequential requests, which the race detector
+// slows about tenfold while adding little (the proxy's concurrency has its
+// own race tests). scripts/test.sh runs every replay without it.
+func skipReplayUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("replays run without the race detector (scripts/test.sh: go test -run '^TestReplay' ./proxy)")
+	}
+}
+
 // TestReplayCorpus replays the 25 long real mini-swe-agent sessions as the
 // scaffold sends them (each command's output a user message) and checks
 // the targets of TestReplayTranscripts on each, with questions during the
@@ -718,6 +729,7 @@ func checkReplay(t *testing.T, rs replaySession, probe bool) ([]replayPoint, pro
 // sessions at the edges of the corpus's sizes and growth); all 25 with
 // CONTEXTFOLD_REPLAY_FULL=1.
 func TestReplayCorpus(t *testing.T) {
+	skipReplayUnderRace(t)
 	if testing.Short() {
 		t.Skip("replay skipped in -short mode")
 	}
@@ -747,6 +759,7 @@ func TestReplayCorpus(t *testing.T) {
 // session runs only with CONTEXTFOLD_REPLAY_FULL=1 or the write (about a
 // minute).
 func TestReplayTranscripts(t *testing.T) {
+	skipReplayUnderRace(t)
 	if testing.Short() {
 		t.Skip("replay skipped in -short mode")
 	}

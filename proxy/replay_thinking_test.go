@@ -232,6 +232,7 @@ const smallThinkingBudget = 8000
 // drop_block and the beta header, where nothing may be rejected and only
 // blocks invalidated at fold events are dropped.
 func TestReplayThinking(t *testing.T) {
+	skipReplayUnderRace(t)
 	if testing.Short() {
 		t.Skip("replay skipped in -short mode")
 	}
@@ -407,6 +408,7 @@ func replayReasoning(t testing.TB, rs replaySession, cfg *harness.Config) thinki
 // since the last fold event is ever dropped. The items dropped at fold
 // events are counted.
 func TestReplayReasoning(t *testing.T) {
+	skipReplayUnderRace(t)
 	if testing.Short() {
 		t.Skip("replay skipped in -short mode")
 	}

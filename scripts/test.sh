@@ -78,6 +78,10 @@ go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFold
 # 40 s on 2 cores.
 go test -count=1 -timeout 10m -run 'TestFoldLargeLogHeapMultiple' .
 go test -count=1 -timeout 10m -run 'TestLargeRequestHeapMultiple' ./proxy
+# The proxy's whole-transcript replays (bundled sessions, the mini-swe-agent
+# corpus subset, signed thinking and reasoning items, append-only wire),
+# skipped under -race above: a few minutes on 2 cores.
+go test -count=1 -timeout 30m -run '^TestReplay' ./proxy
 # The PostgreSQL fleet and multi-process writer tests (internal/fleet, built
 # without the race detector for the same reason): three proxy processes with a
 # SIGKILL, 8 writer processes x 1,000 folds, 1,000 sessions x 20 folds.
