@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/contextfold/contextfold"
-	"github.com/contextfold/contextfold/ingest"
 	"github.com/contextfold/contextfold/match"
 )
 
@@ -170,13 +169,9 @@ func RunNeedleProbes(dir, tmp string, perSession int) (*ProbeReport, error) {
 	sort.Strings(files)
 	rep := &ProbeReport{Results: map[match.Mode][]ProbeResult{}, Nulls: map[match.Mode]map[string]int{}}
 	for i, f := range files {
-		res, err := ingest.ParseFile(f, ingest.FormatAuto)
-		if err != nil {
-			continue // not a transcript
-		}
-		var turns []contextfold.Turn
-		for _, t := range res.Turns {
-			turns = append(turns, contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID})
+		turns, ok := transcriptTurns(f)
+		if !ok {
+			continue // not a transcript, or an empty one
 		}
 		probes := GenerateNeedleProbes(filepath.Base(f), turns)
 		if perSession > 0 && len(probes) > perSession {
@@ -190,11 +185,8 @@ func RunNeedleProbes(dir, tmp string, perSession int) (*ProbeReport, error) {
 			continue
 		}
 		sdir := filepath.Join(tmp, fmt.Sprintf("corpus-%d", i), ".contextfold")
-		s, err := contextfold.Open(sdir, contextfold.Options{Scrub: contextfold.ScrubOff})
+		s, err := foldIntoNewStore(sdir, turns)
 		if err != nil {
-			return nil, err
-		}
-		if _, err := s.FoldBatch(turns); err != nil {
 			return nil, err
 		}
 		rep.Sessions++

@@ -172,23 +172,12 @@ func RunProbes(dir, tmp string) (*ProbeReport, error) {
 	sort.Strings(files)
 	rep := &ProbeReport{Results: map[match.Mode][]ProbeResult{}, Nulls: map[match.Mode]map[string]int{}}
 	for i, f := range files {
-		res, err := ingest.ParseFile(f, ingest.FormatAuto)
+		turns, ok := transcriptTurns(f)
+		if !ok {
+			continue // not a transcript, or an empty one
+		}
+		s, err := foldIntoNewStore(filepath.Join(tmp, fmt.Sprintf("session-%d", i), ".contextfold"), turns)
 		if err != nil {
-			continue // not a transcript
-		}
-		var turns []contextfold.Turn
-		for _, t := range res.Turns {
-			turns = append(turns, contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID})
-		}
-		if len(turns) == 0 {
-			continue
-		}
-		sdir := filepath.Join(tmp, fmt.Sprintf("session-%d", i), ".contextfold")
-		s, err := contextfold.Open(sdir, contextfold.Options{Scrub: contextfold.ScrubOff})
-		if err != nil {
-			return nil, err
-		}
-		if _, err := s.FoldBatch(turns); err != nil {
 			return nil, err
 		}
 		rep.Sessions++
@@ -321,4 +310,32 @@ func clip(s string, n int) string {
 
 func isIdentByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// transcriptTurns parses a transcript file (any format ingest knows) into
+// the turns a store folds; ok is false for a file that is not a transcript
+// or holds no turn.
+func transcriptTurns(path string) (turns []contextfold.Turn, ok bool) {
+	res, err := ingest.ParseFile(path, ingest.FormatAuto)
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range res.Turns {
+		turns = append(turns, contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID})
+	}
+	return turns, len(turns) > 0
+}
+
+// foldIntoNewStore opens a new directory store at dir (scrubbing off: the
+// evaluation reads the transcripts as they are) and folds turns in one
+// batch.
+func foldIntoNewStore(dir string, turns []contextfold.Turn) (*contextfold.Store, error) {
+	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.FoldBatch(turns); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
