@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	"github.com/google/renameio/v2"
 )
 
 // WrapWriter is a test seam: it wraps the writer of every atomic write, so a
@@ -39,7 +38,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // untouched. write must return the first error of the writer it is given.
 func WriteFileAtomicFunc(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
-	t, err := renameio.TempFile(dir, path)
+	t, err := newPendingFile(dir, path)
 	if err != nil {
 		return err
 	}
@@ -137,3 +136,13 @@ func RLockExisting(path string, timeout time.Duration) (l *Lock, ok bool, err er
 
 // Unlock releases the lock.
 func (l *Lock) Unlock() error { return l.f.Unlock() }
+
+// pendingFile is the temporary file of an atomic write: written, then
+// either renamed over its target (CloseAtomicallyReplace: fsync, close,
+// rename) or removed (Cleanup, a no-op after a successful replace).
+type pendingFile interface {
+	Write(p []byte) (int, error)
+	Chmod(mode os.FileMode) error
+	CloseAtomicallyReplace() error
+	Cleanup() error
+}
