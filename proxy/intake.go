@@ -250,11 +250,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 			}()
 		}
 	}
-	if ce := r.Header.Get("Content-Encoding"); ce == "" || ce == "identity" {
+	ce := r.Header.Get("Content-Encoding")
+	decode := decodableCoding(ce) // read decoded, forwarded uncompressed (encoding.go)
+	if ce == "" || ce == "identity" || decode {
 		dg = newBodyDigest(s.cache.seed)
 	}
 	var err error
-	if r.ContentLength >= 0 {
+	if r.ContentLength >= 0 && !decode {
 		if !s.budget.acquire(r.ContentLength) {
 			over()
 			return nil, nil, release, hold, false
@@ -273,7 +275,25 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 			}
 		}
 	} else {
-		rr := &reservingReader{r: http.MaxBytesReader(w, r.Body, limit), b: &s.budget}
+		src := r.Body
+		if decode {
+			// Both the compressed and the decoded bytes are bounded by
+			// --max-body-bytes: a small body that decodes to a huge one
+			// is refused as one too large.
+			zr, derr := newBodyDecoder(ce, http.MaxBytesReader(w, r.Body, limit), limit)
+			if derr != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(derr, &mbe) {
+					s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes (--max-body-bytes)", mbe.Limit))
+				} else {
+					s.reject(w, api, http.StatusBadRequest, derr.Error()+"; send the body uncompressed or in gzip, deflate or zstd")
+				}
+				return nil, nil, release, hold, false
+			}
+			defer zr.Close()
+			src = io.NopCloser(decodingReader{r: zr, label: normalCoding(ce)})
+		}
+		rr := &reservingReader{r: http.MaxBytesReader(w, src, limit), b: &s.budget}
 		body, err = readAllDigesting(rr, dg)
 		hold.reserved = rr.reserved
 		if err == nil {
@@ -292,12 +312,19 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, api API) (body
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
 			s.reject(w, api, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (--body-read-timeout)", s.opts.BodyReadTimeout))
+		case errors.As(err, new(*decodeError)):
+			s.reject(w, api, http.StatusBadRequest, err.Error()+"; send the body uncompressed or in gzip, deflate or zstd")
 		default:
 			s.reject(w, api, http.StatusBadRequest, "cannot read the request body: "+err.Error())
 		}
 		return nil, nil, release, hold, false
 	}
 	bodyIn = true
+	if decode {
+		// From here on the body is identity-coded: it is folded, and
+		// forwarded without Content-Encoding.
+		r.Header.Del("Content-Encoding")
+	}
 	return body, dg, release, hold, true
 }
 
