@@ -68,7 +68,7 @@ func newBodyDecoder(ce string, r io.Reader, maxBytes int64) (io.ReadCloser, erro
 type zstdCloser struct{ d *zstd.Decoder }
 
 func (z zstdCloser) Read(p []byte) (int, error) { return z.d.Read(p) }
-func (z zstdCloser) Close() error                { z.d.Close(); return nil }
+func (z zstdCloser) Close() error               { z.d.Close(); return nil }
 
 // decodeError marks an error of the body's content coding (a 400 that
 // names the coding).
