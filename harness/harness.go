@@ -68,7 +68,8 @@ type Config struct {
 	// Match is the scan's matching mode (package match): match.Exact is the
 	// reference's, match.Ranked weighs terms and hydrates large nodes by
 	// windows around the matched lines. "" means what the store's settings
-	// ask for (match.StoreMode).
+	// ask for, else match.Default (match.ServingModeOf): the same matching
+	// as the proxy, the MCP server, the hooks and the command line.
 	Match match.Mode
 	// PaybackRequests is the fold rule that counts its cost (budget mode,
 	// see foldTarget and docs/proxy.md): a fold event folds deep enough
@@ -321,7 +322,11 @@ func (h *Harness) matchMode() match.Mode {
 	if h.cfg.Match != "" {
 		return h.cfg.Match
 	}
-	return match.StoreMode(h.store)
+	m, err := match.ServingModeOf(h.store)
+	if err != nil { // a setting that names no mode: the reference's matching
+		return match.Exact
+	}
+	return m
 }
 
 // CountTokens counts text with the store's token counter (policy key
