@@ -356,13 +356,14 @@ func (h *Harness) Boundary(n int) int {
 
 // PromptIndex returns the index of the message carrying the latest human
 // prompt: the last user message marked Human with text besides tool results
-// and hydrated content, that is not a scaffold's observation (IsObservation:
-// a command's output a scaffold sends as a user message); -1 when there is
-// none.
+// and hydrated content, that is not a scaffold's observation (a command's
+// output a scaffold sends as a user message: IsObservation, by the openings
+// of known scaffolds, or a template observation, by the conversation's own
+// shape: observation.go); -1 when there is none.
 func PromptIndex(conv []Message) int {
 	for i := len(conv) - 1; i >= 0; i-- {
 		m := conv[i]
-		if m.Role == RoleUser && m.Human && !m.isObservation() && m.promptText() != "" {
+		if m.Role == RoleUser && m.Human && !m.isObservation() && !templateObservation(conv, i) && m.promptText() != "" {
 			return i
 		}
 	}
