@@ -239,6 +239,11 @@ type Dispatch struct {
 	Warnings   []string
 	Refused    []Refusal
 	Accounting Accounting
+	// FoldHeld is true when the dispatch was held (DispatchHeld) and so
+	// postponed what it would have folded: a fold event under a budget
+	// (WorkingSet.FoldHeld), a move of the fold boundary with the fixed
+	// window (Boundary stays where the session's last request left it).
+	FoldHeld bool
 }
 
 // Harness runs the turn lifecycle over one store (one conversation). It is
@@ -255,6 +260,9 @@ type Harness struct {
 	// held: the dispatch under way may not start a fold event
 	// (DispatchHeld).
 	held     bool
+	// boundary is the fixed window's fold boundary at the last dispatch,
+	// which a held dispatch keeps.
+	boundary int
 	verified map[int]uint64 // step → maphash of the payload checked against the index
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
@@ -400,8 +408,11 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 // start: with a token budget the working set stays as the session's last
 // request left it (records, page table, removed messages), the request goes
 // over the budget if it must (WorkingSet.OverBudget) and the next
-// DispatchRequest folds; the budget is soft. The scan and hydration run as
-// usual. With the fixed message window (NoBudget) it is DispatchRequest.
+// DispatchRequest folds; the budget is soft. With the fixed message window
+// (NoBudget) the fold boundary stays where the last dispatch left it:
+// nothing new folds, the messages folded before stay folded. The scan and
+// hydration run as usual. Dispatch.FoldHeld says whether anything was
+// postponed.
 // The proxy uses it for a tool-use continuation whose client asked the API
 // to reject thinking bound to a changed prefix (docs/proxy.md).
 func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, error) {
@@ -482,6 +493,10 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 		h.account(conv, d)
 		return d, nil
 	}
+	if h.held && d.Boundary > h.boundary {
+		d.Boundary, d.FoldHeld = h.boundary, true // nothing new folds
+	}
+	h.boundary = d.Boundary
 	d.HydrationIndex = d.PromptIndex
 	type cand struct {
 		i       int

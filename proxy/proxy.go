@@ -1138,7 +1138,8 @@ func (s *Server) finish(st *reqState) {
 			attrs = append(attrs, "fold_event", r.FoldEvents > 0, "reasoning_invalidated", r.Invalidated,
 				"reasoning_invalidated_tokens", r.InvalidatedTokens, "reasoning_removed", r.Removed,
 				"reasoning_removed_tokens", r.RemovedTokens, "reasoning_kept_drop_block", r.KeptDropBlock,
-				"drop_block", r.DropBlock > 0, "reasoning_dropped_by_api", r.DroppedByAPI, "thinking_rejected", r.Rejected > 0)
+				"drop_block", r.DropBlock > 0, "reasoning_dropped_by_api", r.DroppedByAPI, "thinking_rejected", r.Rejected > 0,
+				"fold_held", r.Held > 0)
 		}
 		if len(rec.Warnings) > 0 {
 			attrs = append(attrs, "warnings", strings.Join(rec.Warnings, "; "))
