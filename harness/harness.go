@@ -259,7 +259,7 @@ type Harness struct {
 	mu sync.Mutex
 	// held: the dispatch under way may not start a fold event
 	// (DispatchHeld).
-	held     bool
+	held bool
 	// boundary is the fixed window's fold boundary at the last dispatch,
 	// which a held dispatch keeps.
 	boundary int
