@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -147,4 +148,43 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// BenchmarkCacheAccount is cacheAccount alone (it runs before the client's
+// response completes) for a request that extends the previous one by a
+// tool call and its output, at 500 and 8,000 messages: its cost should
+// not grow with the conversation (the shared prefix is found from the
+// block hashes, its tokens by subtraction, the body kept, not copied).
+func BenchmarkCacheAccount(b *testing.B) {
+	for _, n := range []int{500, 8000} {
+		b.Run(itoa(n), func(b *testing.B) {
+			srv, err := New(Options{Dir: b.TempDir(), Upstream: "http://127.0.0.1:1", Clock: fixedClock, Logger: newDiscardLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sess, err := srv.session(nil, "bench", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			prev, body := conversationOf(n, false), conversationOf(n+2, false)
+			digest := func(x []byte) []uint64 {
+				d := newBodyDigest(srv.cache.seed)
+				d.add(x)
+				return d.blocks
+			}
+			prevBlocks, blocks := digest(prev), digest(body)
+			// The forwarded body is bounded by the budget, not the
+			// conversation: 160 kB (40k tokens) at any length.
+			out := bytes.Clone(body[:min(len(body), 160<<10)])
+			runes, outRunes := runeCount(body), runeCount(out)
+			b.SetBytes(int64(len(body)))
+			b.ResetTimer()
+			for range b.N {
+				sess.prevBody, sess.prevBodyOwned, sess.prevBlocks, sess.prevOut = prev, false, prevBlocks, out
+				st := &reqState{wsBody: body, wsOut: out, wsBlocks: blocks, clientRunes: runes, outRunes: outRunes}
+				st.rec.ClientTokens, st.rec.ForwardedTokens = max(1, runes/4), max(1, outRunes/4)
+				srv.cacheAccount(sess, st)
+			}
+		})
+	}
 }
