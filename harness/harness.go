@@ -264,6 +264,12 @@ type Harness struct {
 	// which a held dispatch keeps.
 	boundary int
 	verified map[int]uint64 // step → maphash of the payload checked against the index
+	// observed memoizes the user messages found to be template
+	// observations, by Message.PrefixKey (the message and its history:
+	// once one, a message stays one as the conversation grows), so that a
+	// long session of a scaffold no table knows is not classed again at
+	// every request (promptIndex).
+	observed map[uint64]struct{}
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
 	seq      uint64         // dispatches so far
@@ -369,9 +375,37 @@ func (h *Harness) Boundary(n int) int {
 // of known scaffolds, or a template observation, by the conversation's own
 // shape: observation.go); -1 when there is none.
 func PromptIndex(conv []Message) int {
+	return promptIndexWith(conv, func(i int) bool { return templateObservation(conv, i) })
+}
+
+// promptIndex is PromptIndex with the template observations memoized
+// (h.observed). h.mu is held.
+func (h *Harness) promptIndex(conv []Message) int {
+	if len(h.observed) > 1<<16 {
+		h.observed = nil
+	}
+	return promptIndexWith(conv, func(i int) bool {
+		k := conv[i].PrefixKey
+		if _, ok := h.observed[k]; ok && k != 0 {
+			return true
+		}
+		if !templateObservation(conv, i) {
+			return false
+		}
+		if k != 0 {
+			if h.observed == nil {
+				h.observed = map[uint64]struct{}{}
+			}
+			h.observed[k] = struct{}{}
+		}
+		return true
+	})
+}
+
+func promptIndexWith(conv []Message, templated func(i int) bool) int {
 	for i := len(conv) - 1; i >= 0; i-- {
 		m := conv[i]
-		if m.Role == RoleUser && m.Human && !m.isObservation() && !templateObservation(conv, i) && m.promptText() != "" {
+		if m.Role == RoleUser && m.Human && !m.isObservation() && !templated(i) && m.promptText() != "" {
 			return i
 		}
 	}
@@ -426,7 +460,7 @@ func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, erro
 // dispatch is DispatchRequest's body; h.mu is held.
 func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 
-	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
+	d := &Dispatch{PromptIndex: h.promptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
 	entries, err := h.entryMap()
 	if err != nil {
 		return nil, err

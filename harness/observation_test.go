@@ -283,3 +283,54 @@ func TestTemplateObservationPeople(t *testing.T) {
 		}
 	}
 }
+
+// keyed sets every message's PrefixKey, as the proxy does (a hash of the
+// message and its history; here its position, the history being one).
+func keyed(conv []Message) []Message {
+	for i := range conv {
+		conv[i].PrefixKey = uint64(i + 1)
+	}
+	return conv
+}
+
+// The memoized prompt index (a dispatch's) equals PromptIndex's at every
+// length of a growing session of an unseen scaffold, its first output
+// included (a prompt until the second arrives), and with a human question
+// at the end.
+func TestPromptIndexMemoized(t *testing.T) {
+	h := &Harness{}
+	conv := keyed(append(unseenConv(30), Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "What did pkg3 print?"}}}))
+	for k := 1; k <= len(conv); k++ {
+		if got, want := h.promptIndex(conv[:k]), PromptIndex(conv[:k]); got != want {
+			t.Fatalf("%d messages: memoized prompt index %d, PromptIndex %d", k, got, want)
+		}
+	}
+	if len(h.observed) == 0 {
+		t.Fatal("nothing memoized")
+	}
+}
+
+// BenchmarkPromptIndex is the prompt index of a session of 4,000 outputs
+// (8,002 messages) whose only human prompt is the task, the whole
+// conversation scanned: under a scaffold the table knows (mini), under one
+// it does not, each output classed by the template signal (unseen), and
+// the same memoized as a dispatch does (unseen-memo).
+func BenchmarkPromptIndex(b *testing.B) {
+	mini, unseen := keyed(miniConv(4000)), keyed(unseenConv(4000))
+	b.Run("mini", func(b *testing.B) {
+		for range b.N {
+			PromptIndex(mini)
+		}
+	})
+	b.Run("unseen", func(b *testing.B) {
+		for range b.N {
+			PromptIndex(unseen)
+		}
+	})
+	b.Run("unseen-memo", func(b *testing.B) {
+		h := &Harness{}
+		for range b.N {
+			h.promptIndex(unseen)
+		}
+	})
+}
