@@ -144,6 +144,11 @@ type WorkingSet struct {
 	// forwarded prefix differs from the previous request's from the first
 	// changed message on).
 	FoldEvent bool `json:"fold_event"`
+	// FoldHeld is true when a fold event was due on this request and was
+	// postponed because the request was held (Harness.DispatchHeld: a
+	// tool-use continuation whose thinking is bound to the prefix); the
+	// session's next request that is not held folds.
+	FoldHeld bool `json:"fold_held,omitempty"`
 	// FirstChanged is the first message whose forwarded form changed at this
 	// fold event (-1 when none).
 	FirstChanged int `json:"first_changed"`
@@ -306,6 +311,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 	}
 	fold := func(est, hyd int) error {
 		if h.held {
+			w.FoldHeld, d.FoldHeld = true, true
 			return nil // DispatchHeld: no fold event on this request
 		}
 		w.FoldEvent = true

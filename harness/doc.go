@@ -8,7 +8,10 @@
 // conversation by its folded-step record (the hot projection, spec §8), scans
 // the latest human prompt against the recall index (only in the request whose
 // latest message is that prompt; a scaffold's observation sent as a user
-// message is no prompt, [IsObservation]), hydrates the selected cold
+// message is no prompt: [IsObservation] knows the openings of known
+// scaffolds, and [PromptIndex] also skips a user message filled from the
+// template of another one after an action written in text), hydrates the
+// selected cold
 // nodes (verified, within the per-call and per-turn budgets) and places them in
 // the message carrying that prompt, never earlier, so that the cached prefix
 // of the conversation stays stable. After the response,

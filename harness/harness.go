@@ -240,6 +240,11 @@ type Dispatch struct {
 	Warnings   []string
 	Refused    []Refusal
 	Accounting Accounting
+	// FoldHeld is true when the dispatch was held (DispatchHeld) and so
+	// postponed what it would have folded: a fold event under a budget
+	// (WorkingSet.FoldHeld), a move of the fold boundary with the fixed
+	// window (Boundary stays where the session's last request left it).
+	FoldHeld bool
 }
 
 // Harness runs the turn lifecycle over one store (one conversation). It is
@@ -255,8 +260,17 @@ type Harness struct {
 	mu sync.Mutex
 	// held: the dispatch under way may not start a fold event
 	// (DispatchHeld).
-	held     bool
+	held bool
+	// boundary is the fixed window's fold boundary at the last dispatch,
+	// which a held dispatch keeps.
+	boundary int
 	verified map[int]uint64 // step → maphash of the payload checked against the index
+	// observed memoizes the user messages found to be template
+	// observations, by Message.PrefixKey (the message and its history:
+	// once one, a message stays one as the conversation grows), so that a
+	// long session of a scaffold no table knows is not classed again at
+	// every request (promptIndex).
+	observed map[uint64]struct{}
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
 	seq      uint64         // dispatches so far
@@ -361,13 +375,42 @@ func (h *Harness) Boundary(n int) int {
 
 // PromptIndex returns the index of the message carrying the latest human
 // prompt: the last user message marked Human with text besides tool results
-// and hydrated content, that is not a scaffold's observation (IsObservation:
-// a command's output a scaffold sends as a user message); -1 when there is
-// none.
+// and hydrated content, that is not a scaffold's observation (a command's
+// output a scaffold sends as a user message: IsObservation, by the openings
+// of known scaffolds, or a template observation, by the conversation's own
+// shape: observation.go); -1 when there is none.
 func PromptIndex(conv []Message) int {
+	return promptIndexWith(conv, func(i int) bool { return templateObservation(conv, i) })
+}
+
+// promptIndex is PromptIndex with the template observations memoized
+// (h.observed). h.mu is held.
+func (h *Harness) promptIndex(conv []Message) int {
+	if len(h.observed) > 1<<16 {
+		h.observed = nil
+	}
+	return promptIndexWith(conv, func(i int) bool {
+		k := conv[i].PrefixKey
+		if _, ok := h.observed[k]; ok && k != 0 {
+			return true
+		}
+		if !templateObservation(conv, i) {
+			return false
+		}
+		if k != 0 {
+			if h.observed == nil {
+				h.observed = map[uint64]struct{}{}
+			}
+			h.observed[k] = struct{}{}
+		}
+		return true
+	})
+}
+
+func promptIndexWith(conv []Message, templated func(i int) bool) int {
 	for i := len(conv) - 1; i >= 0; i-- {
 		m := conv[i]
-		if m.Role == RoleUser && m.Human && !m.isObservation() && m.promptText() != "" {
+		if m.Role == RoleUser && m.Human && !m.isObservation() && !templated(i) && m.promptText() != "" {
 			return i
 		}
 	}
@@ -404,8 +447,11 @@ func (h *Harness) DispatchRequest(conv []Message, fixedTokens int) (*Dispatch, e
 // start: with a token budget the working set stays as the session's last
 // request left it (records, page table, removed messages), the request goes
 // over the budget if it must (WorkingSet.OverBudget) and the next
-// DispatchRequest folds; the budget is soft. The scan and hydration run as
-// usual. With the fixed message window (NoBudget) it is DispatchRequest.
+// DispatchRequest folds; the budget is soft. With the fixed message window
+// (NoBudget) the fold boundary stays where the last dispatch left it:
+// nothing new folds, the messages folded before stay folded. The scan and
+// hydration run as usual. Dispatch.FoldHeld says whether anything was
+// postponed.
 // The proxy uses it for a tool-use continuation whose client asked the API
 // to reject thinking bound to a changed prefix (docs/proxy.md).
 func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, error) {
@@ -419,7 +465,7 @@ func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, erro
 // dispatch is DispatchRequest's body; h.mu is held.
 func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 
-	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
+	d := &Dispatch{PromptIndex: h.promptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
 	entries, err := h.entryMap()
 	if err != nil {
 		return nil, err
@@ -486,6 +532,10 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 		h.account(conv, d)
 		return d, nil
 	}
+	if h.held && d.Boundary > h.boundary {
+		d.Boundary, d.FoldHeld = h.boundary, true // nothing new folds
+	}
+	h.boundary = d.Boundary
 	d.HydrationIndex = d.PromptIndex
 	type cand struct {
 		i       int

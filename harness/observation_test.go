@@ -197,3 +197,140 @@ func TestColdCacheFolds(t *testing.T) {
 		}
 	}
 }
+
+// unseenConv is miniConv under a scaffold no list knows: its actions are
+// fenced blocks in the assistant's text, each output comes back as a user
+// message opened by its own template ("Execution log (exit status N):").
+func unseenConv(steps int) []Message {
+	conv := []Message{
+		{Role: RoleSystem, Parts: []Part{{Text: "You operate a shell. Write one command per reply in a fenced block."}}},
+		{Role: RoleUser, Human: true, Parts: []Part{{Text: "Fix the widget parser so that empty input is accepted; run the tests of every package.", Foldable: true}}},
+	}
+	for i := 0; i < steps; i++ {
+		n := strconv.Itoa(i)
+		conv = append(conv,
+			Message{Role: RoleAssistant, Parts: []Part{{Text: "Next I run the tests of pkg" + n + ".\n\n```sh\ngo test ./pkg" + n + "\n```", Foldable: true}}},
+			Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "Execution log (exit status " + strconv.Itoa(i%3) + "):\n" +
+				strings.Repeat("ok  example.com/widget/pkg"+n+" checked widgetParser"+n+"Case line of output\n", 45), Foldable: true}}})
+	}
+	return conv
+}
+
+// The template signal: a scaffold that is in no list of openings still
+// fills one template for every output, and from its second output on no
+// request whose latest message is such an output is scanned or hydrated;
+// a human question after it still is. Before the signal every output of
+// this scaffold was taken for a human prompt and hydrated folded outputs.
+func TestNoHydrationForUnseenScaffold(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 6000, Match: "ranked"})
+	events := 0
+	for steps := 1; steps <= 40; steps++ {
+		conv := unseenConv(steps)
+		d, err := h.DispatchRequest(conv, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.WorkingSet.FoldEvent {
+			events++
+		}
+		if steps >= 2 && d.PromptIndex != 1 {
+			t.Fatalf("%d steps: prompt index %d, want the task (1): an output was taken for a human prompt", steps, d.PromptIndex)
+		}
+		if steps >= 2 && (len(d.Hydrated) > 0 || d.HydrationText != "") {
+			t.Fatalf("%d steps: hydrated %d nodes into a request whose latest message is an output", steps, len(d.Hydrated))
+		}
+		if _, err := h.PostTurnResponse(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if events == 0 {
+		t.Fatal("no fold event: the test does not exercise folded outputs")
+	}
+	conv := append(unseenConv(40), Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "What did the test of widgetParser3Case print earlier?", Foldable: true}}})
+	d, err := h.DispatchRequest(conv, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.PromptIndex != len(conv)-1 {
+		t.Fatalf("the question is not the prompt: prompt index %d of %d messages", d.PromptIndex, len(conv))
+	}
+	if len(d.Hydrated) == 0 {
+		t.Fatal("the question hydrated nothing")
+	}
+}
+
+// templateObservation never takes a person for a scaffold: replies that
+// open alike without markup or a label, replies after an answer that ran
+// nothing, and a template seen once only.
+func TestTemplateObservationPeople(t *testing.T) {
+	act := Message{Role: RoleAssistant, Parts: []Part{{Text: "Run this:\n\n```sh\nmake test\n```"}}}
+	talk := Message{Role: RoleAssistant, Parts: []Part{{Text: "The tests pass now; the parser accepts empty input."}}}
+	user := func(s string) Message { return Message{Role: RoleUser, Human: true, Parts: []Part{{Text: s}}} }
+	for name, c := range map[string]struct {
+		conv []Message
+		want bool
+	}{
+		"same words twice":         {[]Message{user("task"), act, user("Can you also check the parser tests?"), act, user("Can you also check the lexer tests?")}, false},
+		"continue twice":           {[]Message{user("task"), act, user("continue please, go on"), act, user("continue please, go on")}, false},
+		"label after no action":    {[]Message{user("task"), act, user("Output (exit 0):\nok"), talk, user("Output (exit 1):\nFAIL")}, false},
+		"label seen once":          {[]Message{user("task"), talk, user("Output (exit 0):\nok"), act, user("Output (exit 1):\nFAIL")}, false},
+		"label twice after action": {[]Message{user("task"), act, user("Output (exit 0):\nok"), act, user("Output (exit 1):\nFAIL")}, true},
+		"markup twice":             {[]Message{user("task"), act, user("<result status=0>\nok"), act, user("<result status=2>\nboom")}, true},
+		"element action":           {[]Message{user("task"), {Role: RoleAssistant, Parts: []Part{{Text: "<function=bash>\nls\n</function>"}}}, user("[exit 0] stdout follows\nx"), {Role: RoleAssistant, Parts: []Part{{Text: "<function=bash>\npwd\n</function>"}}}, user("[exit 0] stdout follows\ny")}, true},
+	} {
+		if got := templateObservation(c.conv, len(c.conv)-1); got != c.want {
+			t.Errorf("%s: templateObservation = %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+// keyed sets every message's PrefixKey, as the proxy does (a hash of the
+// message and its history; here its position, the history being one).
+func keyed(conv []Message) []Message {
+	for i := range conv {
+		conv[i].PrefixKey = uint64(i + 1)
+	}
+	return conv
+}
+
+// The memoized prompt index (a dispatch's) equals PromptIndex's at every
+// length of a growing session of an unseen scaffold, its first output
+// included (a prompt until the second arrives), and with a human question
+// at the end.
+func TestPromptIndexMemoized(t *testing.T) {
+	h := &Harness{}
+	conv := keyed(append(unseenConv(30), Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "What did pkg3 print?"}}}))
+	for k := 1; k <= len(conv); k++ {
+		if got, want := h.promptIndex(conv[:k]), PromptIndex(conv[:k]); got != want {
+			t.Fatalf("%d messages: memoized prompt index %d, PromptIndex %d", k, got, want)
+		}
+	}
+	if len(h.observed) == 0 {
+		t.Fatal("nothing memoized")
+	}
+}
+
+// BenchmarkPromptIndex is the prompt index of a session of 4,000 outputs
+// (8,002 messages) whose only human prompt is the task, the whole
+// conversation scanned: under a scaffold the table knows (mini), under one
+// it does not, each output classed by the template signal (unseen), and
+// the same memoized as a dispatch does (unseen-memo).
+func BenchmarkPromptIndex(b *testing.B) {
+	mini, unseen := keyed(miniConv(4000)), keyed(unseenConv(4000))
+	b.Run("mini", func(b *testing.B) {
+		for range b.N {
+			PromptIndex(mini)
+		}
+	})
+	b.Run("unseen", func(b *testing.B) {
+		for range b.N {
+			PromptIndex(unseen)
+		}
+	})
+	b.Run("unseen-memo", func(b *testing.B) {
+		h := &Harness{}
+		for range b.N {
+			h.promptIndex(unseen)
+		}
+	})
+}

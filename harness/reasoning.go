@@ -30,6 +30,10 @@ type ReasoningCounts struct {
 	// Rejected counts upstream 400s whose error names a thinking block or a
 	// reasoning item.
 	Rejected int `json:"rejected"`
+	// Held counts requests on which a fold was due and postponed: tool-use
+	// continuations whose client set the thinking binding to reject a
+	// changed prefix (Dispatch.FoldHeld).
+	Held int `json:"held_continuations,omitempty"`
 }
 
 // Add adds b's counts to c.
@@ -43,4 +47,5 @@ func (c *ReasoningCounts) Add(b ReasoningCounts) {
 	c.DropBlock += b.DropBlock
 	c.DroppedByAPI += b.DroppedByAPI
 	c.Rejected += b.Rejected
+	c.Held += b.Held
 }

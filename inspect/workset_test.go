@@ -140,7 +140,8 @@ func TestWorkingSetPageReasoning(t *testing.T) {
 	}
 	line := `{"request":1,"generation":1,"messages":9,"fold_event":true,"first_changed":3,"removed_ranges":[],` +
 		`"reasoning":{"fold_events":1,"invalidated":2,"removed_by_proxy":2,"dropped_by_api":1,"drop_block":1}}` + "\n" +
-		`{"request":2,"generation":1,"messages":11,"first_changed":-1,"removed_ranges":[]}` + "\n"
+		`{"request":2,"generation":1,"messages":11,"first_changed":-1,"removed_ranges":[]}` + "\n" +
+		`{"request":3,"generation":1,"messages":13,"first_changed":-1,"fold_held":true,"removed_ranges":[],"reasoning":{"held_continuations":1}}` + "\n"
 	if err := os.WriteFile(filepath.Join(sess, harness.WorkingSetLogName), []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +151,11 @@ func TestWorkingSetPageReasoning(t *testing.T) {
 		t.Fatalf("%s: %s", resp.Status, page)
 	}
 	if want := "reasoning: 2 invalidated, 2 left out, 1 dropped by the API (drop_block)"; !strings.Contains(page, want) || strings.Count(page, "reasoning: ") != 1 {
+		t.Fatalf("the page lacks %q once:\n%s", want, page)
+	}
+	// A request on which a fold event was due and held for the client's
+	// thinking binding says so, once.
+	if want := "held (the client binds thinking to the prefix)"; strings.Count(page, want) != 1 {
 		t.Fatalf("the page lacks %q once:\n%s", want, page)
 	}
 }

@@ -23,7 +23,8 @@ type needleCase struct {
 // needleCases generates one needle of every class (rule "exact needles"),
 // distinct per seed: a path, a URL, a version, a decimal, a timestamp
 // fragment, a hash, an e-mail, a slash pair of common words, snake_case,
-// CamelCase and kebab identifiers, and a quoted string.
+// CamelCase and kebab identifiers, a quoted string, and a 0x address quoted
+// without its 0x or without its 0.
 func needleCases(seed uint64) []needleCase {
 	r := rand.New(rand.NewPCG(seed, 7))
 	syl := []string{"quor", "van", "tel", "mib", "zor", "pek", "lun", "dras", "wim", "sol"}
@@ -42,12 +43,21 @@ func needleCases(seed uint64) []needleCase {
 		{class: "camel", token: fmt.Sprintf("Ledger%sSync", strings.Title(w()))},
 		{class: "kebab", token: fmt.Sprintf("ledger-%s-sync", w())},
 		{class: "quoted", token: fmt.Sprintf("connection reset by %s peer", w())},
+		// A pointer printed 0x…, asked about by its digits alone or with
+		// the 0 lost (a tokenizer starting identifiers at a letter).
+		{class: "hex-address", token: fmt.Sprintf("0x7f%02x%08x", 16+n(200), r.Uint32())},
+		{class: "hex-address-x", token: fmt.Sprintf("0x55%02x%08x", 16+n(200), r.Uint32())},
 	}
 	for i := range cases {
 		c := &cases[i]
 		c.quoted = "`" + c.token + "`"
-		if c.class == "quoted" {
+		switch c.class {
+		case "quoted":
 			c.quoted = `"` + c.token + `"`
+		case "hex-address":
+			c.quoted = c.token[2:]
+		case "hex-address-x":
+			c.quoted = c.token[1:]
 		}
 		c.line = fmt.Sprintf("src/app/handler.go:%d: observed %s in the %s check (value %d)", 100+i, c.token, c.class, 7000+i)
 	}

@@ -42,6 +42,10 @@ type request struct {
 	// state, their tokens counted by knownCounter.
 	known        int
 	knownCounter string
+	// runes is the body's code points (runeCount) when measure counted it
+	// with the heuristic, else 0: a whole-body count that cacheAccount
+	// subtracts from instead of counting the shared prefix again.
+	runes int
 	// inPlace is true when the per-message slices extend the prefix
 	// state's own arrays past its length (prefix.go: claimed); their first
 	// known elements are the state's, read-only (unshare copies them).
@@ -633,7 +637,8 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 		msgs += m.Tokens
 	}
 	if heuristic {
-		total = max(1, (runes+runeCount(b[pos:]))/4)
+		r.runes = runes + runeCount(b[pos:])
+		total = max(1, r.runes/4)
 	} else {
 		total = cnt(b)
 	}

@@ -47,6 +47,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
@@ -304,8 +305,11 @@ type session struct {
 	requests int    // requests logged
 	prevOut  []byte // the previous forwarded body, for the stable prefix
 	prevBody []byte // the previous client body, for the client's cached prefix
-	// prevBodyOwned: prevBody is the session's own copy (else it is the
-	// previous forwarded body, which went out unchanged).
+	// prevBlocks are prevBody's block hashes (bodyDigest; nil: none).
+	prevBlocks []uint64
+	// prevBodyOwned: prevBody is the client's body buffer, kept by the
+	// session (else it is the previous forwarded body, which went out
+	// unchanged); it goes back to the body pool when replaced.
 	prevBodyOwned bool
 
 	// Guarded by Server.mu: the requests using the session now, and when
@@ -324,9 +328,18 @@ type reqState struct {
 	start    time.Time
 	// clientTokens is the client body's count when the dispatch measured it.
 	clientTokens int
+	// clientRunes and outRunes are the code points of the client's and the
+	// forwarded body when the heuristic counted them (else 0), for
+	// cacheAccount.
+	clientRunes, outRunes int
 	// wsBody and wsOut are the client's and the forwarded body, for the
-	// working-set log written when the request is finished.
+	// working-set log written when the request is finished; wsBlocks are
+	// wsBody's block hashes (bodyDigest, nil when not digested).
 	wsBody, wsOut []byte
+	wsBlocks      []uint64
+	// bodyKept: cacheAccount kept the client's body buffer as the
+	// session's previous body, so ServeHTTP must not pool it.
+	bodyKept bool
 	// held are the sessions handed to the request (Server.session).
 	held []*session
 	// plan is what the wire rules decided (reasoning.go); dropBlock adds
@@ -516,18 +529,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	st.rec.ClientSize, st.rec.SentSize = len(body), len(out)
-	count := func(b []byte) int { return heuristicTokens(b) } // contextfold.TokenEstimate without a copy
-	if st.sess != nil && !st.sess.h.HeuristicCounter() {
-		count = func(b []byte) int { return st.sess.h.CountTokens(bytesString(b)) } // the session store's token_counter
+	heuristic := st.sess == nil || st.sess.h.HeuristicCounter()
+	count := func(b []byte) int { return st.sess.h.CountTokens(bytesString(b)) } // the session store's token_counter
+	if heuristic {
+		count = heuristicTokens // contextfold.TokenEstimate without a copy
 	}
 	if st.clientTokens > 0 {
 		st.rec.ClientTokens = st.clientTokens
 	} else {
 		st.rec.ClientTokens = count(body)
 	}
-	if len(out) == len(body) && st.clientTokens > 0 && (st.dispatch == nil || bytes.Equal(out, body)) {
-		st.rec.ForwardedTokens = st.rec.ClientTokens
-	} else {
+	switch {
+	case len(out) == len(body) && st.clientTokens > 0 && (st.dispatch == nil || bytes.Equal(out, body)):
+		st.rec.ForwardedTokens, st.outRunes = st.rec.ClientTokens, st.clientRunes
+	case heuristic:
+		st.outRunes = runeCount(out)
+		st.rec.ForwardedTokens = max(1, st.outRunes/4)
+	default:
 		st.rec.ForwardedTokens = count(out)
 	}
 	if ws := st.rec.WorkingSet; ws != nil && ws.Budget > 0 && st.rec.ForwardedTokens > ws.Budget {
@@ -546,7 +564,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	pooled := false
 	if len(body) > 0 && (len(out) == 0 || &out[0] != &body[0]) {
 		st.wsBody = nil
-		pooled = putBody(body)
+		if st.bodyKept {
+			pooled = true // the session's now; the one it replaced went to the pool
+		} else {
+			pooled = putBody(body)
+		}
 	}
 	if parsed != nil {
 		// What the request leaves to the garbage collector: its body
@@ -579,7 +601,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 			return req.body
 		}
 		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
-		st.clientTokens = total
+		st.clientTokens, st.clientRunes = total, req.runes
 		s.cache.remember(req, sess.h.CounterName())
 		d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 		if errors.Is(err, harness.ErrHistoryDiverged) {
@@ -623,7 +645,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		return req.body
 	}
 	if d.WorkingSet != nil {
-		st.wsBody, st.wsOut = req.body, out // logged once the response is done
+		st.wsBody, st.wsOut, st.wsBlocks = req.body, out, req.blocks // logged once the response is done
 	}
 	return out
 }
@@ -668,38 +690,79 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 
 // cacheAccount sets the request's cached prefixes (ClientCachedTokens,
 // ForwardedCachedTokens) against the session's previous bodies and keeps
-// this request's as the next one's previous. The client body is copied
-// when it is not the forwarded one (it returns to a pool).
+// this request's as the next one's previous.
+//
+// Its cost does not grow with the conversation (it runs before the
+// client's response is complete): the client body's shared prefix is
+// found from the block hashes the intake computed while the body arrived
+// (bytes compared only from the first differing block on, as the prefix
+// cache does), its tokens are the body's count minus the count of what
+// follows the prefix (prefixTokens), and the client's body buffer becomes
+// the session's previous body instead of being copied (bodyKept; the one it
+// replaces goes back to the pool).
 func (s *Server) cacheAccount(sess *session, st *reqState) {
 	sess.logMu.Lock()
 	defer sess.logMu.Unlock()
 	body, out := st.wsBody, st.wsOut
-	count := func(b []byte) int { return heuristicTokens(b) }
-	if !sess.h.HeuristicCounter() {
-		count = func(b []byte) int { return sess.h.CountTokens(bytesString(b)) }
+	heuristic := sess.h.HeuristicCounter()
+	if n := sharedPrefixLen(out, sess.prevOut, nil, nil); n > 0 {
+		st.rec.ForwardedCachedTokens = prefixTokens(out, n, st.rec.ForwardedTokens, st.outRunes, heuristic, sess.h.CountTokens)
 	}
-	if n := sharedPrefixLen(out, sess.prevOut); n > 0 {
-		st.rec.ForwardedCachedTokens = count(out[:n])
-	}
-	if n := sharedPrefixLen(body, sess.prevBody); n > 0 {
-		st.rec.ClientCachedTokens = count(body[:n])
+	if n := sharedPrefixLen(body, sess.prevBody, st.wsBlocks, sess.prevBlocks); n > 0 {
+		st.rec.ClientCachedTokens = prefixTokens(body, n, st.rec.ClientTokens, st.clientRunes, heuristic, sess.h.CountTokens)
 	}
 	sess.prevOut = out
-	switch {
-	case len(body) > 0 && len(out) > 0 && &body[0] == &out[0]:
-		sess.prevBody, sess.prevBodyOwned = out, false
-	case sess.prevBodyOwned && cap(sess.prevBody) >= len(body):
-		sess.prevBody = append(sess.prevBody[:0], body...) // its own buffer, reused
-	default:
-		sess.prevBody, sess.prevBodyOwned = append([]byte(nil), body...), true
+	sess.prevBlocks = append(sess.prevBlocks[:0], st.wsBlocks...)
+	old, oldOwned := sess.prevBody, sess.prevBodyOwned
+	if len(body) > 0 && len(out) > 0 && &body[0] == &out[0] {
+		sess.prevBody, sess.prevBodyOwned = out, false // went out as is: not pooled
+	} else {
+		sess.prevBody, sess.prevBodyOwned = body, true
+		st.bodyKept = true
+	}
+	if oldOwned && len(old) > 0 && (len(body) == 0 || &old[0] != &body[0]) {
+		putBody(old)
 	}
 }
 
-// sharedPrefixLen returns the length of the longest common prefix of a and b,
-// comparing 4 KiB blocks at a time.
-func sharedPrefixLen(a, b []byte) int {
+// prefixTokens returns the tokens of b[:n] given the count of all of b:
+// total tokens and, when the heuristic counted them, runes code points
+// (0: unknown).
+//
+// Under the heuristic (max(1, ⌊code points / 4⌋)) the result equals a full
+// count of b[:n] exactly: the code points of b[:n] are runes minus those of
+// b[m:], plus those of b[m:n], where m is n moved back to the start of its
+// UTF-8 sequence (b is valid UTF-8: the intake rejects anything else). Only
+// b[m:] is read. Under a byte-pair encoding it is total minus the count of
+// b[n:]: the encoding of the two sides of the cut may differ from that of
+// the whole by the few tokens the cut splits (byte pairs do not add up), so
+// the figure is within a few tokens of a full count.
+func prefixTokens(b []byte, n, total, runes int, heuristic bool, count func(string) int) int {
+	switch {
+	case n >= len(b):
+		return total
+	case heuristic && runes > 0:
+		m := n
+		for m > 0 && n-m < utf8.UTFMax-1 && !utf8.RuneStart(b[m]) {
+			m--
+		}
+		return max(1, (runes-runeCount(b[m:])+runeCount(b[m:n]))/4)
+	case heuristic:
+		return heuristicTokens(b[:n])
+	}
+	return max(total-count(bytesString(b[n:])), 0)
+}
+
+// sharedPrefixLen returns the length of the longest common prefix of a and b.
+// With both bodies' block hashes (bodyDigest, under one seed) the blocks
+// whose hashes agree count as equal without reading them; the bytes are
+// compared from the first block that differs, 4 KiB at a time.
+func sharedPrefixLen(a, b []byte, ablocks, bblocks []uint64) int {
 	n := min(len(a), len(b))
 	i := 0
+	for k := 0; k < len(ablocks) && k < len(bblocks) && ablocks[k] == bblocks[k] && (k+1)*bodyBlock <= n; k++ {
+		i = (k + 1) * bodyBlock
+	}
 	for i+4096 <= n && bytes.Equal(a[i:i+4096], b[i:i+4096]) {
 		i += 4096
 	}
@@ -1075,7 +1138,8 @@ func (s *Server) finish(st *reqState) {
 			attrs = append(attrs, "fold_event", r.FoldEvents > 0, "reasoning_invalidated", r.Invalidated,
 				"reasoning_invalidated_tokens", r.InvalidatedTokens, "reasoning_removed", r.Removed,
 				"reasoning_removed_tokens", r.RemovedTokens, "reasoning_kept_drop_block", r.KeptDropBlock,
-				"drop_block", r.DropBlock > 0, "reasoning_dropped_by_api", r.DroppedByAPI, "thinking_rejected", r.Rejected > 0)
+				"drop_block", r.DropBlock > 0, "reasoning_dropped_by_api", r.DroppedByAPI, "thinking_rejected", r.Rejected > 0,
+				"fold_held", r.Held > 0)
 		}
 		if len(rec.Warnings) > 0 {
 			attrs = append(attrs, "warnings", strings.Join(rec.Warnings, "; "))

@@ -423,6 +423,9 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		p.dropBlock = true
 		p.stats.DropBlock = 1
 	}
+	if d.FoldHeld {
+		p.stats.Held = 1
+	}
 	w.stats.Add(p.stats)
 	return p
 }

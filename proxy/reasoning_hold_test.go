@@ -21,7 +21,39 @@ import (
 // events happen only on human prompts, no invalid block reaches the model,
 // and a request held over the budget is followed by a fold event at the
 // next prompt.
+//
+// Every held request is counted: its record's Reasoning.Held and
+// WorkingSet.FoldHeld, and the proxy's stats (Reasoning.Held).
 func TestReasoningClientErrorBindingHoldsFolds(t *testing.T) {
+	srv, folds, held := runErrorBinding(t, harness.Config{ContextBudget: 5000})
+	if folds < 2 || held == 0 {
+		t.Fatalf("%d fold events, %d held continuations: want both", folds, held)
+	}
+	if got := srv.Stats().Reasoning.Held; got != held {
+		t.Fatalf("stats count %d held continuations, the records %d", got, held)
+	}
+}
+
+// The same with the fixed message window (--context-budget -1): a fold
+// boundary move is a change of the prefix too, and waits for the next
+// request that is not a tool-use continuation. Before the fix the fixed
+// window ignored the hold: the boundary moved on continuations and the API
+// rejected them.
+func TestFixedWindowErrorBindingHoldsFolds(t *testing.T) {
+	srv, folds, held := runErrorBinding(t, harness.Config{ContextBudget: harness.NoBudget, FoldBlock: 4, HotWindow: 4})
+	if folds < 2 || held == 0 {
+		t.Fatalf("%d fold events, %d held continuations: want both", folds, held)
+	}
+	if got := srv.Stats().Reasoning.Held; got != held {
+		t.Fatalf("stats count %d held continuations, the records %d", got, held)
+	}
+}
+
+// runErrorBinding runs the session of TestReasoningClientErrorBindingHoldsFolds
+// under cfg and returns the server, the fold events and the held requests
+// (RequestRecord.Reasoning.Held), failing on a rejected request, a fold
+// event on a continuation, or a held request that is no continuation.
+func runErrorBinding(t *testing.T, cfg harness.Config) (*Server, int, int) {
 	up := scripted.New(func(tu *scripted.Turn) scripted.Reply {
 		if len(tu.Results) >= 3 {
 			return scripted.Reply{Text: "Done: the retry now backs off."}
@@ -31,7 +63,7 @@ func TestReasoningClientErrorBindingHoldsFolds(t *testing.T) {
 	defer up.Close()
 	done := make(chan RequestRecord, 1)
 	srv, err := New(Options{Dir: t.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: discardLogger(),
-		Harness: harness.Config{ContextBudget: 5000}, OnRequest: func(r RequestRecord) { done <- r }})
+		Harness: cfg, OnRequest: func(r RequestRecord) { done <- r }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +109,14 @@ func TestReasoningClientErrorBindingHoldsFolds(t *testing.T) {
 				continuationFolds++
 			}
 		}
-		if cont && rec.WorkingSet != nil && rec.WorkingSet.OverBudget {
+		if rec.Reasoning.Held > 0 {
 			held++
+			if !cont {
+				t.Fatalf("request %d: held, but it is no tool-use continuation", k)
+			}
+			if rec.WorkingSet != nil && !rec.WorkingSet.FoldHeld {
+				t.Fatalf("request %d: held, but its working set does not say so", k)
+			}
 		}
 		var id string
 		for _, c := range m.Content {
@@ -95,10 +133,11 @@ func TestReasoningClientErrorBindingHoldsFolds(t *testing.T) {
 			msgs = append(msgs, map[string]any{"role": "user", "content": "Now look at the invoice exporter " + itoa(n) + "."})
 		}
 	}
-	if folds < 2 || continuationFolds != 0 {
-		t.Fatalf("fold events: %d (on tool-use continuations: %d); want at least 2, none on a continuation", folds, continuationFolds)
+	if continuationFolds != 0 {
+		t.Fatalf("fold events: %d (on tool-use continuations: %d); want none on a continuation", folds, continuationFolds)
 	}
-	t.Logf("40 requests: %d fold events, %d continuations held over the budget", folds, held)
+	t.Logf("40 requests: %d fold events, %d continuations held", folds, held)
+	return srv, folds, held
 }
 
 func isToolResult(m any) bool {

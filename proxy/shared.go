@@ -117,7 +117,7 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 		}
 	}()
 	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
-	st.clientTokens = total
+	st.clientTokens, st.clientRunes = total, req.runes
 	s.cache.remember(req, sess.h.CounterName())
 	d, err := dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 	if isDiverged(err) {

@@ -167,6 +167,40 @@ func needleTerms(needle string) (words []string, whole string) {
 	return words, whole
 }
 
+// minHexDigits is the fewest hex digits of a needle looked up as a hex
+// literal (hexPrefixed): an address or a hash fragment, not a word that
+// happens to be spelt in a–f.
+const minHexDigits = 6
+
+// hexPrefixed returns the term under which a node holds needle when the
+// needle is a hexadecimal number quoted without its 0x prefix, else "".
+// Programs print addresses and handles as 0x7f3a9c2b1e80, and the analyser
+// keeps such a literal as one word, 0x and all; a prompt may quote the
+// digits alone (7f3a9c2b1e80) or lose the 0 to a tokenizer that starts
+// identifiers at a letter (x7f3a9c2b1e80). Either is looked up as the
+// 0x-prefixed word too, when the needle's own terms find no node: at least
+// minHexDigits hex digits, a digit among them, and nothing else but a
+// leading x. A candidate so found holds the needle literally (the caller
+// checks, as for any candidate that is not Whole).
+func hexPrefixed(needle string) string {
+	h := strings.ToLower(needle)
+	switch {
+	case strings.HasPrefix(h, "0x"):
+		return "" // its own word already
+	case strings.HasPrefix(h, "x"):
+		h = h[1:]
+	}
+	if len(h) < minHexDigits || !strings.ContainsAny(h, "0123456789") {
+		return ""
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return "0x" + h
+}
+
 // NeedleCandidate is a node that may hold a needle literally.
 type NeedleCandidate struct {
 	Step    int
@@ -190,19 +224,20 @@ type NeedleCandidate struct {
 // concurrent use.
 func (ix *Index) NeedleCandidates(needle string, before, limit int) []NeedleCandidate {
 	words, whole := needleTerms(needle)
+	hexAlt := hexPrefixed(needle)
 	if limit <= 0 {
 		return nil
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	out := ix.needleCandidates(words, whole, before, limit)
+	out := ix.needleCandidates(words, whole, hexAlt, before, limit)
 	if ix.recoverSnapshot() {
-		out = ix.needleCandidates(words, whole, before, limit)
+		out = ix.needleCandidates(words, whole, hexAlt, before, limit)
 	}
 	return out
 }
 
-func (ix *Index) needleCandidates(words []string, whole string, before, limit int) []NeedleCandidate {
+func (ix *Index) needleCandidates(words []string, whole, hexAlt string, before, limit int) []NeedleCandidate {
 	var out []NeedleCandidate
 	seen := map[int32]bool{}
 	if whole != "" {
@@ -216,6 +251,13 @@ func (ix *Index) needleCandidates(words []string, whole string, before, limit in
 			if !seen[d] {
 				out = append(out, ix.needleCandidate(d, false))
 			}
+		}
+	}
+	if len(out) == 0 && hexAlt != "" {
+		// Not to be verified away: a node holding 0x<digits> holds
+		// <digits> and x<digits> literally; the caller still checks.
+		for _, d := range ix.needleLocked([]string{hexAlt}, before, limit) {
+			out = append(out, ix.needleCandidate(d, false))
 		}
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Step > out[b].Step })
