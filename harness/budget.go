@@ -353,14 +353,30 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		}
 	}
 	// The scan runs on the store as this request left it.
-	h.hydrate(conv, d)
+	scanned := h.hydrate(conv, d)
 	hyd = wireHyd(d.HydrationText)
 	est := fixed + hyd + h.estimate(conv, ws)
 	if est > budget {
+		// The hydration takes the request over the budget: a fold event
+		// after the scan. What it folds was verbatim when the scan ran,
+		// so the turn is scanned once more on the store it leaves (the
+		// answer may be among the messages it just folded), and folded
+		// again only if the new hydration still does not fit.
+		before := ws.gen
 		if err := fold(est, hyd); err != nil {
 			return err
 		}
+		if scanned && ws.gen != before {
+			h.rescanTurn(d)
+			hyd = wireHyd(d.HydrationText)
+		}
 		est = fixed + hyd + h.estimate(conv, ws)
+		if est > budget {
+			if err := fold(est, hyd); err != nil {
+				return err
+			}
+			est = fixed + hyd + h.estimate(conv, ws)
+		}
 	}
 	if w.FoldEvent {
 		ws.events++

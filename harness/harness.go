@@ -848,7 +848,7 @@ var scrubber = sync.OnceValue(func() *scrub.Scrubber {
 // only when it found nothing and the store has gained steps since (the
 // request that first carried the prompt had not yet folded what the prompt
 // asks about): a non-empty hydration stays byte-identical for the turn.
-func (h *Harness) hydrate(conv []Message, d *Dispatch) {
+func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 	h.seq++
 	d.seq = h.seq
 	steps := make([]int, 0, len(h.pending))
@@ -866,7 +866,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 		delete(h.pending, step)
 	}
 	if d.PromptIndex < 0 {
-		return
+		return false
 	}
 	prompt := conv[d.PromptIndex].promptText()
 	key := sha256.Sum256([]byte(prompt))
@@ -885,10 +885,18 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 		// hydration the turn has, or none.
 		if d.PromptIndex == len(conv)-1 {
 			h.scanAndHydrate(prompt, t)
+			scanned = true
 		}
 		h.turn = t
 	}
 	d.Prompt = prompt
+	h.takeTurn(d, t)
+	return scanned
+}
+
+// takeTurn puts the turn's hydration into the dispatch and makes its
+// nodes pending eviction after the response.
+func (h *Harness) takeTurn(d *Dispatch, t *turnState) {
 	d.Hydrated = t.hydrated
 	d.Refused = t.refused
 	d.HydrationText = t.text
@@ -897,6 +905,32 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) {
 	for _, n := range t.hydrated {
 		h.pending[n.StepID] = d.seq
 	}
+}
+
+// rescanTurn scans the current turn's prompt again, on the store as a fold
+// event that ran after this request's scan left it: that fold event folded
+// messages that were verbatim in the prompt when the scan ran, so the scan
+// could not pick them, and they are now out of the prompt. The first
+// scan's picks were never sent; they leave the pending evictions (hydrating
+// reads the store and writes nothing, so there is nothing else to undo).
+func (h *Harness) rescanTurn(d *Dispatch) {
+	t := h.turn
+	if t == nil {
+		return
+	}
+	for _, n := range t.hydrated {
+		if h.pending[n.StepID] == d.seq {
+			delete(h.pending, n.StepID)
+		}
+	}
+	indexed := len(h.entries)
+	if es, err := h.entryMap(); err == nil {
+		indexed = len(es)
+	}
+	nt := &turnState{promptIndex: t.promptIndex, promptHash: t.promptHash, indexed: indexed, host: -1}
+	h.scanAndHydrate(d.Prompt, nt)
+	h.turn = nt
+	h.takeTurn(d, nt)
 }
 
 // turnHydration returns the hydration text the current human turn already
