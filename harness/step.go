@@ -139,7 +139,7 @@ func Summarize(m Message) string {
 		head += " " + errorMark
 	}
 	o := readObservation(text)
-	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && failureLine.MatchString(text))
+	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && hasFailureLine(text))
 	switch {
 	case len(o.editedIn) > 0:
 		line = "edits " + strings.Join(o.editedIn, ", ") + ": " + line
@@ -252,7 +252,7 @@ func outputFailed(m Message, payload string) bool {
 			return false // a prompt (a tool result in a user message names its tool)
 		}
 	}
-	return failureLine.MatchString(payload)
+	return hasFailureLine(payload)
 }
 
 // deriveStatus is FAILED for a failed tool result — flagged by the tool, a
@@ -278,8 +278,8 @@ func failureSummary(summary, payload string) string {
 	}
 	line := ""
 	for _, l := range strings.Split(payload, "\n") {
-		if failureLine.MatchString(l) || errLine.MatchString(l) || errName.MatchString(l) {
-			if c := clean(tagLineRe.ReplaceAllString(l, "")); c != "" && !noiseLine(l) {
+		if hasFailureLine(l) || errLine.MatchString(l) || errName.MatchString(l) {
+			if c := clean(stripTags(l)); c != "" && !noiseLine(l) {
 				line = c
 				break
 			}
