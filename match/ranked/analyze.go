@@ -115,7 +115,15 @@ type Term struct {
 type analyzer struct {
 	env   *snowball.Env
 	query bool // a prompt: plain forms of ASCII words too (see KindPlain)
+	// stems memoizes stem within one text (at most stemMemoMax words): a
+	// tool output repeats its words, and a stem is a pure function of the
+	// word.
+	stems map[string]string
 }
+
+// stemMemoMax bounds the words an analyzer memoizes the stem of (0: none;
+// a variable for tests).
+var stemMemoMax = 4096
 
 // maxAnalyzeBytes bounds the text analysed per document or prompt (bytes):
 // a 1 MB prompt is analysed in full, anything longer is cut (on a rune
@@ -318,6 +326,21 @@ func (a *analyzer) alpha(raw, src string, kind Kind, emit func(Term)) {
 // accent (the stem then loses its accents), English for plain ASCII; other
 // scripts are left as they are.
 func (a *analyzer) stem(w string) string {
+	if st, ok := a.stems[w]; ok {
+		return st
+	}
+	st := a.stemWord(w)
+	if len(a.stems) < stemMemoMax {
+		if a.stems == nil {
+			a.stems = make(map[string]string, 256)
+		}
+		a.stems[w] = st
+	}
+	return st
+}
+
+// stemWord is stem without the memo.
+func (a *analyzer) stemWord(w string) string {
 	lang := 'e'
 	for _, r := range w {
 		switch {

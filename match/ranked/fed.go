@@ -1,6 +1,7 @@
 package ranked
 
 import (
+	"runtime"
 	"sync"
 	"unicode/utf8"
 
@@ -20,6 +21,44 @@ import (
 // before. Every Refresh empties the store's fed texts, used or not.
 type fedNode struct {
 	artifact, summary, raw string
+	// an is the node's analysis, started in the background as the node is
+	// fed (while the fold makes its nodes and index durable, the CPU is
+	// free), so that Refresh mostly inserts; nil when not started.
+	an *fedAnalysis
+}
+
+// fedAnalysis is analyseDoc of a fed node's text (summary, "\n", payload),
+// valid once done is closed.
+type fedAnalysis struct {
+	text string // what is analysed
+	done chan struct{}
+	a    analysed
+}
+
+// analyseSlots bounds the fed nodes analysed at once (GOMAXPROCS).
+var analyseSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// startAnalysis analyses text in the background (at most GOMAXPROCS at
+// once); the result is ready when done is closed.
+func startAnalysis(text string) *fedAnalysis {
+	an := &fedAnalysis{text: text, done: make(chan struct{})}
+	go func() {
+		analyseSlots <- struct{}{}
+		an.a = analyseDoc(text)
+		<-analyseSlots
+		close(an.done)
+	}()
+	return an
+}
+
+// analysis returns the fed node's analysis of text when one was started
+// for that very text (waiting for it), else analyseDoc(text).
+func (n fedNode) analysis(text string) analysed {
+	if n.an != nil && n.an.text == text {
+		<-n.an.done
+		return n.an.a
+	}
+	return analyseDoc(text)
 }
 
 // fedMax bounds the bytes of fed texts held per process (texts fed past
@@ -74,7 +113,8 @@ func feed(dir string, n *contextfold.ColdNode) {
 	if old, ok := m[n.StepID]; ok {
 		fed.bytes -= len(old.summary) + len(old.raw)
 	}
-	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent}
+	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent,
+		an: startAnalysis(n.Summary + "\n" + n.RawContent)}
 	fed.bytes += len(n.Summary) + len(n.RawContent)
 }
 
