@@ -198,8 +198,17 @@ func (p Projection) hash(policyHash string) (string, error) {
 // artifact hash over the canonical JSON of the node without that key.
 // extra holds additional keys (e.g. "redactions"), may be nil.
 func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
-	proj, err := Project(t, policyHash)
-	if err != nil {
+	return buildColdNodeFrom(t, projectFields(t), policyHash, foldedAt, sanitized, tokenEstimate, extra)
+}
+
+// buildColdNodeFrom is buildColdNode with t's projection fields given
+// (projectFields(t)): the node's projection is fields hashed under
+// policyHash, as Project does.
+func buildColdNodeFrom(t Turn, fields Projection, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
+	proj := fields
+	proj.PolicyHash = policyHash
+	var err error
+	if proj.SHA256, err = proj.hash(policyHash); err != nil {
 		return nil, err
 	}
 	payload := t.Payload()
