@@ -123,11 +123,20 @@ func (s FoldedStep) Validate() error {
 // an error). Whitespace is collapsed, control characters and invalid UTF-8
 // removed, hydrated content ignored, and any cut falls on a character
 // boundary. It is a pure function.
-func Summarize(m Message) string {
+func Summarize(m Message) string { return summarizeText(m, summaryText(m)) }
+
+// summaryText is the text Summarize reads of m: its payload, else its
+// text with hydrated content removed.
+func summaryText(m Message) string {
 	text, _ := m.payload()
 	if text == "" {
 		text = StripHydration(m.Text())
 	}
+	return text
+}
+
+// summarizeText is Summarize of m whose summaryText is text.
+func summarizeText(m Message, text string) string {
 	head := m.Role
 	if m.Tool != "" {
 		head += " " + m.Tool
