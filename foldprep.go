@@ -104,7 +104,7 @@ type prepMemo struct {
 }
 
 // prepMemoMax bounds the bytes Store.Prepare holds (a variable for tests).
-var prepMemoMax = 64 << 20
+var prepMemoMax = 16 << 20
 
 // take removes and returns step's prepared content (nil: none).
 func (pm *prepMemo) take(step int) *preparedContent {
@@ -243,7 +243,7 @@ func (np *nodePrep) stop() {
 // Fold) of the very same turn under the same scrubber, token counter and
 // session takes it from there instead of computing it again; the bytes it
 // writes are the same either way. Turns already prepared are skipped; at
-// most 64 MiB of prepared turns are held (the turns past it are not
+// most 16 MiB of prepared turns are held (the turns past it are not
 // prepared), and a fold removes the ones it takes. Only for a directory
 // store (a backend store prepares nothing). Errors reading the policy or
 // the scrubber's settings make Prepare do nothing: the fold reports them.

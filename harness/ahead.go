@@ -33,7 +33,7 @@ type aheadState struct {
 
 // aheadMax bounds the bytes of message text the prepared turns hold (a
 // variable for tests); turns past it are not prepared.
-var aheadMax = 64 << 20
+var aheadMax = 16 << 20
 
 // aheadTurn is what was derived of one message: its Summarize and its
 // messageFiles, with every input they read.
