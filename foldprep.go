@@ -118,16 +118,19 @@ func (pm *prepMemo) take(step int) *preparedContent {
 	return c
 }
 
-// has reports whether step's prepared content matches t.
-func (pm *prepMemo) has(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter) bool {
+// get returns step's prepared content when it matches t, else nil.
+func (pm *prepMemo) get(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter) *preparedContent {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
-	c := pm.m[t.StepID]
-	return c != nil && c.matches(t, sessionID, sc, counter)
+	if c := pm.m[t.StepID]; c != nil && c.matches(t, sessionID, sc, counter) {
+		return c
+	}
+	return nil
 }
 
-// put keeps c (replacing its step's), unless that would pass prepMemoMax.
-func (pm *prepMemo) put(c *preparedContent) {
+// put keeps c (replacing its step's), unless that would pass prepMemoMax;
+// it reports whether c is kept.
+func (pm *prepMemo) put(c *preparedContent) bool {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	old := pm.m[c.in.StepID]
@@ -136,12 +139,13 @@ func (pm *prepMemo) put(c *preparedContent) {
 		n -= old.size()
 	}
 	if n > prepMemoMax {
-		return
+		return false
 	}
 	if pm.m == nil {
 		pm.m = map[int]*preparedContent{}
 	}
 	pm.m[c.in.StepID], pm.bytes = c, n
+	return true
 }
 
 // nodePrep prepares the new turns of a batch ahead of its writes, on up to
@@ -244,14 +248,22 @@ func (np *nodePrep) stop() {
 // session takes it from there instead of computing it again; the bytes it
 // writes are the same either way. Turns already prepared are skipped; at
 // most 16 MiB of prepared turns are held (the turns past it are not
-// prepared), and a fold removes the ones it takes. Only for a directory
-// store (a backend store prepares nothing). Errors reading the policy or
-// the scrubber's settings make Prepare do nothing: the fold reports them.
-// Safe for concurrent use, including with a fold of the same store (it
-// waits for the fold's in-process lock only to read the settings).
-func (s *Store) Prepare(turns []Turn) {
+// prepared), and a fold removes the ones it takes. It returns, by position
+// in turns, each turn as its cold node will hold it (scrubbed, its session
+// defaulted), or a zero Turn (StepID -1) for a turn not prepared: the
+// caller may derive more from it ahead (the ranked index's analysis).
+// Only for a directory store (a backend store prepares nothing). Errors
+// reading the policy or the scrubber's settings make Prepare do nothing:
+// the fold reports them. Safe for concurrent use, including with a fold of
+// the same store (it waits for the fold's in-process lock only to read the
+// settings).
+func (s *Store) Prepare(turns []Turn) []Turn {
+	out := make([]Turn, len(turns))
+	for k := range out {
+		out[k].StepID = -1
+	}
 	if s.be != nil || len(turns) == 0 {
-		return
+		return out
 	}
 	s.mu.Lock()
 	sessionID := s.opts.SessionID
@@ -266,11 +278,17 @@ func (s *Store) Prepare(turns []Turn) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return
+		return out
 	}
-	for _, t := range turns {
-		if !s.prep.has(t, sessionID, sc, counter) {
-			s.prep.put(prepareContent(t, sessionID, sc, counter))
+	for k, t := range turns {
+		c := s.prep.get(t, sessionID, sc, counter)
+		if c == nil {
+			c = prepareContent(t, sessionID, sc, counter)
+			if !s.prep.put(c) {
+				continue
+			}
 		}
+		out[k] = c.t
 	}
+	return out
 }

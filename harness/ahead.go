@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // Preparing turns ahead of their fold. In a session the turns a fold event
@@ -116,7 +117,8 @@ type aheadIn struct {
 // when there is none. Call it after the request's dispatch; run the work
 // on any goroutine, once (the proxy runs it after the response): it reads
 // only its own copies of the messages, and writes only the harness's
-// prepared turns (own lock) and the store's (Store.Prepare). Cost on the
+// prepared turns (own lock), the store's (Store.Prepare) and the ranked
+// index's prepared analyses (match.Prepare). Cost on the
 // caller's path: one pass over conv, no hashing.
 func (h *Harness) PrepareAhead(conv []Message) func() {
 	h.mu.Lock()
@@ -139,6 +141,10 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 		payload, _ := m.payload()
 		in = append(in, aheadIn{i: i, m: m, text: summaryText(m), payload: payload, store: store})
 	}
+	var mode match.Mode
+	if len(in) > 0 {
+		mode = h.matchMode()
+	}
 	h.mu.Unlock()
 	if len(in) == 0 {
 		return nil
@@ -154,6 +160,6 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 			h.ahead.put(c.i, t)
 			turns = append(turns, contextfold.Turn{StepID: c.i, Summary: t.summary, RawContent: c.store, SessionID: h.cfg.SessionID})
 		}
-		h.store.Prepare(turns)
+		match.Prepare(h.store, mode, turns)
 	}
 }

@@ -113,8 +113,12 @@ func feed(dir string, n *contextfold.ColdNode) {
 	if old, ok := m[n.StepID]; ok {
 		fed.bytes -= len(old.summary) + len(old.raw)
 	}
-	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent,
-		an: startAnalysis(n.Summary + "\n" + n.RawContent)}
+	text := n.Summary + "\n" + n.RawContent
+	an := takePrepared(dir, n.StepID, text)
+	if an == nil {
+		an = startAnalysis(text)
+	}
+	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent, an: an}
 	fed.bytes += len(n.Summary) + len(n.RawContent)
 }
 
@@ -141,4 +145,80 @@ func (n fedNode) text(e *contextfold.Entry) (string, bool) {
 		return "", false
 	}
 	return n.summary + "\n" + n.raw, true
+}
+
+// Analyses prepared ahead of a fold (PrepareAnalysis), by store directory
+// and step, at most preparedMax bytes of text per process.
+var prepared = struct {
+	sync.Mutex
+	m     map[string]map[int]*fedAnalysis
+	bytes int
+}{m: map[string]map[int]*fedAnalysis{}}
+
+// preparedMax bounds the text of the analyses prepared and not yet folded,
+// per process (a variable for tests).
+var preparedMax = 16 << 20
+
+// PrepareAnalysis analyses text, on the caller's goroutine, ahead of the
+// fold of step into store s: text is what the step's cold node will hold
+// (its summary, "\n", its payload, as scrubbed: contextfold.Store.Prepare
+// returns them). When that fold hands the node over (Folded, FoldedNode)
+// and the node's text is this very text, its analysis is taken from here
+// instead of being made then; any other text is analysed as before. When
+// the texts prepared and not folded would pass preparedMax bytes, the
+// memo is emptied first (it may hold steps that never fold). Safe for
+// concurrent use.
+func PrepareAnalysis(s *contextfold.Store, step int, text string) {
+	if s == nil || !utf8.ValidString(text) {
+		return
+	}
+	dir := s.Dir()
+	prepared.Lock()
+	old := prepared.m[dir][step]
+	prepared.Unlock()
+	if old != nil && old.text == text || len(text) > preparedMax {
+		return
+	}
+	an := &fedAnalysis{text: text, done: make(chan struct{}), a: analyseDoc(text)}
+	close(an.done)
+	prepared.Lock()
+	defer prepared.Unlock()
+	m := prepared.m[dir]
+	if m == nil {
+		m = map[int]*fedAnalysis{}
+		prepared.m[dir] = m
+	}
+	if old := m[step]; old != nil {
+		prepared.bytes -= len(old.text)
+	}
+	if prepared.bytes+len(text) > preparedMax {
+		// Full (of analyses of steps that may never fold, in sessions
+		// gone): start again rather than never prepare again.
+		clear(prepared.m)
+		prepared.bytes = 0
+		m = map[int]*fedAnalysis{}
+		prepared.m[dir] = m
+	}
+	m[step] = an
+	prepared.bytes += len(text)
+}
+
+// takePrepared removes step's prepared analysis at dir and returns it when
+// it is of text (nil otherwise).
+func takePrepared(dir string, step int, text string) *fedAnalysis {
+	prepared.Lock()
+	defer prepared.Unlock()
+	an := prepared.m[dir][step]
+	if an == nil {
+		return nil
+	}
+	delete(prepared.m[dir], step)
+	prepared.bytes -= len(an.text)
+	if len(prepared.m[dir]) == 0 {
+		delete(prepared.m, dir)
+	}
+	if an.text != text {
+		return nil
+	}
+	return an
 }
