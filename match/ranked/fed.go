@@ -69,7 +69,14 @@ var fed = struct {
 	sync.Mutex
 	m     map[string]map[int]fedNode // store directory → step → node
 	bytes int
+	an    int // fed nodes holding an analysis (fedNode.an)
 }{m: map[string]map[int]fedNode{}}
+
+// fedAnalysesMax bounds the fed nodes analysed ahead of a Refresh, per
+// process: a fold event's fifty nodes are, the tens of thousands of a
+// large first fold are not all held analysed at once (past the bound,
+// Refresh analyses them in chunks, as it inserts them).
+const fedAnalysesMax = 512
 
 // Folded hands the ranked index of store s the text of the cold nodes a
 // fold just wrote (rs as Store.FoldBatch returned it; results without a
@@ -112,11 +119,17 @@ func feed(dir string, n *contextfold.ColdNode) {
 	}
 	if old, ok := m[n.StepID]; ok {
 		fed.bytes -= len(old.summary) + len(old.raw)
+		if old.an != nil {
+			fed.an--
+		}
 	}
 	text := n.Summary + "\n" + n.RawContent
 	an := takePrepared(dir, n.StepID, text)
-	if an == nil {
+	if an == nil && fed.an < fedAnalysesMax {
 		an = startAnalysis(text)
+	}
+	if an != nil {
+		fed.an++
 	}
 	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent, an: an}
 	fed.bytes += len(n.Summary) + len(n.RawContent)
@@ -134,6 +147,9 @@ func takeFed(dir string) map[int]fedNode {
 	delete(fed.m, dir)
 	for _, n := range m {
 		fed.bytes -= len(n.summary) + len(n.raw)
+		if n.an != nil {
+			fed.an--
+		}
 	}
 	return m
 }
