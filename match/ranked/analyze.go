@@ -315,8 +315,14 @@ func (a *analyzer) alpha(raw, src string, kind Kind, emit func(Term)) {
 			emit(Term{pl, KindPlain, src})
 		}
 	}
-	if rs := []rune(st); len(rs) >= 4 && kind == KindWord {
-		emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
+	if kind == KindWord {
+		if isASCII(st) { // its first four runes are its first four bytes
+			if len(st) >= 4 {
+				emit(Term{fuzzyPrefix + st[:4], KindFuzzy, src})
+			}
+		} else if rs := []rune(st); len(rs) >= 4 {
+			emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
+		}
 	}
 }
 
@@ -405,6 +411,24 @@ func hasCJK(s string) bool {
 // letter↔digit case changes (TenantBilling → Tenant, Billing; HTTPServer →
 // HTTP, Server; test_models → test, models). One part: no split.
 func identifierParts(w string) []string {
+	if lowerASCII(w) {
+		return []string{w} // nothing to split at: the common word, without its runes
+	}
+	return identifierPartsOf(w)
+}
+
+// lowerASCII reports whether w is a non-empty run of a-z.
+func lowerASCII(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// identifierPartsOf is identifierParts without its fast path.
+func identifierPartsOf(w string) []string {
 	var parts []string
 	for _, seg := range strings.FieldsFunc(w, func(r rune) bool { return r == '_' }) {
 		rs := []rune(seg)

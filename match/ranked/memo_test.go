@@ -35,6 +35,14 @@ func TestStemMemoSameTerms(t *testing.T) {
 		}
 	}
 	texts = append(texts, "Running runs ran RUNNING Düzenleme düzenlemeler migración migraciones 東京タワー running")
+	// identifierParts' fast path splits every word as the general rule does.
+	for _, s := range texts {
+		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !isChunkRune(r) || isJoiner(r) }) {
+			if got, want := identifierParts(w), identifierPartsOf(w); !reflect.DeepEqual(got, want) {
+				t.Fatalf("identifierParts(%q) = %q, want %q", w, got, want)
+			}
+		}
+	}
 	analyse := func(memo int, texts []string) (docs, queries [][]Term) {
 		defer func(m int) { stemMemoMax = m }(stemMemoMax)
 		stemMemoMax = memo
