@@ -194,16 +194,11 @@ func (p Projection) hash(policyHash string) (string, error) {
 	})
 }
 
-// buildColdNode makes the cold node of a turn (spec §5) and computes its
-// artifact hash over the canonical JSON of the node without that key.
-// extra holds additional keys (e.g. "redactions"), may be nil.
-func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
-	return buildColdNodeFrom(t, projectFields(t), policyHash, foldedAt, sanitized, tokenEstimate, extra)
-}
-
-// buildColdNodeFrom is buildColdNode with t's projection fields given
-// (projectFields(t)): the node's projection is fields hashed under
-// policyHash, as Project does.
+// buildColdNodeFrom makes the cold node of a turn (spec §5) and computes
+// its artifact hash over the canonical JSON of the node without that key.
+// fields are t's projection fields (projectFields(t), perhaps computed
+// ahead: Store.Prepare), hashed under policyHash as Project does. extra
+// holds additional keys (e.g. "redactions"), may be nil.
 func buildColdNodeFrom(t Turn, fields Projection, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
 	proj := fields
 	proj.PolicyHash = policyHash
