@@ -115,15 +115,17 @@ type Term struct {
 type analyzer struct {
 	env   *snowball.Env
 	query bool // a prompt: plain forms of ASCII words too (see KindPlain)
-	// stems memoizes stem within one text (at most stemMemoMax words): a
-	// tool output repeats its words, and a stem is a pure function of the
-	// word.
+	// stems memoizes stem within one text of stemMemoFrom bytes or more
+	// (memo), at most stemMemoMax words: a tool output repeats its words, and
+	// a stem is a pure function of the word. A short text (a prompt, a
+	// scan's segment) is not worth the map.
+	memo  bool
 	stems map[string]string
 }
 
 // stemMemoMax bounds the words an analyzer memoizes the stem of (0: none;
-// a variable for tests).
-var stemMemoMax = 4096
+// a variable for tests), in texts of stemMemoFrom bytes or more.
+var stemMemoMax, stemMemoFrom = 4096, 2048
 
 // maxAnalyzeBytes bounds the text analysed per document or prompt (bytes):
 // a 1 MB prompt is analysed in full, anything longer is cut (on a rune
@@ -154,7 +156,7 @@ func analyzeText(text string, query bool, emit func(Term)) {
 		}
 		text = text[:cut]
 	}
-	a := &analyzer{env: snowball.NewEnv(""), query: query}
+	a := &analyzer{env: snowball.NewEnv(""), query: query, memo: len(text) >= stemMemoFrom}
 	// Chunks: maximal runs of word characters and joiners.
 	start := -1
 	for i, r := range text {
@@ -336,9 +338,9 @@ func (a *analyzer) stem(w string) string {
 		return st
 	}
 	st := a.stemWord(w)
-	if len(a.stems) < stemMemoMax {
+	if a.memo && len(a.stems) < stemMemoMax {
 		if a.stems == nil {
-			a.stems = make(map[string]string, 256)
+			a.stems = make(map[string]string)
 		}
 		a.stems[w] = st
 	}

@@ -44,8 +44,8 @@ func TestStemMemoSameTerms(t *testing.T) {
 		}
 	}
 	analyse := func(memo int, texts []string) (docs, queries [][]Term) {
-		defer func(m int) { stemMemoMax = m }(stemMemoMax)
-		stemMemoMax = memo
+		defer func(m, f int) { stemMemoMax, stemMemoFrom = m, f }(stemMemoMax, stemMemoFrom)
+		stemMemoMax, stemMemoFrom = memo, 0 // every text through the memo
 		for _, s := range texts {
 			docs = append(docs, Analyze(s))
 			var q []Term
