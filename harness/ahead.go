@@ -3,6 +3,7 @@ package harness
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
@@ -23,6 +24,7 @@ import (
 // another goroutine).
 type aheadState struct {
 	seen map[int]uint64 // step → Message.Key handed to a preparation
+	gen  atomic.Uint64  // dispatches begun
 
 	mu    sync.Mutex
 	turns map[int]*aheadTurn
@@ -118,7 +120,10 @@ type aheadIn struct {
 // on any goroutine, once (the proxy runs it after the response): it reads
 // only its own copies of the messages, and writes only the harness's
 // prepared turns (own lock), the store's (Store.Prepare) and the ranked
-// index's prepared analyses (match.Prepare). Cost on the
+// index's prepared analyses (match.Prepare). The work yields to a later
+// dispatch of the harness: once one has begun it stops after its current
+// few messages and hands the rest back (a later PrepareAhead prepares
+// them), so that it never competes with a fold event for the CPU. Cost on the
 // caller's path: one pass over conv, no hashing.
 func (h *Harness) PrepareAhead(conv []Message) func() {
 	h.mu.Lock()
@@ -145,21 +150,41 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 	if len(in) > 0 {
 		mode = h.matchMode()
 	}
+	gen := h.ahead.gen.Load()
 	h.mu.Unlock()
 	if len(in) == 0 {
 		return nil
 	}
 	return func() {
-		turns := make([]contextfold.Turn, 0, len(in))
-		for _, c := range in {
-			t := &aheadTurn{role: c.m.Role, tool: c.m.Tool, command: c.m.Command, isError: c.m.IsError,
-				text: c.text, summary: summarizeText(c.m, c.text), payload: c.payload}
-			if c.payload != "" {
-				t.files = messageFiles(c.m.Command, c.payload)
+		for k := 0; k < len(in); k += aheadChunk {
+			if h.ahead.gen.Load() != gen {
+				// A later request is being dispatched: the CPU is its; the
+				// messages not prepared are handed over again later.
+				h.mu.Lock()
+				for _, c := range in[k:] {
+					if h.ahead.seen[c.i] == c.m.Key {
+						delete(h.ahead.seen, c.i)
+					}
+				}
+				h.mu.Unlock()
+				return
 			}
-			h.ahead.put(c.i, t)
-			turns = append(turns, contextfold.Turn{StepID: c.i, Summary: t.summary, RawContent: c.store, SessionID: h.cfg.SessionID})
+			chunk := in[k:min(len(in), k+aheadChunk)]
+			turns := make([]contextfold.Turn, 0, len(chunk))
+			for _, c := range chunk {
+				t := &aheadTurn{role: c.m.Role, tool: c.m.Tool, command: c.m.Command, isError: c.m.IsError,
+					text: c.text, summary: summarizeText(c.m, c.text), payload: c.payload}
+				if c.payload != "" {
+					t.files = messageFiles(c.m.Command, c.payload)
+				}
+				h.ahead.put(c.i, t)
+				turns = append(turns, contextfold.Turn{StepID: c.i, Summary: t.summary, RawContent: c.store, SessionID: h.cfg.SessionID})
+			}
+			match.Prepare(h.store, mode, turns)
 		}
-		match.Prepare(h.store, mode, turns)
 	}
 }
+
+// aheadChunk is the messages prepared between two checks for a later
+// dispatch.
+const aheadChunk = 4

@@ -159,3 +159,32 @@ func TestPrepareAheadStale(t *testing.T) {
 		t.Fatalf("files prepared from another payload were used: %v", f)
 	}
 }
+
+// A preparation yields to a later dispatch: it stops, and what it did not
+// prepare is handed to the next PrepareAhead.
+func TestPrepareAheadYields(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 100_000})
+	conv := aheadConv(10)
+	work := h.PrepareAhead(conv)
+	if work == nil {
+		t.Fatal("nothing to prepare")
+	}
+	if _, err := h.DispatchRequest(conv, 0); err != nil {
+		t.Fatal(err)
+	}
+	work() // a dispatch began since: it yields at once
+	if n := len(h.ahead.turns); n != 0 {
+		t.Fatalf("%d messages prepared by a preparation that should have yielded", n)
+	}
+	again := h.PrepareAhead(conv)
+	if again == nil {
+		t.Fatal("the messages not prepared were not handed over again")
+	}
+	again()
+	if n := len(h.ahead.turns); n < 20 {
+		t.Fatalf("%d messages prepared, want every one but the system prompt", n)
+	}
+	if h.PrepareAhead(conv) != nil {
+		t.Fatal("prepared messages were handed over again")
+	}
+}

@@ -415,7 +415,7 @@ func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, erro
 
 // dispatch is DispatchRequest's body; h.mu is held.
 func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
-
+	h.ahead.gen.Add(1) // a preparation under way yields (PrepareAhead)
 	d := &Dispatch{PromptIndex: PromptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
 	entries, err := h.entryMap()
 	if err != nil {
