@@ -176,7 +176,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	}
 	policyHash, sessionID := policy.Hash(), s.opts.SessionID
 	prep := newNodePrep(turns, want, func(t Turn) preparedNode {
-		return prepareNode(t, sessionID, sc, policyHash, now, counter)
+		return prepareNode(t, sessionID, sc, policyHash, now, counter, s.prep.take(t.StepID))
 	})
 	defer prep.stop()
 	for i, t := range turns {

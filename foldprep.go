@@ -2,6 +2,7 @@ package contextfold
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/contextfold/contextfold/schema"
@@ -20,19 +21,21 @@ type preparedNode struct {
 	schemaErr  error // the node does not follow the cold-node schema
 }
 
-// prepareNode scrubs t and builds its cold node. Safe for concurrent use.
-func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now string, counter tokens.Counter) preparedNode {
-	if t.SessionID == "" {
-		t.SessionID = sessionID
+// prepareNode scrubs t and builds its cold node, taking what ahead holds
+// when it was prepared (Store.Prepare) from this very turn under the same
+// scrubber, token counter and default session (nil: computed here). Safe
+// for concurrent use.
+func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now string, counter tokens.Counter, ahead *preparedContent) preparedNode {
+	c := ahead
+	if c == nil || !c.matches(t, sessionID, sc, counter) {
+		c = prepareContent(t, sessionID, sc, counter)
 	}
-	// Secrets are redacted in memory: the original never reaches disk.
-	t, redactions := scrubTurn(sc, t)
 	var extra map[string]any
-	if redactions > 0 {
-		extra = map[string]any{"redactions": redactions}
+	if c.redactions > 0 {
+		extra = map[string]any{"redactions": c.redactions}
 	}
-	p := preparedNode{t: t, redactions: redactions}
-	p.n, p.err = buildColdNode(t, policyHash, now, redactions > 0, counter.Count(t.Payload()), extra)
+	p := preparedNode{t: c.t, redactions: c.redactions}
+	p.n, p.err = buildColdNodeFrom(c.t, c.fields, policyHash, now, c.redactions > 0, c.tokens, extra)
 	if p.err == nil {
 		// Every artifact is checked against its schema before it is
 		// written (the document itself: re-parsing its encoding would cost
@@ -40,6 +43,109 @@ func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now s
 		p.schemaErr = schema.ValidateValue(schema.ColdNode, p.n.Doc)
 	}
 	return p
+}
+
+// preparedContent is what preparing a turn derives from its content alone
+// (no clock, no policy hash, no store state): the turn scrubbed, its
+// redactions, its token estimate and its projection's fields. Most of a
+// node's CPU time (scrubbing, extraction); Store.Prepare computes it ahead
+// of the fold.
+type preparedContent struct {
+	in         Turn // the turn as given
+	sessionID  string
+	sc         *scrub.Scrubber
+	counter    string // tokens.Counter's Name
+	t          Turn   // scrubbed, its session id defaulted
+	redactions int
+	tokens     int
+	fields     Projection // projectFields(t)
+}
+
+// prepareContent derives t's preparedContent. Safe for concurrent use.
+func prepareContent(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter) *preparedContent {
+	c := &preparedContent{in: t, sessionID: sessionID, sc: sc, counter: counter.Name()}
+	if t.SessionID == "" {
+		t.SessionID = sessionID
+	}
+	// Secrets are redacted in memory: the original never reaches disk.
+	c.t, c.redactions = scrubTurn(sc, t)
+	c.tokens = counter.Count(c.t.Payload())
+	c.fields = projectFields(c.t)
+	return c
+}
+
+// matches reports whether c was derived from t under the same default
+// session, scrubber and token counter (every field of t compared, a nil
+// list apart from an empty one: nil means "extract").
+func (c *preparedContent) matches(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter) bool {
+	same := func(a, b []string) bool { return (a == nil) == (b == nil) && slices.Equal(a, b) }
+	in := c.in
+	return c.sc == sc && c.sessionID == sessionID && c.counter == counter.Name() &&
+		in.StepID == t.StepID && in.SessionID == t.SessionID && in.Summary == t.Summary && in.RawContent == t.RawContent &&
+		same(in.Files, t.Files) && same(in.Commands, t.Commands) && same(in.Errors, t.Errors)
+}
+
+// size is the bytes c holds, for the bound of Store.Prepare's memo.
+func (c *preparedContent) size() int {
+	n := len(c.in.Summary) + len(c.in.RawContent) + len(c.fields.NormalizedContent)
+	if c.redactions > 0 {
+		n += len(c.t.Summary) + len(c.t.RawContent)
+	}
+	return n
+}
+
+// prepMemo holds the turns Store.Prepare prepared ahead of their fold, by
+// step, at most prepMemoMax bytes; a fold takes (and removes) its turns'.
+// Safe for concurrent use.
+type prepMemo struct {
+	mu    sync.Mutex
+	m     map[int]*preparedContent
+	bytes int
+}
+
+// prepMemoMax bounds the bytes Store.Prepare holds (a variable for tests).
+var prepMemoMax = 16 << 20
+
+// take removes and returns step's prepared content (nil: none).
+func (pm *prepMemo) take(step int) *preparedContent {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	c := pm.m[step]
+	if c != nil {
+		delete(pm.m, step)
+		pm.bytes -= c.size()
+	}
+	return c
+}
+
+// get returns step's prepared content when it matches t, else nil.
+func (pm *prepMemo) get(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter) *preparedContent {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	if c := pm.m[t.StepID]; c != nil && c.matches(t, sessionID, sc, counter) {
+		return c
+	}
+	return nil
+}
+
+// put keeps c (replacing its step's), unless that would pass prepMemoMax;
+// it reports whether c is kept.
+func (pm *prepMemo) put(c *preparedContent) bool {
+	pm.mu.Lock()
+	defer pm.mu.Unlock()
+	old := pm.m[c.in.StepID]
+	n := pm.bytes + c.size()
+	if old != nil {
+		n -= old.size()
+	}
+	if n > prepMemoMax {
+		return false
+	}
+	if pm.m == nil {
+		pm.m = map[int]*preparedContent{}
+	}
+	pm.m[c.in.StepID], pm.bytes = c, n
+	return true
 }
 
 // nodePrep prepares the new turns of a batch ahead of its writes, on up to
@@ -133,4 +239,56 @@ func (np *nodePrep) stop() {
 	close(np.quit)
 	// A worker may be preparing a node no one will take: let it finish.
 	np.wg.Wait()
+}
+
+// Prepare derives, ahead of their fold, what folding turns takes from
+// their content alone: each turn scrubbed, its token estimate and its
+// projection's fields (most of a fold's CPU time). A later FoldBatch (or
+// Fold) of the very same turn under the same scrubber, token counter and
+// session takes it from there instead of computing it again; the bytes it
+// writes are the same either way. Turns already prepared are skipped; at
+// most 16 MiB of prepared turns are held (the turns past it are not
+// prepared), and a fold removes the ones it takes. It returns, by position
+// in turns, each turn as its cold node will hold it (scrubbed, its session
+// defaulted), or a zero Turn (StepID -1) for a turn not prepared: the
+// caller may derive more from it ahead (the ranked index's analysis).
+// Only for a directory store (a backend store prepares nothing). Errors
+// reading the policy or the scrubber's settings make Prepare do nothing:
+// the fold reports them. Safe for concurrent use, including with a fold of
+// the same store (it waits for the fold's in-process lock only to read the
+// settings).
+func (s *Store) Prepare(turns []Turn) []Turn {
+	out := make([]Turn, len(turns))
+	for k := range out {
+		out[k].StepID = -1
+	}
+	if s.be != nil || len(turns) == 0 {
+		return out
+	}
+	s.mu.Lock()
+	sessionID := s.opts.SessionID
+	policy, err := s.Policy()
+	var sc *scrub.Scrubber
+	if err == nil {
+		sc, err = s.scrubber()
+	}
+	var counter tokens.Counter
+	if err == nil {
+		counter, err = policy.Counter()
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return out
+	}
+	for k, t := range turns {
+		c := s.prep.get(t, sessionID, sc, counter)
+		if c == nil {
+			c = prepareContent(t, sessionID, sc, counter)
+			if !s.prep.put(c) {
+				continue
+			}
+		}
+		out[k] = c.t
+	}
+	return out
 }

@@ -194,12 +194,16 @@ func (p Projection) hash(policyHash string) (string, error) {
 	})
 }
 
-// buildColdNode makes the cold node of a turn (spec §5) and computes its
-// artifact hash over the canonical JSON of the node without that key.
-// extra holds additional keys (e.g. "redactions"), may be nil.
-func buildColdNode(t Turn, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
-	proj, err := Project(t, policyHash)
-	if err != nil {
+// buildColdNodeFrom makes the cold node of a turn (spec §5) and computes
+// its artifact hash over the canonical JSON of the node without that key.
+// fields are t's projection fields (projectFields(t), perhaps computed
+// ahead: Store.Prepare), hashed under policyHash as Project does. extra
+// holds additional keys (e.g. "redactions"), may be nil.
+func buildColdNodeFrom(t Turn, fields Projection, policyHash, foldedAt string, sanitized bool, tokenEstimate int, extra map[string]any) (*ColdNode, error) {
+	proj := fields
+	proj.PolicyHash = policyHash
+	var err error
+	if proj.SHA256, err = proj.hash(policyHash); err != nil {
 		return nil, err
 	}
 	payload := t.Payload()

@@ -107,6 +107,9 @@ type Store struct {
 	// swept is whether this Store removed the temporary files of
 	// interrupted writes (removeTempFiles, at its first exclusive lock).
 	swept bool
+	// prep holds turns prepared ahead of their fold (Prepare); it has its
+	// own lock.
+	prep prepMemo
 }
 
 type fileStamp struct {

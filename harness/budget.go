@@ -612,7 +612,7 @@ func (h *Harness) record(conv []Message, i int, e *contextfold.Entry) FoldedStep
 	if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
 		m := conv[i]
 		m.Command = commandFor(conv, i)
-		st = newCachedStep(fast, Project(m, e))
+		st = newCachedStep(fast, project(m, e, h.ahead.files(i, m)))
 	}
 	st.key = conv[i].Key
 	h.setRecord(i, st)
@@ -783,7 +783,12 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 func (h *Harness) turnOf(conv []Message, i int, payload string) contextfold.Turn {
 	m := conv[i]
 	m.Command = commandFor(conv, i)
-	return contextfold.Turn{StepID: i, Summary: Summarize(m), RawContent: payload, SessionID: h.cfg.SessionID}
+	text := summaryText(m)
+	sum, ok := h.ahead.summary(i, m, text)
+	if !ok {
+		sum = summarizeText(m, text)
+	}
+	return contextfold.Turn{StepID: i, Summary: sum, RawContent: payload, SessionID: h.cfg.SessionID}
 }
 
 // buildPageTable renders the page-table block: one line per removed step

@@ -58,9 +58,11 @@ func readObservation(text string) observation {
 	o := observation{body: text}
 	t := strings.TrimSpace(text)
 	t = strings.TrimPrefix(t, "Observation:")
-	if m := exitCodeRe.FindStringSubmatch(t); m != nil {
-		o.exit = m[1] + m[2] + m[3]
-		o.failed = strings.Trim(o.exit, "0") != ""
+	if mayHaveExitCode(t) { // else exitCodeRe cannot match
+		if m := exitCodeRe.FindStringSubmatch(t); m != nil {
+			o.exit = m[1] + m[2] + m[3]
+			o.failed = strings.Trim(o.exit, "0") != ""
+		}
 	}
 	if out, ok := between(t, "<output>", "</output>"); ok {
 		t = out
@@ -116,7 +118,7 @@ func noiseLine(l string) bool {
 	if strings.ContainsRune(l, '\r') {
 		return true // a terminal progress meter redraws itself
 	}
-	t := strings.TrimSpace(tagLineRe.ReplaceAllString(l, ""))
+	t := strings.TrimSpace(stripTags(l))
 	if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") && !strings.ContainsAny(t, ":.") && len(strings.Fields(t)) <= 4 {
 		return true // a label line: "[tool observation execute_bash]", "[tool_result id=toolu_01]"
 	}
@@ -147,7 +149,7 @@ func describeLine(text string, failed bool) string {
 	if failed {
 		for _, l := range lines {
 			if (errLine.MatchString(l) || errName.MatchString(l)) && !noiseLine(l) {
-				if c := clean(tagLineRe.ReplaceAllString(l, "")); c != "" {
+				if c := clean(stripTags(l)); c != "" {
 					return c
 				}
 			}
@@ -157,7 +159,7 @@ func describeLine(text string, failed bool) string {
 		if noiseLine(l) {
 			continue
 		}
-		if c := clean(tagLineRe.ReplaceAllString(l, "")); len(strings.Trim(c, "-=*#`>~_ ")) >= 3 {
+		if c := clean(stripTags(l)); len(strings.Trim(c, "-=*#`>~_ ")) >= 3 {
 			return c
 		}
 	}

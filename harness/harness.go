@@ -295,6 +295,8 @@ type Harness struct {
 	hydWire    countMemo
 	// recordsVer is the index version every entry has a record for.
 	recordsVer string
+	// ahead holds what PrepareAhead derived of turns not yet folded.
+	ahead aheadState
 }
 
 type cachedStep struct {
@@ -464,7 +466,7 @@ func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, erro
 
 // dispatch is DispatchRequest's body; h.mu is held.
 func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
-
+	h.ahead.gen.Add(1) // a preparation under way yields (PrepareAhead)
 	d := &Dispatch{PromptIndex: h.promptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
 	entries, err := h.entryMap()
 	if err != nil {
@@ -625,13 +627,19 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 
 // Project derives the folded-step record of message m from its recall-index
 // entry (spec §8). It is a pure function of its arguments.
-func Project(m Message, e *contextfold.Entry) FoldedStep {
+func Project(m Message, e *contextfold.Entry) FoldedStep { return project(m, e, nil) }
+
+// project is Project; ahead, when not nil, is messageFiles(m) computed
+// before (PrepareAhead).
+func project(m Message, e *contextfold.Entry, ahead []string) FoldedStep {
 	payload, _ := m.payload()
 	// The harness's own reading of the turn (the index keeps the reference
 	// extraction for matching); from the index alone, its plausible files.
 	var files []string
 	if payload != "" && payload != e.Summary {
-		files = scrubTargetFiles(targetFiles(m.Command, payload), m.Command, payload)
+		if files = ahead; files == nil {
+			files = messageFiles(m.Command, payload)
+		}
 	} else {
 		for _, f := range e.Files {
 			if looksLikeFile(f) && len(files) < maxTargetFiles {
@@ -660,6 +668,12 @@ func Project(m Message, e *contextfold.Entry) FoldedStep {
 		Status:      status,
 		Artifacts:   Artifacts{ColdNodeRef: e.FilePath},
 	}
+}
+
+// messageFiles is the target files of a message read from its command and
+// payload, scrubbed (Project).
+func messageFiles(command, payload string) []string {
+	return scrubTargetFiles(targetFiles(command, payload), command, payload)
 }
 
 // actionType classifies a turn from its tool and command, and when they say

@@ -123,11 +123,20 @@ func (s FoldedStep) Validate() error {
 // an error). Whitespace is collapsed, control characters and invalid UTF-8
 // removed, hydrated content ignored, and any cut falls on a character
 // boundary. It is a pure function.
-func Summarize(m Message) string {
+func Summarize(m Message) string { return summarizeText(m, summaryText(m)) }
+
+// summaryText is the text Summarize reads of m: its payload, else its
+// text with hydrated content removed.
+func summaryText(m Message) string {
 	text, _ := m.payload()
 	if text == "" {
 		text = StripHydration(m.Text())
 	}
+	return text
+}
+
+// summarizeText is Summarize of m whose summaryText is text.
+func summarizeText(m Message, text string) string {
 	head := m.Role
 	if m.Tool != "" {
 		head += " " + m.Tool
@@ -139,7 +148,7 @@ func Summarize(m Message) string {
 		head += " " + errorMark
 	}
 	o := readObservation(text)
-	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && failureLine.MatchString(text))
+	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && hasFailureLine(text))
 	switch {
 	case len(o.editedIn) > 0:
 		line = "edits " + strings.Join(o.editedIn, ", ") + ": " + line
@@ -252,7 +261,7 @@ func outputFailed(m Message, payload string) bool {
 			return false // a prompt (a tool result in a user message names its tool)
 		}
 	}
-	return failureLine.MatchString(payload)
+	return hasFailureLine(payload)
 }
 
 // deriveStatus is FAILED for a failed tool result — flagged by the tool, a
@@ -278,8 +287,8 @@ func failureSummary(summary, payload string) string {
 	}
 	line := ""
 	for _, l := range strings.Split(payload, "\n") {
-		if failureLine.MatchString(l) || errLine.MatchString(l) || errName.MatchString(l) {
-			if c := clean(tagLineRe.ReplaceAllString(l, "")); c != "" && !noiseLine(l) {
+		if hasFailureLine(l) || errLine.MatchString(l) || errName.MatchString(l) {
+			if c := clean(stripTags(l)); c != "" && !noiseLine(l) {
 				line = c
 				break
 			}

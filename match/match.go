@@ -174,6 +174,25 @@ func FoldBatch(s *contextfold.Store, mode Mode, turns []contextfold.Turn) error 
 	return err
 }
 
+// Prepare derives, ahead of their fold, what folding turns into s takes
+// from their content alone (contextfold.Store.Prepare) and, in Ranked
+// mode, the ranked index's analysis of the text each cold node will hold
+// (ranked.PrepareAnalysis). A later FoldBatch of the very same turns
+// writes the same bytes and indexes the same terms, faster. Runs on the
+// caller's goroutine (a caller prepares off its request's path). Safe for
+// concurrent use.
+func Prepare(s *contextfold.Store, mode Mode, turns []contextfold.Turn) {
+	scrubbed := s.Prepare(turns)
+	if mode != Ranked {
+		return
+	}
+	for _, t := range scrubbed {
+		if t.StepID >= 0 {
+			ranked.PrepareAnalysis(s, t.StepID, t.Summary+"\n"+t.Payload())
+		}
+	}
+}
+
 // ScanBefore is Scan for a prompt written before step before (every step
 // when before < 0): in Ranked mode only the nodes of steps below before are
 // candidates (ranked.Index.ScanBefore, rule "the prompt's past"; a harness

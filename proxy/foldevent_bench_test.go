@@ -50,7 +50,9 @@ func growingSession(n, lines int) []json.RawMessage {
 // nodes and index durable), the same after the body's last byte arrived
 // (-after-body), the cold nodes written per fold event (nodes/event) and
 // the process's CPU time per fold event, all goroutines (cpu-ms/event: on
-// a shared machine the wall time also counts waiting for a CPU).
+// a shared machine the wall time also counts waiting for a CPU), and its
+// user part (user-cpu-ms/event: the kernel's part is mostly the file
+// system's, which varies with the machine and the directory).
 // A session is restarted every 12 fold events (a new session id, whose
 // first request, a cold fold of its first messages, is not measured), so
 // that bodies stay below 2 MB.
@@ -113,7 +115,7 @@ func BenchmarkFoldEvent(b *testing.B) {
 	}
 	var all, afterBody benchlat.Latencies
 	var events, folded int
-	var cpu time.Duration // the process's CPU time during the measured requests
+	var cpu, user time.Duration // the process's CPU time (all, user) during the measured requests
 	session, k, had := "", perSession, 0
 	b.ResetTimer()
 	for range b.N {
@@ -126,9 +128,10 @@ func BenchmarkFoldEvent(b *testing.B) {
 		k++
 		req := body(first + k*foldEventStep)
 		b.StartTimer()
-		cpu0 := procmem.CPU()
+		cpu0, user0 := procmem.CPU(), procmem.UserCPU()
 		r := send(session, req)
 		cpu += procmem.CPU() - cpu0
+		user += procmem.UserCPU() - user0
 		b.StopTimer()
 		if r.WorkingSet == nil || !r.WorkingSet.FoldEvent {
 			b.Fatalf("request %d of session %s was no fold event", k, session)
@@ -145,5 +148,126 @@ func BenchmarkFoldEvent(b *testing.B) {
 	if events > 0 {
 		b.ReportMetric(float64(folded)/float64(events), "nodes/event")
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(events), "cpu-ms/event")
+		b.ReportMetric(float64(user.Microseconds())/1000/float64(events), "user-cpu-ms/event")
+	}
+}
+
+// BenchmarkFoldEventGrowing measures fold events as a growing agent
+// session meets them: every request brings 2 or 3 new messages (a tool call
+// and its output of outputLines lines, some 450 tokens, and after every 10
+// calls a human prompt), the agent takes agentPause between requests (it
+// runs its tool; a real model takes seconds), and a fold event comes when
+// the prompt crosses the budget (40,000 tokens, folded down to 50 %, the
+// fold depth pinned there as in BenchmarkFoldEvent), folding some 50
+// nodes. Only fold events are measured (one per iteration): the same
+// metrics as BenchmarkFoldEvent. Between them the proxy prepares the turns
+// it will fold (harness.PrepareAhead) after each response, off the
+// request's path; BenchmarkFoldEvent, where the turns a fold event folds
+// arrive with it or the request before, measures the cold case. A session
+// is restarted every perSession fold events (not measured: its first).
+//
+//	go test ./proxy -run '^$' -bench 'BenchmarkFoldEventGrowing$' -benchtime 30x
+func BenchmarkFoldEventGrowing(b *testing.B) {
+	const (
+		perSession  = 8
+		outputLines = 90 // about 800 tokens, as in BenchmarkFoldEvent
+		agentPause  = 3 * time.Millisecond
+	)
+	msgs := growingSession(3000, outputLines)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	defer up.Close()
+	var (
+		mu   sync.Mutex
+		last RequestRecord
+	)
+	dir := b.TempDir()
+	srv, err := New(Options{Dir: dir, Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		Harness:   harness.Config{PaybackRequests: 1000},
+		OnRequest: func(r RequestRecord) { mu.Lock(); last = r; mu.Unlock() }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	send := func(session string, n int) RequestRecord {
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
+		req, _ := http.NewRequest("POST", px.URL+PathOpenAI, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(HeaderSession, session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+	nodes := func(session string) int {
+		m, _ := filepath.Glob(filepath.Join(dir, session, "g*", "cold_nodes", "step_*.json"))
+		return len(m)
+	}
+	// next is the length of the request after one of n messages: the next
+	// tool call and its output, and the prompt that follows them.
+	next := func(n int) int {
+		n += 2
+		for n < len(msgs) && bytes.Contains(msgs[n], []byte(`"role":"user"`)) {
+			n++
+		}
+		return n
+	}
+	var all, afterBody benchlat.Latencies
+	var events, folded int
+	var cpu, user time.Duration
+	session, k, n, had := "", perSession, 0, 0
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		if k == perSession { // a new session, up to its first fold event (not measured)
+			session, k, n = "fold-growing-"+itoa(events), 0, 2
+			for r := send(session, n); r.WorkingSet == nil || !r.WorkingSet.FoldEvent; r = send(session, n) {
+				n = next(n)
+				time.Sleep(agentPause)
+			}
+			had = nodes(session)
+		}
+		k++
+		for {
+			n = next(n)
+			if n >= len(msgs) {
+				b.Fatal("the session ran out of messages: raise growingSession's length")
+			}
+			time.Sleep(agentPause)
+			b.StartTimer()
+			cpu0, user0 := procmem.CPU(), procmem.UserCPU()
+			r := send(session, n)
+			c, u := procmem.CPU()-cpu0, procmem.UserCPU()-user0
+			b.StopTimer()
+			if r.WorkingSet == nil || !r.WorkingSet.FoldEvent {
+				continue // not measured: a request between fold events
+			}
+			cpu, user = cpu+c, user+u
+			now := nodes(session)
+			events, folded, had = events+1, folded+now-had, now
+			all = append(all, r.Overhead)
+			afterBody = append(afterBody, r.Overhead-r.BodyRead)
+			break
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	all.Report(b, "fold-event-")
+	afterBody.Report(b, "fold-event-after-body-")
+	if events > 0 {
+		b.ReportMetric(float64(folded)/float64(events), "nodes/event")
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(events), "cpu-ms/event")
+		b.ReportMetric(float64(user.Microseconds())/1000/float64(events), "user-cpu-ms/event")
 	}
 }

@@ -346,7 +346,10 @@ type reqState struct {
 	// the binding beta to the forwarded headers.
 	plan      *reasoningPlan
 	dropBlock bool
-	once      sync.Once
+	// ahead prepares the session's turns ahead of their fold
+	// (harness.PrepareAhead), run once the response is done.
+	ahead func()
+	once  sync.Once
 }
 
 // New returns a proxy server.
@@ -624,6 +627,9 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		return req.body
 	}
 	st.sess, st.dispatch = sess, d
+	if s.opts.Shared == nil {
+		st.ahead = sess.h.PrepareAhead(req.msgs)
+	}
 	st.rec.Accounting = d.Accounting
 	st.rec.Boundary, st.rec.PromptStep, st.rec.NewTurn = d.Boundary, d.PromptIndex, d.NewTurn
 	st.rec.WorkingSet = d.WorkingSet
@@ -1093,6 +1099,9 @@ func (s *Server) finish(st *reqState) {
 			}
 		}
 		s.releaseSessions(st)
+		if st.ahead != nil {
+			go st.ahead() // off the request's path: the agent is busy with the response
+		}
 		st.rec.Duration = time.Since(st.start)
 		rec := st.rec
 		s.mu.Lock()

@@ -115,7 +115,17 @@ type Term struct {
 type analyzer struct {
 	env   *snowball.Env
 	query bool // a prompt: plain forms of ASCII words too (see KindPlain)
+	// stems memoizes stem within one text of stemMemoFrom bytes or more
+	// (memo), at most stemMemoMax words: a tool output repeats its words, and
+	// a stem is a pure function of the word. A short text (a prompt, a
+	// scan's segment) is not worth the map.
+	memo  bool
+	stems map[string]string
 }
+
+// stemMemoMax bounds the words an analyzer memoizes the stem of (0: none;
+// a variable for tests), in texts of stemMemoFrom bytes or more.
+var stemMemoMax, stemMemoFrom = 4096, 2048
 
 // maxAnalyzeBytes bounds the text analysed per document or prompt (bytes):
 // a 1 MB prompt is analysed in full, anything longer is cut (on a rune
@@ -146,7 +156,7 @@ func analyzeText(text string, query bool, emit func(Term)) {
 		}
 		text = text[:cut]
 	}
-	a := &analyzer{env: snowball.NewEnv(""), query: query}
+	a := &analyzer{env: snowball.NewEnv(""), query: query, memo: len(text) >= stemMemoFrom}
 	// Chunks: maximal runs of word characters and joiners.
 	start := -1
 	for i, r := range text {
@@ -307,8 +317,14 @@ func (a *analyzer) alpha(raw, src string, kind Kind, emit func(Term)) {
 			emit(Term{pl, KindPlain, src})
 		}
 	}
-	if rs := []rune(st); len(rs) >= 4 && kind == KindWord {
-		emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
+	if kind == KindWord {
+		if isASCII(st) { // its first four runes are its first four bytes
+			if len(st) >= 4 {
+				emit(Term{fuzzyPrefix + st[:4], KindFuzzy, src})
+			}
+		} else if rs := []rune(st); len(rs) >= 4 {
+			emit(Term{fuzzyPrefix + string(rs[:4]), KindFuzzy, src})
+		}
 	}
 }
 
@@ -318,6 +334,21 @@ func (a *analyzer) alpha(raw, src string, kind Kind, emit func(Term)) {
 // accent (the stem then loses its accents), English for plain ASCII; other
 // scripts are left as they are.
 func (a *analyzer) stem(w string) string {
+	if st, ok := a.stems[w]; ok {
+		return st
+	}
+	st := a.stemWord(w)
+	if a.memo && len(a.stems) < stemMemoMax {
+		if a.stems == nil {
+			a.stems = make(map[string]string)
+		}
+		a.stems[w] = st
+	}
+	return st
+}
+
+// stemWord is stem without the memo.
+func (a *analyzer) stemWord(w string) string {
 	lang := 'e'
 	for _, r := range w {
 		switch {
@@ -382,6 +413,24 @@ func hasCJK(s string) bool {
 // letter↔digit case changes (TenantBilling → Tenant, Billing; HTTPServer →
 // HTTP, Server; test_models → test, models). One part: no split.
 func identifierParts(w string) []string {
+	if lowerASCII(w) {
+		return []string{w} // nothing to split at: the common word, without its runes
+	}
+	return identifierPartsOf(w)
+}
+
+// lowerASCII reports whether w is a non-empty run of a-z.
+func lowerASCII(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// identifierPartsOf is identifierParts without its fast path.
+func identifierPartsOf(w string) []string {
 	var parts []string
 	for _, seg := range strings.FieldsFunc(w, func(r rune) bool { return r == '_' }) {
 		rs := []rune(seg)

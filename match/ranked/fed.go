@@ -1,6 +1,7 @@
 package ranked
 
 import (
+	"runtime"
 	"sync"
 	"unicode/utf8"
 
@@ -20,6 +21,44 @@ import (
 // before. Every Refresh empties the store's fed texts, used or not.
 type fedNode struct {
 	artifact, summary, raw string
+	// an is the node's analysis, started in the background as the node is
+	// fed (while the fold makes its nodes and index durable, the CPU is
+	// free), so that Refresh mostly inserts; nil when not started.
+	an *fedAnalysis
+}
+
+// fedAnalysis is analyseDoc of a fed node's text (summary, "\n", payload),
+// valid once done is closed.
+type fedAnalysis struct {
+	text string // what is analysed
+	done chan struct{}
+	a    analysed
+}
+
+// analyseSlots bounds the fed nodes analysed at once (GOMAXPROCS).
+var analyseSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// startAnalysis analyses text in the background (at most GOMAXPROCS at
+// once); the result is ready when done is closed.
+func startAnalysis(text string) *fedAnalysis {
+	an := &fedAnalysis{text: text, done: make(chan struct{})}
+	go func() {
+		analyseSlots <- struct{}{}
+		an.a = analyseDoc(text)
+		<-analyseSlots
+		close(an.done)
+	}()
+	return an
+}
+
+// analysis returns the fed node's analysis of text when one was started
+// for that very text (waiting for it), else analyseDoc(text).
+func (n fedNode) analysis(text string) analysed {
+	if n.an != nil && n.an.text == text {
+		<-n.an.done
+		return n.an.a
+	}
+	return analyseDoc(text)
 }
 
 // fedMax bounds the bytes of fed texts held per process (texts fed past
@@ -30,7 +69,14 @@ var fed = struct {
 	sync.Mutex
 	m     map[string]map[int]fedNode // store directory → step → node
 	bytes int
+	an    int // fed nodes holding an analysis (fedNode.an)
 }{m: map[string]map[int]fedNode{}}
+
+// fedAnalysesMax bounds the fed nodes analysed ahead of a Refresh, per
+// process: a fold event's fifty nodes are, the tens of thousands of a
+// large first fold are not all held analysed at once (past the bound,
+// Refresh analyses them in chunks, as it inserts them).
+const fedAnalysesMax = 512
 
 // Folded hands the ranked index of store s the text of the cold nodes a
 // fold just wrote (rs as Store.FoldBatch returned it; results without a
@@ -73,8 +119,19 @@ func feed(dir string, n *contextfold.ColdNode) {
 	}
 	if old, ok := m[n.StepID]; ok {
 		fed.bytes -= len(old.summary) + len(old.raw)
+		if old.an != nil {
+			fed.an--
+		}
 	}
-	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent}
+	text := n.Summary + "\n" + n.RawContent
+	an := takePrepared(dir, n.StepID, text)
+	if an == nil && fed.an < fedAnalysesMax {
+		an = startAnalysis(text)
+	}
+	if an != nil {
+		fed.an++
+	}
+	m[n.StepID] = fedNode{artifact: n.ArtifactSHA256, summary: n.Summary, raw: n.RawContent, an: an}
 	fed.bytes += len(n.Summary) + len(n.RawContent)
 }
 
@@ -90,6 +147,9 @@ func takeFed(dir string) map[int]fedNode {
 	delete(fed.m, dir)
 	for _, n := range m {
 		fed.bytes -= len(n.summary) + len(n.raw)
+		if n.an != nil {
+			fed.an--
+		}
 	}
 	return m
 }
@@ -101,4 +161,80 @@ func (n fedNode) text(e *contextfold.Entry) (string, bool) {
 		return "", false
 	}
 	return n.summary + "\n" + n.raw, true
+}
+
+// Analyses prepared ahead of a fold (PrepareAnalysis), by store directory
+// and step, at most preparedMax bytes of text per process.
+var prepared = struct {
+	sync.Mutex
+	m     map[string]map[int]*fedAnalysis
+	bytes int
+}{m: map[string]map[int]*fedAnalysis{}}
+
+// preparedMax bounds the text of the analyses prepared and not yet folded,
+// per process (a variable for tests).
+var preparedMax = 16 << 20
+
+// PrepareAnalysis analyses text, on the caller's goroutine, ahead of the
+// fold of step into store s: text is what the step's cold node will hold
+// (its summary, "\n", its payload, as scrubbed: contextfold.Store.Prepare
+// returns them). When that fold hands the node over (Folded, FoldedNode)
+// and the node's text is this very text, its analysis is taken from here
+// instead of being made then; any other text is analysed as before. When
+// the texts prepared and not folded would pass preparedMax bytes, the
+// memo is emptied first (it may hold steps that never fold). Safe for
+// concurrent use.
+func PrepareAnalysis(s *contextfold.Store, step int, text string) {
+	if s == nil || !utf8.ValidString(text) {
+		return
+	}
+	dir := s.Dir()
+	prepared.Lock()
+	old := prepared.m[dir][step]
+	prepared.Unlock()
+	if old != nil && old.text == text || len(text) > preparedMax {
+		return
+	}
+	an := &fedAnalysis{text: text, done: make(chan struct{}), a: analyseDoc(text)}
+	close(an.done)
+	prepared.Lock()
+	defer prepared.Unlock()
+	m := prepared.m[dir]
+	if m == nil {
+		m = map[int]*fedAnalysis{}
+		prepared.m[dir] = m
+	}
+	if old := m[step]; old != nil {
+		prepared.bytes -= len(old.text)
+	}
+	if prepared.bytes+len(text) > preparedMax {
+		// Full (of analyses of steps that may never fold, in sessions
+		// gone): start again rather than never prepare again.
+		clear(prepared.m)
+		prepared.bytes = 0
+		m = map[int]*fedAnalysis{}
+		prepared.m[dir] = m
+	}
+	m[step] = an
+	prepared.bytes += len(text)
+}
+
+// takePrepared removes step's prepared analysis at dir and returns it when
+// it is of text (nil otherwise).
+func takePrepared(dir string, step int, text string) *fedAnalysis {
+	prepared.Lock()
+	defer prepared.Unlock()
+	an := prepared.m[dir][step]
+	if an == nil {
+		return nil
+	}
+	delete(prepared.m[dir], step)
+	prepared.bytes -= len(an.text)
+	if len(prepared.m[dir]) == 0 {
+		delete(prepared.m, dir)
+	}
+	if an.text != text {
+		return nil
+	}
+	return an
 }

@@ -2,10 +2,12 @@ package ranked
 
 import (
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/backend"
@@ -403,7 +405,11 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 		}
 		return true
 	}
-	for _, e := range entries {
+	var pre []newDoc
+	for k, e := range entries {
+		if k%analyseChunk == 0 {
+			pre = ix.analyseNew(s, entries[k:min(len(entries), k+analyseChunk)], fedNodes, pre)
+		}
 		present[e.StepID] = true
 		if d, ok := ix.stepDoc(e.StepID); ok {
 			if ix.artifactOf(d) == e.ArtifactSHA256 {
@@ -417,18 +423,18 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 			}
 			ix.kill(d)
 		}
-		text, ok := fedNodes[e.StepID].text(e) // fed.go: the text just folded
-		if ok {
+		nd := pre[k%analyseChunk]
+		if !nd.ok { // not foreseen by analyseNew (it is, for every entry not indexed as it is)
+			nd = newDocOf(s, e, fedNodes)
+			nd.analyse()
+		}
+		if nd.fed {
 			ix.fedUsed++
 		} else {
-			text = e.Summary
 			ix.read++
-			if n, err := s.ReadColdNode(e.StepID); err == nil {
-				text = n.Summary + "\n" + n.RawContent
-			}
 		}
 		d := doc{step: e.StepID, artifact: e.ArtifactSHA256, tokens: e.TokenEstimate, summary: e.Summary, evicted: e.Evicted}
-		a := analyseDoc(text)
+		a := nd.a
 		ix.insert(d, a)
 		if ix.snapID != (snapIdentity{}) && keepRecs() {
 			recs = append(recs, deltaRecord{d: d, a: a})
@@ -469,6 +475,84 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 		}
 	}
 	return nil
+}
+
+// analyseChunk is the number of entries refresh reads and analyses ahead
+// (the analyses are held until inserted).
+const analyseChunk = 256
+
+// newDoc is a node refresh is about to insert: its text (fed or read back)
+// and its analysis.
+type newDoc struct {
+	text string
+	a    analysed
+	fed  bool     // the text was fed (fed.go), not read from disk
+	from *fedNode // the fed node, whose analysis may be under way
+	ok   bool
+}
+
+// newDocOf returns the text refresh indexes for entry e: the fed text of
+// the node just folded (fed.go) or, else, the cold node read back (its
+// summary alone when it cannot be read).
+func newDocOf(s *contextfold.Store, e *contextfold.Entry, fedNodes map[int]fedNode) newDoc {
+	n := fedNodes[e.StepID]
+	if text, ok := n.text(e); ok {
+		return newDoc{text: text, fed: true, from: &n, ok: true}
+	}
+	text := e.Summary
+	if n, err := s.ReadColdNode(e.StepID); err == nil {
+		text = n.Summary + "\n" + n.RawContent
+	}
+	return newDoc{text: text, ok: true}
+}
+
+// analyse sets nd.a: the fed node's analysis when one was started for its
+// text (fed.go), else analyseDoc of the text.
+func (nd *newDoc) analyse() {
+	if nd.from != nil {
+		nd.a = nd.from.analysis(nd.text)
+		return
+	}
+	nd.a = analyseDoc(nd.text)
+}
+
+// analyseNew reads (in order, on the caller's goroutine) and analyses (on
+// up to GOMAXPROCS goroutines: each analysis is a pure function of its
+// text) the nodes of chunk that refresh will insert: those not indexed
+// with the same artifact. It returns them by position in chunk, in buf's
+// storage; the other positions are zero (ok false). The inserts stay in
+// entry order, so the index is the same as analysed one by one.
+func (ix *Index) analyseNew(s *contextfold.Store, chunk []*contextfold.Entry, fedNodes map[int]fedNode, buf []newDoc) []newDoc {
+	out := append(buf[:0], make([]newDoc, len(chunk))...)
+	var todo []int
+	for k, e := range chunk {
+		if d, ok := ix.stepDoc(e.StepID); ok && ix.artifactOf(d) == e.ArtifactSHA256 {
+			continue
+		}
+		out[k] = newDocOf(s, e, fedNodes)
+		todo = append(todo, k)
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(todo))
+	if workers <= 1 {
+		for _, k := range todo {
+			out[k].analyse()
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1) - 1); j < len(todo); j = int(next.Add(1) - 1) {
+				k := todo[j]
+				out[k].analyse()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // Add indexes one node's text (summary and payload) under its step; a step

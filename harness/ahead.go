@@ -1,0 +1,190 @@
+package harness
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
+)
+
+// Preparing turns ahead of their fold. In a session the turns a fold event
+// folds arrived many requests earlier; what the fold derives from each of
+// them alone (its summary, its record's target files, and in the store its
+// scrubbed form, token estimate and projection fields: Store.Prepare) can
+// be derived off the request's path, after the response of the request
+// that brought them, so that the fold event is mostly writes. What is
+// prepared is used only for the very message it was derived from (every
+// input compared), so records, summaries and cold nodes are the same bytes
+// whether a turn was prepared or not.
+
+// aheadState is the harness's part of what PrepareAhead derived. seen is
+// guarded by Harness.mu; the rest by its own mu (the preparation runs on
+// another goroutine).
+type aheadState struct {
+	seen map[int]uint64 // step → Message.Key handed to a preparation
+	gen  atomic.Uint64  // dispatches begun
+
+	mu    sync.Mutex
+	turns map[int]*aheadTurn
+	bytes int
+	// summaryHits and filesHits count the prepared summaries and files
+	// used (for tests).
+	summaryHits, filesHits int
+}
+
+// aheadMax bounds the bytes of message text the prepared turns hold (a
+// variable for tests); turns past it are not prepared.
+var aheadMax = 16 << 20
+
+// aheadTurn is what was derived of one message: its Summarize and its
+// messageFiles, with every input they read.
+type aheadTurn struct {
+	role, tool, command string
+	isError             bool
+	text                string // summaryText
+	summary             string
+	payload             string   // Message.payload, which messageFiles read ("": none)
+	files               []string // messageFiles(command, payload)
+}
+
+func (t *aheadTurn) of(m Message) bool {
+	return t.role == m.Role && t.tool == m.Tool && t.command == m.Command && t.isError == m.IsError
+}
+
+// summary returns Summarize of message i (m, whose summaryText is text)
+// when it was prepared from the same inputs.
+func (a *aheadState) summary(i int, m Message, text string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.turns[i]
+	if t == nil || !t.of(m) || t.text != text {
+		return "", false
+	}
+	a.summaryHits++
+	return t.summary, true
+}
+
+// files returns messageFiles of message i (m, its command set) when it was
+// prepared from the same inputs, else nil; the prepared turn is dropped
+// either way (its record is being made).
+func (a *aheadState) files(i int, m Message) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.turns[i]
+	if t == nil {
+		return nil
+	}
+	delete(a.turns, i)
+	a.bytes -= len(t.text) + len(t.payload)
+	if payload, _ := m.payload(); !t.of(m) || t.payload == "" || t.payload != payload {
+		return nil
+	}
+	a.filesHits++
+	return slices.Clone(t.files)
+}
+
+// put keeps t as message i's, unless that passes aheadMax.
+func (a *aheadState) put(i int, t *aheadTurn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.bytes + len(t.text) + len(t.payload)
+	if old := a.turns[i]; old != nil {
+		n -= len(old.text) + len(old.payload)
+	}
+	if n > aheadMax {
+		return
+	}
+	if a.turns == nil {
+		a.turns = map[int]*aheadTurn{}
+	}
+	a.turns[i], a.bytes = t, n
+}
+
+// aheadIn is a message handed to a preparation.
+type aheadIn struct {
+	i       int
+	m       Message // its command set (commandFor)
+	text    string  // summaryText(m)
+	payload string  // m.payload() ("": none)
+	store   string  // m.storePayload(), the turn's raw content
+}
+
+// PrepareAhead returns the work that prepares, off the request's path,
+// the messages of conv that a later fold event may fold: every message
+// that is not a system message, not folded, not left the prompt and not in
+// the store, and that was not handed to a preparation before with the same
+// Message.Key (messages without a Key are not prepared). It returns nil
+// when there is none. Call it after the request's dispatch; run the work
+// on any goroutine, once (the proxy runs it after the response): it reads
+// only its own copies of the messages, and writes only the harness's
+// prepared turns (own lock), the store's (Store.Prepare) and the ranked
+// index's prepared analyses (match.Prepare). The work yields to a later
+// dispatch of the harness: once one has begun it stops after its current
+// few messages and hands the rest back (a later PrepareAhead prepares
+// them), so that it never competes with a fold event for the CPU. Cost on the
+// caller's path: one pass over conv, no hashing.
+func (h *Harness) PrepareAhead(conv []Message) func() {
+	h.mu.Lock()
+	var in []aheadIn
+	ws := h.ws
+	if h.ahead.seen == nil {
+		h.ahead.seen = map[int]uint64{}
+	}
+	for i, m := range conv {
+		if m.Key == 0 || h.ahead.seen[i] == m.Key || m.Role == RoleSystem || h.entries[i] != nil ||
+			ws != nil && (ws.folded.has(i) || ws.removed.has(i)) {
+			continue
+		}
+		store, ok := m.storePayload()
+		if !ok {
+			continue
+		}
+		h.ahead.seen[i] = m.Key
+		m.Command = commandFor(conv, i)
+		payload, _ := m.payload()
+		in = append(in, aheadIn{i: i, m: m, text: summaryText(m), payload: payload, store: store})
+	}
+	var mode match.Mode
+	if len(in) > 0 {
+		mode = h.matchMode()
+	}
+	gen := h.ahead.gen.Load()
+	h.mu.Unlock()
+	if len(in) == 0 {
+		return nil
+	}
+	return func() {
+		for k := 0; k < len(in); k += aheadChunk {
+			if h.ahead.gen.Load() != gen {
+				// A later request is being dispatched: the CPU is its; the
+				// messages not prepared are handed over again later.
+				h.mu.Lock()
+				for _, c := range in[k:] {
+					if h.ahead.seen[c.i] == c.m.Key {
+						delete(h.ahead.seen, c.i)
+					}
+				}
+				h.mu.Unlock()
+				return
+			}
+			chunk := in[k:min(len(in), k+aheadChunk)]
+			turns := make([]contextfold.Turn, 0, len(chunk))
+			for _, c := range chunk {
+				t := &aheadTurn{role: c.m.Role, tool: c.m.Tool, command: c.m.Command, isError: c.m.IsError,
+					text: c.text, summary: summarizeText(c.m, c.text), payload: c.payload}
+				if c.payload != "" {
+					t.files = messageFiles(c.m.Command, c.payload)
+				}
+				h.ahead.put(c.i, t)
+				turns = append(turns, contextfold.Turn{StepID: c.i, Summary: t.summary, RawContent: c.store, SessionID: h.cfg.SessionID})
+			}
+			match.Prepare(h.store, mode, turns)
+		}
+	}
+}
+
+// aheadChunk is the messages prepared between two checks for a later
+// dispatch.
+const aheadChunk = 4
