@@ -110,10 +110,16 @@ const (
 	// Snowball stemming (ranked.Analyze's word terms), top 5: the standard
 	// lexical baseline a scorer must beat.
 	MethodBM25Stem = "BM25+stem top-5"
+	// MethodBM25StemBudget is BM25+stem's ranking admitted against the
+	// ranked scan's per-turn budget as the ranked scan admits its picks
+	// (the first always, a later one when it fits what remains): the
+	// baseline at the same cost, where BM25 top-5 may spend more tokens
+	// than the budget when the best-matching turns are long.
+	MethodBM25StemBudget = "BM25+stem in budget"
 )
 
 // methods are the LoCoMo report's columns, in order.
-var methods = []string{MethodExact, MethodRanked, MethodBM25, MethodBM25Stem}
+var methods = []string{MethodExact, MethodRanked, MethodBM25, MethodBM25Stem, MethodBM25StemBudget}
 
 // Score accumulates evidence recall over questions.
 type Score struct {
@@ -297,8 +303,18 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 				got[MethodBM25Stem] = append(got[MethodBM25Stem], d)
 				tok[MethodBM25Stem] += float64(contextfold.TokenEstimate(texts[d]))
 			}
-			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25]) {
-				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25])
+			left := budget
+			for _, d := range bms.top(qa.Question, len(texts)) {
+				cost := float64(contextfold.TokenEstimate(texts[d]))
+				if len(got[MethodBM25StemBudget]) > 0 && cost > left {
+					continue
+				}
+				got[MethodBM25StemBudget] = append(got[MethodBM25StemBudget], d)
+				tok[MethodBM25StemBudget] += cost
+				left -= cost
+			}
+			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25StemBudget]) {
+				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25StemBudget])
 				for _, e := range ev {
 					for _, st := range e {
 						fmt.Printf("  ev %d: %s\n", st, texts[st])
