@@ -363,7 +363,9 @@ func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
 }
 
 // Recall is recall in the given mode. Exact: exactly s.Recall(query).
-// Ranked: the nodes the ranked scorer finds (before any cut-off by budget),
+// Ranked: when the query quotes a needle (rule "exact needles"), the
+// nodes holding it come first, in the scan's order (needlesFirst);
+// otherwise the nodes the ranked scorer finds (before any cut-off by budget),
 // labelled as CONF-04 does: the nodes holding the most distinct prompt
 // terms form the primary tier, newest first, labelled
 // latest_chronological, superseded…, historical; the others follow by
@@ -378,6 +380,9 @@ func Recall(s *contextfold.Store, query string, mode Mode) ([]contextfold.Recall
 	}
 	hits := ix.Recall(query, params)
 	out := []contextfold.RecallHit{}
+	if needles := needleNodes(s, ix, query, -1, nil); len(needles) > 0 {
+		return needlesFirst(needles, hits), nil
+	}
 	if len(hits) == 0 {
 		return out, nil
 	}
@@ -407,6 +412,49 @@ func Recall(s *contextfold.Store, query string, mode Mode) ([]contextfold.Recall
 		}
 	}
 	return append(out, append(primary, rest...)...), nil
+}
+
+// needlesFirst is Recall's order when the query quotes a needle (rule
+// "exact needles"): the nodes holding it literally come first, in the
+// order the scan hydrates them (needleNodes: most needles, then fullest
+// evidence first: the tool output before the command and the restatement),
+// labelled by chronology among themselves as CONF-04 labels its primary
+// tier (the newest latest_chronological, the oldest historical, the others
+// superseded); the other ranked hits follow by score, labelled related.
+// A needle node's Coverage is the primary prompt terms it holds (the
+// ranked hit's) or, when the ranked scorer did not list it, the needles it
+// holds; its Score is the ranked hit's, 0 when unlisted.
+func needlesFirst(needles []*needleNode, hits []ranked.Hit) []contextfold.RecallHit {
+	byStep := map[int]ranked.Hit{}
+	for _, h := range hits {
+		byStep[h.Step] = h
+	}
+	out := make([]contextfold.RecallHit, 0, len(needles)+len(hits))
+	newest, oldest := needles[0].step, needles[0].step
+	for _, n := range needles {
+		newest, oldest = max(newest, n.step), min(oldest, n.step)
+	}
+	inTier := map[int]bool{}
+	for _, n := range needles {
+		rh := contextfold.RecallHit{StepID: n.step, Coverage: len(n.held), Summary: n.summary, Status: contextfold.StatusSuperseded}
+		if h, ok := byStep[n.step]; ok {
+			rh.Coverage, rh.Score, rh.Evicted = h.Coverage, int(math.Round(h.Score*100)), h.Evicted
+		}
+		switch n.step {
+		case newest:
+			rh.Status = contextfold.StatusLatest
+		case oldest:
+			rh.Status = contextfold.StatusHistorical
+		}
+		inTier[n.step] = true
+		out = append(out, rh)
+	}
+	for _, h := range hits {
+		if !inTier[h.Step] {
+			out = append(out, contextfold.RecallHit{StepID: h.Step, Coverage: h.Coverage, Score: int(math.Round(h.Score * 100)), Summary: h.Summary, Evicted: h.Evicted, Status: contextfold.StatusRelated})
+		}
+	}
+	return out
 }
 
 // Hydrate pages a cold node in. Exact: exactly s.Hydrate(step) (the

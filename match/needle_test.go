@@ -226,3 +226,41 @@ func TestNeedleKeepsIntentOwnership(t *testing.T) {
 		t.Fatalf("hydrated %v, want 40 and not the superseded 5", got)
 	}
 }
+
+// Recall (ranked) puts the needle nodes first, as the scan hydrates them:
+// for a question quoting a planted token, the first hit is the tool output
+// holding it. Before, recall listed by score and coverage only (the call
+// or the restatement, or broader matches, came first for most classes).
+func TestRecallPutsNeedlesFirst(t *testing.T) {
+	s := newStore(t, `{"matching": "ranked"}`)
+	cases := needleCases(11)
+	turns, outputs := plantNeedles(testgen.New(11), 1000, cases)
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		prompt := fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+		hits, err := match.Recall(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].StepID != outputs[i] || len(res.Selected) == 0 || hits[0].StepID != res.Selected[0].StepID {
+			var got []int
+			for _, h := range hits {
+				got = append(got, h.StepID)
+			}
+			t.Errorf("%s %s: recall %v, want the output %d first, as the scan", c.class, c.quoted, got, outputs[i])
+		}
+		// Labels stay chronological: the restatement after the output is
+		// the newest node holding the token.
+		for _, h := range hits {
+			if h.StepID == outputs[i]+1 && h.Status != contextfold.StatusLatest {
+				t.Errorf("%s: the newest node holding the token (step %d) is labelled %q", c.class, h.StepID, h.Status)
+			}
+		}
+	}
+}

@@ -140,7 +140,11 @@ highest coverage come first, newest step first, labelled latest_chronological,
 superseded…, historical; the other candidates follow, labelled related. The
 score is the ranked scorer's × 100 (the default, as for scan: the store's
 "matching" setting, else ranked), or with --match exact the reference's: +2
-per query term in the node's summary and +1 per term in the node.`,
+per query term in the node's summary and +1 per term in the node. In ranked
+mode a query that quotes a needle (a path, URL, version, identifier or quoted
+string held by at most 5 nodes) lists the nodes holding it first, in the order
+scan hydrates them (fullest evidence first), labelled by chronology among
+themselves; the other candidates follow, labelled related.`,
 		Example: `  contextfold recall PostgreSQL port
   contextfold recall --json migration V12`,
 		RunE: func(cmd *cobra.Command, args []string) error {

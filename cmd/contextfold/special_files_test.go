@@ -26,7 +26,7 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 	t.Setenv("CONTEXTFOLD_CACHE_DIR", cache)
 	store := []string{"recall_index.json", "hydration_policy.json", "store_settings.json", "eviction_log.json",
 		"policy_history.json", "repair_log.json", "cold_nodes/step_000137.json"}
-	caches := []string{"recall_index.cache", "ranked-index.v4", "ranked-index.v4.delta"}
+	caches := []string{"recall_index.cache", "ranked-index.v5", "ranked-index.v5.delta"}
 	cmds := [][]string{{"validate"}, {"repair"}, {"scrub-check"}, {"scan", "postgres port"}, {"recall", "port"},
 		{"hydrate", "137"}, {"status"}, {"steps"}}
 	for _, target := range append(store, caches...) {

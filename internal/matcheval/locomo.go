@@ -110,10 +110,16 @@ const (
 	// Snowball stemming (ranked.Analyze's word terms), top 5: the standard
 	// lexical baseline a scorer must beat.
 	MethodBM25Stem = "BM25+stem top-5"
+	// MethodBM25StemBudget is BM25+stem's ranking admitted against the
+	// ranked scan's per-turn budget as the ranked scan admits its picks
+	// (the first always, a later one when it fits what remains): the
+	// baseline at the same cost, where BM25 top-5 may spend more tokens
+	// than the budget when the best-matching turns are long.
+	MethodBM25StemBudget = "BM25+stem in budget"
 )
 
 // methods are the LoCoMo report's columns, in order.
-var methods = []string{MethodExact, MethodRanked, MethodBM25, MethodBM25Stem}
+var methods = []string{MethodExact, MethodRanked, MethodBM25, MethodBM25Stem, MethodBM25StemBudget}
 
 // Score accumulates evidence recall over questions.
 type Score struct {
@@ -174,6 +180,12 @@ type LoCoMoOptions struct {
 	// Undated folds each turn as "Speaker: text" without its session date
 	// (UndatedPayload): what a proxy sees of a chat, which carries no dates.
 	Undated bool
+	// Uneven folds the conversation as unevenNodes does instead of one node
+	// per turn: turns split into one message per sentence, runs of turns
+	// merged into one long message, lower-cased and unpunctuated text — the
+	// uneven lengths and casual writing of real chat, as a check that a
+	// scoring rule does not only fit LoCoMo's even, well-written turns.
+	Uneven bool
 }
 
 // RunLoCoMoWith is RunLoCoMo with options (undated payloads).
@@ -218,19 +230,21 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 		if err != nil {
 			return nil, err
 		}
-		step := map[string]int{}
+		step := map[string][]int{}
 		var folds []contextfold.Turn
 		var texts []string
 		total := 0
-		for i, t := range turns {
-			payload := TurnPayload(t)
-			if o.Undated {
-				payload = UndatedPayload(t)
+		nodes := plainNodes(turns, o.Undated)
+		if o.Uneven {
+			nodes = unevenNodes(turns, o.Undated, uint64(ci))
+		}
+		for i, nd := range nodes {
+			for _, id := range nd.diaIDs {
+				step[normDiaID(id)] = append(step[normDiaID(id)], i)
 			}
-			step[normDiaID(t.DiaID)] = i
-			folds = append(folds, contextfold.Turn{StepID: i, Summary: clip(payload, 100), RawContent: payload})
-			texts = append(texts, payload)
-			total += contextfold.TokenEstimate(payload)
+			folds = append(folds, contextfold.Turn{StepID: i, Summary: clip(nd.payload, 100), RawContent: nd.payload})
+			texts = append(texts, nd.payload)
+			total += contextfold.TokenEstimate(nd.payload)
 		}
 		if len(folds) == 0 {
 			continue
@@ -250,10 +264,14 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 		rep.Conversations++
 		rep.Turns += len(folds)
 		for _, qa := range sample.QA {
-			var ev []int
+			// ev: per evidence turn, the steps of the nodes holding it (one,
+			// or its pieces when the turn was split).
+			var ev [][]int
+			evSeen := map[string]bool{}
 			for _, e := range qa.Evidence {
 				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
-					if st, ok := step[normDiaID(id)]; ok {
+					if st, ok := step[normDiaID(id)]; ok && !evSeen[normDiaID(id)] {
+						evSeen[normDiaID(id)] = true
 						ev = append(ev, st)
 					}
 				}
@@ -285,10 +303,22 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 				got[MethodBM25Stem] = append(got[MethodBM25Stem], d)
 				tok[MethodBM25Stem] += float64(contextfold.TokenEstimate(texts[d]))
 			}
-			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25]) {
-				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25])
+			left := budget
+			for _, d := range bms.top(qa.Question, len(texts)) {
+				cost := float64(contextfold.TokenEstimate(texts[d]))
+				if len(got[MethodBM25StemBudget]) > 0 && cost > left {
+					continue
+				}
+				got[MethodBM25StemBudget] = append(got[MethodBM25StemBudget], d)
+				tok[MethodBM25StemBudget] += cost
+				left -= cost
+			}
+			if os.Getenv("CFEVAL_DEBUG_CONVERSATION") == strconv.Itoa(ci) && recall(ev, got[MethodRanked]) < recall(ev, got[MethodBM25StemBudget]) {
+				fmt.Printf("Q[%d] %s\n  evidence %v ranked %v bm25 %v\n", qa.Category, qa.Question, ev, got[MethodRanked], got[MethodBM25StemBudget])
 				for _, e := range ev {
-					fmt.Printf("  ev %d: %s\n", e, texts[e])
+					for _, st := range e {
+						fmt.Printf("  ev %d: %s\n", st, texts[st])
+					}
 				}
 				if len(got[MethodRanked]) > 0 {
 					fmt.Printf("  r1 %d: %s\n", got[MethodRanked][0], texts[got[MethodRanked][0]])
@@ -377,20 +407,25 @@ func normDiaID(id string) string {
 	return strings.ToUpper(strings.TrimSpace(strings.ReplaceAll(id, " ", "")))
 }
 
-func recall(evidence, picks []int) float64 {
-	want := map[int]bool{}
-	for _, e := range evidence {
-		want[e] = true
-	}
-	hit := 0
+// recall is the share of the evidence turns found: an evidence turn
+// (the steps of the nodes holding it) is found when a pick is one of its
+// nodes. Two evidence turns merged into one node are both found by it.
+func recall(evidence [][]int, picks []int) float64 {
+	picked := map[int]bool{}
 	for _, p := range picks {
-		if want[p] {
-			hit++
-			delete(want, p)
+		picked[p] = true
+	}
+	hit, n := 0, 0
+	for _, steps := range evidence {
+		n++
+		for _, s := range steps {
+			if picked[s] {
+				hit++
+				break
+			}
 		}
 	}
-	n := hit + len(want)
-	return float64(hit) / float64(n)
+	return float64(hit) / float64(max(n, 1))
 }
 
 // Format renders the report as a Markdown table.

@@ -182,3 +182,59 @@ func TestNeedleProbesShort(t *testing.T) {
 		}
 	}
 }
+
+// The uneven perturbation (LoCoMoOptions.Uneven) is deterministic, keeps
+// every turn's words in some node, and does split turns and merge runs:
+// its node count differs from the turn count and its node lengths spread
+// wider than the turns'.
+func TestUnevenNodes(t *testing.T) {
+	data, err := LoadLoCoMo("testdata/locomo/locomo10.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := data[0].Turns()
+	a, b := unevenNodes(turns, true, 0), unevenNodes(turns, true, 0)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("unevenNodes is not deterministic")
+	}
+	where := map[string]int{}
+	split, merged := 0, 0
+	for _, n := range a {
+		for _, id := range n.diaIDs {
+			where[id]++
+		}
+		if len(n.diaIDs) > 1 {
+			merged++
+		}
+	}
+	for _, tr := range turns {
+		switch where[tr.DiaID] {
+		case 0:
+			t.Fatalf("turn %s is in no node", tr.DiaID)
+		case 1:
+		default:
+			split++
+		}
+	}
+	if split == 0 || merged == 0 {
+		t.Fatalf("%d turns split, %d merged nodes", split, merged)
+	}
+	spread := func(texts []string) float64 { // the longest over the mean length
+		total, longest := 0, 0
+		for _, s := range texts {
+			total += len(s)
+			longest = max(longest, len(s))
+		}
+		return float64(longest) * float64(len(texts)) / float64(total)
+	}
+	var plain, uneven []string
+	for _, n := range plainNodes(turns, true) {
+		plain = append(plain, n.payload)
+	}
+	for _, n := range a {
+		uneven = append(uneven, n.payload)
+	}
+	if spread(uneven) <= spread(plain) {
+		t.Errorf("uneven lengths spread %.1f, plain %.1f", spread(uneven), spread(plain))
+	}
+}

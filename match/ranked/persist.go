@@ -25,7 +25,7 @@ const cacheName = snapName
 // oldCacheNames are earlier formats' files (or files of an earlier
 // analysis: bump snapName and snapMagic whenever Analyze changes), removed
 // when a snapshot is written.
-var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2", "ranked-index.v3"}
+var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2", "ranked-index.v3", "ranked-index.v4"}
 
 // cachePath returns the cache file of the store at dir ("" when the
 // per-user cache is disabled).

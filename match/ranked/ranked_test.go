@@ -581,3 +581,21 @@ func TestFindCommonTerms(t *testing.T) {
 		t.Fatalf("widget gadget: picks %+v, want step 7 first (common terms only are still walked)", r.Picks)
 	}
 }
+
+// A node is a question turn when its last line asks: a message that asks
+// in passing and then goes on, or a run of messages folded as one whose
+// last one states something, is not.
+func TestIsQuestionLastLine(t *testing.T) {
+	for text, want := range map[string]bool{
+		"Melanie: any fun plans for the summer?":                                  true,
+		"Melanie: we went camping. Any fun plans?\n\n":                            true,
+		"Caroline: How are your pets?\nMelanie: Luna and Oliver are doing great.": false,
+		"what did the build say?\nthe linker failed on libfoo":                    false,
+		"Caroline: I painted a lake at sunset.":                                   false,
+		"これは何ですか？":                                                                true,
+	} {
+		if got := isQuestion(text); got != want {
+			t.Errorf("isQuestion(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
