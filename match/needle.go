@@ -12,13 +12,17 @@ import (
 // maxNeedleCandidates bounds the nodes the needle stage reads to verify one
 // needle (the nodes holding every term of it, ranked.NeedleCandidates):
 // past it, the needle's terms are too common for a literal look-up to be
-// cheap, and the ranking weighs them.
-const maxNeedleCandidates = 32
+// cheap, and the ranking weighs them. A quoted phrase of common words
+// ("x + Poly(x):", "print(None.__doc__)") has a large intersection in the
+// session that prints them; 256 covers the 25 long agent sessions' such
+// phrases (corpus needles 1348 → 1357 of 1368 from 32) at a worst case of
+// about 20 ms of reads on a scan that quotes one.
+const maxNeedleCandidates = 256
 
 // maxNeedleReads bounds the nodes one scan reads for all its needles
 // (ranked.Needles takes at most 8 of them), so that a prompt pasting a log
 // full of tokens costs a bounded number of reads.
-const maxNeedleReads = 64
+const maxNeedleReads = 256
 
 // maxNeedleNodes: a needle held literally by more nodes than this is not
 // rare (rule "exact needles" is for a token held once or a few times); the

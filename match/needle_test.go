@@ -264,3 +264,37 @@ func TestRecallPutsNeedlesFirst(t *testing.T) {
 		}
 	}
 }
+
+// A quoted phrase of common words ("x + Poly(x):") is a needle when a
+// node holds it literally, even when more nodes than the first look-up's
+// bound hold every one of its words: a sympy session prints x and Poly(x)
+// in hundreds of outputs and quotes one line of one of them.
+func TestQuotedPhraseOfCommonWords(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 2000, "max_rehydration_tokens_per_turn": 4000, "matching": "ranked"}`)
+	const n, answer = 200, 117
+	turns := make([]contextfold.Turn, n)
+	for i := range turns {
+		var b strings.Builder
+		for j := range 20 {
+			fmt.Fprintf(&b, "line %d: print(x, Poly(x)) gives %d for sample %d\n", j, i*j%97, i)
+		}
+		if i == answer {
+			b.WriteString("print(\"x + Poly(x):\", x + Poly(x))\n")
+		}
+		turns[i] = contextfold.Turn{StepID: i, Summary: fmt.Sprintf("tool: poly run %d", i), RawContent: b.String()}
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	res, err := match.Scan(s, `Where did "x + Poly(x):" come from, and what was around it?`, match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Selected) == 0 || res.Selected[0].StepID != answer {
+		var got []int
+		for _, p := range res.Selected {
+			got = append(got, p.StepID)
+		}
+		t.Fatalf("selected %v, want step %d first", got, answer)
+	}
+}
