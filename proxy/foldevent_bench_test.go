@@ -66,62 +66,18 @@ func BenchmarkFoldEvent(b *testing.B) {
 		outputLines   = 90  // lines of a tool output (about 800 tokens)
 	)
 	msgs := growingSession(first+perSession*foldEventStep, outputLines)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		io.WriteString(w, openaiReply)
-	}))
-	defer up.Close()
-	var (
-		mu   sync.Mutex
-		last RequestRecord
-	)
-	dir := b.TempDir()
-	// The fold depth is pinned at the fold target (a payback horizon so long
-	// that the cost rule never folds deeper), so every step of foldEventStep
-	// messages crosses the budget again: what is measured is the cost of
-	// writing a fold event, not the fold policy's cadence.
-	srv, err := New(Options{Dir: dir, Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
-		Harness:   harness.Config{PaybackRequests: 1000},
-		OnRequest: func(r RequestRecord) { mu.Lock(); last = r; mu.Unlock() }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	px := httptest.NewServer(srv)
-	defer px.Close()
+	rig := newFoldEventRig(b)
 	body := func(n int) []byte {
 		b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
 		return b
 	}
-	send := func(session string, body []byte) RequestRecord {
-		req, _ := http.NewRequest("POST", px.URL+PathOpenAI, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(HeaderSession, session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return last
-	}
-	nodes := func(session string) int {
-		m, _ := filepath.Glob(filepath.Join(dir, session, "g*", "cold_nodes", "step_*.json"))
-		return len(m)
-	}
-	var all, afterBody benchlat.Latencies
-	var events, folded int
-	var cpu, user time.Duration // the process's CPU time (all, user) during the measured requests
+	send, nodes := rig.send, rig.nodes
 	session, k, had := "", perSession, 0
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		if k == perSession { // a new session: its first request is not measured
-			session, k = "fold-event-"+itoa(events), 0
+			session, k = "fold-event-"+itoa(rig.events), 0
 			send(session, body(first))
 			had = nodes(session)
 		}
@@ -130,26 +86,17 @@ func BenchmarkFoldEvent(b *testing.B) {
 		b.StartTimer()
 		cpu0, user0 := procmem.CPU(), procmem.UserCPU()
 		r := send(session, req)
-		cpu += procmem.CPU() - cpu0
-		user += procmem.UserCPU() - user0
+		rig.cpu += procmem.CPU() - cpu0
+		rig.user += procmem.UserCPU() - user0
 		b.StopTimer()
 		if r.WorkingSet == nil || !r.WorkingSet.FoldEvent {
 			b.Fatalf("request %d of session %s was no fold event", k, session)
 		}
-		now := nodes(session)
-		events, folded, had = events+1, folded+now-had, now
-		all = append(all, r.Overhead)
-		afterBody = append(afterBody, r.Overhead-r.BodyRead)
+		had = rig.measured(r, session, had)
 		b.StartTimer()
 	}
 	b.StopTimer()
-	all.Report(b, "fold-event-")
-	afterBody.Report(b, "fold-event-after-body-")
-	if events > 0 {
-		b.ReportMetric(float64(folded)/float64(events), "nodes/event")
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(events), "cpu-ms/event")
-		b.ReportMetric(float64(user.Microseconds())/1000/float64(events), "user-cpu-ms/event")
-	}
+	rig.report()
 }
 
 // BenchmarkFoldEventGrowing measures fold events as a growing agent
@@ -174,46 +121,12 @@ func BenchmarkFoldEventGrowing(b *testing.B) {
 		agentPause  = 3 * time.Millisecond
 	)
 	msgs := growingSession(3000, outputLines)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		io.WriteString(w, openaiReply)
-	}))
-	defer up.Close()
-	var (
-		mu   sync.Mutex
-		last RequestRecord
-	)
-	dir := b.TempDir()
-	srv, err := New(Options{Dir: dir, Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
-		Harness:   harness.Config{PaybackRequests: 1000},
-		OnRequest: func(r RequestRecord) { mu.Lock(); last = r; mu.Unlock() }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	px := httptest.NewServer(srv)
-	defer px.Close()
+	rig := newFoldEventRig(b)
 	send := func(session string, n int) RequestRecord {
 		body, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
-		req, _ := http.NewRequest("POST", px.URL+PathOpenAI, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(HeaderSession, session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return last
+		return rig.send(session, body)
 	}
-	nodes := func(session string) int {
-		m, _ := filepath.Glob(filepath.Join(dir, session, "g*", "cold_nodes", "step_*.json"))
-		return len(m)
-	}
+	nodes := rig.nodes
 	// next is the length of the request after one of n messages: the next
 	// tool call and its output, and the prompt that follows them.
 	next := func(n int) int {
@@ -223,15 +136,12 @@ func BenchmarkFoldEventGrowing(b *testing.B) {
 		}
 		return n
 	}
-	var all, afterBody benchlat.Latencies
-	var events, folded int
-	var cpu, user time.Duration
 	session, k, n, had := "", perSession, 0, 0
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		if k == perSession { // a new session, up to its first fold event (not measured)
-			session, k, n = "fold-growing-"+itoa(events), 0, 2
+			session, k, n = "fold-growing-"+itoa(rig.events), 0, 2
 			for r := send(session, n); r.WorkingSet == nil || !r.WorkingSet.FoldEvent; r = send(session, n) {
 				n = next(n)
 				time.Sleep(agentPause)
@@ -253,21 +163,97 @@ func BenchmarkFoldEventGrowing(b *testing.B) {
 			if r.WorkingSet == nil || !r.WorkingSet.FoldEvent {
 				continue // not measured: a request between fold events
 			}
-			cpu, user = cpu+c, user+u
-			now := nodes(session)
-			events, folded, had = events+1, folded+now-had, now
-			all = append(all, r.Overhead)
-			afterBody = append(afterBody, r.Overhead-r.BodyRead)
+			rig.cpu, rig.user = rig.cpu+c, rig.user+u
+			had = rig.measured(r, session, had)
 			break
 		}
 		b.StartTimer()
 	}
 	b.StopTimer()
-	all.Report(b, "fold-event-")
-	afterBody.Report(b, "fold-event-after-body-")
-	if events > 0 {
-		b.ReportMetric(float64(folded)/float64(events), "nodes/event")
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(events), "cpu-ms/event")
-		b.ReportMetric(float64(user.Microseconds())/1000/float64(events), "user-cpu-ms/event")
+	rig.report()
+}
+
+// foldEventRig is the proxy of the fold-event benchmarks: a loopback
+// upstream answering every request, the proxy in front of it with the fold
+// depth pinned at the fold target (a payback horizon so long that the cost
+// rule never folds deeper, so that what is measured is the cost of writing
+// a fold event, not the fold policy's cadence), and the measured fold
+// events' latencies, nodes and CPU time.
+type foldEventRig struct {
+	b         *testing.B
+	url, dir  string
+	mu        sync.Mutex
+	last      RequestRecord
+	all       benchlat.Latencies // each measured fold event's overhead
+	afterBody benchlat.Latencies // the same after the body arrived
+	events    int                // fold events measured
+	folded    int                // cold nodes they wrote
+	cpu, user time.Duration      // the process's CPU time (all, user) during them
+}
+
+func newFoldEventRig(b *testing.B) *foldEventRig {
+	rig := &foldEventRig{b: b, dir: b.TempDir()}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, openaiReply)
+	}))
+	b.Cleanup(up.Close)
+	srv, err := New(Options{Dir: rig.dir, Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
+		Harness:   harness.Config{PaybackRequests: 1000},
+		OnRequest: func(r RequestRecord) { rig.mu.Lock(); rig.last = r; rig.mu.Unlock() }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := httptest.NewServer(srv)
+	b.Cleanup(px.Close)
+	rig.url = px.URL
+	return rig
+}
+
+// send posts body as a Chat Completions request of session and returns its
+// record.
+func (rig *foldEventRig) send(session string, body []byte) RequestRecord {
+	req, _ := http.NewRequest("POST", rig.url+PathOpenAI, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderSession, session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		rig.b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		rig.b.Fatalf("status %d", resp.StatusCode)
+	}
+	rig.mu.Lock()
+	defer rig.mu.Unlock()
+	return rig.last
+}
+
+// nodes counts the cold nodes session's stores hold.
+func (rig *foldEventRig) nodes(session string) int {
+	m, _ := filepath.Glob(filepath.Join(rig.dir, session, "g*", "cold_nodes", "step_*.json"))
+	return len(m)
+}
+
+// measured counts fold event r of session, whose stores held had nodes
+// before it, and returns the nodes they hold now.
+func (rig *foldEventRig) measured(r RequestRecord, session string, had int) int {
+	now := rig.nodes(session)
+	rig.events, rig.folded = rig.events+1, rig.folded+now-had
+	rig.all = append(rig.all, r.Overhead)
+	rig.afterBody = append(rig.afterBody, r.Overhead-r.BodyRead)
+	return now
+}
+
+// report reports the measured fold events' metrics.
+func (rig *foldEventRig) report() {
+	rig.all.Report(rig.b, "fold-event-")
+	rig.afterBody.Report(rig.b, "fold-event-after-body-")
+	if rig.events > 0 {
+		n := float64(rig.events)
+		rig.b.ReportMetric(float64(rig.folded)/n, "nodes/event")
+		rig.b.ReportMetric(float64(rig.cpu.Microseconds())/1000/n, "cpu-ms/event")
+		rig.b.ReportMetric(float64(rig.user.Microseconds())/1000/n, "user-cpu-ms/event")
 	}
 }
