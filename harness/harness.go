@@ -885,10 +885,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 	prompt := conv[d.PromptIndex].promptText()
 	key := sha256.Sum256([]byte(prompt))
 	t := h.turn
-	indexed := len(h.entries)
-	if es, err := h.entryMap(); err == nil {
-		indexed = len(es)
-	}
+	indexed := h.indexedSteps()
 	newTurn := t == nil || t.promptIndex != d.PromptIndex || t.promptHash != key
 	if newTurn || (len(t.hydrated) == 0 && len(t.refused) == 0 && indexed > t.indexed) {
 		d.NewTurn = newTurn
@@ -906,6 +903,15 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 	d.Prompt = prompt
 	h.takeTurn(d, t)
 	return scanned
+}
+
+// indexedSteps is the number of steps in the recall index (the entries
+// last read when the index cannot be read now).
+func (h *Harness) indexedSteps() int {
+	if es, err := h.entryMap(); err == nil {
+		return len(es)
+	}
+	return len(h.entries)
 }
 
 // takeTurn puts the turn's hydration into the dispatch and makes its
@@ -937,10 +943,7 @@ func (h *Harness) rescanTurn(d *Dispatch) {
 			delete(h.pending, n.StepID)
 		}
 	}
-	indexed := len(h.entries)
-	if es, err := h.entryMap(); err == nil {
-		indexed = len(es)
-	}
+	indexed := h.indexedSteps()
 	nt := &turnState{promptIndex: t.promptIndex, promptHash: t.promptHash, indexed: indexed, host: -1}
 	h.scanAndHydrate(d.Prompt, nt)
 	h.turn = nt
