@@ -48,7 +48,9 @@ func TestNodePrepOrderAndBound(t *testing.T) {
 		}
 	}
 	np.stop()
-	if got, bound := maxAhead.Load(), int64(4*prepAhead); got > bound {
+	// get releases its node's place before the taker counts it taken, so
+	// the count sees at most one node more than the places (one taker).
+	if got, bound := maxAhead.Load(), int64(4*prepAhead+1); got > bound {
 		t.Errorf("%d nodes prepared ahead of the taker, want at most %d", got, bound)
 	}
 	// Stopped early: the workers end without anyone taking their nodes.
