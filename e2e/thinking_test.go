@@ -77,9 +77,10 @@ func TestClaudeCodeThinkingThroughProxy(t *testing.T) {
 	if !strings.Contains(res.Result, "Build session done: ran 13 steps") {
 		t.Errorf("the session did not finish: %q (turns %d)", res.Result, res.NumTurns)
 	}
-	n := len(px.records())
-	r := runClaude(t, bin, work, env, askPrompt(probes[0]), res.SessionID)
-	checkAnswers(t, []string{r.Result}, []string{px.hydratedSince(n, probes[0])}, px.clientHad)
+	answers, hyd := askUntilCounted(px, func(p probe) string {
+		return runClaude(t, bin, work, env, askPrompt(p), res.SessionID).Result
+	})
+	checkAnswers(t, answers, hyd, px.clientHad)
 	b := checkBinding(t, up)
 	folds, maxClient, maxFwd := logFolds(t, px)
 	if folds == 0 || maxFwd >= maxClient {
@@ -145,9 +146,10 @@ func TestCodexReasoningThroughProxy(t *testing.T) {
 	if !strings.Contains(out, "Build session done: ran 13 steps") {
 		t.Fatalf("the session did not finish: %q", tail(out, 500))
 	}
-	n := len(px.records())
-	a := lastLine(runCodex(t, bin, work, env, askPrompt(probes[0]), true))
-	checkAnswers(t, []string{a}, []string{px.hydratedSince(n, probes[0])}, px.clientHad)
+	answers, hyd := askUntilCounted(px, func(p probe) string {
+		return lastLine(runCodex(t, bin, work, env, askPrompt(p), true))
+	})
+	checkAnswers(t, answers, hyd, px.clientHad)
 	checkReasoning(t, up)
 	if folds, maxClient, maxFwd := logFolds(t, px); folds == 0 || maxFwd >= maxClient {
 		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
@@ -183,9 +185,10 @@ func TestQwenCodeReasoningThroughProxy(t *testing.T) {
 	if !strings.Contains(out, "Build session done: ran 13 steps") {
 		t.Fatalf("the session did not finish: %q", tail(out, 500))
 	}
-	n := len(px.records())
-	a := lastLine(runQwen(t, bin, work, env, askPrompt(probes[0]), true))
-	checkAnswers(t, []string{a}, []string{px.hydratedSince(n, probes[0])}, px.clientHad)
+	answers, hyd := askUntilCounted(px, func(p probe) string {
+		return lastLine(runQwen(t, bin, work, env, askPrompt(p), true))
+	})
+	checkAnswers(t, answers, hyd, px.clientHad)
 	t.Logf("prefix checks: %v", up.Binding())
 	for i, r := range px.records() {
 		if r.Status != 200 {
