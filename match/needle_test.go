@@ -18,13 +18,42 @@ import (
 // prompt quotes it, and the line of the tool output that holds it.
 type needleCase struct {
 	class, token, quoted, line string
+	// decoys are nodes planted after the output (the first more than two
+	// steps after it, rule "intent ownership"), each holding a part of the
+	// token, the token in another case, or the token in its summary only.
+	decoys []contextfold.Turn
+}
+
+// decoy is a planted node of needleCase.decoys (its StepID is set when
+// planted).
+func decoy(summary, raw string) contextfold.Turn {
+	return contextfold.Turn{Summary: summary, RawContent: raw}
+}
+
+// decoyLog is a tool output of lines lines, every one holding line's
+// words (so it is longer than the planted output, and fuller).
+func decoyLog(lines int, line string) string {
+	var b strings.Builder
+	b.WriteString("[tool observation bash]\n")
+	for l := 0; l < lines; l++ {
+		fmt.Fprintf(&b, "%s (entry %d)\n", line, l)
+	}
+	return b.String()
 }
 
 // needleCases generates one needle of every class (rule "exact needles"),
 // distinct per seed: a path, a URL, a version, a decimal, a timestamp
 // fragment, a hash, an e-mail, a slash pair of common words, snake_case,
 // CamelCase and kebab identifiers, a quoted string, and a 0x address quoted
-// without its 0x or without its 0.
+// without its 0x or without its 0. Then the quoted strings and tokens the
+// corpus probes missed, each class with the decoys that made it miss: a
+// quoted line of code whose first run (self.<w>, child.get) is in more
+// than five nodes; a quoted regular expression (a.py|b.py) whose parts
+// are; a quoted phrase whose identifier a newer node holds without the
+// phrase; a quoted word or a CamelCase token that a longer, newer node
+// writes in another case; a path a longer node names in its summary only;
+// a quoted string the nodes write in lower case and the prompt in Turkish
+// capitals (İSTANBUL … BAĞLANTISI).
 func needleCases(seed uint64) []needleCase {
 	r := rand.New(rand.NewPCG(seed, 7))
 	syl := []string{"quor", "van", "tel", "mib", "zor", "pek", "lun", "dras", "wim", "sol"}
@@ -48,6 +77,31 @@ func needleCases(seed uint64) []needleCase {
 		{class: "hex-address", token: fmt.Sprintf("0x7f%02x%08x", 16+n(200), r.Uint32())},
 		{class: "hex-address-x", token: fmt.Sprintf("0x55%02x%08x", 16+n(200), r.Uint32())},
 	}
+	a, b, c, d, e, f, g := w(), w(), w(), w(), w(), w(), w()
+	common := func(lines ...string) []contextfold.Turn {
+		var out []contextfold.Turn
+		for i := 0; i < 7; i++ {
+			out = append(out, decoy("tool: grep output", decoyLog(1, lines[i%len(lines)])))
+		}
+		return out
+	}
+	cases = append(cases,
+		needleCase{class: "quoted-code", token: fmt.Sprintf("self.%s =", a),
+			decoys: common(fmt.Sprintf("x = self.%s.run()", a), fmt.Sprintf("return self.%s", a))},
+		needleCase{class: "quoted-escape", token: fmt.Sprintf("%s = child.get('%s')\\n", b, b),
+			decoys: common(fmt.Sprintf("%s = child.get('%s')", b, b), fmt.Sprintf("node.%s = child.get('%s') or None", b, b))},
+		needleCase{class: "quoted-regex", token: fmt.Sprintf("%s.py|%s.py", c, d),
+			decoys: common(fmt.Sprintf("sympy/physics/%s.py sympy/physics/%s.py", c, d))},
+		needleCase{class: "quoted-part", token: fmt.Sprintf("def set_%s", e),
+			decoys: []contextfold.Turn{decoy("tool: grep output", decoyLog(3, fmt.Sprintf("src/app/view.py:12: self.set_%s(True)  # def unchanged", e)))}},
+		needleCase{class: "quoted-case", token: strings.ToUpper(f[:1]) + f[1:] + "ly",
+			decoys: []contextfold.Turn{decoy("tool: docs", decoyLog(120, fmt.Sprintf("documented %sly in the %s check", f, f)))}},
+		needleCase{class: "camel-case", token: fmt.Sprintf("Type%sVar", strings.Title(g)),
+			decoys: []contextfold.Turn{decoy("tool: find", decoyLog(120, fmt.Sprintf("Visiting ./doc/messages/t/type%svar-name-mismatch", g)))}},
+		needleCase{class: "summary-only", token: fmt.Sprintf("lib/%s/base_%s.py", a, b),
+			decoys: []contextfold.Turn{decoy(fmt.Sprintf("tool bash $ cat lib/%s/base_%s.py: exit 0", a, b), decoyLog(120, "class BaseEstimator: get_params set_params clone"))}},
+		needleCase{class: "unicode-case", token: fmt.Sprintf("istanbul %s ba\u011flant\u0131s\u0131 koptu", c)},
+	)
 	for i := range cases {
 		c := &cases[i]
 		c.quoted = "`" + c.token + "`"
@@ -58,6 +112,12 @@ func needleCases(seed uint64) []needleCase {
 			c.quoted = c.token[2:]
 		case "hex-address-x":
 			c.quoted = c.token[1:]
+		case "quoted-code", "quoted-escape", "quoted-regex", "quoted-part", "quoted-case":
+			c.quoted = `"` + c.token + `"`
+		case "unicode-case":
+			// Written lower-case, asked in Turkish capitals: İ folds to i
+			// (not i + U+0307), I to the dotless ı's fold.
+			c.quoted = `"` + strings.ToUpper(strings.Replace(c.token, "i", "\u0130", 1)) + `"`
 		}
 		c.line = fmt.Sprintf("src/app/handler.go:%d: observed %s in the %s check (value %d)", 100+i, c.token, c.class, 7000+i)
 	}
@@ -86,6 +146,10 @@ func plantNeedles(g testgen.Gen, n int, cases []needleCase) ([]contextfold.Turn,
 		turns[base+1] = contextfold.Turn{StepID: base + 1, Summary: "tool: grep output (80 lines)", RawContent: "[tool observation bash]\n" + log.String()}
 		turns[base+2] = contextfold.Turn{StepID: base + 2, Summary: "assistant: " + c.token + " is in the handler check",
 			RawContent: fmt.Sprintf("The grep shows %s in the %s check of the handler.\n", c.token, c.class)}
+		for k, d := range c.decoys {
+			d.StepID = base + 4 + k
+			turns[base+4+k] = d
+		}
 		outputs[i] = base + 1
 	}
 	return turns, outputs
@@ -256,8 +320,12 @@ func TestRecallPutsNeedlesFirst(t *testing.T) {
 			t.Errorf("%s %s: recall %v, want the output %d first, as the scan", c.class, c.quoted, got, outputs[i])
 		}
 		// Labels stay chronological: the restatement after the output is
-		// the newest node holding the token.
+		// the newest node holding the token (when no decoy after it holds
+		// it in another case or in its summary).
 		for _, h := range hits {
+			if len(c.decoys) > 0 {
+				break
+			}
 			if h.StepID == outputs[i]+1 && h.Status != contextfold.StatusLatest {
 				t.Errorf("%s: the newest node holding the token (step %d) is labelled %q", c.class, h.StepID, h.Status)
 			}
