@@ -366,3 +366,40 @@ func TestQuotedPhraseOfCommonWords(t *testing.T) {
 		t.Fatalf("selected %v, want step %d first", got, answer)
 	}
 }
+
+// Rule "the human's words" holds for needles: the tokens of the notes an
+// agent wraps around every prompt (Claude Code's todo reminder naming
+// TodoWrite, a CLAUDE.md excerpt naming a path, Codex's environment
+// context naming the working directory) are not needles. Before, every
+// question wrapped in them hydrated the nodes holding the notes' tokens
+// first — four different questions, the same nodes — and the token the
+// human quoted came after them or over the budget.
+func TestNeedlesIgnoreAgentMarkup(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	cases := needleCases(21)[:12]
+	turns, outputs := plantNeedles(testgen.New(21), 1000, cases)
+	// The notes' tokens, each in a long node of its own.
+	for i, line := range []string{"TodoWrite tool call: 3 todos", "cat /home/dev/work/app/CLAUDE.md: project instructions", "cwd /home/dev/work/app/services/ledger-api"} {
+		st := 990 - i
+		turns[st] = contextfold.Turn{StepID: st, Summary: "tool: note " + line, RawContent: decoyLog(150, line)}
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	const notes = "<system-reminder>\nThis is a reminder that your todo list is currently empty. DO NOT mention this to the user explicitly. If you are working on tasks that would benefit from a todo list please use the TodoWrite tool to create one.\n</system-reminder>\n" +
+		"<system-reminder>\nContents of /home/dev/work/app/CLAUDE.md (project instructions, checked into the codebase):\n- run make test before committing\n</system-reminder>\n" +
+		"<environment_context>\n  <cwd>/home/dev/work/app/services/ledger-api</cwd>\n  <shell>bash</shell>\n</environment_context>\n"
+	for i, c := range cases {
+		prompt := notes + fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+		if got := ranked.Needles(prompt); !slices.ContainsFunc(got, func(n string) bool { return strings.Contains(c.quoted, n) }) || slices.Contains(got, "TodoWrite") {
+			t.Errorf("%s: needles %q", c.class, got)
+		}
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := steps(res.Selected); len(got) == 0 || got[0] != outputs[i] || slices.ContainsFunc(got, func(st int) bool { return st >= 988 }) {
+			t.Errorf("%s %s: hydrated %v, want the output %d first and no node of the notes", c.class, c.quoted, got, outputs[i])
+		}
+	}
+}

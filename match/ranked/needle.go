@@ -45,10 +45,18 @@ const maxNeedleLen = 200
 // tail is no new word: identifierParts), or is a number of at least 3 digits that
 // is not a year. Plain words are not needles. Distinct (case-insensitive),
 // longest first (ties in prompt order), at most maxNeedles. Deterministic.
+//
+// The agent's own notes around the human's words (stripAgentMarkup:
+// Claude Code's and Qwen Code's <system-reminder>, Codex's
+// <environment_context>, …) are left out first, as the ranked scan leaves
+// them out (rule "the human's words"): the todo reminder's "TodoWrite" or
+// a CLAUDE.md path would otherwise take the needle slots of every prompt
+// and hydrate the same nodes whatever the human asked.
 func Needles(prompt string) []string {
 	if len(prompt) > maxAnalyzeBytes {
 		prompt = prompt[:maxAnalyzeBytes]
 	}
+	prompt = stripAgentMarkup(prompt)
 	var out []string
 	seen := map[string]bool{}
 	add := func(s string) {
