@@ -94,6 +94,7 @@ type wireProbeResult struct {
 	InPrompt bool  // an answer line was still verbatim in the prompt: not a question of recall
 	Hit      bool  // an answer line was in the hydration
 	Steps    []int // the steps hydrated, in order
+	Tokens   int   // the hydration's size as forwarded (characters/4)
 }
 
 // hydratedStepRE finds the step ids of the hydration elements in a
@@ -210,6 +211,7 @@ func wireNeedleProbes(t *testing.T, name string, turns []ingest.Turn, f wireForm
 			hy += qi
 			end := strings.LastIndex(got, harness.HydrationClose) + len(harness.HydrationClose)
 			hydration, prompt = got[hy:end], got[:qi]+got[qi+len(eq):hy]+got[end:]
+			r.Tokens = contextfold.TokenEstimate(hydration)
 			for _, m := range hydratedStepRE.FindAllStringSubmatch(hydration, -1) {
 				var st int
 				fmt.Sscan(m[1], &st)
@@ -232,16 +234,19 @@ func wireNeedleProbes(t *testing.T, name string, turns []ingest.Turn, f wireForm
 }
 
 // probeTally counts wire probes that ask about a turn out of the prompt.
-type probeTally struct{ probes, hits, inPrompt int }
+type probeTally struct{ probes, hits, inPrompt, tokens int }
 
 func (c probeTally) String() string {
 	if c.probes == 0 {
 		return fmt.Sprintf("0 / 0 (in prompt %d)", c.inPrompt)
 	}
-	return fmt.Sprintf("%d / %d (%.1f %%; in prompt %d)", c.hits, c.probes, 100*float64(c.hits)/float64(c.probes), c.inPrompt)
+	return fmt.Sprintf("%d / %d (%.1f %%; in prompt %d; %d tokens a probe)", c.hits, c.probes, 100*float64(c.hits)/float64(c.probes), c.inPrompt, c.tokens/c.probes)
 }
 
 func (c *probeTally) add(r wireProbeResult) {
+	if !r.InPrompt {
+		c.tokens += r.Tokens
+	}
 	switch {
 	case r.InPrompt:
 		c.inPrompt++
