@@ -403,3 +403,32 @@ func TestNeedlesIgnoreAgentMarkup(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNeedleScan is the ranked scan of a question quoting a needle of
+// every class in turn (needleCases) on a store of 10,000 generated nodes:
+// the needle stage's look-ups and reads (at most maxNeedleNodes holders a
+// needle; more for a phrase whose words are common).
+func BenchmarkNeedleScan(b *testing.B) {
+	s, err := contextfold.Open(b.TempDir(), contextfold.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(s.Dir()+"/store_settings.json", []byte(`{"matching": "ranked"}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cases := needleCases(10_000)
+	turns, _ := plantNeedles(testgen.New(10_000), 10_000, cases)
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		b.Fatal(err)
+	}
+	prompts := make([]string, len(cases))
+	for i, c := range cases {
+		prompts[i] = fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := match.Scan(s, prompts[i%len(prompts)], match.Ranked); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
