@@ -87,6 +87,68 @@ func wireRequest(f wireFormat, system string, msgs []map[string]any, q string) [
 	return b
 }
 
+// rawClaudeCode returns a Claude Code transcript's conversation as Claude
+// Code sent it to the Anthropic Messages API — the records' own message
+// objects (thinking with its signature, tool_use blocks, tool_result blocks
+// in user messages), consecutive records of one role joined into one
+// message, side chains and system records left out — and one turn per
+// message holding the text the proxy folds of it (its text blocks and tool
+// results), from which the probes are generated.
+func rawClaudeCode(t testing.TB, path string) ([]map[string]any, []contextfold.Turn) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []map[string]any
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var rec struct {
+			Type        string `json:"type"`
+			IsSidechain bool   `json:"isSidechain"`
+			Message     struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"message"`
+		}
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &rec) != nil || rec.IsSidechain || rec.Type != "user" && rec.Type != "assistant" {
+			continue
+		}
+		blocks, ok := rec.Message.Content.([]any)
+		if !ok {
+			text, _ := rec.Message.Content.(string)
+			blocks = []any{map[string]any{"type": "text", "text": text}}
+		}
+		if n := len(msgs); n > 0 && msgs[n-1]["role"] == rec.Message.Role {
+			msgs[n-1]["content"] = append(msgs[n-1]["content"].([]any), blocks...)
+			continue
+		}
+		msgs = append(msgs, map[string]any{"role": rec.Message.Role, "content": blocks})
+	}
+	turns := make([]contextfold.Turn, len(msgs))
+	for i, m := range msgs {
+		var parts []string
+		for _, b := range m["content"].([]any) {
+			bm := b.(map[string]any)
+			switch bm["type"] {
+			case "text":
+				parts = append(parts, bm["text"].(string))
+			case "tool_result":
+				switch c := bm["content"].(type) {
+				case string:
+					parts = append(parts, c)
+				case []any:
+					for _, x := range c {
+						if xm, ok := x.(map[string]any); ok && xm["type"] == "text" {
+							parts = append(parts, xm["text"].(string))
+						}
+					}
+				}
+			}
+		}
+		turns[i] = contextfold.Turn{StepID: i, RawContent: strings.Join(parts, "\n")}
+	}
+	return msgs, turns
+}
+
 // wireProbeResult is one end-of-session question and what reached the
 // upstream.
 type wireProbeResult struct {
@@ -115,7 +177,22 @@ func wireNeedleProbes(t *testing.T, name string, turns []ingest.Turn, f wireForm
 	for i, tt := range turns {
 		cf[i] = contextfold.Turn{StepID: tt.StepID, Summary: tt.Summary, RawContent: tt.Payload}
 	}
-	probes := matcheval.GenerateNeedleProbes(name, cf)
+	var system string
+	var msgs []map[string]any
+	if f.api == APIAnthropic {
+		system, msgs = anthropicMessages(turns)
+	} else {
+		msgs = chatMessages(turns)
+	}
+	return wireProbeSession(t, name, cf, system, msgs, f, cfg, perSession)
+}
+
+// wireProbeSession is wireNeedleProbes over a conversation already in f's
+// messages (Anthropic Messages for Claude Code, Chat Completions for the
+// others; the Responses format renders them as Codex does) with system
+// prompt system; the probes are generated from turns.
+func wireProbeSession(t *testing.T, name string, turns []contextfold.Turn, system string, msgs []map[string]any, f wireFormat, cfg harness.Config, perSession int) []wireProbeResult {
+	probes := matcheval.GenerateNeedleProbes(name, turns)
 	if perSession > 0 && len(probes) > perSession {
 		kept := make([]matcheval.Probe, 0, perSession)
 		for k := 0; k < perSession; k++ {
@@ -125,13 +202,6 @@ func wireNeedleProbes(t *testing.T, name string, turns []ingest.Turn, f wireForm
 	}
 	if len(probes) == 0 {
 		return nil
-	}
-	var system string
-	var msgs []map[string]any
-	if f.api == APIAnthropic {
-		system, msgs = anthropicMessages(turns)
-	} else {
-		msgs = chatMessages(turns)
 	}
 	api := f.api
 	if api == APIResponses {
@@ -313,8 +383,26 @@ func TestWireNeedleProbes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
+		type run struct {
+			f    wireFormat
+			name string
+			rs   []wireProbeResult
+		}
+		var runs []run
 		for _, f := range wireFormats {
-			rs := wireNeedleProbes(t, name, res.Turns, f, needleProbeConfig, 60)
+			runs = append(runs, run{f, name, wireNeedleProbes(t, name, res.Turns, f, needleProbeConfig, 60)})
+		}
+		if res.Format == ingest.FormatClaudeCode {
+			// And as Claude Code itself sent it: the records' messages
+			// (fewer, larger messages: a hot window of 2, so that the
+			// first half has left the prompt).
+			msgs, turns := rawClaudeCode(t, file)
+			cfg := needleProbeConfig
+			cfg.HotWindow = 2
+			runs = append(runs, run{wireFormats[0], name + " (as sent)", wireProbeSession(t, name, turns, "", msgs, wireFormats[0], cfg, 60)})
+		}
+		for _, x := range runs {
+			f, name, rs := x.f, x.name, x.rs
 			if byFormat[f.name] == nil {
 				byFormat[f.name] = &probeTally{}
 				byClass[f.name] = map[string]*probeTally{}
