@@ -432,3 +432,48 @@ func BenchmarkNeedleScan(b *testing.B) {
 		}
 	}
 }
+
+// "The matched lines are inside the hydrated window": a focused hydration
+// cuts a long line (minified JSON, a one-line log) into pieces of 400 code
+// points, and a needle that a cut splits must still be whole in the
+// window. Before, neither piece held the needle literally, so neither was
+// raised, and the window showed other pieces: 5 of the 14 offsets around
+// the first cut lost the token.
+func TestNeedleSplitByLongLineCut(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	turns := testgen.New(3).SmallTurns(0, 120)
+	var b strings.Builder
+	for b.Len() < 8000 {
+		fmt.Fprintf(&b, `{"k%d":"v%d"},`, b.Len(), b.Len())
+	}
+	blob := b.String()
+	want := map[int]string{}
+	for k, off := 0, 380; off < 420; k, off = k+1, off+3 {
+		tok := fmt.Sprintf("settle_%s_batch", strings.Repeat(string(rune('a'+k)), 3))
+		st := 10 + 7*k
+		turns[st] = contextfold.Turn{StepID: st, Summary: "tool: minified response",
+			RawContent: blob[:off] + " " + tok + " " + blob[off:] + "\n"}
+		want[st] = tok
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	for st, tok := range want {
+		prompt := "what did the response say about `" + tok + "`?"
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Selected) == 0 || res.Selected[0].StepID != st {
+			t.Errorf("%s: selected %v, want %d first", tok, steps(res.Selected), st)
+			continue
+		}
+		h, err := match.Hydrate(s, st, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Truncated || !strings.Contains(h.Content, tok) {
+			t.Errorf("%s: the focused hydration (truncated %v) lacks the token: %.200q", tok, h.Truncated, h.Content)
+		}
+	}
+}
