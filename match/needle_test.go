@@ -53,7 +53,8 @@ func decoyLog(lines int, line string) string {
 // phrase; a quoted word or a CamelCase token that a longer, newer node
 // writes in another case; a path a longer node names in its summary only;
 // a quoted string the nodes write in lower case and the prompt in Turkish
-// capitals (İSTANBUL … BAĞLANTISI).
+// capitals (İSTANBUL … BAĞLANTISI); a URL the nodes write bare and the
+// prompt with its scheme, "www." and a trailing slash.
 func needleCases(seed uint64) []needleCase {
 	r := rand.New(rand.NewPCG(seed, 7))
 	syl := []string{"quor", "van", "tel", "mib", "zor", "pek", "lun", "dras", "wim", "sol"}
@@ -101,6 +102,7 @@ func needleCases(seed uint64) []needleCase {
 		needleCase{class: "summary-only", token: fmt.Sprintf("lib/%s/base_%s.py", a, b),
 			decoys: []contextfold.Turn{decoy(fmt.Sprintf("tool bash $ cat lib/%s/base_%s.py: exit 0", a, b), decoyLog(120, "class BaseEstimator: get_params set_params clone"))}},
 		needleCase{class: "unicode-case", token: fmt.Sprintf("istanbul %s ba\u011flant\u0131s\u0131 koptu", c)},
+		needleCase{class: "url-scheme", token: fmt.Sprintf("api.%s.fi/v2/pools", d)},
 	)
 	for i := range cases {
 		c := &cases[i]
@@ -114,6 +116,10 @@ func needleCases(seed uint64) []needleCase {
 			c.quoted = c.token[1:]
 		case "quoted-code", "quoted-escape", "quoted-regex", "quoted-part", "quoted-case":
 			c.quoted = `"` + c.token + `"`
+		case "url-scheme":
+			// Asked with the scheme, "www." and a trailing slash the
+			// archive does not write.
+			c.quoted = "`https://www." + c.token + "/`"
 		case "unicode-case":
 			// Written lower-case, asked in Turkish capitals: İ folds to i
 			// (not i + U+0307), I to the dotless ı's fold.
@@ -224,6 +230,7 @@ func TestNeedlesOfAPrompt(t *testing.T) {
 		`the "connection reset" error, and it's in team/feature`: {"connection reset", "team/feature"},
 		"what about `x`, in 2023, for the build?":                nil,
 		"look at HandleFunc and settle_ledger, port 5433":        {"settle_ledger", "HandleFunc", "5433"},
+		"see https://www.api.llama.fi/protocols?":                {"https://www.api.llama.fi/protocols", "api.llama.fi/protocols"},
 	}
 	for prompt, want := range cases {
 		got := ranked.Needles(prompt)

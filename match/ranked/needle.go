@@ -46,6 +46,9 @@ const maxNeedleLen = 200
 // is not a year. Plain words are not needles. Distinct (case-insensitive),
 // longest first (ties in prompt order), at most maxNeedles. Deterministic.
 //
+// A URL needle with a scheme or "www." also yields the URL without them
+// (urlHost), so that the turn writing it bare is found.
+//
 // The agent's own notes around the human's words (stripAgentMarkup:
 // Claude Code's and Qwen Code's <system-reminder>, Codex's
 // <environment_context>, …) are left out first, as the ranked scan leaves
@@ -59,7 +62,8 @@ func Needles(prompt string) []string {
 	prompt = stripAgentMarkup(prompt)
 	var out []string
 	seen := map[string]bool{}
-	add := func(s string) {
+	var add func(s string)
+	add = func(s string) {
 		s = strings.TrimSpace(s)
 		if len(s) < 3 || len(s) > maxNeedleLen || !utf8.ValidString(s) {
 			return
@@ -68,6 +72,9 @@ func Needles(prompt string) []string {
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, s)
+		}
+		if host := urlHost(s); host != s && len(host) >= minNeedleLen {
+			add(host)
 		}
 	}
 	// Quoted spans.
@@ -109,6 +116,31 @@ func Needles(prompt string) []string {
 		out = out[:maxNeedles]
 	}
 	return out
+}
+
+// urlHost returns a URL needle without its scheme ("https://") and a
+// leading "www.": a prompt quoting https://www.api.llama.fi/protocols
+// asks for the turn writing api.llama.fi/protocols too (rule "exact
+// needles": the turn that holds the token whatever its punctuation). Any
+// other needle is returned as it is.
+func urlHost(s string) string {
+	if i := strings.Index(s, "://"); i > 0 {
+		scheme := true
+		for j := 0; j < i; j++ {
+			c := s[j] | 0x20
+			if !(c >= 'a' && c <= 'z' || j > 0 && (s[j] >= '0' && s[j] <= '9' || s[j] == '+' || s[j] == '.' || s[j] == '-')) {
+				scheme = false
+				break
+			}
+		}
+		if scheme {
+			s = s[i+3:]
+		}
+	}
+	if len(s) > 4 && strings.EqualFold(s[:4], "www.") && strings.ContainsAny(s[4:], "./") {
+		s = s[4:]
+	}
+	return s
 }
 
 func isWordByte(b byte) bool {
