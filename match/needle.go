@@ -1,9 +1,9 @@
 package match
 
 import (
-	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match/ranked"
@@ -29,80 +29,137 @@ const maxNeedleReads = 256
 // ranking weighs it.
 const maxNeedleNodes = 5
 
+// How a node holds a needle, weakest first: only in its summary (the
+// record a fold leaves in the prompt already shows it), in its payload in
+// another case, in its payload as the prompt writes it.
+const (
+	heldInSummary = 1
+	heldFolded    = 2
+	heldExact     = 3
+)
+
 // needleNode is a node that holds one or more of the prompt's needles
 // literally.
 type needleNode struct {
 	step    int
 	tokens  int
 	summary string
-	held    []string // the needles it holds, in the prompt's needle order
+	held    []string       // the needles it holds, in the prompt's needle order
+	how     map[string]int // needle → heldInSummary, heldFolded or heldExact
+}
+
+// count returns how many of the needles n holds at least as strongly as
+// level.
+func (n *needleNode) count(level int) int {
+	k := 0
+	for _, nd := range n.held {
+		if n.how[nd] >= level {
+			k++
+		}
+	}
+	return k
 }
 
 // needleNodes is the needle stage of a ranked scan (rule "exact needles",
 // ranked.Needles): for each needle of the prompt, the nodes (steps below
-// before) holding its own term (ranked.NeedleCandidate.Whole: not read),
-// or every word of it (at most maxNeedleCandidates), read from the store (not verified: hydration
-// verifies what it pages in) and kept when the raw content holds the
-// needle literally,
-// ignoring case; a needle so held by more than maxNeedleNodes nodes is
-// dropped. The result is ordered by the number of needles a node holds,
-// then fullest evidence first (rule "the output, not the echo": the node
-// with the most tokens — the tool output over the command that produced
-// it and the restatement after it — then the newer step). A node that must
-// be read and cannot be is left out (the scan reports nothing for it; a
-// hydration would report its error).
+// before) that may hold it (ranked.Index.NeedleCandidates: the nodes
+// holding its own term, or every word of it, at most
+// maxNeedleCandidates) are read from the store (not verified: hydration
+// verifies what it pages in) and kept when the payload holds the needle
+// literally, ignoring case (ranked.ContainsFold), or, failing that, the
+// summary does. A needle so held by more than maxNeedleNodes nodes is
+// dropped; so is one whose own term more than maxNeedleNodes nodes hold
+// (not read: it is not rare). The result is ordered by the number of
+// needles a node's payload holds, then by the number it holds as the
+// prompt writes them (case kept: "Appropriately" over "appropriately"),
+// then by the number its summary alone holds, then fullest evidence first
+// (rule "the output, not the echo": the node with the most tokens — the
+// tool output over the command that produced it and the restatement after
+// it — then the newer step). A node that cannot be read is kept only when
+// it holds the needle's own term (its summary and payload hold the needle,
+// up to case).
 //
 // Intent ownership (CONF-13) holds: a node the ranked scan superseded
-// (superseded[step]) is left out when a node holding the same needle is
-// more than echoSpan steps newer — a later update of the fact, not the
-// restatement of an output.
+// (superseded[step]) is left out when a node more than echoSpan steps
+// newer holds every needle it holds, each at least as strongly — a later
+// update of the fact, not the restatement of an output, nor a node that
+// holds a part of a quoted phrase ("set_fill" of "def set_fill") or the
+// token in another case inside a longer one ("typevar-name-mismatch" for
+// "TypeVar").
 func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before int, superseded map[int]bool) []*needleNode {
 	needles := ranked.Needles(prompt)
 	if len(needles) == 0 {
 		return nil
 	}
 	byStep := map[int]*needleNode{}
-	raw := map[int]string{}
+	type read struct {
+		raw string
+		ok  bool
+	}
+	reads := map[int]read{}
 	for _, nd := range needles {
-		var holders []int
-		for _, c := range ix.NeedleCandidates(nd, before, maxNeedleCandidates) {
-			if !c.Whole {
-				text, ok := raw[c.Step]
-				if !ok && len(raw) >= maxNeedleReads {
+		cands := ix.NeedleCandidates(nd, before, maxNeedleCandidates)
+		if len(cands) > maxNeedleNodes && cands[0].Whole {
+			continue // its own term is in more nodes: not rare
+		}
+		type holder struct {
+			c   ranked.NeedleCandidate
+			how int
+		}
+		var holders []holder
+		for _, c := range cands {
+			r, seen := reads[c.Step]
+			if !seen {
+				if len(reads) >= maxNeedleReads {
 					continue // a pasted log of tokens: the ranking weighs the rest
 				}
-				if !ok {
-					if n, err := s.ReadColdNode(c.Step); err == nil {
-						text = n.RawContent
-					}
-					raw[c.Step] = text
+				if n, err := s.ReadColdNode(c.Step); err == nil {
+					r = read{raw: n.RawContent, ok: true}
 				}
-				if text == "" || !ranked.ContainsFold(text, nd) {
-					continue
+				reads[c.Step] = r
+			}
+			how := 0
+			switch {
+			case !r.ok:
+				if c.Whole {
+					how = heldFolded
 				}
+			case strings.Contains(r.raw, nd):
+				how = heldExact
+			case ranked.ContainsFold(r.raw, nd):
+				how = heldFolded
+			case ranked.ContainsFold(c.Summary, nd):
+				how = heldInSummary
 			}
-			if byStep[c.Step] == nil {
-				byStep[c.Step] = &needleNode{step: c.Step, tokens: c.Tokens, summary: c.Summary}
+			if how > 0 {
+				holders = append(holders, holder{c, how})
 			}
-			holders = append(holders, c.Step)
 		}
 		if len(holders) == 0 || len(holders) > maxNeedleNodes {
 			continue
 		}
-		for _, st := range holders {
-			byStep[st].held = append(byStep[st].held, nd)
+		for _, h := range holders {
+			n := byStep[h.c.Step]
+			if n == nil {
+				n = &needleNode{step: h.c.Step, tokens: h.c.Tokens, summary: h.c.Summary, how: map[string]int{}}
+				byStep[h.c.Step] = n
+			}
+			n.held = append(n.held, nd)
+			n.how[nd] = h.how
 		}
 	}
 	var out []*needleNode
 	for _, n := range byStep {
-		if len(n.held) > 0 && !(superseded[n.step] && updated(n, byStep)) {
+		if !(superseded[n.step] && updated(n, byStep)) {
 			out = append(out, n)
 		}
 	}
 	sort.Slice(out, func(a, b int) bool {
 		x, y := out[a], out[b]
-		if len(x.held) != len(y.held) {
-			return len(x.held) > len(y.held)
+		for _, level := range []int{heldFolded, heldExact, heldInSummary} {
+			if cx, cy := x.count(level), y.count(level); cx != cy {
+				return cx > cy
+			}
 		}
 		if x.tokens != y.tokens {
 			return x.tokens > y.tokens
@@ -121,17 +178,22 @@ func (n *needleNode) why() []string {
 	return out
 }
 
-// updated reports whether a node holding one of n's needles is more than
-// echoSpan steps newer than n.
+// updated reports whether a node more than echoSpan steps newer than n
+// holds every needle n holds, each at least as strongly as n does.
 func updated(n *needleNode, nodes map[int]*needleNode) bool {
 	for _, m := range nodes {
 		if m.step <= n.step+echoSpan {
 			continue
 		}
-		for _, a := range m.held {
-			if slices.Contains(n.held, a) {
-				return true
+		all := true
+		for _, a := range n.held {
+			if m.how[a] < n.how[a] {
+				all = false
+				break
 			}
+		}
+		if all {
+			return true
 		}
 	}
 	return false

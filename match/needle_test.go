@@ -18,13 +18,43 @@ import (
 // prompt quotes it, and the line of the tool output that holds it.
 type needleCase struct {
 	class, token, quoted, line string
+	// decoys are nodes planted after the output (the first more than two
+	// steps after it, rule "intent ownership"), each holding a part of the
+	// token, the token in another case, or the token in its summary only.
+	decoys []contextfold.Turn
+}
+
+// decoy is a planted node of needleCase.decoys (its StepID is set when
+// planted).
+func decoy(summary, raw string) contextfold.Turn {
+	return contextfold.Turn{Summary: summary, RawContent: raw}
+}
+
+// decoyLog is a tool output of lines lines, every one holding line's
+// words (so it is longer than the planted output, and fuller).
+func decoyLog(lines int, line string) string {
+	var b strings.Builder
+	b.WriteString("[tool observation bash]\n")
+	for l := 0; l < lines; l++ {
+		fmt.Fprintf(&b, "%s (entry %d)\n", line, l)
+	}
+	return b.String()
 }
 
 // needleCases generates one needle of every class (rule "exact needles"),
 // distinct per seed: a path, a URL, a version, a decimal, a timestamp
 // fragment, a hash, an e-mail, a slash pair of common words, snake_case,
 // CamelCase and kebab identifiers, a quoted string, and a 0x address quoted
-// without its 0x or without its 0.
+// without its 0x or without its 0. Then the quoted strings and tokens the
+// corpus probes missed, each class with the decoys that made it miss: a
+// quoted line of code whose first run (self.<w>, child.get) is in more
+// than five nodes; a quoted regular expression (a.py|b.py) whose parts
+// are; a quoted phrase whose identifier a newer node holds without the
+// phrase; a quoted word or a CamelCase token that a longer, newer node
+// writes in another case; a path a longer node names in its summary only;
+// a quoted string the nodes write in lower case and the prompt in Turkish
+// capitals (İSTANBUL … BAĞLANTISI); a URL the nodes write bare and the
+// prompt with its scheme, "www." and a trailing slash.
 func needleCases(seed uint64) []needleCase {
 	r := rand.New(rand.NewPCG(seed, 7))
 	syl := []string{"quor", "van", "tel", "mib", "zor", "pek", "lun", "dras", "wim", "sol"}
@@ -48,6 +78,32 @@ func needleCases(seed uint64) []needleCase {
 		{class: "hex-address", token: fmt.Sprintf("0x7f%02x%08x", 16+n(200), r.Uint32())},
 		{class: "hex-address-x", token: fmt.Sprintf("0x55%02x%08x", 16+n(200), r.Uint32())},
 	}
+	a, b, c, d, e, f, g := w(), w(), w(), w(), w(), w(), w()
+	common := func(lines ...string) []contextfold.Turn {
+		var out []contextfold.Turn
+		for i := 0; i < 7; i++ {
+			out = append(out, decoy("tool: grep output", decoyLog(1, lines[i%len(lines)])))
+		}
+		return out
+	}
+	cases = append(cases,
+		needleCase{class: "quoted-code", token: fmt.Sprintf("self.%s =", a),
+			decoys: common(fmt.Sprintf("x = self.%s.run()", a), fmt.Sprintf("return self.%s", a))},
+		needleCase{class: "quoted-escape", token: fmt.Sprintf("%s = child.get('%s')\\n", b, b),
+			decoys: common(fmt.Sprintf("%s = child.get('%s')", b, b), fmt.Sprintf("node.%s = child.get('%s') or None", b, b))},
+		needleCase{class: "quoted-regex", token: fmt.Sprintf("%s.py|%s.py", c, d),
+			decoys: common(fmt.Sprintf("sympy/physics/%s.py sympy/physics/%s.py", c, d))},
+		needleCase{class: "quoted-part", token: fmt.Sprintf("def set_%s", e),
+			decoys: []contextfold.Turn{decoy("tool: grep output", decoyLog(3, fmt.Sprintf("src/app/view.py:12: self.set_%s(True)  # def unchanged", e)))}},
+		needleCase{class: "quoted-case", token: strings.ToUpper(f[:1]) + f[1:] + "ly",
+			decoys: []contextfold.Turn{decoy("tool: docs", decoyLog(120, fmt.Sprintf("documented %sly in the %s check", f, f)))}},
+		needleCase{class: "camel-case", token: fmt.Sprintf("Type%sVar", strings.Title(g)),
+			decoys: []contextfold.Turn{decoy("tool: find", decoyLog(120, fmt.Sprintf("Visiting ./doc/messages/t/type%svar-name-mismatch", g)))}},
+		needleCase{class: "summary-only", token: fmt.Sprintf("lib/%s/base_%s.py", a, b),
+			decoys: []contextfold.Turn{decoy(fmt.Sprintf("tool bash $ cat lib/%s/base_%s.py: exit 0", a, b), decoyLog(120, "class BaseEstimator: get_params set_params clone"))}},
+		needleCase{class: "unicode-case", token: fmt.Sprintf("istanbul %s ba\u011flant\u0131s\u0131 koptu", c)},
+		needleCase{class: "url-scheme", token: fmt.Sprintf("api.%s.fi/v2/pools", d)},
+	)
 	for i := range cases {
 		c := &cases[i]
 		c.quoted = "`" + c.token + "`"
@@ -58,6 +114,16 @@ func needleCases(seed uint64) []needleCase {
 			c.quoted = c.token[2:]
 		case "hex-address-x":
 			c.quoted = c.token[1:]
+		case "quoted-code", "quoted-escape", "quoted-regex", "quoted-part", "quoted-case":
+			c.quoted = `"` + c.token + `"`
+		case "url-scheme":
+			// Asked with the scheme, "www." and a trailing slash the
+			// archive does not write.
+			c.quoted = "`https://www." + c.token + "/`"
+		case "unicode-case":
+			// Written lower-case, asked in Turkish capitals: İ folds to i
+			// (not i + U+0307), I to the dotless ı's fold.
+			c.quoted = `"` + strings.ToUpper(strings.Replace(c.token, "i", "\u0130", 1)) + `"`
 		}
 		c.line = fmt.Sprintf("src/app/handler.go:%d: observed %s in the %s check (value %d)", 100+i, c.token, c.class, 7000+i)
 	}
@@ -86,6 +152,10 @@ func plantNeedles(g testgen.Gen, n int, cases []needleCase) ([]contextfold.Turn,
 		turns[base+1] = contextfold.Turn{StepID: base + 1, Summary: "tool: grep output (80 lines)", RawContent: "[tool observation bash]\n" + log.String()}
 		turns[base+2] = contextfold.Turn{StepID: base + 2, Summary: "assistant: " + c.token + " is in the handler check",
 			RawContent: fmt.Sprintf("The grep shows %s in the %s check of the handler.\n", c.token, c.class)}
+		for k, d := range c.decoys {
+			d.StepID = base + 4 + k
+			turns[base+4+k] = d
+		}
 		outputs[i] = base + 1
 	}
 	return turns, outputs
@@ -160,6 +230,7 @@ func TestNeedlesOfAPrompt(t *testing.T) {
 		`the "connection reset" error, and it's in team/feature`: {"connection reset", "team/feature"},
 		"what about `x`, in 2023, for the build?":                nil,
 		"look at HandleFunc and settle_ledger, port 5433":        {"settle_ledger", "HandleFunc", "5433"},
+		"see https://www.api.llama.fi/protocols?":                {"https://www.api.llama.fi/protocols", "api.llama.fi/protocols"},
 	}
 	for prompt, want := range cases {
 		got := ranked.Needles(prompt)
@@ -256,8 +327,12 @@ func TestRecallPutsNeedlesFirst(t *testing.T) {
 			t.Errorf("%s %s: recall %v, want the output %d first, as the scan", c.class, c.quoted, got, outputs[i])
 		}
 		// Labels stay chronological: the restatement after the output is
-		// the newest node holding the token.
+		// the newest node holding the token (when no decoy after it holds
+		// it in another case or in its summary).
 		for _, h := range hits {
+			if len(c.decoys) > 0 {
+				break
+			}
 			if h.StepID == outputs[i]+1 && h.Status != contextfold.StatusLatest {
 				t.Errorf("%s: the newest node holding the token (step %d) is labelled %q", c.class, h.StepID, h.Status)
 			}
@@ -296,5 +371,116 @@ func TestQuotedPhraseOfCommonWords(t *testing.T) {
 			got = append(got, p.StepID)
 		}
 		t.Fatalf("selected %v, want step %d first", got, answer)
+	}
+}
+
+// Rule "the human's words" holds for needles: the tokens of the notes an
+// agent wraps around every prompt (Claude Code's todo reminder naming
+// TodoWrite, a CLAUDE.md excerpt naming a path, Codex's environment
+// context naming the working directory) are not needles. Before, every
+// question wrapped in them hydrated the nodes holding the notes' tokens
+// first — four different questions, the same nodes — and the token the
+// human quoted came after them or over the budget.
+func TestNeedlesIgnoreAgentMarkup(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	cases := needleCases(21)[:12]
+	turns, outputs := plantNeedles(testgen.New(21), 1000, cases)
+	// The notes' tokens, each in a long node of its own.
+	for i, line := range []string{"TodoWrite tool call: 3 todos", "cat /home/dev/work/app/CLAUDE.md: project instructions", "cwd /home/dev/work/app/services/ledger-api"} {
+		st := 990 - i
+		turns[st] = contextfold.Turn{StepID: st, Summary: "tool: note " + line, RawContent: decoyLog(150, line)}
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	const notes = "<system-reminder>\nThis is a reminder that your todo list is currently empty. DO NOT mention this to the user explicitly. If you are working on tasks that would benefit from a todo list please use the TodoWrite tool to create one.\n</system-reminder>\n" +
+		"<system-reminder>\nContents of /home/dev/work/app/CLAUDE.md (project instructions, checked into the codebase):\n- run make test before committing\n</system-reminder>\n" +
+		"<environment_context>\n  <cwd>/home/dev/work/app/services/ledger-api</cwd>\n  <shell>bash</shell>\n</environment_context>\n"
+	for i, c := range cases {
+		prompt := notes + fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+		if got := ranked.Needles(prompt); !slices.ContainsFunc(got, func(n string) bool { return strings.Contains(c.quoted, n) }) || slices.Contains(got, "TodoWrite") {
+			t.Errorf("%s: needles %q", c.class, got)
+		}
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := steps(res.Selected); len(got) == 0 || got[0] != outputs[i] || slices.ContainsFunc(got, func(st int) bool { return st >= 988 }) {
+			t.Errorf("%s %s: hydrated %v, want the output %d first and no node of the notes", c.class, c.quoted, got, outputs[i])
+		}
+	}
+}
+
+// BenchmarkNeedleScan is the ranked scan of a question quoting a needle of
+// every class in turn (needleCases) on a store of 10,000 generated nodes:
+// the needle stage's look-ups and reads (at most maxNeedleNodes holders a
+// needle; more for a phrase whose words are common).
+func BenchmarkNeedleScan(b *testing.B) {
+	s, err := contextfold.Open(b.TempDir(), contextfold.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(s.Dir()+"/store_settings.json", []byte(`{"matching": "ranked"}`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cases := needleCases(10_000)
+	turns, _ := plantNeedles(testgen.New(10_000), 10_000, cases)
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		b.Fatal(err)
+	}
+	prompts := make([]string, len(cases))
+	for i, c := range cases {
+		prompts[i] = fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := match.Scan(s, prompts[i%len(prompts)], match.Ranked); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// "The matched lines are inside the hydrated window": a focused hydration
+// cuts a long line (minified JSON, a one-line log) into pieces of 400 code
+// points, and a needle that a cut splits must still be whole in the
+// window. Before, neither piece held the needle literally, so neither was
+// raised, and the window showed other pieces: 5 of the 14 offsets around
+// the first cut lost the token.
+func TestNeedleSplitByLongLineCut(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	turns := testgen.New(3).SmallTurns(0, 120)
+	var b strings.Builder
+	for b.Len() < 8000 {
+		fmt.Fprintf(&b, `{"k%d":"v%d"},`, b.Len(), b.Len())
+	}
+	blob := b.String()
+	want := map[int]string{}
+	for k, off := 0, 380; off < 420; k, off = k+1, off+3 {
+		tok := fmt.Sprintf("settle_%s_batch", strings.Repeat(string(rune('a'+k)), 3))
+		st := 10 + 7*k
+		turns[st] = contextfold.Turn{StepID: st, Summary: "tool: minified response",
+			RawContent: blob[:off] + " " + tok + " " + blob[off:] + "\n"}
+		want[st] = tok
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	for st, tok := range want {
+		prompt := "what did the response say about `" + tok + "`?"
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Selected) == 0 || res.Selected[0].StepID != st {
+			t.Errorf("%s: selected %v, want %d first", tok, steps(res.Selected), st)
+			continue
+		}
+		h, err := match.Hydrate(s, st, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Truncated || !strings.Contains(h.Content, tok) {
+			t.Errorf("%s: the focused hydration (truncated %v) lacks the token: %.200q", tok, h.Truncated, h.Content)
+		}
 	}
 }

@@ -107,9 +107,21 @@ func (w *wireState) keyOf(req *request, i, k int) string {
 }
 
 // stickyHydration is hydration text and the message it was appended to.
+// Key is that message's harness.Message.Key when it was (0: unknown; not
+// saved, the hash's seed is the process's): a message at Host with
+// another key is not the host any more — the client rewrote it (an edited
+// prompt sent again, another question asked at the end of the same
+// history) — and the text goes with it.
 type stickyHydration struct {
 	Host int    `json:"host"`
 	Text string `json:"text"`
+	Key  uint64 `json:"-"`
+}
+
+// rewritten reports whether h's host message in msgs is not the one the
+// text was appended to (both keys known and different).
+func (h stickyHydration) rewritten(msgs []harness.Message) bool {
+	return h.Key != 0 && h.Host >= 0 && h.Host < len(msgs) && msgs[h.Host].Key != 0 && msgs[h.Host].Key != h.Key
 }
 
 // wireJSON is wireState's encoding (sorted: equal states, equal bytes).
@@ -303,6 +315,19 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		k := sort.Search(len(d.Folded), func(k int) bool { return d.Folded[k].Index >= i })
 		return left(i) || k < len(d.Folded) && d.Folded[k].Index == i
 	}
+	// An earlier turn's hydration whose host the client rewrote goes with
+	// the message it was in (the new message at that place never carried
+	// it); so does the latest one's, when the new prompt replaces its host.
+	keep := w.hyd[:0]
+	for _, h := range w.hyd {
+		if !h.rewritten(req.msgs) {
+			keep = append(keep, h)
+		}
+	}
+	w.hyd = keep
+	if w.cur.rewritten(req.msgs) {
+		w.cur = stickyHydration{Host: -1}
+	}
 	// The fold event and its first changed message.
 	first := -1
 	if ws := d.WorkingSet; ws != nil {
@@ -333,6 +358,9 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	cur := stickyHydration{Host: -1}
 	if d.HydrationText != "" && d.HydrationIndex >= 0 {
 		cur = stickyHydration{Host: d.HydrationIndex, Text: d.HydrationText}
+		if d.HydrationIndex < n {
+			cur.Key = req.msgs[d.HydrationIndex].Key
+		}
 	}
 	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone(w.cur.Host) {
 		w.hyd = append(w.hyd, w.cur)
@@ -505,8 +533,13 @@ func stickyTokens(sess *session, req *request, count func(string) int) int {
 	w := &sess.wire
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	hyd := w.hyd
-	if w.cur.Text != "" {
+	var hyd []stickyHydration
+	for _, h := range w.hyd {
+		if !h.rewritten(req.msgs) {
+			hyd = append(hyd, h)
+		}
+	}
+	if w.cur.Text != "" && !w.cur.rewritten(req.msgs) {
 		// A new human turn (a later human message than the last
 		// request's prompt) leaves the last turn's hydration behind too.
 		for i := len(req.msgs) - 1; i > w.prompt && i >= 0; i-- {

@@ -62,7 +62,8 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 // needles"): a line that holds a needle literally (ignoring case) scores
 // above every line that holds none, so the lines holding the quoted token
 // are placed first, with their context, before any line that only holds
-// the prompt's words.
+// the prompt's words. A needle that the cut of a long line into pieces
+// splits raises both pieces (overlapping), so the window holds it whole.
 func FocusNeedles(content string, weights map[string]float64, needles []string, limit int) (string, []Window) {
 	if len(weights) == 0 && len(needles) == 0 || limit <= 0 {
 		return "", nil
@@ -93,7 +94,7 @@ func FocusNeedles(content string, weights map[string]float64, needles []string, 
 			segs[i].score += weights[t] * math.Log(1+n/float64(lines[t])) / math.Log(1+n)
 		}
 		for _, nd := range needles {
-			if ContainsFold(content[segs[i].start:segs[i].end], nd) {
+			if ContainsFold(overlapping(content, segs[i], len(nd)), nd) {
 				segs[i].score += bonus
 				break
 			}
@@ -133,6 +134,21 @@ func FocusNeedles(content string, weights map[string]float64, needles []string, 
 		return "", nil
 	}
 	return text, wins
+}
+
+// overlapping returns the text of sg widened by n-1 bytes on each side (to
+// rune boundaries): it holds every needle of n bytes that overlaps sg, so a
+// needle that a long line's cut into pieces of maxSegment code points
+// splits between two pieces raises both, and its window holds it whole.
+func overlapping(content string, sg segment, n int) string {
+	start, end := max(0, sg.start-(n-1)), min(len(content), sg.end+(n-1))
+	for start > 0 && !utf8.RuneStart(content[start]) {
+		start--
+	}
+	for end < len(content) && !utf8.RuneStart(content[end]) {
+		end++
+	}
+	return content[start:end]
 }
 
 // render writes the chosen segments as windows, each after a marker line,

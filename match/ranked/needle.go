@@ -45,13 +45,25 @@ const maxNeedleLen = 200
 // tail is no new word: identifierParts), or is a number of at least 3 digits that
 // is not a year. Plain words are not needles. Distinct (case-insensitive),
 // longest first (ties in prompt order), at most maxNeedles. Deterministic.
+//
+// A URL needle with a scheme or "www." also yields the URL without them
+// (urlHost), so that the turn writing it bare is found.
+//
+// The agent's own notes around the human's words (stripAgentMarkup:
+// Claude Code's and Qwen Code's <system-reminder>, Codex's
+// <environment_context>, …) are left out first, as the ranked scan leaves
+// them out (rule "the human's words"): the todo reminder's "TodoWrite" or
+// a CLAUDE.md path would otherwise take the needle slots of every prompt
+// and hydrate the same nodes whatever the human asked.
 func Needles(prompt string) []string {
 	if len(prompt) > maxAnalyzeBytes {
 		prompt = prompt[:maxAnalyzeBytes]
 	}
+	prompt = stripAgentMarkup(prompt)
 	var out []string
 	seen := map[string]bool{}
-	add := func(s string) {
+	var add func(s string)
+	add = func(s string) {
 		s = strings.TrimSpace(s)
 		if len(s) < 3 || len(s) > maxNeedleLen || !utf8.ValidString(s) {
 			return
@@ -60,6 +72,9 @@ func Needles(prompt string) []string {
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, s)
+		}
+		if host := urlHost(s); host != s && len(host) >= minNeedleLen {
+			add(host)
 		}
 	}
 	// Quoted spans.
@@ -103,6 +118,31 @@ func Needles(prompt string) []string {
 	return out
 }
 
+// urlHost returns a URL needle without its scheme ("https://") and a
+// leading "www.": a prompt quoting https://www.api.llama.fi/protocols
+// asks for the turn writing api.llama.fi/protocols too (rule "exact
+// needles": the turn that holds the token whatever its punctuation). Any
+// other needle is returned as it is.
+func urlHost(s string) string {
+	if i := strings.Index(s, "://"); i > 0 {
+		scheme := true
+		for j := 0; j < i; j++ {
+			c := s[j] | 0x20
+			if !(c >= 'a' && c <= 'z' || j > 0 && (s[j] >= '0' && s[j] <= '9' || s[j] == '+' || s[j] == '.' || s[j] == '-')) {
+				scheme = false
+				break
+			}
+		}
+		if scheme {
+			s = s[i+3:]
+		}
+	}
+	if len(s) > 4 && strings.EqualFold(s[:4], "www.") && strings.ContainsAny(s[4:], "./") {
+		s = s[4:]
+	}
+	return s
+}
+
 func isWordByte(b byte) bool {
 	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= utf8.RuneSelf
 }
@@ -131,37 +171,72 @@ func structured(tok string) bool {
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // needleTerms are the terms every node holding needle literally holds:
-// its words, numbers and identifiers as the cold node side analyses them
-// (not its compounds, which a node writes inside a longer run: a node
-// holding "https://api.llama.fi/protocols?x=1" holds the words of
-// "api.llama.fi/protocols", not that compound).
+// the words, numbers and identifiers of each run of word characters and
+// joiners of the needle, as the cold node side analyses them, and, for a
+// run the needle encloses (a character that ends a run on each side of it,
+// inside the needle), its compounds too. A run at the needle's edge may
+// continue in the node ("api.llama.fi/protocols" inside
+// "https://api.llama.fi/protocols?x=1"), so its compound is not the
+// node's; an enclosed run is bounded the same way wherever the needle is
+// written ("child.get" inside "refuri = child.get('refuri')").
 //
-// whole is the needle's own compound term ("75.7", "price/balance"), ""
-// when the needle is one word: a node writing the needle as a run of its
-// own holds it, whatever how common its words are.
+// whole is the needle's own term when the needle is one run ("75.7",
+// "price/balance", "settle_ledger_batch"): a node holding that term holds
+// the needle as written, up to case. It is "" when the needle is more than
+// one run ("self.linter =", "tensorproduct.py|paulialgebra.py", a quoted
+// phrase): the node holding the first run's compound need not hold the
+// rest.
 func needleTerms(needle string) (words []string, whole string) {
 	seen := map[string]bool{}
+	add := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			words = append(words, t)
+		}
+	}
+	start := -1
+	chunk := func(s, e int) {
+		enclosed := s > 0 && e < len(needle)
+		analyzeInto(needle[s:e], func(t Term) {
+			switch t.Kind {
+			case KindWord, KindNumber, KindCJK, KindCJKEdge:
+				add(t.Text)
+			case KindCompound:
+				if enclosed {
+					add(t.Text)
+				}
+			}
+		})
+	}
+	for i, r := range needle {
+		if isChunkRune(r) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			chunk(start, i)
+			start = -1
+		}
+	}
+	if start >= 0 {
+		chunk(start, len(needle))
+	}
+	fold := extract.FoldTerm(needle)
 	analyzeInto(needle, func(t Term) {
-		switch t.Kind {
-		case KindWord, KindNumber, KindCJK, KindCJKEdge:
-			if !seen[t.Text] {
-				seen[t.Text] = true
-				words = append(words, t.Text)
-			}
-		case KindCompound:
-			if whole == "" {
-				whole = t.Text
-			}
+		if whole == "" && t.Kind == KindCompound && t.Text == fold {
+			whole = t.Text
 		}
 	})
 	// A path's file name (its last element, when it holds a dot or a
 	// dash) is a term of every run ending with the path (analyzer.chunk),
 	// so it narrows the words' intersection before any node is read.
-	if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") && strings.ContainsAny(needle, "/\\") {
-		words = append(words, whole[i+1:])
+	if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") {
+		add(whole[i+1:])
 	}
 	// A needle of one word (an identifier, a number) is its own term.
-	if whole == "" && len(words) > 0 && words[0] == extract.FoldTerm(needle) {
+	if whole == "" && len(words) > 0 && words[0] == fold {
 		whole = words[0]
 	}
 	return words, whole
@@ -318,9 +393,11 @@ func hasDoc(ps []posting, d int32) bool {
 	return i < len(ps) && ps[i].doc == d
 }
 
-// ContainsFold reports whether s holds needle, ignoring case (Unicode
-// simple folding, as strings.EqualFold): the literal check of rule "exact
-// needles".
+// ContainsFold reports whether s holds needle, ignoring case: the literal
+// check of rule "exact needles". An ASCII needle is compared byte by byte
+// (strings.EqualFold); any other is compared after both sides are folded
+// as terms are (extract.FoldTerm: full lower-casing, then NFC), so that a
+// quoted "Café" finds "CAFÉ" and "cafe\u0301" alike.
 func ContainsFold(s, needle string) bool {
 	if needle == "" {
 		return true
@@ -340,5 +417,5 @@ func ContainsFold(s, needle string) bool {
 		}
 		return false
 	}
-	return strings.Contains(strings.ToLower(s), strings.ToLower(needle))
+	return strings.Contains(extract.FoldTerm(s), extract.FoldTerm(needle))
 }
