@@ -34,6 +34,7 @@ func TestWorkingSetPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	msgs := []any{map[string]any{"role": "user", "content": "Fix the retry in the webhook handler."}}
