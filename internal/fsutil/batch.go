@@ -68,7 +68,8 @@ const syncWorkers = 16
 //
 // A crash before Commit returns leaves the targets absent or whole (never
 // partial) and possibly temporary files, named "." + the target's base name
-// + random digits (as WriteFileAtomic's): no reader takes them for a target.
+// + random digits (as WriteFileAtomic's), or spares' names (SparePrefix +
+// digits) for files written into spares: no reader takes them for a target.
 // Abort removes the temporary files of files not renamed.
 //
 // The targets must not exist (Commit would replace them). Every write goes
