@@ -10,7 +10,19 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/internal/testgen"
 )
+
+var spareGen = testgen.New(20261202)
+
+func openSpareStore(t *testing.T, dir string) *contextfold.Store {
+	t.Helper()
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // spareFiles returns the spare files in dir's cold_nodes/.
 func spareFiles(t *testing.T, dir string) []string {
@@ -49,14 +61,14 @@ func cleanReport(t *testing.T, s *contextfold.Store, when string) {
 // temporary file and quarantined by repair.
 func TestSpareFilesInStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
-	s := openDurable(t, dir)
+	s := openSpareStore(t, dir)
 	if s.NeedsSpares(10) {
 		t.Fatal("spares wanted before cold_nodes/ exists")
 	}
 	if err := s.FillSpares(10, nil); err != nil || len(spareFiles(t, dir)) != 0 {
 		t.Fatalf("FillSpares before the first fold: %v, %d files", err, len(spareFiles(t, dir)))
 	}
-	if _, err := s.FoldBatch(durableGen.SmallTurns(0, 4)); err != nil {
+	if _, err := s.FoldBatch(spareGen.SmallTurns(0, 4)); err != nil {
 		t.Fatal(err)
 	}
 	// The last fold wrote 4 nodes: 4 spares at least.
@@ -77,7 +89,7 @@ func TestSpareFilesInStore(t *testing.T) {
 	for _, p := range spareFiles(t, dir) {
 		ino[inodeOf(t, p)] = true
 	}
-	if _, err := s.FoldBatch(durableGen.SmallTurns(4, 3)); err != nil {
+	if _, err := s.FoldBatch(spareGen.SmallTurns(4, 3)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(spareFiles(t, dir)); n != contextfold.MaxSpares-3 {
@@ -92,7 +104,7 @@ func TestSpareFilesInStore(t *testing.T) {
 
 	// Another Store's first write removes the spares it does not own; its
 	// own stay.
-	s2 := openDurable(t, dir)
+	s2 := openSpareStore(t, dir)
 	if err := s2.FillSpares(2, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +112,14 @@ func TestSpareFilesInStore(t *testing.T) {
 	if len(own) != contextfold.MaxSpares-3+2 {
 		t.Fatalf("%d spares, want %d", len(own), contextfold.MaxSpares-3+2)
 	}
-	if _, err := s2.FoldBatch(durableGen.SmallTurns(7, 1)); err != nil {
+	if _, err := s2.FoldBatch(spareGen.SmallTurns(7, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(spareFiles(t, dir)); n != 1 {
 		t.Fatalf("%d spares after another Store's first write, want its own 2 less the 1 it took", n)
 	}
 	// The first Store's spares are gone: its next fold creates its files.
-	if _, err := s.FoldBatch(durableGen.SmallTurns(8, 2)); err != nil {
+	if _, err := s.FoldBatch(spareGen.SmallTurns(8, 2)); err != nil {
 		t.Fatal(err)
 	}
 	cleanReport(t, s, "after the spares were removed under a Store")
@@ -156,4 +168,55 @@ func inodeOf(t *testing.T, path string) uint64 {
 		t.Fatal(err)
 	}
 	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestSpareFillDuringFolds: spares made while the store folds (as the
+// proxy's work after a response may meet the next request's fold) never
+// disturb a fold: every node hydrates with the bytes folded, the store
+// validates clean, and RemoveSpares leaves no spare. Run with -race.
+func TestSpareFillDuringFolds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openSpareStore(t, dir)
+	if _, err := s.FoldBatch(spareGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	filled := make(chan error, 1)
+	go func() {
+		var err error
+		for {
+			select {
+			case <-done:
+				filled <- err
+				return
+			default:
+			}
+			if e := s.FillSpares(8, nil); e != nil && err == nil {
+				err = e
+			}
+		}
+	}()
+	const batches, per = 20, 5
+	for b := range batches {
+		if _, err := s.FoldBatch(spareGen.SmallTurns(2+b*per, per)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if err := <-filled; err != nil {
+		t.Fatal(err)
+	}
+	cleanReport(t, s, "after folds with spares made meanwhile")
+	for step := range 2 + batches*per {
+		h, err := s.Hydrate(step)
+		if err != nil || h.RawContent != spareGen.SmallTurn(step).RawContent {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	if err := s.RemoveSpares(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(spareFiles(t, dir)); n != 0 {
+		t.Fatalf("%d spares after RemoveSpares", n)
+	}
 }

@@ -48,8 +48,10 @@ func crashPoint(point string) {
 // MaxUnsynced bounds the files a FileBatch keeps open between their write
 // and their sync: once that many are written, they are synced (in
 // parallel) and closed, so that a batch of thousands of files holds at most
-// this many descriptors. A variable for tests.
-var MaxUnsynced = 64
+// this many descriptors. It is MaxSpareFiles, so that a fold event of up to
+// that many nodes (a fold event of 50 to 70 is common) pays one wave of
+// syncs, not two. A variable for tests.
+var MaxUnsynced = MaxSpareFiles
 
 // syncWorkers is the number of files synced at once. Concurrent fsyncs
 // share the file system's journal commits and the device's cache flushes
