@@ -150,11 +150,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	nodes := fsutil.FileBatch{Spares: s.spares}
 	defer nodes.Abort() // an error's temporary files
 	written := 0
-	defer func() {
-		if written > 0 {
-			s.lastFold.Store(int64(written))
-		}
-	}()
+	defer func() { s.sinceFill.Add(int64(written)) }()
 	s.nodes = &nodes
 	defer func() { s.nodes = nil }()
 	// The new turns' cold nodes are built ahead, in parallel (nodePrep);

@@ -29,9 +29,11 @@ import (
 const MaxSpares = fsutil.MaxSpareFiles
 
 // spareTarget is the spares FillSpares keeps for a next fold event of n
-// turns: n, or the new nodes of the last fold if more, at most MaxSpares.
+// turns: n, or the new nodes of the last fold event if more (the folds
+// between the last two FillSpares calls: the folds of one request), at
+// most MaxSpares.
 func (s *Store) spareTarget(n int) int {
-	return min(max(n, int(s.lastFold.Load())), MaxSpares)
+	return min(max(n, int(s.lastFold.Load()), int(s.sinceFill.Load())), MaxSpares)
 }
 
 // NeedsSpares reports whether FillSpares(n, ...) would make spare files:
@@ -53,8 +55,8 @@ func (s *Store) NeedsSpares(n int) bool {
 }
 
 // FillSpares makes spare files in cold_nodes/ (see above) until the store
-// holds enough for a next fold event of n turns (n, or the last fold's new
-// nodes if more, at most MaxSpares), one at a time, returning early when
+// holds enough for a next fold event of n turns (n, or the new nodes of
+// the folds since the last FillSpares if more, at most MaxSpares), one at a time, returning early when
 // a fold of this Store is writing (it would compete with the fold's own
 // file system work) or stop (if not nil) reports true. Call it off the
 // request's path (the proxy does after a response, with the turns it may
@@ -68,6 +70,9 @@ func (s *Store) NeedsSpares(n int) bool {
 func (s *Store) FillSpares(n int, stop func() bool) error {
 	if s.be != nil || s.spares == nil {
 		return nil
+	}
+	if v := s.sinceFill.Swap(0); v > 0 {
+		s.lastFold.Store(v)
 	}
 	_, err := s.spares.Fill(s.spareTarget(n), func() bool {
 		return s.folding.Load() > 0 || stop != nil && stop()

@@ -112,13 +112,16 @@ type Store struct {
 	prep prepMemo
 	// spares are the empty files made ahead in cold_nodes/ that a fold
 	// writes its nodes into (FillSpares; nil for a backend store); the
-	// pool has its own lock. lastFold is the new nodes of the last
-	// batch folded; coldSeen whether cold_nodes/ was seen to exist;
-	// folding counts the folds writing (FillSpares yields to them).
-	spares   *fsutil.SpareFiles
-	lastFold atomic.Int64
-	coldSeen atomic.Bool
-	folding  atomic.Int32
+	// pool has its own lock. sinceFill counts the new nodes folded since
+	// the last FillSpares, lastFold the count that call found (a fold
+	// event's, when FillSpares runs after each request); coldSeen whether
+	// cold_nodes/ was seen to exist; folding counts the folds writing
+	// (FillSpares yields to them).
+	spares    *fsutil.SpareFiles
+	sinceFill atomic.Int64
+	lastFold  atomic.Int64
+	coldSeen  atomic.Bool
+	folding   atomic.Int32
 }
 
 type fileStamp struct {
