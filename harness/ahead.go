@@ -126,8 +126,8 @@ type aheadIn struct {
 // them), so that it never competes with a fold event for the CPU. The work
 // also makes, first, the store's spare files for the cold nodes of a next
 // fold event (Store.FillSpares: as many as the messages a fold may fold, or
-// the last fold's nodes), yielding only to the store's folds. Cost on the
-// caller's path: one pass over conv, no hashing.
+// the last fold event's nodes), yielding the same way. Cost on the caller's
+// path: one pass over conv, no hashing.
 func (h *Harness) PrepareAhead(conv []Message) func() {
 	h.mu.Lock()
 	var in []aheadIn
@@ -167,10 +167,13 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 	return func() {
 		if spares {
 			// The files a fold event writes its cold nodes into, made
-			// first, and not stopped by a later dispatch: a request that
-			// folds at once would find none. FillSpares yields to the
-			// store's folds. An error leaves the fold to create its files.
-			_ = h.store.FillSpares(foldable, nil)
+			// first (they save the fold more than a preparation does).
+			// Like the preparation they yield to a later dispatch, which
+			// they would slow down (the kernel's inode allocation is CPU
+			// work): a fold that finds too few creates its own files, and
+			// the next response's work makes the rest. An error leaves the
+			// fold to create its files.
+			_ = h.store.FillSpares(foldable, later)
 		}
 		for k := 0; k < len(in); k += aheadChunk {
 			if later() {
