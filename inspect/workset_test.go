@@ -63,6 +63,11 @@ func TestWorkingSetPage(t *testing.T) {
 			break
 		}
 	}
+	// The proxy's work after its responses (spare node files) ends: the
+	// store no longer changes but by the inspector.
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
 	before := hashTree(t, sessions[0])
 	s := serve(t, sessions[0], Options{})
 	resp, page := get(t, s, "/workset")
