@@ -26,11 +26,18 @@ const crashAtBatch = 6
 // the Nth time the write path passes fsutil.CrashPoint POINT (no point: no
 // kill). JOURNAL "1" journals every index update (JournalThreshold 1), so
 // that the batch's index commit is a journal append rather than a rewrite.
+// SPARES "1" makes spare files for each batch before it (Store.FillSpares:
+// from the second batch on, once cold_nodes/ exists, the batch writes its
+// nodes into spares).
 func crashAtChild(s *contextfold.Store, arg string) error {
 	parts := strings.Split(arg, ":")
-	if len(parts) != 4 {
-		return fmt.Errorf("crash-at wants POINT:N:LIMIT:JOURNAL, got %q", arg)
+	if len(parts) == 4 {
+		parts = append(parts, "0")
 	}
+	if len(parts) != 5 {
+		return fmt.Errorf("crash-at wants POINT:N:LIMIT:JOURNAL[:SPARES], got %q", arg)
+	}
+	spares := parts[4] == "1"
 	point := parts[0]
 	nth, _ := strconv.Atoi(parts[1])
 	limit, _ := strconv.Atoi(parts[2])
@@ -56,6 +63,11 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 	}
 	for next < limit {
 		k := min(crashAtBatch, limit-next)
+		if spares {
+			if err := s.FillSpares(k, nil); err != nil {
+				return err
+			}
+		}
 		if _, err := s.FoldBatch(durableGen.SmallTurns(next, k)); err != nil {
 			return err
 		}
@@ -76,20 +88,25 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 // leave (orphans, temporary files), every batch the process acknowledged is
 // indexed and hydrates verified with the bytes folded, and a new process
 // then folds the rest and leaves a store that validates clean (the orphans
-// of the killed batch adopted, its temporary files removed). An index
+// of the killed batch adopted, its temporary files removed). With spare
+// files made before each batch (Store.FillSpares) the same holds: a spare
+// is never a node but through the batch's commit, the spares holding a
+// killed batch's nodes are reported as temporary files, and the next
+// process removes every spare (written or empty). An index
 // committed before its batch's nodes are named fails it (broken
 // references after the kill and after folding on).
 func TestCrashAtEveryBatchPhase(t *testing.T) {
 	points := []string{fsutil.BatchFirstWritten, fsutil.BatchWritten, fsutil.BatchSynced, fsutil.BatchRenamedFirst,
 		fsutil.BatchRenamed, fsutil.BatchDirSynced, fsutil.AtomicRenamed}
 	const limit = 4*crashAtBatch + 3
-	for _, journal := range []string{"0", "1"} {
+	for _, mode := range []struct{ journal, spares string }{{"0", "0"}, {"1", "0"}, {"0", "1"}} {
+		journal := mode.journal
 		for _, point := range points {
 			for _, nth := range []int{1, 2, 4} {
-				name := fmt.Sprintf("journal=%s/%s/%d", journal, point, nth)
+				name := fmt.Sprintf("journal=%s/spares=%s/%s/%d", journal, mode.spares, point, nth)
 				t.Run(name, func(t *testing.T) {
 					dir := filepath.Join(t.TempDir(), ".contextfold")
-					cmd := childCmd(t, "crash-at", dir, fmt.Sprintf("%s:%d:%d:%s", point, nth, limit, journal))
+					cmd := childCmd(t, "crash-at", dir, fmt.Sprintf("%s:%d:%d:%s:%s", point, nth, limit, journal, mode.spares))
 					stdout, err := cmd.StdoutPipe()
 					if err != nil {
 						t.Fatal(err)
@@ -127,6 +144,20 @@ func TestCrashAtEveryBatchPhase(t *testing.T) {
 					for _, f := range rep.Findings {
 						if f.Kind != contextfold.KindOrphan && f.Kind != contextfold.KindTempFile {
 							t.Errorf("after the kill: a %s finding (only orphans and temporary files may be left): %s", f.Kind, f.Message)
+						}
+					}
+					if mode.spares == "1" && nth >= 2 && (point == fsutil.BatchWritten || point == fsutil.BatchSynced) {
+						// The killed batch wrote its nodes into spares, never
+						// named: temporary files that validate reports.
+						written := 0
+						for _, f := range rep.Findings {
+							if fi, err := os.Stat(f.File); err == nil && fsutil.SpareNameRE.MatchString(filepath.Base(f.File)) &&
+								f.Kind == contextfold.KindTempFile && fi.Size() > 0 {
+								written++
+							}
+						}
+						if written != crashAtBatch {
+							t.Errorf("%d spares holding a node reported as temporary files after the kill, want %d: %+v", written, crashAtBatch, rep.Findings)
 						}
 					}
 					validated := map[int]string{}

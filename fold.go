@@ -109,6 +109,8 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	if err := checkPayloadSizes(turns); err != nil {
 		return err
 	}
+	s.folding.Add(1) // spares are made after the fold (FillSpares)
+	defer s.folding.Add(-1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, err := s.lock()
@@ -143,8 +145,12 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// The cold nodes of a commit group are written to temporary files and
 	// made durable together before the index commit (commitNodes):
 	// a fold event pays a few syncs, not two per node.
-	var nodes fsutil.FileBatch
+	// Their temporary files are spares made ahead when there are
+	// (FillSpares): no file is created on the fold's path.
+	nodes := fsutil.FileBatch{Spares: s.spares}
 	defer nodes.Abort() // an error's temporary files
+	written := 0
+	defer func() { s.sinceFill.Add(int64(written)) }()
 	s.nodes = &nodes
 	defer func() { s.nodes = nil }()
 	// The new turns' cold nodes are built ahead, in parallel (nodePrep);
@@ -238,6 +244,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			s.ix = nil
 			return s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
+		written++
 		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
 		if err := validateEntryDoc(ix.entryDoc(r)); err != nil {
 			s.ix = nil

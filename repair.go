@@ -197,7 +197,10 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 			// A temporary file of an atomic write that was interrupted
 			// (".step_NNNNNN.json<random>"): never part of the store, moved
 			// aside so that cold_nodes/ holds nodes only.
-			if tempFileRE.MatchString(d.Name()) && d.regular {
+			// A spare file holding bytes is one too (a fold's
+			// uncommitted node); an empty spare holds nothing (FillSpares).
+			_, written := isSpare(filepath.Join(s.dir, ColdNodesDir), d.Name())
+			if (tempFileRE.MatchString(d.Name()) || written) && d.regular {
 				path := filepath.Join(s.dir, ColdNodesDir, d.Name())
 				res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, File: path, Reason: "temporary file left by an interrupted write"})
 				moves = append(moves, [2]string{path, d.Name()})

@@ -8,9 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/cachedir"
@@ -110,6 +110,18 @@ type Store struct {
 	// prep holds turns prepared ahead of their fold (Prepare); it has its
 	// own lock.
 	prep prepMemo
+	// spares are the empty files made ahead in cold_nodes/ that a fold
+	// writes its nodes into (FillSpares; nil for a backend store); the
+	// pool has its own lock. sinceFill counts the new nodes folded since
+	// the last FillSpares, lastFold the count that call found (a fold
+	// event's, when FillSpares runs after each request); coldSeen whether
+	// cold_nodes/ was seen to exist; folding counts the folds writing
+	// (FillSpares yields to them).
+	spares    *fsutil.SpareFiles
+	sinceFill atomic.Int64
+	lastFold  atomic.Int64
+	coldSeen  atomic.Bool
+	folding   atomic.Int32
 }
 
 type fileStamp struct {
@@ -136,7 +148,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = SystemClock
 	}
-	return &Store{dir: abs, opts: opts}, nil
+	return &Store{dir: abs, opts: opts, spares: fsutil.NewSpareFiles(filepath.Join(abs, ColdNodesDir))}, nil
 }
 
 // Dir returns the absolute path of the store directory.
@@ -514,7 +526,10 @@ func (s *Store) lock() (unlocker, error) {
 
 // removeTempFiles removes the temporary files that interrupted atomic writes
 // of this implementation left in cold_nodes/ and the store root (the names
-// tempFileRE and rootTempFileRE match; validate reports them as temp_file).
+// tempFileRE and rootTempFileRE match; validate reports them as temp_file),
+// and the spare files in cold_nodes/ that are not this Store's (FillSpares:
+// left by a process gone, or by another Store, which then creates its
+// nodes' temporary files instead).
 // It runs once per Store, under the exclusive lock: every such file is
 // written and renamed into place by a writer that holds this lock, so while
 // we hold it no writer is midway and a temporary file still present is one
@@ -525,14 +540,14 @@ func (s *Store) lock() (unlocker, error) {
 // a store that validates clean. Only regular files are removed; a failure
 // to remove one is left for validate to report.
 func (s *Store) removeTempFiles() {
-	sweep := func(dir string, re *regexp.Regexp) {
+	sweep := func(dir string, match func(name string) bool) {
 		des, err := os.ReadDir(dir)
 		if err != nil {
 			return
 		}
 		removed := false
 		for _, d := range des {
-			if d.Type().IsRegular() && re.MatchString(d.Name()) && os.Remove(filepath.Join(dir, d.Name())) == nil {
+			if d.Type().IsRegular() && match(d.Name()) && os.Remove(filepath.Join(dir, d.Name())) == nil {
 				removed = true
 			}
 		}
@@ -540,8 +555,12 @@ func (s *Store) removeTempFiles() {
 			_ = syncDir(dir)
 		}
 	}
-	sweep(filepath.Join(s.dir, ColdNodesDir), tempFileRE)
-	sweep(s.dir, rootTempFileRE)
+	sweep(filepath.Join(s.dir, ColdNodesDir), func(name string) bool {
+		// A spare file of another Store or of a process gone; this
+		// Store's own spares stay.
+		return tempFileRE.MatchString(name) || fsutil.SpareNameRE.MatchString(name) && !s.spares.Has(name)
+	})
+	sweep(s.dir, rootTempFileRE.MatchString)
 }
 
 func syncDir(dir string) error { return fsutil.SyncDir(dir) }

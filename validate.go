@@ -79,7 +79,10 @@ func (s *Store) leftoverFiles(indexed func(int) bool, coldNodes bool) []Finding 
 		path := filepath.Join(s.dir, ColdNodesDir, d.Name())
 		m := stepFileRE.FindStringSubmatch(d.Name())
 		if m == nil {
-			if tempFileRE.MatchString(d.Name()) {
+			// An empty spare file is no part of the store (FillSpares);
+			// one holding bytes is a fold's uncommitted node.
+			spare, written := isSpare(filepath.Join(s.dir, ColdNodesDir), d.Name())
+			if tempFileRE.MatchString(d.Name()) || spare && written {
 				le := &LeftoverFileError{File: path}
 				out = append(out, Finding{File: path, Kind: KindTempFile, Message: le.Error(), Err: le})
 			}

@@ -112,6 +112,7 @@ func newProxyBudget(t *testing.T, up *scripted.Server, budget int) *proxyUnder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	p.srv = srv
 	// The agent's own request bodies are kept (the proxy sees them
 	// unchanged), so that a test can tell a line the agent itself never

@@ -116,15 +116,18 @@ type aheadIn struct {
 // that is not a system message, not folded, not left the prompt and not in
 // the store, and that was not handed to a preparation before with the same
 // Message.Key (messages without a Key are not prepared). It returns nil
-// when there is none. Call it after the request's dispatch; run the work
+// when there is nothing to do. Call it after the request's dispatch; run the work
 // on any goroutine, once (the proxy runs it after the response): it reads
 // only its own copies of the messages, and writes only the harness's
 // prepared turns (own lock), the store's (Store.Prepare) and the ranked
 // index's prepared analyses (match.Prepare). The work yields to a later
 // dispatch of the harness: once one has begun it stops after its current
 // few messages and hands the rest back (a later PrepareAhead prepares
-// them), so that it never competes with a fold event for the CPU. Cost on the
-// caller's path: one pass over conv, no hashing.
+// them), so that it never competes with a fold event for the CPU. The work
+// also makes, first, the store's spare files for the cold nodes of a next
+// fold event (Store.FillSpares: as many as the messages a fold may fold, or
+// the last fold event's nodes), yielding the same way. Cost on the caller's
+// path: one pass over conv, no hashing.
 func (h *Harness) PrepareAhead(conv []Message) func() {
 	h.mu.Lock()
 	var in []aheadIn
@@ -132,13 +135,17 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 	if h.ahead.seen == nil {
 		h.ahead.seen = map[int]uint64{}
 	}
+	foldable := 0 // messages a later fold event may fold
 	for i, m := range conv {
-		if m.Key == 0 || h.ahead.seen[i] == m.Key || m.Role == RoleSystem || h.entries[i] != nil ||
-			ws != nil && (ws.folded.has(i) || ws.removed.has(i)) {
+		if m.Role == RoleSystem || h.entries[i] != nil || ws != nil && (ws.folded.has(i) || ws.removed.has(i)) {
 			continue
 		}
 		store, ok := m.storePayload()
 		if !ok {
+			continue
+		}
+		foldable++
+		if m.Key == 0 || h.ahead.seen[i] == m.Key {
 			continue
 		}
 		h.ahead.seen[i] = m.Key
@@ -152,12 +159,24 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 	}
 	gen := h.ahead.gen.Load()
 	h.mu.Unlock()
-	if len(in) == 0 {
+	spares := h.store.NeedsSpares(foldable)
+	if len(in) == 0 && !spares {
 		return nil
 	}
+	later := func() bool { return h.ahead.gen.Load() != gen }
 	return func() {
+		if spares {
+			// The files a fold event writes its cold nodes into, made
+			// first (they save the fold more than a preparation does).
+			// Like the preparation they yield to a later dispatch, which
+			// they would slow down (the kernel's inode allocation is CPU
+			// work): a fold that finds too few creates its own files, and
+			// the next response's work makes the rest. An error leaves the
+			// fold to create its files.
+			_ = h.store.FillSpares(foldable, later)
+		}
 		for k := 0; k < len(in); k += aheadChunk {
-			if h.ahead.gen.Load() != gen {
+			if later() {
 				// A later request is being dispatched: the CPU is its; the
 				// messages not prepared are handed over again later.
 				h.mu.Lock()

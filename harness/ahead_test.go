@@ -120,6 +120,15 @@ func TestPrepareAheadChangesNothing(t *testing.T) {
 	if events < 3 {
 		t.Fatalf("only %d fold events", events)
 	}
+	// The preparations made spare files for the cold nodes (empty, no
+	// part of the store); once removed, the stores hold the same files.
+	spares, _ := filepath.Glob(filepath.Join(aheadDir, contextfold.ColdNodesDir, ".spare-*"))
+	if len(spares) == 0 {
+		t.Error("no spare files were made for the next fold event")
+	}
+	if err := ahead.Store().RemoveSpares(); err != nil {
+		t.Fatal(err)
+	}
 	a, b := dirFiles(t, plainDir), dirFiles(t, aheadDir)
 	for name, want := range a {
 		if !bytes.Equal(b[name], want) {

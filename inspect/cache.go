@@ -9,6 +9,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // reportCache keeps the last Validate report with a fingerprint of the files
@@ -29,7 +30,8 @@ type reportCache struct {
 }
 
 // fingerprint names, sizes, modes and modification times of the recall
-// index, the policy and every entry of cold_nodes/. It reads no content.
+// index, the policy and every entry of cold_nodes/ but empty spare files
+// (which validate ignores). It reads no content.
 func fingerprint(dir string) string {
 	var b strings.Builder
 	for _, f := range []string{contextfold.IndexFile, contextfold.PolicyFile} {
@@ -47,6 +49,11 @@ func fingerprint(dir string) string {
 		fi, err := e.Info()
 		if err != nil {
 			fmt.Fprintf(&b, "%s ?\n", e.Name())
+			continue
+		}
+		if fi.Mode().IsRegular() && fi.Size() == 0 && fsutil.SpareNameRE.MatchString(e.Name()) {
+			// An empty spare file (Store.FillSpares): no part of the
+			// store, made and taken by a running proxy.
 			continue
 		}
 		fmt.Fprintf(&b, "%s %d %v %d\n", e.Name(), fi.Size(), fi.Mode(), fi.ModTime().UnixNano())

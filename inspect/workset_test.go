@@ -34,6 +34,7 @@ func TestWorkingSetPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	msgs := []any{map[string]any{"role": "user", "content": "Fix the retry in the webhook handler."}}
@@ -61,6 +62,11 @@ func TestWorkingSetPage(t *testing.T) {
 		if b, _ := os.ReadFile(logPath); bytes.Count(b, []byte("\n")) >= requests {
 			break
 		}
+	}
+	// The proxy's work after its responses (spare node files) ends: the
+	// store no longer changes but by the inspector.
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
 	}
 	before := hashTree(t, sessions[0])
 	s := serve(t, sessions[0], Options{})

@@ -92,6 +92,7 @@ func BenchmarkProxyOverheadGrowing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	send := func(body []byte) {
@@ -183,6 +184,7 @@ func benchOverheadPaced(b *testing.B, body []byte, rate float64) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	// post sends the body to url and returns the client's latency: from

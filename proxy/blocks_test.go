@@ -299,6 +299,7 @@ func newTwinProxies(t *testing.T, api API) *twinProxies {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 		srv.cache.byElement = k == 1
 		tw.px[k] = httptest.NewServer(srv)
 		t.Cleanup(tw.px[k].Close)

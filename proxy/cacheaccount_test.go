@@ -162,6 +162,7 @@ func BenchmarkCacheAccount(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			b.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 			sess, err := srv.session(nil, "bench", 0)
 			if err != nil {
 				b.Fatal(err)

@@ -204,6 +204,7 @@ func newFoldEventRig(b *testing.B) *foldEventRig {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	b.Cleanup(px.Close)
 	rig.url = px.URL

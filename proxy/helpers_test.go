@@ -148,6 +148,7 @@ func newProxy(t *testing.T, up *upstream, cfg harness.Config) *testProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	tp.srv = srv
 	tp.http = httptest.NewServer(srv)
 	t.Cleanup(tp.http.Close)

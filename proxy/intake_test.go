@@ -31,6 +31,7 @@ func newProxyWith(t *testing.T, up *upstream, set func(*Options)) *testProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	tp.srv = srv
 	tp.http = httptest.NewServer(srv)
 	t.Cleanup(tp.http.Close)

@@ -40,6 +40,7 @@ func TestSoftMemoryLimitDuringFirstFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 		px := httptest.NewServer(srv)
 		defer px.Close()
 		for range 2 { // a first request, then the same conversation again

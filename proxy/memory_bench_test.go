@@ -193,6 +193,7 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	runtime.GC()

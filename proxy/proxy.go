@@ -243,6 +243,28 @@ type Server struct {
 	// scrub is the secret scrubber with Options.ScrubAllowlist: it turns a
 	// client's session name holding a secret into its SafeName.
 	scrub *scrub.Scrubber
+	// bg counts the work running off the requests' paths (background);
+	// bgIdle is signalled, under mu, when it drops to 0.
+	bg     int
+	bgIdle *sync.Cond
+}
+
+// background runs work on its own goroutine, counted so that Close waits
+// for it (it writes into session stores: spare node files).
+func (s *Server) background(work func()) {
+	s.mu.Lock()
+	s.bg++
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			s.mu.Lock()
+			if s.bg--; s.bg == 0 {
+				s.bgIdle.Broadcast()
+			}
+			s.mu.Unlock()
+		}()
+		work()
+	}()
 }
 
 // Stats are the proxy's counters. GET /contextfold/stats serves them with
@@ -361,6 +383,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("proxy: Options.Dir (or Options.Shared) is required")
 	}
 	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache()}
+	s.bgIdle = sync.NewCond(&s.mu)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -923,6 +946,11 @@ func (s *Server) dropSession(x *session) {
 	}
 	delete(s.sessions, x.id)
 	s.stats.SessionsDropped++
+	// Its spare node files (harness.PrepareAhead): a session back in
+	// memory makes new ones.
+	if err := x.h.Store().RemoveSpares(); err != nil {
+		s.log.Warn("contextfold proxy: spare node files not removed; the next writer of the store removes them", "session", x.id, "err", err)
+	}
 }
 
 // EvictionLogBatch is the eviction-log batch of the session stores the
@@ -934,13 +962,18 @@ func (s *Server) dropSession(x *session) {
 const EvictionLogBatch = 32
 
 // Close writes what the sessions in memory keep for their stores (the
-// eviction events of a batch, EvictionLogBatch). Call it once the server
+// eviction events of a batch, EvictionLogBatch) and removes their spare
+// node files (contextfold.Store.FillSpares), once the work the proxy runs
+// after its responses (harness.PrepareAhead) has ended. Call it once the server
 // no longer serves (after http.Server.Shutdown); requests served after it
 // are kept for the next Close. Safe for concurrent use.
 //
 // Errors: the stores', joined.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	for s.bg > 0 {
+		s.bgIdle.Wait()
+	}
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, x := range s.sessions {
 		sessions = append(sessions, x)
@@ -949,6 +982,9 @@ func (s *Server) Close() error {
 	var errs []error
 	for _, x := range sessions {
 		if err := x.h.Store().Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", x.id, err))
+		}
+		if err := x.h.Store().RemoveSpares(); err != nil {
 			errs = append(errs, fmt.Errorf("session %s: %w", x.id, err))
 		}
 	}
@@ -1100,7 +1136,7 @@ func (s *Server) finish(st *reqState) {
 		}
 		s.releaseSessions(st)
 		if st.ahead != nil {
-			go st.ahead() // off the request's path: the agent is busy with the response
+			s.background(st.ahead) // off the request's path: the agent is busy with the response
 		}
 		st.rec.Duration = time.Since(st.start)
 		rec := st.rec

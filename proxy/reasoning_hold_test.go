@@ -67,6 +67,7 @@ func runErrorBinding(t *testing.T, cfg harness.Config) (*Server, int, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	msgs := []any{map[string]any{"role": "user", "content": "Fix the flaky retry in the billing webhook handler."}}

@@ -48,6 +48,7 @@ func storedIDsLoop(t *testing.T, calls int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	items := []any{map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "Fix the flaky retry in the billing webhook handler."}}}}

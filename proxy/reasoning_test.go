@@ -45,6 +45,7 @@ func (a *agentLoop) serve(dir string, cfg harness.Config) *Server {
 	if err != nil {
 		a.t.Fatal(err)
 	}
+	a.t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	a.t.Cleanup(px.Close)
 	a.base = px.URL
@@ -213,6 +214,7 @@ func TestReasoningObserved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	resp, err := http.Post(px.URL+PathAnthropic, "application/json", strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))

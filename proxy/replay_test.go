@@ -358,6 +358,7 @@ func replayProbing(t testing.TB, rs replaySession, cfg harness.Config, probeEver
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	path := PathOpenAI

@@ -187,6 +187,7 @@ func replayProxy(t testing.TB, up *scripted.Server, cfg *harness.Config) (string
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	t.Cleanup(px.Close)
 	return px.URL, folds, func() { <-done }

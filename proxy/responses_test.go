@@ -43,6 +43,7 @@ func newScriptedProxy(t *testing.T, cfg harness.Config, script scripted.Script) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	sp.srv = srv
 	sp.http = httptest.NewServer(srv)
 	t.Cleanup(sp.http.Close)
@@ -235,6 +236,7 @@ func TestUnknownAPIShapesPassThroughUntouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	cases := []struct{ path, body string }{

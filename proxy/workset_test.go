@@ -242,6 +242,7 @@ func TestWorkingSetLogRemovedAsRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	for _, n := range []int{2000, 2002, 2004} {

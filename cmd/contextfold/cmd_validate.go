@@ -21,7 +21,10 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Short: "Audit every node: path containment, broken references, integrity, orphans (CONF-12)",
 		Long: `validate checks every indexed node (path containment, broken reference,
 artifact integrity, payload and projection hashes, agreement of the index entry
-with its node) and every orphan file in cold_nodes/. It continues past
+with its node) and every orphan file in cold_nodes/, and reports the temporary
+files an interrupted write left (temp_file). The empty .spare-<digits> files a
+running proxy keeps in cold_nodes/ for its next fold event are no part of the
+store and not reported; one holding bytes is a temp_file. It continues past
 failures, reports each one, changes nothing, and exits 1 when it found any,
 or when the store directory does not exist.`,
 		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",

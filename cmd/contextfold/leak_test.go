@@ -399,6 +399,7 @@ func TestNoSecretReachesDisk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 		hs := httptest.NewServer(srv)
 		// A token as a session name (the proxy's names are 1 to 64 of
 		// A-Z a-z 0-9 . _ -).

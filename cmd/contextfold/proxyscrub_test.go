@@ -90,6 +90,7 @@ func TestProxyScrubSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { srv.Close() }) // its work after the responses ends before the directory goes
 		hs := httptest.NewServer(srv)
 		t.Cleanup(func() { hs.Close(); srv.Close() })
 		return hs

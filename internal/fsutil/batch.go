@@ -48,8 +48,10 @@ func crashPoint(point string) {
 // MaxUnsynced bounds the files a FileBatch keeps open between their write
 // and their sync: once that many are written, they are synced (in
 // parallel) and closed, so that a batch of thousands of files holds at most
-// this many descriptors. A variable for tests.
-var MaxUnsynced = 64
+// this many descriptors. It is MaxSpareFiles, so that a fold event of up to
+// that many nodes (a fold event of 50 to 70 is common) pays one wave of
+// syncs, not two. A variable for tests.
+var MaxUnsynced = MaxSpareFiles
 
 // syncWorkers is the number of files synced at once. Concurrent fsyncs
 // share the file system's journal commits and the device's cache flushes
@@ -68,13 +70,21 @@ const syncWorkers = 16
 //
 // A crash before Commit returns leaves the targets absent or whole (never
 // partial) and possibly temporary files, named "." + the target's base name
-// + random digits (as WriteFileAtomic's): no reader takes them for a target.
+// + random digits (as WriteFileAtomic's), or spares' names (SparePrefix +
+// digits) for files written into spares: no reader takes them for a target.
 // Abort removes the temporary files of files not renamed.
 //
 // The targets must not exist (Commit would replace them). Every write goes
 // through WrapWriter, as WriteFileAtomic's. A FileBatch is used by one
 // goroutine at a time; the zero value is ready to use.
 type FileBatch struct {
+	// Spares, when set, provides the temporary files of the files added
+	// in its directory: Add writes into a spare (no file created on the
+	// write's path) while the pool holds one, else creates a temporary
+	// file as without it. A spare written and not committed is a
+	// temporary file like the others: Abort removes it.
+	Spares *SpareFiles
+
 	pending  []batchFile // written, not renamed yet
 	unsynced []*os.File  // pending files still open: written, not synced
 	first    bool        // BatchFirstWritten was passed for this group
@@ -90,13 +100,16 @@ func (b *FileBatch) Len() int { return len(b.pending) }
 
 // Add writes a new file's content (streamed by write, which must return the
 // first error of the writer it is given) to a temporary file beside path,
-// with permissions perm. The file is named path by Commit. On an error the
-// temporary file is removed and the batch's other files are kept.
+// with permissions perm (or to one of Spares), which Commit names path. On
+// an error the temporary file is removed and the batch's other files are
+// kept.
 func (b *FileBatch) Add(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path))
-	if err != nil {
-		return err
+	f, ok := b.Spares.take(dir)
+	if !ok {
+		if f, err = os.CreateTemp(dir, "."+filepath.Base(path)); err != nil {
+			return err
+		}
 	}
 	defer func() {
 		if err != nil {

@@ -1,0 +1,253 @@
+//go:build unix
+
+package fsutil
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// spareNames returns the names of dir that SpareNameRE matches.
+func spareNames(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range names(t, dir) {
+		if SpareNameRE.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func addN(t *testing.T, b *FileBatch, dir string, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("step_%06d.json", i))
+		if err := b.Add(path, 0o644, func(w io.Writer) error {
+			_, err := io.WriteString(w, strings.Repeat(fmt.Sprint(i%10), 50+i))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSpareFilesTaken: Fill makes empty spare files; a FileBatch with the
+// pool writes its files into them (the committed targets are the spares'
+// inodes: no file was created for them), creates temporary files as before
+// once the pool is empty, and Commit leaves the targets whole with their
+// permissions, no spare and no temporary file.
+func TestSpareFilesTaken(t *testing.T) {
+	dir := t.TempDir()
+	p := NewSpareFiles(dir)
+	made, err := p.Fill(5, nil)
+	if err != nil || made != 5 || p.Len() != 5 {
+		t.Fatalf("Fill(5) = %d, %v; Len %d", made, err, p.Len())
+	}
+	spares := map[uint64]bool{}
+	for _, n := range spareNames(t, dir) {
+		fi, err := os.Stat(filepath.Join(dir, n))
+		if err != nil || fi.Size() != 0 || !fi.Mode().IsRegular() {
+			t.Fatalf("spare %s: %v, %v", n, fi, err)
+		}
+		spares[inode(t, filepath.Join(dir, n))] = true
+	}
+	if len(spares) != 5 {
+		t.Fatalf("%d spares on disk, want 5: %v", len(spares), names(t, dir))
+	}
+	b := FileBatch{Spares: p}
+	addN(t, &b, dir, 0, 7)
+	if p.Len() != 0 {
+		t.Fatalf("pool holds %d spares after 7 files, want 0", p.Len())
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := names(t, dir)
+	if len(got) != 7 {
+		t.Fatalf("after Commit: %v, want the 7 targets only", got)
+	}
+	fromSpare := 0
+	for i := range 7 {
+		path := filepath.Join(dir, fmt.Sprintf("step_%06d.json", i))
+		data, err := os.ReadFile(path)
+		if err != nil || string(data) != strings.Repeat(fmt.Sprint(i%10), 50+i) {
+			t.Fatalf("%s: %q, %v", path, data, err)
+		}
+		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: mode %v, want 0644", path, fi.Mode())
+		}
+		if spares[inode(t, path)] {
+			fromSpare++
+		}
+	}
+	if fromSpare != 5 {
+		t.Fatalf("%d targets are spares' inodes, want 5", fromSpare)
+	}
+}
+
+// TestSpareFilesBounded: a pool never holds more than MaxSpareFiles
+// spares, Fill stops when stop says so, and Fill of a count already held
+// creates nothing.
+func TestSpareFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	p := NewSpareFiles(dir)
+	if made, err := p.Fill(MaxSpareFiles+40, nil); err != nil || made != MaxSpareFiles {
+		t.Fatalf("Fill(%d) = %d, %v; want %d", MaxSpareFiles+40, made, err, MaxSpareFiles)
+	}
+	if n := len(spareNames(t, dir)); n != MaxSpareFiles {
+		t.Fatalf("%d spares on disk, want %d", n, MaxSpareFiles)
+	}
+	if made, _ := p.Fill(10, nil); made != 0 {
+		t.Fatalf("Fill of a full pool made %d", made)
+	}
+	q := NewSpareFiles(t.TempDir())
+	calls := 0
+	made, err := q.Fill(50, func() bool { calls++; return calls > 3 })
+	if err != nil || made != 3 || q.Len() != 3 {
+		t.Fatalf("Fill stopped after 3: made %d, %v, Len %d", made, err, q.Len())
+	}
+}
+
+// TestSpareFilesRemove: Remove deletes every spare from disk, a spare
+// already gone included, and the pool fills again afterwards.
+func TestSpareFilesRemove(t *testing.T) {
+	dir := t.TempDir()
+	p := NewSpareFiles(dir)
+	if _, err := p.Fill(4, nil); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, spareNames(t, dir)[0]))
+	if err := p.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); len(got) != 0 || p.Len() != 0 {
+		t.Fatalf("after Remove: %v, Len %d", got, p.Len())
+	}
+	if made, err := p.Fill(2, nil); err != nil || made != 2 || len(spareNames(t, dir)) != 2 {
+		t.Fatalf("Fill after Remove: %d, %v", made, err)
+	}
+}
+
+// TestSpareFilesGoneOrReplaced: a spare removed by another process, or
+// replaced by a symlink or a FIFO, is skipped (the symlink's target and the
+// FIFO untouched, no wait on the FIFO): Add uses the next spare or creates
+// its temporary file, and the batch commits.
+func TestSpareFilesGoneOrReplaced(t *testing.T) {
+	dir := t.TempDir()
+	p := NewSpareFiles(dir)
+	if _, err := p.Fill(3, nil); err != nil {
+		t.Fatal(err)
+	}
+	sp := spareNames(t, dir)
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, sp[0]))
+	os.Remove(filepath.Join(dir, sp[1]))
+	if err := os.Symlink(outside, filepath.Join(dir, sp[1])); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, sp[2]))
+	if err := syscall.Mkfifo(filepath.Join(dir, sp[2]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := FileBatch{Spares: p}
+	addN(t, &b, dir, 0, 2)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(outside); string(data) != "keep" {
+		t.Fatalf("the symlink's target was written: %q", data)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, sp[2])); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was touched: %v, %v", fi, err)
+	}
+	for i := range 2 {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("step_%06d.json", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSpareFilesAbort: spares written by a batch that aborts are removed
+// like its other temporary files; the untaken spares stay in the pool.
+func TestSpareFilesAbort(t *testing.T) {
+	dir := t.TempDir()
+	p := NewSpareFiles(dir)
+	if _, err := p.Fill(5, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := FileBatch{Spares: p}
+	addN(t, &b, dir, 0, 3)
+	b.Abort()
+	if got := names(t, dir); len(got) != 2 || p.Len() != 2 {
+		t.Fatalf("after Abort: %v, Len %d; want the 2 untaken spares", got, p.Len())
+	}
+	for _, n := range spareNames(t, dir) {
+		if !p.Has(n) {
+			t.Fatalf("%s on disk is not the pool's", n)
+		}
+	}
+}
+
+// BenchmarkFileBatch50 commits batches of 50 new files of 3 KiB (a fold
+// event's cold nodes) in one directory, creating each file's temporary file
+// (create) or writing into spares made between batches, outside the timer
+// (spares). Each batch's files are removed after it (outside the timer),
+// so the directory's block group sees the churn of a test machine.
+//
+//	go test ./internal/fsutil -run '^$' -bench 'BenchmarkFileBatch50' -benchtime 50x
+func BenchmarkFileBatch50(b *testing.B) {
+	data := []byte(strings.Repeat("x", 3<<10))
+	for _, spares := range []bool{false, true} {
+		name := "create"
+		if spares {
+			name = "spares"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			p := NewSpareFiles(dir)
+			for i := range b.N {
+				b.StopTimer()
+				var fb FileBatch
+				if spares {
+					fb.Spares = p
+					if _, err := p.Fill(50, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				for k := range 50 {
+					path := filepath.Join(dir, fmt.Sprintf("step_%06d.json", i*50+k))
+					if err := fb.Add(path, 0o644, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := fb.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				for k := range 50 {
+					os.Remove(filepath.Join(dir, fmt.Sprintf("step_%06d.json", i*50+k)))
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
