@@ -1014,6 +1014,9 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	resp.Body = &observedBody{rc: resp.Body, obs: newObserver(st.rec.API, sse), done: func(o Observed, err error) {
 		st.rec.Observed = o
+		if o.EventsSkipped > 0 {
+			st.rec.Warnings = append(st.rec.Warnings, fmt.Sprintf("%d server-sent event(s) longer than %d bytes passed to the client unread (a tool call or stop reason they held is missing from this record)", o.EventsSkipped, maxSSEEvent))
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			st.rec.Warnings = append(st.rec.Warnings, "response interrupted: "+err.Error())
 		}
