@@ -31,7 +31,8 @@ type Observed struct {
 	// thinking_dropped, Responses ones that removed a reasoning item.
 	ReasoningDropped int `json:"reasoning_dropped,omitempty"`
 	// ErrorMessage is the message of an error body (an upstream 4xx/5xx),
-	// at most 400 bytes.
+	// at most 400 bytes in a request record, with the request's
+	// credentials and any secret redacted (Server.safeErrorMessage).
 	ErrorMessage string `json:"error_message,omitempty"`
 	// EventsSkipped counts the server-sent events longer than maxSSEEvent
 	// bytes: passed on to the client unchanged, but not parsed (what they
@@ -67,8 +68,8 @@ func (o *observer) note(raw []byte) {
 	o.out.ReasoningDropped = max(o.out.ReasoningDropped, n)
 	if t.Error != nil && t.Error.Message != "" {
 		m := t.Error.Message
-		if len(m) > 400 {
-			m = m[:400]
+		if len(m) > maxErrorMessage {
+			m = m[:maxErrorMessage] // cut to 400 bytes once redacted (safeErrorMessage)
 		}
 		o.out.ErrorMessage = m
 	}
@@ -80,6 +81,10 @@ func namesReasoning(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "thinking") || strings.Contains(m, "'reasoning'") || strings.Contains(m, "reasoning item")
 }
+
+// maxErrorMessage bounds the error message the observer keeps, so that a
+// credential it repeats is whole when redacted.
+const maxErrorMessage = 4 << 10
 
 // maxObserve bounds the bytes of a non-streaming response kept for parsing.
 const maxObserve = 16 << 20
