@@ -265,6 +265,24 @@ func notTurnObject(path string, trimmed []byte) error {
 	return usagef("%s: holds %s, not a turn object; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, jsonKind(trimmed))
 }
 
+// lossyString refuses a JSON string field of --input that decoding changed:
+// a lone UTF-16 surrogate escape ("\ud800" without its pair) is not text
+// and decodes to U+FFFD, so the turn would be stored with other text than
+// it holds (IPCF stores text losslessly, as checkTurnText requires of the
+// command line). It compares the U+FFFD the decoded value holds with those
+// the JSON text wrote (literally or as \ufffd).
+func lossyString(path, field string, raw json.RawMessage, decoded string) error {
+	got := strings.Count(decoded, "\uFFFD")
+	if got == 0 {
+		return nil
+	}
+	lower := strings.ToLower(string(raw))
+	if got == strings.Count(string(raw), "\uFFFD")+strings.Count(lower, `\ufffd`) {
+		return nil
+	}
+	return usagef("%s: %q holds a lone UTF-16 surrogate escape (a \\uD800–\\uDFFF escape without its pair), which is not text; IPCF stores text losslessly, so nothing was folded: write the whole surrogate pair, or \\ufffd where the character is unknown", path, field)
+}
+
 // stepIDRule is the remedy of a bad "step_id" in --input.
 const stepIDRule = `step_id must be an integer up to 2^63-1 (9223372036854775807; negative for a turn before the first), written as a JSON number without quotes, fraction or exponent, e.g. "step_id": 42`
 
@@ -304,6 +322,9 @@ func checkedFoldInput(path string, in foldInput) (contextfold.Turn, error) {
 		if jsonKind(f.raw) != "a string" || json.Unmarshal(f.raw, f.to) != nil {
 			return contextfold.Turn{}, bad(f.name, f.raw, jsonKind(f.raw), f.name+" must be a JSON string, e.g. "+f.eg)
 		}
+		if err := lossyString(path, f.name, f.raw, *f.to); err != nil {
+			return contextfold.Turn{}, err
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -327,6 +348,9 @@ func checkedFoldInput(path string, in foldInput) (contextfold.Turn, error) {
 		for i, it := range items {
 			if jsonKind(it) != "a string" || json.Unmarshal(it, &list[i]) != nil {
 				return contextfold.Turn{}, bad(fmt.Sprintf("%s[%d]", f.name, i), it, jsonKind(it), rule)
+			}
+			if err := lossyString(path, fmt.Sprintf("%s[%d]", f.name, i), it, list[i]); err != nil {
+				return contextfold.Turn{}, err
 			}
 		}
 		*f.to = list

@@ -48,3 +48,34 @@ func TestInputNotJSONIsRefusedAtItsHead(t *testing.T) {
 		t.Errorf("fold --input DIR: exit %d, %s", code, errs)
 	}
 }
+
+// TestInputLoneSurrogateIsRefused: a lone UTF-16 surrogate escape in any
+// string of an --input turn is refused (exit 1, naming the field and the
+// remedy, nothing written), as invalid UTF-8 on the command line is; a
+// whole surrogate pair and a U+FFFD written as such are folded. Before, the
+// surrogate became U+FFFD silently and the payload stored was not the one
+// given.
+func TestInputLoneSurrogateIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ in, field string }{
+		{`{"step_id":1,"summary":"s","raw_content":"a \ud800 b"}`, `"raw_content"`},
+		{`{"step_id":1,"summary":"tail \udfff"}`, `"summary"`},
+		{`{"step_id":1,"summary":"s","files":["ok.go","x\udc00.go"]}`, `"files[1]"`},
+	} {
+		_, errs, code := cli(t, c.in, "--dir", dir, "fold", "--input", "-")
+		if code != 1 || !strings.Contains(errs, c.field) || !strings.Contains(errs, "lone UTF-16 surrogate") {
+			t.Errorf("%s: exit %d, %s", c.in, code, errs)
+		}
+	}
+	if out, errs, code := cli(t, "", "--dir", dir, "status"); code == 0 && !strings.Contains(out+errs, "0 nodes") {
+		t.Errorf("a refused turn was stored: %s", out)
+	}
+	ok := `{"step_id":2,"summary":"kept \ufffd","raw_content":"pair \ud83d\ude00 and ` + "\uFFFD" + `"}`
+	if _, errs, code := cli(t, ok, "--dir", dir, "fold", "--input", "-"); code != 0 {
+		t.Fatalf("a surrogate pair and U+FFFD: exit %d, %s", code, errs)
+	}
+	out, _, _ := cli(t, "", "--dir", dir, "hydrate", "2", "--raw")
+	if out != "pair \U0001F600 and \uFFFD" {
+		t.Errorf("hydrated %q", out)
+	}
+}
