@@ -52,6 +52,10 @@ import (
 //     token, a session token) passed unnoticed. The credential is a
 //     token68 run (RFC 9110 §11.2) of 8+ characters that is not a plain
 //     lower-case word and not a placeholder.
+//   - contextfold-flag-secret and contextfold-xml-secret: the same names
+//     and value vetting, as a command-line option with its value after a
+//     blank (--token VALUE, --password 'VALUE') and as an XML element
+//     (<password>VALUE</password>, Maven's settings.xml).
 //   - contextfold-cli-password: a password given on a command line, the
 //     MySQL and MariaDB clients' -pPASSWORD and sshpass -p PASSWORD.
 //   - contextfold-llm-api-key: API keys with well-known prefixes
@@ -118,6 +122,29 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
 		secret: envSecret,
+	},
+	{
+		id:      "contextfold-flag-secret",
+		anchors: []string{"--"},
+		begin:   flagStart,
+		// A command-line option whose name ends in a secret word, with its
+		// value after a blank (--token VALUE, --password 'VALUE'); the
+		// --name=VALUE form is contextfold-env-secret's. 1: name; value:
+		// 2 double-quoted, 3 single-quoted, 4 bare.
+		re:     regexp.MustCompile(`^--([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'\\;&|` + "`" + `]+))`),
+		maxLen: 1024,
+		secret: flagSecret,
+	},
+	{
+		id:      "contextfold-xml-secret",
+		anchors: []string{"<"},
+		begin:   xmlStart,
+		// <password>VALUE</password> and the like (Maven settings.xml,
+		// .NET and Java configuration): 1: the tag, 2: the value, 3: the
+		// closing tag, which must be the same.
+		re:     regexp.MustCompile(`^<([A-Za-z_][A-Za-z0-9_.:-]*)>([^<>\r\n]+)</([A-Za-z_][A-Za-z0-9_.:-]*)>`),
+		maxLen: 1024,
+		secret: xmlSecret,
 	},
 	{
 		id:      "contextfold-auth-header",
@@ -354,6 +381,66 @@ func maybeSecretName(name string) bool {
 	}
 	last := strings.ToUpper(name[k:])
 	return secretLast[last] || last == "KEY" || last == "ID"
+}
+
+// flagStart accepts "--" that starts a word and names a possible secret.
+func flagStart(text string, p int) int {
+	if p > 0 && !(text[p-1] == ' ' || text[p-1] == '\t' || text[p-1] == '\n' || text[p-1] == '"' || text[p-1] == '\'' || text[p-1] == '(') {
+		return -1
+	}
+	j := p + 2
+	for j < len(text) && j-p < 256 && (isWordByte(text[j]) || text[j] == '.' || text[j] == '-') {
+		j++
+	}
+	if j == p+2 || !maybeSecretName(text[p+2:j]) {
+		return -1
+	}
+	return p
+}
+
+// flagSecret vets a --name VALUE candidate like NAME=VALUE; a value that is
+// itself an option (-x, --flag) is not one.
+func flagSecret(c string, m []int) (int, int, bool) {
+	for g := 2; g <= 4; g++ {
+		if m[2*g] >= 0 {
+			s, e := m[2*g], m[2*g+1]
+			v := c[s:e]
+			return s, e, !strings.HasPrefix(v, "-") && acceptEnvSecret(c[m[2]:m[3]], v)
+		}
+	}
+	return 0, 0, false
+}
+
+// xmlStart accepts "<" followed by a tag name that may name a secret.
+func xmlStart(text string, p int) int {
+	j := p + 1
+	for j < len(text) && j-p < 256 && (isWordByte(text[j]) || text[j] == '.' || text[j] == '-' || text[j] == ':') {
+		j++
+	}
+	if j == p+1 || j >= len(text) || text[j] != '>' {
+		return -1
+	}
+	name := text[p+1 : j]
+	if k := strings.LastIndexByte(name, ':'); k >= 0 {
+		name = name[k+1:] // a namespace prefix
+	}
+	if !maybeSecretName(name) {
+		return -1
+	}
+	return p
+}
+
+// xmlSecret vets <name>VALUE</name> like NAME=VALUE.
+func xmlSecret(c string, m []int) (int, int, bool) {
+	open, closing := c[m[2]:m[3]], c[m[6]:m[7]]
+	if open != closing {
+		return 0, 0, false
+	}
+	if k := strings.LastIndexByte(open, ':'); k >= 0 {
+		open = open[k+1:]
+	}
+	v := strings.TrimSpace(c[m[4]:m[5]])
+	return m[4], m[5], acceptEnvSecret(open, v)
 }
 
 // cliPassword returns the span of a command-line password that is not a
