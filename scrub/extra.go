@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strings"
 )
@@ -368,6 +369,10 @@ func keyNameStart(text string, p int) int {
 	if b == j || !maybeSecretName(text[b:j]) {
 		return -1
 	}
+	// "--- PASS: TestName (0.01s)" is a test result, not a key.
+	if strings.EqualFold(text[b:j], "pass") {
+		return -1
+	}
 	return b
 }
 
@@ -477,6 +482,12 @@ func authCredential(c string, m []int) (int, int, bool) {
 	v := c[s:e]
 	if isPlaceholder(v) {
 		return 0, 0, false
+	}
+	// Basic credentials of a placeholder ("user:pass") are not a secret.
+	if raw, err := base64.StdEncoding.DecodeString(v); err == nil {
+		if _, pw, ok := strings.Cut(string(raw), ":"); ok && placeholderPasswordSet[strings.ToLower(pw)] {
+			return 0, 0, false
+		}
 	}
 	plain := true
 	for i := 0; i < len(v); i++ {
