@@ -57,6 +57,10 @@ import (
 //     and value vetting, as a command-line option with its value after a
 //     blank (--token VALUE, --password 'VALUE') and as an XML element
 //     (<password>VALUE</password>, Maven's settings.xml).
+//   - contextfold-cookie: the pairs of a Cookie header and the value of a
+//     Set-Cookie header (session cookies are credentials).
+//   - contextfold-netrc-password: "password VALUE" in a .netrc entry
+//     (after "machine HOST" or "default", and "login USER").
 //   - contextfold-cli-password: a password given on a command line, the
 //     MySQL and MariaDB clients' -pPASSWORD and sshpass -p PASSWORD.
 //   - contextfold-llm-api-key: API keys with well-known prefixes
@@ -146,6 +150,28 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^<([A-Za-z_][A-Za-z0-9_.:-]*)>([^<>\r\n]+)</([A-Za-z_][A-Za-z0-9_.:-]*)>`),
 		maxLen: 1024,
 		secret: xmlSecret,
+	},
+	{
+		id:      "contextfold-cookie",
+		anchors: []string{"ookie", "OOKIE"},
+		begin:   cookieStart,
+		// The value of a Cookie header (every name=value pair) or of a
+		// Set-Cookie header (its one cookie's value, not the attributes),
+		// as a header or a JSON or Python member. 1: Set-, 2: the Cookie
+		// list, 3: the Set-Cookie value.
+		re:     regexp.MustCompile(`^((?i:set-)?)(?i:cookie)(?:\\?["'])?[ \t]*:[ \t]*(?:\\?["'])?(?:([^=;\s"'\\][^\r\n"'\\]*)|)`),
+		maxLen: 4096,
+		secret: cookieSecret,
+	},
+	{
+		id:      "contextfold-netrc-password",
+		anchors: []string{"password", "passwd"},
+		begin:   netrcStart,
+		// .netrc: "machine HOST login USER password VALUE", on one line or
+		// several. 1: the value.
+		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+(\S+)`),
+		maxLen: 1024,
+		secret: func(c string, m []int) (int, int, bool) { return m[2], m[3], !isPlaceholder(c[m[2]:m[3]]) },
 	},
 	{
 		id:      "contextfold-auth-header",
@@ -458,6 +484,68 @@ func cliPassword(c string, m []int) (int, int, bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// cookieStart walks back from "ookie" to its first letter and an optional
+// "Set-" before it; the name must start a word.
+func cookieStart(text string, p int) int {
+	if p == 0 || (text[p-1] != 'C' && text[p-1] != 'c') {
+		return -1
+	}
+	b := p - 1
+	if b >= 4 && strings.EqualFold(text[b-4:b], "set-") {
+		b -= 4
+	}
+	return wordStart(text, b)
+}
+
+// cookieSecret returns the span of a Cookie header's pairs, or of a
+// Set-Cookie header's value: what holds '=' and is not a placeholder.
+func cookieSecret(c string, m []int) (int, int, bool) {
+	if m[4] < 0 {
+		return 0, 0, false
+	}
+	v := strings.TrimRight(c[m[4]:m[5]], " \t")
+	s, e := m[4], m[4]+len(v)
+	eq := strings.IndexByte(v, '=')
+	if eq <= 0 {
+		return 0, 0, false // prose: "Cookie: a small file"
+	}
+	if m[3] > m[2] { // Set-Cookie: the value of its one cookie
+		val := v[eq+1:]
+		if k := strings.IndexByte(val, ';'); k >= 0 {
+			val = val[:k]
+		}
+		val = strings.TrimSpace(val)
+		if len(val) < 8 || isPlaceholder(val) {
+			return 0, 0, false
+		}
+		return s + eq + 1, s + eq + 1 + len(val), true
+	}
+	if len(v) < 8 || isPlaceholder(v[eq+1:]) {
+		return 0, 0, false
+	}
+	return s, e, true
+}
+
+// netrcStart accepts "password" in a .netrc entry: the words before it
+// are "machine HOST" or "default", then optionally "login USER" and
+// "account ACCOUNT", in any order.
+func netrcStart(text string, p int) int {
+	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) {
+		return -1
+	}
+	w := strings.Fields(text[max(0, p-512):p])
+	for len(w) >= 2 && (w[len(w)-2] == "login" || w[len(w)-2] == "account") {
+		w = w[:len(w)-2]
+	}
+	switch {
+	case len(w) >= 2 && w[len(w)-2] == "machine":
+	case len(w) >= 1 && w[len(w)-1] == "default":
+	default:
+		return -1
+	}
+	return p
 }
 
 // authHeaderStart walks back from "uthorization" to its first letter and an
