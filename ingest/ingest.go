@@ -113,8 +113,19 @@ func binaryFormat(why string) error {
 // ParseFile reads path and parses it with [Parse]. path is a regular file
 // of at most MaxTranscriptBytes or a pipe (bash's <(…)); a directory, a
 // socket, or a larger input is refused with an error naming the limit.
+//
+// Binary input is refused after its first 64 KiB (binaryInput), not read
+// up to the limit: `ingest /dev/zero` held 512 MiB before refusing it.
 func ParseFile(path string, f Format) (*Result, error) {
-	data, err := fsutil.ReadInputMax(path, MaxTranscriptBytes)
+	data, err := fsutil.ReadInputMaxHead(path, MaxTranscriptBytes, binarySniff, func(head []byte) error {
+		if why, ok := binaryInput(head); ok {
+			return fmt.Errorf("%s: %w", path, binaryFormat(why))
+		}
+		return nil
+	})
+	if errors.Is(err, ErrUnknownFormat) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ingest: read transcript: %w", err)
 	}

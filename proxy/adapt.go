@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -109,6 +110,22 @@ func parseRequestCached(api API, body []byte, c *parseCache) (*request, error) {
 	return parseDigested(api, body, blocks, c)
 }
 
+// invalidJSON is the 400 of a body that is not valid JSON, saying what is
+// wrong and at which byte of the body (b starts at byte base), so that the
+// client can find it: encoding/json's syntax error, or nesting past its
+// limit of 10000 levels (valid JSON that no JSON decoder here reads).
+func invalidJSON(b []byte, base int) error {
+	var v json.RawMessage
+	var se *json.SyntaxError
+	if err := json.Unmarshal(b, &v); errors.As(err, &se) {
+		if strings.Contains(se.Error(), "max depth") {
+			return badRequest(fmt.Sprintf("request body is not valid JSON: nested deeper than 10000 levels (at byte offset %d)", base+int(se.Offset)-1))
+		}
+		return badRequest(fmt.Sprintf("request body is not valid JSON: %s at byte offset %d", se.Error(), base+int(se.Offset)-1))
+	}
+	return badRequest("request body is not valid JSON")
+}
+
 // parseDigested is parseRequestCached with body's block hashes, computed
 // under c's seed while the body arrived (intake.go: bodyDigest); nil
 // blocks compare the conversation with the prefix states element by
@@ -124,7 +141,7 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 	top, arrAt, elems, match, ok := skeleton(api, body, blocks, arrKey, c)
 	if !ok {
 		if !json.Valid(body) {
-			return nil, badRequest("request body is not valid JSON")
+			return nil, invalidJSON(body, 0)
 		}
 		start := skipWS(body, 0)
 		if kind(body, span{start, len(body)}) != '{' {
@@ -141,7 +158,7 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 	if ok {
 		for _, f := range top {
 			if f.val.start != arrAt && !json.Valid(body[f.val.start:f.val.end]) {
-				return nil, badRequest("request body is not valid JSON")
+				return nil, invalidJSON(body[f.val.start:f.val.end], f.val.start)
 			}
 		}
 	}
@@ -208,7 +225,7 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 			}
 		}
 		if ok && !json.Valid(raw) {
-			return nil, badRequest("request body is not valid JSON")
+			return nil, invalidJSON(raw, el.start)
 		}
 		if err := r.parseElem(i, el); err != nil {
 			return nil, err

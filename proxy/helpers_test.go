@@ -94,7 +94,7 @@ func splitEvents(sse []byte) [][]byte {
 	var out [][]byte
 	rest := sse
 	for len(rest) > 0 {
-		_, next := eventEnd(rest)
+		_, next := eventEnd(rest, 0)
 		if next < 0 {
 			out = append(out, rest)
 			break

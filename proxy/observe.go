@@ -31,8 +31,13 @@ type Observed struct {
 	// thinking_dropped, Responses ones that removed a reasoning item.
 	ReasoningDropped int `json:"reasoning_dropped,omitempty"`
 	// ErrorMessage is the message of an error body (an upstream 4xx/5xx),
-	// at most 400 bytes.
+	// at most 400 bytes in a request record, with the request's
+	// credentials and any secret redacted (Server.safeErrorMessage).
 	ErrorMessage string `json:"error_message,omitempty"`
+	// EventsSkipped counts the server-sent events longer than maxSSEEvent
+	// bytes: passed on to the client unchanged, but not parsed (what they
+	// held, such as a tool call's input, is missing from ToolCalls).
+	EventsSkipped int `json:"events_skipped,omitempty"`
 }
 
 // transformations is the part of a response (Anthropic message, Responses
@@ -63,8 +68,8 @@ func (o *observer) note(raw []byte) {
 	o.out.ReasoningDropped = max(o.out.ReasoningDropped, n)
 	if t.Error != nil && t.Error.Message != "" {
 		m := t.Error.Message
-		if len(m) > 400 {
-			m = m[:400]
+		if len(m) > maxErrorMessage {
+			m = m[:maxErrorMessage] // cut to 400 bytes once redacted (safeErrorMessage)
 		}
 		o.out.ErrorMessage = m
 	}
@@ -77,20 +82,32 @@ func namesReasoning(msg string) bool {
 	return strings.Contains(m, "thinking") || strings.Contains(m, "'reasoning'") || strings.Contains(m, "reasoning item")
 }
 
+// maxErrorMessage bounds the error message the observer keeps, so that a
+// credential it repeats is whole when redacted.
+const maxErrorMessage = 4 << 10
+
 // maxObserve bounds the bytes of a non-streaming response kept for parsing.
 const maxObserve = 16 << 20
+
+// maxSSEEvent bounds the bytes of one server-sent event kept for parsing; a
+// longer event is passed on but skipped (Observed.EventsSkipped).
+const maxSSEEvent = 16 << 20
 
 // observer parses a copy of a response: server-sent events as they pass, or
 // a JSON body at the end. It never fails the response; unparsable input is
 // ignored.
 type observer struct {
-	api    API
-	sse    bool
-	buf    []byte // unparsed SSE bytes, or the JSON body
-	out    Observed
-	blocks map[int]*blockState // Anthropic content blocks by index
-	calls  map[int]*callState  // OpenAI tool calls by index
-	order  []int
+	api API
+	sse bool
+	buf []byte // unparsed SSE bytes, or the JSON body
+	// scanned is how many bytes of buf were searched for an event end
+	// already; skip is set while an event longer than maxSSEEvent passes.
+	scanned int
+	skip    bool
+	out     Observed
+	blocks  map[int]*blockState // Anthropic content blocks by index
+	calls   map[int]*callState  // OpenAI tool calls by index
+	order   []int
 }
 
 type blockState struct {
@@ -118,19 +135,38 @@ func (o *observer) Write(p []byte) {
 	}
 	o.buf = append(o.buf, p...)
 	for {
-		end, next := eventEnd(o.buf)
+		// An event end found now starts at most 3 bytes before what
+		// was searched ("\r\n\r" then "\n"): each byte is searched
+		// a bounded number of times, however long the event.
+		end, next := eventEnd(o.buf, max(0, o.scanned-3))
 		if end < 0 {
+			o.scanned = len(o.buf)
+			if len(o.buf) > maxSSEEvent {
+				// Keep only the tail an event end may start in.
+				if !o.skip {
+					o.skip = true
+					o.out.EventsSkipped++
+				}
+				o.buf = append(o.buf[:0], o.buf[len(o.buf)-3:]...)
+				o.scanned = len(o.buf)
+			}
 			return
 		}
-		o.event(o.buf[:end])
+		if o.skip {
+			o.skip = false
+		} else {
+			o.event(o.buf[:end])
+		}
 		o.buf = o.buf[next:]
+		o.scanned = 0
 	}
 }
 
 // eventEnd finds the blank line ending the first event (LF, CRLF or CR line
-// ends): the end of the event and the start of the next.
-func eventEnd(b []byte) (end, next int) {
-	for i := 0; i < len(b); i++ {
+// ends) among the line ends at from or later: the end of the event and the
+// start of the next.
+func eventEnd(b []byte, from int) (end, next int) {
+	for i := from; i < len(b); i++ {
 		if b[i] != '\n' && b[i] != '\r' {
 			continue
 		}

@@ -1049,13 +1049,49 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		st.rec.ClientTokens, st.rec.ForwardedTokens, a.FoldedTokens, a.HydratedTokens))
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	resp.Body = &observedBody{rc: resp.Body, obs: newObserver(st.rec.API, sse), done: func(o Observed, err error) {
+		o.ErrorMessage = s.safeErrorMessage(o.ErrorMessage, resp.Request.Header)
 		st.rec.Observed = o
+		if o.EventsSkipped > 0 {
+			st.rec.Warnings = append(st.rec.Warnings, fmt.Sprintf("%d server-sent event(s) longer than %d bytes passed to the client unread (a tool call or stop reason they held is missing from this record)", o.EventsSkipped, maxSSEEvent))
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			st.rec.Warnings = append(st.rec.Warnings, "response interrupted: "+err.Error())
 		}
 		s.finish(st)
 	}}
 	return nil
+}
+
+// credentialHeaders are the request headers that carry the client's API
+// credential to the upstream.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
+
+// safeErrorMessage returns an upstream's error message fit for the request
+// record, the log and GET /contextfold/stats: the credential values of the
+// request's headers (without their scheme, 8 bytes or longer) are replaced
+// by "[REDACTED:credential]" wherever the message repeats them (a gateway
+// that echoes the key it refused), and what the secret scrubber finds is
+// redacted too. The client still gets the upstream's body unchanged.
+func (s *Server) safeErrorMessage(msg string, h http.Header) string {
+	if msg == "" {
+		return msg
+	}
+	for _, name := range credentialHeaders {
+		for _, v := range h.Values(name) {
+			v = strings.TrimSpace(v)
+			if _, rest, ok := strings.Cut(v, " "); ok && (name == "Authorization" || name == "Proxy-Authorization") {
+				v = strings.TrimSpace(rest) // the scheme ("Bearer") stays
+			}
+			if len(v) >= 8 {
+				msg = strings.ReplaceAll(msg, v, "[REDACTED:credential]")
+			}
+		}
+	}
+	msg = s.scrub.Scrub(msg).Text
+	if len(msg) > 400 {
+		msg = strings.ToValidUTF8(msg[:400], "")
+	}
+	return msg
 }
 
 // headerSafe makes a warning fit on one header line.

@@ -15,18 +15,20 @@ import (
 func TestBadBodiesGetClear4xx(t *testing.T) {
 	up := newUpstream(t)
 	tp := newProxy(t, up, foldAll)
-	tp.srv.opts.MaxBodyBytes = 1 << 10
+	tp.srv.opts.MaxBodyBytes = 64 << 10
 	for _, c := range []struct {
 		body string
 		code int
 		msg  string
 	}{
 		{`{"model":`, 400, "not valid JSON"},
+		{`{"model":"m","messages":[{"role":"user","content":"x"},]}`, 400, "at byte offset 55"},
+		{`{"messages":[{"role":"user","content":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}]}`, 400, "nested deeper than"},
 		{`[1,2]`, 400, "JSON object"},
 		{`{"model":"m"}`, 400, `has no \"messages\" array`},
 		{`{"messages":[1]}`, 400, "is not an object"},
 		{`{"messages":[{"content":"x"}]}`, 400, "has no role"},
-		{`{"messages":[{"role":"user","content":"` + strings.Repeat("x", 2000) + `"}]}`, 413, "larger than 1024 bytes"},
+		{`{"messages":[{"role":"user","content":"` + strings.Repeat("x", 70000) + `"}]}`, 413, "larger than 65536 bytes"},
 	} {
 		resp, b := post(t, tp.http.URL+PathAnthropic, []byte(c.body), nil)
 		if resp.StatusCode != c.code || !strings.Contains(string(b), c.msg) || !json.Valid(b) {

@@ -83,7 +83,9 @@ func widenConcat(t *syntax.Regexp) bool {
 		subs[len(subs)-1] = mustParse(trailingBoundary)
 		changed = true
 	}
-	if first := subs[0]; isBoundary(first) && hasCapture(subs[1]) {
+	// A \b before the secret too: '_' is a word character, so "_AIza…_"
+	// (Markdown emphasis, a name joined by '_') had no boundary there.
+	if first := subs[0]; (isBoundary(first) || first.Op == syntax.OpWordBoundary) && hasCapture(subs[1]) {
 		subs[0] = mustParse(leadingBoundary)
 		changed = true
 	}

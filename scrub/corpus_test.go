@@ -146,6 +146,10 @@ func (g *fakeGen) value(key string) string {
 		v = g.pick(alnum, 24)
 	case "OPENAI":
 		v = "sk-" + "proj-" + g.pick(alnum+"_-", 48)
+	case "OPAQUE": // an OAuth access token or session token: no prefix
+		v = g.pick(alnum, 8) + "." + g.pick(alnum+"-_", 32)
+	case "PUNCTPW": // a password with punctuation gitleaks' generic rule declines
+		v = g.pick(alnum, 5) + "!" + g.pick(alnum, 4) + "#" + g.pick(alnum, 3)
 	case "ANTHROPIC":
 		v = "sk-" + "ant-api03-" + g.pick(alnum+"_-", 93) + "AA"
 	default:

@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strings"
 )
@@ -36,12 +37,44 @@ import (
 //     upper-case letters or digits. Gitleaks only accepts the base-32
 //     alphabet (no 0, 1, 8, 9) above an entropy threshold, so many pasted
 //     and test key ids pass unnoticed.
+//   - contextfold-keyed-secret: the same names as contextfold-env-secret,
+//     with the same vetting of the value, as a key followed by ':' — a YAML
+//     mapping (password: value), a JSON or Python member ("password":
+//     "value", 'api_key': 'value', JSON-escaped \"token\": \"value\"),
+//     an HTTP header (X-Api-Key: value, PRIVATE-TOKEN: value). Gitleaks'
+//     generic rule declines values with punctuation (a '!' or '#' in a
+//     password) or below its entropy threshold.
+//   - contextfold-auth-header: the credential of an Authorization or
+//     Proxy-Authorization header (Bearer, Basic, token, Bot, … or no
+//     scheme), written as a header (Authorization: Bearer …), a JSON or
+//     Python member ("Authorization": "Bearer …") or a call argument
+//     ("Authorization", "Bearer …"). Gitleaks only knows curl's -H form
+//     and tokens of known vendors; an opaque bearer token (an OAuth access
+//     token, a session token) passed unnoticed. The credential is a
+//     token68 run (RFC 9110 §11.2) of 8+ characters that is not a plain
+//     lower-case word and not a placeholder.
+//   - contextfold-flag-secret and contextfold-xml-secret: the same names
+//     and value vetting, as a command-line option with its value after a
+//     blank (--token VALUE, --password 'VALUE') and as an XML element
+//     (<password>VALUE</password>, Maven's settings.xml).
+//   - contextfold-cookie: the pairs of a Cookie header and the value of a
+//     Set-Cookie header (session cookies are credentials).
+//   - contextfold-netrc-password: "password VALUE" in a .netrc entry
+//     (after "machine HOST" or "default", and "login USER").
+//   - contextfold-cli-password: a password given on a command line, the
+//     MySQL and MariaDB clients' -pPASSWORD and sshpass -p PASSWORD.
 //   - contextfold-llm-api-key: API keys with well-known prefixes
 //     sk-ant-<kind><NN>-…, sk-proj-…, sk-svcacct-…, sk-admin-… of 20+
 //     characters. Gitleaks only knows exact lengths and an embedded marker,
 //     which shortened or reformatted keys do not have.
 //
 // Rule ids of our rules start with "contextfold-".
+//
+// A token is found whatever precedes it: a rule that wants a word boundary
+// before its token (wordStart, urlSchemeStart) also accepts '_' (Markdown
+// emphasis, a name joined by '_') and a JSON or C escape (\n, \t, \u0026)
+// just before it, and a NAME never starts with the letter of such an escape
+// ("\nTOKEN=…" names TOKEN, not NTOKEN).
 
 // extraRule is one of our rules. To stay fast on large inputs a rule is not
 // run over the whole text: each occurrence of one of its anchor strings
@@ -84,6 +117,88 @@ var extraRules = []extraRule{
 		secret: envSecret,
 	},
 	{
+		id:      "contextfold-keyed-secret",
+		anchors: []string{":"},
+		begin:   keyNameStart,
+		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
+		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
+		// quote, ',', '}', ']' (a flow mapping), a shell separator or a
+		// JSON escape.
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		maxLen: 4096,
+		secret: envSecret,
+	},
+	{
+		id:      "contextfold-flag-secret",
+		anchors: []string{"--"},
+		begin:   flagStart,
+		// A command-line option whose name ends in a secret word, with its
+		// value after a blank (--token VALUE, --password 'VALUE'); the
+		// --name=VALUE form is contextfold-env-secret's. 1: name; value:
+		// 2 double-quoted, 3 single-quoted, 4 bare.
+		re:     regexp.MustCompile(`^--([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'\\;&|` + "`" + `]+))`),
+		maxLen: 1024,
+		secret: flagSecret,
+	},
+	{
+		id:      "contextfold-xml-secret",
+		anchors: []string{"<"},
+		begin:   xmlStart,
+		// <password>VALUE</password> and the like (Maven settings.xml,
+		// .NET and Java configuration): 1: the tag, 2: the value, 3: the
+		// closing tag, which must be the same.
+		re:     regexp.MustCompile(`^<([A-Za-z_][A-Za-z0-9_.:-]*)>([^<>\r\n]+)</([A-Za-z_][A-Za-z0-9_.:-]*)>`),
+		maxLen: 1024,
+		secret: xmlSecret,
+	},
+	{
+		id:      "contextfold-cookie",
+		anchors: []string{"ookie", "OOKIE"},
+		begin:   cookieStart,
+		// The value of a Cookie header (every name=value pair) or of a
+		// Set-Cookie header (its one cookie's value, not the attributes),
+		// as a header or a JSON or Python member. 1: Set-, 2: the Cookie
+		// list, 3: the Set-Cookie value.
+		re:     regexp.MustCompile(`^((?i:set-)?)(?i:cookie)(?:\\?["'])?[ \t]*:[ \t]*(?:\\?["'])?(?:([^=;\s"'\\][^\r\n"'\\]*)|)`),
+		maxLen: 4096,
+		secret: cookieSecret,
+	},
+	{
+		id:      "contextfold-netrc-password",
+		anchors: []string{"password", "passwd"},
+		begin:   netrcStart,
+		// .netrc: "machine HOST login USER password VALUE", on one line or
+		// several. 1: the value.
+		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+(\S+)`),
+		maxLen: 1024,
+		secret: func(c string, m []int) (int, int, bool) { return m[2], m[3], !isPlaceholder(c[m[2]:m[3]]) },
+	},
+	{
+		id:      "contextfold-auth-header",
+		anchors: []string{"uthorization", "UTHORIZATION"},
+		begin:   authHeaderStart,
+		// The header name, its quote (plain or JSON-escaped), the
+		// separator (':', '=', or the ", " between two call arguments),
+		// the value's opening quote, an optional scheme, then 1: the
+		// credential, a token68 run.
+		re:     regexp.MustCompile(`^(?i:proxy-)?(?i:authorization)(?:\\?["'])?[ \t]*(?:[:=]|=>|,)[ \t]*(?:\\?["'])?[ \t]*(?:[A-Za-z][A-Za-z0-9-]{1,20}[ \t]+)?([A-Za-z0-9._~+/-]{8,}=*)`),
+		maxLen: 1024,
+		secret: authCredential,
+	},
+	{
+		id:      "contextfold-cli-password",
+		anchors: []string{"mysql", "mariadb", "sshpass"},
+		begin:   wordStart,
+		// A password given on the command line: the MySQL/MariaDB
+		// clients' -pPASSWORD (no space: "-p NAME" prompts and NAME is
+		// the database) and sshpass's -p PASSWORD, on the same command
+		// (no newline or shell separator before the flag).
+		// 1: quoted (' or "), 2: bare.
+		re:     regexp.MustCompile(`^(?:(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p|sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		maxLen: 512,
+		secret: cliPassword,
+	},
+	{
 		id:      "contextfold-private-key-block",
 		anchors: []string{"-----BEGIN"},
 		begin:   func(_ string, p int) int { return p },
@@ -99,8 +214,9 @@ var extraRules = []extraRule{
 		id:      "contextfold-aws-access-key-id",
 		anchors: []string{"AKIA", "ASIA", "ABIA", "ACCA"},
 		begin:   wordStart,
-		re:      regexp.MustCompile(`^(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b`),
+		re:      regexp.MustCompile(`^((?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16})(?:[^A-Za-z0-9]|$)`),
 		maxLen:  64,
+		secret:  func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
 	},
 	{
 		id:      "contextfold-llm-api-key",
@@ -154,12 +270,50 @@ func isWordByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// wordStart accepts an anchor only at a word boundary (like \b before it).
+// wordStart accepts an anchor only at a word boundary (like \b before it),
+// where '_' and an escape just before count as one (see above).
 func wordStart(text string, p int) int {
-	if p > 0 && isWordByte(text[p-1]) {
+	if p > 0 && isWordByte(text[p-1]) && text[p-1] != '_' && escapeBefore(text, p) == 0 {
 		return -1
 	}
 	return p
+}
+
+// escapeBefore returns the length of the JSON or C escape (\n, \r, \t, \b,
+// \f: 2; \uXXXX: 6) that ends at p, or 0 when there is none. A backslash
+// that is itself escaped (\\n: a backslash, then n) starts no escape.
+func escapeBefore(text string, p int) int {
+	n := 0
+	switch {
+	case p >= 2 && strings.IndexByte("nrtbf", text[p-1]) >= 0:
+		n = 2
+	case p >= 6 && text[p-5] == 'u' && isHex(text[p-4:p]):
+		n = 6
+	default:
+		return 0
+	}
+	k := 0 // backslashes before the escape's letter
+	for i := p - n; i >= 0 && text[i] == '\\'; i-- {
+		k++
+	}
+	if k%2 == 1 {
+		return n
+	}
+	return 0
+}
+
+// skipEscapeLetters moves a name start b that sits on the letters of an
+// escape ("\nTOKEN", "\u0026TOKEN") past them, up to j.
+func skipEscapeLetters(text string, b, j int) int {
+	if b == 0 || text[b-1] != '\\' {
+		return b
+	}
+	for n := 6; n >= 2; n -= 4 {
+		if b+n-1 <= j && escapeBefore(text, b+n-1) == n {
+			return b + n - 1
+		}
+	}
+	return b
 }
 
 // urlSchemeStart walks back from "://" over the scheme.
@@ -176,7 +330,7 @@ func urlSchemeStart(text string, p int) int {
 	for b < p && !(text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
 		b++ // a scheme starts with a letter
 	}
-	if b == p || (b > 0 && isWordByte(text[b-1])) {
+	if b == p || (b > 0 && isWordByte(text[b-1]) && text[b-1] != '_' && escapeBefore(text, b) == 0) {
 		return -1
 	}
 	return b
@@ -199,14 +353,239 @@ func envNameStart(text string, p int) int {
 	for b > 0 && j-b < 256 && (isWordByte(text[b-1]) || text[b-1] == '.' || text[b-1] == '-') {
 		b--
 	}
+	b = skipEscapeLetters(text, b, j)
 	// The name starts with a letter or '_' (skips "--" of --password=…).
 	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
 		b++
 	}
-	if b == j {
+	if b == j || !maybeSecretName(text[b:j]) {
 		return -1
 	}
 	return b
+}
+
+// keyNameStart walks back from ':' over blanks, the closing quote of a
+// quoted key (plain or JSON-escaped) and the key; it rejects "::" (a
+// scope, an IPv6 address) and a URL scheme's "://".
+func keyNameStart(text string, p int) int {
+	if p+1 < len(text) && (text[p+1] == ':' || text[p+1] == '/' || text[p+1] == '=') {
+		return -1
+	}
+	if p > 0 && text[p-1] == ':' {
+		return -1
+	}
+	j := p
+	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
+		j--
+	}
+	if j > 0 && (text[j-1] == '"' || text[j-1] == '\'') {
+		j--
+		if j > 0 && text[j-1] == '\\' {
+			j--
+		}
+	}
+	b := j
+	for b > 0 && j-b < 256 && (isWordByte(text[b-1]) || text[b-1] == '.' || text[b-1] == '-') {
+		b--
+	}
+	b = skipEscapeLetters(text, b, j)
+	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
+		b++
+	}
+	if b == j || !maybeSecretName(text[b:j]) {
+		return -1
+	}
+	// "--- PASS: TestName (0.01s)" is a test result, not a key.
+	if strings.EqualFold(text[b:j], "pass") {
+		return -1
+	}
+	return b
+}
+
+// maybeSecretName reports whether acceptEnvSecret can accept a value under
+// name; it spares the regular expression the many keys (JSON members, log
+// fields) that can never name a secret.
+func maybeSecretName(name string) bool {
+	k := len(name)
+	for k > 0 && name[k-1] != '_' && name[k-1] != '-' && name[k-1] != '.' {
+		k--
+	}
+	last := strings.ToUpper(name[k:])
+	return secretLast[last] || last == "KEY" || last == "ID"
+}
+
+// flagStart accepts "--" that starts a word and names a possible secret.
+func flagStart(text string, p int) int {
+	if p > 0 && !(text[p-1] == ' ' || text[p-1] == '\t' || text[p-1] == '\n' || text[p-1] == '"' || text[p-1] == '\'' || text[p-1] == '(') {
+		return -1
+	}
+	j := p + 2
+	for j < len(text) && j-p < 256 && (isWordByte(text[j]) || text[j] == '.' || text[j] == '-') {
+		j++
+	}
+	if j == p+2 || !maybeSecretName(text[p+2:j]) {
+		return -1
+	}
+	return p
+}
+
+// flagSecret vets a --name VALUE candidate like NAME=VALUE; a value that is
+// itself an option (-x, --flag) is not one.
+func flagSecret(c string, m []int) (int, int, bool) {
+	for g := 2; g <= 4; g++ {
+		if m[2*g] >= 0 {
+			s, e := m[2*g], m[2*g+1]
+			v := c[s:e]
+			return s, e, !strings.HasPrefix(v, "-") && acceptEnvSecret(c[m[2]:m[3]], v)
+		}
+	}
+	return 0, 0, false
+}
+
+// xmlStart accepts "<" followed by a tag name that may name a secret.
+func xmlStart(text string, p int) int {
+	j := p + 1
+	for j < len(text) && j-p < 256 && (isWordByte(text[j]) || text[j] == '.' || text[j] == '-' || text[j] == ':') {
+		j++
+	}
+	if j == p+1 || j >= len(text) || text[j] != '>' {
+		return -1
+	}
+	name := text[p+1 : j]
+	if k := strings.LastIndexByte(name, ':'); k >= 0 {
+		name = name[k+1:] // a namespace prefix
+	}
+	if !maybeSecretName(name) {
+		return -1
+	}
+	return p
+}
+
+// xmlSecret vets <name>VALUE</name> like NAME=VALUE.
+func xmlSecret(c string, m []int) (int, int, bool) {
+	open, closing := c[m[2]:m[3]], c[m[6]:m[7]]
+	if open != closing {
+		return 0, 0, false
+	}
+	if k := strings.LastIndexByte(open, ':'); k >= 0 {
+		open = open[k+1:]
+	}
+	v := strings.TrimSpace(c[m[4]:m[5]])
+	return m[4], m[5], acceptEnvSecret(open, v)
+}
+
+// cliPassword returns the span of a command-line password that is not a
+// placeholder ($MYSQL_PWD, <password>).
+func cliPassword(c string, m []int) (int, int, bool) {
+	for g := 1; g <= 3; g++ {
+		if m[2*g] >= 0 {
+			s, e := m[2*g], m[2*g+1]
+			return s, e, !isPlaceholder(c[s:e])
+		}
+	}
+	return 0, 0, false
+}
+
+// cookieStart walks back from "ookie" to its first letter and an optional
+// "Set-" before it; the name must start a word.
+func cookieStart(text string, p int) int {
+	if p == 0 || (text[p-1] != 'C' && text[p-1] != 'c') {
+		return -1
+	}
+	b := p - 1
+	if b >= 4 && strings.EqualFold(text[b-4:b], "set-") {
+		b -= 4
+	}
+	return wordStart(text, b)
+}
+
+// cookieSecret returns the span of a Cookie header's pairs, or of a
+// Set-Cookie header's value: what holds '=' and is not a placeholder.
+func cookieSecret(c string, m []int) (int, int, bool) {
+	if m[4] < 0 {
+		return 0, 0, false
+	}
+	v := strings.TrimRight(c[m[4]:m[5]], " \t")
+	s, e := m[4], m[4]+len(v)
+	eq := strings.IndexByte(v, '=')
+	if eq <= 0 {
+		return 0, 0, false // prose: "Cookie: a small file"
+	}
+	if m[3] > m[2] { // Set-Cookie: the value of its one cookie
+		val := v[eq+1:]
+		if k := strings.IndexByte(val, ';'); k >= 0 {
+			val = val[:k]
+		}
+		val = strings.TrimSpace(val)
+		if len(val) < 8 || isPlaceholder(val) {
+			return 0, 0, false
+		}
+		return s + eq + 1, s + eq + 1 + len(val), true
+	}
+	if len(v) < 8 || isPlaceholder(v[eq+1:]) {
+		return 0, 0, false
+	}
+	return s, e, true
+}
+
+// netrcStart accepts "password" in a .netrc entry: the words before it
+// are "machine HOST" or "default", then optionally "login USER" and
+// "account ACCOUNT", in any order.
+func netrcStart(text string, p int) int {
+	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) {
+		return -1
+	}
+	w := strings.Fields(text[max(0, p-512):p])
+	for len(w) >= 2 && (w[len(w)-2] == "login" || w[len(w)-2] == "account") {
+		w = w[:len(w)-2]
+	}
+	switch {
+	case len(w) >= 2 && w[len(w)-2] == "machine":
+	case len(w) >= 1 && w[len(w)-1] == "default":
+	default:
+		return -1
+	}
+	return p
+}
+
+// authHeaderStart walks back from "uthorization" to its first letter and an
+// optional "Proxy-" before it; the name must start a word.
+func authHeaderStart(text string, p int) int {
+	if p == 0 || (text[p-1] != 'A' && text[p-1] != 'a') {
+		return -1
+	}
+	b := p - 1
+	if b >= 6 && strings.EqualFold(text[b-6:b], "proxy-") {
+		b -= 6
+	}
+	return wordStart(text, b)
+}
+
+// authCredential vets the credential of an Authorization header: not a
+// placeholder, and not a plain word (a scheme alone, "required",
+// "authentication"): it has a digit, a capital after its first letter, or
+// token68 punctuation.
+func authCredential(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	v := c[s:e]
+	if isPlaceholder(v) {
+		return 0, 0, false
+	}
+	// Basic credentials of a placeholder ("user:pass") are not a secret.
+	if raw, err := base64.StdEncoding.DecodeString(v); err == nil {
+		if _, pw, ok := strings.Cut(string(raw), ":"); ok && placeholderPasswordSet[strings.ToLower(pw)] {
+			return 0, 0, false
+		}
+	}
+	plain := true
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		if ch >= '0' && ch <= '9' || i > 0 && ch >= 'A' && ch <= 'Z' || strings.IndexByte("._~+/-=", ch) >= 0 {
+			plain = false
+			break
+		}
+	}
+	return s, e, !plain
 }
 
 // envSecret vets a NAME=value candidate and returns the value's span.

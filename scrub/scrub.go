@@ -133,8 +133,15 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool) []Fin
 		// The same window with its escapes decoded (boundary.go); what is
 		// found there is mapped back to the escaped text. Decoding a
 		// window at a time bounds the memory of a large text.
+		// Our extra rules read the decoded window too: a JSON document
+		// inside a JSON string (\\\"password\\\": …) decodes to what
+		// they expect.
 		if v, ok := decodeEscapes(seg); ok {
-			for _, f := range s.gitleaksFindings(det, v.text) {
+			fs := s.gitleaksFindings(det, v.text)
+			if extra {
+				fs = append(fs, extraFindings(v.text)...)
+			}
+			for _, f := range fs {
 				f.Start, f.End = v.span(f.Start, f.End)
 				f.Start += w[0]
 				f.End += w[0]

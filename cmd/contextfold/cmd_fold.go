@@ -71,7 +71,7 @@ so any text, NUL and newlines included, can be folded.`,
 				}
 				t = contextfold.Turn{StepID: id, Summary: strings.Join(args[1:], " "), SessionID: session}
 				if file != "" {
-					raw, err := readFileArg(cmd.InOrStdin(), file, contextfold.MaxPayloadBytes)
+					raw, err := readFileArg(cmd.InOrStdin(), file, "--file", contextfold.MaxPayloadBytes, nil)
 					if err != nil {
 						return err
 					}
@@ -192,18 +192,27 @@ func splitList(s string) []string {
 
 // readFileArg reads PATH, or standard input for "-", as UTF-8 text of at
 // most max bytes (a larger regular file is refused before it is read, a
-// stream once past max).
-func readFileArg(stdin io.Reader, path string, max int64) (string, error) {
+// stream once past max). flag names the option PATH was given to, for the
+// errors. check, when not nil, vets the first headCheckBytes as soon as
+// they are read: its error is returned as is, before the rest is read.
+func readFileArg(stdin io.Reader, path, flag string, max int64, check func(head []byte) error) (string, error) {
 	var data []byte
 	var err error
+	if check == nil {
+		check = func([]byte) error { return nil }
+	}
 	if path == "-" {
-		data, err = fsutil.ReadAllMax(stdin, max)
+		data, err = fsutil.ReadAllMaxHead(stdin, max, headCheckBytes, check)
 	} else {
 		var fi os.FileInfo
 		if fi, err = os.Stat(path); err == nil && fi.IsDir() {
-			return "", usagef("%s is a directory; --file takes a file path or - for standard input", path)
+			return "", usagef("%s is a directory; %s takes a file path or - for standard input", path, flag)
 		}
-		data, err = fsutil.ReadInputMax(path, max)
+		data, err = fsutil.ReadInputMaxHead(path, max, headCheckBytes, check)
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return "", err
 	}
 	var tl *fsutil.TooLargeError
 	if errors.As(err, &tl) {
@@ -219,7 +228,15 @@ func readFileArg(stdin io.Reader, path string, max int64) (string, error) {
 }
 
 func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
-	raw, err := readFileArg(stdin, path, contextfold.MaxFileBytes) // a JSON document: the payload escaped, and its lists
+	// A JSON document (the payload escaped, and its lists) of up to 1 GiB:
+	// what does not start as an object (/dev/zero, a log) is refused
+	// after its first bytes, not read whole.
+	raw, err := readFileArg(stdin, path, "--input", contextfold.MaxFileBytes, func(head []byte) error {
+		if t := bytes.TrimSpace(head); len(t) > 0 && t[0] != '{' {
+			return notTurnObject(path, t)
+		}
+		return nil
+	})
 	if err != nil {
 		return contextfold.Turn{}, err
 	}
@@ -227,7 +244,7 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	if trimmed := bytes.TrimSpace([]byte(raw)); len(trimmed) > 0 && trimmed[0] != '{' {
-		return contextfold.Turn{}, usagef("%s: holds %s, not a turn object; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, jsonKind(trimmed))
+		return contextfold.Turn{}, notTurnObject(path, trimmed)
 	}
 	var in foldInput
 	if err := dec.Decode(&in); err != nil {
@@ -237,6 +254,33 @@ func readFoldInput(stdin io.Reader, path string) (contextfold.Turn, error) {
 		return contextfold.Turn{}, usagef("%s: holds more than one JSON document; --input takes one turn (fold each turn with its own call, or use 'contextfold ingest' for a whole session)", path)
 	}
 	return checkedFoldInput(path, in)
+}
+
+// headCheckBytes is how much of an input readFileArg's check sees first.
+const headCheckBytes = 64 << 10
+
+// notTurnObject is the error of an --input whose text (trimmed) is not a
+// JSON object.
+func notTurnObject(path string, trimmed []byte) error {
+	return usagef("%s: holds %s, not a turn object; expected {\"step_id\": 42, \"summary\": \"…\", \"raw_content\": \"…\", \"files\": [...], \"commands\": [...], \"errors\": [...], \"session_id\": \"…\"}", path, jsonKind(trimmed))
+}
+
+// lossyString refuses a JSON string field of --input that decoding changed:
+// a lone UTF-16 surrogate escape ("\ud800" without its pair) is not text
+// and decodes to U+FFFD, so the turn would be stored with other text than
+// it holds (IPCF stores text losslessly, as checkTurnText requires of the
+// command line). It compares the U+FFFD the decoded value holds with those
+// the JSON text wrote (literally or as \ufffd).
+func lossyString(path, field string, raw json.RawMessage, decoded string) error {
+	got := strings.Count(decoded, "\uFFFD")
+	if got == 0 {
+		return nil
+	}
+	lower := strings.ToLower(string(raw))
+	if got == strings.Count(string(raw), "\uFFFD")+strings.Count(lower, `\ufffd`) {
+		return nil
+	}
+	return usagef("%s: %q holds a lone UTF-16 surrogate escape (a \\uD800–\\uDFFF escape without its pair), which is not text; IPCF stores text losslessly, so nothing was folded: write the whole surrogate pair, or \\ufffd where the character is unknown", path, field)
 }
 
 // stepIDRule is the remedy of a bad "step_id" in --input.
@@ -278,6 +322,9 @@ func checkedFoldInput(path string, in foldInput) (contextfold.Turn, error) {
 		if jsonKind(f.raw) != "a string" || json.Unmarshal(f.raw, f.to) != nil {
 			return contextfold.Turn{}, bad(f.name, f.raw, jsonKind(f.raw), f.name+" must be a JSON string, e.g. "+f.eg)
 		}
+		if err := lossyString(path, f.name, f.raw, *f.to); err != nil {
+			return contextfold.Turn{}, err
+		}
 	}
 	for _, f := range []struct {
 		name string
@@ -302,6 +349,9 @@ func checkedFoldInput(path string, in foldInput) (contextfold.Turn, error) {
 			if jsonKind(it) != "a string" || json.Unmarshal(it, &list[i]) != nil {
 				return contextfold.Turn{}, bad(fmt.Sprintf("%s[%d]", f.name, i), it, jsonKind(it), rule)
 			}
+			if err := lossyString(path, fmt.Sprintf("%s[%d]", f.name, i), it, list[i]); err != nil {
+				return contextfold.Turn{}, err
+			}
 		}
 		*f.to = list
 	}
@@ -325,8 +375,10 @@ func jsonKind(r json.RawMessage) string {
 		return "a boolean"
 	case 'n':
 		return "null"
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return "a number"
 	}
-	return "a number"
+	return fmt.Sprintf("text that is not JSON (it starts with %q)", preview(strings.ToValidUTF8(string(r[:min(len(r), 16)]), "\uFFFD"), 12))
 }
 
 // preview shortens s to at most n code points, on a character boundary.

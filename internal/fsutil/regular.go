@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,83 @@ func ReadInputMax(path string, max int64) ([]byte, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrEmptyPipe}
 	}
 	return data, nil
+}
+
+// ReadInputMaxHead is ReadInputMax that passes the input's first headLen
+// bytes (all of it when shorter) to check as soon as they are read; an
+// error from check ends the read and is returned as is. A stream that is
+// plainly not the input wanted (/dev/zero, a pipe of binary data) is then
+// refused after headLen bytes rather than after limit bytes held in memory.
+// A regular file is read whole first (its size is bounded by limit before
+// any read), then checked.
+func ReadInputMaxHead(path string, limit int64, headLen int, check func(head []byte) error) ([]byte, error) {
+	f, fi, err := openInput(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Mode().IsRegular() {
+		f.Close()
+		data, err := ReadFileMax(path, limit)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(data[:min(len(data), headLen)]); err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+	data, checkErr, err := readAllHead(f, limit, headLen, check)
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if len(data) == 0 && fi.Mode()&fs.ModeNamedPipe != 0 {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrEmptyPipe}
+	}
+	return data, nil
+}
+
+// ReadAllMaxHead is ReadAllMax that passes the first headLen bytes of r (all
+// of them when r is shorter) to check as soon as they are read; an error
+// from check ends the read and is returned as is.
+func ReadAllMaxHead(r io.Reader, limit int64, headLen int, check func(head []byte) error) ([]byte, error) {
+	data, checkErr, err := readAllHead(r, limit, headLen, check)
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	return data, err
+}
+
+// readAllHead reads r up to limit bytes (past it: a TooLargeError of Size
+// -1), calling check on the first headLen bytes before reading on.
+func readAllHead(r io.Reader, limit int64, headLen int, check func(head []byte) error) (data []byte, checkErr, err error) {
+	head := make([]byte, max(0, min(int64(headLen), limit+1)))
+	n, err := io.ReadFull(r, head)
+	head = head[:n]
+	ended := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !ended {
+		return nil, nil, err
+	}
+	if int64(n) > limit {
+		return nil, nil, &TooLargeError{Size: -1, Limit: limit}
+	}
+	if err := check(head); err != nil {
+		return nil, err, nil
+	}
+	if ended {
+		return head, nil, nil
+	}
+	buf := bytes.NewBuffer(head)
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1-int64(n))); err != nil {
+		return nil, nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, nil, &TooLargeError{Size: -1, Limit: limit}
+	}
+	return buf.Bytes(), nil, nil
 }
 
 // ErrEmptyPipe is wrapped (in an *fs.PathError) by ReadInputMax for a FIFO

@@ -179,6 +179,17 @@ func (g *gen) walk(t *syntax.Regexp) {
 			g.walk(s)
 		}
 	case syntax.OpAlternate:
+		// A terminator around the secret that may be the start or end of
+		// the text ("(?:\A|[^0-9A-Za-z])", scrub's widened boundaries)
+		// takes that branch: the sample holds no random character there,
+		// and the tests' neighbours (Before, After) supply one.
+		if !g.inSecret {
+			for _, b := range t.Sub {
+				if b.Op == syntax.OpBeginText || b.Op == syntax.OpEndText || b.Op == syntax.OpBeginLine || b.Op == syntax.OpEndLine {
+					return
+				}
+			}
+		}
 		g.walk(t.Sub[g.rng.IntN(len(t.Sub))])
 	case syntax.OpStar:
 		for i, n := 0, g.count(0, -1); i < n; i++ {
