@@ -1,6 +1,9 @@
 package scrub
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -89,5 +92,47 @@ func TestAllowlist(t *testing.T) {
 		if _, err := base.WithAllowlist(&bad); err == nil || !strings.Contains(err.Error(), "scrub allowlist") {
 			t.Errorf("%+v: %v", bad, err)
 		}
+	}
+}
+
+// TestSafeNameMemo: SafeName's memo gives the answers the rules give, the
+// same on every call, each Scrubber its own (an allowlist changes them),
+// and holds a bounded number of names.
+func TestSafeNameMemo(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "ghp_" + strings.Repeat("R8mZq2Lx7VtK", 3) // a GitHub token's shape, generated
+	sum := sha256.Sum256([]byte(token))
+	hashed := SafeNamePrefix + hex.EncodeToString(sum[:])
+	for i := range 3 {
+		if got := s.SafeName(token); got != hashed {
+			t.Fatalf("call %d: SafeName(token) = %q, want %q", i, got, hashed)
+		}
+		if got := s.SafeName("alpha-1"); got != "alpha-1" {
+			t.Fatalf("call %d: SafeName(alpha-1) = %q", i, got)
+		}
+	}
+	allowing, err := s.WithAllowlist(&Allowlist{Secrets: []string{token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := allowing.SafeName(token); got != token {
+		t.Fatalf("an allowlisted token is named %q, want itself (the memo of the scrubber without the allowlist answered)", got)
+	}
+	if got := s.SafeName(token); got != hashed {
+		t.Fatalf("the allowlist changed the first scrubber's answer: %q", got)
+	}
+	for i := range maxNameMemo + 10 {
+		s.SafeName("session-" + strconv.Itoa(i))
+	}
+	if n := len(s.names.m); n > maxNameMemo {
+		t.Fatalf("the memo holds %d names, bound %d", n, maxNameMemo)
+	}
+	long := strings.Repeat("a", maxNameMemoLen+1)
+	s.SafeName(long)
+	if _, ok := s.names.get(long); ok {
+		t.Fatal("a name longer than maxNameMemoLen was kept")
 	}
 }

@@ -49,6 +49,9 @@ type Scrubber struct {
 	kw *ahocorasick.Trie
 	// allow is the allowlist of WithAllowlist (nil: placeholders only).
 	allow *compiled
+	// names memoizes SafeName (each Scrubber its own: the allowlist
+	// changes the answer).
+	names *nameMemo
 }
 
 var (
@@ -93,7 +96,7 @@ func New() (*Scrubber, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scrubber{det: d, rules: d.Config.Rules, kw: detKW}, nil
+	return &Scrubber{det: d, rules: d.Config.Rules, kw: detKW, names: new(nameMemo)}, nil
 }
 
 // redactionMarker returns the text that replaces a secret found by ruleID.
