@@ -25,6 +25,9 @@ import (
 type aheadState struct {
 	seen map[int]uint64 // step → Message.Key handed to a preparation
 	gen  atomic.Uint64  // dispatches begun
+	// compact: a fold left the ranked index's snapshot to the work after
+	// the response (foldBatch, match.CompactSnapshot).
+	compact atomic.Bool
 
 	mu    sync.Mutex
 	turns map[int]*aheadTurn
@@ -153,14 +156,15 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 		payload, _ := m.payload()
 		in = append(in, aheadIn{i: i, m: m, text: summaryText(m), payload: payload, store: store})
 	}
+	compact := h.ahead.compact.Swap(false)
 	var mode match.Mode
-	if len(in) > 0 {
+	if len(in) > 0 || compact {
 		mode = h.matchMode()
 	}
 	gen := h.ahead.gen.Load()
 	h.mu.Unlock()
 	spares := h.store.NeedsSpares(foldable)
-	if len(in) == 0 && !spares {
+	if len(in) == 0 && !spares && !compact {
 		return nil
 	}
 	later := func() bool { return h.ahead.gen.Load() != gen }
@@ -186,6 +190,9 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 					}
 				}
 				h.mu.Unlock()
+				if compact {
+					h.ahead.compact.Store(true)
+				}
 				return
 			}
 			chunk := in[k:min(len(in), k+aheadChunk)]
@@ -201,7 +208,27 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 			}
 			match.Prepare(h.store, mode, turns)
 		}
+		if compact {
+			if later() {
+				h.ahead.compact.Store(true) // the next response's work writes it
+				return
+			}
+			match.CompactSnapshot(h.store, mode)
+		}
 	}
+}
+
+// foldBatch folds turns as match.FoldBatch does, the ranked index's
+// snapshot (a file create, a write of the whole index and its syncs, in
+// the per-user cache) left to the work after the response (PrepareAhead):
+// a fold event's path writes the cold nodes and the recall index, and the
+// snapshot's delta only. Callers hold h.mu.
+func (h *Harness) foldBatch(turns []contextfold.Turn) error {
+	mode := h.matchMode()
+	match.DeferSnapshotSaves(h.store, mode)
+	err := match.FoldBatch(h.store, mode, turns)
+	h.ahead.compact.Store(true)
+	return err
 }
 
 // aheadChunk is the messages prepared between two checks for a later

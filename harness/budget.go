@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
-	"github.com/contextfold/contextfold/match"
 )
 
 // Defaults of the token-budget working set (Config.ContextBudget).
@@ -739,9 +738,9 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		need -= save
 	}
 	if len(toFold) > 0 {
-		// match.FoldBatch: the ranked scan takes these nodes' text from the
+		// h.foldBatch: the ranked scan takes these nodes' text from the
 		// fold, not from disk, and no fold result is kept.
-		if err := match.FoldBatch(h.store, h.matchMode(), toFold); err != nil {
+		if err := h.foldBatch(toFold); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
 		}
 		es, err := h.entryMap()

@@ -575,9 +575,9 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 		cands = append(cands, cand{i, payload, ntok})
 	}
 	if len(toFold) > 0 {
-		// match.FoldBatch: the ranked scan takes these nodes' text from the
+		// h.foldBatch: the ranked scan takes these nodes' text from the
 		// fold, not from disk, and no fold result is kept.
-		if err := match.FoldBatch(h.store, h.matchMode(), toFold); err != nil {
+		if err := h.foldBatch(toFold); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
 		}
 		if entries, err = h.entryMap(); err != nil {

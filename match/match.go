@@ -174,6 +174,32 @@ func FoldBatch(s *contextfold.Store, mode Mode, turns []contextfold.Turn) error 
 	return err
 }
 
+// DeferSnapshotSaves makes s's ranked index (Ranked mode; nothing in
+// Exact) leave the snapshot a fold's refresh finds due to
+// CompactSnapshot (ranked.Index.DeferSaves): a proxy calls it before a
+// fold event, so that the event's path writes no snapshot of the ranked
+// index, and CompactSnapshot after the response. Safe for concurrent use.
+func DeferSnapshotSaves(s *contextfold.Store, mode Mode) {
+	if mode != Ranked {
+		return
+	}
+	if ix, err := ranked.For(s); err == nil {
+		ix.DeferSaves()
+	}
+}
+
+// CompactSnapshot writes the snapshot of s's ranked index that a refresh
+// left due (DeferSnapshotSaves; ranked.Index.Compact). Runs on the
+// caller's goroutine. Safe for concurrent use.
+func CompactSnapshot(s *contextfold.Store, mode Mode) {
+	if mode != Ranked {
+		return
+	}
+	if ix, err := ranked.For(s); err == nil && ix.CompactDue() {
+		ix.Compact()
+	}
+}
+
 // Prepare derives, ahead of their fold, what folding turns into s takes
 // from their content alone (contextfold.Store.Prepare) and, in Ranked
 // mode, the ranked index's analysis of the text each cold node will hold

@@ -236,3 +236,89 @@ func TestDeltaChainTornAndForeign(t *testing.T) {
 		}
 	}
 }
+
+// An index that defers its saves (DeferSaves, as the proxy's) writes no
+// snapshot when a refresh finds one due: the changes go to the delta, and
+// Compact writes the snapshot later, after which a new process reads
+// nothing and answers as an index built afresh. Without DeferSaves the
+// same refresh rewrites the snapshot at once.
+func TestDeferredSavesWaitForCompact(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testgen.New(7)
+	if _, err := s.FoldBatch(g.SmallTurns(0, 300)); err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex()
+	ix.dir = dir
+	if err := ix.Refresh(s); err != nil { // a first build: written at once
+		t.Fatal(err)
+	}
+	snapPath := cachePath(dir, false)
+	snapBytes, err := os.ReadFile(snapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.DeferSaves()
+	if _, err := s.FoldBatch(g.SmallTurns(300, 2*saveEvery)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(snapPath); !bytes.Equal(now, snapBytes) {
+		t.Fatal("a refresh of an index deferring its saves rewrote the snapshot")
+	}
+	if !ix.CompactDue() {
+		t.Fatal("no compaction is due after 2×saveEvery new nodes")
+	}
+	if dl, _ := os.ReadFile(deltaPath(snapPath)); len(dl) <= deltaHead {
+		t.Fatalf("the deferred changes are not in the delta (%d bytes)", len(dl))
+	}
+	ix.Compact()
+	if ix.CompactDue() {
+		t.Fatal("still due after Compact")
+	}
+	if now, _ := os.ReadFile(snapPath); bytes.Equal(now, snapBytes) {
+		t.Fatal("Compact did not rewrite the snapshot")
+	}
+	if dl, err := os.ReadFile(deltaPath(snapPath)); err != nil || len(dl) != deltaHead {
+		t.Fatalf("delta after Compact: %d bytes, %v", len(dl), err)
+	}
+	next := load(dir)
+	if next == nil {
+		t.Fatal("the compacted snapshot does not load")
+	}
+	next.dir = dir
+	if err := next.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if next.read != 0 {
+		t.Fatalf("the next process read %d nodes, want none", next.read)
+	}
+	fresh := NewIndex()
+	if err := fresh.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	sameAnswers(t, "compacted snapshot", g, fresh, next)
+
+	// The same refresh without DeferSaves writes the snapshot itself.
+	plain := load(dir)
+	plain.dir = dir
+	if err := plain.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(snapPath)
+	if _, err := s.FoldBatch(g.SmallTurns(300+2*saveEvery, 2*saveEvery)); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(snapPath); bytes.Equal(now, before) || plain.CompactDue() {
+		t.Fatal("an index not deferring its saves left the snapshot to Compact")
+	}
+}

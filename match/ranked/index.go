@@ -74,8 +74,12 @@ type Index struct {
 	version     string // store index version the index was refreshed against
 	dir         string // the store directory, for the cache file ("" : none)
 	unsaved     int    // nodes changed since the cache file was written
-	read        int    // cold nodes read and analysed by Refresh (for tests)
-	fedUsed     int    // nodes Refresh analysed from fed texts (fed.go)
+	// deferSaves: a snapshot due after a refresh is not written there but
+	// by Compact, which the caller runs off its latency-sensitive path
+	// (DeferSaves); compactDue: one is due.
+	deferSaves, compactDue bool
+	read                   int // cold nodes read and analysed by Refresh (for tests)
+	fedUsed                int // nodes Refresh analysed from fed texts (fed.go)
 
 	// The snapshot the index was opened from (nil: none). Docs 0..base-1
 	// are its nodes (ascending step) and term ids 0..nterms-1 its
@@ -399,7 +403,7 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	// the snapshot that replaced the delta anyway).
 	liveMax := ix.live + len(entries)
 	keepRecs := func() bool {
-		if ix.dir == "" || ix.unsaved >= max(saveEvery, liveMax/100) {
+		if ix.dir == "" || ix.unsaved >= ix.saveBound(liveMax) {
 			recs = nil
 			return false
 		}
@@ -466,15 +470,71 @@ func (ix *Index) refresh(s *contextfold.Store) error {
 	base := ix.version
 	ix.version = ver
 	built := changed && ix.unsaved == ix.live // from every cold node
-	if ix.dir != "" && (ix.unsaved >= max(saveEvery, ix.live/100) || built || (ix.shareDue && ix.live > 0)) {
+	due := ix.unsaved >= max(saveEvery, ix.live/100)
+	deferred := due && ix.deferSaves && !built && !ix.shareDue && len(recs) > 0 && ix.snapID != (snapIdentity{})
+	if ix.dir != "" && (due && !deferred || built || (ix.shareDue && ix.live > 0)) {
 		ix.save(ix.dir, built) // compaction: the delta starts empty
-		ix.unsaved = 0
+		ix.unsaved, ix.compactDue = 0, false
 	} else if ix.dir != "" && len(recs) > 0 {
 		if p := cachePath(ix.dir, false); p != "" {
 			ix.appendDelta(p, base, recs)
 		}
+		ix.compactDue = ix.compactDue || deferred
 	}
 	return nil
+}
+
+// deferLimit is how many changed nodes an index that defers its saves
+// (DeferSaves) holds in its delta before a refresh writes the snapshot
+// itself all the same: Compact not run for a long while costs a longer
+// delta to replay, never an unbounded one.
+const deferLimit = 4096
+
+// saveBound is the number of changed nodes from which a refresh writes the
+// snapshot whatever else (its changes then need no delta records); liveMax
+// bounds the live nodes at the refresh's end.
+func (ix *Index) saveBound(liveMax int) int {
+	if ix.deferSaves {
+		return max(deferLimit, liveMax/100)
+	}
+	return max(saveEvery, liveMax/100)
+}
+
+// DeferSaves makes the index leave the snapshot a refresh finds due (the
+// per-user cache file, rewritten once max(32 nodes, 1 %) changed since it
+// was written: a file create, a write of the whole index and two fsyncs) to
+// Compact, and append the refresh's changes to the snapshot's delta file
+// meanwhile (an append, no sync). A proxy calls it so that a fold event's
+// refresh writes no snapshot on the request's path, and runs Compact after
+// the response. Snapshots made from every cold node (a first build) and
+// shared snapshots are still written at once. Safe for concurrent use.
+func (ix *Index) DeferSaves() {
+	ix.mu.Lock()
+	ix.deferSaves = true
+	ix.mu.Unlock()
+}
+
+// CompactDue reports whether a deferred snapshot is due (DeferSaves). Safe
+// for concurrent use.
+func (ix *Index) CompactDue() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.compactDue
+}
+
+// Compact writes the snapshot a refresh left due (DeferSaves), which
+// empties the delta; nothing when none is due. Best effort, as every
+// snapshot write: a failure costs only time in the next process. It holds
+// the index's lock while it writes (scans wait). Safe for concurrent use.
+func (ix *Index) Compact() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.compactDue || ix.dir == "" {
+		ix.compactDue = false
+		return
+	}
+	ix.save(ix.dir, false)
+	ix.unsaved, ix.compactDue = 0, false
 }
 
 // analyseChunk is the number of entries refresh reads and analyses ahead
