@@ -29,9 +29,6 @@ type doc struct {
 	// ids, at most maxSpecific: two nodes sharing one are about the same
 	// entity (intent ownership).
 	specific []int32
-	// fwd holds the node's distinct feedback terms and frequencies (rule
-	// "pseudo-relevance feedback", feedback.go); nil for a snapshot node.
-	fwd []fwdTerm
 }
 
 const maxSpecific = 256
@@ -124,8 +121,6 @@ type Index struct {
 	askBits []uint64  // question docs, one bit a doc
 	normKey normKey
 	maxStep int // the highest step of any doc, live or dead (-1: none)
-	// names[id-nterms] is the text of term id (ids from nterms on).
-	names []string
 }
 
 // NewIndex returns an empty index.
@@ -250,7 +245,7 @@ func (ix *Index) reset() {
 	}
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
-	ix.post, ix.docs, ix.hot, ix.order, ix.rank, ix.names = nil, nil, nil, nil, nil, nil
+	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
 	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
@@ -644,16 +639,13 @@ func (ix *Index) insert(d doc, a analysed) {
 			tid = ix.nterms + int32(len(ix.post))
 			// A copy: the term may be a substring of the node's text,
 			// which the vocabulary would otherwise keep whole.
-			name := strings.Clone(t.text)
-			ix.vocab[name] = tid
+			ix.vocab[strings.Clone(t.text)] = tid
 			ix.post = append(ix.post, nil)
-			ix.names = append(ix.names, name)
 		}
 		if t.specific {
 			d.specific = append(d.specific, tid)
 		}
 		c := min(t.tf, 65535)
-		d.fwd = appendFeedbackTerm(d.fwd, t.text, tid, c)
 		if tid >= ix.nterms {
 			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], posting{doc: id, tf: uint16(c)})
 		} else {

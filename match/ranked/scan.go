@@ -99,13 +99,6 @@ type Params struct {
 	// whose summary opens with the speaker label of a person the prompt
 	// names ranks with Speaker × its own score added; ordering only.
 	Speaker float64
-	// Feedback, FeedbackDocs, FeedbackWeight: rule "pseudo-relevance
-	// feedback" (feedback.go). The FeedbackDocs best candidates of the
-	// first ranking lend their Feedback best terms (relevance model × idf)
-	// to the prompt at FeedbackWeight × idf at most, and the store is
-	// ranked again (Feedback 0: off).
-	Feedback, FeedbackDocs int
-	FeedbackWeight         float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
@@ -128,8 +121,6 @@ type qterm struct {
 	group   int     // terms derived from one word of the prompt share a group
 	special bool    // a specific term: a compound or an identifier-like word
 	df      int     // live nodes holding it
-	// feedback: added by rule "pseudo-relevance feedback" (feedback.go).
-	feedback bool
 }
 
 // Query is an analysed prompt against one index.
@@ -637,17 +628,6 @@ func (ix *Index) tf(id int32, d int32) uint16 {
 // context (rule "topic context").
 func (m *match) rank() float64 { return m.score + m.ctx }
 
-// bestOwn is the candidate of highest own score (the first of them).
-func bestOwn(cands []*match) *match {
-	first := cands[0]
-	for _, c := range cands {
-		if c.score > first.score {
-			first = c
-		}
-	}
-	return first
-}
-
 // strength is how strongly m holds query term i (its own saturation, or its
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
@@ -659,13 +639,6 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	cands := ix.score(q, p, before)
 	if len(cands) == 0 {
 		return res
-	}
-	if p.Feedback > 0 && ix.passes(q, bestOwn(cands), p) {
-		if x := ix.feedback(q, cands, p); x != nil {
-			if again := ix.score(x, p, before); len(again) > 0 {
-				q, cands = x, again
-			}
-		}
 	}
 	ix.whenRank(q, cands, p)
 	ix.speakerRank(prompt, cands, p)
@@ -969,12 +942,6 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " (without accents, of " + strconv.Quote(t.src) + ")"
 		case KindAlias:
 			why += " (name in tool output for " + strconv.Quote(t.src) + ")"
-		case KindWord:
-			if t.feedback {
-				why += ` (feedback from the best matches, rule "pseudo-relevance feedback")`
-			} else if !strings.EqualFold(t.src, t.text) && t.src != "" {
-				why += " (stem of " + strconv.Quote(t.src) + ")"
-			}
 		default:
 			if !strings.EqualFold(t.src, t.text) && t.src != "" {
 				why += " (stem of " + strconv.Quote(t.src) + ")"
