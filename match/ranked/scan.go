@@ -99,15 +99,6 @@ type Params struct {
 	// whose summary opens with the speaker label of a person the prompt
 	// names ranks with Speaker × its own score added; ordering only.
 	Speaker float64
-	// Expand: rule "a turn holds its neighbours' words" (document
-	// expansion). A node holds each term of the nodes just before and
-	// after it (consecutive steps) at Expand × that node's saturation,
-	// unless it holds the term more strongly itself or through rule "a
-	// question lends its terms": the terms of the turns around a turn are
-	// indexed with it, down-weighted, as expansion at fold time would, but
-	// computed at scan time (the index, the snapshot and the fold are
-	// unchanged). 0: off.
-	Expand float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
@@ -149,9 +140,6 @@ type Query struct {
 	// when: the prompt asks for a time (rule "a when-question is answered
 	// by a time", when.go).
 	when bool
-	// before: only nodes of steps below it are scored (-1: every node);
-	// set by Index.score.
-	before int
 }
 
 // newWork are the imperative verbs that open a request for new work
@@ -211,7 +199,7 @@ func (ix *Index) idf(df int) float64 {
 
 // query analyses a prompt. Callers hold ix.mu.
 func (ix *Index) query(prompt string, p Params) *Query {
-	q := &Query{before: -1}
+	q := &Query{}
 	prompt = stripAgentMarkup(prompt)
 	best := map[string]Term{}
 	var order []string
@@ -449,7 +437,6 @@ type Result struct {
 // score computes every candidate's total score, among the docs of steps
 // below before (every doc when before < 0). Callers hold ix.mu.
 func (ix *Index) score(q *Query, p Params, before int) []*match {
-	q.before = before
 	if len(q.terms) == 0 || ix.live == 0 {
 		return nil
 	}
@@ -836,7 +823,7 @@ func (ix *Index) detail(q *Query, d int32, p Params) *match {
 // d (see detailAll).
 func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16) *match {
 	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
-	prev, next := ix.neighbours(d)
+	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {
 		m.nbDoc[i] = -1
@@ -853,18 +840,6 @@ func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32)
 			if tf := tf(i, prev); tf > 0 {
 				if v := p.Answer * ix.sat(tf, prev, p, t.df); v > m.own[i] {
 					m.nb[i], m.nbDoc[i] = v, prev
-				}
-			}
-		}
-		if p.Expand > 0 {
-			for _, o := range [2]int32{prev, next} {
-				if o < 0 || (q.before >= 0 && ix.docs[o].step >= q.before) {
-					continue
-				}
-				if tf := tf(i, o); tf > 0 {
-					if v := p.Expand * ix.sat(tf, o, p, t.df); v > m.own[i] && v > m.nb[i] {
-						m.nb[i], m.nbDoc[i] = v, o
-					}
 				}
 			}
 		}

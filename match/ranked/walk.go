@@ -97,14 +97,6 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 				continue
 			}
 			s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
-			if p.Expand > 0 {
-				prev, next := ix.neighbours(po.doc)
-				for _, o := range [2]int32{prev, next} {
-					if o >= 0 && (before < 0 || ix.docs[o].step < before) {
-						mark(o, s*float32(p.Expand))
-					}
-				}
-			}
 			if ix.hot[po.doc].question {
 				mark(po.doc, s*float32(p.Asker))
 				if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
@@ -120,16 +112,10 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 	norm, ask := ix.norms(p)
 	k1p1, w := p.K1+1, t.weight
 	asker, answer := float32(p.Asker), float32(p.Answer)
-	expand := float32(p.Expand)
 	for _, po := range ps {
 		d := po.doc
 		f := float64(po.tf)
 		s := float32(w * (f * k1p1 / (f + norm[d])))
-		if expand > 0 {
-			prev, next := ix.neighbours(d)
-			mark(prev, s*expand)
-			mark(next, s*expand)
-		}
 		if ask[d>>6]&(1<<(d&63)) != 0 {
 			mark(d, s*asker)
 			if _, next := ix.neighbours(d); next >= 0 {
@@ -166,12 +152,8 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 	look := ix.look[:0]
 	for _, d := range docs {
 		look = append(look, d)
-		prev, next := ix.neighbours(d)
-		if prev >= 0 && (ix.docs[prev].question || p.Expand > 0) {
+		if prev, _ := ix.neighbours(d); prev >= 0 && ix.docs[prev].question {
 			look = append(look, prev)
-		}
-		if next >= 0 && p.Expand > 0 {
-			look = append(look, next)
 		}
 	}
 	slices.Sort(look)
@@ -193,16 +175,12 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 			}
 		}
 	}
-	// detailFrom asks for doc d and the nodes just before and after it
-	// only.
-	var cur, after int32
-	var jd, jp, jn int
+	// detailFrom asks for doc d and the question turn before it only.
+	var cur int32
+	var jd, jp int
 	tf := func(i int, x int32) uint16 {
-		switch x {
-		case cur:
+		if x == cur {
 			return tfs[i*nl+jd]
-		case after:
-			return tfs[i*nl+jn]
 		}
 		return tfs[i*nl+jp]
 	}
@@ -210,14 +188,8 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 	for k, d := range docs {
 		cur = d
 		jd, _ = slices.BinarySearch(look, d)
-		prev, next := ix.neighbours(d)
-		if prev >= 0 {
+		if prev, _ := ix.neighbours(d); prev >= 0 {
 			jp, _ = slices.BinarySearch(look, prev)
-		}
-		after = -1
-		if next >= 0 && p.Expand > 0 {
-			after = next
-			jn, _ = slices.BinarySearch(look, next)
 		}
 		out[k] = ix.detailFrom(q, d, p, tf)
 	}
