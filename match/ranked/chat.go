@@ -21,7 +21,11 @@ package ranked
 // cut-off of threshold, and marks c (Pick.Why) when it does. Callers hold
 // ix.mu.
 func (ix *Index) topicAdmits(c *match, threshold float64, p Params) bool {
-	if p.Near <= 0 || c.score <= 0 || c.score < p.Near*threshold || c.ctx-c.lifted < threshold {
+	// The context is summed from the walk's float32 scores, the cut-off
+	// from the detail's float64 ones: a turn whose context is the best
+	// match two steps away (Context2 = Ratio) reaches the cut-off exactly,
+	// and "reaches" must not depend on their rounding.
+	if p.Near <= 0 || c.score <= 0 || c.score < p.Near*threshold || c.ctx-c.lifted < threshold*(1-1e-6) {
 		return false
 	}
 	if speakerOf(ix.summaryOf(c.doc)) == "" {

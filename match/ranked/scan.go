@@ -20,7 +20,12 @@ type Params struct {
 	// Neighbour is the weight of a term matched in the node just before or
 	// after (rule "conversation structure": a tool result is found through
 	// its call, a call through its result, an answer through its question).
-	// Below 1 so that the node holding the term itself wins.
+	// Below 1 so that the node holding the term itself wins. A companion
+	// must score over the cut-off on the words it lacks, at most Neighbour
+	// × its pick's own score against Ratio × the best own score: the rule
+	// admits nodes only when Neighbour > Ratio (not at the defaults, where
+	// a neighbour holding none of the best pick's words falls exactly on
+	// the cut-off and is left out).
 	Neighbour float64
 	// Answer is the weight of a term of a question turn lent to the turn
 	// after it (rule "a question lends its terms to its answer"), counted in
@@ -99,12 +104,28 @@ type Params struct {
 	// whose summary opens with the speaker label of a person the prompt
 	// names ranks with Speaker × its own score added; ordering only.
 	Speaker float64
+	// Delta: rule "long turns are not over-penalised", the lower bound of
+	// BM25+ (Lv and Zhai, "Lower-bounding term frequency normalization",
+	// CIKM 2011). A node holding a term scores at least Delta × its
+	// weight for it, whatever its length: BM25's length normalisation
+	// drives the score of a term in a long node towards 0, so a long
+	// message that holds a prompt word (several chat messages sent as
+	// one, a turn that tells two pieces of news) loses to a short one
+	// that does not hold the word at all but holds another. Delta is
+	// added to the saturation (Index.sat), so every rule that weighs a
+	// saturation (a question lends its terms, topic context, the
+	// cut-off) sees it; in the ranked set cover a term an earlier pick
+	// covers lends no such presence credit (0: plain BM25). Measured
+	// (docs/matching.md, "Paraphrase methods"): 0.5 against 0, LoCoMo
+	// undated 63.5 → 63.5 %, its uneven perturbation 55.0 → 56.6 %, the
+	// agent sets' hits unchanged.
+	Delta float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.
@@ -339,8 +360,8 @@ func (ix *Index) liveDF(id int32) int {
 	return n
 }
 
-// sat is the BM25 saturation of a term held tf times by doc d, the term
-// being held by df live docs. Rule "rare terms in long nodes": in a long
+// sat is the BM25+ saturation of a term held tf times by doc d, the term
+// being held by df live docs: BM25's, plus Params.Delta. Rule "rare terms in long nodes": in a long
 // node (over longNode × the mean length, in analysed words: a build log, a
 // listing, a file read — output, not a turn of conversation) a term held
 // by at most rareDF nodes is scored as in a node of average length: length
@@ -359,7 +380,7 @@ func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
 		r = 1
 	}
 	f := float64(tf)
-	return f * (p.K1 + 1) / (f + lengthNorm(r, p))
+	return f*(p.K1+1)/(f+lengthNorm(r, p)) + p.Delta
 }
 
 // match is how one candidate holds each prompt term.
@@ -705,8 +726,10 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		clear(best)
 		for i, t := range q.terms {
 			v := c.strength(i) * t.weight
-			if covered[t.group] && t.weight <= coveredW[t.group] {
-				v *= discount
+			if covered[t.group] && t.weight <= coveredW[t.group] && discount < 1 {
+				// A covered term lends no presence credit (Delta): holding
+				// it again is no news; its frequency still counts Covered.
+				v = math.Max(0, c.strength(i)-p.Delta) * t.weight * discount
 			}
 			best[t.group] = math.Max(best[t.group], v)
 		}
@@ -802,7 +825,15 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 			for _, v := range best {
 				lent += v
 			}
-			if lent >= threshold {
+			// lent is at most Neighbour × the pick's own score, and the
+			// cut-off is Ratio × the best own score: with Neighbour ≤
+			// Ratio only a neighbour of the best pick holding none of its
+			// words reaches the cut-off, and then exactly, where the
+			// rounding of two sums of the same products decided (the
+			// agent probes: 70 neighbours at exactly the cut-off, 28 one
+			// ulp over, an unknown number one ulp under). "Over the
+			// cut-off" is strict, by more than rounding.
+			if lent > threshold*(1+1e-9) {
 				picked[nd] = true
 				pk := ix.pick(q, m, lent, nil)
 				pk.CompanionOf, pk.IsCompanion = ix.docs[c.doc].step, true

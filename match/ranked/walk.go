@@ -110,12 +110,12 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 	}
 	// Every doc is live and below before: the dense tables only.
 	norm, ask := ix.norms(p)
-	k1p1, w := p.K1+1, t.weight
+	k1p1, w, delta := p.K1+1, t.weight, p.Delta
 	asker, answer := float32(p.Asker), float32(p.Answer)
 	for _, po := range ps {
 		d := po.doc
 		f := float64(po.tf)
-		s := float32(w * (f * k1p1 / (f + norm[d])))
+		s := float32(w * (f*k1p1/(f+norm[d]) + delta))
 		if ask[d>>6]&(1<<(d&63)) != 0 {
 			mark(d, s*asker)
 			if _, next := ix.neighbours(d); next >= 0 {
