@@ -20,6 +20,7 @@ import (
 	"github.com/contextfold/contextfold/ingest"
 	"github.com/contextfold/contextfold/internal/matcheval"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // wireFormat is how one client sends a conversation: its API, the path it
@@ -187,12 +188,36 @@ func wireNeedleProbes(t *testing.T, name string, turns []ingest.Turn, f wireForm
 	return wireProbeSession(t, name, cf, system, msgs, f, cfg, perSession)
 }
 
+// withoutRedacted drops the probes whose token the proxy's scrubber
+// redacts in its turn (the value of a password): the store never holds it
+// and the model never sees it, by design, so it is no question of recall.
+func withoutRedacted(t *testing.T, name string, turns []contextfold.Turn, probes []matcheval.Probe) []matcheval.Probe {
+	t.Helper()
+	sc, err := scrub.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := map[int]string{}
+	for _, tr := range turns {
+		text[tr.StepID] = tr.Summary + "\n" + tr.RawContent
+	}
+	kept := make([]matcheval.Probe, 0, len(probes))
+	for _, p := range probes {
+		if tx, ok := text[p.Step]; ok && !strings.Contains(strings.ToLower(sc.Scrub(tx).Text), strings.ToLower(p.Identifier)) {
+			t.Logf("%s: the probe of turn %d asks about %q, which scrubbing redacts: not asked", name, p.Step, p.Identifier)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
+
 // wireProbeSession is wireNeedleProbes over a conversation already in f's
 // messages (Anthropic Messages for Claude Code, Chat Completions for the
 // others; the Responses format renders them as Codex does) with system
 // prompt system; the probes are generated from turns.
 func wireProbeSession(t *testing.T, name string, turns []contextfold.Turn, system string, msgs []map[string]any, f wireFormat, cfg harness.Config, perSession int) []wireProbeResult {
-	probes := matcheval.GenerateNeedleProbes(name, turns)
+	probes := withoutRedacted(t, name, turns, matcheval.GenerateNeedleProbes(name, turns))
 	if perSession > 0 && len(probes) > perSession {
 		kept := make([]matcheval.Probe, 0, perSession)
 		for k := 0; k < perSession; k++ {
