@@ -182,41 +182,16 @@ func renderJSON(raw json.RawMessage) string {
 }
 
 // countReplacements counts what decoding raw JSON text turns into U+FFFD:
-// \uXXXX escapes of UTF-16 surrogates that do not form a high+low pair, and
-// bytes that are not valid UTF-8 (one per byte, as encoding/json does).
+// \uXXXX escapes of UTF-16 surrogates that do not form a high+low pair
+// (canonjson.LoneSurrogate), and bytes that are not valid UTF-8 (one per
+// byte, as encoding/json does).
 func countReplacements(raw []byte) int {
 	n := 0
+	for i := canonjson.LoneSurrogate(raw, 0); i >= 0; i = canonjson.LoneSurrogate(raw, i+6) {
+		n++
+	}
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c == '\\' {
-			if i+1 >= len(raw) {
-				break
-			}
-			if raw[i+1] != 'u' {
-				i += 2
-				continue
-			}
-			v, ok := hex4(raw, i+2)
-			if !ok {
-				i += 2
-				continue
-			}
-			switch {
-			case v >= 0xD800 && v <= 0xDBFF:
-				if i+7 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-					if w, ok := hex4(raw, i+8); ok && w >= 0xDC00 && w <= 0xDFFF {
-						i += 12
-						continue
-					}
-				}
-				n++
-			case v >= 0xDC00 && v <= 0xDFFF:
-				n++
-			}
-			i += 6
-			continue
-		}
-		if c < utf8.RuneSelf {
+		if raw[i] < utf8.RuneSelf {
 			i++
 			continue
 		}
@@ -227,26 +202,6 @@ func countReplacements(raw []byte) int {
 		i += size
 	}
 	return n
-}
-
-func hex4(b []byte, at int) (int, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	v := 0
-	for _, c := range b[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | int(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | int(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			v = v<<4 | int(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return v, true
 }
 
 // validText replaces every invalid UTF-8 byte with U+FFFD.

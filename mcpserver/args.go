@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/contextfold/contextfold/internal/canonjson"
 	"reflect"
 	"strings"
 
@@ -99,7 +100,7 @@ func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved) (In,
 		return in, fmt.Errorf("BadArgument: %v", err)
 	}
 	if _, ok := any(in).(losslessArgs); ok {
-		if at := loneSurrogate(raw); at >= 0 {
+		if at := canonjson.LoneSurrogate(raw, 0); at >= 0 {
 			return in, fmt.Errorf("BadArgument: a lone UTF-16 surrogate escape (%s, a \\uD800–\\uDFFF escape without its pair) at byte %d of the arguments is not text; IPCF stores text losslessly, so nothing was folded: send the whole surrogate pair, or \\ufffd where the character is unknown", raw[at:at+6], at)
 		}
 	}
@@ -119,58 +120,6 @@ func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved) (In,
 type losslessArgs interface{ lossless() }
 
 func (FoldArgs) lossless() {}
-
-// loneSurrogate returns the byte offset in raw (JSON text) of the first
-// \uXXXX escape of a UTF-16 surrogate that is not half of a high+low pair,
-// or -1.
-func loneSurrogate(raw []byte) int {
-	hex4 := func(i int) (int, bool) {
-		if i+4 > len(raw) {
-			return 0, false
-		}
-		v := 0
-		for _, c := range raw[i : i+4] {
-			switch {
-			case c >= '0' && c <= '9':
-				v = v<<4 | int(c-'0')
-			case c >= 'a' && c <= 'f':
-				v = v<<4 | int(c-'a'+10)
-			case c >= 'A' && c <= 'F':
-				v = v<<4 | int(c-'A'+10)
-			default:
-				return 0, false
-			}
-		}
-		return v, true
-	}
-	for i := 0; i+1 < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		if raw[i+1] != 'u' {
-			i++ // an escaped character, \\ included
-			continue
-		}
-		v, ok := hex4(i + 2)
-		if !ok {
-			continue
-		}
-		switch {
-		case v >= 0xD800 && v <= 0xDBFF:
-			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-				if w, ok := hex4(i + 8); ok && w >= 0xDC00 && w <= 0xDFFF {
-					i += 11
-					continue
-				}
-			}
-			return i
-		case v >= 0xDC00 && v <= 0xDFFF:
-			return i
-		}
-		i += 5
-	}
-	return -1
-}
 
 func kindName(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
