@@ -39,26 +39,7 @@ func (e *TooLargeError) Error() string {
 // refused with ErrNotRegular. The open never blocks: a FIFO without a
 // writer (or any pipe that gives no byte) is refused with ErrEmptyPipe.
 func ReadInputMax(path string, max int64) ([]byte, error) {
-	f, fi, err := openInput(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi.Mode().IsRegular() {
-		f.Close()
-		return ReadFileMax(path, max)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-	}
-	if int64(len(data)) > max {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: -1, Limit: max}}
-	}
-	if len(data) == 0 && fi.Mode()&fs.ModeNamedPipe != 0 {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: ErrEmptyPipe}
-	}
-	return data, nil
+	return ReadInputMaxHead(path, max, 0, func([]byte) error { return nil })
 }
 
 // ReadInputMaxHead is ReadInputMax that passes the input's first headLen
