@@ -227,7 +227,9 @@ func (h *Harness) foldBatch(turns []contextfold.Turn) error {
 	mode := h.matchMode()
 	match.DeferSnapshotSaves(h.store, mode)
 	err := match.FoldBatch(h.store, mode, turns)
-	h.ahead.compact.Store(true)
+	if mode == match.Ranked {
+		h.ahead.compact.Store(true)
+	}
 	return err
 }
 

@@ -488,13 +488,19 @@ func cliPassword(c string, m []int) (int, int, bool) {
 
 // cookieStart walks back from "ookie" to its first letter and an optional
 // "Set-" before it; the name must start a word.
-func cookieStart(text string, p int) int {
-	if p == 0 || (text[p-1] != 'C' && text[p-1] != 'c') {
+func cookieStart(text string, p int) int { return headerNameStart(text, p, 'c', "set-") }
+
+// headerNameStart walks back from p, just past a header name's first
+// letter (first, lower case: either case matches), over an optional
+// prefix before it (ASCII case ignored); the name must start a word. -1
+// when it does not.
+func headerNameStart(text string, p int, first byte, prefix string) int {
+	if p == 0 || text[p-1]|0x20 != first {
 		return -1
 	}
 	b := p - 1
-	if b >= 4 && strings.EqualFold(text[b-4:b], "set-") {
-		b -= 4
+	if n := len(prefix); b >= n && strings.EqualFold(text[b-n:b], prefix) {
+		b -= n
 	}
 	return wordStart(text, b)
 }
@@ -550,16 +556,7 @@ func netrcStart(text string, p int) int {
 
 // authHeaderStart walks back from "uthorization" to its first letter and an
 // optional "Proxy-" before it; the name must start a word.
-func authHeaderStart(text string, p int) int {
-	if p == 0 || (text[p-1] != 'A' && text[p-1] != 'a') {
-		return -1
-	}
-	b := p - 1
-	if b >= 6 && strings.EqualFold(text[b-6:b], "proxy-") {
-		b -= 6
-	}
-	return wordStart(text, b)
-}
+func authHeaderStart(text string, p int) int { return headerNameStart(text, p, 'a', "proxy-") }
 
 // authCredential vets the credential of an Authorization header: not a
 // placeholder, and not a plain word (a scheme alone, "required",
