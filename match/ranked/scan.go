@@ -120,6 +120,12 @@ type Params struct {
 	// undated 63.5 → 63.5 %, its uneven perturbation 55.0 → 56.6 %, the
 	// agent sets' hits unchanged.
 	Delta float64
+	// Proximity: rule "the prompt's words together" (proximity.go), the
+	// weight of a term-proximity bonus (Büttcher et al. 2006) for two
+	// different prompt words held within a few words of each other, added
+	// to the ranking score of the best candidates only; ordering only, never
+	// negative (0: off).
+	Proximity float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
@@ -405,6 +411,7 @@ const (
 	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"
 	liftSpeaker                   // rule "the person named speaks"
 	liftTopic                     // rule "a chat's topic admits"
+	liftNear                      // rule "the prompt's words together"
 )
 
 // longNode: a node over this many times the store's mean token estimate
@@ -663,6 +670,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	}
 	ix.whenRank(q, cands, p)
 	ix.speakerRank(prompt, cands, p)
+	ix.proximityRank(q, cands, p)
 	// The cut-off judges the node that scores best on its own.
 	first := cands[0]
 	for _, c := range cands {
@@ -991,6 +999,9 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	}
 	if m.lift&liftSpeaker != 0 {
 		pk.Why = append(pk.Why, "ranked up: spoken by "+speakerOf(pk.Summary)+` (rule "the person named speaks")`)
+	}
+	if m.lift&liftNear != 0 {
+		pk.Why = append(pk.Why, `ranked up: holds the prompt's words close together (rule "the prompt's words together")`)
 	}
 	if m.lift&liftTopic != 0 {
 		pk.Why = append(pk.Why, `admitted below the cut-off by the turns around it (rule "a chat's topic admits")`)
