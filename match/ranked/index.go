@@ -284,6 +284,14 @@ func (ix *Index) ScanBefore(prompt string, p Params, before int) *Result {
 	return r
 }
 
+// MeanTokens returns the mean token_estimate of the live nodes (tokens; 0
+// for an empty index). Safe for concurrent use.
+func (ix *Index) MeanTokens() float64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.tokensTotal / float64(max(ix.live, 1))
+}
+
 // Weights returns, for focused hydration, the prompt's matchable terms and
 // their weights (idf × kind weight). Safe for concurrent use.
 func (ix *Index) Weights(prompt string, p Params) map[string]float64 {

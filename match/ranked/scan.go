@@ -126,6 +126,14 @@ type Params struct {
 	// to the ranking score of the best candidates only; ordering only, never
 	// negative (0: off).
 	Proximity float64
+	// FocusOver: rule "focus long picks" (package match). A ranked pick of
+	// more than FocusOver × the store's mean node tokens that has lines
+	// holding prompt terms is hydrated as windows around those lines
+	// (Focus), within FocusOver × the mean, and costs the per-turn budget
+	// what those windows cost, so that a long message does not spend the
+	// budget on its lines that say nothing about the question (0: off;
+	// a node is then focused only over the per-call cap).
+	FocusOver float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
