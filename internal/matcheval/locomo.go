@@ -194,6 +194,10 @@ type LoCoMoOptions struct {
 	// how many of the question's words the evidence holds. It scans each
 	// question once more (match.ExplainRanked); the scores are unchanged.
 	Misses bool
+	// Reword asks each question worded away from its evidence (Reword):
+	// a stand-in for paraphrase, which LoCoMo's questions, written from
+	// their evidence turns, do little of.
+	Reword bool
 }
 
 // RunLoCoMoWith is RunLoCoMo with options (undated payloads).
@@ -293,6 +297,15 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 			}
 			if len(ev) == 0 {
 				continue
+			}
+			if o.Reword {
+				var said []string
+				for _, steps := range ev {
+					for _, st := range steps {
+						said = append(said, texts[st])
+					}
+				}
+				qa.Question = Reword(qa.Question, said)
 			}
 			got := map[string][]int{}
 			tok := map[string]float64{}

@@ -98,6 +98,41 @@ func unlabelled(payload string) string {
 	return strings.Join(lines, "\n")
 }
 
+// Reword returns question worded away from its evidence (the payloads of
+// the nodes holding its evidence turns): of the question's words whose
+// content terms (contentTerms) what the evidence says holds (speaker
+// labels aside, unlabelled), the first, third, fifth… in the question's
+// order are left out (a word's trailing question mark is kept). No
+// synonyms are put in their place, so the question only loses the words
+// it shares with its evidence, as a paraphrase does; the overlap of
+// question and evidence roughly halves. Deterministic.
+func Reword(question string, evidence []string) string {
+	said := map[string]bool{}
+	for _, e := range evidence {
+		for t := range contentTerms(unlabelled(e)) {
+			said[t] = true
+		}
+	}
+	var out []string
+	shared := 0
+	for _, w := range strings.Fields(question) {
+		hit := false
+		for t := range contentTerms(w) {
+			hit = hit || said[t]
+		}
+		if hit {
+			if shared++; shared%2 == 1 {
+				if strings.HasSuffix(w, "?") {
+					out = append(out, "?")
+				}
+				continue
+			}
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
+}
+
 // overlapBin returns the bin of overlapBins of share.
 func overlapBin(share float64) int {
 	if share == 0 {
