@@ -132,7 +132,10 @@ type Params struct {
 	// (Focus), within FocusOver × the mean, and costs the per-turn budget
 	// what those windows cost, so that a long message does not spend the
 	// budget on its lines that say nothing about the question (0: off;
-	// a node is then focused only over the per-call cap).
+	// a node is then focused only over the per-call cap). Measured
+	// (docs/matching.md, "Paraphrase methods"): 4 against 0, LoCoMo's
+	// uneven perturbation 56.9 → 59.0 % (both halves up), LoCoMo itself
+	// unchanged, the agent sets' hits unchanged at 39–49 % fewer tokens.
 	FocusOver float64
 }
 
