@@ -141,7 +141,10 @@ func SetRankedParams(p ranked.Params) { params = p }
 // each admitted as below), then the ranked picks (rule "the output, not the
 // echo" applied, fullestFirst), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
-// min(token_estimate, per-call cap, per-turn budget), fits what remains;
+// min(token_estimate, per-call cap, per-turn budget), fits what remains —
+// for a pick over ranked.Params.FocusOver × the store's mean node, the
+// tokens of the windows HydrateWithin will place on its matched lines,
+// rule "focus long picks";
 // the others are Dropped; so is a long pick (over 4 × the store's mean node)
 // costing more than a quarter of the budget that holds no specific prompt
 // term, is neither the best pick nor the pick holding the largest share of
@@ -510,8 +513,12 @@ func Hydrate(s *contextfold.Store, step int, prompt string, mode Mode) (*context
 // policy does, or a hook whose output is capped in characters. A node over
 // the cap applied is focused on the prompt's matched lines (Ranked), or cut
 // to its first 4 × cap code points when no line matches or in Exact mode
-// (Truncated, TokenEstimate = the cap). maxTokens ≤ 0 applies the policy's
-// cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
+// (Truncated, TokenEstimate = the cap). In Ranked mode a node over
+// ranked.Params.FocusOver × the store's mean node (and that many tokens
+// below the cap applied) is focused within that many tokens when a line of
+// it holds a prompt term, and hydrated as before when none does (rule
+// "focus long picks"; Scan costs it the same windows). maxTokens ≤ 0
+// applies the policy's cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
 // policy whose caps are not numbers. Read-only (CONF-08); safe for
 // concurrent use as the store is.
 func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, maxTokens int) (*contextfold.Hydration, error) {
