@@ -141,7 +141,10 @@ func SetRankedParams(p ranked.Params) { params = p }
 // each admitted as below), then the ranked picks (rule "the output, not the
 // echo" applied, fullestFirst), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
-// min(token_estimate, per-call cap, per-turn budget), fits what remains;
+// min(token_estimate, per-call cap, per-turn budget), fits what remains —
+// for a pick over ranked.Params.FocusOver × the store's mean node, the
+// tokens of the windows HydrateWithin will place on its matched lines,
+// rule "focus long picks";
 // the others are Dropped; so is a long pick (over 4 × the store's mean node)
 // costing more than a quarter of the budget that holds no specific prompt
 // term, is neither the best pick nor the pick holding the largest share of
@@ -292,6 +295,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		}
 	}
 	needled := len(res.Selected) > 0
+	focus := &longFocus{s: s, ix: ix, prompt: prompt, capTokens: capTokens}
 	needlePick := map[int]*contextfold.ScanPick{}
 	for i := range res.Selected {
 		needlePick[res.Selected[i].StepID] = &res.Selected[i]
@@ -312,6 +316,10 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			continue
 		}
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
+		if n, ok := focus.cost(p.Step, p.Tokens); ok {
+			// Rule "focus long picks": it costs what its windows cost.
+			cost = math.Min(cost, float64(n))
+		}
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
 		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean
 		// node) that would take more than a quarter of the per-turn
@@ -505,8 +513,12 @@ func Hydrate(s *contextfold.Store, step int, prompt string, mode Mode) (*context
 // policy does, or a hook whose output is capped in characters. A node over
 // the cap applied is focused on the prompt's matched lines (Ranked), or cut
 // to its first 4 × cap code points when no line matches or in Exact mode
-// (Truncated, TokenEstimate = the cap). maxTokens ≤ 0 applies the policy's
-// cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
+// (Truncated, TokenEstimate = the cap). In Ranked mode a node over
+// ranked.Params.FocusOver × the store's mean node (and that many tokens
+// below the cap applied) is focused within that many tokens when a line of
+// it holds a prompt term, and hydrated as before when none does (rule
+// "focus long picks"; Scan costs it the same windows). maxTokens ≤ 0
+// applies the policy's cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
 // policy whose caps are not numbers. Read-only (CONF-08); safe for
 // concurrent use as the store is.
 func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, maxTokens int) (*contextfold.Hydration, error) {
@@ -526,6 +538,21 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 		capTokens = float64(maxTokens)
 	}
 	counter := s.TokenCounter()
+	if mode == Ranked && params.FocusOver > 0 {
+		// Rule "focus long picks": a node over FocusOver × the store's
+		// mean node is its windows, as the scan costed it; with no line
+		// holding a prompt term it goes on as any node does.
+		ix, err := ranked.For(s)
+		if err != nil {
+			return nil, err
+		}
+		if lim, ok := focusLimit(ix, h.TokenEstimate, capTokens); ok {
+			if text, wins, n := focusWithin(h.RawContent, ix.Weights(prompt, params), ranked.Needles(prompt), lim, counter); wins != nil {
+				setWindows(h, text, wins, n)
+				return h, nil
+			}
+		}
+	}
 	if !h.Truncated && float64(h.TokenEstimate) <= capTokens {
 		return h, nil // whole, within the cap applied
 	}
@@ -534,24 +561,9 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 		if err != nil {
 			return nil, err
 		}
-		weights := ix.Weights(prompt, params)
-		needles := ranked.Needles(prompt)
-		limit := int(math.Floor(capTokens * 4))
-		for limit > 0 {
-			text, wins := ranked.FocusNeedles(h.RawContent, weights, needles, limit)
-			if wins == nil {
-				break
-			}
-			n := counter.Count(text)
-			if counter.Name() == tokens.HeuristicName || n <= int(capTokens) {
-				h.Content, h.TokenEstimate, h.Truncated = text, n, true
-				h.Windows = make([]contextfold.Window, len(wins))
-				for i, w := range wins {
-					h.Windows[i] = contextfold.Window{Start: w.Start, End: w.End, FirstLine: w.FirstLine, LastLine: w.LastLine}
-				}
-				return h, nil
-			}
-			limit = limit * 3 / 4
+		if text, wins, n := focusWithin(h.RawContent, ix.Weights(prompt, params), ranked.Needles(prompt), capTokens, counter); wins != nil {
+			setWindows(h, text, wins, n)
+			return h, nil
 		}
 	}
 	if capTokens < policyCap || !h.Truncated {
@@ -559,6 +571,79 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 		h.Content, h.TokenEstimate, h.Truncated = prefixCodePoints(h.RawContent, int(math.Floor(capTokens*4))), int(capTokens), true
 	}
 	return h, nil
+}
+
+// focusWithin focuses content on the lines holding the prompt's terms
+// (ranked.FocusNeedles) within capTokens of counter: the first windows
+// of at most 4 × capTokens code points, then 3/4 of that, until they count
+// at most capTokens (the heuristic counter: at once). nil windows: no
+// line holds a term.
+func focusWithin(content string, weights map[string]float64, needles []string, capTokens float64, counter tokens.Counter) (string, []ranked.Window, int) {
+	limit := int(math.Floor(capTokens * 4))
+	for limit > 0 {
+		text, wins := ranked.FocusNeedles(content, weights, needles, limit)
+		if wins == nil {
+			break
+		}
+		n := counter.Count(text)
+		if counter.Name() == tokens.HeuristicName || n <= int(capTokens) {
+			return text, wins, n
+		}
+		limit = limit * 3 / 4
+	}
+	return "", nil, 0
+}
+
+// setWindows makes h the focused hydration text of n tokens placed as wins.
+func setWindows(h *contextfold.Hydration, text string, wins []ranked.Window, n int) {
+	h.Content, h.TokenEstimate, h.Truncated = text, n, true
+	h.Windows = make([]contextfold.Window, len(wins))
+	for i, w := range wins {
+		h.Windows[i] = contextfold.Window{Start: w.Start, End: w.End, FirstLine: w.FirstLine, LastLine: w.LastLine}
+	}
+}
+
+// focusLimit is rule "focus long picks" (ranked.Params.FocusOver): a node
+// of nodeTokens tokens over FocusOver × the store's mean node is focused
+// within that many tokens, when that is below the cap applied (else the
+// cap's own focusing holds). ok false: the rule does not apply.
+func focusLimit(ix *ranked.Index, nodeTokens int, capTokens float64) (float64, bool) {
+	if params.FocusOver <= 0 {
+		return 0, false
+	}
+	lim := params.FocusOver * ix.MeanTokens()
+	return lim, float64(nodeTokens) > lim && lim < capTokens
+}
+
+// longFocus computes, for one scan, what rule "focus long picks" makes a
+// long pick cost: its focused hydration's tokens (HydrateWithin applies
+// the same rule to the same node, prompt and index).
+type longFocus struct {
+	s         *contextfold.Store
+	ix        *ranked.Index
+	prompt    string
+	capTokens float64
+	weights   map[string]float64 // the prompt's, computed at the first long pick
+	needles   []string
+}
+
+// cost returns the tokens node step (of nodeTokens tokens) costs focused;
+// ok false when the rule does not apply to it, its node cannot be read
+// (the hydration will say why), or no line of it holds a prompt term.
+func (f *longFocus) cost(step, nodeTokens int) (int, bool) {
+	lim, ok := focusLimit(f.ix, nodeTokens, f.capTokens)
+	if !ok {
+		return 0, false
+	}
+	h, err := f.s.Hydrate(step)
+	if err != nil || h.TokenEstimate != nodeTokens {
+		return 0, false
+	}
+	if f.weights == nil {
+		f.weights, f.needles = f.ix.Weights(f.prompt, params), ranked.Needles(f.prompt)
+	}
+	_, wins, n := focusWithin(h.RawContent, f.weights, f.needles, lim, f.s.TokenCounter())
+	return n, wins != nil
 }
 
 // prefixCodePoints returns the first n code points of s.

@@ -1,7 +1,7 @@
 // Command cfeval runs the matching evaluations of BENCHMARKS.md
 // ("Matching"): LoCoMo evidence-turn recall and agent-session probes.
 //
-//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated] [-uneven]
+//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated] [-uneven] [-reword] [-misses]
 //	go run ./cmd/cfeval probes [-dir ingest/testdata/transcripts]
 //	go run ./cmd/cfeval corpus [-dir ingest/testdata/transcripts/mini-swe-agent/corpus] [-per 0]
 package main
@@ -29,6 +29,8 @@ func main() {
 	undated := fs.Bool("undated", false, "locomo: fold turns as \"Speaker: text\" without the session date (what a proxy sees)")
 	uneven := fs.Bool("uneven", false, "locomo: fold each conversation perturbed toward real chat (turns split by sentence, runs merged, lower-cased; matcheval.LoCoMoOptions.Uneven)")
 	combined := fs.Bool("combined", false, "locomo: ask every question of one store holding all the conversations (matcheval.Combine)")
+	misses := fs.Bool("misses", false, "locomo: study the ranked scan's misses (why each evidence turn was left out; recall by question/evidence word overlap)")
+	reword := fs.Bool("reword", false, "locomo: ask each question worded away from its evidence (every other word it shares with the evidence left out; matcheval.Reword)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
 	verbose := fs.Bool("v", false, "print every probe that misses")
@@ -60,7 +62,7 @@ func main() {
 				fail(err)
 			}
 		}
-		rep, err := matcheval.RunLoCoMoWith(data, tmp, matcheval.LoCoMoOptions{BudgetTurns: *budget, Limit: *n, Undated: *undated, Uneven: *uneven})
+		rep, err := matcheval.RunLoCoMoWith(data, tmp, matcheval.LoCoMoOptions{BudgetTurns: *budget, Limit: *n, Undated: *undated, Uneven: *uneven, Misses: *misses, Reword: *reword})
 		if err != nil {
 			fail(err)
 		}

@@ -150,6 +150,9 @@ type LoCoMoReport struct {
 	// half and must help the other as well (a held-out check against
 	// fitting one file).
 	ByHalf map[string]map[int]map[string]*Score
+	// Misses is the study of the ranked scan's misses (nil unless
+	// LoCoMoOptions.Misses).
+	Misses *LoCoMoMisses
 }
 
 // Halves of the held-out split (LoCoMoReport.ByHalf).
@@ -186,6 +189,15 @@ type LoCoMoOptions struct {
 	// uneven lengths and casual writing of real chat, as a check that a
 	// scoring rule does not only fit LoCoMo's even, well-written turns.
 	Uneven bool
+	// Misses studies the ranked scan's misses (LoCoMoReport.Misses): why
+	// each evidence turn it did not hydrate was left out, and recall by
+	// how many of the question's words the evidence holds. It scans each
+	// question once more (match.ExplainRanked); the scores are unchanged.
+	Misses bool
+	// Reword asks each question worded away from its evidence (Reword):
+	// a stand-in for paraphrase, which LoCoMo's questions, written from
+	// their evidence turns, do little of.
+	Reword bool
 }
 
 // RunLoCoMoWith is RunLoCoMo with options (undated payloads).
@@ -195,6 +207,9 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 		ByHalf: map[string]map[int]map[string]*Score{HalfEven: {}, HalfOdd: {}}}
 	for _, m := range methods {
 		rep.Overall[m] = &Score{}
+	}
+	if o.Misses {
+		rep.Misses = newLoCoMoMisses()
 	}
 	// scores returns the accumulators a question of category cat in
 	// conversation ci adds to for method m.
@@ -231,6 +246,7 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 			return nil, err
 		}
 		step := map[string][]int{}
+		line := map[string][]string{} // per dia_id, its text in each node of step
 		var folds []contextfold.Turn
 		var texts []string
 		total := 0
@@ -239,8 +255,9 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 			nodes = unevenNodes(turns, o.Undated, uint64(ci))
 		}
 		for i, nd := range nodes {
-			for _, id := range nd.diaIDs {
+			for k, id := range nd.diaIDs {
 				step[normDiaID(id)] = append(step[normDiaID(id)], i)
+				line[normDiaID(id)] = append(line[normDiaID(id)], nd.lines[k])
 			}
 			folds = append(folds, contextfold.Turn{StepID: i, Summary: clip(nd.payload, 100), RawContent: nd.payload})
 			texts = append(texts, nd.payload)
@@ -267,17 +284,28 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 			// ev: per evidence turn, the steps of the nodes holding it (one,
 			// or its pieces when the turn was split).
 			var ev [][]int
+			var evLines [][]string
 			evSeen := map[string]bool{}
 			for _, e := range qa.Evidence {
 				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
 					if st, ok := step[normDiaID(id)]; ok && !evSeen[normDiaID(id)] {
 						evSeen[normDiaID(id)] = true
 						ev = append(ev, st)
+						evLines = append(evLines, line[normDiaID(id)])
 					}
 				}
 			}
 			if len(ev) == 0 {
 				continue
+			}
+			if o.Reword {
+				var said []string
+				for _, steps := range ev {
+					for _, st := range steps {
+						said = append(said, texts[st])
+					}
+				}
+				qa.Question = Reword(qa.Question, said)
 			}
 			got := map[string][]int{}
 			tok := map[string]float64{}
@@ -324,10 +352,20 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 					fmt.Printf("  r1 %d: %s\n", got[MethodRanked][0], texts[got[MethodRanked][0]])
 				}
 			}
+			reach := reacher(s, qa.Question, ev, evLines)
+			if rep.Misses != nil {
+				if err := rep.Misses.study(s, qa.Question, qa.Category, ev, texts, got[MethodRanked], got[MethodBM25StemBudget], float64(total)/float64(len(folds)), reach); err != nil {
+					return nil, err
+				}
+			}
 			for _, name := range methods {
 				r := 0.0 // no pick at all: recall 0
 				if picks, ok := got[name]; ok {
-					r = recall(ev, picks)
+					if name == MethodRanked {
+						r = recallWith(ev, picks, reach)
+					} else {
+						r = recall(ev, picks)
+					}
 				}
 				for _, sc := range scores(ci, qa.Category, name) {
 					sc.Questions++
@@ -407,19 +445,49 @@ func normDiaID(id string) string {
 	return strings.ToUpper(strings.TrimSpace(strings.ReplaceAll(id, " ", "")))
 }
 
+// reacher returns, for one question, whether the ranked hydration of node
+// step holds evidence turn i's text there (evLines[i][k]: its text in its
+// k-th node ev[i][k]): a node hydrated whole holds it, a node focused on
+// its other lines (rule "focus long picks") does not. Each node is
+// hydrated once.
+func reacher(s *contextfold.Store, question string, ev [][]int, evLines [][]string) func(i, step int) bool {
+	content := map[int]string{}
+	return func(i, step int) bool {
+		c, ok := content[step]
+		if !ok {
+			if h, err := match.Hydrate(s, step, question, match.Ranked); err == nil {
+				c = h.Content
+			}
+			content[step] = c
+		}
+		for k, st := range ev[i] {
+			if st == step {
+				return strings.Contains(c, evLines[i][k])
+			}
+		}
+		return false
+	}
+}
+
 // recall is the share of the evidence turns found: an evidence turn
 // (the steps of the nodes holding it) is found when a pick is one of its
 // nodes. Two evidence turns merged into one node are both found by it.
 func recall(evidence [][]int, picks []int) float64 {
+	return recallWith(evidence, picks, nil)
+}
+
+// recallWith is recall where a picked node finds evidence turn i only when
+// reach(i, step) (nil: always).
+func recallWith(evidence [][]int, picks []int, reach func(i, step int) bool) float64 {
 	picked := map[int]bool{}
 	for _, p := range picks {
 		picked[p] = true
 	}
 	hit, n := 0, 0
-	for _, steps := range evidence {
+	for i, steps := range evidence {
 		n++
 		for _, s := range steps {
-			if picked[s] {
+			if picked[s] && (reach == nil || reach(i, s)) {
 				hit++
 				break
 			}
@@ -478,6 +546,9 @@ func (r *LoCoMoReport) Format() string {
 			}
 		}
 		b.WriteString("\n")
+	}
+	if r.Misses != nil {
+		b.WriteString(r.Misses.Format())
 	}
 	return b.String()
 }

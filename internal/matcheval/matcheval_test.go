@@ -238,3 +238,21 @@ func TestUnevenNodes(t *testing.T) {
 		t.Errorf("uneven lengths spread %.1f, plain %.1f", spread(uneven), spread(plain))
 	}
 }
+
+// Reword leaves out every other word the question shares with what its
+// evidence says (the speaker label does not count), keeps the rest and the
+// question mark, and is deterministic.
+func TestReword(t *testing.T) {
+	ev := []string{"Caroline: I went to the LGBTQ support group yesterday and it was so powerful."}
+	q := "When did Caroline go to the LGBTQ support group?"
+	got := Reword(q, ev)
+	if want := "When did Caroline go to the support ?"; got != want {
+		t.Errorf("Reword = %q, want %q", got, want)
+	}
+	if again := Reword(q, ev); again != got {
+		t.Errorf("not deterministic: %q then %q", got, again)
+	}
+	if got := Reword("What is her favourite colour?", ev); got != "What is her favourite colour?" {
+		t.Errorf("a question sharing no word changed: %q", got)
+	}
+}

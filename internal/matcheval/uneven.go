@@ -11,6 +11,10 @@ import (
 type node struct {
 	payload string
 	diaIDs  []string
+	// lines: for each of diaIDs, the text of the node that turn is (its
+	// line of a merged message, the piece, the whole payload): a focused
+	// hydration found the turn when it holds that text.
+	lines []string
 }
 
 // plainNodes is one node per dialog turn (TurnPayload, or UndatedPayload
@@ -22,7 +26,7 @@ func plainNodes(turns []DialogTurn, undated bool) []node {
 		if undated {
 			p = UndatedPayload(t)
 		}
-		out = append(out, node{payload: p, diaIDs: []string{t.DiaID}})
+		out = append(out, node{payload: p, diaIDs: []string{t.DiaID}, lines: []string{p}})
 	}
 	return out
 }
@@ -75,7 +79,7 @@ func unevenNodes(turns []DialogTurn, undated bool, seed uint64) []node {
 				lines = append(lines, payload(casual(m)))
 				ids = append(ids, m.DiaID)
 			}
-			out = append(out, node{payload: strings.Join(lines, "\n"), diaIDs: ids})
+			out = append(out, node{payload: strings.Join(lines, "\n"), diaIDs: ids, lines: lines})
 			i += n - 1
 			continue
 		}
@@ -87,11 +91,13 @@ func unevenNodes(turns []DialogTurn, undated bool, seed uint64) []node {
 				if k == len(parts)-1 {
 					piece.BlipCaption = caption
 				}
-				out = append(out, node{payload: payload(casual(piece)), diaIDs: []string{t.DiaID}})
+				p := payload(casual(piece))
+				out = append(out, node{payload: p, diaIDs: []string{t.DiaID}, lines: []string{p}})
 			}
 			continue
 		}
-		out = append(out, node{payload: payload(casual(t)), diaIDs: []string{t.DiaID}})
+		p := payload(casual(t))
+		out = append(out, node{payload: p, diaIDs: []string{t.DiaID}, lines: []string{p}})
 	}
 	return out
 }

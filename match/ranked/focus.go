@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -93,6 +94,18 @@ func FocusNeedles(content string, weights map[string]float64, needles []string, 
 		for _, t := range held[i] {
 			segs[i].score += weights[t] * math.Log(1+n/float64(lines[t])) / math.Log(1+n)
 		}
+	}
+	// A line that asks (ends with a question mark) lends answerLend × its
+	// words' score to the line after it (rule "a question lends its terms
+	// to its answer", within one node: a chat message run holds the
+	// question and its answer on consecutive lines). In reverse, so each
+	// line lends its own words' score; a needle's bonus is not lent.
+	for i := len(segs) - 2; i >= 0; i-- {
+		if segs[i].score > 0 && asks(content[segs[i].start:segs[i].end]) && segs[i+1].line == segs[i].line+1 {
+			segs[i+1].score += answerLend * segs[i].score
+		}
+	}
+	for i := range segs {
 		for _, nd := range needles {
 			if ContainsFold(overlapping(content, segs[i], len(nd)), nd) {
 				segs[i].score += bonus
@@ -134,6 +147,15 @@ func FocusNeedles(content string, weights map[string]float64, needles []string, 
 		return "", nil
 	}
 	return text, wins
+}
+
+// answerLend is the share of an asking line's score its next line gets
+// (Params.Answer's default).
+const answerLend = 0.8
+
+// asks reports whether a line ends, spaces aside, with a question mark.
+func asks(line string) bool {
+	return strings.HasSuffix(strings.TrimRightFunc(line, unicode.IsSpace), "?")
 }
 
 // overlapping returns the text of sg widened by n-1 bytes on each side (to

@@ -125,6 +125,10 @@ type Index struct {
 	askBits []uint64  // question docs, one bit a doc
 	normKey normKey
 	maxStep int // the highest step of any doc, live or dead (-1: none)
+	// texts: the text Index.Add indexed each doc from (an index built
+	// without a store), for rule "the prompt's words together"
+	// (proximity.go); nil otherwise.
+	texts map[int32]string
 }
 
 // NewIndex returns an empty index.
@@ -255,6 +259,7 @@ func (ix *Index) reset() {
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	ix.snapID = snapIdentity{}
+	ix.texts = nil
 }
 
 // Scan ranks the store's nodes for a prompt and chooses the ones to
@@ -277,6 +282,14 @@ func (ix *Index) ScanBefore(prompt string, p Params, before int) *Result {
 		r = ix.scanLocked(prompt, p, before)
 	}
 	return r
+}
+
+// MeanTokens returns the mean token_estimate of the live nodes (tokens; 0
+// for an empty index). Safe for concurrent use.
+func (ix *Index) MeanTokens() float64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.tokensTotal / float64(max(ix.live, 1))
 }
 
 // Weights returns, for focused hydration, the prompt's matchable terms and
@@ -624,6 +637,10 @@ func (ix *Index) Add(step int, artifact string, tokens int, summary, text string
 	if d, ok := ix.stepDoc(step); ok {
 		ix.kill(d)
 	}
+	if ix.texts == nil {
+		ix.texts = map[int32]string{}
+	}
+	ix.texts[int32(len(ix.docs))] = text
 	ix.add(doc{step: step, artifact: artifact, tokens: tokens, summary: summary}, text)
 	ix.reorder()
 }

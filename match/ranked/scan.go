@@ -120,12 +120,29 @@ type Params struct {
 	// undated 63.5 → 63.5 %, its uneven perturbation 55.0 → 56.6 %, the
 	// agent sets' hits unchanged.
 	Delta float64
+	// Proximity: rule "the prompt's words together" (proximity.go), the
+	// weight of a term-proximity bonus (Büttcher et al. 2006) for two
+	// different prompt words held within a few words of each other, added
+	// to the ranking score of the best candidates only; ordering only, never
+	// negative (0: off).
+	Proximity float64
+	// FocusOver: rule "focus long picks" (package match). A ranked pick of
+	// more than FocusOver × the store's mean node tokens that has lines
+	// holding prompt terms is hydrated as windows around those lines
+	// (Focus), within FocusOver × the mean, and costs the per-turn budget
+	// what those windows cost, so that a long message does not spend the
+	// budget on its lines that say nothing about the question (0: off;
+	// a node is then focused only over the per-call cap). Measured
+	// (docs/matching.md, "Paraphrase methods"): 4 against 0, LoCoMo's
+	// uneven perturbation 56.9 → 59.0 % (both halves up), LoCoMo itself
+	// unchanged, the agent sets' hits unchanged at 39–49 % fewer tokens.
+	FocusOver float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
-		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5}
+		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.
@@ -405,6 +422,7 @@ const (
 	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"
 	liftSpeaker                   // rule "the person named speaks"
 	liftTopic                     // rule "a chat's topic admits"
+	liftNear                      // rule "the prompt's words together"
 )
 
 // longNode: a node over this many times the store's mean token estimate
@@ -663,6 +681,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	}
 	ix.whenRank(q, cands, p)
 	ix.speakerRank(prompt, cands, p)
+	ix.proximityRank(q, cands, p)
 	// The cut-off judges the node that scores best on its own.
 	first := cands[0]
 	for _, c := range cands {
@@ -991,6 +1010,9 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	}
 	if m.lift&liftSpeaker != 0 {
 		pk.Why = append(pk.Why, "ranked up: spoken by "+speakerOf(pk.Summary)+` (rule "the person named speaks")`)
+	}
+	if m.lift&liftNear != 0 {
+		pk.Why = append(pk.Why, `ranked up: holds the prompt's words close together (rule "the prompt's words together")`)
 	}
 	if m.lift&liftTopic != 0 {
 		pk.Why = append(pk.Why, `admitted below the cut-off by the turns around it (rule "a chat's topic admits")`)
