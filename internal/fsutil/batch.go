@@ -29,7 +29,9 @@ const (
 	// BatchRenamedFirst: the first file is named, the others are not
 	// (only for a group of two files or more).
 	BatchRenamedFirst = "batch-renamed-first"
-	// BatchRenamed: every file is named, the directory is not synced.
+	// BatchRenamed: every file is named (the last file excepted, see
+	// AddLast), the directory is not synced. This point and
+	// BatchDirSynced are not passed by a group of a last file alone.
 	BatchRenamed = "batch-renamed"
 	// BatchDirSynced: the names are durable; the caller's next write (the
 	// index that points at them) has not started, or, in a group with a
