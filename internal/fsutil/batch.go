@@ -283,9 +283,11 @@ func (b *FileBatch) Commit() (err error) {
 		return err
 	}
 	crashPoint(BatchSynced)
+	var ops dirOps
+	defer ops.close()
 	var dirs []string
 	for i, p := range b.pending {
-		if err := os.Rename(p.tmp, p.path); err != nil {
+		if err := ops.rename(p.tmp, p.path); err != nil {
 			b.pending = b.pending[i:]
 			return err
 		}
@@ -300,7 +302,7 @@ func (b *FileBatch) Commit() (err error) {
 	if len(dirs) > 0 {
 		crashPoint(BatchRenamed)
 		for _, d := range dirs {
-			if err := SyncDir(d); err != nil {
+			if err := ops.sync(d); err != nil {
 				return err
 			}
 		}
@@ -310,12 +312,12 @@ func (b *FileBatch) Commit() (err error) {
 	if last == nil {
 		return nil
 	}
-	if err := os.Rename(last.tmp, last.path); err != nil {
+	if err := ops.rename(last.tmp, last.path); err != nil {
 		return &LastFileError{Path: last.path, Err: err}
 	}
 	b.last = nil
 	crashPoint(BatchLastRenamed)
-	if err := SyncDir(filepath.Dir(last.path)); err != nil {
+	if err := ops.sync(filepath.Dir(last.path)); err != nil {
 		return &LastFileError{Path: last.path, Err: err}
 	}
 	return nil
