@@ -65,8 +65,8 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 // are fsynced together, renamed into place and cold_nodes/ fsynced once;
 // only then is the index committed: recall_index.json renamed into place
 // (its temporary file written before the nodes' fsyncs and synced with
-// them, commitGroup), or one journal line per node appended and fsynced. In a backend store the whole
-// batch is one transaction. So a crash at any point leaves each group
+// them, commitGroup), or one journal line per node appended and fsynced.
+// In a backend store the whole batch is one transaction. So a crash at any point leaves each group
 // either absent from the index or wholly in it: never an index entry
 // without its node; the nodes of an uncommitted group are temporary files
 // (removed by the next writer) or orphans that verify (the next fold of

@@ -69,9 +69,9 @@ func (s *Store) NeedsSpares(n int) bool {
 // FillSpares makes spare files in cold_nodes/ (see above) until the store
 // holds enough for a next fold event of n turns (n, or the new nodes of
 // the folds since the last FillSpares if more, at most MaxSpares), and the
-// store root's one, one at a time, returning early when a fold of this Store is writing (it would
-// compete with the fold's own file system work) or stop (if not nil)
-// reports true. Call it off the request's path (the proxy does after a
+// store root's one, one at a time, returning early when a fold of this
+// Store is writing (it would compete with the fold's own file system work)
+// or stop (if not nil) reports true. Call it off the request's path (the proxy does after a
 // response, with the turns it may fold next). It makes nothing for a
 // backend store or before cold_nodes/ exists (the first fold creates it).
 // Safe for concurrent use, with a fold of the store too (a fold takes
