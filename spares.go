@@ -50,7 +50,7 @@ func (s *Store) spareTarget(n int) int {
 
 // NeedsSpares reports whether FillSpares(n, ...) would make spare files:
 // a directory store whose cold_nodes/ exists holds fewer than it keeps for
-// a next fold event of n turns. Cheap (one stat until cold_nodes/ is seen,
+// a next fold event of n turns, or lacks its root spare. Cheap (one stat until cold_nodes/ is seen,
 // then none): a caller may ask after each response.
 func (s *Store) NeedsSpares(n int) bool {
 	if s.spares == nil || s.be != nil || s.spares.Len() >= s.spareTarget(n) && s.rootSpares.Len() >= rootSpareCount {
