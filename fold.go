@@ -63,9 +63,10 @@ func (s *Store) Fold(t Turn) (*FoldResult, error) {
 // event of the proxy is one group). A group's cold nodes are each written
 // whole to a temporary file (the same bytes a single Fold writes), then all
 // are fsynced together, renamed into place and cold_nodes/ fsynced once;
-// only then is the index committed (recall_index.json rewritten, or one
-// journal line per node appended and fsynced). In a backend store the whole
-// batch is one transaction. So a crash at any point leaves each group
+// only then is the index committed: recall_index.json renamed into place
+// (its temporary file written before the nodes' fsyncs and synced with
+// them, commitGroup), or one journal line per node appended and fsynced.
+// In a backend store the whole batch is one transaction. So a crash at any point leaves each group
 // either absent from the index or wholly in it: never an index entry
 // without its node; the nodes of an uncommitted group are temporary files
 // (removed by the next writer) or orphans that verify (the next fold of
@@ -147,7 +148,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// a fold event pays a few syncs, not two per node.
 	// Their temporary files are spares made ahead when there are
 	// (FillSpares): no file is created on the fold's path.
-	nodes := fsutil.FileBatch{Spares: s.spares}
+	nodes := fsutil.FileBatch{Spares: s.spares, LastSpares: s.rootSpares}
 	defer nodes.Abort() // an error's temporary files
 	written := 0
 	defer func() { s.sinceFill.Add(int64(written)) }()
@@ -193,10 +194,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		// killed midway keeps what it folded (CONF-01): every
 		// FoldCommitEvery new nodes or FoldCommitInterval.
 		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
-			if err := s.commitNodes(&nodes); err != nil {
-				return err
-			}
-			if err := s.commitBatch(ix, ops, now, true); err != nil {
+			if err := s.commitGroup(&nodes, ix, ops, now, true); err != nil {
 				return err
 			}
 			ops, lastCommit = ops[:0], time.Now()
@@ -257,10 +255,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
-	if err := s.commitNodes(&nodes); err != nil {
-		return err
-	}
-	if err := s.commitBatch(ix, ops, now, false); err != nil {
+	if err := s.commitGroup(&nodes, ix, ops, now, false); err != nil {
 		return err
 	}
 	if err := s.flush(); err != nil {
@@ -287,6 +282,49 @@ func (s *Store) writeNode(step int, path string, doc map[string]any) error {
 	}
 	s.txWrites = true
 	return s.tx.WriteNode(step, b.Bytes())
+}
+
+// commitGroup commits a commit group of a fold: the cold nodes written to
+// nodes since the last commit, then the index operations ops (midBatch: not
+// the batch's last commit). When the index is rewritten (not journaled),
+// recall_index.json's temporary file is written as nodes' last file
+// (fsutil.FileBatch.AddLast): its bytes are synced in the same wave as the
+// nodes', and it is renamed, then the store root synced, only once every
+// node is named and cold_nodes/ synced. So the promise of commitNodes then
+// commitBatch holds (the index's name, which makes it visible, never
+// becomes durable before its nodes' names) at one wait for the device less.
+// A journal append is not overlapped: the appended line is visible at once,
+// so it waits for the nodes (commitNodes, then commitBatch). Callers hold
+// s.mu and the store lock.
+func (s *Store) commitGroup(nodes *fsutil.FileBatch, ix *index, ops []journalOp, now string, midBatch bool) error {
+	if s.be != nil || len(ops) == 0 || nodes.Len() == 0 || s.journals(len(ops), midBatch) {
+		if err := s.commitNodes(nodes); err != nil {
+			return err
+		}
+		return s.commitBatch(ix, ops, now, midBatch)
+	}
+	if v, _ := ix.header["created_at"].(string); v == "" {
+		ix.header["created_at"] = now
+	}
+	w := s.indexWrite(ix)
+	defer w.release()
+	if err := nodes.AddLast(w.path, 0o644, w.write); err != nil {
+		return w.failed(err)
+	}
+	if err := nodes.Commit(); err != nil {
+		s.ix = nil
+		if w.encErr != nil {
+			return w.encErr
+		}
+		var last *fsutil.LastFileError
+		if errors.As(err, &last) {
+			return &StoreFileError{File: w.path, Err: err,
+				Remedy: "free disk space or fix the permissions of the store directory; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"}
+		}
+		return s.storeErr(filepath.Join(s.dir, ColdNodesDir), err,
+			"free disk space or fix the permissions of the store directory, then fold again; cold nodes already named are orphans that 'contextfold repair --apply' re-indexes")
+	}
+	return w.done()
 }
 
 // commitNodes makes the cold nodes written since the last commit durable

@@ -237,7 +237,9 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		roots, _ = os.ReadDir(s.dir)
 	}
 	for _, d := range roots {
-		if rootTempFileRE.MatchString(d.Name()) && d.Type().IsRegular() {
+		// A spare file holding bytes is one too (an index rewrite's
+		// uncommitted file); an empty spare holds nothing (FillSpares).
+		if _, written := isSpare(s.dir, d.Name()); (rootTempFileRE.MatchString(d.Name()) || written) && d.Type().IsRegular() {
 			path := filepath.Join(s.dir, d.Name())
 			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, File: path, Reason: "temporary file left by an interrupted write"})
 			moves = append(moves, [2]string{path, strings.TrimPrefix(d.Name(), ".")})

@@ -49,11 +49,16 @@ func (s *Store) scrubber() (*scrub.Scrubber, error) {
 		case "off", "0", "false", "no":
 			return nil, nil
 		}
-		if on, ok := s.settingBool("scrub"); ok && !on {
+	}
+	// One read of store_settings.json serves both keys ("scrub" and the
+	// allowlist): a fold and a preparation ask for the scrubber each time.
+	m, err := s.settings()
+	if s.opts.Scrub == ScrubDefault && err == nil {
+		if on, ok := m["scrub"].(bool); ok && !on {
 			return nil, nil
 		}
 	}
-	return s.AuditScrubber()
+	return s.auditScrubber(m, err)
 }
 
 // SettingScrubAllowlist is the key of store_settings.json holding the
@@ -65,13 +70,18 @@ const SettingScrubAllowlist = "scrub_allowlist"
 // one scrub-check audits with. Errors: *StoreFileError for unreadable
 // settings or a bad allowlist (a regex that does not compile).
 func (s *Store) AuditScrubber() (*scrub.Scrubber, error) {
+	return s.auditScrubber(s.settings())
+}
+
+// auditScrubber is AuditScrubber with the settings read (m, or the error
+// of reading them).
+func (s *Store) auditScrubber(m map[string]any, merr error) (*scrub.Scrubber, error) {
 	sc, err := sharedScrubber()
 	if err != nil {
 		return nil, &StoreFileError{File: "(secret scrubber)", Err: err, Remedy: "set CONTEXTFOLD_SCRUB=off to fold without scrubbing"}
 	}
-	m, err := s.settings()
-	if err != nil {
-		return nil, err
+	if merr != nil {
+		return nil, merr
 	}
 	raw, ok := m[SettingScrubAllowlist]
 	if !ok {
@@ -132,15 +142,6 @@ func (s *Store) Setting(key string) (any, bool) {
 	}
 	v, ok := m[key]
 	return v, ok
-}
-
-func (s *Store) settingBool(key string) (value, ok bool) {
-	m, err := s.settings()
-	if err != nil {
-		return false, false
-	}
-	b, ok := m[key].(bool)
-	return b, ok
 }
 
 // scrubTurn redacts secrets from every text of a turn that reaches disk:

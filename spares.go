@@ -24,9 +24,21 @@ import (
 // A spare never becomes a node but through a fold's commit (its bytes
 // synced, then renamed to step_NNNNNN.json, then cold_nodes/ synced, then
 // the index).
+//
+// The store root keeps one spare the same way (rootSpares), which the next
+// rewrite of recall_index.json writes its temporary file into: a fold event
+// that rewrites the index creates no file either. It is named and treated
+// as the spares of cold_nodes/ (validate, repair, removeTempFiles); it
+// never becomes recall_index.json but through a rename after its bytes are
+// synced.
 
-// MaxSpares bounds the spare files a Store keeps (fsutil.MaxSpareFiles).
+// MaxSpares bounds the spare files a Store keeps in cold_nodes/
+// (fsutil.MaxSpareFiles).
 const MaxSpares = fsutil.MaxSpareFiles
+
+// rootSpareCount is the spare files a Store keeps in its root: one, for the
+// next rewrite of recall_index.json.
+const rootSpareCount = 1
 
 // spareTarget is the spares FillSpares keeps for a next fold event of n
 // turns: n, or the new nodes of the last fold event if more (the folds
@@ -38,10 +50,10 @@ func (s *Store) spareTarget(n int) int {
 
 // NeedsSpares reports whether FillSpares(n, ...) would make spare files:
 // a directory store whose cold_nodes/ exists holds fewer than it keeps for
-// a next fold event of n turns. Cheap (one stat until cold_nodes/ is seen,
+// a next fold event of n turns, or lacks its root spare. Cheap (one stat until cold_nodes/ is seen,
 // then none): a caller may ask after each response.
 func (s *Store) NeedsSpares(n int) bool {
-	if s.spares == nil || s.be != nil || s.spares.Len() >= s.spareTarget(n) {
+	if s.spares == nil || s.be != nil || s.spares.Len() >= s.spareTarget(n) && s.rootSpares.Len() >= rootSpareCount {
 		return false
 	}
 	if !s.coldSeen.Load() {
@@ -56,10 +68,10 @@ func (s *Store) NeedsSpares(n int) bool {
 
 // FillSpares makes spare files in cold_nodes/ (see above) until the store
 // holds enough for a next fold event of n turns (n, or the new nodes of
-// the folds since the last FillSpares if more, at most MaxSpares), one at
-// a time, returning early when a fold of this Store is writing (it would
-// compete with the fold's own file system work) or stop (if not nil)
-// reports true. Call it off the request's path (the proxy does after a
+// the folds since the last FillSpares if more, at most MaxSpares), and the
+// store root's one, one at a time, returning early when a fold of this
+// Store is writing (it would compete with the fold's own file system work)
+// or stop (if not nil) reports true. Call it off the request's path (the proxy does after a
 // response, with the turns it may fold next). It makes nothing for a
 // backend store or before cold_nodes/ exists (the first fold creates it).
 // Safe for concurrent use, with a fold of the store too (a fold takes
@@ -74,12 +86,18 @@ func (s *Store) FillSpares(n int, stop func() bool) error {
 	if v := s.sinceFill.Swap(0); v > 0 {
 		s.lastFold.Store(v)
 	}
-	_, err := s.spares.Fill(s.spareTarget(n), func() bool {
+	yield := func() bool {
 		return s.folding.Load() > 0 || stop != nil && stop()
-	})
+	}
+	_, err := s.spares.Fill(s.spareTarget(n), yield)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return err
+	}
+	// The root's spare once cold_nodes/ exists (the store root does then).
+	_, err = s.rootSpares.Fill(rootSpareCount, yield)
 	return err
 }
 
@@ -94,10 +112,11 @@ func (s *Store) RemoveSpares() error {
 	if s.spares == nil {
 		return nil
 	}
-	return s.spares.Remove()
+	return errors.Join(s.spares.Remove(), s.rootSpares.Remove())
 }
 
-// isSpare reports whether name (in cold_nodes/) is a spare file's name, and
+// isSpare reports whether name (in cold_nodes/ or the store root) is a
+// spare file's name, and
 // its bytes whether it holds any (then it is the node of a fold
 // interrupted before its commit: a temporary file left over).
 func isSpare(dir, name string) (spare, bytes bool) {

@@ -220,3 +220,103 @@ func TestSpareFillDuringFolds(t *testing.T) {
 		t.Fatalf("%d spares after RemoveSpares", n)
 	}
 }
+
+// rootSpares returns the spare files in the store root dir.
+func rootSpares(t *testing.T, dir string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, fsutil.SparePrefix+"*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRootSpareInStore: once cold_nodes/ exists, FillSpares keeps one spare
+// in the store root too, which the next index rewrite writes
+// recall_index.json into (the index is the spare's file: no file created
+// on the fold's path); an empty root spare fails neither validate nor
+// repair; another Store's first write removes it; RemoveSpares removes it;
+// and one holding bytes (an index rewrite killed before its rename) is
+// reported as a temporary file and quarantined by repair.
+func TestRootSpareInStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openSpareStore(t, dir)
+	if _, err := s.FoldBatch(spareGen.SmallTurns(0, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rootSpares(t, dir)) != 0 {
+		t.Fatal("a root spare before FillSpares")
+	}
+	if err := s.FillSpares(4, nil); err != nil {
+		t.Fatal(err)
+	}
+	sp := rootSpares(t, dir)
+	if len(sp) != 1 {
+		t.Fatalf("%d root spares after FillSpares, want 1", len(sp))
+	}
+	if s.NeedsSpares(4) {
+		t.Fatal("spares wanted by full pools")
+	}
+	cleanReport(t, s, "with an empty root spare")
+	ino := inodeOf(t, sp[0])
+	if _, err := s.FoldBatch(spareGen.SmallTurns(4, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := inodeOf(t, filepath.Join(dir, contextfold.IndexFile)); got != ino {
+		t.Errorf("recall_index.json is inode %d, not the root spare's %d", got, ino)
+	}
+	if n := len(rootSpares(t, dir)); n != 0 {
+		t.Fatalf("%d root spares after the fold took it", n)
+	}
+	if !s.NeedsSpares(0) {
+		t.Fatal("no spares wanted once the root spare was taken")
+	}
+	cleanReport(t, s, "after an index rewrite into the root spare")
+
+	// Another Store's first write removes the root spare it does not own.
+	if err := s.FillSpares(0, nil); err != nil || len(rootSpares(t, dir)) != 1 {
+		t.Fatalf("FillSpares: %v, %d root spares", err, len(rootSpares(t, dir)))
+	}
+	s2 := openSpareStore(t, dir)
+	if _, err := s2.FoldBatch(spareGen.SmallTurns(7, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rootSpares(t, dir)); n != 0 {
+		t.Fatalf("%d root spares after another Store's first write", n)
+	}
+	if err := s2.FillSpares(1, nil); err != nil || len(rootSpares(t, dir)) != 1 {
+		t.Fatalf("FillSpares: %v, %d root spares", err, len(rootSpares(t, dir)))
+	}
+	if err := s2.RemoveSpares(); err != nil || len(rootSpares(t, dir)) != 0 {
+		t.Fatalf("RemoveSpares: %v, %d root spares left", err, len(rootSpares(t, dir)))
+	}
+
+	// A root spare holding bytes is an interrupted rewrite's temporary file.
+	if err := s2.FillSpares(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	sp = rootSpares(t, dir)
+	if len(sp) != 1 {
+		t.Fatalf("%d root spares, want 1", len(sp))
+	}
+	if err := os.WriteFile(sp[0], []byte(`{"entries": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s2.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != contextfold.KindTempFile || rep.Findings[0].File != sp[0] {
+		t.Fatalf("a written root spare: findings %+v, want one temp_file", rep.Findings)
+	}
+	res, err := s2.Repair(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Actions) != 1 || res.Actions[0].Action != contextfold.ActionQuarantine {
+		t.Fatalf("repair of a written root spare: %+v", res.Actions)
+	}
+	if rep, err := s2.Validate(); err != nil || !rep.OK() {
+		t.Fatalf("after repair: %+v, %v", rep, err)
+	}
+}

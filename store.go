@@ -117,11 +117,15 @@ type Store struct {
 	// event's, when FillSpares runs after each request); coldSeen whether
 	// cold_nodes/ was seen to exist; folding counts the folds writing
 	// (FillSpares yields to them).
-	spares    *fsutil.SpareFiles
-	sinceFill atomic.Int64
-	lastFold  atomic.Int64
-	coldSeen  atomic.Bool
-	folding   atomic.Int32
+	spares *fsutil.SpareFiles
+	// rootSpares are the spare files made ahead in the store root that an
+	// index rewrite writes recall_index.json's temporary file into
+	// (FillSpares keeps one).
+	rootSpares *fsutil.SpareFiles
+	sinceFill  atomic.Int64
+	lastFold   atomic.Int64
+	coldSeen   atomic.Bool
+	folding    atomic.Int32
 }
 
 type fileStamp struct {
@@ -148,7 +152,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = SystemClock
 	}
-	return &Store{dir: abs, opts: opts, spares: fsutil.NewSpareFiles(filepath.Join(abs, ColdNodesDir))}, nil
+	return &Store{dir: abs, opts: opts, spares: fsutil.NewSpareFiles(filepath.Join(abs, ColdNodesDir)),
+		rootSpares: fsutil.NewSpareFiles(abs)}, nil
 }
 
 // Dir returns the absolute path of the store directory.
@@ -357,8 +362,7 @@ func (s *Store) commitOps(ix *index, ops []journalOp, midBatch bool) error {
 	if s.be != nil {
 		return s.commitBackend(ix, ops)
 	}
-	large := s.ixStamp.ok && s.ixStamp.size >= JournalThreshold
-	if large && (midBatch || len(ops) <= JournalMaxOps/4 && s.jOps+len(ops) <= JournalMaxOps) {
+	if s.journals(len(ops), midBatch) {
 		lines, err := ix.encodeOps(ops)
 		if err != nil {
 			return err
@@ -375,51 +379,101 @@ func (s *Store) commitOps(ix *index, ops []journalOp, midBatch bool) error {
 	return s.writeIndex(ix)
 }
 
+// journals reports whether a commit of n operations (midBatch: not the
+// last of its batch) appends them to the journal rather than rewriting
+// recall_index.json (commitOps). Callers hold s.mu.
+func (s *Store) journals(n int, midBatch bool) bool {
+	large := s.ixStamp.ok && s.ixStamp.size >= JournalThreshold
+	return large && (midBatch || n <= JournalMaxOps/4 && s.jOps+n <= JournalMaxOps)
+}
+
 // writeIndex rewrites recall_index.json durably (and the cache for a large
-// index), then empties the journal. Callers hold s.mu and the store lock.
+// index), then empties the journal. Its temporary file is a spare of the
+// store root when there is one (FillSpares): no file is created on the
+// write's path. Callers hold s.mu and the store lock.
 func (s *Store) writeIndex(ix *index) error {
 	if s.be != nil {
 		return s.replaceBackendIndex(ix)
 	}
+	b := fsutil.FileBatch{LastSpares: s.rootSpares}
+	defer b.Abort()
+	w := s.indexWrite(ix)
+	defer w.release()
+	if err := b.AddLast(w.path, 0o644, w.write); err != nil {
+		return w.failed(err)
+	}
+	if err := b.Commit(); err != nil {
+		return w.failed(err)
+	}
+	return w.done()
+}
+
+// pendingIndex is a rewrite of recall_index.json under way: the index is
+// streamed into its temporary file by write (a FileBatch's file, never held
+// whole in memory); the cache is encoded once the entries' spans are
+// known, before the index replaces the old one, and stamped after (done),
+// so that readers meet a new index without its cache only briefly.
+type pendingIndex struct {
+	s      *Store
+	ix     *index
+	path   string
+	cache  *cacheParts // the cache file's parts
+	encErr error
+}
+
+// indexWrite begins a rewrite of recall_index.json with ix: pass its write
+// to a FileBatch (Add or AddLast), then call done once the batch is
+// committed, or failed with the error of either, and release in any case.
+func (s *Store) indexWrite(ix *index) *pendingIndex {
 	if v, _ := ix.header["created_at"].(string); v == "" {
 		ix.header["created_at"] = s.now()
 	}
-	// The index is streamed into its temporary file (never held
-	// whole in memory); the cache is encoded once the entries' spans are
-	// known, before the index replaces the old one, and stamped after, so
-	// that readers meet a new index without its cache only briefly.
-	var cache *cacheParts // the cache file's parts
-	defer func() { cache.release() }()
-	var encErr error
-	path := filepath.Join(s.dir, IndexFile)
-	if err := fsutil.WriteFileAtomicFunc(path, 0o644, func(w io.Writer) error {
-		ow := newOffsetWriter(w)
-		spans, err := ix.encodeTo(ow)
-		if err != nil {
-			encErr = err
-			return err
-		}
-		if err := ow.flush(); err != nil {
-			return err
-		}
-		if int64(ow.Len()) >= IndexCacheThreshold {
-			// A large section is spilled beside the cache (same file
-			// system), in the per-user cache directory or else the store.
-			spill, cerr := cachedir.For(s.dir, true)
-			if cerr != nil {
-				spill = s.dir
-			}
-			cache, _ = ix.encodeCacheParts(fileStamp{}, spans, spill)
-		}
-		return nil
-	}); err != nil {
-		s.ix = nil // the in-memory copy may be ahead of the disk
-		if encErr != nil {
-			return encErr
-		}
-		return &StoreFileError{File: path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+	return &pendingIndex{s: s, ix: ix, path: filepath.Join(s.dir, IndexFile)}
+}
+
+// write streams the index into w (and encodes its cache for a large index).
+func (p *pendingIndex) write(w io.Writer) error {
+	ow := newOffsetWriter(w)
+	spans, err := p.ix.encodeTo(ow)
+	if err != nil {
+		p.encErr = err
+		return err
 	}
-	st, err := stampOf(path)
+	if err := ow.flush(); err != nil {
+		return err
+	}
+	if int64(ow.Len()) >= IndexCacheThreshold {
+		// A large section is spilled beside the cache (same file
+		// system), in the per-user cache directory or else the store.
+		spill, cerr := cachedir.For(p.s.dir, true)
+		if cerr != nil {
+			spill = p.s.dir
+		}
+		p.cache.release() // a write retried
+		p.cache, _ = p.ix.encodeCacheParts(fileStamp{}, spans, spill)
+	}
+	return nil
+}
+
+// release frees the cache's parts.
+func (p *pendingIndex) release() { p.cache.release() }
+
+// failed returns the error of a rewrite that failed with err: the
+// in-memory index is dropped (it may be ahead of the disk).
+func (p *pendingIndex) failed(err error) error {
+	p.s.ix = nil
+	if p.encErr != nil {
+		return p.encErr
+	}
+	return &StoreFileError{File: p.path, Err: err, Remedy: "free disk space or fix the permissions of the store directory"}
+}
+
+// done finishes a rewrite whose file is durable under its name: the cache
+// is stamped and written, the journal (whose operations the index now
+// holds) removed, and ix becomes the store's in-memory index.
+func (p *pendingIndex) done() error {
+	s, cache := p.s, p.cache
+	st, err := stampOf(p.path)
 	if err != nil {
 		s.ix = nil
 		return nil
@@ -443,7 +497,7 @@ func (s *Store) writeIndex(ix *index) error {
 	if err := os.Remove(jpath); err == nil {
 		_ = syncDir(s.dir)
 	}
-	s.ix, s.ixStamp, s.jOff, s.jOps = ix, st, 0, 0
+	s.ix, s.ixStamp, s.jOff, s.jOps = p.ix, st, 0, 0
 	return nil
 }
 
@@ -527,7 +581,8 @@ func (s *Store) lock() (unlocker, error) {
 // removeTempFiles removes the temporary files that interrupted atomic writes
 // of this implementation left in cold_nodes/ and the store root (the names
 // tempFileRE and rootTempFileRE match; validate reports them as temp_file),
-// and the spare files in cold_nodes/ that are not this Store's (FillSpares:
+// and the spare files in cold_nodes/ and the root that are not this
+// Store's (FillSpares:
 // left by a process gone, or by another Store, which then creates its
 // nodes' temporary files instead).
 // It runs once per Store, under the exclusive lock: every such file is
@@ -560,7 +615,9 @@ func (s *Store) removeTempFiles() {
 		// Store's own spares stay.
 		return tempFileRE.MatchString(name) || fsutil.SpareNameRE.MatchString(name) && !s.spares.Has(name)
 	})
-	sweep(s.dir, rootTempFileRE.MatchString)
+	sweep(s.dir, func(name string) bool {
+		return rootTempFileRE.MatchString(name) || fsutil.SpareNameRE.MatchString(name) && !s.rootSpares.Has(name)
+	})
 }
 
 func syncDir(dir string) error { return fsutil.SyncDir(dir) }

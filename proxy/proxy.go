@@ -324,7 +324,13 @@ type session struct {
 	wire wireState
 
 	logMu    sync.Mutex
-	requests int    // requests logged
+	requests int // requests logged
+	// wsLog is the session's working-set log, opened by its first line
+	// and kept open (append-only) until the session leaves memory or the
+	// server closes: a request's line costs one write, not an open and a
+	// close.
+	wsLog *os.File
+
 	prevOut  []byte // the previous forwarded body, for the stable prefix
 	prevBody []byte // the previous client body, for the client's cached prefix
 	// prevBlocks are prevBody's block hashes (bodyDigest; nil: none).
@@ -702,18 +708,32 @@ func (s *Server) logWorkingSet(sess *session, st *reqState, d *harness.Dispatch,
 	if err != nil {
 		return err
 	}
-	sdir := filepath.Join(s.opts.Dir, sess.id)
-	if err := os.MkdirAll(sdir, 0o700); err != nil {
+	if sess.wsLog == nil {
+		sdir := filepath.Join(s.opts.Dir, sess.id)
+		if err := os.MkdirAll(sdir, 0o700); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(filepath.Join(sdir, harness.WorkingSetLogName), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		sess.wsLog = f
+	}
+	if _, err := sess.wsLog.Write(append(line, '\n')); err != nil {
+		sess.closeLog() // the next line opens the log again
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(sdir, harness.WorkingSetLogName), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
+	return nil
+}
+
+// closeLog closes the session's working-set log if open (the next line
+// opens it again). Callers hold sess.logMu.
+func (sess *session) closeLog() error {
+	if sess.wsLog == nil {
+		return nil
 	}
-	_, err = f.Write(append(line, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := sess.wsLog.Close()
+	sess.wsLog = nil
 	return err
 }
 
@@ -946,6 +966,9 @@ func (s *Server) dropSession(x *session) {
 	}
 	delete(s.sessions, x.id)
 	s.stats.SessionsDropped++
+	x.logMu.Lock()
+	_ = x.closeLog() // every line was written when it was logged
+	x.logMu.Unlock()
 	// Its spare node files (harness.PrepareAhead): a session back in
 	// memory makes new ones.
 	if err := x.h.Store().RemoveSpares(); err != nil {
@@ -962,8 +985,9 @@ func (s *Server) dropSession(x *session) {
 const EvictionLogBatch = 32
 
 // Close writes what the sessions in memory keep for their stores (the
-// eviction events of a batch, EvictionLogBatch) and removes their spare
-// node files (contextfold.Store.FillSpares), once the work the proxy runs
+// eviction events of a batch, EvictionLogBatch), removes their spare
+// node files (contextfold.Store.FillSpares) and closes their working-set
+// logs (a later request opens its session's again), once the work the proxy runs
 // after its responses (harness.PrepareAhead) has ended. Call it once the server
 // no longer serves (after http.Server.Shutdown); requests served after it
 // are kept for the next Close. Safe for concurrent use.
@@ -987,6 +1011,11 @@ func (s *Server) Close() error {
 		if err := x.h.Store().RemoveSpares(); err != nil {
 			errs = append(errs, fmt.Errorf("session %s: %w", x.id, err))
 		}
+		x.logMu.Lock()
+		if err := x.closeLog(); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: working-set log: %w", x.id, err))
+		}
+		x.logMu.Unlock()
 	}
 	return errors.Join(errs...)
 }

@@ -29,11 +29,17 @@ const (
 	// BatchRenamedFirst: the first file is named, the others are not
 	// (only for a group of two files or more).
 	BatchRenamedFirst = "batch-renamed-first"
-	// BatchRenamed: every file is named, the directory is not synced.
+	// BatchRenamed: every file is named (the last file excepted, see
+	// AddLast), the directory is not synced. This point and
+	// BatchDirSynced are not passed by a group of a last file alone.
 	BatchRenamed = "batch-renamed"
 	// BatchDirSynced: the names are durable; the caller's next write (the
-	// index that points at them) has not started.
+	// index that points at them) has not started, or, in a group with a
+	// last file (AddLast), that file is synced and not named.
 	BatchDirSynced = "batch-dir-synced"
+	// BatchLastRenamed: the last file of the group (AddLast) is named,
+	// its directory is not synced.
+	BatchLastRenamed = "batch-last-renamed"
 	// AtomicRenamed: a WriteFileAtomic file is synced and renamed into
 	// place, its directory is not synced yet.
 	AtomicRenamed = "atomic-renamed"
@@ -74,9 +80,19 @@ const syncWorkers = 16
 // digits) for files written into spares: no reader takes them for a target.
 // Abort removes the temporary files of files not renamed.
 //
-// The targets must not exist (Commit would replace them). Every write goes
-// through WrapWriter, as WriteFileAtomic's. A FileBatch is used by one
-// goroutine at a time; the zero value is ready to use.
+// A group may end with one last file (AddLast: the index that points at
+// the others), whose name must not become durable before theirs: its bytes
+// are synced in the same wave as theirs (one wait for the device, not
+// two), and it is renamed only once every other file is named and their
+// directories synced; then its own directory is synced. So the last file's
+// name never points at a file not durable, and once Commit returns the
+// whole group is durable.
+//
+// The targets other than the last file's must not exist (Commit would
+// replace them); the last file replaces its target atomically (a reader
+// sees the old file or the new one whole). Every write goes through
+// WrapWriter, as WriteFileAtomic's. A FileBatch is used by one goroutine
+// at a time; the zero value is ready to use.
 type FileBatch struct {
 	// Spares, when set, provides the temporary files of the files added
 	// in its directory: Add writes into a spare (no file created on the
@@ -84,8 +100,13 @@ type FileBatch struct {
 	// file as without it. A spare written and not committed is a
 	// temporary file like the others: Abort removes it.
 	Spares *SpareFiles
+	// LastSpares, when set, provides the temporary file of the last file
+	// (AddLast) when that file is in its directory, as Spares does for
+	// the others.
+	LastSpares *SpareFiles
 
-	pending  []batchFile // written, not renamed yet
+	pending  []batchFile // written, not renamed yet (the last file excluded)
+	last     *batchFile  // the last file (AddLast), written, not renamed yet
 	unsynced []*os.File  // pending files still open: written, not synced
 	first    bool        // BatchFirstWritten was passed for this group
 }
@@ -95,39 +116,63 @@ type batchFile struct {
 	f         *os.File // open until synced, then nil
 }
 
-// Len returns the number of files written and not committed yet.
-func (b *FileBatch) Len() int { return len(b.pending) }
+// Len returns the number of files written and not committed yet, the last
+// file (AddLast) included.
+func (b *FileBatch) Len() int {
+	if b.last != nil {
+		return len(b.pending) + 1
+	}
+	return len(b.pending)
+}
+
+// LastFileError is the error of Commit once every other file of the group
+// is durable under its name and the last file (AddLast) could not be: its
+// rename or its directory's sync failed. Path is the last file's target.
+type LastFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *LastFileError) Error() string {
+	return fmt.Sprintf("%s: the batch's other files are durable, this one is not: %v", e.Path, e.Err)
+}
+
+func (e *LastFileError) Unwrap() error { return e.Err }
 
 // Add writes a new file's content (streamed by write, which must return the
 // first error of the writer it is given) to a temporary file beside path,
 // with permissions perm (or to one of Spares), which Commit names path. On
 // an error the temporary file is removed and the batch's other files are
 // kept.
-func (b *FileBatch) Add(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(path)
-	f, ok := b.Spares.take(dir)
-	if !ok {
-		if f, err = os.CreateTemp(dir, "."+filepath.Base(path)); err != nil {
-			return err
-		}
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
+func (b *FileBatch) Add(path string, perm os.FileMode, write func(w io.Writer) error) error {
+	f, err := b.write(b.Spares, path, perm, write)
+	if err != nil {
 		return err
-	}
-	cw := &checkedWriter{w: WrapWriter(f), path: path}
-	if err := write(cw); err != nil {
-		return err
-	}
-	if cw.err != nil {
-		return cw.err
 	}
 	b.pending = append(b.pending, batchFile{tmp: f.Name(), path: path, f: f})
+	return b.written(f)
+}
+
+// AddLast writes the group's last file, as Add does (into one of
+// LastSpares when its directory is theirs): Commit syncs its bytes with the
+// other files' and names it after them (see FileBatch). Add may still be
+// called after it (those files are named before it too). A group has at
+// most one last file: a second AddLast before Commit is an error and writes
+// nothing.
+func (b *FileBatch) AddLast(path string, perm os.FileMode, write func(w io.Writer) error) error {
+	if b.last != nil {
+		return fmt.Errorf("write %s: the batch already has a last file (%s) not committed", path, b.last.path)
+	}
+	f, err := b.write(b.LastSpares, path, perm, write)
+	if err != nil {
+		return err
+	}
+	b.last = &batchFile{tmp: f.Name(), path: path, f: f}
+	return b.written(f)
+}
+
+// written records f, written and still open, for the next sync.
+func (b *FileBatch) written(f *os.File) error {
 	b.unsynced = append(b.unsynced, f)
 	if !b.first {
 		b.first = true
@@ -139,6 +184,35 @@ func (b *FileBatch) Add(path string, perm os.FileMode, write func(w io.Writer) e
 	return nil
 }
 
+// write writes a file's temporary file (a spare of spares, or a new one)
+// and returns it open; on an error it is removed.
+func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, write func(w io.Writer) error) (_ *os.File, err error) {
+	dir := filepath.Dir(path)
+	f, ok := spares.take(dir)
+	if !ok {
+		if f, err = os.CreateTemp(dir, "."+filepath.Base(path)); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return nil, err
+	}
+	cw := &checkedWriter{w: WrapWriter(f), path: path}
+	if err := write(cw); err != nil {
+		return nil, err
+	}
+	if cw.err != nil {
+		return nil, cw.err
+	}
+	return f, nil
+}
+
 // syncOpen syncs and closes the open files, concurrently.
 func (b *FileBatch) syncOpen() error {
 	files := b.unsynced
@@ -146,6 +220,9 @@ func (b *FileBatch) syncOpen() error {
 	err := syncFiles(files)
 	for i := range b.pending {
 		b.pending[i].f = nil // closed by syncFiles
+	}
+	if b.last != nil {
+		b.last.f = nil
 	}
 	return err
 }
@@ -185,12 +262,15 @@ func syncFiles(files []*os.File) error {
 }
 
 // Commit makes every file added since the last Commit durable under its
-// name: their bytes are synced, then each is renamed into place in the
-// order added, then each directory is synced once. On an error the files
-// not renamed yet are removed (Abort) and the error returned; files already
-// renamed stay (whole: their bytes were durable before their rename).
+// name: their bytes are synced (the last file's with them), then each is
+// renamed into place in the order added, then each directory is synced
+// once; then the last file (AddLast), if any, is renamed into place and its
+// directory synced. On an error the files not renamed yet are removed
+// (Abort) and the error returned (a *LastFileError when only the last
+// file's rename or directory sync failed); files already renamed stay
+// (whole: their bytes were durable before their rename).
 func (b *FileBatch) Commit() (err error) {
-	if len(b.pending) == 0 {
+	if b.Len() == 0 {
 		return nil
 	}
 	defer func() {
@@ -203,9 +283,11 @@ func (b *FileBatch) Commit() (err error) {
 		return err
 	}
 	crashPoint(BatchSynced)
+	var ops dirOps
+	defer ops.close()
 	var dirs []string
 	for i, p := range b.pending {
-		if err := os.Rename(p.tmp, p.path); err != nil {
+		if err := ops.rename(p.tmp, p.path); err != nil {
 			b.pending = b.pending[i:]
 			return err
 		}
@@ -217,13 +299,27 @@ func (b *FileBatch) Commit() (err error) {
 		}
 	}
 	b.pending, b.first = b.pending[:0], false
-	crashPoint(BatchRenamed)
-	for _, d := range dirs {
-		if err := SyncDir(d); err != nil {
-			return err
+	if len(dirs) > 0 {
+		crashPoint(BatchRenamed)
+		for _, d := range dirs {
+			if err := ops.sync(d); err != nil {
+				return err
+			}
 		}
+		crashPoint(BatchDirSynced)
 	}
-	crashPoint(BatchDirSynced)
+	last := b.last
+	if last == nil {
+		return nil
+	}
+	if err := ops.rename(last.tmp, last.path); err != nil {
+		return &LastFileError{Path: last.path, Err: err}
+	}
+	b.last = nil
+	crashPoint(BatchLastRenamed)
+	if err := ops.sync(filepath.Dir(last.path)); err != nil {
+		return &LastFileError{Path: last.path, Err: err}
+	}
 	return nil
 }
 
@@ -240,11 +336,14 @@ func appendNew(list []string, s string) []string {
 // those still open) and empties the batch. Safe to call after Commit (it
 // then does nothing) and more than once.
 func (b *FileBatch) Abort() {
+	if b.last != nil {
+		b.pending = append(b.pending, *b.last)
+	}
 	for _, p := range b.pending {
 		if p.f != nil {
 			p.f.Close()
 		}
 		os.Remove(p.tmp)
 	}
-	b.pending, b.unsynced, b.first = b.pending[:0], nil, false
+	b.pending, b.last, b.unsynced, b.first = b.pending[:0], nil, nil, false
 }

@@ -3,6 +3,7 @@
 package fsutil
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -249,5 +250,131 @@ func BenchmarkFileBatch50(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// TestFileBatchLast: a group's last file (AddLast, the index of a fold
+// event) is written into a spare of LastSpares, its bytes are whole on disk
+// before the group's sync (one wave with the other files'), and it replaces
+// its target only after every other file is named and their directory
+// synced: at every crash point before BatchLastRenamed the target holds its
+// old bytes, from BatchDirSynced on every other file is named, and after
+// Commit the target holds the new bytes in the spare's inode, with no spare
+// or temporary file left. A second AddLast is refused.
+func TestFileBatchLast(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "cold_nodes")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(root, "recall_index.json")
+	if err := os.WriteFile(index, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rootPool := NewSpareFiles(root)
+	if _, err := rootPool.Fill(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	spare := inode(t, filepath.Join(root, spareNames(t, root)[0]))
+	read := func(path string) string {
+		data, _ := os.ReadFile(path)
+		return string(data)
+	}
+	var points []string
+	CrashPoint = func(p string) {
+		points = append(points, p)
+		named := len(names(t, sub))
+		switch p {
+		case BatchSynced:
+			// The last file's temporary file holds its bytes (the spare).
+			if got := read(filepath.Join(root, spareNames(t, root)[0])); got != "new index" {
+				t.Errorf("at %s the last file's temporary file holds %q", p, got)
+			}
+		case BatchDirSynced:
+			for i := range 3 {
+				if _, err := os.Stat(filepath.Join(sub, fmt.Sprintf("step_%06d.json", i))); err != nil {
+					t.Errorf("at %s: %v", p, err)
+				}
+			}
+		case BatchLastRenamed:
+			if got := read(index); got != "new index" {
+				t.Errorf("at %s the target holds %q", p, got)
+			}
+			return
+		}
+		if got := read(index); got != "old" {
+			t.Errorf("at %s (%d files in cold_nodes/) the last file's target holds %q, want the old bytes", p, named, got)
+		}
+	}
+	defer func() { CrashPoint = nil }()
+	b := FileBatch{LastSpares: rootPool}
+	addN(t, &b, sub, 0, 2)
+	if err := b.AddLast(index, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, "new index")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddLast(index, 0o644, func(w io.Writer) error { return nil }); err == nil {
+		t.Error("a second AddLast was accepted")
+	}
+	addN(t, &b, sub, 2, 1) // after the last file: named before it too
+	if b.Len() != 4 {
+		t.Fatalf("Len %d, want 4", b.Len())
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{BatchFirstWritten, BatchWritten, BatchSynced, BatchRenamedFirst, BatchRenamed, BatchDirSynced, BatchLastRenamed}
+	if fmt.Sprint(points) != fmt.Sprint(want) {
+		t.Errorf("crash points %v, want %v", points, want)
+	}
+	if got := read(index); got != "new index" || inode(t, index) != spare {
+		t.Errorf("after Commit the target holds %q (inode %d, the spare's %d)", got, inode(t, index), spare)
+	}
+	if got := names(t, root); fmt.Sprint(got) != "[cold_nodes recall_index.json]" {
+		t.Errorf("the root holds %v after Commit", got)
+	}
+	if fi, err := os.Stat(index); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("%s: %v, %v", index, fi, err)
+	}
+}
+
+// TestFileBatchLastFails: when the last file cannot replace its target,
+// Commit returns a *LastFileError naming it, the other files are named and
+// the target is untouched, and no temporary file is left; Abort before
+// Commit removes the last file's temporary file too.
+func TestFileBatchLastFails(t *testing.T) {
+	root := t.TempDir()
+	target := filepath.Join(root, "recall_index.json")
+	if err := os.MkdirAll(filepath.Join(target, "x"), 0o755); err != nil { // a rename over it fails
+		t.Fatal(err)
+	}
+	var b FileBatch
+	addN(t, &b, root, 0, 2)
+	last := func() error {
+		return b.AddLast(target, 0o644, func(w io.Writer) error {
+			_, err := io.WriteString(w, "new")
+			return err
+		})
+	}
+	if err := last(); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Commit()
+	var le *LastFileError
+	if !errors.As(err, &le) || le.Path != target {
+		t.Fatalf("Commit = %v, want a *LastFileError for %s", err, target)
+	}
+	if got := names(t, root); fmt.Sprint(got) != "[recall_index.json step_000000.json step_000001.json]" {
+		t.Errorf("after the failed Commit: %v", got)
+	}
+	addN(t, &b, root, 2, 1)
+	if err := last(); err != nil {
+		t.Fatal(err)
+	}
+	b.Abort()
+	if got := names(t, root); len(got) != 3 || b.Len() != 0 {
+		t.Errorf("after Abort: %v, Len %d", got, b.Len())
 	}
 }
