@@ -270,11 +270,26 @@ func (ix *Index) Scan(prompt string, p Params) *Result { return ix.ScanBefore(pr
 // picked nor companions. The terms' rarity is still the whole store's.
 // Safe for concurrent use.
 func (ix *Index) ScanBefore(prompt string, p Params, before int) *Result {
+	return ix.scanBefore(prompt, p, before, true)
+}
+
+// ScanPicksBefore is ScanBefore for a caller that uses only the picks and
+// the steps left out as superseded (package match's scan): Terms and Picks
+// are ScanBefore's, Superseded names the same steps in the same order
+// (each Pick holds only its Step), and CutOff is nil. It skips building
+// the terms, reasons and summaries of the nodes left out, which only an
+// explanation shows (ExplainRanked reads them from ScanBefore). Safe for
+// concurrent use.
+func (ix *Index) ScanPicksBefore(prompt string, p Params, before int) *Result {
+	return ix.scanBefore(prompt, p, before, false)
+}
+
+func (ix *Index) scanBefore(prompt string, p Params, before int, explain bool) *Result {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r := ix.scanLocked(prompt, p, before)
+	r := ix.scanLocked(prompt, p, before, explain)
 	if ix.recoverSnapshot() {
-		r = ix.scanLocked(prompt, p, before)
+		r = ix.scanLocked(prompt, p, before, explain)
 	}
 	return r
 }

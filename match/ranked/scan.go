@@ -653,8 +653,9 @@ func (m *match) rank() float64 { return m.score + m.ctx }
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// scanLocked is ScanBefore under ix.mu.
-func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
+// scanLocked is ScanBefore under ix.mu; without explain, ScanPicksBefore
+// (the nodes left out are not described).
+func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
 	cands := ix.score(q, p, before)
@@ -673,7 +674,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	top := first.score
 	if !ix.passes(q, first, p) {
 		for i, c := range cands {
-			if i == 10 {
+			if i == 10 || !explain {
 				break
 			}
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
@@ -688,7 +689,11 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		if p.Supersede && c.mask != 0 && ix.superseded(c, cands, p) {
 			superseded[c.doc] = true
 			if len(res.Superseded) < 10 {
-				res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
+				if explain {
+					res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
+				} else {
+					res.Superseded = append(res.Superseded, Pick{Step: ix.docs[c.doc].step})
+				}
 			}
 			continue
 		}
@@ -748,7 +753,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		// prompt terms of its own.
 		if c.score >= threshold || ix.topicAdmits(c, threshold, p) {
 			kept = append(kept, c)
-		} else if len(res.CutOff) < 10 {
+		} else if explain && len(res.CutOff) < 10 {
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
 		}
 	}
