@@ -115,6 +115,7 @@ type Index struct {
 	tmp          []float32
 	seen         []bool
 	ctx          []float64
+	inSet        []bool // the topic context's set (Index.score), false between scans
 	touched      []int32
 	groupTouched []int32
 	look         []int32  // detailAll's docs
@@ -252,6 +253,7 @@ func (ix *Index) reset() {
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
 	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
+	ix.inSet = nil
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	ix.snapID = snapIdentity{}

@@ -1,8 +1,10 @@
 package ranked
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -567,7 +569,10 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			return around
 		}
-		inSet := map[int32]bool{}
+		if len(ix.inSet) < n {
+			ix.inSet = make([]bool, n)
+		}
+		inSet := ix.inSet
 		set := make([]int32, 0, 7*len(h))
 		for _, d := range h {
 			if !inSet[d] {
@@ -575,11 +580,14 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				set = append(set, d)
 			}
 			for _, o := range aroundOf(d) {
-				if o >= 0 && !ix.docs[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
+				if o >= 0 && !ix.hot[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
 					inSet[o] = true
 					set = append(set, o)
 				}
 			}
+		}
+		for _, d := range set {
+			inSet[d] = false
 		}
 		w := [6]float64{p.Context3, p.Context2, p.Context1, p.Context1, p.Context2, p.Context3}
 		for _, d := range set {
@@ -591,13 +599,29 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			ix.ctx[d] = v
 		}
-		rk := func(d int32) float64 { return ix.acc[d] + ix.ctx[d] }
-		sort.Slice(set, func(a, b int) bool {
-			if rk(set[a]) != rk(set[b]) {
-				return rk(set[a]) > rk(set[b])
+		// By ranking score, then newest step (a total order: live docs
+		// have distinct steps), each key read once.
+		type keyed struct {
+			rk   float64
+			step int
+			d    int32
+		}
+		ks := make([]keyed, len(set))
+		for i, d := range set {
+			ks[i] = keyed{ix.acc[d] + ix.ctx[d], ix.docs[d].step, d}
+		}
+		slices.SortFunc(ks, func(a, b keyed) int {
+			if a.rk != b.rk {
+				if a.rk > b.rk {
+					return -1
+				}
+				return 1
 			}
-			return ix.docs[set[a]].step > ix.docs[set[b]].step
+			return cmp.Compare(b.step, a.step)
 		})
+		for i := range ks {
+			set[i] = ks[i].d
+		}
 		if len(set) > k {
 			for _, d := range set[k:] {
 				ix.ctx[d] = 0

@@ -296,3 +296,26 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	f.left -= len(p)
 	return f.w.Write(p)
 }
+
+// varintEnds counts the bytes below 0x80 whatever the length and the
+// alignment of the slice (the 8-byte step and the tail agree with a plain
+// count).
+func TestVarintEnds(t *testing.T) {
+	b := make([]byte, 300)
+	for i := range b {
+		b[i] = byte(i*37 + i*i)
+	}
+	for lo := 0; lo < 9; lo++ {
+		for hi := lo; hi <= len(b); hi += 7 {
+			want := 0
+			for _, c := range b[lo:hi] {
+				if c < 0x80 {
+					want++
+				}
+			}
+			if got := varintEnds(b[lo:hi]); got != want {
+				t.Fatalf("varintEnds(b[%d:%d]) = %d, want %d", lo, hi, got, want)
+			}
+		}
+	}
+}
