@@ -163,8 +163,8 @@ func (ix *Index) rawPostings(id int32) []posting {
 // replaced or dropped node's postings stay in the lists (a kill does not
 // know its terms) and are filtered out here, so that every count of a
 // term's holders — idf, the Common filter — is of live nodes only. The
-// result is cached per term until the next kill (which empties the cache)
-// or add of the term. Callers hold ix.mu.
+// result is cached per term until the next kill (which empties the cache);
+// an add of the term appends to it (insert). Callers hold ix.mu.
 func (ix *Index) postings(id int32) []posting {
 	dead := ix.live < len(ix.docs)
 	if id >= ix.nterms && !dead {
@@ -722,13 +722,20 @@ func (ix *Index) insert(d doc, a analysed) {
 		if t.specific {
 			d.specific = append(d.specific, tid)
 		}
-		c := min(t.tf, 65535)
+		po := posting{doc: id, tf: uint16(min(t.tf, 65535))}
 		if tid >= ix.nterms {
-			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], posting{doc: id, tf: uint16(c)})
+			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], po)
 		} else {
-			ix.spost[tid] = append(ix.spost[tid], posting{doc: id, tf: uint16(c)})
+			ix.spost[tid] = append(ix.spost[tid], po)
 		}
-		delete(ix.pcache, tid)
+		// A cached list (postings: its own copy, of live docs) gains the
+		// new doc, live and the highest, at its end: a fold of a node
+		// holding common terms no longer makes the next scan decode their
+		// lists from the snapshot again (100,000 postings each at 100k
+		// nodes).
+		if ps, ok := ix.pcache[tid]; ok {
+			ix.pcache[tid] = append(ps, po)
+		}
 	}
 	slices.Sort(d.specific)
 	d.length = a.length

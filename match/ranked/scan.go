@@ -464,11 +464,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		return nil
 	}
 	n := len(ix.docs)
-	if len(ix.acc) < n {
-		ix.acc = make([]float64, n)
-		ix.tmp = make([]float32, n)
-		ix.seen = make([]bool, n)
-	}
+	ix.acc, ix.tmp, ix.seen = scratch(ix.acc, n), scratch(ix.tmp, n), scratch(ix.seen, n)
 	touched := ix.touched[:0]
 	groupTouched := ix.groupTouched[:0]
 	// Params.FindCommon: the prompt's common terms find no candidates when
@@ -552,9 +548,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// whatever the postings order; the best Candidates of them go on. Work:
 	// O(Candidates), whatever the store size.
 	if p.Context1 > 0 || p.Context2 > 0 {
-		if len(ix.ctx) < n {
-			ix.ctx = make([]float64, n)
-		}
+		ix.ctx = scratch(ix.ctx, n)
 		// around: the nodes 3, 2, 1 steps before and 1, 2, 3 after (-1:
 		// none; consecutive steps only).
 		aroundOf := func(d int32) [6]int32 {
@@ -569,9 +563,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			return around
 		}
-		if len(ix.inSet) < n {
-			ix.inSet = make([]bool, n)
-		}
+		ix.inSet = scratch(ix.inSet, n)
 		inSet := ix.inSet
 		set := make([]int32, 0, 7*len(h))
 		for _, d := range h {
@@ -648,6 +640,22 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		return ix.docs[out[a].doc].step > ix.docs[out[b].doc].step
 	})
 	return out
+}
+
+// scratch returns a per-doc scratch slice of at least n elements, s
+// itself when it has the room. Every element of a scratch slice, within
+// its capacity, is zero between scans (score sets back to zero what it
+// sets), so a slice grown within its capacity needs no clearing, and one
+// made anew has an eighth more room: a fold adds a doc, and the next scan
+// does not allocate (and zero) every table again.
+func scratch[E any](s []E, n int) []E {
+	if cap(s) < n {
+		return make([]E, n, n+n/8)
+	}
+	if len(s) < n {
+		return s[:n]
+	}
+	return s
 }
 
 // tf is the frequency of term id in doc d (binary search: postings ascend
