@@ -585,3 +585,35 @@ func TestNeedleByteCheckSameScans(t *testing.T) {
 	}
 	t.Logf("nodes decoded by the needle stage: %d with the byte check, %d without", fastDecodes, fullDecodes)
 }
+
+// BenchmarkNeedleVerify is the needle stage's verification on a store of
+// 2,000 generated nodes where 200 nodes hold every word of a quoted phrase
+// but not the phrase, and one holds it: a scan reads the 201 candidates,
+// and decodes only those whose bytes may hold the phrase.
+func BenchmarkNeedleVerify(b *testing.B) {
+	s, err := contextfold.Open(b.TempDir(), contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		b.Fatal(err)
+	}
+	turns := testgen.New(5).SmallTurns(0, 2000)
+	for k := 0; k < 200; k++ {
+		st := 100 + 9*k
+		turns[st] = contextfold.Turn{StepID: st, Summary: "tool: drain log",
+			RawContent: decoyLog(30, fmt.Sprintf("the quill drain on route %d failed twice", k))}
+	}
+	turns[1950] = contextfold.Turn{StepID: 1950, Summary: "tool: router log", RawContent: "warn: the route quill drain failed twice\n"}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		b.Fatal(err)
+	}
+	prompt := `why did "route quill drain failed twice" happen?`
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Selected) == 0 || res.Selected[0].StepID != 1950 {
+			b.Fatalf("selected %v, want step 1950 first", steps(res.Selected))
+		}
+	}
+}
