@@ -884,13 +884,37 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
-	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) })
+	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) }, newMatches(1, len(q.terms)))
+}
+
+// matchBlock holds the matches of a batch of docs and their per-term
+// arrays, allocated together (detailAll's 64-odd candidates took three
+// allocations each).
+type matchBlock struct {
+	ms    []match
+	fl    []float64
+	nbDoc []int32
+}
+
+// newMatches returns the room for n matches of nt query terms each.
+func newMatches(n, nt int) *matchBlock {
+	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt)}
+}
+
+// next returns the block's next zero match, its own, nb and nbDoc of nt
+// terms each (full slices: an append to one never reaches another's).
+func (b *matchBlock) next(nt int) *match {
+	m := &b.ms[0]
+	m.own, m.nb, m.nbDoc = b.fl[:nt:nt], b.fl[nt:2*nt:2*nt], b.nbDoc[:nt:nt]
+	b.ms, b.fl, b.nbDoc = b.ms[1:], b.fl[2*nt:], b.nbDoc[nt:]
+	return m
 }
 
 // detailFrom is detail with tf(i, d) the frequency of query term i in doc
-// d (see detailAll).
-func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16) *match {
-	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
+// d (see detailAll), its match taken from block.
+func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16, block *matchBlock) *match {
+	m := block.next(len(q.terms))
+	m.doc = d
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {
