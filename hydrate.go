@@ -291,3 +291,20 @@ func pySlicePrefix(s string, n int) string {
 // ReadColdNode reads and parses a step's cold node file without verifying it
 // (audits such as scrub-check use it; hydrate is the verified read).
 func (s *Store) ReadColdNode(step int) (*ColdNode, error) { return s.readColdNode(step) }
+
+// ReadColdNodeBytes returns the bytes of a step's cold node as stored (its
+// file, or a backend store's copy), neither parsed nor verified; a read
+// error is returned as it is (fs.ErrNotExist for a missing node). With
+// ParseColdNode it is ReadColdNode in two steps, for a caller that looks
+// at the bytes first (the ranked scan's needle stage searches them before
+// it decodes a node). Safe for concurrent use as the store is.
+func (s *Store) ReadColdNodeBytes(step int) ([]byte, error) {
+	return s.nodeBytes(step, s.NodePath(step))
+}
+
+// ParseColdNode parses bytes ReadColdNodeBytes returned for step, with
+// ReadColdNode's errors (an *IntegrityCheckError naming the node's file
+// for bytes that are not a cold node). Not verified.
+func (s *Store) ParseColdNode(step int, data []byte) (*ColdNode, error) {
+	return parseColdNodeBytes(step, s.NodePath(step), data, nil)
+}

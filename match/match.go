@@ -240,7 +240,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	if err != nil {
 		return nil, err
 	}
-	r := ix.ScanBefore(prompt, params, before)
+	r := ix.ScanPicksBefore(prompt, params, before) // the picks and the superseded steps only
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
 	admitted := map[int]bool{}

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match/ranked"
@@ -92,16 +94,13 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 		return nil
 	}
 	byStep := map[int]*needleNode{}
-	type read struct {
-		raw string
-		ok  bool
-	}
-	reads := map[int]read{}
+	reads := map[int]*nodeRead{}
 	for _, nd := range needles {
 		cands := ix.NeedleCandidates(nd, before, maxNeedleCandidates)
 		if len(cands) > maxNeedleNodes && cands[0].Whole {
 			continue // its own term is in more nodes: not rare
 		}
+		plain := plainNeedle(nd)
 		type holder struct {
 			c   ranked.NeedleCandidate
 			how int
@@ -113,20 +112,27 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 				if len(reads) >= maxNeedleReads {
 					continue // a pasted log of tokens: the ranking weighs the rest
 				}
-				if n, err := s.ReadColdNode(c.Step); err == nil {
-					r = read{raw: n.RawContent, ok: true}
-				}
+				r = &nodeRead{}
+				r.data, r.err = s.ReadColdNodeBytes(c.Step)
 				reads[c.Step] = r
 			}
+			// A node whose bytes cannot hold the needle holds it in its
+			// payload neither: unless it holds the needle's own term or
+			// its summary holds the needle, it holds nothing, read or not
+			// (the switch below finds the same without decoding it).
+			if needleByteCheck && plain && r.err == nil && !c.Whole && !r.mayHold(nd) && !ranked.ContainsFold(c.Summary, nd) {
+				continue
+			}
+			raw, ok := r.payload(s, c.Step)
 			how := 0
 			switch {
-			case !r.ok:
+			case !ok:
 				if c.Whole {
 					how = heldFolded
 				}
-			case strings.Contains(r.raw, nd):
+			case strings.Contains(raw, nd):
 				how = heldExact
-			case ranked.ContainsFold(r.raw, nd):
+			case ranked.ContainsFold(raw, nd):
 				how = heldFolded
 			case ranked.ContainsFold(c.Summary, nd):
 				how = heldInSummary
@@ -167,6 +173,69 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 		return x.step > y.step
 	})
 	return out
+}
+
+// needleByteCheck: the needle stage decodes a node only when its bytes may
+// hold the needle (nodeRead.mayHold; tests compare both ways).
+var needleByteCheck = true
+
+// needleDecodes counts the nodes the needle stage decoded (for tests).
+var needleDecodes atomic.Int64
+
+// nodeRead is one node the needle stage read: its bytes as stored, and
+// its payload once a needle check needed it decoded.
+type nodeRead struct {
+	data    []byte
+	err     error // the read's
+	decoded bool
+	raw     string // the payload (raw_content), when ok
+	ok      bool   // read and parsed
+}
+
+// payload returns the node's raw_content, decoding the node the first
+// time (ok false: the node could not be read or parsed).
+func (r *nodeRead) payload(s *contextfold.Store, step int) (string, bool) {
+	if !r.decoded {
+		r.decoded = true
+		if r.err == nil {
+			needleDecodes.Add(1)
+			if n, err := s.ParseColdNode(step, r.data); err == nil {
+				r.raw, r.ok = n.RawContent, true
+			}
+		}
+		r.data = nil // the decoded node holds what is needed
+	}
+	return r.raw, r.ok
+}
+
+// mayHold reports whether the node's bytes may hold plain needle nd
+// (plainNeedle) in a JSON string: they hold it up to ASCII case, or they
+// hold an escape that may stand for one of its characters (\u, or \/ for
+// a slash). A JSON string holding nd, up to case, writes each of its
+// characters either as itself or as such an escape (the others, \n \t
+// \" \\ \b \f \r, stand for characters nd does not hold), so when
+// mayHold is false no string of the node holds nd, whatever the writer
+// (the store's canonical JSON escapes only control characters, " and \).
+// Once decoded, the answer is the payload's own.
+func (r *nodeRead) mayHold(nd string) bool {
+	if r.decoded {
+		return r.ok && ranked.ContainsFold(r.raw, nd)
+	}
+	// A view of the bytes, not a copy: ContainsFold keeps no part of it.
+	text := unsafe.String(unsafe.SliceData(r.data), len(r.data))
+	return ranked.ContainsFold(text, nd) || strings.Contains(text, `\u`) || strings.Contains(text, `\/`)
+}
+
+// plainNeedle reports whether every byte of nd is printable ASCII other
+// than " and \: the needles whose absence from a node's bytes
+// (nodeRead.mayHold) tells that its payload does not hold them.
+func plainNeedle(nd string) bool {
+	for i := 0; i < len(nd); i++ {
+		if c := nd[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return nd != ""
 }
 
 // why is the needle pick's explanation.

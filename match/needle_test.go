@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -481,6 +482,138 @@ func TestNeedleSplitByLongLineCut(t *testing.T) {
 		}
 		if !h.Truncated || !strings.Contains(h.Content, tok) {
 			t.Errorf("%s: the focused hydration (truncated %v) lacks the token: %.200q", tok, h.Truncated, h.Content)
+		}
+	}
+}
+
+// The needle stage decodes a node only when its bytes may hold the needle
+// (a node read to verify a needle that it does not hold is searched, not
+// decoded), and that changes no scan: every pick, its order and its
+// reasons, and every recall hit, are the same with the byte check off.
+// The nodes that hold a quoted phrase are found whatever escapes their
+// file writes it with (a slash as \/, an underscore as \u005f: valid
+// JSON another writer may produce), up to case, or in the summary only; a
+// torn file is judged as before; the 30 nodes holding the phrase's words
+// but not the phrase are not decoded.
+func TestNeedleByteCheckSameScans(t *testing.T) {
+	s := newStore(t, `{"matching": "ranked"}`)
+	g := testgen.New(77)
+	turns := g.SmallTurns(0, 400)
+	plant := func(step int, summary, raw string) {
+		turns[step] = contextfold.Turn{StepID: step, Summary: summary, RawContent: raw}
+	}
+	plant(40, "tool: router log", "[tool observation bash]\nwarn: the route/quill failed twice during the drain\nok\n")
+	plant(80, "tool: ledger log", "[tool observation bash]\nerror: ledger_sync stalled again at offset 7\n")
+	plant(120, "tool: sync log", "[tool observation bash]\nLEDGER-Sync Stalled Twice at the boundary\n")
+	plant(160, "assistant: the quill_merge mirror drifted", "[assistant]\nI checked the mirrors and the merges.\n")
+	plant(200, "tool: torn", "[tool observation bash]\nthe route/quill failed twice here too\n")
+	// Decoys: the phrases' words in another order (candidates to read).
+	for k := 0; k < 30; k++ {
+		plant(240+k, "tool: grep output", fmt.Sprintf("[tool observation bash]\ntwice %d the quill failed on route; again stalled sync ledger drifted mirror merge quill (entry %d)\n", k, k))
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(step int, edit func([]byte) []byte) {
+		path := s.NodePath(step)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, edit(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(40, func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), "/", `\/`)) })
+	rewrite(80, func(b []byte) []byte { return []byte(strings.ReplaceAll(string(b), "_", `\u005f`)) })
+	rewrite(200, func(b []byte) []byte { return b[:len(b)/2] })
+
+	prompts := []string{
+		`why did "route/quill failed twice" happen?`,
+		`what does "ledger_sync stalled again" mean?`,
+		`and "ledger-sync stalled twice"?`,
+		"what about quill_merge?",
+	}
+	for i := 0; i < 40; i++ {
+		prompts = append(prompts, g.Prompt(i))
+	}
+	type outcome struct {
+		scan   contextfold.ScanResult
+		recall []contextfold.RecallHit
+	}
+	run := func(check bool) ([]outcome, int64) {
+		defer match.SetNeedleByteCheck(match.SetNeedleByteCheck(check))
+		before := match.NeedleDecodes()
+		var out []outcome
+		for _, p := range prompts {
+			res, err := match.Scan(s, p, match.Ranked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hits, err := match.Recall(s, p, match.Ranked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, outcome{*res, hits})
+		}
+		return out, match.NeedleDecodes() - before
+	}
+	fast, fastDecodes := run(true)
+	full, fullDecodes := run(false)
+	for i, p := range prompts {
+		if !reflect.DeepEqual(fast[i], full[i]) {
+			t.Errorf("%q: with the byte check\n%+v\nwithout\n%+v", p, fast[i], full[i])
+		}
+	}
+	for i, want := range []int{40, 80, 120, 160} {
+		if sel := fast[i].scan.Selected; len(sel) == 0 || sel[0].StepID != want {
+			t.Errorf("%q: selected %v, want step %d first", prompts[i], steps(sel), want)
+		}
+	}
+	// The first prompt reads the 32 nodes holding its words and decodes
+	// only step 40 (its bytes write the slash as \/) and the torn one.
+	defer match.SetNeedleByteCheck(match.SetNeedleByteCheck(true))
+	d0 := match.NeedleDecodes()
+	if _, err := match.Scan(s, prompts[0], match.Ranked); err != nil {
+		t.Fatal(err)
+	}
+	if n := match.NeedleDecodes() - d0; n > 2 {
+		t.Errorf("the phrase's scan decoded %d nodes, want at most 2 (the holder and the torn node)", n)
+	}
+	if fastDecodes >= fullDecodes {
+		t.Errorf("decoded %d nodes with the byte check, %d without: the check saved nothing", fastDecodes, fullDecodes)
+	}
+	t.Logf("nodes decoded by the needle stage: %d with the byte check, %d without", fastDecodes, fullDecodes)
+}
+
+// BenchmarkNeedleVerify is the needle stage's verification on a store of
+// 2,000 generated nodes where 200 nodes hold every word of a quoted phrase
+// but not the phrase, and one holds it: a scan reads the 201 candidates,
+// and decodes only those whose bytes may hold the phrase.
+func BenchmarkNeedleVerify(b *testing.B) {
+	s, err := contextfold.Open(b.TempDir(), contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		b.Fatal(err)
+	}
+	turns := testgen.New(5).SmallTurns(0, 2000)
+	for k := 0; k < 200; k++ {
+		st := 100 + 9*k
+		turns[st] = contextfold.Turn{StepID: st, Summary: "tool: drain log",
+			RawContent: decoyLog(30, fmt.Sprintf("the quill drain on route %d failed twice", k))}
+	}
+	turns[1950] = contextfold.Turn{StepID: 1950, Summary: "tool: router log", RawContent: "warn: the route quill drain failed twice\n"}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		b.Fatal(err)
+	}
+	prompt := `why did "route quill drain failed twice" happen?`
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Selected) == 0 || res.Selected[0].StepID != 1950 {
+			b.Fatalf("selected %v, want step 1950 first", steps(res.Selected))
 		}
 	}
 }

@@ -115,6 +115,7 @@ type Index struct {
 	tmp          []float32
 	seen         []bool
 	ctx          []float64
+	inSet        []bool // the topic context's set (Index.score), false between scans
 	touched      []int32
 	groupTouched []int32
 	look         []int32  // detailAll's docs
@@ -166,8 +167,8 @@ func (ix *Index) rawPostings(id int32) []posting {
 // replaced or dropped node's postings stay in the lists (a kill does not
 // know its terms) and are filtered out here, so that every count of a
 // term's holders — idf, the Common filter — is of live nodes only. The
-// result is cached per term until the next kill (which empties the cache)
-// or add of the term. Callers hold ix.mu.
+// result is cached per term until the next kill (which empties the cache);
+// an add of the term appends to it (insert). Callers hold ix.mu.
 func (ix *Index) postings(id int32) []posting {
 	dead := ix.live < len(ix.docs)
 	if id >= ix.nterms && !dead {
@@ -256,6 +257,7 @@ func (ix *Index) reset() {
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
 	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
+	ix.inSet = nil
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	ix.snapID = snapIdentity{}
@@ -275,11 +277,26 @@ func (ix *Index) Scan(prompt string, p Params) *Result { return ix.ScanBefore(pr
 // picked nor companions. The terms' rarity is still the whole store's.
 // Safe for concurrent use.
 func (ix *Index) ScanBefore(prompt string, p Params, before int) *Result {
+	return ix.scanBefore(prompt, p, before, true)
+}
+
+// ScanPicksBefore is ScanBefore for a caller that uses only the picks and
+// the steps left out as superseded (package match's scan): Terms and Picks
+// are ScanBefore's, Superseded names the same steps in the same order
+// (each Pick holds only its Step), and CutOff is nil. It skips building
+// the terms, reasons and summaries of the nodes left out, which only an
+// explanation shows (ExplainRanked reads them from ScanBefore). Safe for
+// concurrent use.
+func (ix *Index) ScanPicksBefore(prompt string, p Params, before int) *Result {
+	return ix.scanBefore(prompt, p, before, false)
+}
+
+func (ix *Index) scanBefore(prompt string, p Params, before int, explain bool) *Result {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	r := ix.scanLocked(prompt, p, before)
+	r := ix.scanLocked(prompt, p, before, explain)
 	if ix.recoverSnapshot() {
-		r = ix.scanLocked(prompt, p, before)
+		r = ix.scanLocked(prompt, p, before, explain)
 	}
 	return r
 }
@@ -722,13 +739,20 @@ func (ix *Index) insert(d doc, a analysed) {
 		if t.specific {
 			d.specific = append(d.specific, tid)
 		}
-		c := min(t.tf, 65535)
+		po := posting{doc: id, tf: uint16(min(t.tf, 65535))}
 		if tid >= ix.nterms {
-			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], posting{doc: id, tf: uint16(c)})
+			ix.post[tid-ix.nterms] = append(ix.post[tid-ix.nterms], po)
 		} else {
-			ix.spost[tid] = append(ix.spost[tid], posting{doc: id, tf: uint16(c)})
+			ix.spost[tid] = append(ix.spost[tid], po)
 		}
-		delete(ix.pcache, tid)
+		// A cached list (postings: its own copy, of live docs) gains the
+		// new doc, live and the highest, at its end: a fold of a node
+		// holding common terms no longer makes the next scan decode their
+		// lists from the snapshot again (100,000 postings each at 100k
+		// nodes).
+		if ps, ok := ix.pcache[tid]; ok {
+			ix.pcache[tid] = append(ps, po)
+		}
 	}
 	slices.Sort(d.specific)
 	d.length = a.length

@@ -403,19 +403,66 @@ func ContainsFold(s, needle string) bool {
 		return true
 	}
 	if isASCII(needle) {
-		n := len(needle)
-		first := needle[0] | 0x20
-		isLetter := first >= 'a' && first <= 'z'
-		for i := 0; i+n <= len(s); i++ {
-			c := s[i]
-			if c != needle[0] && !(isLetter && c|0x20 == first) {
-				continue
-			}
-			if strings.EqualFold(s[i:i+n], needle) {
-				return true
-			}
-		}
-		return false
+		return containsFoldASCII(s, needle)
 	}
 	return strings.Contains(extract.FoldTerm(s), extract.FoldTerm(needle))
 }
+
+// containsFoldASCII is ContainsFold for an ASCII needle: whether some
+// len(needle) bytes of s equal it under strings.EqualFold. Such bytes are
+// all ASCII (a rune of several bytes would leave the window fewer runes
+// than the needle has), so where the needle has a byte that is no letter
+// the window has that very byte: the windows tried are those around each
+// occurrence of it (strings.IndexByte), else those starting with the
+// needle's first letter in either case. The needles of a scan are
+// searched for in every node read to verify them: a 5 KB node is scanned
+// by IndexByte rather than byte by byte.
+func containsFoldASCII(s, needle string) bool {
+	n := len(needle)
+	if len(s) < n {
+		return false
+	}
+	k := 0
+	for k < n && isASCIILetter(needle[k]) {
+		k++
+	}
+	if k < n {
+		// hay[i] is the anchor byte of the window starting at s[i].
+		a, hay := needle[k], s[k:len(s)-n+k+1]
+		for i := 0; ; i++ {
+			j := strings.IndexByte(hay[i:], a)
+			if j < 0 {
+				return false
+			}
+			if i += j; strings.EqualFold(s[i:i+n], needle) {
+				return true
+			}
+		}
+	}
+	// Every byte is a letter: windows start with the first in either case.
+	hay := s[:len(s)-n+1]
+	next := func(c byte, from int) int {
+		if j := strings.IndexByte(hay[from:], c); j >= 0 {
+			return from + j
+		}
+		return len(hay)
+	}
+	lower, upper := needle[0]|0x20, needle[0]&^0x20
+	pl, pu := next(lower, 0), next(upper, 0)
+	for {
+		i := min(pl, pu)
+		if i == len(hay) {
+			return false
+		}
+		if strings.EqualFold(s[i:i+n], needle) {
+			return true
+		}
+		if i == pl {
+			pl = next(lower, i+1)
+		} else {
+			pu = next(upper, i+1)
+		}
+	}
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

@@ -1,8 +1,10 @@
 package ranked
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -480,11 +482,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		return nil
 	}
 	n := len(ix.docs)
-	if len(ix.acc) < n {
-		ix.acc = make([]float64, n)
-		ix.tmp = make([]float32, n)
-		ix.seen = make([]bool, n)
-	}
+	ix.acc, ix.tmp, ix.seen = scratch(ix.acc, n), scratch(ix.tmp, n), scratch(ix.seen, n)
 	touched := ix.touched[:0]
 	groupTouched := ix.groupTouched[:0]
 	// Params.FindCommon: the prompt's common terms find no candidates when
@@ -568,9 +566,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// whatever the postings order; the best Candidates of them go on. Work:
 	// O(Candidates), whatever the store size.
 	if p.Context1 > 0 || p.Context2 > 0 {
-		if len(ix.ctx) < n {
-			ix.ctx = make([]float64, n)
-		}
+		ix.ctx = scratch(ix.ctx, n)
 		// around: the nodes 3, 2, 1 steps before and 1, 2, 3 after (-1:
 		// none; consecutive steps only).
 		aroundOf := func(d int32) [6]int32 {
@@ -585,7 +581,8 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			return around
 		}
-		inSet := map[int32]bool{}
+		ix.inSet = scratch(ix.inSet, n)
+		inSet := ix.inSet
 		set := make([]int32, 0, 7*len(h))
 		for _, d := range h {
 			if !inSet[d] {
@@ -593,11 +590,14 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				set = append(set, d)
 			}
 			for _, o := range aroundOf(d) {
-				if o >= 0 && !ix.docs[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
+				if o >= 0 && !ix.hot[o].dead && !inSet[o] && (before < 0 || ix.docs[o].step < before) {
 					inSet[o] = true
 					set = append(set, o)
 				}
 			}
+		}
+		for _, d := range set {
+			inSet[d] = false
 		}
 		w := [6]float64{p.Context3, p.Context2, p.Context1, p.Context1, p.Context2, p.Context3}
 		for _, d := range set {
@@ -609,13 +609,29 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			ix.ctx[d] = v
 		}
-		rk := func(d int32) float64 { return ix.acc[d] + ix.ctx[d] }
-		sort.Slice(set, func(a, b int) bool {
-			if rk(set[a]) != rk(set[b]) {
-				return rk(set[a]) > rk(set[b])
+		// By ranking score, then newest step (a total order: live docs
+		// have distinct steps), each key read once.
+		type keyed struct {
+			rk   float64
+			step int
+			d    int32
+		}
+		ks := make([]keyed, len(set))
+		for i, d := range set {
+			ks[i] = keyed{ix.acc[d] + ix.ctx[d], ix.docs[d].step, d}
+		}
+		slices.SortFunc(ks, func(a, b keyed) int {
+			if a.rk != b.rk {
+				if a.rk > b.rk {
+					return -1
+				}
+				return 1
 			}
-			return ix.docs[set[a]].step > ix.docs[set[b]].step
+			return cmp.Compare(b.step, a.step)
 		})
+		for i := range ks {
+			set[i] = ks[i].d
+		}
 		if len(set) > k {
 			for _, d := range set[k:] {
 				ix.ctx[d] = 0
@@ -642,6 +658,22 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		return ix.docs[out[a].doc].step > ix.docs[out[b].doc].step
 	})
 	return out
+}
+
+// scratch returns a per-doc scratch slice of at least n elements, s
+// itself when it has the room. Every element of a scratch slice, within
+// its capacity, is zero between scans (score sets back to zero what it
+// sets), so a slice grown within its capacity needs no clearing, and one
+// made anew has an eighth more room: a fold adds a doc, and the next scan
+// does not allocate (and zero) every table again.
+func scratch[E any](s []E, n int) []E {
+	if cap(s) < n {
+		return make([]E, n, n+n/8)
+	}
+	if len(s) < n {
+		return s[:n]
+	}
+	return s
 }
 
 // tf is the frequency of term id in doc d (binary search: postings ascend
@@ -671,8 +703,9 @@ func (m *match) rank() float64 { return m.score + m.ctx }
 // neighbour's, whichever is larger).
 func (m *match) strength(i int) float64 { return math.Max(m.own[i], m.nb[i]) }
 
-// scanLocked is ScanBefore under ix.mu.
-func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
+// scanLocked is ScanBefore under ix.mu; without explain, ScanPicksBefore
+// (the nodes left out are not described).
+func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *Result {
 	q := ix.query(prompt, p)
 	res := &Result{Terms: displayTerms(q)}
 	cands := ix.score(q, p, before)
@@ -692,7 +725,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 	top := first.score
 	if !ix.passes(q, first, p) {
 		for i, c := range cands {
-			if i == 10 {
+			if i == 10 || !explain {
 				break
 			}
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
@@ -707,7 +740,11 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		if p.Supersede && c.mask != 0 && ix.superseded(c, cands, p) {
 			superseded[c.doc] = true
 			if len(res.Superseded) < 10 {
-				res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
+				if explain {
+					res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
+				} else {
+					res.Superseded = append(res.Superseded, Pick{Step: ix.docs[c.doc].step})
+				}
 			}
 			continue
 		}
@@ -767,7 +804,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 		// prompt terms of its own.
 		if c.score >= threshold || ix.topicAdmits(c, threshold, p) {
 			kept = append(kept, c)
-		} else if len(res.CutOff) < 10 {
+		} else if explain && len(res.CutOff) < 10 {
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
 		}
 	}
@@ -866,13 +903,37 @@ func (ix *Index) scanLocked(prompt string, p Params, before int) *Result {
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
-	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) })
+	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) }, newMatches(1, len(q.terms)))
+}
+
+// matchBlock holds the matches of a batch of docs and their per-term
+// arrays, allocated together (detailAll's 64-odd candidates took three
+// allocations each).
+type matchBlock struct {
+	ms    []match
+	fl    []float64
+	nbDoc []int32
+}
+
+// newMatches returns the room for n matches of nt query terms each.
+func newMatches(n, nt int) *matchBlock {
+	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt)}
+}
+
+// next returns the block's next zero match, its own, nb and nbDoc of nt
+// terms each (full slices: an append to one never reaches another's).
+func (b *matchBlock) next(nt int) *match {
+	m := &b.ms[0]
+	m.own, m.nb, m.nbDoc = b.fl[:nt:nt], b.fl[nt:2*nt:2*nt], b.nbDoc[:nt:nt]
+	b.ms, b.fl, b.nbDoc = b.ms[1:], b.fl[2*nt:], b.nbDoc[nt:]
+	return m
 }
 
 // detailFrom is detail with tf(i, d) the frequency of query term i in doc
-// d (see detailAll).
-func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16) *match {
-	m := &match{doc: d, own: make([]float64, len(q.terms)), nb: make([]float64, len(q.terms)), nbDoc: make([]int32, len(q.terms))}
+// d (see detailAll), its match taken from block.
+func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16, block *matchBlock) *match {
+	m := block.next(len(q.terms))
+	m.doc = d
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
 	for i, t := range q.terms {

@@ -200,7 +200,12 @@ func (s *snapFile) postings(k int) []posting {
 		return nil
 	}
 	b := s.slice(secPost, lo, hi-lo)
-	var out []posting
+	// Two uvarints a posting: the bytes that end one (high bit clear)
+	// count them, so the list is allocated once at its size (appending
+	// grew a 90,000-posting list through 20 copies), with a sixteenth
+	// more room for the postings folds append to it (Index.insert).
+	n := varintEnds(b) / 2
+	out := make([]posting, 0, n+n/16)
 	last := -1
 	for len(b) > 0 && !s.bad {
 		dd, n1 := binary.Uvarint(b)
@@ -226,6 +231,25 @@ func (s *snapFile) postings(k int) []posting {
 		return nil
 	}
 	return out
+}
+
+// varintEnds counts the bytes of b with the high bit clear: the number of
+// uvarints b holds when it is a sequence of them.
+func varintEnds(b []byte) int {
+	n := 0
+	for len(b) >= 8 {
+		// The high bit of each of the 8 bytes, moved to bit 0 of its byte:
+		// their sum is the count of bytes with it set.
+		set := (le.Uint64(b) >> 7) & 0x0101010101010101
+		n += 8 - int((set*0x0101010101010101)>>56)
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c < 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *snapFile) summary(d int) string  { return string(s.span(secStrOff, secStr, 2*d)) }

@@ -296,3 +296,78 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	f.left -= len(p)
 	return f.w.Write(p)
 }
+
+// varintEnds counts the bytes below 0x80 whatever the length and the
+// alignment of the slice (the 8-byte step and the tail agree with a plain
+// count).
+func TestVarintEnds(t *testing.T) {
+	b := make([]byte, 300)
+	for i := range b {
+		b[i] = byte(i*37 + i*i)
+	}
+	for lo := 0; lo < 9; lo++ {
+		for hi := lo; hi <= len(b); hi += 7 {
+			want := 0
+			for _, c := range b[lo:hi] {
+				if c < 0x80 {
+					want++
+				}
+			}
+			if got := varintEnds(b[lo:hi]); got != want {
+				t.Fatalf("varintEnds(b[%d:%d]) = %d, want %d", lo, hi, got, want)
+			}
+		}
+	}
+}
+
+// A fold adds its node to the cached posting lists of its terms rather
+// than dropping them (insert): every list a scan cached is, after more
+// folds and after replaced nodes, the list postings computes afresh, and
+// the scans are those of the same index with nothing cached. Before, a
+// fold dropped them, and the next scan of a 100k store decoded every
+// common term's list from the snapshot again.
+func TestPostingsCacheFollowsFolds(t *testing.T) {
+	g := testgen.New(21)
+	mem := NewIndex()
+	addTurns(mem, g.SmallTurns(0, 1500), "a")
+	ix := reopen(t, mem)
+	p := DefaultParams()
+	var prompts []string
+	for i := range 20 {
+		prompts = append(prompts, g.Prompt(i))
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, pr := range prompts {
+			ix.Scan(pr, p) // caches the prompt's lists
+		}
+		ix.mu.Lock()
+		cached := maps.Clone(ix.pcache)
+		if len(cached) == 0 {
+			ix.mu.Unlock()
+			t.Fatalf("%s: nothing cached", when)
+		}
+		want := map[int32][]posting{}
+		for id := range cached {
+			delete(ix.pcache, id)
+			want[id] = ix.postings(id)
+		}
+		ix.mu.Unlock()
+		for id, ps := range cached {
+			if !slices.Equal(ps, want[id]) {
+				t.Fatalf("%s: term %d: cached list of %d postings, computed %d", when, id, len(ps), len(want[id]))
+			}
+		}
+	}
+	check("opened")
+	addTurns(ix, g.SmallTurns(1500, 60), "a")
+	check("after 60 folds")
+	replaced := g.SmallTurns(4000, 15)
+	for i := range replaced {
+		replaced[i].StepID = i * 37
+	}
+	addTurns(ix, replaced, "b")
+	check("after replacing 15 nodes")
+	addTurns(ix, g.SmallTurns(1560, 30), "a")
+	check("after 30 more folds, with dead docs")
+}

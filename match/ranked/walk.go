@@ -185,13 +185,14 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 		return tfs[i*nl+jp]
 	}
 	out := make([]*match, len(docs))
+	block := newMatches(len(docs), len(q.terms))
 	for k, d := range docs {
 		cur = d
 		jd, _ = slices.BinarySearch(look, d)
 		if prev, _ := ix.neighbours(d); prev >= 0 {
 			jp, _ = slices.BinarySearch(look, prev)
 		}
-		out[k] = ix.detailFrom(q, d, p, tf)
+		out[k] = ix.detailFrom(q, d, p, tf, block)
 	}
 	ix.look, ix.lookTF = look[:0], tfs[:0]
 	return out

@@ -42,7 +42,28 @@ func sameWalk(t *testing.T, ix *Index, prompts []string, before []int) {
 			if !reflect.DeepEqual(gScan, wScan) || !reflect.DeepEqual(gBefore, wBefore) || !reflect.DeepEqual(gRecall, wRecall) {
 				t.Fatalf("prompt %q, before %d: dense walk\n%+v\ngeneral walk\n%+v", prompt, b, gScan, wScan)
 			}
+			samePicks(t, prompt, gBefore, ix.ScanPicksBefore(prompt, p, b))
 		}
+	}
+}
+
+// samePicks checks that ScanPicksBefore's result (lean) is ScanBefore's
+// (full) without the explanations: the same terms and picks, the same
+// superseded steps in the same order, no cut-off.
+func samePicks(t *testing.T, prompt string, full, lean *Result) {
+	t.Helper()
+	var fullSteps, leanSteps []int
+	for _, p := range full.Superseded {
+		fullSteps = append(fullSteps, p.Step)
+	}
+	for _, p := range lean.Superseded {
+		leanSteps = append(leanSteps, p.Step)
+		if !reflect.DeepEqual(p, Pick{Step: p.Step}) {
+			t.Fatalf("prompt %q: ScanPicksBefore described a superseded node: %+v", prompt, p)
+		}
+	}
+	if !reflect.DeepEqual(full.Terms, lean.Terms) || !reflect.DeepEqual(full.Picks, lean.Picks) || !reflect.DeepEqual(fullSteps, leanSteps) || lean.CutOff != nil {
+		t.Fatalf("prompt %q: ScanPicksBefore\n%+v\nScanBefore\n%+v", prompt, lean, full)
 	}
 }
 
