@@ -91,6 +91,7 @@ type Index struct {
 	nterms int32
 	spost  map[int32][]posting
 	pcache map[int32][]posting
+	pcount int                // postings held in pcache, bounded by pcacheMax
 	src    *contextfold.Store // the store last refreshed against (to rebuild)
 	// snapID identifies the snapshot file this index's delta frames are
 	// appended to (the one it was opened from or last wrote; zero: none).
@@ -187,9 +188,23 @@ func (ix *Index) postings(id int32) []posting {
 		}
 		ps = live
 	}
+	if ix.pcount+len(ps) > pcacheMax {
+		// The cache is only a shortcut: emptied whole when it would
+		// pass its bound, so a long-lived index over a large store holds
+		// the lists of its recent prompts' terms, not of every term ever
+		// asked for.
+		clear(ix.pcache)
+		ix.pcount = 0
+	}
 	ix.pcache[id] = ps
+	ix.pcount += len(ps)
 	return ps
 }
+
+// pcacheMax bounds the postings an index keeps decoded in pcache: 4M
+// postings, 32 MiB (a posting is 8 bytes), the lists of some 40 terms held
+// by every node of a 100k-node store.
+var pcacheMax = 4 << 20
 
 func (ix *Index) summaryOf(d int32) string {
 	if ix.docs[d].lazy {
@@ -255,7 +270,7 @@ func (ix *Index) reset() {
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
-	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved = 0, 0, 0, "", 0
+	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
 	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
 	ix.inSet = nil
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
@@ -669,6 +684,7 @@ func (ix *Index) kill(d int32) {
 	ix.docs[d].dead = true
 	ix.hot[d].dead = true
 	clear(ix.pcache) // cached postings may hold d
+	ix.pcount = 0
 	ix.live--
 	ix.total -= ix.docs[d].length
 	ix.tokensTotal -= float64(ix.docs[d].tokens)
@@ -752,6 +768,7 @@ func (ix *Index) insert(d doc, a analysed) {
 		// nodes).
 		if ps, ok := ix.pcache[tid]; ok {
 			ix.pcache[tid] = append(ps, po)
+			ix.pcount++
 		}
 	}
 	slices.Sort(d.specific)

@@ -371,3 +371,49 @@ func TestPostingsCacheFollowsFolds(t *testing.T) {
 	addTurns(ix, g.SmallTurns(1560, 30), "a")
 	check("after 30 more folds, with dead docs")
 }
+
+// The decoded postings an index keeps (pcache) stay within pcacheMax (or
+// one list, when a single list is longer), and emptying the cache at the
+// bound changes no scan.
+func TestPostingsCacheBounded(t *testing.T) {
+	g := testgen.New(22)
+	mem := NewIndex()
+	addTurns(mem, g.SmallTurns(0, 1500), "a")
+	p := DefaultParams()
+	var prompts []string
+	for i := range 40 {
+		prompts = append(prompts, g.Prompt(i))
+	}
+	scans := func(ix *Index) []string {
+		var out []string
+		for _, pr := range prompts {
+			out = append(out, fmt.Sprint(ix.Scan(pr, p)))
+		}
+		return out
+	}
+	want := scans(reopen(t, mem))
+
+	defer func(v int) { pcacheMax = v }(pcacheMax)
+	pcacheMax = 3000
+	ix := reopen(t, mem)
+	got := scans(ix)
+	if !slices.Equal(got, want) {
+		t.Fatal("scans with the postings cache bounded differ from scans without a bound")
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	held, longest := 0, 0
+	for _, ps := range ix.pcache {
+		held += len(ps)
+		longest = max(longest, len(ps))
+	}
+	if held != ix.pcount {
+		t.Errorf("pcache holds %d postings, pcount says %d", held, ix.pcount)
+	}
+	if held > max(pcacheMax, longest) {
+		t.Errorf("pcache holds %d postings, bound %d (longest list %d)", held, pcacheMax, longest)
+	}
+	if ix.pcount == 0 {
+		t.Error("nothing cached: the test exercises no bound")
+	}
+}
