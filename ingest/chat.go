@@ -240,15 +240,7 @@ func (p *parser) openAIMessage(d *draft, o obj, tools map[string]toolInfo) {
 		d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), reasoning, text, renderCalls(calls))
 	case "tool", "function":
 		d.Role, d.Kind = "tool", "tool_result"
-		id := o.str("tool_call_id")
-		if id == "" {
-			for _, raw := range o.arr("tool_call_ids") {
-				if s, ok := rawString(raw); ok {
-					id = s
-					break
-				}
-			}
-		}
+		id := o.toolCallID()
 		if ti, ok := tools[id]; ok {
 			d.Tool, d.Command = ti.name, ti.command
 		}

@@ -63,6 +63,21 @@ func (o obj) arr(k string) []json.RawMessage {
 	return v
 }
 
+// toolCallID returns the id a tool message answers: "tool_call_id", else
+// the first string of "tool_call_ids" (the function-calling variant of
+// SWE-agent and older chat exports), else "".
+func (o obj) toolCallID() string {
+	if id := o.str("tool_call_id"); id != "" {
+		return id
+	}
+	for _, raw := range o.arr("tool_call_ids") {
+		if s, ok := rawString(raw); ok {
+			return s
+		}
+	}
+	return ""
+}
+
 // boolean returns the field when it is JSON true.
 func (o obj) boolean(k string) bool {
 	return string(bytes.TrimSpace(o[k])) == "true"

@@ -73,15 +73,7 @@ func (p *parser) parseSWEAgent(data []byte) error {
 			d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), text, act, renderCalls(calls))
 		case role == "tool" || role == "function":
 			d.Role, d.Kind = "tool", "observation"
-			id := o.str("tool_call_id")
-			if id == "" {
-				for _, r := range o.arr("tool_call_ids") {
-					if s, ok := rawString(r); ok {
-						id = s
-						break
-					}
-				}
-			}
+			id := o.toolCallID()
 			if ti, ok := tools[id]; ok {
 				d.Tool, d.Command = ti.name, ti.command
 			} else if id == "" {
