@@ -108,7 +108,7 @@ Point a client at it:
   contextfold proxy --store 'postgres://cf@db.internal:5432/contextfold' --upstream https://api.anthropic.com
   contextfold proxy --context-budget 60000 --fold-target 40 --pin-messages 2
   contextfold proxy --context-budget -1 --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if upstream == "" && anthropicUp == "" && openaiUp == "" {
 				return usagef("give --upstream URL (or --anthropic-upstream / --openai-upstream)")

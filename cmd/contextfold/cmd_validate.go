@@ -28,7 +28,7 @@ store and not reported; one holding bytes is a temp_file. It continues past
 failures, reports each one, changes nothing, and exits 1 when it found any,
 or when the store directory does not exist.`,
 		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.storeURL() == "" {
 				// An audit of a directory that does not exist would pass

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestWrongArgumentCountNamesTheUsage: a command given too few or too many
+// arguments says which command, what it takes and where the examples are,
+// with exit 1, in text and in --json; an extra argument to a command that
+// takes none is not called an "unknown command".
+func TestWrongArgumentCountNamesTheUsage(t *testing.T) {
+	dir := demoDir(t)
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"evict"}, []string{"evict takes 1 argument, got none", "usage: contextfold evict <step_id>", "contextfold evict --help"}},
+		{[]string{"hydrate", "1", "2"}, []string{"hydrate takes 1 argument, got 2", "usage: contextfold hydrate <step_id>"}},
+		{[]string{"ingest"}, []string{"ingest takes 1 argument, got none", "usage: contextfold ingest"}},
+		{[]string{"status", "extra"}, []string{`status takes no arguments, got "extra"`, "usage: contextfold status"}},
+		{[]string{"validate", "now", "please"}, []string{`validate takes no arguments, got "now" "please"`}},
+		{[]string{"schema", "a", "b"}, []string{"schema takes at most 1 argument, got 2", "usage: contextfold schema"}},
+	}
+	for _, c := range cases {
+		_, errs, code := cli(t, "", append([]string{"--dir", dir}, c.args...)...)
+		if code != 1 {
+			t.Errorf("%v: exit %d, want 1", c.args, code)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs, w) {
+				t.Errorf("%v: stderr %q lacks %q", c.args, errs, w)
+			}
+		}
+		if strings.Contains(errs, "unknown command") || strings.Contains(errs, "arg(s)") {
+			t.Errorf("%v: stderr %q speaks cobra's words", c.args, errs)
+		}
+	}
+	_, errs, code := cli(t, "", "--dir", dir, "--json", "evict")
+	var e struct {
+		Error    string `json:"error"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(errs), &e); err != nil || code != 1 || e.ExitCode != 1 || !strings.Contains(e.Error, "usage: contextfold evict <step_id>") {
+		t.Errorf("--json evict: %d %v %s", code, err, errs)
+	}
+	// An unknown subcommand of a command with subcommands stays one.
+	if _, errs, code := cli(t, "", "bogus"); code != 1 || !strings.Contains(errs, `unknown command "bogus"`) {
+		t.Errorf("unknown command: %d %s", code, errs)
+	}
+}
