@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,4 +52,32 @@ func TestWrongArgumentCountNamesTheUsage(t *testing.T) {
 	if _, errs, code := cli(t, "", "bogus"); code != 1 || !strings.Contains(errs, `unknown command "bogus"`) {
 		t.Errorf("unknown command: %d %s", code, errs)
 	}
+}
+
+// TestStoreErrorsNameTheRemedy: hydrate's and evict's errors for a step the
+// index does not hold, a tampered node and an orphan say what to run next,
+// keeping their exit codes (2, 3, 4); an error that already names a remedy
+// is left as it is.
+func TestStoreErrorsNameTheRemedy(t *testing.T) {
+	dir := demoDir(t)
+	nodes := filepath.Join(dir, "cold_nodes")
+	check := func(wantCode int, want string, args ...string) {
+		t.Helper()
+		_, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
+		if code != wantCode || !strings.Contains(errs, want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", args, code, errs, wantCode, want)
+		}
+		if strings.Count(errs, "contextfold repair") > 1 {
+			t.Errorf("%v: the remedy is given twice: %q", args, errs)
+		}
+	}
+	check(2, "contextfold steps lists the folded steps", "hydrate", "1")
+	check(2, "contextfold steps lists the folded steps", "evict", "1")
+	data := mustRead(t, filepath.Join(nodes, "step_000137.json"))
+	os.WriteFile(filepath.Join(nodes, "step_000137.json"), bytes.Replace(data, []byte("5433"), []byte("5435"), 1), 0o644)
+	check(3, "contextfold validate lists every finding; contextfold repair --apply moves the node to quarantine/", "hydrate", "137")
+	os.WriteFile(filepath.Join(nodes, "step_000138.json"), data, 0o644)
+	check(4, "run 'contextfold repair'", "hydrate", "138")
+	os.Remove(filepath.Join(nodes, "step_000342.json"))
+	check(5, "run 'contextfold repair'", "hydrate", "342")
 }

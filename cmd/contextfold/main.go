@@ -87,7 +87,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{}
 	root := newRootCmd(g, stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := withRemedy(root.Execute())
 	if err != nil {
 		var se *silentExit
 		if !errors.As(err, &se) {
