@@ -81,3 +81,41 @@ func TestStoreErrorsNameTheRemedy(t *testing.T) {
 	os.Remove(filepath.Join(nodes, "step_000342.json"))
 	check(5, "run 'contextfold repair'", "hydrate", "342")
 }
+
+// TestMissingStoreNamesWhatChoseIt: the note and errors about a store
+// directory that does not exist name what chose the directory — --dir,
+// --store, $CONTEXTFOLD_STORE, $CONTEXTFOLD_DIR or the default
+// ./.contextfold — instead of always "check --dir or $CONTEXTFOLD_DIR"
+// (wrong when $CONTEXTFOLD_STORE or the default chose it).
+func TestMissingStoreNamesWhatChoseIt(t *testing.T) {
+	typo := filepath.Join(t.TempDir(), "typo")
+	t.Setenv("CONTEXTFOLD_DIR", "")
+	t.Setenv("CONTEXTFOLD_STORE", "")
+	cases := []struct {
+		env, val string
+		args     []string
+		want     string
+	}{
+		{"", "", []string{"--dir", typo, "status"}, "check --dir"},
+		{"", "", []string{"--store", typo, "validate"}, "check --store"},
+		{"CONTEXTFOLD_STORE", typo, []string{"status"}, "check $CONTEXTFOLD_STORE"},
+		{"CONTEXTFOLD_STORE", typo, []string{"validate"}, "check $CONTEXTFOLD_STORE"},
+		{"CONTEXTFOLD_DIR", typo, []string{"scan", "x"}, "check $CONTEXTFOLD_DIR"},
+		{"", "", []string{"status"}, "the default ./.contextfold of the working directory"},
+	}
+	for _, c := range cases {
+		if c.env != "" {
+			t.Setenv(c.env, c.val)
+		}
+		if len(c.args) == 1 || c.args[0] == "scan" {
+			t.Chdir(t.TempDir())
+		}
+		_, errs, _ := cli(t, "", c.args...)
+		if !strings.Contains(errs, "no store at") || !strings.Contains(errs, c.want) {
+			t.Errorf("%s=%s %v: stderr %q lacks %q", c.env, c.val, c.args, errs, c.want)
+		}
+		if c.env != "" {
+			t.Setenv(c.env, "")
+		}
+	}
+}

@@ -57,7 +57,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				return err
 			}
 			if store.Backend() == nil {
-				noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
+				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
 			}
 			logOut := cmd.ErrOrStderr()
 			if quiet {

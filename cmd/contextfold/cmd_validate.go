@@ -35,7 +35,7 @@ or when the store directory does not exist.`,
 				// ("ok: 0 nodes"): a mistyped --dir must fail the check.
 				if _, err := os.Stat(g.storeDir()); errors.Is(err, fs.ErrNotExist) {
 					abs, _ := filepath.Abs(g.storeDir())
-					return usagef("no store at %s: the directory does not exist; check --dir or $CONTEXTFOLD_DIR (nothing was validated)", abs)
+					return usagef("no store at %s: the directory does not exist; %s (nothing was validated)", abs, g.storeHint())
 				}
 			}
 			s, err := g.openStoreToRead(cmd)

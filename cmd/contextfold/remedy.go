@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/pgstore"
 )
 
 // remedied is an error with what to run next appended to its message; it
@@ -33,4 +35,22 @@ func withRemedy(err error) error {
 		return &remedied{err, "contextfold validate lists every finding; contextfold repair --apply moves the node to quarantine/ (or restore the file from a backup)"}
 	}
 	return err
+}
+
+// storeHint says what chose the store directory, for the messages about a
+// directory that is not a store, in the order storeDir resolves it:
+// --store, --dir, $CONTEXTFOLD_STORE, $CONTEXTFOLD_DIR, else the default
+// ./.contextfold of the working directory.
+func (g *globals) storeHint() string {
+	switch {
+	case g.store != "":
+		return "check --store"
+	case g.dir != "":
+		return "check --dir"
+	case os.Getenv(EnvStore) != "" && !pgstore.IsURL(os.Getenv(EnvStore)):
+		return "check $" + EnvStore + ", which chose it, or give --dir"
+	case os.Getenv(contextfold.EnvStoreDir) != "":
+		return "check $" + contextfold.EnvStoreDir + ", which chose it, or give --dir"
+	}
+	return "no --dir, $" + EnvStore + " or $" + contextfold.EnvStoreDir + " was given, so it is the default ./" + contextfold.DefaultStoreDir + " of the working directory: cd to the project, or give --dir"
 }
