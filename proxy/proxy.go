@@ -1129,7 +1129,23 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 		st.rec.Status = http.StatusBadGateway
 		s.finish(st)
 	}
-	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error())
+	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error()+s.upstreamHint(api))
+}
+
+// upstreamHint names, for an error reaching the upstream, the base URL the
+// proxy was given for api and the flags that set it.
+func (s *Server) upstreamHint(api API) string {
+	u, flag := s.other, "--upstream"
+	switch api {
+	case APIAnthropic:
+		u, flag = s.anthropic, "--anthropic-upstream or --upstream"
+	case APIOpenAI, APIResponses:
+		u, flag = s.openai, "--openai-upstream or --upstream"
+	}
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the proxy's upstream for this API is %s: check that it is up and reachable from the proxy's host, or give the right base URL with %s)", u.Redacted(), flag)
 }
 
 // finish evicts the hydrated nodes, logs the request and updates the stats.
@@ -1281,6 +1297,8 @@ func (s *Server) reject(w http.ResponseWriter, api API, code int, msg string) {
 	s.mu.Lock()
 	s.stats.Rejected++
 	s.mu.Unlock()
+	// Its line in the request log: stats.rejected alone does not say why.
+	s.log.Warn("contextfold proxy rejected a request", "api", api, "status", code, "reason", msg)
 	s.writeError(w, api, code, msg)
 }
 
