@@ -119,3 +119,37 @@ func TestMissingStoreNamesWhatChoseIt(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyDirectoryNamesItsStores: --dir at a proxy session directory
+// (<dir>/<session>, which holds g1/ and workset.jsonl) or at the proxy's
+// directory of sessions is refused as before, but the error names the
+// store(s) to give instead (before: only "holds 2 entries but no
+// recall_index.json"; the README's <session>/g1 is easy to miss).
+func TestProxyDirectoryNamesItsStores(t *testing.T) {
+	root := t.TempDir()
+	sess := filepath.Join(root, "s-0123456789abcdef")
+	if _, _, code := cli(t, "", "--dir", filepath.Join(sess, "g1"), "fold", "3", "a folded turn"); code != 0 {
+		t.Fatal("fold")
+	}
+	if _, _, code := cli(t, "", "--dir", filepath.Join(sess, "g2"), "fold", "4", "after a history rewrite"); code != 0 {
+		t.Fatal("fold")
+	}
+	os.WriteFile(filepath.Join(sess, "workset.jsonl"), []byte("{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "s-fedcba9876543210"), 0o755) // a session that never folded
+	os.WriteFile(filepath.Join(root, "s-fedcba9876543210", "workset.jsonl"), []byte("{}\n"), 0o644)
+
+	_, errs, code := cli(t, "", "--dir", sess, "status")
+	if code != 1 || !strings.Contains(errs, "a proxy session directory") || !strings.Contains(errs, "--dir "+filepath.Join(sess, "g2")) || !strings.Contains(errs, "g1") {
+		t.Errorf("session directory: %d %q", code, errs)
+	}
+	_, errs, code = cli(t, "", "--dir", root, "validate")
+	if code != 1 || !strings.Contains(errs, "the proxy's directory of sessions") || !strings.Contains(errs, "--dir "+filepath.Join(sess, "g2")) {
+		t.Errorf("sessions directory: %d %q", code, errs)
+	}
+	// Any other directory keeps the plain message.
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "go.mod"), []byte("module x\n"), 0o644)
+	if _, errs, _ := cli(t, "", "--dir", other, "status"); strings.Contains(errs, "proxy") {
+		t.Errorf("a project directory is not a proxy's: %q", errs)
+	}
+}

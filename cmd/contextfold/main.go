@@ -265,6 +265,9 @@ func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
 		if _, err := os.Stat(s.Dir()); err == nil {
 			why = "holds no recall_index.json and no cold_nodes/"
 		}
+		if h := proxyStoresHint(s.Dir()); h != "" {
+			return nil, usagef("no store at %s: the directory %s; %s", s.Dir(), why, h)
+		}
 		return nil, usagef("no store at %s: the directory %s; %s (a store is made by fold or ingest)", s.Dir(), why, g.storeHint())
 	}
 	return s, nil
@@ -291,6 +294,9 @@ func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 		}
 		return nil // unreadable: the command names the file it cannot read
 	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
+		if h := proxyStoresHint(dir); h != "" {
+			return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s", abs, len(ents), h)
+		}
 		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s (a store is made by fold or ingest)", abs, len(ents), g.storeHint())
 	}
 	return nil
