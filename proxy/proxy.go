@@ -964,15 +964,25 @@ const EvictionLogBatch = 32
 // Close writes what the sessions in memory keep for their stores (the
 // eviction events of a batch, EvictionLogBatch) and removes their spare
 // node files (contextfold.Store.FillSpares), once the work the proxy runs
-// after its responses (harness.PrepareAhead) has ended. Call it once the server
-// no longer serves (after http.Server.Shutdown); requests served after it
-// are kept for the next Close. Safe for concurrent use.
+// after its responses (harness.PrepareAhead) has ended. Each session no
+// request is using leaves memory as after SessionIdle: its harness state
+// is saved beside its store (SessionStateFilePrefix), so that a proxy
+// started again on the same directory forwards its next requests as this
+// one would have, without a fold event. Call it once the server no longer
+// serves (after http.Server.Shutdown); a session served after it comes back
+// from its saved state, and is kept for the next Close. Safe for
+// concurrent use.
 //
 // Errors: the stores', joined.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	for s.bg > 0 {
 		s.bgIdle.Wait()
+	}
+	for _, x := range s.sessions {
+		if x.active == 0 {
+			s.dropSession(x) // saves its state; a session it cannot save stays
+		}
 	}
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, x := range s.sessions {
