@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -107,11 +109,14 @@ func (w *wireState) keyOf(req *request, i, k int) string {
 }
 
 // stickyHydration is hydration text and the message it was appended to.
-// Key is that message's harness.Message.Key when it was (0: unknown; not
-// saved, the hash's seed is the process's): a message at Host with
-// another key is not the host any more — the client rewrote it (an edited
-// prompt sent again, another question asked at the end of the same
-// history) — and the text goes with it.
+// Key is that message's contentKey when it was (0: unknown; not saved): a
+// message at Host with another content is not the host any more — the
+// client rewrote it (an edited prompt sent again, another question asked
+// at the end of the same history) — and the text goes with it. The same
+// content sent in another encoding is the same host: Claude Code sends
+// the latest prompt as a text block with cache_control and, one turn later,
+// as a plain string; dropping the hydration then would change the
+// conversation before the model's answer and invalidate its thinking.
 type stickyHydration struct {
 	Host int    `json:"host"`
 	Text string `json:"text"`
@@ -119,9 +124,34 @@ type stickyHydration struct {
 }
 
 // rewritten reports whether h's host message in msgs is not the one the
-// text was appended to (both keys known and different).
+// text was appended to (its key known, the content different).
 func (h stickyHydration) rewritten(msgs []harness.Message) bool {
-	return h.Key != 0 && h.Host >= 0 && h.Host < len(msgs) && msgs[h.Host].Key != 0 && msgs[h.Host].Key != h.Key
+	return h.Key != 0 && h.Host >= 0 && h.Host < len(msgs) && contentKey(msgs[h.Host]) != h.Key
+}
+
+// contentKey identifies a message by what it says — its role and its
+// parts' kinds and texts — whatever its encoding (a string or text blocks,
+// cache_control, key order, whitespace). Never 0.
+func contentKey(m harness.Message) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(m.Role))
+	for _, p := range m.Parts {
+		var flags [1]byte
+		if p.Foldable {
+			flags[0] |= 1
+		}
+		if p.ToolResult {
+			flags[0] |= 2
+		}
+		if p.Reasoning {
+			flags[0] |= 4
+		}
+		h.Write(flags[:])
+		h.Write([]byte(strconv.Itoa(len(p.Text))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p.Text))
+	}
+	return h.Sum64() | 1
 }
 
 // wireJSON is wireState's encoding (sorted: equal states, equal bytes).
@@ -359,7 +389,7 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	if d.HydrationText != "" && d.HydrationIndex >= 0 {
 		cur = stickyHydration{Host: d.HydrationIndex, Text: d.HydrationText}
 		if d.HydrationIndex < n {
-			cur.Key = req.msgs[d.HydrationIndex].Key
+			cur.Key = contentKey(req.msgs[d.HydrationIndex])
 		}
 	}
 	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone(w.cur.Host) {
