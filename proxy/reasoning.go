@@ -117,10 +117,17 @@ func (w *wireState) keyOf(req *request, i, k int) string {
 // the latest prompt as a text block with cache_control and, one turn later,
 // as a plain string; dropping the hydration then would change the
 // conversation before the model's answer and invalidate its thinking.
+//
+// Blocks records that the host's content was an array of blocks when the
+// text was appended (a block after its blocks): the Messages API reads a
+// string content as one text block, so the same prompt sent later as a
+// string must get its text block and the hydration's as separate blocks
+// again, or the conversation before the answer changes.
 type stickyHydration struct {
-	Host int    `json:"host"`
-	Text string `json:"text"`
-	Key  uint64 `json:"-"`
+	Host   int    `json:"host"`
+	Text   string `json:"text"`
+	Blocks bool   `json:"blocks,omitempty"`
+	Key    uint64 `json:"-"`
 }
 
 // rewritten reports whether h's host message in msgs is not the one the
@@ -251,9 +258,12 @@ type reasoningPlan struct {
 	// (stripIDs).
 	stripID []int
 	// sticky are earlier turns' hydration texts by host message.
-	sticky    map[int][]string
-	dropBlock bool
-	stats     ReasoningStats
+	sticky map[int][]string
+	// stickyBlocks are the sticky hosts whose content was an array of
+	// blocks when their hydration was appended (stickyHydration.Blocks).
+	stickyBlocks map[int]bool
+	dropBlock    bool
+	stats        ReasoningStats
 }
 
 // reasoningKey identifies reasoning part k of message i across requests:
@@ -391,6 +401,9 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		if d.HydrationIndex < n {
 			cur.Key = contentKey(req.msgs[d.HydrationIndex])
 		}
+		if d.HydrationIndex < len(req.points) {
+			cur.Blocks = req.points[d.HydrationIndex].isArr
+		}
 	}
 	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone(w.cur.Host) {
 		w.hyd = append(w.hyd, w.cur)
@@ -441,6 +454,12 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		p.sticky = map[int][]string{}
 		for _, h := range w.hyd {
 			p.sticky[h.Host] = append(p.sticky[h.Host], h.Text)
+			if h.Blocks {
+				if p.stickyBlocks == nil {
+					p.stickyBlocks = map[int]bool{}
+				}
+				p.stickyBlocks[h.Host] = true
+			}
 		}
 	}
 	if len(w.removed) > 0 {

@@ -62,16 +62,49 @@ func TestEarlierPromptReencodedKeepsItsHydration(t *testing.T) {
 		}
 		return string(req.Messages[i])
 	}
-	host := len(hist)
-	first := send(append(append([]map[string]any{}, hist...), latest(q1)))
-	if !strings.Contains(forwardedMessage(first, host), harness.HydrationOpen) {
-		t.Fatalf("the first question hydrated nothing: %.300s", forwardedMessage(first, host))
+	// texts are the message's text blocks as the Messages API reads them
+	// (a string is one text block; cache_control is not part of it).
+	texts := func(raw string) []string {
+		var m struct {
+			Content json.RawMessage `json:"content"`
+		}
+		json.Unmarshal([]byte(raw), &m)
+		var str string
+		if json.Unmarshal(m.Content, &str) == nil {
+			return []string{str}
+		}
+		var blocks []struct {
+			Type, Text string
+		}
+		json.Unmarshal(m.Content, &blocks)
+		var out []string
+		for _, b := range blocks {
+			out = append(out, b.Type+":"+b.Text)
+		}
+		for i, o := range out {
+			out[i] = strings.TrimPrefix(o, "text:")
+		}
+		return out
 	}
-	second := send(append(append([]map[string]any{}, hist...),
-		map[string]any{"role": "user", "content": q1}, // the same prompt, now a plain string
-		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "It warned about a deprecated flag."}}},
-		latest("thanks; now write a haiku about autumn leaves")))
-	if got := forwardedMessage(second, host); !strings.Contains(got, harness.HydrationOpen) {
-		t.Errorf("the earlier prompt, re-encoded by the client, lost its hydration: %.300s", got)
+	host := len(hist)
+	for _, firstAs := range []string{"block", "string"} {
+		t.Run("latest prompt as a "+firstAs, func(t *testing.T) {
+			prompt := latest(q1)
+			if firstAs == "string" {
+				prompt = map[string]any{"role": "user", "content": q1}
+			}
+			first := send(append(append([]map[string]any{}, hist...), prompt))
+			if !strings.Contains(forwardedMessage(first, host), harness.HydrationOpen) {
+				t.Fatalf("the first question hydrated nothing: %.300s", forwardedMessage(first, host))
+			}
+			second := send(append(append([]map[string]any{}, hist...),
+				map[string]any{"role": "user", "content": q1}, // the same prompt, now a plain string
+				map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "It warned about a deprecated flag."}}},
+				latest("thanks; now write a haiku about autumn leaves")))
+			want, got := texts(forwardedMessage(first, host)), texts(forwardedMessage(second, host))
+			if !strings.Contains(forwardedMessage(second, host), harness.HydrationOpen) || strings.Join(want, "\x00") != strings.Join(got, "\x00") {
+				t.Errorf("the earlier prompt, re-encoded by the client, is forwarded as another message: first as %d text blocks %.80q, then as %d %.80q", len(want), want, len(got), got)
+			}
+		})
 	}
 }
