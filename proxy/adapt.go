@@ -728,7 +728,9 @@ func (r *request) rewriteWire(d *harness.Dispatch, p *reasoningPlan) ([]byte, er
 		return k < len(d.Folded) && d.Folded[k].Index == i
 	}
 	var hyd map[int][]string // by host: the texts appended, in order
+	var asBlocks map[int]bool
 	if p != nil {
+		asBlocks = p.stickyBlocks
 		for host, texts := range p.sticky {
 			if host < len(r.msgs) && !isRemoved(host) && !isFolded(host) {
 				if hyd == nil {
@@ -791,6 +793,20 @@ func (r *request) rewriteWire(d *harness.Dispatch, p *reasoningPlan) ([]byte, er
 			// Insert before the closing bracket, after every existing block.
 			end := pt.content.end - 1
 			edits = append(edits, edit{end, end, blks})
+		case r.api == APIAnthropic && asBlocks[host]:
+			// An earlier prompt hydrated as an array of blocks, now sent as
+			// a string (Claude Code: the latest prompt is a text block with
+			// cache_control, the earlier ones strings): the Messages API
+			// reads a string as one text block, so the string becomes its
+			// text block followed by the hydration's, as it was forwarded
+			// when the model answered it.
+			blks := append([]byte(`[{"type":"text","text":`), encodeString(pt.text)...)
+			for _, text := range texts {
+				blks = append(blks, `},{"type":"text","text":`...)
+				blks = append(blks, encodeString(text)...)
+			}
+			blks = append(blks, "}]"...)
+			edits = append(edits, edit{pt.content.start, pt.content.end, blks})
 		default:
 			edits = append(edits, edit{pt.content.start, pt.content.end, encodeString(pt.text + "\n\n" + strings.Join(texts, "\n\n"))})
 		}

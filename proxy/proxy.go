@@ -987,16 +987,26 @@ const EvictionLogBatch = 32
 // Close writes what the sessions in memory keep for their stores (the
 // eviction events of a batch, EvictionLogBatch), removes their spare
 // node files (contextfold.Store.FillSpares) and closes their working-set
-// logs (a later request opens its session's again), once the work the proxy runs
-// after its responses (harness.PrepareAhead) has ended. Call it once the server
-// no longer serves (after http.Server.Shutdown); requests served after it
-// are kept for the next Close. Safe for concurrent use.
+// logs, once the work the proxy runs after its responses
+// (harness.PrepareAhead) has ended. Each session no request is using
+// leaves memory as after SessionIdle: its harness state is saved beside
+// its store (SessionStateFilePrefix), so that a proxy started again on the
+// same directory forwards its next requests as this one would have,
+// without a fold event. Call it once the server no longer serves (after
+// http.Server.Shutdown); a session served after it comes back from its
+// saved state (its log opened again), and is kept for the next Close. Safe
+// for concurrent use.
 //
 // Errors: the stores', joined.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	for s.bg > 0 {
 		s.bgIdle.Wait()
+	}
+	for _, x := range s.sessions {
+		if x.active == 0 {
+			s.dropSession(x) // saves its state; a session it cannot save stays
+		}
 	}
 	sessions := make([]*session, 0, len(s.sessions))
 	for _, x := range s.sessions {
@@ -1158,7 +1168,23 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 		st.rec.Status = http.StatusBadGateway
 		s.finish(st)
 	}
-	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error())
+	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error()+s.upstreamHint(api))
+}
+
+// upstreamHint names, for an error reaching the upstream, the base URL the
+// proxy was given for api and the flags that set it.
+func (s *Server) upstreamHint(api API) string {
+	u, flag := s.other, "--upstream"
+	switch api {
+	case APIAnthropic:
+		u, flag = s.anthropic, "--anthropic-upstream or --upstream"
+	case APIOpenAI, APIResponses:
+		u, flag = s.openai, "--openai-upstream or --upstream"
+	}
+	if u == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (the proxy's upstream for this API is %s: check that it is up and reachable from the proxy's host, or give the right base URL with %s)", u.Redacted(), flag)
 }
 
 // finish evicts the hydrated nodes, logs the request and updates the stats.
@@ -1310,6 +1336,8 @@ func (s *Server) reject(w http.ResponseWriter, api API, code int, msg string) {
 	s.mu.Lock()
 	s.stats.Rejected++
 	s.mu.Unlock()
+	// Its line in the request log: stats.rejected alone does not say why.
+	s.log.Warn("contextfold proxy rejected a request", "api", api, "status", code, "reason", msg)
 	s.writeError(w, api, code, msg)
 }
 

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -107,21 +109,56 @@ func (w *wireState) keyOf(req *request, i, k int) string {
 }
 
 // stickyHydration is hydration text and the message it was appended to.
-// Key is that message's harness.Message.Key when it was (0: unknown; not
-// saved, the hash's seed is the process's): a message at Host with
-// another key is not the host any more — the client rewrote it (an edited
-// prompt sent again, another question asked at the end of the same
-// history) — and the text goes with it.
+// Key is that message's contentKey when it was (0: unknown; not saved): a
+// message at Host with another content is not the host any more — the
+// client rewrote it (an edited prompt sent again, another question asked
+// at the end of the same history) — and the text goes with it. The same
+// content sent in another encoding is the same host: Claude Code sends
+// the latest prompt as a text block with cache_control and, one turn later,
+// as a plain string; dropping the hydration then would change the
+// conversation before the model's answer and invalidate its thinking.
+//
+// Blocks records that the host's content was an array of blocks when the
+// text was appended (a block after its blocks): the Messages API reads a
+// string content as one text block, so the same prompt sent later as a
+// string must get its text block and the hydration's as separate blocks
+// again, or the conversation before the answer changes.
 type stickyHydration struct {
-	Host int    `json:"host"`
-	Text string `json:"text"`
-	Key  uint64 `json:"-"`
+	Host   int    `json:"host"`
+	Text   string `json:"text"`
+	Blocks bool   `json:"blocks,omitempty"`
+	Key    uint64 `json:"-"`
 }
 
 // rewritten reports whether h's host message in msgs is not the one the
-// text was appended to (both keys known and different).
+// text was appended to (its key known, the content different).
 func (h stickyHydration) rewritten(msgs []harness.Message) bool {
-	return h.Key != 0 && h.Host >= 0 && h.Host < len(msgs) && msgs[h.Host].Key != 0 && msgs[h.Host].Key != h.Key
+	return h.Key != 0 && h.Host >= 0 && h.Host < len(msgs) && contentKey(msgs[h.Host]) != h.Key
+}
+
+// contentKey identifies a message by what it says — its role and its
+// parts' kinds and texts — whatever its encoding (a string or text blocks,
+// cache_control, key order, whitespace). Never 0.
+func contentKey(m harness.Message) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(m.Role))
+	for _, p := range m.Parts {
+		var flags [1]byte
+		if p.Foldable {
+			flags[0] |= 1
+		}
+		if p.ToolResult {
+			flags[0] |= 2
+		}
+		if p.Reasoning {
+			flags[0] |= 4
+		}
+		h.Write(flags[:])
+		h.Write([]byte(strconv.Itoa(len(p.Text))))
+		h.Write([]byte{':'})
+		h.Write([]byte(p.Text))
+	}
+	return h.Sum64() | 1
 }
 
 // wireJSON is wireState's encoding (sorted: equal states, equal bytes).
@@ -221,9 +258,12 @@ type reasoningPlan struct {
 	// (stripIDs).
 	stripID []int
 	// sticky are earlier turns' hydration texts by host message.
-	sticky    map[int][]string
-	dropBlock bool
-	stats     ReasoningStats
+	sticky map[int][]string
+	// stickyBlocks are the sticky hosts whose content was an array of
+	// blocks when their hydration was appended (stickyHydration.Blocks).
+	stickyBlocks map[int]bool
+	dropBlock    bool
+	stats        ReasoningStats
 }
 
 // reasoningKey identifies reasoning part k of message i across requests:
@@ -359,7 +399,10 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 	if d.HydrationText != "" && d.HydrationIndex >= 0 {
 		cur = stickyHydration{Host: d.HydrationIndex, Text: d.HydrationText}
 		if d.HydrationIndex < n {
-			cur.Key = req.msgs[d.HydrationIndex].Key
+			cur.Key = contentKey(req.msgs[d.HydrationIndex])
+		}
+		if d.HydrationIndex < len(req.points) {
+			cur.Blocks = req.points[d.HydrationIndex].isArr
 		}
 	}
 	if w.cur.Text != "" && w.cur != cur && w.cur.Host != cur.Host && w.cur.Host < n && !gone(w.cur.Host) {
@@ -411,6 +454,12 @@ func planWire(sess *session, req *request, d *harness.Dispatch) *reasoningPlan {
 		p.sticky = map[int][]string{}
 		for _, h := range w.hyd {
 			p.sticky[h.Host] = append(p.sticky[h.Host], h.Text)
+			if h.Blocks {
+				if p.stickyBlocks == nil {
+					p.stickyBlocks = map[int]bool{}
+				}
+				p.stickyBlocks[h.Host] = true
+			}
 		}
 	}
 	if len(w.removed) > 0 {

@@ -30,7 +30,7 @@ $CONTEXTFOLD_DIR's); the path is printed so you can explore it afterwards. The
 temporary directory stays (each run makes a new one): the demo ends by naming
 it and the command that removes it.`,
 		Example: "  contextfold demo\n  contextfold demo --dir /tmp/demo-store\n  contextfold demo --store 'postgres://cf@127.0.0.1:5432/contextfold?session=demo'\n  contextfold demo --json",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// --store (a directory or a postgres:// session) and --dir are
 			// honoured; without either the demo makes a temporary store.

@@ -63,7 +63,7 @@ stderr and exits 0, unless --strict (then exit 1, never 2, which Claude Code
 would take as "block").`,
 		Example: `  echo '{"session_id":"abc","cwd":"'$PWD'","hook_event_name":"UserPromptSubmit","prompt":"which port?"}' \
     | contextfold hook claude-code UserPromptSubmit`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			stderr := cmd.ErrOrStderr()
 			defer func() {

@@ -62,7 +62,7 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
   contextfold --dir /tmp/s ingest messages.json --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := ingest.ParseFormat(format)
 			if err != nil {

@@ -50,20 +50,20 @@ See docs/mcp-and-hooks.md for host configuration.`,
 		Example: `  contextfold mcp --dir ~/project/.contextfold
   CONTEXTFOLD_DIR=/path/to/store contextfold mcp
   contextfold mcp --http 127.0.0.1:7411`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := g.openStore()
 			if err != nil {
 				return err
 			}
 			if store.Backend() == nil {
-				noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
+				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
 			}
 			logOut := cmd.ErrOrStderr()
 			if quiet {
 				logOut = io.Discard
 			}
-			logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			logger := slog.New(g.logHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -74,7 +74,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				if bodyTimeout < 0 {
 					return usagef("--body-read-timeout %s is negative; give a duration such as 60s", bodyTimeout)
 				}
-				return serveHTTP(ctx, srv, httpAddr, maxFrame, bodyTimeout, logger, cmd.ErrOrStderr())
+				return serveHTTP(ctx, g, srv, httpAddr, maxFrame, bodyTimeout, logger, cmd.ErrOrStderr())
 			}
 			logger.Info("serving MCP on stdio", "store", store.Dir())
 			t := mcpserver.StdioTransportWith(cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.StdioOptions{MaxFrameBytes: maxFrame})
@@ -93,7 +93,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 }
 
 // serveHTTP serves srv over streamable HTTP at addr/mcp until ctx ends.
-func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, maxFrame int, bodyTimeout time.Duration, logger *slog.Logger, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, g *globals, srv *mcp.Server, addr string, maxFrame int, bodyTimeout time.Duration, logger *slog.Logger, stderr io.Writer) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--http %q: want HOST:PORT, e.g. 127.0.0.1:7411", addr)
@@ -107,7 +107,7 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, addr string, maxFrame int, 
 	}
 	hs := mcpserver.NewHTTPServer(srv, mcpserver.HTTPOptions{MaxFrameBytes: maxFrame, BodyReadTimeout: bodyTimeout,
 		StreamOptions: &mcp.StreamableHTTPOptions{Logger: logger}})
-	fmt.Fprintf(stderr, "contextfold: serving MCP at http://%s/mcp\n", ln.Addr())
+	g.announce(stderr, fmt.Sprintf("contextfold: serving MCP at http://%s/mcp", ln.Addr()), "serving MCP", map[string]any{"url": "http://" + ln.Addr().String() + "/mcp"})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

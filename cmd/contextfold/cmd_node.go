@@ -52,7 +52,7 @@ for each window, the command that reads on from its first line.`,
   contextfold hydrate 137 --json | jq -r .payload_sha256
   contextfold hydrate -- -1
   contextfold hydrate 16 --focus "which test failed in the ledger package?"`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseStepID("hydrate", args[0])
 			if err != nil {
@@ -168,7 +168,7 @@ eviction_log.json (append-only; every eviction is a new event). The cold node
 itself is never deleted.`,
 		Example: `  contextfold evict 137
   contextfold evict 137 --json`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseStepID("evict", args[0])
 			if err != nil {
@@ -196,7 +196,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:     "status",
 		Short:   "Count the store's nodes and archived tokens, and show the policy in force",
 		Example: "  contextfold status\n  contextfold status --json",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.openStoreToUse(cmd)
 			if err != nil {

@@ -22,7 +22,7 @@ $CONTEXTFOLD_STORE) to the schema version this contextfold uses. Every first
 use of a database does the same; migrate does it on its own, e.g. before
 starting proxy replicas. A database of a newer schema version is refused.`,
 		Example: "  contextfold migrate --store postgres://cf@db:5432/contextfold",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := g.storeURL()
 			if u == "" {
@@ -55,7 +55,7 @@ store: every cold node's exact bytes, recall_index.json in the reference's
 encoding with file paths naming DIR, and the policy, settings and logs byte
 for byte. DIR must not exist or be empty. The store is not changed.`,
 		Example: "  contextfold export --store 'postgres://cf@db/contextfold?session=run-17' --to ./run-17/.contextfold",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
 				return usagef("export needs --to DIR")
@@ -91,7 +91,7 @@ func newImportCmd(g *globals) *cobra.Command {
 node's exact bytes, the index and the store files, in one transaction (all
 or nothing). export gives the same bytes back.`,
 		Example: "  contextfold import ./run-17/.contextfold --store 'postgres://cf@db/contextfold?session=run-17'",
-		Args:    cobra.ExactArgs(1),
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.storeURL() == "" {
 				return usagef("import needs a PostgreSQL store: give --store postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME")
@@ -123,7 +123,7 @@ holds; a session is what ?session=NAME selects. It changes nothing and needs
 only read access (it never migrates). A directory store holds one session:
 use status there.`,
 		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := g.storeURL()
 			if u == "" {

@@ -53,7 +53,8 @@ Responses API (POST /v1/responses), streaming or not, and forwards them to
 the upstream. Before forwarding it folds old verbose turns
 into the session's store (replacing each by its folded-step record) and
 hydrates, verified, the cold nodes the latest human prompt mentions. Every
-other path passes through untouched. GET /contextfold/stats returns counters
+other path passes through untouched. One log line per request on stderr
+(with --json, one JSON object per line). GET /contextfold/stats returns counters
 (tool-call inputs withheld; it answers only to a loopback Host header or one
 given with --allowed-host, against DNS rebinding), with the input cost as
 billed under Anthropic's and OpenAI's prompt-cache prices, the client's and
@@ -108,7 +109,7 @@ Point a client at it:
   contextfold proxy --store 'postgres://cf@db.internal:5432/contextfold' --upstream https://api.anthropic.com
   contextfold proxy --context-budget 60000 --fold-target 40 --pin-messages 2
   contextfold proxy --context-budget -1 --hot-window 20 --fold-block 32 --min-fold-tokens 512`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if upstream == "" && anthropicUp == "" && openaiUp == "" {
 				return usagef("give --upstream URL (or --anthropic-upstream / --openai-upstream)")
@@ -161,7 +162,7 @@ Point a client at it:
 			if bodyTimeout == 0 {
 				bodyTimeout = -1 // proxy.Options: negative means no limit
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			logger := slog.New(g.logHandler(cmd.ErrOrStderr(), nil))
 			// A shared ranked snapshot refused (and rebuilt) is a warning in the proxy log.
 			ranked.SetRejectLog(func(line string) { logger.Warn(line) })
 			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
@@ -203,7 +204,8 @@ Point a client at it:
 				defer cancel()
 				_ = hs.Shutdown(sctx)
 			}()
-			fmt.Fprintf(cmd.ErrOrStderr(), "contextfold proxy listening on http://%s (stores in %s)\n", ln.Addr(), where)
+			g.announce(cmd.ErrOrStderr(), fmt.Sprintf("contextfold proxy listening on http://%s (stores in %s)", ln.Addr(), where),
+				"contextfold proxy listening", map[string]any{"url": "http://" + ln.Addr().String(), "stores": where})
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				_ = srv.Close()
 				return err

@@ -27,7 +27,7 @@ func newRepairCmd(g *globals) *cobra.Command {
 Nothing is ever deleted. Every applied action is appended to repair_log.json.
 After --apply, validate is clean and a second repair does nothing.`,
 		Example: "  contextfold repair\n  contextfold repair --apply --json",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			s, err := g.openExistingStore(false)
 			if err != nil {
@@ -104,7 +104,7 @@ of every ingest). compact rewrites it now, so the index file alone describes
 the store, as another IPCF implementation (the reference) expects. A no-op
 when there is no journal.`,
 		Example: "  contextfold compact",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.openExistingStore(false)
 			if err != nil {

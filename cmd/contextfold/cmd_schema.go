@@ -23,7 +23,7 @@ contextfold writes is validated against its schema before the write, and
 Names: cold_node, recall_index, hydration_policy, eviction_log, folded_step,
 repair_log, store_settings.`,
 		Example: "  contextfold schema cold_node\n  contextfold schema > ipcf-schemas.json",
-		Args:    cobra.MaximumNArgs(1),
+		Args:    maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if len(args) == 1 {

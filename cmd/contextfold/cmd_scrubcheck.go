@@ -31,7 +31,7 @@ that cannot be read (a torn file, a FIFO, past the size limit) is listed
 as unreadable: only its index entry was audited. It changes nothing and
 exits 1 when it found a secret or could not read a node.`,
 		Example: "  contextfold scrub-check\n  contextfold scrub-check --json",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.openStoreToRead(cmd)
 			if err != nil {

@@ -23,7 +23,7 @@ index entry alone. steps changes nothing in the store.`,
 		Example: `  contextfold steps
   contextfold steps --json | jq '.[] | select(.status == "FAILED")'
   contextfold --dir ~/.cache/contextfold/proxy/s-1a2b3c4d5e6f7a8b/g1 steps`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.openStoreToUse(cmd)
 			if err != nil {

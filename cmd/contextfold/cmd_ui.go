@@ -42,7 +42,7 @@ is given for another address; it then shows the whole store to that network.`,
 		Example: `  contextfold demo --dir /tmp/demo/.contextfold
   contextfold --dir /tmp/demo/.contextfold ui --open
   contextfold ui --listen 127.0.0.1:0`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			loopback, err := inspect.CheckListenAddr(listen, allowRemote)
 			if err != nil {

@@ -28,14 +28,14 @@ store and not reported; one holding bytes is a temp_file. It continues past
 failures, reports each one, changes nothing, and exits 1 when it found any,
 or when the store directory does not exist.`,
 		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.storeURL() == "" {
 				// An audit of a directory that does not exist would pass
 				// ("ok: 0 nodes"): a mistyped --dir must fail the check.
 				if _, err := os.Stat(g.storeDir()); errors.Is(err, fs.ErrNotExist) {
 					abs, _ := filepath.Abs(g.storeDir())
-					return usagef("no store at %s: the directory does not exist; check --dir or $CONTEXTFOLD_DIR (nothing was validated)", abs)
+					return usagef("no store at %s: the directory does not exist; %s (nothing was validated)", abs, g.storeHint())
 				}
 			}
 			s, err := g.openStoreToRead(cmd)

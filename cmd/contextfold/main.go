@@ -87,7 +87,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{}
 	root := newRootCmd(g, stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := withRemedy(root.Execute())
 	if err != nil {
 		var se *silentExit
 		if !errors.As(err, &se) {
@@ -127,7 +127,7 @@ by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&g.dir, "dir", "", "store directory (default $CONTEXTFOLD_DIR, else ./.contextfold)")
+	root.PersistentFlags().StringVar(&g.dir, "dir", "", "store directory (default $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold)")
 	root.PersistentFlags().StringVar(&g.store, "store", "", "store: a directory, or postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (NAME: 1-128 ASCII letters, digits, '.', '_', '-', '/', starting with a letter or digit; without ?session=, the session \"default\"); without --store: --dir, else $CONTEXTFOLD_STORE")
 	root.PersistentFlags().BoolVar(&g.jsonOut, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().BoolVar(&g.noScrub, "no-scrub", false, "store payloads as given, without secret scrubbing (the reference-identical profile; also CONTEXTFOLD_SCRUB=off)")
@@ -218,7 +218,7 @@ func (g *globals) openReadOnly() (*contextfold.Store, error) {
 func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
 	s, err := g.openReadOnly()
 	if err == nil && s.Backend() == nil {
-		if err := checkReadableStore(cmd, s.Dir()); err != nil {
+		if err := g.checkReadableStore(cmd, s.Dir()); err != nil {
 			return nil, err
 		}
 	} else if err == nil {
@@ -265,7 +265,10 @@ func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
 		if _, err := os.Stat(s.Dir()); err == nil {
 			why = "holds no recall_index.json and no cold_nodes/"
 		}
-		return nil, usagef("no store at %s: the directory %s; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", s.Dir(), why)
+		if h := proxyStoresHint(s.Dir()); h != "" {
+			return nil, usagef("no store at %s: the directory %s; %s", s.Dir(), why, h)
+		}
+		return nil, usagef("no store at %s: the directory %s; %s (a store is made by fold or ingest)", s.Dir(), why, g.storeHint())
 	}
 	return s, nil
 }
@@ -275,23 +278,26 @@ func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
 // neither recall_index.json nor cold_nodes/ (a project directory given as
 // --dir). An empty directory is an empty store; a missing one reads as an
 // empty store too (spec: scan of an empty index), with a note on stderr.
-func checkReadableStore(cmd *cobra.Command, dir string) error {
+func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 	abs, _ := filepath.Abs(dir)
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// The spec's empty index (scan of a store that holds nothing yet
 		// answers nothing, exit 0): a note only.
-		noteMissingStore(cmd, dir)
+		g.noteMissingStore(cmd, dir)
 		return nil
 	case err != nil:
 		var pe *fs.PathError
 		if errors.As(err, &pe) && errors.Is(err, syscall.ENOTDIR) {
-			return usagef("no store at %s: it is a file, not a directory; check --dir or $CONTEXTFOLD_DIR", abs)
+			return usagef("no store at %s: it is a file, not a directory; %s", abs, g.storeHint())
 		}
 		return nil // unreadable: the command names the file it cannot read
 	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
-		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; check --dir or $CONTEXTFOLD_DIR (a store is made by fold or ingest)", abs, len(ents))
+		if h := proxyStoresHint(dir); h != "" {
+			return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s", abs, len(ents), h)
+		}
+		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s (a store is made by fold or ingest)", abs, len(ents), g.storeHint())
 	}
 	return nil
 }
@@ -353,9 +359,9 @@ func parseStepID(cmd, s string) (int, error) {
 
 // noteMissingStore tells a read command's user, on stderr, that the store
 // does not exist yet (a mistyped --dir reads as an empty store).
-func noteMissingStore(cmd *cobra.Command, dir string) {
+func (g *globals) noteMissingStore(cmd *cobra.Command, dir string) {
 	if _, err := os.Stat(dir); err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: no store at %s yet (nothing folded); check --dir or $CONTEXTFOLD_DIR\n", dir)
+		fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: no store at %s yet (nothing folded); %s\n", dir, g.storeHint())
 	}
 }
 

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/pgstore"
+)
+
+// remedied is an error with what to run next appended to its message; it
+// unwraps to the error, so its exit code (spec §6) is the error's.
+type remedied struct {
+	err    error
+	remedy string
+}
+
+func (e *remedied) Error() string { return e.err.Error() + "; " + e.remedy }
+func (e *remedied) Unwrap() error { return e.err }
+
+// withRemedy appends the next step to the core errors whose message names
+// none: a step the index does not hold (exit 2) and a node that fails
+// verification (exit 3). The orphan, broken-reference, leftover-file and
+// renamed-store errors already say to run repair and are returned as they
+// are, and so is every other error.
+func withRemedy(err error) error {
+	if err == nil || strings.Contains(err.Error(), "contextfold repair") {
+		return err
+	}
+	switch {
+	case errors.Is(err, contextfold.ErrNodeNotFound):
+		return &remedied{err, "contextfold steps lists the folded steps, contextfold recall <words> finds one by content"}
+	case errors.Is(err, contextfold.ErrIntegrityCheck):
+		return &remedied{err, "contextfold validate lists every finding; contextfold repair --apply moves the node to quarantine/ (or restore the file from a backup)"}
+	}
+	return err
+}
+
+// storeHint says what chose the store directory, for the messages about a
+// directory that is not a store, in the order storeDir resolves it:
+// --store, --dir, $CONTEXTFOLD_STORE, $CONTEXTFOLD_DIR, else the default
+// ./.contextfold of the working directory.
+func (g *globals) storeHint() string {
+	switch {
+	case g.store != "":
+		return "check --store"
+	case g.dir != "":
+		return "check --dir"
+	case os.Getenv(EnvStore) != "" && !pgstore.IsURL(os.Getenv(EnvStore)):
+		return "check $" + EnvStore + ", which chose it, or give --dir"
+	case os.Getenv(contextfold.EnvStoreDir) != "":
+		return "check $" + contextfold.EnvStoreDir + ", which chose it, or give --dir"
+	}
+	return "no --dir, $" + EnvStore + " or $" + contextfold.EnvStoreDir + " was given, so it is the default ./" + contextfold.DefaultStoreDir + " of the working directory: cd to the project, or give --dir"
+}
+
+// proxyStoresHint recognises, for a --dir that is not a store, the two
+// directories of the proxy a user is likely to give instead of a store: a
+// session directory (<dir>/<session>, whose stores are g1, g2, … one per
+// history the client sent) and the directory of sessions itself. It returns
+// what the directory is and the --dir of its latest store, or "" for any
+// other directory. It reads at most a few hundred directory entries.
+func proxyStoresHint(dir string) string {
+	if gens := generationStores(dir); len(gens) > 0 {
+		return fmt.Sprintf("it is a proxy session directory, whose stores are %s (one per history the client sent): give --dir %s",
+			strings.Join(gens, ", "), filepath.Join(dir, gens[len(gens)-1]))
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 512 {
+		return ""
+	}
+	var latest string
+	var latestTime time.Time
+	sessions := 0
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		sess := filepath.Join(dir, e.Name())
+		gens := generationStores(sess)
+		if len(gens) == 0 {
+			continue
+		}
+		sessions++
+		st := filepath.Join(sess, gens[len(gens)-1])
+		if fi, err := os.Stat(filepath.Join(st, contextfold.IndexFile)); err == nil && (latest == "" || fi.ModTime().After(latestTime)) {
+			latest, latestTime = st, fi.ModTime()
+		} else if latest == "" {
+			latest = st
+		}
+	}
+	if sessions == 0 {
+		return ""
+	}
+	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s", sessions, latest)
+}
+
+// generationStores lists the store subdirectories g1, g2, … of a proxy
+// session directory, in generation order.
+func generationStores(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 512 {
+		return nil
+	}
+	var ns []int
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || len(name) < 2 || name[0] != 'g' {
+			continue
+		}
+		n, err := strconv.Atoi(name[1:])
+		if err != nil || n < 1 || strconv.Itoa(n) != name[1:] || !isStore(filepath.Join(dir, name)) {
+			continue
+		}
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = "g" + strconv.Itoa(n)
+	}
+	return out
+}
