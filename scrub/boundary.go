@@ -62,8 +62,10 @@ func widenBoundaries(re *regexp.Regexp) (*regexp.Regexp, bool) {
 		return re, false
 	}
 	out, err := regexp.Compile(tree.String())
-	// The capture groups (the secret group) must stay where they were.
-	if err != nil || out.NumSubexp() != re.NumSubexp() {
+	// The capture groups (the secret group) must stay where they were; a
+	// rule without one may gain one (wrapToken), which gitleaks then takes
+	// as the secret.
+	if err != nil || out.NumSubexp() != re.NumSubexp() && (re.NumSubexp() != 0 || out.NumSubexp() != 1) {
 		return re, false
 	}
 	return out, true
@@ -79,17 +81,73 @@ func widenConcat(t *syntax.Regexp) bool {
 	// A terminator only counts next to the secret: a capture, or the whole
 	// match of a rule without one.
 	capture := hasCapture(t)
-	if last := subs[len(subs)-1]; isBoundary(last) && (hasCapture(subs[len(subs)-2]) || !capture) {
+	// A \b is a terminator too: '_' is a word character, so "_AIza…_"
+	// (Markdown emphasis, a name joined by '_', "x_<token>_y") had no
+	// boundary there.
+	lead := isBoundary(subs[0]) || subs[0].Op == syntax.OpWordBoundary
+	trail := isBoundary(subs[len(subs)-1]) || subs[len(subs)-1].Op == syntax.OpWordBoundary
+	if !capture {
+		// The terminators the widening consumes must not become part of
+		// the secret (the whole match of a rule without a capture): the
+		// token between them becomes the rule's one capture.
+		if !lead && !trail {
+			return false
+		}
+		i, j := 0, len(subs)
+		if lead {
+			i = 1
+		}
+		if trail {
+			j--
+		}
+		if i >= j {
+			return false
+		}
+		token := &syntax.Regexp{Op: syntax.OpConcat, Flags: t.Flags, Sub: append([]*syntax.Regexp(nil), subs[i:j]...)}
+		out := []*syntax.Regexp{}
+		if lead {
+			out = append(out, mustParse(leadingBoundary))
+		}
+		out = append(out, &syntax.Regexp{Op: syntax.OpCapture, Cap: 1, Sub: []*syntax.Regexp{token}})
+		if trail {
+			out = append(out, mustParse(trailingBoundary))
+		}
+		t.Sub = out
+		return true
+	}
+	if trail && hasCapture(subs[len(subs)-2]) {
 		subs[len(subs)-1] = mustParse(trailingBoundary)
+		trimWordBoundary(subs[len(subs)-2], false)
 		changed = true
 	}
-	// A \b before the secret too: '_' is a word character, so "_AIza…_"
-	// (Markdown emphasis, a name joined by '_') had no boundary there.
-	if first := subs[0]; (isBoundary(first) || first.Op == syntax.OpWordBoundary) && hasCapture(subs[1]) {
+	if lead && hasCapture(subs[1]) {
 		subs[0] = mustParse(leadingBoundary)
+		trimWordBoundary(subs[1], true)
 		changed = true
 	}
 	return changed
+}
+
+// trimWordBoundary removes a \b at the start (first) or end of the
+// captured token t, now that a widened terminator stands outside it: the
+// terminator already says the token stops there, and the \b would still
+// refuse a token joined by '_' ("(?i:(\b(SGP_…)\b))").
+func trimWordBoundary(t *syntax.Regexp, first bool) {
+	for t.Op == syntax.OpCapture && len(t.Sub) == 1 {
+		t = t.Sub[0]
+	}
+	if t.Op != syntax.OpConcat || len(t.Sub) < 2 {
+		return
+	}
+	k := len(t.Sub) - 1
+	if first {
+		k = 0
+	}
+	if t.Sub[k].Op == syntax.OpWordBoundary {
+		t.Sub[k] = &syntax.Regexp{Op: syntax.OpEmptyMatch}
+		return
+	}
+	trimWordBoundary(t.Sub[k], first)
 }
 
 func mustParse(src string) *syntax.Regexp {
