@@ -5,6 +5,7 @@ import (
 	"regexp/syntax"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Token boundaries.
@@ -227,8 +228,9 @@ func hasCapture(t *syntax.Regexp) bool {
 
 // decodedView is text with its escapes decoded: every backslash escape
 // ("\n", "\t", "\"", "\\", "\u0026", "\x41", a run of backslashes before
-// one of these counting as one) and every URL percent-escape ("%2F")
-// replaced by the character it stands for, with where each escape was, so
+// one of these counting as one), every URL percent-escape ("%2F") and
+// every HTML character reference ("&quot;", "&#95;", "&#x5f;") replaced by
+// the character it stands for, with where each escape was, so
 // that a finding in the view maps back to the span to redact in the text
 // (memory: the view and four words per escape). A token right after an escape ("…\nghp_…",
 // "path%2Fsk_live_…") then starts after the decoded character, as it does
@@ -248,7 +250,7 @@ type escapeSpan struct{ v0, v1, t0, t1 int }
 // decodeEscapes returns the decoded view of text, or ok=false when text has
 // no escape (or is too large for 32-bit offsets).
 func decodeEscapes(text string) (v decodedView, ok bool) {
-	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 || len(text) > 1<<30 {
+	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 && !hasEntity(text) || len(text) > 1<<30 {
 		return v, false
 	}
 	var b strings.Builder
@@ -268,6 +270,14 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 			i += 3
 			changed = true
 			continue
+		}
+		if c == '&' {
+			if n, r := entityAt(text[i:]); n > 0 {
+				emit(r, i, i+n)
+				i += n
+				changed = true
+				continue
+			}
 		}
 		if c != '\\' {
 			emit(text[i:i+1], i, i+1)
@@ -382,4 +392,68 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// hasEntity reports whether text has an HTML character reference
+// (entityAt).
+func hasEntity(text string) bool {
+	for off := 0; ; {
+		k := strings.IndexByte(text[off:], '&')
+		if k < 0 {
+			return false
+		}
+		if n, _ := entityAt(text[off+k:]); n > 0 {
+			return true
+		}
+		off += k + 1
+	}
+}
+
+// htmlEntities are the named character references HTML escaping writes.
+var htmlEntities = map[string]string{"quot": `"`, "amp": "&", "lt": "<", "gt": ">", "apos": "'", "nbsp": "\u00a0"}
+
+// entityAt returns the length of the HTML character reference at the start
+// of s ("&quot;", "&#95;", "&#x5F;"; the ';' required) and what it stands
+// for, or 0 when there is none.
+func entityAt(s string) (int, string) {
+	if len(s) < 4 || s[0] != '&' {
+		return 0, ""
+	}
+	end := strings.IndexByte(s[1:min(len(s), 12)], ';')
+	if end < 1 {
+		return 0, ""
+	}
+	name := s[1 : 1+end]
+	n := end + 2
+	if r, ok := htmlEntities[name]; ok {
+		return n, r
+	}
+	if name[0] != '#' || len(name) < 2 {
+		return 0, ""
+	}
+	num, base := name[1:], 10
+	if num[0] == 'x' || num[0] == 'X' {
+		num, base = num[1:], 16
+	}
+	if num == "" || len(num) > 6 {
+		return 0, ""
+	}
+	r := 0
+	for i := 0; i < len(num); i++ {
+		c := num[i]
+		var d int
+		switch {
+		case c >= '0' && c <= '9':
+			d = int(c - '0')
+		case base == 16 && (c|0x20) >= 'a' && (c|0x20) <= 'f':
+			d = int(c|0x20-'a') + 10
+		default:
+			return 0, ""
+		}
+		r = r*base + d
+	}
+	if r == 0 || r > utf8.MaxRune || r >= 0xD800 && r < 0xE000 {
+		return 0, ""
+	}
+	return n, string(rune(r))
 }

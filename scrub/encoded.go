@@ -1,0 +1,184 @@
+package scrub
+
+import (
+	"encoding/base64"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Known secret values in other encodings.
+//
+// A secret value found once (a KEY=value line, a vendor token) is redacted
+// wherever else it occurs in the same text, or in the other texts of a
+// ScrubSet. An agent also shows a value it has seen in another encoding:
+// "echo -n VALUE | base64", a Kubernetes Secret's data, an Authorization:
+// Basic header, a URL query (percent-encoded), HTML (entities), a JSON
+// string (\u escapes). The repeat pass therefore looks for each value's
+// encodings too (knownMatcher):
+//
+//   - base64, standard and URL-safe alphabets, at each of the three byte
+//     alignments the value can have inside an encoded stream: the encoded
+//     triples that lie wholly within the value are the same characters
+//     whatever precedes and follows it. A hit redacts the whole base64 run
+//     around it (what else it encodes sits next to a secret);
+//   - percent-encoding, HTML character references and JSON or C escapes,
+//     or a mix of them: the value is looked for in the text's decoded view
+//     too (decodeEscapes), and a hit there maps back to the escaped text.
+
+// base64Byte reports whether c may be part of a base64 run (either
+// alphabet, padding included).
+func base64Byte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_' || c == '='
+}
+
+// knownNeedle is one encoding of a known value.
+type knownNeedle struct {
+	rule string
+	// run: a hit stands for the whole base64 run around it.
+	run bool
+}
+
+// knownMatcher finds known secret values and their encodings.
+//
+// It scans a text once: a bit per two-byte prefix of a needle rules out
+// most positions, and the needles are grouped by their first four bytes
+// (every needle has minRepeatLen bytes or more). Building it costs a few
+// allocations per needle (an Aho-Corasick automaton over the seven needles
+// of each of a text's hundreds of secrets cost 100+ MB per MB scrubbed).
+type knownMatcher struct {
+	needles map[string]knownNeedle
+	// by4 groups the needles by their first four bytes.
+	by4 map[uint32][]string
+	// has2 has the bit of every needle's first two bytes.
+	has2    [1 << 16 / 64]uint64
+	longest int // bytes of the longest needle
+}
+
+// newKnownMatcher returns a matcher for values (value → rule id), or nil
+// when there is none. Deterministic for given values.
+func newKnownMatcher(values map[string]string) *knownMatcher {
+	if len(values) == 0 {
+		return nil
+	}
+	needles := make(map[string]knownNeedle, 8*len(values))
+	add := func(n string, k knownNeedle) {
+		if len(n) < minRepeatLen {
+			return
+		}
+		if old, ok := needles[n]; ok && (!old.run || k.run) {
+			return // a plain hit is exact: keep it over a run
+		}
+		needles[n] = k
+	}
+	keys := make([]string, 0, len(values))
+	for v := range values {
+		keys = append(keys, v)
+	}
+	sort.Strings(keys)
+	for _, v := range keys {
+		rule := values[v]
+		add(v, knownNeedle{rule: rule})
+		for skip := 0; skip < 3 && skip < len(v); skip++ {
+			w := v[skip:]
+			w = w[:len(w)/3*3]
+			if len(w) == 0 {
+				continue
+			}
+			std := base64.RawStdEncoding.EncodeToString([]byte(w))
+			add(std, knownNeedle{rule: rule, run: true})
+			if u := base64.RawURLEncoding.EncodeToString([]byte(w)); u != std {
+				add(u, knownNeedle{rule: rule, run: true})
+			}
+		}
+	}
+	list := make([]string, 0, len(needles))
+	for n := range needles {
+		list = append(list, n)
+	}
+	sort.Strings(list)
+	k := &knownMatcher{needles: needles, by4: make(map[uint32][]string, len(list))}
+	for _, n := range list {
+		k.longest = max(k.longest, len(n))
+		k.by4[prefix4(n)] = append(k.by4[prefix4(n)], n)
+		p2 := uint16(n[0])<<8 | uint16(n[1])
+		k.has2[p2/64] |= 1 << (p2 % 64)
+	}
+	return k
+}
+
+// find returns the findings of the known values and their encodings in
+// text (a base64 hit widened to its run), and in its decoded view (the
+// value percent-encoded, JSON-escaped, HTML-escaped, or a mix).
+func (k *knownMatcher) find(text string) []Finding {
+	if k == nil {
+		return nil
+	}
+	out := k.findPlain(text)
+	// The decoded view a chunk at a time bounds its memory; chunks
+	// overlap by more than the longest escaped needle.
+	overlap := 6*k.longest + 64
+	for off := 0; off < len(text); off += knownChunk {
+		end := min(len(text), off+knownChunk+overlap)
+		a := off
+		for a > 0 && !utf8.RuneStart(text[a]) {
+			a--
+		}
+		if v, ok := decodeEscapes(text[a:end]); ok {
+			for _, f := range k.findPlain(v.text) {
+				f.Start, f.End = v.span(f.Start, f.End)
+				f.Start += a
+				f.End += a
+				out = append(out, f)
+			}
+		}
+		if end == len(text) {
+			break
+		}
+	}
+	return out
+}
+
+// knownChunk is the size of the chunks whose decoded view find searches.
+const knownChunk = 1 << 20
+
+// findPlain is find without the decoded view.
+func (k *knownMatcher) findPlain(text string) []Finding {
+	var out []Finding
+	for p := 0; p+minRepeatLen <= len(text); p++ {
+		p2 := uint16(text[p])<<8 | uint16(text[p+1])
+		if k.has2[p2/64]&(1<<(p2%64)) == 0 {
+			continue
+		}
+		for _, m := range k.by4[prefix4(text[p:])] {
+			if strings.HasPrefix(text[p:], m) {
+				out = append(out, k.finding(text, p, m))
+			}
+		}
+	}
+	return out
+}
+
+// prefix4 returns the first four bytes of s (len(s) >= 4) as a number.
+func prefix4(s string) uint32 {
+	return uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])
+}
+
+// finding returns the finding of needle m at p in text.
+func (k *knownMatcher) finding(text string, p int, m string) Finding {
+	n := k.needles[m]
+	f := Finding{RuleID: n.rule, Start: p, End: p + len(m)}
+	if n.run {
+		// Padding ends a run: "token=<base64>" keeps its name.
+		for f.Start > 0 && base64Byte(text[f.Start-1]) && text[f.Start-1] != '=' {
+			f.Start--
+		}
+		for f.End < len(text) && base64Byte(text[f.End]) && text[f.End] != '=' {
+			f.End++
+		}
+		for pad := 0; pad < 2 && f.End < len(text) && text[f.End] == '='; pad++ {
+			f.End++
+		}
+	}
+	return f
+}

@@ -1,0 +1,86 @@
+package scrub_test
+
+import (
+	"encoding/base64"
+	"html"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestKnownSecretEncodings: a secret value found once (here only by its
+// context, CLOUDFLARE_API_KEY=…, and a vendor token) is redacted where
+// the same text or another text of the set shows it base64-encoded (at
+// any alignment, either alphabet, inside a longer encoded text),
+// percent-encoded, HTML-escaped or JSON \u-escaped.
+func TestKnownSecretEncodings(t *testing.T) {
+	sc := newScrubber(t)
+	v := "Zk4p" + "Q9vL+m2x/T7wRb5nYc"
+	tok := "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+	b64 := base64.StdEncoding.EncodeToString
+	enc := []string{
+		b64([]byte(v)),
+		b64([]byte("a" + v)),
+		b64([]byte("ab" + v + "xyz")),
+		base64.RawURLEncoding.EncodeToString([]byte("user:" + v)),
+		b64([]byte("CLOUDFLARE_API_KEY=" + v + "\n")),
+		url.QueryEscape(v),
+		html.EscapeString("<" + v + ">"),
+		strings.ReplaceAll(v, "+", "&#43;"),
+		strings.ReplaceAll(v, "+", `\u002b`),
+		b64([]byte(tok)),
+		b64([]byte("x" + tok)),
+	}
+	secretParts := func(e string) []string {
+		// what of the encoding reveals the secret: the encoding itself
+		return []string{e}
+	}
+	context := "CLOUDFLARE_API_KEY=" + v + "\nSTRIPE=" + tok + "\n"
+	for _, e := range enc {
+		in := context + "echo " + e + " | base64 -d\n"
+		out := sc.Scrub(in).Text
+		for _, p := range secretParts(e) {
+			if strings.Contains(out, p) {
+				t.Errorf("Scrub: the encoding %q survives: %q", p, out)
+			}
+		}
+		rs := sc.ScrubSet([]string{context, "data: " + e + " end"})
+		if strings.Contains(rs[1].Text, e) {
+			t.Errorf("ScrubSet: the encoding %q survives in the other field: %q", e, rs[1].Text)
+		}
+		if strings.HasPrefix(e, "&lt;") {
+			continue
+		}
+		if !strings.HasPrefix(rs[1].Text, "data: [REDACTED:") || !strings.HasSuffix(rs[1].Text, "] end") {
+			t.Errorf("ScrubSet: %q, want the encoded run alone redacted", rs[1].Text)
+		}
+	}
+	// A base64 run that does not encode a known value is kept, and so is
+	// a name before an encoded value.
+	other := b64([]byte("just some bytes of a log line"))
+	if out := sc.ScrubSet([]string{context, "token=" + b64([]byte(v)) + " " + other})[1].Text; !strings.HasPrefix(out, "token=[REDACTED:") || !strings.HasSuffix(out, " "+other) {
+		t.Errorf("ScrubSet = %q", out)
+	}
+}
+
+// TestHTMLCharacterReferences: a token written with HTML character
+// references (an HTML page, an escaped log viewer) is found like the
+// plain one, and the references around it are kept.
+func TestHTMLCharacterReferences(t *testing.T) {
+	sc := newScrubber(t)
+	tail := "4eC39" + "HqLyjWDarjtT1zdp7dc"
+	for _, in := range []string{
+		"key sk&#95;live&#95;" + tail + " end",
+		"key sk&#x5F;live&#x5f;" + tail + "&#46;json",
+		"<td>&quot;sk_live_" + tail + "&quot;</td>",
+		"&lt;password&gt;" + "Wq7vTz3kLp9s" + "&lt;/password&gt;",
+	} {
+		out := sc.Scrub(in).Text
+		if strings.Contains(out, tail) || strings.Contains(out, "Wq7vTz3kLp9s") {
+			t.Errorf("Scrub(%q) = %q: the token survives", in, out)
+		}
+	}
+	if in := "a &amp; b &#169; &lt;c&gt; &#0; &#xD800; &bogus;"; sc.Scrub(in).Text != in {
+		t.Errorf("Scrub(%q) = %q, want it unchanged", in, sc.Scrub(in).Text)
+	}
+}
