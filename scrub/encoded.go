@@ -182,3 +182,83 @@ func (k *knownMatcher) finding(text string, p int, m string) Finding {
 	}
 	return f
 }
+
+// Base64-encoded secrets not shown in plain.
+//
+// A value the text never shows in plain ("echo …| base64" of a token, a
+// Kubernetes Secret's data, a .dockerconfigjson) is found by decoding:
+// every base64 run of base64MinRun to base64MaxRun characters (either
+// alphabet, padded or not) that decodes to text (valid UTF-8, nearly all
+// printable) is scanned with every rule, and a run whose text holds a
+// secret is redacted whole, under the rule that found it. A run that
+// decodes to binary (a hash, a long identifier, image data) is skipped
+// before any rule runs.
+const (
+	base64MinRun = 20
+	base64MaxRun = 64 << 10
+)
+
+// base64Findings returns the base64 runs of text whose decoded text holds
+// a secret (depth: how many more levels of encoding to look into).
+func (s *Scrubber) base64Findings(text string, depth int) []Finding {
+	var out []Finding
+	for i := 0; i < len(text); {
+		if !base64Byte(text[i]) || text[i] == '=' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && base64Byte(text[j]) && text[j] != '=' {
+			j++
+		}
+		end := j
+		for end < len(text) && end-j < 2 && text[end] == '=' {
+			end++
+		}
+		// A run starts after a non-base64 byte: never mid-word.
+		if n := j - i; n >= base64MinRun && n <= base64MaxRun {
+			if dec, ok := decodeBase64Text(text[i:j]); ok {
+				var fs []Finding
+				if depth > 0 {
+					fs = s.findAllDepth(dec, depth-1)
+				}
+				fs, _ = s.split(dec, fs)
+				if len(fs) > 0 {
+					out = append(out, Finding{RuleID: fs[0].RuleID, Start: i, End: end})
+				}
+			}
+		}
+		i = max(end, i+1)
+	}
+	return out
+}
+
+// decodeBase64Text decodes run (no padding) in the standard or URL-safe
+// alphabet, and reports whether it holds text: valid UTF-8 with at most
+// one byte in 32 a control character other than white space.
+func decodeBase64Text(run string) (string, bool) {
+	if len(run)%4 == 1 {
+		return "", false
+	}
+	enc := base64.RawStdEncoding
+	if strings.ContainsAny(run, "-_") {
+		if strings.ContainsAny(run, "+/") {
+			return "", false
+		}
+		enc = base64.RawURLEncoding
+	}
+	b, err := enc.DecodeString(run)
+	if err != nil || !utf8.Valid(b) {
+		return "", false
+	}
+	bad := 0
+	for _, c := range b {
+		if c < 0x20 && c != '\n' && c != '\r' && c != '\t' || c == 0x7f {
+			bad++
+		}
+	}
+	if bad*32 > len(b) {
+		return "", false
+	}
+	return string(b), true
+}

@@ -84,3 +84,43 @@ func TestHTMLCharacterReferences(t *testing.T) {
 		t.Errorf("Scrub(%q) = %q, want it unchanged", in, sc.Scrub(in).Text)
 	}
 }
+
+// TestBase64EncodedSecrets: a secret shown only base64-encoded (a
+// Kubernetes Secret, a .dockerconfigjson, "echo … | base64" output, twice
+// encoded) is redacted, the whole encoded run; base64 runs that decode to
+// clean text or to binary (a hash, an identifier) are kept.
+func TestBase64EncodedSecrets(t *testing.T) {
+	sc := newScrubber(t)
+	tok := "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+	gh := "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+	std, url := base64.StdEncoding.EncodeToString, base64.RawURLEncoding.EncodeToString
+	docker := std([]byte(`{"auths":{"ghcr.io":{"auth":"` + std([]byte("bot:"+gh)) + `"}}}`))
+	for _, enc := range []string{
+		std([]byte(tok)),
+		std([]byte("STRIPE_KEY=" + tok + "\n")),
+		url([]byte("token: " + gh)),
+		docker,
+		std([]byte(std([]byte("x " + tok + " y")))),
+	} {
+		for _, in := range []string{
+			"apiVersion: v1\nkind: Secret\ndata:\n  key: " + enc + "\n",
+			`{"data":{".dockerconfigjson":"` + enc + `"}}`,
+			"$ echo ... | base64\n" + enc,
+		} {
+			out := sc.Scrub(in).Text
+			if strings.Contains(out, enc) || strings.Contains(out, enc[:20]) {
+				t.Errorf("Scrub(%q) = %q: the encoded secret survives", in, out)
+			}
+		}
+	}
+	for _, in := range []string{
+		"config: " + std([]byte("just a harmless line of configuration text")),
+		"sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		"func TestEveryRuleEveryNeighbourAndMore(t *testing.T)",
+		"image: " + std([]byte{0, 1, 2, 0xff, 0xfe, 0x10, 0x80, 0x81, 0x90, 0x00, 0x00, 0x7f, 0x1b, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08}),
+	} {
+		if out := sc.Scrub(in).Text; out != in {
+			t.Errorf("Scrub(%q) = %q, want it unchanged", in, out)
+		}
+	}
+}

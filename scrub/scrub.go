@@ -116,7 +116,22 @@ func (s *Scrubber) Find(text string) []Finding {
 
 // findAll is Find before placeholders and the allowlist are applied.
 func (s *Scrubber) findAll(text string) []Finding {
-	return s.findWith(text, s.det, true)
+	return s.findAllDepth(text, base64Depth)
+}
+
+// base64Depth is how many levels of base64 encoding findAll looks into
+// (encoded.go).
+const base64Depth = 2
+
+// findAllDepth is findAll looking into depth levels of base64.
+func (s *Scrubber) findAllDepth(text string, depth int) []Finding {
+	fs := s.findWith(text, s.det, true)
+	if depth > 0 {
+		fs = append(fs, s.base64Findings(text, depth)...)
+		sortFindings(fs)
+		fs = dedupe(fs)
+	}
+	return fs
 }
 
 // findWith is findAll with the gitleaks rules of det, and our extra rules
