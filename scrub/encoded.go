@@ -262,3 +262,85 @@ func decodeBase64Text(run string) (string, bool) {
 	}
 	return string(b), true
 }
+
+// Secrets shared between texts that are scrubbed apart.
+//
+// ScrubSet shares what one field's context reveals with the other fields of
+// one turn. Turns folded together (one ingest, one fold event) are scrubbed
+// one by one, so a value only its context marks as a secret
+// (CLOUDFLARE_API_KEY=… in turn 3's tool output) stayed in the turn that
+// shows it bare (turn 5's assistant text: "the key … is set"). Known and
+// Known.Redact let a caller share such values across the texts of a batch.
+
+// Known is a set of secret values, each with the rule that revealed it.
+// The zero value is an empty set; not safe for concurrent use (Redact
+// caches its matcher). The values are held in memory only.
+type Known struct {
+	values map[string]string
+	km     *knownMatcher // built by Redact, dropped by AddContext
+}
+
+// AddContext adds the values of text that only their context reveals as
+// secrets (our NAME=value, name: value, --flag value, <tag>, URL password,
+// .netrc, .pgpass and command-line password rules), of minRepeatLen bytes
+// or more, not placeholders nor allowed, and reports how many were new. A
+// vendor token is not added: its rule finds it wherever it is.
+func (k *Known) AddContext(s *Scrubber, text string) int {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	fs, _ := s.split(text, extraFindings(text))
+	n := 0
+	for _, f := range fs {
+		v := text[f.Start:f.End]
+		if len(v) < minRepeatLen {
+			continue
+		}
+		switch f.RuleID {
+		case "contextfold-private-key-block", "contextfold-jwt", "contextfold-aws-access-key-id", "contextfold-llm-api-key":
+			continue // self-evident tokens
+		}
+		if k.values == nil {
+			k.values = map[string]string{}
+		}
+		if _, ok := k.values[v]; !ok {
+			k.values[v] = f.RuleID
+			k.km = nil
+			n++
+		}
+	}
+	return n
+}
+
+// Len is the number of values in k.
+func (k *Known) Len() int { return len(k.values) }
+
+// Redact returns text with every occurrence of a value of k, and of its
+// encodings (as for repeats within a text: base64, percent, JSON, HTML),
+// replaced by a marker of the value's rule, and the number of markers
+// inserted. Redaction markers already in text are kept.
+func (k *Known) Redact(text string) (string, int) {
+	if len(k.values) == 0 || text == "" {
+		return text, 0
+	}
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	if k.km == nil {
+		k.km = newKnownMatcher(k.values)
+	}
+	fs := k.km.find(text)
+	if len(fs) == 0 {
+		return text, 0
+	}
+	markers := markerSpans(text)
+	kept := fs[:0]
+	for _, f := range fs {
+		if !overlapsAny(f, markers) {
+			kept = append(kept, f)
+		}
+	}
+	sortFindings(kept)
+	r := redact(text, dedupe(kept))
+	return r.Text, r.Redactions
+}

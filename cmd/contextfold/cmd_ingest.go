@@ -99,6 +99,11 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 			if err := refuseOtherSession(s, turns, path); err != nil {
 				return err
 			}
+			// A value one turn's context marks as a secret is redacted
+			// in the other turns too (a later echo of it, bare).
+			if turns, err = s.ShareSecrets(turns); err != nil {
+				return err
+			}
 			progress := progressFunc(cmd.ErrOrStderr(), len(turns), "folding turns", g.jsonOut)
 			results, err := s.FoldBatchProgress(turns, progress)
 			if err != nil {
