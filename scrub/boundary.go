@@ -230,7 +230,8 @@ func hasCapture(t *syntax.Regexp) bool {
 // ("\n", "\t", "\"", "\\", "\u0026", "\x41", a run of backslashes before
 // one of these counting as one), every URL percent-escape ("%2F") and
 // every HTML character reference ("&quot;", "&#95;", "&#x5f;") replaced by
-// the character it stands for, with where each escape was, so
+// the character it stands for, and every terminal control sequence
+// (ESC [ … m of coloured output, raw or escaped) by nothing, with where each escape was, so
 // that a finding in the view maps back to the span to redact in the text
 // (memory: the view and four words per escape). A token right after an escape ("…\nghp_…",
 // "path%2Fsk_live_…") then starts after the decoded character, as it does
@@ -250,7 +251,7 @@ type escapeSpan struct{ v0, v1, t0, t1 int }
 // decodeEscapes returns the decoded view of text, or ok=false when text has
 // no escape (or is too large for 32-bit offsets).
 func decodeEscapes(text string) (v decodedView, ok bool) {
-	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 && !hasEntity(text) || len(text) > 1<<30 {
+	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 && strings.IndexByte(text, 0x1b) < 0 && !hasEntity(text) || len(text) > 1<<30 {
 		return v, false
 	}
 	var b strings.Builder
@@ -270,6 +271,14 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 			i += 3
 			changed = true
 			continue
+		}
+		if c == 0x1b { // a terminal colour or style: nothing in the view
+			if n := csiLen(text, i+1); n > 0 {
+				emit("", i, i+1+n)
+				i += 1 + n
+				changed = true
+				continue
+			}
 		}
 		if c == '&' {
 			if n, r := entityAt(text[i:]); n > 0 {
@@ -291,6 +300,16 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 		if j == len(text) {
 			emit(text[i:j], i, j)
 			break
+		}
+		// An escaped ESC (\u001b, \x1b, \033, \e) that starts a terminal
+		// control sequence: nothing in the view, like a raw one.
+		if n := escapedESC(text, j); n > 0 {
+			if m := csiLen(text, j+n); m > 0 {
+				emit("", i, j+n+m)
+				i = j + n + m
+				changed = true
+				continue
+			}
 		}
 		switch d := text[j]; {
 		case d == 'u' && j+5 <= len(text) && isHex(text[j+1:j+5]):
@@ -456,4 +475,36 @@ func entityAt(s string) (int, string) {
 		return 0, ""
 	}
 	return n, string(rune(r))
+}
+
+// escapedESC returns the length of an escaped ESC character at text[j:]
+// (just past its backslashes): "u001b", "x1b", "033" or "e"; 0 when there
+// is none.
+func escapedESC(text string, j int) int {
+	for _, e := range []string{"u001b", "u001B", "x1b", "x1B", "033", "e"} {
+		if strings.HasPrefix(text[j:], e) {
+			return len(e)
+		}
+	}
+	return 0
+}
+
+// csiLen returns the length of a terminal control sequence's body at
+// text[k:], just after its ESC: '[', parameter and intermediate bytes
+// (at most 32), and a final byte ('@' to '~'); 0 when there is none.
+func csiLen(text string, k int) int {
+	if k >= len(text) || text[k] != '[' {
+		return 0
+	}
+	for j := k + 1; j < len(text) && j-k <= 33; j++ {
+		c := text[j]
+		switch {
+		case c >= 0x20 && c <= 0x3f: // parameters, intermediates
+		case c >= 0x40 && c <= 0x7e:
+			return j + 1 - k
+		default:
+			return 0
+		}
+	}
+	return 0
 }

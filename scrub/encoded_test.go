@@ -124,3 +124,27 @@ func TestBase64EncodedSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalColours: a token in coloured terminal output (an SGR
+// sequence ESC [ … m just before or inside it, raw or JSON-escaped as a
+// transcript stores it) is found; the sequences around are kept.
+func TestTerminalColours(t *testing.T) {
+	sc := newScrubber(t)
+	tok := "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+	aws := "AKIA" + "Z7XQ4M2PLK9RT3WV"
+	for _, in := range []string{
+		"key: \x1b[32m" + tok + "\x1b[0m",
+		"\x1b[1;31m" + aws + "\x1b[m found",
+		`{"out":"key: \u001b[32m` + tok + `\u001b[0m"}`,
+		`printf '\033[33m` + aws + `\033[0m'`,
+		"grep hit: sk_live_\x1b[01;31m\x1b[K4eC39HqLyjWD\x1b[m\x1b[KarjtT1zdp7dc",
+	} {
+		out := sc.Scrub(in).Text
+		if strings.Contains(out, tok) || strings.Contains(out, aws) || strings.Contains(out, "arjtT1zdp7dc") {
+			t.Errorf("Scrub(%q) = %q: the token survives", in, out)
+		}
+	}
+	if in := "\x1b[32mPASS\x1b[0m ok \x1b[1m3 tests\x1b[0m"; sc.Scrub(in).Text != in {
+		t.Errorf("Scrub(%q) = %q, want it unchanged", in, sc.Scrub(in).Text)
+	}
+}
