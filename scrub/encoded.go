@@ -207,17 +207,36 @@ func (s *Scrubber) base64Findings(text string, depth int) []Finding {
 			i++
 			continue
 		}
-		j := i
-		for j < len(text) && base64Byte(text[j]) && text[j] != '=' {
-			j++
+		// A run starts after a non-base64 byte: never mid-word. Lines
+		// of exactly 64 or 76 characters (base64(1), openssl, PEM
+		// wrapping) continue on the next line.
+		j, line, wrapped := i, i, false
+		for j < len(text) && j-i <= base64MaxRun {
+			for j < len(text) && base64Byte(text[j]) && text[j] != '=' {
+				j++
+			}
+			nl := 0
+			if j < len(text) && text[j] == '\n' {
+				nl = 1
+			} else if j+1 < len(text) && text[j] == '\r' && text[j+1] == '\n' {
+				nl = 2
+			}
+			if w := j - line; nl == 0 || w != 64 && w != 76 || j+nl >= len(text) || !base64Byte(text[j+nl]) || text[j+nl] == '=' {
+				break
+			}
+			j += nl
+			line, wrapped = j, true
 		}
 		end := j
 		for end < len(text) && end-j < 2 && text[end] == '=' {
 			end++
 		}
-		// A run starts after a non-base64 byte: never mid-word.
 		if n := j - i; n >= base64MinRun && n <= base64MaxRun {
-			if dec, ok := decodeBase64Text(text[i:j]); ok {
+			run := text[i:j]
+			if wrapped {
+				run = strings.NewReplacer("\r", "", "\n", "").Replace(run)
+			}
+			if dec, ok := decodeBase64Text(run); ok {
 				var fs []Finding
 				if depth > 0 {
 					fs = s.findAllDepth(dec, depth-1)

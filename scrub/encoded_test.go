@@ -101,6 +101,7 @@ func TestBase64EncodedSecrets(t *testing.T) {
 		url([]byte("token: " + gh)),
 		docker,
 		std([]byte(std([]byte("x " + tok + " y")))),
+		wrap76(std([]byte(`{"auths":{"registry.example.com":{"username":"ci","password":"x","auth":"` + std([]byte("ci:"+gh)) + `"}}}` + "\n"))),
 	} {
 		for _, in := range []string{
 			"apiVersion: v1\nkind: Secret\ndata:\n  key: " + enc + "\n",
@@ -147,4 +148,14 @@ func TestTerminalColours(t *testing.T) {
 	if in := "\x1b[32mPASS\x1b[0m ok \x1b[1m3 tests\x1b[0m"; sc.Scrub(in).Text != in {
 		t.Errorf("Scrub(%q) = %q, want it unchanged", in, sc.Scrub(in).Text)
 	}
+}
+
+// wrap76 wraps s at 76 characters a line, as base64(1) does.
+func wrap76(s string) string {
+	var b strings.Builder
+	for len(s) > 76 {
+		b.WriteString(s[:76] + "\n")
+		s = s[76:]
+	}
+	return b.String() + s
 }
