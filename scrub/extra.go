@@ -195,16 +195,85 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-cli-password",
-		anchors: []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap", "htpasswd"},
+		anchors: cliPasswordAnchors,
 		begin:   wordStart,
-		// A password given on the command line: the MySQL/MariaDB
-		// clients' -pPASSWORD (no space: "-p NAME" prompts and NAME is
-		// the database) and sshpass's -p PASSWORD, on the same command
-		// (no newline or shell separator before the flag).
-		// 1: quoted (' or "), 2: bare.
-		re:     regexp.MustCompile(`^(?:(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p|sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*|redis-cli[^\n;&|]{0,300}?[ \t]-a[ \t]+|(?:smbclient|rpcclient|smbmap)[^\n;&|]{0,300}?[ \t](?:-U[ \t]*|--user=)['"]?[^\s%'"]+%|htpasswd(?:[ \t]+-[A-Za-z]*)*[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+\S+[ \t]+)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		// A password given on the command line (cliPasswordForms), on
+		// the same command (no newline or shell separator before the
+		// flag). 1: quoted (' or "), 2: bare.
+		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-sql-password",
+		anchors: []string{"IDENTIFIED", "identified", "PASSWORD", "password", "Password"},
+		begin:   wordStart,
+		// SQL: CREATE/ALTER USER … IDENTIFIED [WITH plugin] BY 'pw',
+		// CREATE/ALTER ROLE|USER … [WITH] [ENCRYPTED] PASSWORD 'pw', SET
+		// PASSWORD FOR user = 'pw': a password as a SQL string literal
+		// (single quotes; not "password = '…'", a keyword argument the
+		// env rule vets). 1: the literal's text.
+		re:     regexp.MustCompile(`^(?i:identified(?:[ \t]+with[ \t]+\w+)?[ \t]+by[ \t]+(?:password[ \t]+)?|password(?:[ \t]+for[ \t]+\S+[ \t]*=)?[ \t]*(?:password[ \t]*\([ \t]*)?)'((?:[^'\n\\]|'')+)'`),
+		maxLen: 512,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 4 && !isPlaceholder(v) && !placeholderPasswordSet[strings.ToLower(v)]
+		},
+	},
+	{
+		id:      "contextfold-config-secret",
+		anchors: []string{"config"},
+		begin:   wordStart,
+		// A secret set through a tool's configuration command: aws
+		// configure set aws_secret_access_key VALUE, npm config set
+		// //registry/:_authToken VALUE, git config … VALUE. 1: the key,
+		// value: 2 single-quoted, 3 double-quoted, 4 bare.
+		re:     regexp.MustCompile(`^config(?:ure)?(?:[ \t]+--?[\w-]+(?:[ \t]+[\w.-]+)?)*?[ \t]+(?:set[ \t]+)?(?:--?[\w-]+[ \t]+)*([\w.:/@-]+)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"=;&|]+))`),
+		maxLen: 512,
+		secret: func(c string, m []int) (int, int, bool) {
+			for g := 2; g <= 4; g++ {
+				if m[2*g] >= 0 {
+					s, e := m[2*g], m[2*g+1]
+					return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+				}
+			}
+			return 0, 0, false
+		},
+	},
+	{
+		id:      "contextfold-xml-attr-secret",
+		anchors: []string{"value=", "value ="},
+		begin:   xmlAttrStart,
+		// An XML element naming a secret in one attribute and holding it
+		// in another: <add key="ApiKey" value="…"/> (.NET appSettings),
+		// <property name="password" value="…"/> (Ant, Spring, Hibernate).
+		// 1: the name, value: 2 double-quoted, 3 single-quoted.
+		re:     regexp.MustCompile(`^<[A-Za-z][\w:.-]*(?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+(?:key|name)[ \t]*=[ \t]*["']([^"'<>]+)["'](?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+value[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)')`),
+		maxLen: 1024,
+		secret: func(c string, m []int) (int, int, bool) {
+			for g := 2; g <= 3; g++ {
+				if m[2*g] >= 0 {
+					s, e := m[2*g], m[2*g+1]
+					return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+				}
+			}
+			return 0, 0, false
+		},
+	},
+	{
+		id:      "contextfold-bearer",
+		anchors: []string{"Bearer", "bearer", "BEARER"},
+		begin:   wordStart,
+		// A bearer token outside an Authorization header ("using Bearer
+		// …" in a log line, a variable holding "Bearer …"): 16+ token68
+		// characters with a digit. 1: the token.
+		re:     regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
+		maxLen: 4096,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			// A JWT is contextfold-jwt's (its label says more).
+			return m[2], m[3], !isPlaceholder(v) && strings.ContainsAny(v, "0123456789") && !strings.HasPrefix(v, "eyJ")
+		},
 	},
 	{
 		id:      "contextfold-pgpass",
@@ -548,6 +617,50 @@ func cliPassword(c string, m []int) (int, int, bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// cliPasswordForms are the commands and flags of contextfold-cli-password,
+// each up to where the password starts:
+//   - the MySQL/MariaDB clients' -pPASSWORD (no space: "-p NAME" prompts
+//     and NAME is the database), 7-Zip's -pPASSWORD and RAR's -p/-hp the
+//     same way;
+//   - sshpass -p, redis-cli -a, smbclient/rpcclient/smbmap -U user%PASSWORD,
+//     htpasswd -b FILE USER PASSWORD, zip/unzip -P, ssh-keygen -N/-P,
+//     the OpenLDAP clients' -w, openssl's -k and pass:PASSWORD (-passin,
+//     -passout, -password);
+//   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText.
+var cliPasswordForms = []string{
+	`(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p`,
+	`sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*`,
+	`redis-cli[^\n;&|]{0,300}?[ \t]-a[ \t]+`,
+	`(?:smbclient|rpcclient|smbmap)[^\n;&|]{0,300}?[ \t](?:-U[ \t]*|--user=)['"]?[^\s%'"]+%`,
+	`htpasswd(?:[ \t]+-[A-Za-z]*)*[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+\S+[ \t]+`,
+	`(?:zip|unzip|zipcloak)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
+	`7z[ar]?[^\n;&|]{0,300}?[ \t]-p`,
+	`(?:rar|unrar)[^\n;&|]{0,300}?[ \t]-h?p`,
+	`ssh-keygen[^\n;&|]{0,300}?[ \t]-[NP][ \t]*`,
+	`ldap[a-z]+[^\n;&|]{0,300}?[ \t]-w[ \t]*`,
+	`openssl[^\n;&|]{0,300}?[ \t]-(?:passin|passout|password|passwd|pass)[ \t]+pass:`,
+	`openssl[^\n;&|]{0,300}?[ \t]-k[ \t]+`,
+	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
+}
+
+// cliPasswordAnchors are the command names of cliPasswordForms.
+var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
+	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString"}
+
+// xmlAttrStart walks back from "value=" to the '<' of its element (in
+// the 1 KiB before it, no '>' between).
+func xmlAttrStart(text string, p int) int {
+	if p == 0 || !isSpaceByte(text[p-1]) {
+		return -1
+	}
+	a := max(0, p-1000)
+	k := strings.LastIndexAny(text[a:p], "<>")
+	if k < 0 || text[a+k] != '<' {
+		return -1
+	}
+	return a + k
 }
 
 // pgpassStart accepts the first ':' of a line that starts with a .pgpass
