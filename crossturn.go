@@ -14,10 +14,14 @@ import "github.com/contextfold/contextfold/scrub"
 // in every turn.
 //
 // A turn without such a value from another turn is returned as given,
-// so work prepared ahead for it (Store.Prepare) still applies. With
-// scrubbing off it returns turns unchanged. Cost: our context rules over
-// every text of the batch (a fraction of a scrub) and one scan per text
-// for the values found. Errors: those of the store's scrubber settings.
+// so work prepared ahead for it (Store.Prepare) still applies; a turn with
+// one is scrubbed here once more (its own secrets are redacted with the
+// other turns' values, so that a shared value holding part of its context
+// hides none of them). With scrubbing off it returns turns unchanged.
+// Cost: our context rules over every text of the batch (a fraction of a
+// scrub), one scan per text for the values found, and a scrub of each turn
+// that shows another's value. Errors: those of the store's scrubber
+// settings.
 func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 	sc, err := s.scrubber()
 	if err != nil || sc == nil || len(turns) < 2 {
@@ -48,10 +52,31 @@ func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 		if own[i].Len() == all.Len() {
 			continue // nothing from another turn to share
 		}
-		changed := false
+		foreign := false
+		for _, x := range texts(t) {
+			if _, n := all.RedactExcept(x, &own[i]); n > 0 {
+				foreign = true
+				break
+			}
+		}
+		if !foreign {
+			continue
+		}
+		// Another turn's value can hold this turn's context (a value
+		// read as "SQUARESPACE,<token>" after "?key=" in the tool call
+		// holds the keyword the tool output's token needs): redacted
+		// first, it would hide the token from this turn's own rules.
+		// So every secret this turn's own scrub finds is redacted too,
+		// with the other turns' values.
+		var k scrub.Known
+		k.Merge(&all)
+		for _, x := range texts(t) {
+			k.AddFound(sc, x)
+		}
+		shared := 0
 		red := func(x string) string {
-			y, n := all.Redact(x)
-			changed = changed || n > 0
+			y, n := k.Redact(x)
+			shared += n
 			return y
 		}
 		list := func(l []string) []string {
@@ -59,17 +84,16 @@ func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 				return nil
 			}
 			c := make([]string, len(l))
-			for k, x := range l {
-				c[k] = red(x)
+			for j, x := range l {
+				c[j] = red(x)
 			}
 			return c
 		}
 		c := t
 		c.SessionID, c.Summary, c.RawContent = red(t.SessionID), red(t.Summary), red(t.RawContent)
 		c.Files, c.Commands, c.Errors = list(t.Files), list(t.Commands), list(t.Errors)
-		if changed {
-			out[i] = c
-		}
+		c.shared += shared
+		out[i] = c
 	}
 	return out, nil
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/scrub"
+	"github.com/contextfold/contextfold/scrub/scrubtest"
 )
 
 // TestShareSecretsAcrossTurns: a value only one turn's context marks as a
@@ -51,8 +54,15 @@ func TestShareSecretsAcrossTurns(t *testing.T) {
 				t.Errorf("a turn without another turn's secret changed: %q, %q", in[3].RawContent, in[1].RawContent)
 			}
 		}
-		if _, err := s.FoldBatch(in); err != nil {
+		rs, err := s.FoldBatch(in)
+		if err != nil {
 			t.Fatal(err)
+		}
+		// Every turn that held the value is marked sanitized.
+		for _, r := range rs[:3] {
+			if share && !r.Node.Sanitized {
+				t.Errorf("step %d: sanitized false after its secret was redacted", r.Node.StepID)
+			}
 		}
 		return leaks(dir)
 	}
@@ -70,4 +80,50 @@ func TestShareSecretsAcrossTurns(t *testing.T) {
 	if out, _ := s.ShareSecrets(turns); out[2].RawContent != turns[2].RawContent {
 		t.Errorf("scrubbing off, ShareSecrets changed a turn: %q", out[2].RawContent)
 	}
+}
+
+// TestShareSecretsKeepsContext: a value another turn reveals can hold
+// part of this turn's context (read as "SQUARESPACE,<token>" after "?key="
+// in the tool call, it holds the keyword the tool output's token needs);
+// sharing it must not hide the token from this turn's own rules, which
+// also redact its bare repeat ("/srv/keys/<token>.json").
+func TestShareSecretsKeepsContext(t *testing.T) {
+	sc, err := scrub.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _ := scrubtest.Samples(sc)
+	var s scrubtest.Sample
+	for _, x := range samples {
+		if x.RuleID == "squarespace-access-token" {
+			s = x
+		}
+	}
+	if s.Secret == "" || s.Prefix == "" {
+		t.Fatalf("no keyword-context sample: %+v", s)
+	}
+	turns := []Turn{
+		{StepID: 1, Summary: "assistant", RawContent: "curl 'https://api.example.com/v1?key=" + s.Prefix + s.Secret + "'"},
+		{StepID: 2, Summary: "tool", RawContent: "out " + s.Line(" ", " end") + "\nuploaded backup to /srv/keys/" + s.Secret + ".json\n"},
+	}
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.ShareSecrets(turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FoldBatch(in); err != nil {
+		t.Fatal(err)
+	}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(strings.ToLower(string(b)), strings.ToLower(s.Secret)) {
+				t.Errorf("%s holds the %s token", filepath.Base(p), s.RuleID)
+			}
+		}
+		return nil
+	})
 }

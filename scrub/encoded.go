@@ -34,7 +34,8 @@ func base64Byte(c byte) bool {
 
 // knownNeedle is one encoding of a known value.
 type knownNeedle struct {
-	rule string
+	rule  string
+	value string // the known value it encodes
 	// run: a hit stands for the whole base64 run around it.
 	run bool
 }
@@ -78,7 +79,7 @@ func newKnownMatcher(values map[string]string) *knownMatcher {
 	sort.Strings(keys)
 	for _, v := range keys {
 		rule := values[v]
-		add(v, knownNeedle{rule: rule})
+		add(v, knownNeedle{rule: rule, value: v})
 		for skip := 0; skip < 3 && skip < len(v); skip++ {
 			w := v[skip:]
 			w = w[:len(w)/3*3]
@@ -86,9 +87,9 @@ func newKnownMatcher(values map[string]string) *knownMatcher {
 				continue
 			}
 			std := base64.RawStdEncoding.EncodeToString([]byte(w))
-			add(std, knownNeedle{rule: rule, run: true})
+			add(std, knownNeedle{rule: rule, value: v, run: true})
 			if u := base64.RawURLEncoding.EncodeToString([]byte(w)); u != std {
-				add(u, knownNeedle{rule: rule, run: true})
+				add(u, knownNeedle{rule: rule, value: v, run: true})
 			}
 		}
 	}
@@ -110,11 +111,14 @@ func newKnownMatcher(values map[string]string) *knownMatcher {
 // find returns the findings of the known values and their encodings in
 // text (a base64 hit widened to its run), and in its decoded view (the
 // value percent-encoded, JSON-escaped, HTML-escaped, or a mix).
-func (k *knownMatcher) find(text string) []Finding {
+func (k *knownMatcher) find(text string) []Finding { return k.findExcept(text, nil) }
+
+// findExcept is find without the values of skip.
+func (k *knownMatcher) findExcept(text string, skip map[string]string) []Finding {
 	if k == nil {
 		return nil
 	}
-	out := k.findPlain(text)
+	out := k.findPlain(text, skip)
 	// The decoded view a chunk at a time bounds its memory; chunks
 	// overlap by more than the longest escaped needle.
 	overlap := 6*k.longest + 64
@@ -125,7 +129,7 @@ func (k *knownMatcher) find(text string) []Finding {
 			a--
 		}
 		if v, ok := decodeEscapes(text[a:end]); ok {
-			for _, f := range k.findPlain(v.text) {
+			for _, f := range k.findPlain(v.text, skip) {
 				f.Start, f.End = v.span(f.Start, f.End)
 				f.Start += a
 				f.End += a
@@ -143,7 +147,7 @@ func (k *knownMatcher) find(text string) []Finding {
 const knownChunk = 1 << 20
 
 // findPlain is find without the decoded view.
-func (k *knownMatcher) findPlain(text string) []Finding {
+func (k *knownMatcher) findPlain(text string, skip map[string]string) []Finding {
 	var out []Finding
 	for p := 0; p+minRepeatLen <= len(text); p++ {
 		p2 := uint16(text[p])<<8 | uint16(text[p+1])
@@ -151,7 +155,7 @@ func (k *knownMatcher) findPlain(text string) []Finding {
 			continue
 		}
 		for _, m := range k.by4[prefix4(text[p:])] {
-			if strings.HasPrefix(text[p:], m) {
+			if _, skipped := skip[k.needles[m].value]; !skipped && strings.HasPrefix(text[p:], m) {
 				out = append(out, k.finding(text, p, m))
 			}
 		}
@@ -311,24 +315,51 @@ func (k *Known) AddContext(s *Scrubber, text string) int {
 	fs, _ := s.split(text, extraFindings(text))
 	n := 0
 	for _, f := range fs {
-		v := text[f.Start:f.End]
-		if len(v) < minRepeatLen {
-			continue
-		}
 		switch f.RuleID {
 		case "contextfold-private-key-block", "contextfold-jwt", "contextfold-aws-access-key-id", "contextfold-llm-api-key":
 			continue // self-evident tokens
 		}
-		if k.values == nil {
-			k.values = map[string]string{}
-		}
-		if _, ok := k.values[v]; !ok {
-			k.values[v] = f.RuleID
-			k.km = nil
-			n++
-		}
+		n += k.add(text[f.Start:f.End], f.RuleID)
 	}
 	return n
+}
+
+// AddFound adds the values of every secret s finds in text (any rule, as
+// Find: placeholders and allowed values left out), of minRepeatLen bytes
+// or more, and reports how many were new.
+func (k *Known) AddFound(s *Scrubber, text string) int {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	n := 0
+	for _, f := range s.Find(text) {
+		n += k.add(text[f.Start:f.End], f.RuleID)
+	}
+	return n
+}
+
+// Merge adds the values of other to k.
+func (k *Known) Merge(other *Known) {
+	for v, r := range other.values {
+		k.add(v, r)
+	}
+}
+
+// add adds value v of rule to k (1) unless it is shorter than
+// minRepeatLen or already there (0).
+func (k *Known) add(v, rule string) int {
+	if len(v) < minRepeatLen {
+		return 0
+	}
+	if k.values == nil {
+		k.values = map[string]string{}
+	}
+	if _, ok := k.values[v]; ok {
+		return 0
+	}
+	k.values[v] = rule
+	k.km = nil
+	return 1
 }
 
 // Len is the number of values in k.
@@ -338,9 +369,18 @@ func (k *Known) Len() int { return len(k.values) }
 // encodings (as for repeats within a text: base64, percent, JSON, HTML),
 // replaced by a marker of the value's rule, and the number of markers
 // inserted. Redaction markers already in text are kept.
-func (k *Known) Redact(text string) (string, int) {
+func (k *Known) Redact(text string) (string, int) { return k.RedactExcept(text, nil) }
+
+// RedactExcept is Redact without the values of except (nil: none): a
+// caller leaves the values a text reveals itself to that text's own
+// scrub, which redacts them with their context.
+func (k *Known) RedactExcept(text string, except *Known) (string, int) {
 	if len(k.values) == 0 || text == "" {
 		return text, 0
+	}
+	var skip map[string]string
+	if except != nil {
+		skip = except.values
 	}
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
@@ -348,7 +388,7 @@ func (k *Known) Redact(text string) (string, int) {
 	if k.km == nil {
 		k.km = newKnownMatcher(k.values)
 	}
-	fs := k.km.find(text)
+	fs := k.km.findExcept(text, skip)
 	if len(fs) == 0 {
 		return text, 0
 	}
