@@ -53,6 +53,11 @@ output) in a deterministic rendering. The summary is a deterministic
 extractive one-liner of at most 280 characters (role, tool and command, first
 meaningful or error line) — it is not an LLM summary.
 
+Secrets are scrubbed out of every turn before it is written (docs/secrets.md),
+and the turns of one transcript share what they reveal: a value one turn's
+context marks as a secret (CLOUDFLARE_API_KEY=… in a tool output) is redacted
+in every other turn that shows it, bare or encoded.
+
 Bad lines in JSONL input are reported and skipped; unknown input is rejected
 with the list of accepted formats, and so is binary input (an executable, an
 archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
