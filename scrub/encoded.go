@@ -319,7 +319,9 @@ func (k *Known) AddContext(s *Scrubber, text string) int {
 		case "contextfold-private-key-block", "contextfold-jwt", "contextfold-aws-access-key-id", "contextfold-llm-api-key":
 			continue // self-evident tokens
 		}
-		n += k.add(text[f.Start:f.End], f.RuleID)
+		if v := text[f.Start:f.End]; !looksLikeCode(v) {
+			n += k.add(v, f.RuleID)
+		}
 	}
 	return n
 }
@@ -360,6 +362,31 @@ func (k *Known) add(v, rule string) int {
 	k.values[v] = rule
 	k.km = nil
 	return 1
+}
+
+// looksLikeCode reports whether a value a context rule read after
+// "password = " or "auth: " is more likely code than a secret: it has
+// white space, a call's or an index's brackets ("get_auth_from_url(proxy)",
+// "parts[1]"), or is a dotted path of identifiers ("parsed.auth"). Such a
+// value is redacted where its context shows it, but not shared with the
+// other turns of a batch, where it would take code away from every turn.
+func looksLikeCode(v string) bool {
+	if strings.ContainsAny(v, " \t()[]{}") {
+		return true
+	}
+	dots := 0
+	for _, seg := range strings.Split(v, ".") {
+		if seg == "" || !(seg[0] == '_' || seg[0] >= 'a' && seg[0] <= 'z' || seg[0] >= 'A' && seg[0] <= 'Z') {
+			return false
+		}
+		for i := 0; i < len(seg); i++ {
+			if !isWordByte(seg[i]) {
+				return false
+			}
+		}
+		dots++
+	}
+	return dots >= 2
 }
 
 // Len is the number of values in k.

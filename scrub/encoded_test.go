@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // TestKnownSecretEncodings: a secret value found once (here only by its
@@ -158,4 +160,25 @@ func wrap76(s string) string {
 		s = s[76:]
 	}
 	return b.String() + s
+}
+
+// TestKnownSkipsCode: what a context rule reads after "password = " in
+// code (a call, a dotted path) is not shared with other texts, a real
+// value is; "auth = …" in code names no secret, REDISCLI_AUTH=… does.
+func TestKnownSkipsCode(t *testing.T) {
+	sc := newScrubber(t)
+	pw := "Wq7v" + "Tz3kLp9s"
+	var k scrub.Known
+	k.AddContext(sc, "username, password = get_auth_from_url(proxy)\nsecret = parsed.auth.password\nREDISCLI_AUTH="+pw+"\n")
+	if k.Len() != 1 {
+		t.Errorf("Known holds %d values, want 1 (the password only)", k.Len())
+	}
+	if out, n := k.Redact("echo " + pw + "; x = get_auth_from_url(proxy)"); n != 1 || strings.Contains(out, pw) || !strings.Contains(out, "get_auth_from_url(proxy)") {
+		t.Errorf("Redact = %q, %d", out, n)
+	}
+	for _, in := range []string{"        auth = parsed.auth\n", "auth: parsed_credentials_value"} {
+		if out := sc.Scrub(in).Text; out != in {
+			t.Errorf("Scrub(%q) = %q, want it unchanged", in, out)
+		}
+	}
 }

@@ -872,7 +872,8 @@ var secretLast = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
 	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
 	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
-	// REDISCLI_AUTH, BASIC_AUTH (user:password), PROXY_AUTH.
+	// REDISCLI_AUTH, BASIC_AUTH (user:password), PROXY_AUTH; only as an
+	// upper-case name with a prefix (acceptEnvSecret).
 	"AUTH": true,
 }
 
@@ -900,6 +901,11 @@ func acceptEnvSecret(name, value string) bool {
 	last := parts[len(parts)-1]
 	if last == "ID" && len(parts) >= 3 && parts[len(parts)-2] == "KEY" && parts[len(parts)-3] == "ACCESS" {
 		return true // AWS_ACCESS_KEY_ID and the like
+	}
+	if last == "AUTH" {
+		// REDISCLI_AUTH, BASIC_AUTH: an environment variable's name (upper
+		// case, a prefix); "auth = parsed.auth" is code.
+		return len(parts) >= 2 && name == strings.ToUpper(name)
 	}
 	if isSecretWord(last) {
 		// Shell's PWD/OLDPWD hold paths, excluded by isPlaceholder.
