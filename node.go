@@ -30,6 +30,11 @@ type Turn struct {
 	Commands   []string // nil: extract
 	Errors     []string // nil: extract
 	SessionID  string   // "" means DefaultSessionID
+
+	// shared is the number of redactions Store.ShareSecrets made in the
+	// turn's texts before the fold (counted with the fold's own: the node
+	// is sanitized).
+	shared int
 }
 
 // Payload returns the payload of the turn: the raw content, or the summary

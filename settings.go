@@ -161,7 +161,7 @@ func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
 		texts = append(texts, l...)
 	}
 	rs := sc.ScrubSet(texts)
-	n := 0
+	n := t.shared
 	for _, r := range rs {
 		n += r.Redactions
 	}

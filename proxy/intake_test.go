@@ -367,3 +367,39 @@ func TestInFlightMemoryEstimate(t *testing.T) {
 		t.Fatalf("budget not released: %d", got)
 	}
 }
+
+// TestTooManyMessages: a request with more messages than MaxMessages is
+// answered 413 in the API's error shape and never reaches the upstream
+// (nothing of it is folded); one at the limit is served.
+func TestTooManyMessages(t *testing.T) {
+	up := newUpstream(t)
+	tp := newProxyWith(t, up, func(o *Options) { o.MaxMessages = 10 })
+	body := func(n int) []byte {
+		msgs := make([]any, n)
+		for i := range msgs {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			msgs[i] = map[string]any{"role": role, "content": fmt.Sprintf("message %d", i)}
+		}
+		b, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": msgs})
+		return b
+	}
+	resp, b := post(t, tp.http.URL+PathAnthropic, body(11), nil)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("11 messages: status %d, want 413", resp.StatusCode)
+	}
+	if msg := apiError(t, APIAnthropic, b); !strings.Contains(msg, "--max-messages") || !strings.Contains(msg, "11 messages") {
+		t.Errorf("413 message %q does not name the count and the flag", msg)
+	}
+	up.mu.Lock()
+	n := len(up.reqs)
+	up.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the upstream saw %d requests, want 0", n)
+	}
+	if resp, _ := post(t, tp.http.URL+PathAnthropic, body(9), nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("9 messages: status %d, want 200", resp.StatusCode)
+	}
+}

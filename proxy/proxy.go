@@ -84,6 +84,14 @@ const (
 // DefaultMaxBodyBytes bounds a request body (bytes).
 const DefaultMaxBodyBytes = 64 << 20
 
+// DefaultMaxMessages bounds the messages (Responses API: input items) of a
+// request. Every message of a conversation the proxy has not seen can
+// become a cold node in the request's fold event, at about 1-2 ms and 4-6
+// KiB of memory each (8 MB of two-token messages, 200,000 of them, kept
+// the proxy folding for minutes); 50,000 is past any agent session a model's
+// context holds, and bounds that work to about a minute.
+const DefaultMaxMessages = 50000
+
 // Options configure a Server.
 type Options struct {
 	// Dir holds one store per session (Dir/<session>/g<generation>).
@@ -105,6 +113,11 @@ type Options struct {
 	// MaxBodyBytes bounds a request body in bytes; 0 means
 	// DefaultMaxBodyBytes. A larger body is answered 413.
 	MaxBodyBytes int64
+	// MaxMessages bounds the messages (Responses API: input items) of an
+	// API request; 0 means DefaultMaxMessages, a negative value means no
+	// limit. A request with more is answered 413 before any of it is
+	// folded or forwarded.
+	MaxMessages int
 	// MaxInFlightBytes is the budget of the estimated memory of the API
 	// requests in flight, in bytes; 0 means DefaultMaxInFlightBytes, a
 	// negative value means no budget. A request holds its body's size from
@@ -396,6 +409,9 @@ func New(opts Options) (*Server, error) {
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.opts.MaxMessages == 0 {
+		s.opts.MaxMessages = DefaultMaxMessages
+	}
 	if s.opts.MaxInFlightBytes == 0 {
 		s.opts.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -534,6 +550,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s.rejectInvalidUTF8(w, r, api, body, req.knownBytes()) {
+			return
+		}
+		if lim := s.opts.MaxMessages; lim > 0 && len(req.msgs) > lim {
+			s.reject(w, api, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+				"the request has %d messages, more than the %d allowed (--max-messages); start a new session, compact the conversation, or raise --max-messages", len(req.msgs), lim))
 			return
 		}
 		if !s.reserveMemory(w, api, body, req, hold.more) {

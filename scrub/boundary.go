@@ -5,6 +5,7 @@ import (
 	"regexp/syntax"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Token boundaries.
@@ -62,8 +63,10 @@ func widenBoundaries(re *regexp.Regexp) (*regexp.Regexp, bool) {
 		return re, false
 	}
 	out, err := regexp.Compile(tree.String())
-	// The capture groups (the secret group) must stay where they were.
-	if err != nil || out.NumSubexp() != re.NumSubexp() {
+	// The capture groups (the secret group) must stay where they were; a
+	// rule without one may gain one (wrapToken), which gitleaks then takes
+	// as the secret.
+	if err != nil || out.NumSubexp() != re.NumSubexp() && (re.NumSubexp() != 0 || out.NumSubexp() != 1) {
 		return re, false
 	}
 	return out, true
@@ -79,17 +82,73 @@ func widenConcat(t *syntax.Regexp) bool {
 	// A terminator only counts next to the secret: a capture, or the whole
 	// match of a rule without one.
 	capture := hasCapture(t)
-	if last := subs[len(subs)-1]; isBoundary(last) && (hasCapture(subs[len(subs)-2]) || !capture) {
+	// A \b is a terminator too: '_' is a word character, so "_AIza…_"
+	// (Markdown emphasis, a name joined by '_', "x_<token>_y") had no
+	// boundary there.
+	lead := isBoundary(subs[0]) || subs[0].Op == syntax.OpWordBoundary
+	trail := isBoundary(subs[len(subs)-1]) || subs[len(subs)-1].Op == syntax.OpWordBoundary
+	if !capture {
+		// The terminators the widening consumes must not become part of
+		// the secret (the whole match of a rule without a capture): the
+		// token between them becomes the rule's one capture.
+		if !lead && !trail {
+			return false
+		}
+		i, j := 0, len(subs)
+		if lead {
+			i = 1
+		}
+		if trail {
+			j--
+		}
+		if i >= j {
+			return false
+		}
+		token := &syntax.Regexp{Op: syntax.OpConcat, Flags: t.Flags, Sub: append([]*syntax.Regexp(nil), subs[i:j]...)}
+		out := []*syntax.Regexp{}
+		if lead {
+			out = append(out, mustParse(leadingBoundary))
+		}
+		out = append(out, &syntax.Regexp{Op: syntax.OpCapture, Cap: 1, Sub: []*syntax.Regexp{token}})
+		if trail {
+			out = append(out, mustParse(trailingBoundary))
+		}
+		t.Sub = out
+		return true
+	}
+	if trail && hasCapture(subs[len(subs)-2]) {
 		subs[len(subs)-1] = mustParse(trailingBoundary)
+		trimWordBoundary(subs[len(subs)-2], false)
 		changed = true
 	}
-	// A \b before the secret too: '_' is a word character, so "_AIza…_"
-	// (Markdown emphasis, a name joined by '_') had no boundary there.
-	if first := subs[0]; (isBoundary(first) || first.Op == syntax.OpWordBoundary) && hasCapture(subs[1]) {
+	if lead && hasCapture(subs[1]) {
 		subs[0] = mustParse(leadingBoundary)
+		trimWordBoundary(subs[1], true)
 		changed = true
 	}
 	return changed
+}
+
+// trimWordBoundary removes a \b at the start (first) or end of the
+// captured token t, now that a widened terminator stands outside it: the
+// terminator already says the token stops there, and the \b would still
+// refuse a token joined by '_' ("(?i:(\b(SGP_…)\b))").
+func trimWordBoundary(t *syntax.Regexp, first bool) {
+	for t.Op == syntax.OpCapture && len(t.Sub) == 1 {
+		t = t.Sub[0]
+	}
+	if t.Op != syntax.OpConcat || len(t.Sub) < 2 {
+		return
+	}
+	k := len(t.Sub) - 1
+	if first {
+		k = 0
+	}
+	if t.Sub[k].Op == syntax.OpWordBoundary {
+		t.Sub[k] = &syntax.Regexp{Op: syntax.OpEmptyMatch}
+		return
+	}
+	trimWordBoundary(t.Sub[k], first)
 }
 
 func mustParse(src string) *syntax.Regexp {
@@ -169,8 +228,10 @@ func hasCapture(t *syntax.Regexp) bool {
 
 // decodedView is text with its escapes decoded: every backslash escape
 // ("\n", "\t", "\"", "\\", "\u0026", "\x41", a run of backslashes before
-// one of these counting as one) and every URL percent-escape ("%2F")
-// replaced by the character it stands for, with where each escape was, so
+// one of these counting as one), every URL percent-escape ("%2F") and
+// every HTML character reference ("&quot;", "&#95;", "&#x5f;") replaced by
+// the character it stands for, and every terminal control sequence
+// (ESC [ … m of coloured output, raw or escaped) by nothing, with where each escape was, so
 // that a finding in the view maps back to the span to redact in the text
 // (memory: the view and four words per escape). A token right after an escape ("…\nghp_…",
 // "path%2Fsk_live_…") then starts after the decoded character, as it does
@@ -190,7 +251,7 @@ type escapeSpan struct{ v0, v1, t0, t1 int }
 // decodeEscapes returns the decoded view of text, or ok=false when text has
 // no escape (or is too large for 32-bit offsets).
 func decodeEscapes(text string) (v decodedView, ok bool) {
-	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 || len(text) > 1<<30 {
+	if strings.IndexByte(text, '\\') < 0 && strings.IndexByte(text, '%') < 0 && strings.IndexByte(text, 0x1b) < 0 && !hasEntity(text) || len(text) > 1<<30 {
 		return v, false
 	}
 	var b strings.Builder
@@ -211,6 +272,22 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 			changed = true
 			continue
 		}
+		if c == 0x1b { // a terminal colour or style: nothing in the view
+			if n := csiLen(text, i+1); n > 0 {
+				emit("", i, i+1+n)
+				i += 1 + n
+				changed = true
+				continue
+			}
+		}
+		if c == '&' {
+			if n, r := entityAt(text[i:]); n > 0 {
+				emit(r, i, i+n)
+				i += n
+				changed = true
+				continue
+			}
+		}
 		if c != '\\' {
 			emit(text[i:i+1], i, i+1)
 			i++
@@ -223,6 +300,16 @@ func decodeEscapes(text string) (v decodedView, ok bool) {
 		if j == len(text) {
 			emit(text[i:j], i, j)
 			break
+		}
+		// An escaped ESC (\u001b, \x1b, \033, \e) that starts a terminal
+		// control sequence: nothing in the view, like a raw one.
+		if n := escapedESC(text, j); n > 0 {
+			if m := csiLen(text, j+n); m > 0 {
+				emit("", i, j+n+m)
+				i = j + n + m
+				changed = true
+				continue
+			}
 		}
 		switch d := text[j]; {
 		case d == 'u' && j+5 <= len(text) && isHex(text[j+1:j+5]):
@@ -324,4 +411,100 @@ func isHex(s string) bool {
 		}
 	}
 	return true
+}
+
+// hasEntity reports whether text has an HTML character reference
+// (entityAt).
+func hasEntity(text string) bool {
+	for off := 0; ; {
+		k := strings.IndexByte(text[off:], '&')
+		if k < 0 {
+			return false
+		}
+		if n, _ := entityAt(text[off+k:]); n > 0 {
+			return true
+		}
+		off += k + 1
+	}
+}
+
+// htmlEntities are the named character references HTML escaping writes.
+var htmlEntities = map[string]string{"quot": `"`, "amp": "&", "lt": "<", "gt": ">", "apos": "'", "nbsp": "\u00a0"}
+
+// entityAt returns the length of the HTML character reference at the start
+// of s ("&quot;", "&#95;", "&#x5F;"; the ';' required) and what it stands
+// for, or 0 when there is none.
+func entityAt(s string) (int, string) {
+	if len(s) < 4 || s[0] != '&' {
+		return 0, ""
+	}
+	end := strings.IndexByte(s[1:min(len(s), 12)], ';')
+	if end < 1 {
+		return 0, ""
+	}
+	name := s[1 : 1+end]
+	n := end + 2
+	if r, ok := htmlEntities[name]; ok {
+		return n, r
+	}
+	if name[0] != '#' || len(name) < 2 {
+		return 0, ""
+	}
+	num, base := name[1:], 10
+	if num[0] == 'x' || num[0] == 'X' {
+		num, base = num[1:], 16
+	}
+	if num == "" || len(num) > 6 {
+		return 0, ""
+	}
+	r := 0
+	for i := 0; i < len(num); i++ {
+		c := num[i]
+		var d int
+		switch {
+		case c >= '0' && c <= '9':
+			d = int(c - '0')
+		case base == 16 && (c|0x20) >= 'a' && (c|0x20) <= 'f':
+			d = int(c|0x20-'a') + 10
+		default:
+			return 0, ""
+		}
+		r = r*base + d
+	}
+	if r == 0 || r > utf8.MaxRune || r >= 0xD800 && r < 0xE000 {
+		return 0, ""
+	}
+	return n, string(rune(r))
+}
+
+// escapedESC returns the length of an escaped ESC character at text[j:]
+// (just past its backslashes): "u001b", "x1b", "033" or "e"; 0 when there
+// is none.
+func escapedESC(text string, j int) int {
+	for _, e := range []string{"u001b", "u001B", "x1b", "x1B", "033", "e"} {
+		if strings.HasPrefix(text[j:], e) {
+			return len(e)
+		}
+	}
+	return 0
+}
+
+// csiLen returns the length of a terminal control sequence's body at
+// text[k:], just after its ESC: '[', parameter and intermediate bytes
+// (at most 32), and a final byte ('@' to '~'); 0 when there is none.
+func csiLen(text string, k int) int {
+	if k >= len(text) || text[k] != '[' {
+		return 0
+	}
+	for j := k + 1; j < len(text) && j-k <= 33; j++ {
+		c := text[j]
+		switch {
+		case c >= 0x20 && c <= 0x3f: // parameters, intermediates
+		case c >= 0x40 && c <= 0x7e:
+			return j + 1 - k
+		default:
+			return 0
+		}
+	}
+	return 0
 }

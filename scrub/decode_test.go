@@ -29,3 +29,22 @@ func TestDecodedViewSpans(t *testing.T) {
 		t.Error("a text without escapes has no view")
 	}
 }
+
+// A terminal control sequence is nothing in the view, raw or escaped, and
+// a span next to it maps back around it.
+func TestDecodedViewTerminalSequences(t *testing.T) {
+	text := "a\x1b[1;31mbc\\u001b[0md"
+	v, ok := decodeEscapes(text)
+	if !ok || v.text != "abcd" {
+		t.Fatalf("view %q %v", v.text, ok)
+	}
+	if a, b := v.span(1, 3); text[a:b] != "bc" {
+		t.Errorf("span(1,3) = %q, want \"bc\"", text[a:b])
+	}
+	if a, b := v.span(3, 4); text[a:b] != "d" {
+		t.Errorf("span(3,4) = %q, want \"d\"", text[a:b])
+	}
+	if _, ok := decodeEscapes("a\x1b not a sequence"); ok {
+		t.Error("a lone ESC has no view")
+	}
+}

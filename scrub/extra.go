@@ -16,10 +16,12 @@ import (
 //     database URLs. Only the password is redacted; user and host stay.
 //   - contextfold-env-secret: a .env or shell style assignment NAME=value
 //     (also "export NAME=value" and "--name=value") whose name ends in a
-//     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, CREDENTIALS,
+//     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, AUTH, CREDENTIALS,
 //     PASSPHRASE, API_KEY/APIKEY, ACCESS_KEY, ACCESS_KEY_ID, PRIVATE_KEY,
 //     SECRET_KEY, SIGNING_KEY, ENCRYPTION_KEY, MASTER_KEY, AUTH_KEY, or any
-//     *_KEY whose value has 16+ characters mixing letters and digits) and
+//     *_KEY whose value has 16+ characters mixing letters and digits; a
+//     component ending in PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN or
+//     APIKEY counts too: PGPASSWORD, DBPASSWORD) and
 //     whose value is non-trivial: 8+ characters, not a variable reference
 //     ($VAR, ${VAR}, %VAR%, {{var}}, <placeholder>), not a path, not a
 //     run of one repeated character, not true/false/null/none. Gitleaks'
@@ -62,7 +64,13 @@ import (
 //   - contextfold-netrc-password: "password VALUE" in a .netrc entry
 //     (after "machine HOST" or "default", and "login USER").
 //   - contextfold-cli-password: a password given on a command line, the
-//     MySQL and MariaDB clients' -pPASSWORD and sshpass -p PASSWORD.
+//     MySQL and MariaDB clients' -pPASSWORD, sshpass -p PASSWORD,
+//     redis-cli -a PASSWORD, smbclient -U user%PASSWORD and htpasswd -b.
+//   - contextfold-login-password: -p PASSWORD (quoted, attached or after
+//     '=') on a command line that logs in (docker login, az login,
+//     mongosh -u …), not a port or a port mapping.
+//   - contextfold-stdin-password: echo PASSWORD | … --password-stdin.
+//   - contextfold-pgpass: the password field of a .pgpass line.
 //   - contextfold-llm-api-key: API keys with well-known prefixes
 //     sk-ant-<kind><NN>-…, sk-proj-…, sk-svcacct-…, sk-admin-… of 20+
 //     characters. Gitleaks only knows exact lengths and an embedded marker,
@@ -187,15 +195,121 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-cli-password",
-		anchors: []string{"mysql", "mariadb", "sshpass"},
+		anchors: cliPasswordAnchors,
 		begin:   wordStart,
-		// A password given on the command line: the MySQL/MariaDB
-		// clients' -pPASSWORD (no space: "-p NAME" prompts and NAME is
-		// the database) and sshpass's -p PASSWORD, on the same command
-		// (no newline or shell separator before the flag).
-		// 1: quoted (' or "), 2: bare.
-		re:     regexp.MustCompile(`^(?:(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p|sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		// A password given on the command line (cliPasswordForms), on
+		// the same command (no newline or shell separator before the
+		// flag). 1: quoted (' or "), 2: bare.
+		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
+		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-sql-password",
+		anchors: []string{"IDENTIFIED", "identified", "PASSWORD", "password", "Password"},
+		begin:   wordStart,
+		// SQL: CREATE/ALTER USER … IDENTIFIED [WITH plugin] BY 'pw',
+		// CREATE/ALTER ROLE|USER … [WITH] [ENCRYPTED] PASSWORD 'pw', SET
+		// PASSWORD FOR user = 'pw': a password as a SQL string literal
+		// (single quotes; not "password = '…'", a keyword argument the
+		// env rule vets). 1: the literal's text.
+		re:     regexp.MustCompile(`^(?i:identified(?:[ \t]+with[ \t]+\w+)?[ \t]+by[ \t]+(?:password[ \t]+)?|password(?:[ \t]+for[ \t]+\S+[ \t]*=)?[ \t]*(?:password[ \t]*\([ \t]*)?)'((?:[^'\n\\]|'')+)'`),
+		maxLen: 512,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 4 && !isPlaceholder(v) && !placeholderPasswordSet[strings.ToLower(v)]
+		},
+	},
+	{
+		id:      "contextfold-config-secret",
+		anchors: []string{"config"},
+		begin:   wordStart,
+		// A secret set through a tool's configuration command: aws
+		// configure set aws_secret_access_key VALUE, npm config set
+		// //registry/:_authToken VALUE, git config … VALUE. 1: the key,
+		// value: 2 single-quoted, 3 double-quoted, 4 bare.
+		re:     regexp.MustCompile(`^config(?:ure)?(?:[ \t]+--?[\w-]+(?:[ \t]+[\w.-]+)?)*?[ \t]+(?:set[ \t]+)?(?:--?[\w-]+[ \t]+)*([\w.:/@-]+)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"=;&|]+))`),
+		maxLen: 512,
+		secret: func(c string, m []int) (int, int, bool) {
+			for g := 2; g <= 4; g++ {
+				if m[2*g] >= 0 {
+					s, e := m[2*g], m[2*g+1]
+					return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+				}
+			}
+			return 0, 0, false
+		},
+	},
+	{
+		id:      "contextfold-xml-attr-secret",
+		anchors: []string{"value=", "value ="},
+		begin:   xmlAttrStart,
+		// An XML element naming a secret in one attribute and holding it
+		// in another: <add key="ApiKey" value="…"/> (.NET appSettings),
+		// <property name="password" value="…"/> (Ant, Spring, Hibernate).
+		// 1: the name, value: 2 double-quoted, 3 single-quoted.
+		re:     regexp.MustCompile(`^<[A-Za-z][\w:.-]*(?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+(?:key|name)[ \t]*=[ \t]*["']([^"'<>]+)["'](?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+value[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)')`),
+		maxLen: 1024,
+		secret: func(c string, m []int) (int, int, bool) {
+			for g := 2; g <= 3; g++ {
+				if m[2*g] >= 0 {
+					s, e := m[2*g], m[2*g+1]
+					return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+				}
+			}
+			return 0, 0, false
+		},
+	},
+	{
+		id:      "contextfold-bearer",
+		anchors: []string{"Bearer", "bearer", "BEARER"},
+		begin:   wordStart,
+		// A bearer token outside an Authorization header ("using Bearer
+		// …" in a log line, a variable holding "Bearer …"): 16+ token68
+		// characters with a digit. 1: the token.
+		re:     regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
+		maxLen: 4096,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			// A JWT is contextfold-jwt's (its label says more).
+			return m[2], m[3], !isPlaceholder(v) && strings.ContainsAny(v, "0123456789") && !strings.HasPrefix(v, "eyJ")
+		},
+	},
+	{
+		id:      "contextfold-pgpass",
+		anchors: []string{":"},
+		begin:   pgpassStart,
+		// A PostgreSQL password file line (~/.pgpass, PGPASSFILE):
+		// hostname:port:database:username:password, each field a name or
+		// '*', ':' and '\' escaped by '\'. 1: host, 2: the password,
+		// which runs to the end of the line, a quote, or an escape.
+		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\])`),
+		maxLen: 1024,
+		secret: pgpassSecret,
+	},
+	{
+		id:      "contextfold-login-password",
+		anchors: []string{"-p"},
+		begin:   loginPasswordStart,
+		// "-p PASSWORD", "-p'PASSWORD'", "-p=PASSWORD" on a command line
+		// that logs in ("docker login -u USER -p …", "az login -u … -p …",
+		// "mongosh … -p …"): a user option or a login subcommand on the
+		// same line (see loginPasswordStart). 1: quoted, 2: bare
+		// after a blank or '=', 3: bare attached.
+		re:     regexp.MustCompile(`^-p(?:[ \t]+|=)?(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"\\;&|` + "`" + `]+))`),
+		maxLen: 512,
+		secret: loginPassword,
+	},
+	{
+		id:      "contextfold-stdin-password",
+		anchors: []string{"echo", "printf"},
+		begin:   wordStart,
+		// A password piped into a command that reads it from standard
+		// input: "echo PW | docker login --password-stdin", "printf '%s'
+		// PW | helm registry login --password-stdin". 1: single-quoted,
+		// 2: double-quoted, 3: bare.
+		re:     regexp.MustCompile(`^(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s[^']*'|"%s[^"]*"|%s))?)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"|;&]+))[ \t]*\|[^\n;&|]*--pass(?:word)?-stdin`),
+		maxLen: 1024,
 		secret: cliPassword,
 	},
 	{
@@ -411,7 +525,26 @@ func maybeSecretName(name string) bool {
 		k--
 	}
 	last := strings.ToUpper(name[k:])
-	return secretLast[last] || last == "KEY" || last == "ID"
+	return isSecretWord(last) || last == "KEY" || last == "ID"
+}
+
+// secretSuffixes are the secret words that also make a name component
+// secret when they end it: PGPASSWORD, DBPASSWORD, VAULTTOKEN, GPGPASSPHRASE
+// (not PASS or PWD: BYPASS, COMPASS).
+var secretSuffixes = []string{"PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "TOKEN", "APIKEY"}
+
+// isSecretWord reports whether the upper-case name component c is a secret
+// word of secretLast or ends with one of secretSuffixes.
+func isSecretWord(c string) bool {
+	if secretLast[c] {
+		return true
+	}
+	for _, w := range secretSuffixes {
+		if strings.HasSuffix(c, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // flagStart accepts "--" that starts a word and names a possible secret.
@@ -482,6 +615,143 @@ func cliPassword(c string, m []int) (int, int, bool) {
 			s, e := m[2*g], m[2*g+1]
 			return s, e, !isPlaceholder(c[s:e])
 		}
+	}
+	return 0, 0, false
+}
+
+// cliPasswordForms are the commands and flags of contextfold-cli-password,
+// each up to where the password starts:
+//   - the MySQL/MariaDB clients' -pPASSWORD (no space: "-p NAME" prompts
+//     and NAME is the database), 7-Zip's -pPASSWORD and RAR's -p/-hp the
+//     same way;
+//   - sshpass -p, redis-cli -a, smbclient/rpcclient/smbmap -U user%PASSWORD,
+//     htpasswd -b FILE USER PASSWORD, zip/unzip -P, ssh-keygen -N/-P,
+//     the OpenLDAP clients' -w, openssl's -k and pass:PASSWORD (-passin,
+//     -passout, -password);
+//   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText.
+var cliPasswordForms = []string{
+	`(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p`,
+	`sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*`,
+	`redis-cli[^\n;&|]{0,300}?[ \t]-a[ \t]+`,
+	`(?:smbclient|rpcclient|smbmap)[^\n;&|]{0,300}?[ \t](?:-U[ \t]*|--user=)['"]?[^\s%'"]+%`,
+	`htpasswd(?:[ \t]+-[A-Za-z]*)*[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+\S+[ \t]+`,
+	`(?:zip|unzip|zipcloak)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
+	`7z[ar]?[^\n;&|]{0,300}?[ \t]-p`,
+	`(?:rar|unrar)[^\n;&|]{0,300}?[ \t]-h?p`,
+	`ssh-keygen[^\n;&|]{0,300}?[ \t]-[NP][ \t]*`,
+	`ldap[a-z]+[^\n;&|]{0,300}?[ \t]-w[ \t]*`,
+	`openssl[^\n;&|]{0,300}?[ \t]-(?:passin|passout|password|passwd|pass)[ \t]+pass:`,
+	`openssl[^\n;&|]{0,300}?[ \t]-k[ \t]+`,
+	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
+}
+
+// cliPasswordAnchors are the command names of cliPasswordForms.
+var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
+	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString"}
+
+// xmlAttrStart walks back from "value=" to the '<' of its element (in
+// the 1 KiB before it, no '>' between).
+func xmlAttrStart(text string, p int) int {
+	if p == 0 || !isSpaceByte(text[p-1]) {
+		return -1
+	}
+	a := max(0, p-1000)
+	k := strings.LastIndexAny(text[a:p], "<>")
+	if k < 0 || text[a+k] != '<' {
+		return -1
+	}
+	return a + k
+}
+
+// pgpassStart accepts the first ':' of a line that starts with a .pgpass
+// host field (a name, an address or '*'); the line starts at the start of
+// the text, after a newline or its escape, a blank or a quote.
+func pgpassStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b < 256 {
+		c := text[b-1]
+		if isWordByte(c) || strings.IndexByte(".-*%[]", c) >= 0 {
+			b--
+			continue
+		}
+		break
+	}
+	if b == p {
+		return -1
+	}
+	if b > 0 && !isSpaceByte(text[b-1]) && text[b-1] != '"' && text[b-1] != '\'' {
+		if n := escapeBefore(text, b); n == 2 && (text[b-1] == 'n' || text[b-1] == 'r') {
+			return b
+		}
+		return -1
+	}
+	return b
+}
+
+// pgpassSecret vets a .pgpass line: the host is '*' or names a host (a
+// letter or a '.': "10:22:33:44:55" is a time, not a host), and the
+// password is not a placeholder.
+func pgpassSecret(c string, m []int) (int, int, bool) {
+	host := c[m[2]:m[3]]
+	if host != "*" && !strings.ContainsAny(host, ".abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") {
+		return 0, 0, false
+	}
+	s, e := m[4], m[5]
+	return s, e, e-s >= 4 && !isPlaceholder(c[s:e])
+}
+
+// loginOption finds, in a command line, what makes its -p a password: a
+// user option (-u, -U, -l, --user, --username, --login) or a "login"
+// subcommand.
+var loginOption = regexp.MustCompile(`(?:^|[ \t])(?:-[uUl]|--user(?:name)?|--login)(?:[ \t=]|'|"|[A-Za-z0-9])|(?:^|[ \t])login(?:[ \t]|$)`)
+
+// loginPasswordStart accepts "-p" that starts a word, on a command line
+// (the text between the shell separators or line ends around it) that
+// logs in (loginOption) and is not a MySQL client's (where "-p NAME"
+// prompts and NAME is a database; contextfold-cli-password has -pPW).
+func loginPasswordStart(text string, p int) int {
+	if p > 0 && text[p-1] != ' ' && text[p-1] != '\t' {
+		return -1
+	}
+	a := p
+	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 {
+		a--
+	}
+	b := p + 2
+	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 {
+		b++
+	}
+	line := text[a:b]
+	if !loginOption.MatchString(line) {
+		return -1
+	}
+	for _, w := range strings.Fields(text[a:p]) {
+		w = w[strings.LastIndexByte(w, '/')+1:]
+		if strings.HasPrefix(w, "mysql") || strings.HasPrefix(w, "mariadb") {
+			return -1
+		}
+	}
+	return p
+}
+
+// loginPassword vets the value of a login's -p: not a placeholder, not an
+// option, not a port or a port mapping ("-p 8080:80", "-p 22"), and an
+// attached bare value ("-pfoo", an option cluster like "-pr") only when
+// it holds a digit and a letter.
+func loginPassword(c string, m []int) (int, int, bool) {
+	for g := 1; g <= 3; g++ {
+		if m[2*g] < 0 {
+			continue
+		}
+		s, e := m[2*g], m[2*g+1]
+		v := c[s:e]
+		if isPlaceholder(v) || strings.HasPrefix(v, "-") || strings.Trim(v, "0123456789:.") == "" {
+			return 0, 0, false
+		}
+		if g == 3 && s == 2 && !hasLetterAndDigit(v) {
+			return 0, 0, false
+		}
+		return s, e, true
 	}
 	return 0, 0, false
 }
@@ -602,6 +872,9 @@ var secretLast = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
 	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
 	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
+	// REDISCLI_AUTH, BASIC_AUTH (user:password), PROXY_AUTH; only as an
+	// upper-case name with a prefix (acceptEnvSecret).
+	"AUTH": true,
 }
 
 // keyQualifiers make NAME=value a secret when NAME ends in <qualifier>_KEY.
@@ -629,7 +902,12 @@ func acceptEnvSecret(name, value string) bool {
 	if last == "ID" && len(parts) >= 3 && parts[len(parts)-2] == "KEY" && parts[len(parts)-3] == "ACCESS" {
 		return true // AWS_ACCESS_KEY_ID and the like
 	}
-	if secretLast[last] {
+	if last == "AUTH" {
+		// REDISCLI_AUTH, BASIC_AUTH: an environment variable's name (upper
+		// case, a prefix); "auth = parsed.auth" is code.
+		return len(parts) >= 2 && name == strings.ToUpper(name)
+	}
+	if isSecretWord(last) {
 		// Shell's PWD/OLDPWD hold paths, excluded by isPlaceholder.
 		return true
 	}

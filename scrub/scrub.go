@@ -116,7 +116,22 @@ func (s *Scrubber) Find(text string) []Finding {
 
 // findAll is Find before placeholders and the allowlist are applied.
 func (s *Scrubber) findAll(text string) []Finding {
-	return s.findWith(text, s.det, true)
+	return s.findAllDepth(text, base64Depth)
+}
+
+// base64Depth is how many levels of base64 encoding findAll looks into
+// (encoded.go).
+const base64Depth = 2
+
+// findAllDepth is findAll looking into depth levels of base64.
+func (s *Scrubber) findAllDepth(text string, depth int) []Finding {
+	fs := s.findWith(text, s.det, true)
+	if depth > 0 {
+		fs = append(fs, s.base64Findings(text, depth)...)
+		sortFindings(fs)
+		fs = dedupe(fs)
+	}
+	return fs
 }
 
 // findWith is findAll with the gitleaks rules of det, and our extra rules
@@ -324,7 +339,6 @@ func (s *Scrubber) ScrubSet(texts []string) []Result {
 	clean := make([]string, len(texts))
 	found := make([][]Finding, len(texts))
 	known := map[string]string{} // secret value → rule
-	var values []string
 	for i, t := range texts {
 		if !utf8.ValidString(t) {
 			t = strings.ToValidUTF8(t, "\uFFFD")
@@ -335,23 +349,16 @@ func (s *Scrubber) ScrubSet(texts []string) []Result {
 			v := t[f.Start:f.End]
 			if _, ok := known[v]; !ok && len(v) >= minRepeatLen {
 				known[v] = f.RuleID
-				values = append(values, v)
 			}
 		}
 	}
-	sort.Strings(values)
-	var trie *ahocorasick.Trie
-	if len(values) > 0 {
-		trie = ahocorasick.NewTrieBuilder().AddStrings(values).Build()
-	}
+	km := newKnownMatcher(known) // the values and their encodings
 	out := make([]Result, len(texts))
 	for i, t := range clean {
 		fs := found[i]
-		if trie != nil {
+		if km != nil {
 			markers := markerSpans(t)
-			for _, m := range trie.MatchString(t) {
-				p := int(m.Pos())
-				f := Finding{RuleID: known[m.MatchString()], Start: p, End: p + len(m.Match())}
+			for _, f := range km.find(t) {
 				if !overlapsAny(f, markers) {
 					fs = append(fs, f)
 				}
@@ -612,40 +619,18 @@ const minRepeatLen = 8
 // so that a secret recognised in one place (say a KEY=value line) is also
 // removed where it is repeated without context (say an echo of the value).
 func repeatFindings(text string, fs []Finding) []Finding {
-	rule := map[string]string{}
-	var values []string
+	values := map[string]string{}
 	for _, f := range fs {
 		v := text[f.Start:f.End]
 		if len(v) < minRepeatLen {
 			continue
 		}
-		if _, ok := rule[v]; !ok {
-			rule[v] = f.RuleID
-			values = append(values, v)
+		if _, ok := values[v]; !ok {
+			values[v] = f.RuleID
 		}
 	}
-	if len(values) == 0 {
-		return nil
-	}
-	var out []Finding
-	if len(values) == 1 {
-		v := values[0]
-		for off := 0; ; {
-			k := strings.Index(text[off:], v)
-			if k < 0 {
-				break
-			}
-			out = append(out, Finding{RuleID: rule[v], Start: off + k, End: off + k + len(v)})
-			off += k + len(v)
-		}
-		return out
-	}
-	trie := ahocorasick.NewTrieBuilder().AddStrings(values).Build()
-	for _, m := range trie.MatchString(text) {
-		p := int(m.Pos())
-		out = append(out, Finding{RuleID: rule[m.MatchString()], Start: p, End: p + len(m.Match())})
-	}
-	return out
+	// And the values' encodings (encoded.go).
+	return newKnownMatcher(values).find(text)
 }
 
 // isOurs reports whether ruleID is one of our extra rules.

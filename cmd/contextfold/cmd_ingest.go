@@ -53,6 +53,11 @@ output) in a deterministic rendering. The summary is a deterministic
 extractive one-liner of at most 280 characters (role, tool and command, first
 meaningful or error line) — it is not an LLM summary.
 
+Secrets are scrubbed out of every turn before it is written (docs/secrets.md),
+and the turns of one transcript share what they reveal: a value one turn's
+context marks as a secret (CLOUDFLARE_API_KEY=… in a tool output) is redacted
+in every other turn that shows it, bare or encoded.
+
 Bad lines in JSONL input are reported and skipped; unknown input is rejected
 with the list of accepted formats, and so is binary input (an executable, an
 archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
@@ -96,9 +101,16 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 				}
 				turns = append(turns, ct)
 			}
-			if err := refuseOtherSession(s, turns, path); err != nil {
+			// A value one turn's context marks as a secret is redacted
+			// in the other turns too (a later echo of it, bare).
+			shared, err := s.ShareSecrets(turns)
+			if err != nil {
 				return err
 			}
+			if err := refuseOtherSession(s, turns, shared, path); err != nil {
+				return err
+			}
+			turns = shared
 			progress := progressFunc(cmd.ErrOrStderr(), len(turns), "folding turns", g.jsonOut)
 			results, err := s.FoldBatchProgress(turns, progress)
 			if err != nil {
@@ -157,10 +169,39 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 // turns already indexed at the same step ids: another session (or a
 // rewritten transcript) would otherwise be silently dropped, since folding
 // an indexed step changes nothing. Nothing is written.
-func refuseOtherSession(s *contextfold.Store, turns []contextfold.Turn, path string) error {
-	conflicts, err := s.Conflicts(turns)
+func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, path string) error {
+	conflicts, err := s.Conflicts(shared)
 	if err != nil || len(conflicts) == 0 {
 		return err
+	}
+	// A stored turn matches the transcript's turn with the batch's
+	// shared redactions (ingested the same way) or without them (stored
+	// by an earlier run of a shorter transcript, before a later turn
+	// revealed the value it shows).
+	at := map[int]contextfold.Turn{}
+	for _, t := range turns {
+		at[t.StepID] = t
+	}
+	var plain []contextfold.Turn
+	for _, c := range conflicts {
+		plain = append(plain, at[c.StepID])
+	}
+	still, err := s.Conflicts(plain)
+	if err != nil {
+		return err
+	}
+	real := map[int]bool{}
+	for _, c := range still {
+		real[c.StepID] = true
+	}
+	kept := conflicts[:0]
+	for _, c := range conflicts {
+		if real[c.StepID] {
+			kept = append(kept, c)
+		}
+	}
+	if conflicts = kept; len(conflicts) == 0 {
+		return nil
 	}
 	c := conflicts[0]
 	stored := c.StoredSession

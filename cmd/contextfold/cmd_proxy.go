@@ -39,6 +39,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		allowRemote                             bool
 		cfg                                     harness.Config
 		maxBody, maxInFlight                    int64
+		maxMessages                             int
 		bodyTimeout                             time.Duration
 		softLimit                               bool
 		allowedHosts                            []string
@@ -78,9 +79,10 @@ thinking-binding-controls-2026-08-01, on every later request of the session).
 Left-out reasoning is stored with its turn when the turn folds. Counts are in
 the request log, /contextfold/stats and the working-set log (docs/proxy.md).
 
-Limits: a body larger than --max-body-bytes is answered 413; one that takes
-longer than --body-read-timeout to arrive, 408; when the bodies of the
-requests in flight would pass --max-inflight-bytes, 503 with Retry-After.
+Limits: a body larger than --max-body-bytes, or with more messages than
+--max-messages, is answered 413; one that takes longer than
+--body-read-timeout to arrive, 408; when the bodies of the requests in flight
+would pass --max-inflight-bytes, 503 with Retry-After.
 
 Secrets are scrubbed out of every folded turn before it reaches a session
 store; placeholder credentials (http://user:pass@host, vendors' example keys)
@@ -113,6 +115,9 @@ Point a client at it:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if upstream == "" && anthropicUp == "" && openaiUp == "" {
 				return usagef("give --upstream URL (or --anthropic-upstream / --openai-upstream)")
+			}
+			if maxMessages == 0 || maxMessages < -1 {
+				return usagef("--max-messages %d: give the most messages a request may have, 1 or more (default %d), or -1 for no limit", maxMessages, proxy.DefaultMaxMessages)
 			}
 			if err := checkProxyFlags(&cfg, maxBody, maxInFlight); err != nil {
 				return err
@@ -166,7 +171,7 @@ Point a client at it:
 			// A shared ranked snapshot refused (and rebuilt) is a warning in the proxy log.
 			ranked.SetRejectLog(func(line string) { logger.Warn(line) })
 			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
-				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, Logger: logger,
+				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, MaxMessages: maxMessages, Logger: logger,
 				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout, NoSoftMemoryLimit: !softLimit,
 				AllowedHosts: allowedHosts, AnyHost: !loopback, ScrubAllowlist: allow}
 			where := dir
@@ -243,6 +248,7 @@ Point a client at it:
 	f.IntVar(&cfg.FoldBlock, "fold-block", 0, "with --context-budget -1: messages by which the fold boundary moves (default 8)")
 	f.IntVar(&cfg.MinFoldTokens, "min-fold-tokens", harness.DefaultMinFoldTokens, "smallest message folded in place, in tokens (0: any size)")
 	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes (larger: 413)")
+	f.IntVar(&maxMessages, "max-messages", proxy.DefaultMaxMessages, "most messages (Responses API: input items) a request may have (more: 413; every message of a conversation not seen before may become a cold node of the request's fold event; -1: no limit)")
 	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of the estimated memory of the requests in flight, in bytes: 3 × each body + 2 × the bytes of its conversation not read before; past it 503 with Retry-After; while a request folds a conversation not read before, the estimates (above the memory in use before) are also the process's soft memory limit unless GOMEMLIMIT is set or --soft-memory-limit=false (a request alone is always served; at least --max-body-bytes; -1: no budget)")
 	f.BoolVar(&softLimit, "soft-memory-limit", true, "while a request folds a conversation not read before, set the Go runtime's soft memory limit to the memory in use before plus the --max-inflight-bytes estimates of such requests, so that garbage is collected within the estimate (never when GOMEMLIMIT is set)")
 	f.DurationVar(&bodyTimeout, "body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send a request body (slower: 408; 0: no limit)")

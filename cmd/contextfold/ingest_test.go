@@ -182,3 +182,50 @@ func TestIngestMinTokens(t *testing.T) {
 		t.Errorf("min tokens: %+v", rep)
 	}
 }
+
+// TestIngestSharesSecretsAcrossTurns: a value turn 2 reveals
+// (PROD_DB_PASSWORD=…) is redacted where turn 0 shows it bare; re-ingesting
+// the transcript is idempotent; and a store that holds an earlier, shorter
+// transcript (turn 0 stored before the value was revealed) still takes
+// the longer one (its turns match the store without the shared
+// redaction).
+func TestIngestSharesSecretsAcrossTurns(t *testing.T) {
+	v := "Mx8q" + "Rt5vNw2kLp7z"
+	short := []map[string]any{{"role": "user", "content": "is " + v + " right?"}, {"role": "assistant", "content": "let me check the environment"}}
+	long := append(append([]map[string]any{}, short...), map[string]any{"role": "user", "content": "env says PROD_DB_PASSWORD=" + v})
+	write := func(msgs []map[string]any) string {
+		p := filepath.Join(t.TempDir(), "s.json")
+		b, _ := json.Marshal(map[string]any{"messages": msgs})
+		os.WriteFile(p, b, 0o600)
+		return p
+	}
+	holds := func(dir string) bool {
+		found := false
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
+					found = true
+				}
+			}
+			return nil
+		})
+		return found
+	}
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	in := write(long)
+	for i := 0; i < 2; i++ {
+		if _, errs, code := cli(t, "", "--dir", dir, "ingest", in); code != 0 {
+			t.Fatalf("ingest %d: exit %d %s", i, code, errs)
+		}
+	}
+	if holds(dir) {
+		t.Error("the store holds the value turn 2 revealed")
+	}
+	grown := filepath.Join(t.TempDir(), ".contextfold")
+	if _, errs, code := cli(t, "", "--dir", grown, "ingest", write(short)); code != 0 {
+		t.Fatalf("ingest short: exit %d %s", code, errs)
+	}
+	if _, errs, code := cli(t, "", "--dir", grown, "ingest", in); code != 0 {
+		t.Fatalf("ingest of the longer transcript refused: exit %d %s", code, errs)
+	}
+}

@@ -1,7 +1,6 @@
 package fsutil
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -109,14 +108,56 @@ func readAllHead(r io.Reader, limit int64, headLen int, check func(head []byte) 
 	if ended {
 		return head, nil, nil
 	}
-	buf := bytes.NewBuffer(head)
-	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1-int64(n))); err != nil {
-		return nil, nil, err
+	data, err = readRest(r, head, limit)
+	return data, nil, err
+}
+
+// readRest reads r to its end after the bytes of head, at most limit bytes
+// in all (past it: a TooLargeError of Size -1), and returns head and the
+// rest in one slice of exactly their length.
+//
+// Memory: the rest is read in chunks (64 KiB, doubling to 8 MiB) and
+// joined once at the end, so a stream of n bytes costs at most about 2n
+// (chunks and result) and a refused one at most limit: a growing buffer
+// (bytes.Buffer, io.ReadAll) reallocates at each doubling and ends with a
+// capacity up to twice the data, up to 4 GiB of resident memory spent on
+// refusing a 512 MiB stream.
+func readRest(r io.Reader, head []byte, limit int64) ([]byte, error) {
+	total := int64(len(head))
+	if total > limit {
+		return nil, &TooLargeError{Size: -1, Limit: limit}
 	}
-	if int64(buf.Len()) > limit {
-		return nil, nil, &TooLargeError{Size: -1, Limit: limit}
+	lr := io.LimitReader(r, limit+1-total)
+	var chunks [][]byte
+	size := 64 << 10
+	for {
+		c := make([]byte, size)
+		n, err := io.ReadFull(lr, c)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+			total += int64(n)
+		}
+		if total > limit {
+			return nil, &TooLargeError{Size: -1, Limit: limit}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		size = min(2*size, 8<<20)
 	}
-	return buf.Bytes(), nil, nil
+	if len(chunks) == 0 {
+		return head, nil
+	}
+	out := make([]byte, 0, total)
+	out = append(out, head...)
+	for i, c := range chunks {
+		out = append(out, c...)
+		chunks[i] = nil // collectable as soon as copied
+	}
+	return out, nil
 }
 
 // ErrEmptyPipe is wrapped (in an *fs.PathError) by ReadInputMax for a FIFO
@@ -128,14 +169,11 @@ var ErrEmptyPipe = errors.New("a FIFO or pipe that gave no data: no program had 
 // ReadAllMax reads r to its end, at most max bytes: past it, a
 // TooLargeError of Size -1 (standard input given as "-").
 func ReadAllMax(r io.Reader, max int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
+	data, err := readRest(r, nil, max)
+	if data == nil && err == nil {
+		data = []byte{}
 	}
-	if int64(len(data)) > max {
-		return nil, &TooLargeError{Size: -1, Limit: max}
-	}
-	return data, nil
+	return data, err
 }
 
 // ByteSize formats n bytes for a message: "2.0 GiB (2147483648 bytes)".

@@ -38,13 +38,13 @@ type Sample struct {
 var After = []string{
 	"&page=2", ".json", "@example.com", ")", "),", ",next", ":443", "]", "/path", "?q=1", "=", "#frag",
 	"'", `"`, "`", `\"`, `\n`, `\r\n`, `\t`, `\u0026x`, "%20x", ";", "!", "*", "|", "<", ">", "}", "{", "^", "$",
-	"\n", " ", "\t", "\u2026", "\u2019", "\u00a0",
+	"\n", " ", "\t", "\u2026", "\u2019", "\u00a0", "_", "_y", "-y",
 }
 
 // Before lists what precedes a token in the texts tests build.
 var Before = []string{
 	" ", "/", "=", ":", "@", "(", "[", "{", `"`, "'", "`", `\"`, `\n`, `\t`, `\u0026`, "%2F", "%3D",
-	",", ";", "&", "?", "#", "<", ">", "|", "!", "*", "~", "^", "\n", "\t", "\u2026", "\u2019",
+	",", ";", "&", "?", "#", "<", ">", "|", "!", "*", "~", "^", "\n", "\t", "\u2026", "\u2019", "_", "x_", "x-",
 }
 
 // Samples returns one sample for every rule of sc.RuleExpressions for which

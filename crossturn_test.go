@@ -1,0 +1,129 @@
+package contextfold
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold/scrub"
+	"github.com/contextfold/contextfold/scrub/scrubtest"
+)
+
+// TestShareSecretsAcrossTurns: a value only one turn's context marks as a
+// secret (CLOUDFLARE_API_KEY=…) reaches disk from the turns that show it
+// bare or base64-encoded, earlier or later in the batch, when the batch is
+// folded turn by turn; after ShareSecrets no byte of the store holds it,
+// and a turn without a shared value is passed through as given.
+func TestShareSecretsAcrossTurns(t *testing.T) {
+	v := "Zk4p" + "Q9vLm2xT7wRb5nYc"
+	b64 := base64.StdEncoding.EncodeToString([]byte(v))
+	turns := []Turn{
+		{StepID: 1, Summary: "user pasted a value", RawContent: "is " + v + " still valid?"},
+		{StepID: 2, Summary: "printed the environment", RawContent: "$ env\nHOME=/root\nCLOUDFLARE_API_KEY=" + v + "\n"},
+		{StepID: 3, Summary: "assistant", RawContent: "I see the key " + v + " is set (base64 " + b64 + ")."},
+		{StepID: 4, Summary: "unrelated", RawContent: "go test ./... ok"},
+	}
+	leaks := func(dir string) []string {
+		var found []string
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			if strings.Contains(string(b), v) || strings.Contains(string(b), b64) || strings.Contains(strings.ToLower(string(b)), strings.ToLower(v)) {
+				found = append(found, filepath.Base(p))
+			}
+			return nil
+		})
+		return found
+	}
+	fold := func(share bool) []string {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := turns
+		if share {
+			if in, err = s.ShareSecrets(turns); err != nil {
+				t.Fatal(err)
+			}
+			if in[3].RawContent != turns[3].RawContent || in[1].RawContent != turns[1].RawContent {
+				t.Errorf("a turn without another turn's secret changed: %q, %q", in[3].RawContent, in[1].RawContent)
+			}
+		}
+		rs, err := s.FoldBatch(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every turn that held the value is marked sanitized.
+		for _, r := range rs[:3] {
+			if share && !r.Node.Sanitized {
+				t.Errorf("step %d: sanitized false after its secret was redacted", r.Node.StepID)
+			}
+		}
+		return leaks(dir)
+	}
+	if got := fold(false); len(got) == 0 {
+		t.Fatal("folded turn by turn, no file holds the value: the test proves nothing")
+	}
+	if got := fold(true); len(got) > 0 {
+		t.Errorf("after ShareSecrets these files hold the secret: %v", got)
+	}
+	// Scrubbing off: nothing is shared (the reference-identical profile).
+	s, err := Open(t.TempDir(), Options{Scrub: ScrubOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := s.ShareSecrets(turns); out[2].RawContent != turns[2].RawContent {
+		t.Errorf("scrubbing off, ShareSecrets changed a turn: %q", out[2].RawContent)
+	}
+}
+
+// TestShareSecretsKeepsContext: a value another turn reveals can hold
+// part of this turn's context (read as "SQUARESPACE,<token>" after "?key="
+// in the tool call, it holds the keyword the tool output's token needs);
+// sharing it must not hide the token from this turn's own rules, which
+// also redact its bare repeat ("/srv/keys/<token>.json").
+func TestShareSecretsKeepsContext(t *testing.T) {
+	sc, err := scrub.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _ := scrubtest.Samples(sc)
+	var s scrubtest.Sample
+	for _, x := range samples {
+		if x.RuleID == "squarespace-access-token" {
+			s = x
+		}
+	}
+	if s.Secret == "" || s.Prefix == "" {
+		t.Fatalf("no keyword-context sample: %+v", s)
+	}
+	turns := []Turn{
+		{StepID: 1, Summary: "assistant", RawContent: "curl 'https://api.example.com/v1?key=" + s.Prefix + s.Secret + "'"},
+		{StepID: 2, Summary: "tool", RawContent: "out " + s.Line(" ", " end") + "\nuploaded backup to /srv/keys/" + s.Secret + ".json\n"},
+	}
+	dir := t.TempDir()
+	st, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.ShareSecrets(turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.FoldBatch(in); err != nil {
+		t.Fatal(err)
+	}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(strings.ToLower(string(b)), strings.ToLower(s.Secret)) {
+				t.Errorf("%s holds the %s token", filepath.Base(p), s.RuleID)
+			}
+		}
+		return nil
+	})
+}
