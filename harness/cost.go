@@ -1,5 +1,7 @@
 package harness
 
+import "math"
+
 // Pricing is a provider's price structure for input tokens, relative to the
 // price of one uncached input token (1.0): what a request's prompt costs
 // given how much of it the provider's prompt cache already holds.
@@ -44,10 +46,39 @@ func (p Pricing) Cost(total, cached int) float64 {
 // Billed is what one request's input costs under each price structure: the
 // client's body and the forwarded one, each with its cached prefix (the
 // longest common prefix with the session's previous body of the same side).
+//
+// Client and Forwarded are sums kept exactly (in ten-thousandths of a
+// token, by Add), so the same requests give the same figures whatever the
+// order they were added in (concurrent requests finish in any order).
 type Billed struct {
 	Pricing   Pricing `json:"pricing"`
 	Client    float64 `json:"client"`    // in uncached input tokens
 	Forwarded float64 `json:"forwarded"` // in uncached input tokens
+
+	client, forwarded int64 // the sums, in costUnit
+}
+
+// costUnit is the resolution of Billed's sums: a ten-thousandth of an
+// uncached input token (prices are given to four decimals at most).
+const costUnit = 10000
+
+// units returns the price of a request of total input tokens whose first
+// cached tokens are cached, in costUnit (Cost, with prices rounded to
+// four decimals).
+func (p Pricing) units(total, cached int) int64 {
+	cached = min(max(cached, 0), total)
+	read := int64(math.Round(p.CacheRead * costUnit))
+	write := int64(math.Round(p.CacheWrite * costUnit))
+	return read*int64(cached) + write*int64(total-cached)
+}
+
+// Add adds one request's costs under b.Pricing: the client's body of
+// clientTokens input tokens (clientCached of them a cached prefix) and the
+// forwarded one. Not safe for concurrent use.
+func (b *Billed) Add(clientTokens, clientCached, forwardedTokens, forwardedCached int) {
+	b.client += b.Pricing.units(clientTokens, clientCached)
+	b.forwarded += b.Pricing.units(forwardedTokens, forwardedCached)
+	b.Client, b.Forwarded = float64(b.client)/costUnit, float64(b.forwarded)/costUnit
 }
 
 // Pricings are the price structures costs are reported with.
@@ -60,8 +91,7 @@ func BilledCosts(reqs []WorkingSetRecord) []Billed {
 	for _, p := range Pricings() {
 		b := Billed{Pricing: p}
 		for _, r := range reqs {
-			b.Client += p.Cost(r.ClientTokens, r.ClientStablePrefixTokens)
-			b.Forwarded += p.Cost(r.ForwardedTokens, r.StablePrefixTokens)
+			b.Add(r.ClientTokens, r.ClientStablePrefixTokens, r.ForwardedTokens, r.StablePrefixTokens)
 		}
 		out = append(out, b)
 	}

@@ -1265,9 +1265,7 @@ func (s *Server) finish(st *reqState) {
 				}
 			}
 			for i := range s.stats.Billed {
-				b := &s.stats.Billed[i]
-				b.Client += b.Pricing.Cost(rec.ClientTokens, rec.ClientCachedTokens)
-				b.Forwarded += b.Pricing.Cost(rec.ForwardedTokens, rec.ForwardedCachedTokens)
+				s.stats.Billed[i].Add(rec.ClientTokens, rec.ClientCachedTokens, rec.ForwardedTokens, rec.ForwardedCachedTokens)
 			}
 		}
 		if len(rec.Warnings) > 0 {
