@@ -132,8 +132,8 @@ so any text, NUL and newlines included, can be folded.`,
 				fmt.Fprintf(out, "step %d is already indexed; nothing changed (%s)\n", t.StepID, where)
 				return nil
 			}
-			fmt.Fprintf(out, "folded step %d → %s\n  %d tokens archived · payload %s…\n",
-				t.StepID, where, res.Node.TokenEstimate, res.Node.PayloadSHA256[:12])
+			fmt.Fprintf(out, "folded step %d → %s\n  %s archived · payload %s…\n",
+				t.StepID, where, plural(res.Node.TokenEstimate, "token"), res.Node.PayloadSHA256[:12])
 			if len(res.Node.Identifiers) > 0 {
 				fmt.Fprintf(out, "  identifiers: %s\n", preview(strings.Join(res.Node.Identifiers, " "), 100))
 			}

@@ -223,8 +223,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			per, _ := st.Policy.MaxTokensPerCall() // checked above
 			turn, _ := st.Policy.MaxTokensPerTurn()
-			fmt.Fprintf(out, "store %s\n  %d nodes (%d active, %d evicted), %d tokens archived\n  policy %s…: %v tokens per call, %v per turn, integrity verification %v\n  matching %s (scan and recall without --match; store_settings.json \"matching\")\n",
-				s.Dir(), st.Total, st.Active, st.Evicted, st.TotalTokens, st.Policy.Hash()[:12], numberOut(per), numberOut(turn), st.Policy.IntegrityVerification(), mode)
+			fmt.Fprintf(out, "store %s\n  %s (%d active, %d evicted), %s archived\n  policy %s…: %v tokens per call, %v per turn, integrity verification %v\n  matching %s (scan and recall without --match; store_settings.json \"matching\")\n",
+				s.Dir(), plural(st.Total, "node"), st.Active, st.Evicted, plural(st.TotalTokens, "token"), st.Policy.Hash()[:12], numberOut(per), numberOut(turn), st.Policy.IntegrityVerification(), mode)
 			return nil
 		},
 	}
