@@ -205,6 +205,11 @@ Point a client at it:
 			go func() {
 				defer close(shutDown)
 				<-ctx.Done()
+				// A second signal ends the process at once (the signals'
+				// default action): a request folding a huge conversation
+				// may take a while, and the store is crash-safe.
+				stop()
+				logger.Info("contextfold proxy: shutting down; waiting up to 10 s for the requests in flight (signal again to exit now: the stores are crash-safe)")
 				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				_ = hs.Shutdown(sctx)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -96,5 +97,83 @@ func TestMCPJSONLogs(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Errorf("stderr line is not a JSON object: %q", l)
 		}
+	}
+}
+
+// TestProxySecondSignalExits: the first SIGINT lets the requests in flight
+// finish (up to 10 s) and says so; a second ends the process at once
+// (before: it was swallowed, and a proxy folding a huge request could not
+// be stopped but by SIGKILL).
+func TestProxySecondSignalExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	got := make(chan struct{}, 1)
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got <- struct{}{}
+		<-release // an upstream that does not answer while the test runs
+	}))
+	defer up.Close()
+	defer close(release)
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "proxy", "--json", "--listen", "127.0.0.1:0", "--upstream", up.URL, "--dir", t.TempDir())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+		close(lines)
+	}()
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatalf("the proxy's stderr ended before %s", what)
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s on the proxy's stderr within 30 s", what)
+		}
+		return nil
+	}
+	url, _ := next("start line")["url"].(string)
+	go func() {
+		resp, err := http.Post(url+"/v1/messages", "application/json",
+			strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the upstream")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if m := next("shutdown line"); !strings.Contains(fmt.Sprint(m["msg"]), "signal again") {
+		t.Fatalf("after the first SIGINT: %v", m)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the proxy still ran 5 s after a second SIGINT, with a request in flight")
 	}
 }
