@@ -28,42 +28,8 @@ func TestProxyJSONLogs(t *testing.T) {
 		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
 	}))
 	defer up.Close()
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "proxy", "--json", "--listen", "127.0.0.1:0", "--upstream", up.URL, "--dir", t.TempDir())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func() map[string]any {
-		t.Helper()
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("the proxy's stderr ended")
-			}
-			var m map[string]any
-			if err := json.Unmarshal([]byte(l), &m); err != nil {
-				t.Fatalf("stderr line is not a JSON object: %q (%v)", l, err)
-			}
-			return m
-		case <-time.After(30 * time.Second):
-			t.Fatal("no line on the proxy's stderr within 30 s")
-		}
-		return nil
-	}
-	start := next()
+	cmd, next := jsonProxy(t, up.URL)
+	start := next("start line")
 	url, _ := start["url"].(string)
 	if !strings.HasPrefix(url, "http://127.0.0.1:") || start["stores"] == nil {
 		t.Fatalf("start line: %v", start)
@@ -75,7 +41,7 @@ func TestProxyJSONLogs(t *testing.T) {
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	rec := next()
+	rec := next("request line")
 	if rec["msg"] != "contextfold proxy request" || rec["status"] != float64(200) || rec["api"] != "anthropic" {
 		t.Errorf("request line: %v", rec)
 	}
@@ -117,40 +83,7 @@ func TestProxySecondSignalExits(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(release)
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "proxy", "--json", "--listen", "127.0.0.1:0", "--upstream", up.URL, "--dir", t.TempDir())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		close(lines)
-	}()
-	next := func(what string) map[string]any {
-		t.Helper()
-		select {
-		case m, ok := <-lines:
-			if !ok {
-				t.Fatalf("the proxy's stderr ended before %s", what)
-			}
-			return m
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %s on the proxy's stderr within 30 s", what)
-		}
-		return nil
-	}
+	cmd, next := jsonProxy(t, up.URL)
 	url, _ := next("start line")["url"].(string)
 	go func() {
 		resp, err := http.Post(url+"/v1/messages", "application/json",
@@ -176,4 +109,48 @@ func TestProxySecondSignalExits(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the proxy still ran 5 s after a second SIGINT, with a request in flight")
 	}
+}
+
+// jsonProxy is the real binary's 'proxy --json' in front of upstream: its
+// process, and next, which returns the next line of its stderr as a JSON
+// object (failing the test when the line is not one, or none comes within
+// 30 s; what names the line awaited).
+func jsonProxy(t *testing.T, upstream string) (*exec.Cmd, func(what string) map[string]any) {
+	t.Helper()
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "proxy", "--json", "--listen", "127.0.0.1:0", "--upstream", upstream, "--dir", t.TempDir())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the proxy's stderr ended before %s", what)
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("stderr line is not a JSON object: %q (%v)", l, err)
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s on the proxy's stderr within 30 s", what)
+		}
+		return nil
+	}
+	return cmd, next
 }
