@@ -547,9 +547,16 @@ func isSecretWord(c string) bool {
 	return false
 }
 
-// flagStart accepts "--" that starts a word and names a possible secret.
+// flagStart accepts "--" that starts a word and names a possible secret:
+// after the start of the text, any punctuation ("/--token", "|--token",
+// "[--token"), '_' or a JSON escape, not after a letter or a digit
+// ("a--token" is one word). A longer run of dashes ("x---token") counts
+// from its last two.
 func flagStart(text string, p int) int {
-	if p > 0 && !(text[p-1] == ' ' || text[p-1] == '\t' || text[p-1] == '\n' || text[p-1] == '"' || text[p-1] == '\'' || text[p-1] == '(') {
+	for p+2 < len(text) && text[p+2] == '-' {
+		p++
+	}
+	if wordStart(text, p) < 0 {
 		return -1
 	}
 	j := p + 2
