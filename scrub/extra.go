@@ -823,12 +823,20 @@ func netrcStart(text string, p int) int {
 		w = w[:len(w)-2]
 	}
 	switch {
-	case len(w) >= 2 && w[len(w)-2] == "machine":
-	case len(w) >= 1 && w[len(w)-1] == "default":
+	case len(w) >= 2 && endsWithWord(w[len(w)-2], "machine"):
+	case len(w) >= 1 && endsWithWord(w[len(w)-1], "default"):
 	default:
 		return -1
 	}
 	return p
+}
+
+// endsWithWord reports whether field (a run of non-blanks) ends in the
+// word kw that starts at a word boundary: field is kw, or kw after
+// punctuation, '_' or a JSON escape ("|machine", "\"machine",
+// "\u0026machine"), not after a letter or a digit ("mymachine").
+func endsWithWord(field, kw string) bool {
+	return strings.HasSuffix(field, kw) && wordStart(field, len(field)-len(kw)) >= 0
 }
 
 // authHeaderStart walks back from "uthorization" to its first letter and an
