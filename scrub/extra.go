@@ -282,8 +282,9 @@ var extraRules = []extraRule{
 		// A PostgreSQL password file line (~/.pgpass, PGPASSFILE):
 		// hostname:port:database:username:password, each field a name or
 		// '*', ':' and '\' escaped by '\'. 1: host, 2: the password,
-		// which runs to the end of the line, a quote, or an escape.
-		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\])`),
+		// which runs to the end of the line, a quote, an escape, or an
+		// unescaped ':' (where libpq ends it too).
+		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
 		maxLen: 1024,
 		secret: pgpassSecret,
 	},
@@ -670,9 +671,11 @@ func xmlAttrStart(text string, p int) int {
 	return a + k
 }
 
-// pgpassStart accepts the first ':' of a line that starts with a .pgpass
-// host field (a name, an address or '*'); the line starts at the start of
-// the text, after a newline or its escape, a blank or a quote.
+// pgpassStart accepts the first ':' of a .pgpass host field (a name, an
+// address or '*'), which starts the text or follows a blank, a quote,
+// punctuation ("|db:5432:…" in a Markdown cell, "(db:5432:…") or a JSON
+// escape; not a '/' or '\' (a path: dir/file.go:12:5:… is a position in
+// a file, not a host).
 func pgpassStart(text string, p int) int {
 	b := p
 	for b > 0 && p-b < 256 {
@@ -686,11 +689,11 @@ func pgpassStart(text string, p int) int {
 	if b == p {
 		return -1
 	}
-	if b > 0 && !isSpaceByte(text[b-1]) && text[b-1] != '"' && text[b-1] != '\'' {
-		if n := escapeBefore(text, b); n == 2 && (text[b-1] == 'n' || text[b-1] == 'r') {
-			return b
-		}
-		return -1
+	if e := skipEscapeLetters(text, b, p); e != b {
+		return e // "\ndb:5432:…", "\u0026db:5432:…"
+	}
+	if b > 0 && (text[b-1] == '/' || text[b-1] == '\\') {
+		return -1 // dir/file.go:12:5:…, a position in a file
 	}
 	return b
 }
