@@ -716,7 +716,8 @@ func pgpassSecret(c string, m []int) (int, int, bool) {
 var loginOption = regexp.MustCompile(`(?:^|[ \t])(?:-[uUl]|--user(?:name)?|--login)(?:[ \t=]|'|"|[A-Za-z0-9])|(?:^|[ \t])login(?:[ \t]|$)`)
 
 // loginPasswordStart accepts "-p" that starts a word, on a command line
-// (the text between the shell separators or line ends around it) that
+// (the text between the shell separators or line ends, plain or JSON-
+// escaped, around it) that
 // logs in (loginOption) and is not a MySQL client's (where "-p NAME"
 // prompts and NAME is a database; contextfold-cli-password has -pPW).
 func loginPasswordStart(text string, p int) int {
@@ -724,11 +725,11 @@ func loginPasswordStart(text string, p int) int {
 		return -1
 	}
 	a := p
-	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 {
+	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 && !escapedLineEnd(text, a) {
 		a--
 	}
 	b := p + 2
-	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 {
+	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 && !escapedLineEnd(text, min(b+2, len(text))) {
 		b++
 	}
 	line := text[a:b]
@@ -736,12 +737,20 @@ func loginPasswordStart(text string, p int) int {
 		return -1
 	}
 	for _, w := range strings.Fields(text[a:p]) {
-		w = w[strings.LastIndexByte(w, '/')+1:]
+		// The program's name: after a directory, a quote or an opening
+		// "$(" or backquote (`{"cmd":"mysql …`, "$(mysql …").
+		w = w[strings.LastIndexAny(w, "/\"'\\`(")+1:]
 		if strings.HasPrefix(w, "mysql") || strings.HasPrefix(w, "mariadb") {
 			return -1
 		}
 	}
 	return p
+}
+
+// escapedLineEnd reports whether a JSON or C escaped line end (\n, \r)
+// ends at p: inside JSON text it ends a command line as a newline does.
+func escapedLineEnd(text string, p int) bool {
+	return escapeBefore(text, p) == 2 && (text[p-1] == 'n' || text[p-1] == 'r')
 }
 
 // loginPassword vets the value of a login's -p: not a placeholder, not an
