@@ -716,10 +716,10 @@ func pgpassSecret(c string, m []int) (int, int, bool) {
 var loginOption = regexp.MustCompile(`(?:^|[ \t])(?:-[uUl]|--user(?:name)?|--login)(?:[ \t=]|'|"|[A-Za-z0-9])|(?:^|[ \t])login(?:[ \t]|$)`)
 
 // loginPasswordStart accepts "-p" that starts a word, on a command line
-// (the text between the shell separators or line ends, plain or JSON-
-// escaped, around it) that
-// logs in (loginOption) and is not a MySQL client's (where "-p NAME"
-// prompts and NAME is a database; contextfold-cli-password has -pPW).
+// (the text between the shell separators or line ends, plain or
+// JSON-escaped, around it) that logs in (loginOption) and is not a MySQL
+// client's (where "-p NAME" prompts and NAME is a database;
+// contextfold-cli-password has -pPW).
 func loginPasswordStart(text string, p int) int {
 	if p > 0 && text[p-1] != ' ' && text[p-1] != '\t' {
 		return -1
