@@ -689,6 +689,9 @@ func pgpassStart(text string, p int) int {
 	if b == p {
 		return -1
 	}
+	if text[p-1] == '*' {
+		return p - 1 // a wildcard host is '*' alone: "[*:…", "_*:…" start at '*'
+	}
 	if e := skipEscapeLetters(text, b, p); e != b {
 		return e // "\ndb:5432:…", "\u0026db:5432:…"
 	}
