@@ -282,8 +282,9 @@ var extraRules = []extraRule{
 		// A PostgreSQL password file line (~/.pgpass, PGPASSFILE):
 		// hostname:port:database:username:password, each field a name or
 		// '*', ':' and '\' escaped by '\'. 1: host, 2: the password,
-		// which runs to the end of the line, a quote, or an escape.
-		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\])`),
+		// which runs to the end of the line, a quote, an escape, or an
+		// unescaped ':' (where libpq ends it too).
+		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
 		maxLen: 1024,
 		secret: pgpassSecret,
 	},
@@ -547,9 +548,16 @@ func isSecretWord(c string) bool {
 	return false
 }
 
-// flagStart accepts "--" that starts a word and names a possible secret.
+// flagStart accepts "--" that starts a word and names a possible secret:
+// after the start of the text, any punctuation ("/--token", "|--token",
+// "[--token"), '_' or a JSON escape, not after a letter or a digit
+// ("a--token" is one word). A longer run of dashes ("x---token") counts
+// from its last two.
 func flagStart(text string, p int) int {
-	if p > 0 && !(text[p-1] == ' ' || text[p-1] == '\t' || text[p-1] == '\n' || text[p-1] == '"' || text[p-1] == '\'' || text[p-1] == '(') {
+	for p+2 < len(text) && text[p+2] == '-' {
+		p++
+	}
+	if wordStart(text, p) < 0 {
 		return -1
 	}
 	j := p + 2
@@ -663,9 +671,11 @@ func xmlAttrStart(text string, p int) int {
 	return a + k
 }
 
-// pgpassStart accepts the first ':' of a line that starts with a .pgpass
-// host field (a name, an address or '*'); the line starts at the start of
-// the text, after a newline or its escape, a blank or a quote.
+// pgpassStart accepts the first ':' of a .pgpass host field (a name, an
+// address or '*'), which starts the text or follows a blank, a quote,
+// punctuation ("|db:5432:…" in a Markdown cell, "(db:5432:…") or a JSON
+// escape; not a '/' or '\' (a path: dir/file.go:12:5:… is a position in
+// a file, not a host).
 func pgpassStart(text string, p int) int {
 	b := p
 	for b > 0 && p-b < 256 {
@@ -679,11 +689,14 @@ func pgpassStart(text string, p int) int {
 	if b == p {
 		return -1
 	}
-	if b > 0 && !isSpaceByte(text[b-1]) && text[b-1] != '"' && text[b-1] != '\'' {
-		if n := escapeBefore(text, b); n == 2 && (text[b-1] == 'n' || text[b-1] == 'r') {
-			return b
-		}
-		return -1
+	if text[p-1] == '*' {
+		return p - 1 // a wildcard host is '*' alone: "[*:…", "_*:…" start at '*'
+	}
+	if e := skipEscapeLetters(text, b, p); e != b {
+		return e // "\ndb:5432:…", "\u0026db:5432:…"
+	}
+	if b > 0 && (text[b-1] == '/' || text[b-1] == '\\') {
+		return -1 // dir/file.go:12:5:…, a position in a file
 	}
 	return b
 }
@@ -706,19 +719,20 @@ func pgpassSecret(c string, m []int) (int, int, bool) {
 var loginOption = regexp.MustCompile(`(?:^|[ \t])(?:-[uUl]|--user(?:name)?|--login)(?:[ \t=]|'|"|[A-Za-z0-9])|(?:^|[ \t])login(?:[ \t]|$)`)
 
 // loginPasswordStart accepts "-p" that starts a word, on a command line
-// (the text between the shell separators or line ends around it) that
-// logs in (loginOption) and is not a MySQL client's (where "-p NAME"
-// prompts and NAME is a database; contextfold-cli-password has -pPW).
+// (the text between the shell separators or line ends, plain or
+// JSON-escaped, around it) that logs in (loginOption) and is not a MySQL
+// client's (where "-p NAME" prompts and NAME is a database;
+// contextfold-cli-password has -pPW).
 func loginPasswordStart(text string, p int) int {
 	if p > 0 && text[p-1] != ' ' && text[p-1] != '\t' {
 		return -1
 	}
 	a := p
-	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 {
+	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 && !escapedLineEnd(text, a) {
 		a--
 	}
 	b := p + 2
-	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 {
+	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 && !escapedLineEnd(text, min(b+2, len(text))) {
 		b++
 	}
 	line := text[a:b]
@@ -726,12 +740,20 @@ func loginPasswordStart(text string, p int) int {
 		return -1
 	}
 	for _, w := range strings.Fields(text[a:p]) {
-		w = w[strings.LastIndexByte(w, '/')+1:]
+		// The program's name: after a directory, a quote or an opening
+		// "$(" or backquote (`{"cmd":"mysql …`, "$(mysql …").
+		w = w[strings.LastIndexAny(w, "/\"'\\`(")+1:]
 		if strings.HasPrefix(w, "mysql") || strings.HasPrefix(w, "mariadb") {
 			return -1
 		}
 	}
 	return p
+}
+
+// escapedLineEnd reports whether a JSON or C escaped line end (\n, \r)
+// ends at p: inside JSON text it ends a command line as a newline does.
+func escapedLineEnd(text string, p int) bool {
+	return escapeBefore(text, p) == 2 && (text[p-1] == 'n' || text[p-1] == 'r')
 }
 
 // loginPassword vets the value of a login's -p: not a placeholder, not an
@@ -816,12 +838,20 @@ func netrcStart(text string, p int) int {
 		w = w[:len(w)-2]
 	}
 	switch {
-	case len(w) >= 2 && w[len(w)-2] == "machine":
-	case len(w) >= 1 && w[len(w)-1] == "default":
+	case len(w) >= 2 && endsWithWord(w[len(w)-2], "machine"):
+	case len(w) >= 1 && endsWithWord(w[len(w)-1], "default"):
 	default:
 		return -1
 	}
 	return p
+}
+
+// endsWithWord reports whether field (a run of non-blanks) ends in the
+// word kw that starts at a word boundary: field is kw, or kw after
+// punctuation, '_' or a JSON escape ("|machine", "\"machine",
+// "\u0026machine"), not after a letter or a digit ("mymachine").
+func endsWithWord(field, kw string) bool {
+	return strings.HasSuffix(field, kw) && wordStart(field, len(field)-len(kw)) >= 0
 }
 
 // authHeaderStart walks back from "uthorization" to its first letter and an

@@ -1,0 +1,193 @@
+package scrub_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold/scrub"
+	"github.com/contextfold/contextfold/scrub/scrubtest"
+)
+
+// ownSample is a line one of our own rules (extra.go) redacts: pre + secret
+// + post, where pre and post are the context the rule needs and secret the
+// part that must not reach disk. needle is what must not survive (the
+// secret unless set: a private key's body, say).
+type ownSample struct {
+	rule, pre, secret, post, needle string
+}
+
+// ownSamples returns at least one sample of every rule of extra.go. The
+// secret values are assembled at run time so that no secret-looking
+// literal is committed.
+func ownSamples() []ownSample {
+	pw := "Wq7v" + "Tz3kLp9sR4xN"            // letters and digits
+	punct := "Zr8!" + "kQ2#vLm9$w"           // a password with punctuation
+	b64 := "dXNlcjpT" + "M2NyZXQxMjM0NTY3OA" // user:secret as Basic credentials
+	key := "MIIEpAIBAAKCAQEA" + "u7Qw3kLp9sR4xNzT"
+	return []ownSample{
+		{rule: "contextfold-url-password", pre: "postgres://app:", secret: pw, post: "@db.internal:5432/app"},
+		{rule: "contextfold-url-password", pre: "https://ci:", secret: pw, post: "@git.example.com/acme/widget.git"},
+		{rule: "contextfold-env-secret", pre: "DB_PASSWORD=", secret: pw},
+		{rule: "contextfold-env-secret", pre: "export GITHUB_TOKEN='", secret: pw, post: "'"},
+		{rule: "contextfold-keyed-secret", pre: "password: ", secret: punct},
+		{rule: "contextfold-keyed-secret", pre: `"api_key": "`, secret: pw, post: `"`},
+		{rule: "contextfold-keyed-secret", pre: "X-Api-Key: ", secret: pw},
+		{rule: "contextfold-flag-secret", pre: "--token ", secret: pw},
+		{rule: "contextfold-flag-secret", pre: "--password '", secret: punct, post: "'"},
+		{rule: "contextfold-xml-secret", pre: "<password>", secret: punct, post: "</password>"},
+		{rule: "contextfold-cookie", pre: "Cookie: session=", secret: pw},
+		{rule: "contextfold-cookie", pre: "Set-Cookie: sid=", secret: pw, post: "; Path=/; HttpOnly"},
+		{rule: "contextfold-netrc-password", pre: "machine example.com login bob password ", secret: punct},
+		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: pw},
+		{rule: "contextfold-auth-header", pre: "Authorization: Basic ", secret: b64},
+		{rule: "contextfold-auth-header", pre: `"Proxy-Authorization": "token `, secret: pw, post: `"`},
+		{rule: "contextfold-cli-password", pre: "mysql -u root -p'", secret: punct, post: "' appdb"},
+		{rule: "contextfold-cli-password", pre: "sshpass -p ", secret: pw, post: " ssh host"},
+		{rule: "contextfold-cli-password", pre: "redis-cli -a ", secret: pw, post: " ping"},
+		{rule: "contextfold-sql-password", pre: "ALTER USER app WITH PASSWORD '", secret: punct, post: "';"},
+		{rule: "contextfold-sql-password", pre: "CREATE USER app IDENTIFIED BY '", secret: pw, post: "';"},
+		{rule: "contextfold-config-secret", pre: "aws configure set aws_secret_access_key ", secret: pw},
+		{rule: "contextfold-xml-attr-secret", pre: `<add key="ApiKey" value="`, secret: pw, post: `" />`},
+		{rule: "contextfold-bearer", pre: "using Bearer ", secret: pw},
+		{rule: "contextfold-pgpass", pre: "db.example.com:5432:app:appuser:", secret: pw},
+		{rule: "contextfold-login-password", pre: "docker login -u bob -p ", secret: pw, post: " registry.example.com"},
+		{rule: "contextfold-stdin-password", pre: "echo ", secret: pw, post: " | docker login --password-stdin"},
+		{rule: "contextfold-env-secret", pre: `API_KEY="`, secret: punct, post: `"`},
+		{rule: "contextfold-env-secret", pre: "--client-secret=", secret: pw},
+		{rule: "contextfold-keyed-secret", pre: `'client_secret': '`, secret: pw, post: `'`},
+		{rule: "contextfold-keyed-secret", pre: "PRIVATE-TOKEN: ", secret: pw},
+		{rule: "contextfold-url-password", pre: "redis://:", secret: punct, post: "@cache:6379"},
+		{rule: "contextfold-cookie", pre: "Cookie: theme=dark; session_id=", secret: pw},
+		{rule: "contextfold-auth-header", pre: `Header.Set("Authorization", "Bearer `, secret: pw, post: `")`},
+		{rule: "contextfold-cli-password", pre: "smbclient -U user%", secret: pw, post: " //srv/share"},
+		{rule: "contextfold-cli-password", pre: "htpasswd -b file user ", secret: pw},
+		{rule: "contextfold-config-secret", pre: "npm config set //registry.npmjs.org/:_authToken ", secret: pw},
+		{rule: "contextfold-xml-attr-secret", pre: `<property name="password" value="`, secret: punct, post: `"/>`},
+		{rule: "contextfold-stdin-password", pre: "printf '%s' '", secret: punct, post: "' | helm registry login --password-stdin r"},
+		{rule: "contextfold-login-password", pre: "az login -u u -p'", secret: punct, post: "'"},
+		{rule: "contextfold-sql-password", pre: "SET PASSWORD FOR 'app'@'%' = '", secret: pw, post: "';"},
+		{rule: "contextfold-pgpass", pre: "*:*:*:*:", secret: punct},
+		{rule: "contextfold-private-key-block", pre: "", secret: "-----BEGIN RSA PRIVATE" + " KEY-----\n" + key + "\n-----END RSA PRIVATE" + " KEY-----", needle: key},
+		{rule: "contextfold-jwt", secret: "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJib2IifQ" + ".Wq7vTz3kLp9sR4xN"},
+		{rule: "contextfold-aws-access-key-id", secret: "AKIA" + "Q7V3TZ8KLP9SR4XN"},
+		{rule: "contextfold-llm-api-key", secret: "sk-" + "proj-" + pw + pw},
+	}
+}
+
+// ownKnownLimits are the crossings a rule declines by design: a .pgpass
+// host field after '/' is a path ("dir/file.go:12:5:…" is a position in a
+// file, not a host).
+var ownKnownLimits = map[string]bool{
+	`contextfold-pgpass before "/"`:       true,
+	`contextfold-pgpass before "/", JSON`: true,
+}
+
+// ownLookAlikes are texts next to our rules' keywords that hold no secret
+// whatever punctuation surrounds them.
+var ownLookAlikes = []string{
+	"mymachine example.com login bob password hunter2" + "hunter",
+	"see src/main.go:12:5:func:Handler",
+	"pkg/store.go:120:7:fold:coldNode",
+	"a--token counter",
+	"--token-file ./token.txt",
+}
+
+// TestOwnRulesEveryNeighbour crosses a sample of every one of our own
+// rules with every neighbour of scrubtest.Before and scrubtest.After, as
+// plain text and JSON-escaped, and with the shapes text takes in a
+// transcript (a wrapped paragraph, JSON inside JSON, a Markdown table
+// cell, a trailing '.' or ',', CRLF line ends): the secret never survives
+// Scrub, and the scrubbed text has nothing left to find.
+func TestOwnRulesEveryNeighbour(t *testing.T) {
+	sc := newScrubber(t)
+	samples := ownSamples()
+	have := map[string]bool{}
+	for _, s := range samples {
+		have[s.rule] = true
+		if s.needle == "" {
+			s.needle = s.secret
+		}
+		if out := sc.Scrub(s.pre + s.secret + s.post).Text; strings.Contains(out, s.needle) {
+			t.Fatalf("%s: the sample %q alone is not redacted: the test proves nothing", s.rule, s.pre+s.secret+s.post)
+		}
+	}
+	for _, id := range scrub.ExtraRuleIDs() {
+		if !have[id] {
+			t.Errorf("no sample for our rule %s", id)
+		}
+	}
+	jsonStr := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	leaks := map[string][]string{}
+	for _, s := range samples {
+		needle := s.needle
+		if needle == "" {
+			needle = s.secret
+		}
+		line := s.pre + s.secret + s.post
+		var all strings.Builder
+		check := func(where, text string) {
+			if ownKnownLimits[s.rule+" "+where] {
+				return
+			}
+			all.WriteString(text + "\n")
+			if out := sc.Scrub(text).Text; strings.Contains(out, needle) {
+				leaks[s.rule+" "+s.pre+"…"] = append(leaks[s.rule+" "+s.pre+"…"], where)
+			}
+		}
+		for _, a := range scrubtest.After {
+			check(fmt.Sprintf("after %q", a), "see "+line+a+" end")
+			check(fmt.Sprintf("after %q, JSON", a), `{"out":`+jsonStr(" "+line+a)+`}`)
+		}
+		for _, b := range scrubtest.Before {
+			check(fmt.Sprintf("before %q", b), "see"+b+line+" end")
+			check(fmt.Sprintf("before %q, JSON", b), `{"out":`+jsonStr(b+line+"\n")+`}`)
+		}
+		check("wrapped", strings.Repeat("the deploy step printed ", 4)+"\n"+line+"\n"+"and went on")
+		check("JSON in JSON", `{"content":`+jsonStr(`{"out":`+jsonStr("ran\n"+line+"\n")+`}`)+`}`)
+		check("Markdown cell", "| name | value |\n|---|---|\n| db | "+line+" |\n")
+		check("Markdown cell, no blanks", "|db|"+line+"|\n")
+		check(`trailing "."`, "it was "+line+". Then")
+		check(`trailing ","`, "it was "+line+", then")
+		check("CRLF", "first\r\n"+line+"\r\nnext\r\n")
+		r := sc.Scrub(all.String())
+		if strings.Contains(r.Text, needle) {
+			leaks[s.rule+" "+s.pre+"…"] = append(leaks[s.rule+" "+s.pre+"…"], "all crossings in one text")
+		}
+		if fs := sc.Find(r.Text); len(fs) > 0 {
+			t.Errorf("%s: the scrubbed text still has %d finding(s), first %s %q", s.rule, len(fs), fs[0].RuleID, r.Text[fs[0].Start:fs[0].End])
+		}
+	}
+	// The look-alikes stay as they are in the same shapes.
+	var lookAlikes []string
+	lookAlikes = append(lookAlikes, ownLookAlikes...)
+	lookAlikes = append(lookAlikes, commandLineLookAlikes...)
+	lookAlikes = append(lookAlikes, scrub.ExtraRuleLookAlikes...)
+	for _, k := range lookAlikes {
+		for _, in := range []string{
+			k, "see " + k + " end", "first\r\n" + k + "\r\nnext\r\n",
+			"| name | value |\n|---|---|\n| x | " + k + " |\n",
+			"it was " + k + " . Then", "it was " + k + " , then",
+			`{"out":` + jsonStr("ran\n"+k+"\n") + `}`,
+			`{"content":` + jsonStr(`{"out":`+jsonStr(k)+`}`) + `}`,
+		} {
+			if out := sc.Scrub(in).Text; out != in {
+				t.Errorf("look-alike changed: Scrub(%q) = %q", in, out)
+			}
+		}
+	}
+	ids := make([]string, 0, len(leaks))
+	for id := range leaks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		w := leaks[id]
+		if len(w) > 80 {
+			w = append(w[:80:80], fmt.Sprintf("… %d more", len(leaks[id])-80))
+		}
+		t.Errorf("%q survives: %s", id, strings.Join(w, "; "))
+	}
+}
