@@ -1,0 +1,27 @@
+package main
+
+import (
+	"testing"
+)
+
+// TestRecallCoverageCountsAlias: a prompt word matched through its alias
+// ("linker" through ld and collect2) is a covered word, so recall must not
+// print coverage 0 for the very node it matched that way.
+func TestRecallCoverageCountsAlias(t *testing.T) {
+	dir := demoDir(t)
+	if _, errs, code := cli(t, "collect2: error: ld returned 1 exit status\n/usr/bin/ld: cannot find -lfoo\n", "--dir", dir, "--no-scrub", "fold", "201", "build failed at the final step", "--file", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	out, errs, code := cli(t, "", "--dir", dir, "recall", "linker", "--json")
+	var rows []struct {
+		Step     int `json:"step_id"`
+		Coverage int `json:"coverage"`
+	}
+	mustJSON(t, out, &rows)
+	if code != 0 || len(rows) != 1 || rows[0].Step != 201 {
+		t.Fatalf("recall linker: %d %s %s", code, errs, out)
+	}
+	if rows[0].Coverage != 1 {
+		t.Errorf("recall linker: coverage %d for the node matched by alias, want 1", rows[0].Coverage)
+	}
+}
