@@ -91,7 +91,11 @@ use hydrate to page a node in.`,
 				}
 				return writeJSON(out, doc)
 			}
-			fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+			if len(res.QueryTerms) == 0 {
+				fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
+			} else {
+				fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+			}
 			if len(res.Selected) == 0 {
 				fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
 				return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -23,5 +24,22 @@ func TestRecallCoverageCountsAlias(t *testing.T) {
 	}
 	if rows[0].Coverage != 1 {
 		t.Errorf("recall linker: coverage %d for the node matched by alias, want 1", rows[0].Coverage)
+	}
+}
+
+// TestScanSaysWhenNoTerm: a prompt of stop words only ("hello") has no
+// query term; scan says so plainly instead of printing an empty list.
+func TestScanSaysWhenNoTerm(t *testing.T) {
+	dir := demoDir(t)
+	out, errs, code := cli(t, "", "--dir", dir, "scan", "hello")
+	if code != 0 {
+		t.Fatalf("scan hello: %d %s", code, errs)
+	}
+	if strings.Contains(out, "query terms: \n") || !strings.Contains(out, "query terms: none") {
+		t.Errorf("scan hello printed an empty term list, want it to say there is none:\n%s", out)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "scan", "what port for PostgreSQL?")
+	if !strings.Contains(out, "query terms: port") {
+		t.Errorf("scan with terms lost its term list:\n%s", out)
 	}
 }
