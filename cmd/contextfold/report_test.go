@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,34 @@ func TestScanSaysWhenNoTerm(t *testing.T) {
 	out, _, _ = cli(t, "", "--dir", dir, "scan", "what port for PostgreSQL?")
 	if !strings.Contains(out, "query terms: port") {
 		t.Errorf("scan with terms lost its term list:\n%s", out)
+	}
+}
+
+// TestRepairJSONFilesAbsolute: every action of repair --json names its
+// file by an absolute path, drop_reference included (it printed the
+// index's relative file_path).
+func TestRepairJSONFilesAbsolute(t *testing.T) {
+	dir := demoDir(t)
+	copied := filepath.Join(t.TempDir(), "other")
+	if err := os.Rename(dir, copied); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cli(t, "", "--dir", copied, "repair", "--json")
+	var plan struct {
+		Actions []struct {
+			Action string `json:"action"`
+			File   string `json:"file"`
+		} `json:"actions"`
+	}
+	mustJSON(t, out, &plan)
+	kinds := map[string]bool{}
+	for _, a := range plan.Actions {
+		kinds[a.Action] = true
+		if !filepath.IsAbs(a.File) {
+			t.Errorf("repair --json: %s names %q, not an absolute path", a.Action, a.File)
+		}
+	}
+	if !kinds["drop_reference"] || !kinds["reindex"] {
+		t.Fatalf("repair --json (exit %d %s): want drop_reference and reindex actions, got %s", code, errs, out)
 	}
 }
