@@ -74,3 +74,35 @@ func TestRepairJSONFilesAbsolute(t *testing.T) {
 		t.Fatalf("repair --json (exit %d %s): want drop_reference and reindex actions, got %s", code, errs, out)
 	}
 }
+
+// TestValidateCopiedStoreOneFinding: validate on a copied store names the
+// move once, with the count of nodes it affects, instead of a
+// path_containment finding (and its remedy) for every node.
+func TestValidateCopiedStoreOneFinding(t *testing.T) {
+	dir := demoDir(t)
+	copied := filepath.Join(t.TempDir(), "other")
+	if err := os.Rename(dir, copied); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := cli(t, "", "--dir", copied, "validate")
+	if code != 1 {
+		t.Fatalf("validate on a copy: exit %d\n%s", code, out)
+	}
+	if n := strings.Count(out, "path_containment"); n != 1 {
+		t.Errorf("validate on a copy printed %d path_containment findings, want 1:\n%s", n, out)
+	}
+	for _, want := range []string{"8 of 8 indexed nodes", `".contextfold"`, "contextfold --dir " + copied + " repair --apply"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate on a copy lacks %q:\n%s", want, out)
+		}
+	}
+	// --json keeps one finding per node (repair plans one action each).
+	out, _, _ = cli(t, "", "--dir", copied, "validate", "--json")
+	var rep struct {
+		Findings []struct{ Kind string } `json:"findings"`
+	}
+	mustJSON(t, out, &rep)
+	if len(rep.Findings) != 8 {
+		t.Errorf("validate --json on a copy: %d findings, want 8", len(rep.Findings))
+	}
+}
