@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
 )
 
 // TestRecallCoverageCountsAlias: a prompt word matched through its alias
@@ -104,5 +108,57 @@ func TestValidateCopiedStoreOneFinding(t *testing.T) {
 	mustJSON(t, out, &rep)
 	if len(rep.Findings) != 8 {
 		t.Errorf("validate --json on a copy: %d findings, want 8", len(rep.Findings))
+	}
+}
+
+// TestScanReportsFocusedTokens: a pick over the per-call cap that
+// hydration focuses on its matched lines is reported with the tokens
+// hydration places (and marked focused), not only with the cap it holds
+// against the per-turn budget (scan printed 3000 tokens for a pick that
+// hydrates as a few dozen).
+func TestScanReportsFocusedTokens(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	var b strings.Builder
+	for i := 1; i <= 4000; i++ {
+		fmt.Fprintf(&b, "line %d of the build log: compiling pkg/mod%d ok\n", i, i)
+	}
+	b.WriteString("FATAL: linker error symbol quux_zz missing\n")
+	if _, errs, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "3", "build log", "--file", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	b.Reset()
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&b, "row %d of the test run: case t%d passed\n", i, i)
+	}
+	if _, errs, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "4", "test run", "--file", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	prompt := "why is quux_zz missing"
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := match.Hydrate(s, 3, prompt, match.Ranked)
+	if err != nil || len(h.Windows) == 0 {
+		t.Fatalf("hydrate 3 is not focused: %v %+v", err, h)
+	}
+	out, errs, code := cli(t, "", "--dir", dir, "scan", "--json", prompt)
+	var res struct {
+		Selected []struct {
+			Step   int `json:"step_id"`
+			Cost   int `json:"token_cost"`
+			Placed int `json:"placed_tokens"`
+		} `json:"selected"`
+	}
+	mustJSON(t, out, &res)
+	if code != 0 || len(res.Selected) == 0 || res.Selected[0].Step != 3 {
+		t.Fatalf("scan: %d %s %s", code, errs, out)
+	}
+	if p := res.Selected[0]; p.Placed != h.TokenEstimate || p.Cost <= p.Placed {
+		t.Errorf("scan --json: step 3 token_cost %d placed_tokens %d; hydration places %d", p.Cost, p.Placed, h.TokenEstimate)
+	}
+	out, _, _ = cli(t, "", "--dir", dir, "scan", prompt)
+	if want := fmt.Sprintf("%d tokens (focused", h.TokenEstimate); !strings.Contains(out, want) {
+		t.Errorf("scan lacks %q:\n%s", want, out)
 	}
 }
