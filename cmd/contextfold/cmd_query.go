@@ -47,8 +47,13 @@ scores clearly) and intent ownership; each pick shows its score and why it
 matched. Exact (the reference, spec §5): query terms are the prompt's
 identifiers, files and error names; nodes are picked by residual greedy set
 cover (most uncovered terms first, the larger step id on ties). Either way
-picks are admitted while they fit the per-turn budget. scan changes nothing;
-use hydrate to page a node in.`,
+picks are admitted while they fit the per-turn budget, each costing
+min(its tokens, per-call cap, per-turn budget), or its windows' tokens under
+rule "focus long picks". A ranked pick over the per-call cap that hydration
+focuses on its matched lines shows the tokens hydration places, marked
+"(focused …)" (--json: placed_tokens) next to what it holds against the
+budget. A prompt with no query term says so. scan changes nothing; use
+hydrate to page a node in.`,
 		Example: `  contextfold scan "What port are we using for PostgreSQL, and which migration applied the billing table?"
   contextfold scan --json -- "-v flag broke tests/test_api.py"
   contextfold scan "what did api.example.com/v2/prices return?"
