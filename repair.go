@@ -39,7 +39,7 @@ const (
 type RepairAction struct {
 	Action string // one of the Action* constants
 	StepID *int   // nil for a store file
-	File   string // the file concerned
+	File   string // the file concerned: an absolute path in a directory store
 	Reason string // the finding that calls for it
 }
 
@@ -166,7 +166,7 @@ func (s *Store) Repair(apply bool) (*RepairResult, error) {
 		entryDocs[name] = e.Doc
 		switch f.Kind {
 		case KindBrokenReference, KindPathContainment:
-			res.Actions = append(res.Actions, RepairAction{Action: ActionDropReference, StepID: &step, File: e.FilePath, Reason: f.Message})
+			res.Actions = append(res.Actions, RepairAction{Action: ActionDropReference, StepID: &step, File: s.referencedPath(e.FilePath), Reason: f.Message})
 		default:
 			res.Actions = append(res.Actions, RepairAction{Action: ActionQuarantine, StepID: &step, File: s.NodePath(step), Reason: f.Message})
 			moves = append(moves, [2]string{s.NodePath(step), name})
@@ -374,6 +374,21 @@ func (s *Store) finishRepair(res *RepairResult, keep *index, reindex []*ColdNode
 		return nil, err
 	}
 	return res, s.flush()
+}
+
+// referencedPath is the absolute path an index file_path names (relative
+// to the directory that holds the store, spec §1), without resolving
+// symlinks, so a drop_reference action names its file the way every other
+// action does. A database store's file_path is returned as it is.
+func (s *Store) referencedPath(filePath string) string {
+	if s.be != nil {
+		return filePath
+	}
+	fp := filepath.FromSlash(filePath)
+	if filepath.IsAbs(fp) {
+		return filepath.Clean(fp)
+	}
+	return filepath.Join(filepath.Dir(s.dir), fp)
 }
 
 // tempFileRE matches the temporary files of an interrupted atomic write in

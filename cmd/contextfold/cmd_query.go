@@ -47,8 +47,13 @@ scores clearly) and intent ownership; each pick shows its score and why it
 matched. Exact (the reference, spec §5): query terms are the prompt's
 identifiers, files and error names; nodes are picked by residual greedy set
 cover (most uncovered terms first, the larger step id on ties). Either way
-picks are admitted while they fit the per-turn budget. scan changes nothing;
-use hydrate to page a node in.`,
+picks are admitted while they fit the per-turn budget, each costing
+min(its tokens, per-call cap, per-turn budget), or its windows' tokens under
+rule "focus long picks". A ranked pick over the per-call cap that hydration
+focuses on its matched lines shows the tokens hydration places, marked
+"(focused …)" (--json: placed_tokens) next to what it holds against the
+budget. A prompt with no query term says so. scan changes nothing; use
+hydrate to page a node in.`,
 		Example: `  contextfold scan "What port are we using for PostgreSQL, and which migration applied the billing table?"
   contextfold scan --json -- "-v flag broke tests/test_api.py"
   contextfold scan "what did api.example.com/v2/prices return?"
@@ -65,18 +70,24 @@ use hydrate to page a node in.`,
 			if err != nil {
 				return err
 			}
-			res, err := match.Scan(s, strings.Join(args, " "), m)
+			prompt := strings.Join(args, " ")
+			res, err := match.Scan(s, prompt, m)
 			if err != nil {
 				return err
 			}
+			placed := placedTokens(s, prompt, m, res.Selected)
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
 				var sel, drop []pickJSON
 				for _, p := range res.Selected {
-					sel = append(sel, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary, p.Score, p.Why})
+					pj := pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary, p.Score, p.Why, nil}
+					if n, ok := placed[p.StepID]; ok {
+						pj.PlacedTokens = n
+					}
+					sel = append(sel, pj)
 				}
 				for _, p := range res.Dropped {
-					drop = append(drop, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary, p.Score, p.Why})
+					drop = append(drop, pickJSON{p.StepID, p.MatchedTerms, numberOut(p.TokenCost), p.Summary, p.Score, p.Why, nil})
 				}
 				if sel == nil {
 					sel = []pickJSON{}
@@ -91,14 +102,22 @@ use hydrate to page a node in.`,
 				}
 				return writeJSON(out, doc)
 			}
-			fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+			if len(res.QueryTerms) == 0 {
+				fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
+			} else {
+				fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+			}
 			if len(res.Selected) == 0 {
 				fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
 				return nil
 			}
 			fmt.Fprintf(out, "would hydrate (%v of %v tokens):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))
 			for i, p := range res.Selected {
-				fmt.Fprintf(out, "  %d. step %d  [%s]  %v tokens  %s\n", i+1, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost), preview(p.Summary, 80))
+				cost := fmt.Sprintf("%v tokens", numberOut(p.TokenCost))
+				if n, ok := placed[p.StepID]; ok {
+					cost = fmt.Sprintf("%d tokens (focused on its matched lines; %v held against the per-turn budget)", n, numberOut(p.TokenCost))
+				}
+				fmt.Fprintf(out, "  %d. step %d  [%s]  %s  %s\n", i+1, p.StepID, strings.Join(p.MatchedTerms, ", "), cost, preview(p.Summary, 80))
 				if m == match.Ranked {
 					fmt.Fprintf(out, "     score %.3f: %s\n", p.Score, strings.Join(p.Why, "; "))
 				}
@@ -120,6 +139,30 @@ type pickJSON struct {
 	Summary      string   `json:"summary"`
 	Score        float64  `json:"score,omitempty"` // ranked only
 	Why          []string `json:"why,omitempty"`   // ranked only
+	// PlacedTokens, for a selected pick that hydration focuses on its
+	// matched lines to fewer tokens than token_cost, is the tokens the
+	// hydration places; absent otherwise.
+	PlacedTokens any `json:"placed_tokens,omitempty"`
+}
+
+// placedTokens returns, for each selected pick whose hydration for prompt
+// is focused on its matched lines (match.Hydrate: the per-call cap's
+// focusing, which the scan's TokenCost does not cost) to fewer tokens than
+// its TokenCost, the tokens that hydration places. Reporting only: the
+// scan's admission and TokenCost are unchanged. A pick whose node does not
+// hydrate is left out (hydrate says why).
+func placedTokens(s *contextfold.Store, prompt string, m match.Mode, picks []contextfold.ScanPick) map[int]int {
+	out := map[int]int{}
+	if m != match.Ranked {
+		return out
+	}
+	for _, p := range picks {
+		h, err := match.Hydrate(s, p.StepID, prompt, m)
+		if err == nil && len(h.Windows) > 0 && float64(h.TokenEstimate) < p.TokenCost {
+			out[p.StepID] = h.TokenEstimate
+		}
+	}
+	return out
 }
 
 // numberOut prints integral values as integers.

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,10 @@ files an interrupted write left (temp_file). The empty .spare-<digits> files a
 running proxy keeps in cold_nodes/ for its next fold event are no part of the
 store and not reported; one holding bytes is a temp_file. It continues past
 failures, reports each one, changes nothing, and exits 1 when it found any,
-or when the store directory does not exist.`,
+or when the store directory does not exist. A store copied or renamed (its
+index still names the old directory) fails path containment for every node
+for that one cause: the text output says so once, with the count of nodes
+and the command that fixes it; --json keeps one finding per node.`,
 		Example: "  contextfold validate\n  contextfold validate --json | jq '.findings[].kind'",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,7 +72,21 @@ or when the store directory does not exist.`,
 					return err
 				}
 			} else {
+				// A copied or renamed store fails path containment for
+				// every node for one cause: say it once, with the count.
+				moved, fromMove := movedFindings(s, rep.Findings)
+				if moved != nil {
+					indexed := fromMove
+					if es, err := s.EntriesShared(); err == nil {
+						indexed = len(es)
+					}
+					fmt.Fprintf(out, "%-16s %d of %d indexed nodes: %s\n                 → %s\n", contextfold.KindPathContainment, fromMove, indexed, moved.Error(),
+						fmt.Sprintf("contextfold --dir %s repair --apply re-indexes the copy's own files under its name (or rename the directory back to %q)", moved.Dir, moved.From))
+				}
 				for _, f := range rep.Findings {
+					if moved != nil && isFromMove(f, moved) {
+						continue
+					}
 					fmt.Fprintf(out, "%-16s %s\n                 → %s\n", f.Kind, f.Message, contextfold.Remedy(f.Kind))
 				}
 				for _, w := range warnings {
@@ -94,4 +112,32 @@ func warningsOrEmpty(w []map[string]any) []map[string]any {
 		return []map[string]any{}
 	}
 	return w
+}
+
+// movedFindings returns the store's *MovedStoreError when its recall index
+// names another store directory (the store was copied or renamed), with
+// the number of findings that cause accounts for; nil, 0 otherwise.
+func movedFindings(s *contextfold.Store, fs []contextfold.Finding) (*contextfold.MovedStoreError, int) {
+	var moved *contextfold.MovedStoreError
+	if !errors.As(s.CheckMoved(), &moved) {
+		return nil, 0
+	}
+	n := 0
+	for _, f := range fs {
+		if isFromMove(f, moved) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	return moved, n
+}
+
+// isFromMove reports whether finding f is the path containment failure of
+// an index entry whose file_path names the store's former directory.
+func isFromMove(f contextfold.Finding, moved *contextfold.MovedStoreError) bool {
+	var pe *contextfold.PathContainmentError
+	return f.Kind == contextfold.KindPathContainment && errors.As(f.Err, &pe) &&
+		strings.HasPrefix(pe.FilePath, moved.From+"/"+contextfold.ColdNodesDir+"/")
 }

@@ -1110,9 +1110,12 @@ func (ix *Index) weightsLocked(prompt string, p Params) map[string]float64 {
 
 // Hit is one ranked recall candidate.
 type Hit struct {
-	Step     int
-	Score    float64 // total score (idf units)
-	Coverage int     // distinct primary prompt terms the node holds itself
+	Step  int
+	Score float64 // total score (idf units)
+	// Coverage is the distinct primary prompt terms the node holds itself,
+	// plus each prompt word it holds only through an alias ("linker" held
+	// as ld or collect2, aliases.go), counted once per word.
+	Coverage int
 	Summary  string
 	Evicted  bool
 	Terms    []string
@@ -1135,9 +1138,36 @@ func (ix *Index) recallLocked(query string, p Params) []Hit {
 		}
 		d := ix.docs[c.doc]
 		pk := ix.pick(q, c, c.score, nil)
-		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: bits.OnesCount64(c.mask), Summary: ix.summaryOf(c.doc), Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
+		out = append(out, Hit{Step: d.step, Score: pk.Score, Coverage: ix.coverage(q, c), Summary: ix.summaryOf(c.doc), Evicted: d.evicted, Terms: pk.Terms, Why: pk.Why})
 	}
 	return out
+}
+
+// coverage is the reported coverage of candidate c (Hit.Coverage): the
+// primary terms in c.mask, plus one for each prompt word that c holds only
+// through an alias term. c.mask itself is left as it is (it drives
+// supersede and intent ownership).
+func (ix *Index) coverage(q *Query, c *match) int {
+	n := bits.OnesCount64(c.mask)
+	var viaPrimary, viaAlias map[string]bool
+	for i, t := range q.terms {
+		if t.primary && i < 64 && c.mask&(1<<i) != 0 {
+			if viaPrimary == nil {
+				viaPrimary = map[string]bool{}
+			}
+			viaPrimary[t.src] = true
+		}
+	}
+	for _, t := range q.terms {
+		if t.kind == KindAlias && !viaPrimary[t.src] && !viaAlias[t.src] && ix.tf(t.id, c.doc) > 0 {
+			if viaAlias == nil {
+				viaAlias = map[string]bool{}
+			}
+			viaAlias[t.src] = true
+			n++
+		}
+	}
+	return n
 }
 
 // specific reports whether a word of the prompt names something specific:
