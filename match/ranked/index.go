@@ -1,6 +1,7 @@
 package ranked
 
 import (
+	"cmp"
 	"os"
 	"runtime"
 	"slices"
@@ -91,7 +92,9 @@ type Index struct {
 	nterms int32
 	spost  map[int32][]posting
 	pcache map[int32][]posting
-	pcount int                // postings held in pcache, bounded by pcacheMax
+	pcount int              // postings held in pcache, bounded by pcacheMax
+	puse   map[int32]uint64 // when each pcache list was last used (ptick)
+	ptick  uint64
 	src    *contextfold.Store // the store last refreshed against (to rebuild)
 	// snapID identifies the snapshot file this index's delta frames are
 	// appended to (the one it was opened from or last wrote; zero: none).
@@ -135,7 +138,7 @@ type Index struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}, maxStep: -1}
+	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}, puse: map[int32]uint64{}, maxStep: -1}
 }
 
 // termID returns the id of an indexed term (false: unknown).
@@ -176,6 +179,8 @@ func (ix *Index) postings(id int32) []posting {
 		return ix.post[id-ix.nterms]
 	}
 	if ps, ok := ix.pcache[id]; ok {
+		ix.ptick++
+		ix.puse[id] = ix.ptick
 		return ps
 	}
 	ps := ix.rawPostings(id)
@@ -189,22 +194,40 @@ func (ix *Index) postings(id int32) []posting {
 		ps = live
 	}
 	if ix.pcount+len(ps) > pcacheMax {
-		// The cache is only a shortcut: emptied whole when it would
-		// pass its bound, so a long-lived index over a large store holds
-		// the lists of its recent prompts' terms, not of every term ever
-		// asked for.
-		clear(ix.pcache)
-		ix.pcount = 0
+		ix.evictPostings(pcacheMax*3/4 - len(ps))
 	}
-	ix.pcache[id] = ps
+	ix.ptick++
+	ix.pcache[id], ix.puse[id] = ps, ix.ptick
 	ix.pcount += len(ps)
 	return ps
 }
 
-// pcacheMax bounds the postings an index keeps decoded in pcache: 4M
-// postings, 32 MiB (a posting is 8 bytes), the lists of some 40 terms held
-// by every node of a 100k-node store.
-var pcacheMax = 4 << 20
+// evictPostings drops the least recently used lists of pcache until it
+// holds at most keep postings (the cache is only a shortcut: a long-lived
+// index over a large store keeps the lists of the terms its prompts use
+// most, not of every term ever asked for). Callers hold ix.mu.
+func (ix *Index) evictPostings(keep int) {
+	ids := make([]int32, 0, len(ix.pcache))
+	for id := range ix.pcache {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(ix.puse[a], ix.puse[b]) })
+	for _, id := range ids {
+		if ix.pcount <= max(keep, 0) {
+			break
+		}
+		ix.pcount -= len(ix.pcache[id])
+		delete(ix.pcache, id)
+		delete(ix.puse, id)
+	}
+}
+
+// pcacheMax bounds the postings an index keeps decoded in pcache: 16M
+// postings, 128 MiB (a posting is 8 bytes): the lists of the terms its
+// prompts use, at 100k nodes (some 18M postings in all), without decoding
+// the common ones again at every scan; a store of a few thousand nodes
+// never reaches it.
+var pcacheMax = 16 << 20
 
 func (ix *Index) summaryOf(d int32) string {
 	if ix.docs[d].lazy {
@@ -268,7 +291,7 @@ func (ix *Index) reset() {
 		ix.snap.unmap()
 	}
 	fresh := NewIndex()
-	ix.vocab, ix.byStep, ix.spost, ix.pcache = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache
+	ix.vocab, ix.byStep, ix.spost, ix.pcache, ix.puse = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache, fresh.puse
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
 	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
@@ -684,6 +707,7 @@ func (ix *Index) kill(d int32) {
 	ix.docs[d].dead = true
 	ix.hot[d].dead = true
 	clear(ix.pcache) // cached postings may hold d
+	clear(ix.puse)
 	ix.pcount = 0
 	ix.live--
 	ix.total -= ix.docs[d].length

@@ -417,3 +417,44 @@ func TestPostingsCacheBounded(t *testing.T) {
 		t.Error("nothing cached: the test exercises no bound")
 	}
 }
+
+// At its bound the postings cache drops the least recently used lists
+// first: a list used again just before survives one used only earlier.
+func TestPostingsCacheKeepsRecent(t *testing.T) {
+	g := testgen.New(23)
+	mem := NewIndex()
+	addTurns(mem, g.SmallTurns(0, 1500), "a")
+	ix := reopen(t, mem)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var ids []int32 // snapshot terms held by some nodes, by id
+	for id := int32(0); id < ix.nterms && len(ids) < 40; id++ {
+		if n := len(ix.rawPostings(id)); n >= 20 && n <= 400 {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < 40 {
+		t.Fatalf("only %d terms with 20-400 holders", len(ids))
+	}
+	defer func(v int) { pcacheMax = v }(pcacheMax)
+	pcacheMax = 1 << 30
+	for _, id := range ids[:20] {
+		ix.postings(id)
+	}
+	ix.postings(ids[0]) // used again: the most recent of the first twenty
+	pcacheMax = ix.pcount // the next list passes the bound
+	ix.postings(ids[20])
+	if _, ok := ix.pcache[ids[0]]; !ok {
+		t.Error("the list used last before the bound was evicted")
+	}
+	if _, ok := ix.pcache[ids[1]]; ok {
+		t.Error("the least recently used list survived the eviction")
+	}
+	held := 0
+	for _, ps := range ix.pcache {
+		held += len(ps)
+	}
+	if held != ix.pcount || held > pcacheMax {
+		t.Errorf("pcache holds %d postings, pcount %d, bound %d", held, ix.pcount, pcacheMax)
+	}
+}
