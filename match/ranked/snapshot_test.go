@@ -441,7 +441,7 @@ func TestPostingsCacheKeepsRecent(t *testing.T) {
 	for _, id := range ids[:20] {
 		ix.postings(id)
 	}
-	ix.postings(ids[0]) // used again: the most recent of the first twenty
+	ix.postings(ids[0])   // used again: the most recent of the first twenty
 	pcacheMax = ix.pcount // the next list passes the bound
 	ix.postings(ids[20])
 	if _, ok := ix.pcache[ids[0]]; !ok {
