@@ -230,15 +230,7 @@ var extraRules = []extraRule{
 		// value: 2 single-quoted, 3 double-quoted, 4 bare.
 		re:     regexp.MustCompile(`^config(?:ure)?(?:[ \t]+--?[\w-]+(?:[ \t]+[\w.-]+)?)*?[ \t]+(?:set[ \t]+)?(?:--?[\w-]+[ \t]+)*([\w.:/@-]+)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"=;&|]+))`),
 		maxLen: 512,
-		secret: func(c string, m []int) (int, int, bool) {
-			for g := 2; g <= 4; g++ {
-				if m[2*g] >= 0 {
-					s, e := m[2*g], m[2*g+1]
-					return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
-				}
-			}
-			return 0, 0, false
-		},
+		secret: keyedSecret(4),
 	},
 	{
 		id:      "contextfold-xml-attr-secret",
@@ -250,15 +242,7 @@ var extraRules = []extraRule{
 		// 1: the name, value: 2 double-quoted, 3 single-quoted.
 		re:     regexp.MustCompile(`^<[A-Za-z][\w:.-]*(?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+(?:key|name)[ \t]*=[ \t]*["']([^"'<>]+)["'](?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+value[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)')`),
 		maxLen: 1024,
-		secret: func(c string, m []int) (int, int, bool) {
-			for g := 2; g <= 3; g++ {
-				if m[2*g] >= 0 {
-					s, e := m[2*g], m[2*g+1]
-					return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
-				}
-			}
-			return 0, 0, false
-		},
+		secret: keyedSecret(3),
 	},
 	{
 		id:      "contextfold-bearer",
@@ -573,14 +557,8 @@ func flagStart(text string, p int) int {
 // flagSecret vets a --name VALUE candidate like NAME=VALUE; a value that is
 // itself an option (-x, --flag) is not one.
 func flagSecret(c string, m []int) (int, int, bool) {
-	for g := 2; g <= 4; g++ {
-		if m[2*g] >= 0 {
-			s, e := m[2*g], m[2*g+1]
-			v := c[s:e]
-			return s, e, !strings.HasPrefix(v, "-") && acceptEnvSecret(c[m[2]:m[3]], v)
-		}
-	}
-	return 0, 0, false
+	s, e, ok := valueGroup(m, 2, 4)
+	return s, e, ok && !strings.HasPrefix(c[s:e], "-") && acceptEnvSecret(c[m[2]:m[3]], c[s:e])
 }
 
 // xmlStart accepts "<" followed by a tag name that may name a secret.
@@ -886,11 +864,24 @@ func authCredential(c string, m []int) (int, int, bool) {
 }
 
 // envSecret vets a NAME=value candidate and returns the value's span.
-func envSecret(c string, m []int) (int, int, bool) {
-	for g := 2; g <= 5; g++ {
+var envSecret = keyedSecret(5)
+
+// keyedSecret vets a candidate whose group 1 is a name and whose value is
+// the first of groups 2..last that matched (its quoted and bare forms), as
+// NAME=value is (acceptEnvSecret).
+func keyedSecret(last int) func(c string, m []int) (int, int, bool) {
+	return func(c string, m []int) (int, int, bool) {
+		s, e, ok := valueGroup(m, 2, last)
+		return s, e, ok && acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+	}
+}
+
+// valueGroup returns the span of the first of submatch groups first..last
+// that matched in m (a regexp submatch index); ok false when none did.
+func valueGroup(m []int, first, last int) (s, e int, ok bool) {
+	for g := first; g <= last && 2*g+1 < len(m); g++ {
 		if m[2*g] >= 0 {
-			s, e := m[2*g], m[2*g+1]
-			return s, e, acceptEnvSecret(c[m[2]:m[3]], c[s:e])
+			return m[2*g], m[2*g+1], true
 		}
 	}
 	return 0, 0, false
