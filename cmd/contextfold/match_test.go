@@ -164,15 +164,7 @@ func TestStoreMatchingSetting(t *testing.T) {
 // (Before: it printed "--offset N" with N counted in the focused text,
 // which pointed near the start of the node, far from the matched line.)
 func TestHydrateFocusReadOnCommand(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
-	var b strings.Builder
-	for i := 1; i <= 4000; i++ {
-		fmt.Fprintf(&b, "line %d of the build log: compiling pkg/mod%d ok\n", i, i)
-	}
-	b.WriteString("FATAL: linker error symbol quux_zz missing\n")
-	if _, errs, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "3", "build log", "--file", "-"); code != 0 {
-		t.Fatal(errs)
-	}
+	dir := buildLogStore(t)
 	out, errs, code := cli(t, "", "--dir", dir, "hydrate", "3", "--focus", "quux_zz")
 	if code != 0 || !strings.Contains(out, "FATAL: linker error symbol quux_zz") {
 		t.Fatalf("focused: %d %s %.300q", code, errs, out)
@@ -189,4 +181,21 @@ func TestHydrateFocusReadOnCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(page, "FATAL: linker error symbol quux_zz") {
 		t.Errorf("%v: %d %s; the page does not hold the matched line: %.300q", cmdline, code, errs, page)
 	}
+}
+
+// buildLogStore makes a store whose step 3 is a 4,001-line build log (far
+// over the per-call cap) with one matching line at its end,
+// "FATAL: linker error symbol quux_zz missing", and returns its directory.
+func buildLogStore(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	var b strings.Builder
+	for i := 1; i <= 4000; i++ {
+		fmt.Fprintf(&b, "line %d of the build log: compiling pkg/mod%d ok\n", i, i)
+	}
+	b.WriteString("FATAL: linker error symbol quux_zz missing\n")
+	if _, errs, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "3", "build log", "--file", "-"); code != 0 {
+		t.Fatal(errs)
+	}
+	return dir
 }

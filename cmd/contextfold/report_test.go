@@ -117,16 +117,8 @@ func TestValidateCopiedStoreOneFinding(t *testing.T) {
 // against the per-turn budget (scan printed 3000 tokens for a pick that
 // hydrates as a few dozen).
 func TestScanReportsFocusedTokens(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
+	dir := buildLogStore(t)
 	var b strings.Builder
-	for i := 1; i <= 4000; i++ {
-		fmt.Fprintf(&b, "line %d of the build log: compiling pkg/mod%d ok\n", i, i)
-	}
-	b.WriteString("FATAL: linker error symbol quux_zz missing\n")
-	if _, errs, code := cli(t, b.String(), "--dir", dir, "--no-scrub", "fold", "3", "build log", "--file", "-"); code != 0 {
-		t.Fatal(errs)
-	}
-	b.Reset()
 	for i := 1; i <= 3000; i++ {
 		fmt.Fprintf(&b, "row %d of the test run: case t%d passed\n", i, i)
 	}
