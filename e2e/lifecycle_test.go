@@ -1,0 +1,448 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold/internal/scripted"
+	"github.com/contextfold/contextfold/proxy"
+)
+
+// A session as a user lives it, past one question: the build session
+// (thinkingSteps shell steps, thinking on, the model answering 400 to an
+// invalid thinking block), a question about an early output (a fold event
+// happened, the question hydrates), more tool turns (moreMarker), another
+// question; with the agent's --continue and --resume, the proxy restarted
+// between two questions, or two agents on one proxy at once.
+
+// moreMarker starts a later human turn that asks for moreSteps more shell
+// steps, numbered on from thinkingSteps.
+const (
+	moreMarker = "CFMORE"
+	moreSteps  = 6
+)
+
+const morePrompt = moreMarker + ": run a few more build steps, one shell step at a time, and tell me when they are done."
+
+// lifecycleScript is the scripted model of these sessions: the build
+// session of thinkingSteps steps and its questions (stepsScript), and the
+// later turn of moreSteps more steps.
+func lifecycleScript() scripted.Script {
+	return stepsScript(thinkingSteps, func(t *scripted.Turn) scripted.Reply {
+		if !strings.Contains(t.Prompt, moreMarker) {
+			return scripted.Reply{}
+		}
+		k := thinkingSteps
+		if len(t.Results) > 0 {
+			k = max(k, lastStep(t.Body)+1)
+		}
+		if k < thinkingSteps+moreSteps {
+			if c, ok := shellCall(t, k, stepCommand(k)); ok {
+				return scripted.Reply{Calls: []scripted.Call{c}}
+			}
+		}
+		return scripted.Reply{Text: fmt.Sprintf("More steps done: through step %d.", k-1)}
+	})
+}
+
+// wireRequest is one model request as the proxy accounted for it and as
+// the upstream received it.
+type wireRequest struct {
+	Session  string
+	Fold     bool // the proxy reported a fold event for it
+	Body     []byte
+	Hydrated []int
+}
+
+// zipWire pairs the upstream's model requests of api with the proxy's
+// records of api, in order (one agent on an API: the proxy finishes its
+// requests in the order the upstream received them). It fails unless
+// there are as many of each, and unless every record's forwarded_bytes is
+// the size of the body the upstream received.
+func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.RequestRecord) []wireRequest {
+	t.Helper()
+	var mine []proxy.RequestRecord
+	for _, r := range recs {
+		if string(r.API) == string(api) || (api == scripted.Chat && r.API == proxy.APIOpenAI) {
+			mine = append(mine, r)
+		}
+	}
+	reqs := up.ModelRequests(api)
+	if len(reqs) != len(mine) {
+		t.Fatalf("%s: the upstream received %d model requests, the proxy recorded %d", api, len(reqs), len(mine))
+	}
+	out := make([]wireRequest, len(reqs))
+	for i, r := range reqs {
+		rec := mine[i]
+		if rec.SentSize != len(r.Body) {
+			t.Errorf("%s request %d: the proxy recorded %d bytes forwarded, the upstream received %d", api, i, rec.SentSize, len(r.Body))
+		}
+		out[i] = wireRequest{Session: rec.Session, Fold: rec.WorkingSet != nil && rec.WorkingSet.FoldEvent, Body: r.Body, Hydrated: rec.StepsHydrated}
+	}
+	return out
+}
+
+// checkAppendOnly fails for every forwarded request that changed its
+// session's conversation before its end (scripted.FirstChange: the prefix
+// check's own comparison) without a fold event: between fold events the
+// forwarded conversation only grows at its end, so an earlier human turn's
+// hydration stays byte-identical in every later request. It returns the
+// number of requests compared.
+func checkAppendOnly(t *testing.T, api scripted.API, ws []wireRequest) int {
+	t.Helper()
+	prev := map[string][]byte{}
+	n := 0
+	for i, w := range ws {
+		p, ok := prev[w.Session]
+		prev[w.Session] = w.Body
+		if !ok || w.Fold {
+			continue
+		}
+		n++
+		first, err := scripted.FirstChange(api, p, w.Body)
+		if err != nil {
+			t.Fatalf("%s request %d: %v", api, i, err)
+		}
+		if first >= 0 {
+			t.Errorf("%s request %d (session %s): the forwarded conversation changed at unit %d, before its end, with no fold event (an earlier hydration or message was rewritten)", api, i, w.Session, first)
+		}
+	}
+	return n
+}
+
+// hydratedIn reports the steps hydrated by the records from n on.
+func hydratedIn(recs []proxy.RequestRecord, n int) []int {
+	var out []int
+	for _, r := range recs[n:] {
+		out = append(out, r.StepsHydrated...)
+	}
+	return out
+}
+
+// checkStores runs `contextfold status` and `validate` on every session
+// store the records name and fails unless each validates clean, holds every
+// step hydrated from it (with the artifact digest the record names) and
+// counts a hydrated node as evicted after the response.
+func checkStores(t *testing.T, dir string, recs []proxy.RequestRecord) {
+	t.Helper()
+	bin := needContextfold(t)
+	type key struct {
+		s string
+		g int
+	}
+	hyd := map[key]map[int]string{}
+	for _, r := range recs {
+		if r.Session == "" {
+			continue
+		}
+		k := key{r.Session, r.Generation}
+		if hyd[k] == nil {
+			hyd[k] = map[int]string{}
+		}
+		for _, h := range r.Hydrated {
+			hyd[k][h.StepID] = h.ArtifactSHA256
+		}
+	}
+	for k, steps := range hyd {
+		store := filepath.Join(dir, k.s, "g"+strconv.Itoa(k.g))
+		out, err := exec.Command(bin, "--dir", store, "validate", "--json").CombinedOutput()
+		if err != nil {
+			t.Errorf("contextfold validate %s: %v\n%s", store, err, out)
+		}
+		out, err = exec.Command(bin, "--dir", store, "status", "--json").Output()
+		var st struct{ Total, Active, Evicted int }
+		if err != nil || json.Unmarshal(out, &st) != nil {
+			t.Errorf("contextfold status %s: %v\n%s", store, err, out)
+			continue
+		}
+		if st.Total == 0 || (len(steps) > 0 && st.Evicted == 0) {
+			t.Errorf("%s: status %+v after %d nodes hydrated and evicted (want nodes, and the hydrated ones evicted)", store, st, len(steps))
+		}
+		for id, sum := range steps {
+			out, err := exec.Command(bin, "--dir", store, "hydrate", strconv.Itoa(id), "--json").Output()
+			if err != nil || !bytes.Contains(out, []byte(sum)) {
+				t.Errorf("%s: step %d was hydrated with artifact %s; hydrate: %v %s", store, id, sum, err, tail(string(out), 300))
+			}
+		}
+		t.Logf("store %s/g%d: %d nodes (%d evicted), validate clean, %d hydrated steps verified", k.s, k.g, st.Total, st.Evicted, len(steps))
+	}
+}
+
+// checkStatsAgree fails unless the proxy's counters agree with its records
+// and with what the upstream reports having done with reasoning.
+func checkStatsAgree(t *testing.T, srv *proxy.Server, recs []proxy.RequestRecord, up *scripted.Server) {
+	t.Helper()
+	st := srv.Stats()
+	hydTok := 0
+	for _, r := range recs {
+		hydTok += r.HydratedTokens
+	}
+	b := up.Binding()
+	if st.Requests != len(recs) || st.HydratedTokens != hydTok || st.Reasoning.Rejected != b.Rejected ||
+		st.Reasoning.DroppedByAPI != b.Reported+b.ReasoningDropped {
+		t.Errorf("stats: %d requests, %d hydrated tokens, %d rejected, %d dropped by the API; records: %d requests, %d hydrated tokens; upstream: %v",
+			st.Requests, st.HydratedTokens, st.Reasoning.Rejected, st.Reasoning.DroppedByAPI, len(recs), hydTok, b)
+	}
+}
+
+// TestClaudeCodeQuestionToolTurnsQuestion: after a fold event, a question
+// that hydrates (--resume), more tool turns in a later human turn
+// (--continue), then another question (--continue). No request may be
+// rejected; each question hydrates and gets its answer line; the forwarded
+// conversation only grows between fold events, so the first question's
+// hydration is byte-identical in every later request until a fold event.
+func TestClaudeCodeQuestionToolTurnsQuestion(t *testing.T) {
+	bin := agentBin(t, "claude")
+	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+	defer up.Close()
+	px := newProxy(t, up)
+	home, work := t.TempDir(), t.TempDir()
+	env := claudeEnv(home, px.http.URL)
+
+	res := runClaude(t, bin, work, env, runPrompt, "")
+	if !strings.Contains(res.Result, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q (turns %d)", res.Result, res.NumTurns)
+	}
+	folds, _, _ := logFolds(t, px)
+	if folds == 0 {
+		t.Fatalf("no fold event in the build session: the question would not need hydration")
+	}
+	n1 := len(px.records())
+	a1 := runClaude(t, bin, work, env, askPrompt(probes[0]), res.SessionID)
+	n2 := len(px.records())
+	more := runClaudeContinue(t, bin, work, env, morePrompt)
+	if !strings.Contains(more.Result, fmt.Sprintf("More steps done: through step %d", thinkingSteps+moreSteps-1)) {
+		t.Errorf("the later tool turns did not finish: %q", more.Result)
+	}
+	if more.SessionID != res.SessionID {
+		t.Errorf("--continue went on in session %s, not %s", more.SessionID, res.SessionID)
+	}
+	n3 := len(px.records())
+	a2 := runClaudeContinue(t, bin, work, env, askPrompt(probes[1]))
+
+	recs := px.records()
+	checkAnswers(t, []string{a1.Result, a2.Result}, []string{px.hydratedSince(n1, probes[0]), px.hydratedSince(n3, probes[1])}, px.clientHad)
+	if len(hydratedIn(recs[:n2], n1)) == 0 || len(hydratedIn(recs, n3)) == 0 {
+		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs[:n2], n1), hydratedIn(recs, n3))
+	}
+	// The first question's answer line stays in the forwarded requests of
+	// the later turns until a fold event takes its host message out.
+	ws := zipWire(t, up, scripted.Anthropic, recs)
+	kept := 0
+	for _, w := range ws[n2:] {
+		if w.Fold {
+			break
+		}
+		if !bodyHas(w.Body, probes[0].Answer) {
+			t.Errorf("a request after the first question lost its hydration with no fold event")
+			break
+		}
+		kept++
+	}
+	compared := checkAppendOnly(t, scripted.Anthropic, ws)
+	t.Logf("%d requests, %d compared append-only; the first question's hydration carried by %d later requests", len(ws), compared, kept)
+	checkBinding(t, up)
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d %v", i, r.Status, r.Warnings)
+		}
+	}
+	checkStatsAgree(t, px.srv, recs, up)
+	checkStores(t, px.dir, recs)
+}
+
+// runClaudeContinue runs one `claude -p --continue` turn (the most recent
+// session of the directory).
+func runClaudeContinue(t *testing.T, bin, work string, env []string, prompt string) claudeResult {
+	t.Helper()
+	r := runAgent(t, 4*time.Minute, work, env, bin, "-p", prompt, "--output-format", "json", "--dangerously-skip-permissions", "--continue")
+	var res claudeResult
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.Stdout)), &res); err != nil || r.Err != nil || res.IsError {
+		t.Fatalf("claude --continue failed: %v / %v %+v\nstdout: %s\nstderr: %s", r.Err, err, res, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+	}
+	return res
+}
+
+// cliProxy is the contextfold binary's proxy, a subprocess, in front of a
+// scripted upstream.
+type cliProxy struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer // what it printed after its listening line
+	mu     sync.Mutex
+	done   chan struct{}
+}
+
+// startCLIProxy starts `contextfold proxy` on a free loopback port with its
+// stores under dir, at the e2e context budget.
+func startCLIProxy(t *testing.T, upstream, dir string) *cliProxy {
+	t.Helper()
+	cmd := exec.Command(needContextfold(t), "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream,
+		"--dir", dir, "--context-budget", strconv.Itoa(e2eBudget))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &cliProxy{cmd: cmd, done: make(chan struct{}), stderr: &bytes.Buffer{}}
+	urlc := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() {
+			if m := listenRE.FindSubmatch(sc.Bytes()); m != nil {
+				select {
+				case urlc <- string(m[1]):
+				default:
+				}
+				continue
+			}
+			p.mu.Lock()
+			p.stderr.Write(sc.Bytes())
+			p.stderr.WriteByte('\n')
+			p.mu.Unlock()
+		}
+	}()
+	select {
+	case p.url = <-urlc:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("contextfold proxy did not say where it listens within 30 s")
+	}
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+var listenRE = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+
+// stop interrupts the proxy as Ctrl-C does and waits for it to exit.
+func (p *cliProxy) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("contextfold proxy did not exit within 20 s of SIGINT")
+	}
+	if err := p.cmd.Wait(); err != nil {
+		p.mu.Lock()
+		t.Errorf("contextfold proxy exited with %v after SIGINT; stderr:\n%s", err, tail(p.stderr.String(), 2000))
+		p.mu.Unlock()
+	}
+}
+
+// records reads the proxy's GET /contextfold/stats: its counters, and the
+// records of all its requests (fewer than the 32 it keeps).
+func (p *cliProxy) records(t *testing.T) (proxy.Stats, []proxy.RequestRecord) {
+	t.Helper()
+	resp, err := http.Get(p.url + "/contextfold/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st proxy.Stats
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Recent) != st.Requests {
+		t.Fatalf("stats: %d requests, %d recent records (the test needs them all)", st.Requests, len(st.Recent))
+	}
+	return st, st.Recent
+}
+
+// TestClaudeCodeProxyRestartBetweenQuestions runs the contextfold binary's
+// proxy, stops it with SIGINT between two human turns of one Claude Code
+// session and starts it again on the same --dir: the session, its store
+// and its wire state (what was left out, the first question's hydration)
+// carry over, so the later turns are neither rejected nor rewritten before
+// their end, and the second question hydrates from the same store.
+func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
+	bin := agentBin(t, "claude")
+	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+	defer up.Close()
+	t.Cleanup(func() { dump(t, up) })
+	dir := t.TempDir()
+	home, work := t.TempDir(), t.TempDir()
+
+	p1 := startCLIProxy(t, up.URL, dir)
+	res := runClaude(t, bin, work, claudeEnv(home, p1.url), runPrompt, "")
+	if !strings.Contains(res.Result, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", res.Result)
+	}
+	_, before := p1.records(t)
+	a1 := runClaude(t, bin, work, claudeEnv(home, p1.url), askPrompt(probes[0]), res.SessionID)
+	st1, recs1 := p1.records(t)
+	p1.stop(t)
+
+	p2 := startCLIProxy(t, up.URL, dir)
+	more := runClaude(t, bin, work, claudeEnv(home, p2.url), morePrompt, res.SessionID)
+	if !strings.Contains(more.Result, "More steps done") {
+		t.Errorf("the later tool turns did not finish: %q", more.Result)
+	}
+	n := len(recs1) + len(p2recs(t, p2))
+	a2 := runClaude(t, bin, work, claudeEnv(home, p2.url), askPrompt(probes[1]), res.SessionID)
+	st2, recs2 := p2.records(t)
+	p2.stop(t)
+
+	for i, a := range []string{a1.Result, a2.Result} {
+		if !strings.HasPrefix(a, "SEEN "+probes[i].Name) {
+			t.Errorf("question %d: %q", i+1, a)
+		}
+	}
+	recs := append(append([]proxy.RequestRecord(nil), recs1...), recs2...)
+	stores := map[string]bool{}
+	folds := 0
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d %v", i, r.Status, r.Warnings)
+		}
+		stores[r.Session+"/g"+strconv.Itoa(r.Generation)] = true
+		if r.WorkingSet != nil && r.WorkingSet.FoldEvent {
+			folds++
+		}
+	}
+	if len(stores) != 1 {
+		t.Errorf("the session's requests went to %d stores across the restart: %v", len(stores), stores)
+	}
+	if folds == 0 {
+		t.Errorf("no fold event")
+	}
+	if len(hydratedIn(recs1, len(before))) == 0 || len(hydratedIn(recs, n)) == 0 {
+		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs1, len(before)), hydratedIn(recs, n))
+	}
+	ws := zipWire(t, up, scripted.Anthropic, recs)
+	compared := checkAppendOnly(t, scripted.Anthropic, ws)
+	b := checkBinding(t, up)
+	if st1.Reasoning.Rejected+st2.Reasoning.Rejected != b.Rejected || st1.Reasoning.DroppedByAPI+st2.Reasoning.DroppedByAPI != b.Reported {
+		t.Errorf("stats: %d+%d rejected, the API dropped %d+%d thinking blocks; the upstream: %v",
+			st1.Reasoning.Rejected, st2.Reasoning.Rejected, st1.Reasoning.DroppedByAPI, st2.Reasoning.DroppedByAPI, b)
+	}
+	t.Logf("%d requests (%d before the restart), %d fold events, %d compared append-only", len(recs), len(recs1), folds, compared)
+	checkStores(t, dir, recs)
+}
+
+// p2recs is the records of p so far.
+func p2recs(t *testing.T, p *cliProxy) []proxy.RequestRecord {
+	_, r := p.records(t)
+	return r
+}
