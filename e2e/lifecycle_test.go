@@ -446,3 +446,103 @@ func p2recs(t *testing.T, p *cliProxy) []proxy.RequestRecord {
 	_, r := p.records(t)
 	return r
 }
+
+// sharedBudget is the context budget of the proxy two agents share
+// (tokens): below both 13-step sessions' peaks (Codex's about 24k, Claude
+// Code's about 30k) and above what neither can fold (Claude Code's system
+// prompt and tools, about 12k).
+const sharedBudget = 16000
+
+// TestTwoAgentsShareOneProxy runs Claude Code (Messages API) and Codex
+// (Responses API) at the same time through one proxy and one model: each
+// plays the 13-step build session and then asks about step 0's output. Each
+// gets its own session and store; neither request stream is rejected or
+// rewritten before its end between fold events; both questions hydrate and
+// get their answer line; the proxy's stats, records and stores agree with
+// what the model received.
+func TestTwoAgentsShareOneProxy(t *testing.T) {
+	claude, codex := agentBin(t, "claude"), agentBin(t, "codex")
+	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+	defer up.Close()
+	px := newProxyBudget(t, up, sharedBudget)
+	var mu sync.Mutex
+	answers := map[scripted.API]string{}
+	asked := map[scripted.API]int{} // records before the question
+	t.Run("agents", func(t *testing.T) {
+		t.Run("claude", func(t *testing.T) {
+			t.Parallel()
+			home, work := t.TempDir(), t.TempDir()
+			env := claudeEnv(home, px.http.URL)
+			res := runClaude(t, claude, work, env, runPrompt, "")
+			if !strings.Contains(res.Result, "Build session done: ran 13 steps") {
+				t.Fatalf("the session did not finish: %q", res.Result)
+			}
+			mu.Lock()
+			asked[scripted.Anthropic] = len(px.records())
+			mu.Unlock()
+			a := runClaude(t, claude, work, env, askPrompt(probes[0]), res.SessionID).Result
+			mu.Lock()
+			answers[scripted.Anthropic] = a
+			mu.Unlock()
+		})
+		t.Run("codex", func(t *testing.T) {
+			t.Parallel()
+			home, work := t.TempDir(), t.TempDir()
+			env := codexSetup(t, home, px.http.URL+"/v1")
+			if out := runCodex(t, codex, work, env, runPrompt, false); !strings.Contains(out, "Build session done: ran 13 steps") {
+				t.Fatalf("the session did not finish: %q", tail(out, 500))
+			}
+			mu.Lock()
+			asked[scripted.Responses] = len(px.records())
+			mu.Unlock()
+			a := lastLine(runCodex(t, codex, work, env, askPrompt(probes[0]), true))
+			mu.Lock()
+			answers[scripted.Responses] = a
+			mu.Unlock()
+		})
+	})
+	if t.Failed() {
+		return
+	}
+	recs := px.records()
+	sessions := map[proxy.API]map[string]bool{}
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d (%s): status %d %v", i, r.API, r.Status, r.Warnings)
+		}
+		if sessions[r.API] == nil {
+			sessions[r.API] = map[string]bool{}
+		}
+		sessions[r.API][r.Session] = true
+	}
+	if len(sessions[proxy.APIAnthropic]) != 1 || len(sessions[proxy.APIResponses]) != 1 {
+		t.Errorf("sessions by API: %v (want one each)", sessions)
+	}
+	for _, api := range []scripted.API{scripted.Anthropic, scripted.Responses} {
+		if !strings.HasPrefix(answers[api], "SEEN "+probes[0].Name) {
+			t.Errorf("%s: the question's answer line did not reach the model: %q", api, answers[api])
+		}
+		ws := zipWire(t, up, api, recs)
+		folds, hyd := 0, 0
+		for _, w := range ws {
+			if w.Fold {
+				folds++
+			}
+		}
+		// The question's requests are the last of the API's (each agent
+		// asks once, after its session).
+		for _, r := range recs[asked[api]:] {
+			if string(r.API) == string(api) {
+				hyd += len(r.StepsHydrated)
+			}
+		}
+		if folds == 0 || hyd == 0 {
+			t.Errorf("%s: %d fold events, %d steps hydrated for the question (want both)", api, folds, hyd)
+		}
+		t.Logf("%s: %d requests, %d fold events, %d compared append-only, %d steps hydrated for the question", api, len(ws), folds, checkAppendOnly(t, api, ws), hyd)
+	}
+	checkBinding(t, up)
+	checkReasoning(t, up)
+	checkStatsAgree(t, px.srv, recs, up)
+	checkStores(t, px.dir, recs)
+}
