@@ -64,6 +64,7 @@ type wireRequest struct {
 	Session  string
 	Fold     bool // the proxy reported a fold event for it
 	Body     []byte
+	Client   []byte // the body the agent sent (nil when not recorded)
 	Hydrated []int
 }
 
@@ -72,7 +73,7 @@ type wireRequest struct {
 // requests in the order the upstream received them). It fails unless
 // there are as many of each, and unless every record's forwarded_bytes is
 // the size of the body the upstream received.
-func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.RequestRecord) []wireRequest {
+func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.RequestRecord, client ...[]byte) []wireRequest {
 	t.Helper()
 	var mine []proxy.RequestRecord
 	for _, r := range recs {
@@ -91,6 +92,9 @@ func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.R
 			t.Errorf("%s request %d: the proxy recorded %d bytes forwarded, the upstream received %d", api, i, rec.SentSize, len(r.Body))
 		}
 		out[i] = wireRequest{Session: rec.Session, Fold: rec.WorkingSet != nil && rec.WorkingSet.FoldEvent, Body: r.Body, Hydrated: rec.StepsHydrated}
+		if len(client) == len(reqs) {
+			out[i].Client = client[i]
+		}
 	}
 	return out
 }
@@ -99,15 +103,18 @@ func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.R
 // session's conversation before its end (scripted.FirstChange: the prefix
 // check's own comparison) without a fold event: between fold events the
 // forwarded conversation only grows at its end, so an earlier human turn's
-// hydration stays byte-identical in every later request. It returns the
-// number of requests compared.
+// hydration stays byte-identical in every later request. A change where
+// the agent's own request changed before its end (ws[i].Client, when
+// recorded) is logged, not failed: the agent rewrote its history. It
+// returns the number of requests compared.
 func checkAppendOnly(t *testing.T, api scripted.API, ws []wireRequest) int {
 	t.Helper()
-	prev := map[string][]byte{}
+	prev := map[string]wireRequest{}
 	n := 0
 	for i, w := range ws {
-		p, ok := prev[w.Session]
-		prev[w.Session] = w.Body
+		pw, ok := prev[w.Session]
+		p := pw.Body
+		prev[w.Session] = w
 		if !ok || w.Fold {
 			continue
 		}
@@ -116,9 +123,20 @@ func checkAppendOnly(t *testing.T, api scripted.API, ws []wireRequest) int {
 		if err != nil {
 			t.Fatalf("%s request %d: %v", api, i, err)
 		}
-		if first >= 0 {
-			t.Errorf("%s request %d (session %s): the forwarded conversation changed at unit %d, before its end, with no fold event (an earlier hydration or message was rewritten)", api, i, w.Session, first)
+		if first < 0 {
+			continue
 		}
+		if pw.Client != nil && w.Client != nil {
+			c, err := scripted.FirstChange(api, pw.Client, w.Client)
+			if err == nil && c >= 0 {
+				// The agent rewrote its own history (Qwen Code drops the
+				// date reminder of the previous prompt): what it changed
+				// cannot stay as it was.
+				t.Logf("%s request %d (session %s): changed at unit %d before its end with no fold event; the agent's own request changed at unit %d", api, i, w.Session, first, c)
+				continue
+			}
+		}
+		t.Errorf("%s request %d (session %s): the forwarded conversation changed at unit %d, before its end, with no fold event and no change in the agent's own request (an earlier hydration or message was rewritten)", api, i, w.Session, first)
 	}
 	return n
 }
@@ -240,7 +258,7 @@ func TestClaudeCodeQuestionToolTurnsQuestion(t *testing.T) {
 	}
 	// The first question's answer line stays in the forwarded requests of
 	// the later turns until a fold event takes its host message out.
-	ws := zipWire(t, up, scripted.Anthropic, recs)
+	ws := zipWire(t, up, scripted.Anthropic, recs, px.clientBodies(scripted.Anthropic)...)
 	kept := 0
 	for _, w := range ws[n2:] {
 		if w.Fold {
@@ -522,7 +540,7 @@ func TestTwoAgentsShareOneProxy(t *testing.T) {
 		if !strings.HasPrefix(answers[api], "SEEN "+probes[0].Name) {
 			t.Errorf("%s: the question's answer line did not reach the model: %q", api, answers[api])
 		}
-		ws := zipWire(t, up, api, recs)
+		ws := zipWire(t, up, api, recs, px.clientBodies(api)...)
 		folds, hyd := 0, 0
 		for _, w := range ws {
 			if w.Fold {
@@ -545,4 +563,92 @@ func TestTwoAgentsShareOneProxy(t *testing.T) {
 	checkReasoning(t, up)
 	checkStatsAgree(t, px.srv, recs, up)
 	checkStores(t, px.dir, recs)
+}
+
+// questionToolTurnsQuestion plays, through a proxy of the given budget: the
+// 13-step build session, a question about step 0 (resumed), moreSteps more
+// tool steps (resumed), a question about step 4 (resumed). ask runs the
+// agent on a prompt (resume: go on with the latest session) and returns its
+// last line. Checks as TestClaudeCodeQuestionToolTurnsQuestion.
+func questionToolTurnsQuestion(t *testing.T, api scripted.API, budget int, ask func(px *proxyUnder, prompt string, resume bool) string) {
+	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+	defer up.Close()
+	px := newProxyBudget(t, up, budget)
+	if out := ask(px, runPrompt, false); !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
+	}
+	if folds, _, _ := logFolds(t, px); folds == 0 {
+		t.Fatalf("no fold event in the build session")
+	}
+	n1 := len(px.records())
+	a1 := ask(px, askPrompt(probes[0]), true)
+	n2 := len(px.records())
+	if out := ask(px, morePrompt, true); !strings.Contains(out, "More steps done") {
+		t.Errorf("the later tool turns did not finish: %q", tail(out, 500))
+	}
+	n3 := len(px.records())
+	a2 := ask(px, askPrompt(probes[1]), true)
+	recs := px.records()
+	checkAnswers(t, []string{a1, a2}, []string{px.hydratedSince(n1, probes[0]), px.hydratedSince(n3, probes[1])}, px.clientHad)
+	if len(hydratedIn(recs[:n2], n1)) == 0 || len(hydratedIn(recs, n3)) == 0 {
+		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs[:n2], n1), hydratedIn(recs, n3))
+	}
+	ws := zipWire(t, up, api, recs, px.clientBodies(api)...)
+	t.Logf("%d requests, %d compared append-only", len(ws), checkAppendOnly(t, api, ws))
+	checkBinding(t, up)
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d %v", i, r.Status, r.Warnings)
+		}
+	}
+	checkStatsAgree(t, px.srv, recs, up)
+	checkStores(t, px.dir, recs)
+}
+
+// TestCodexQuestionToolTurnsQuestion is the question, later tool turns and
+// another question with Codex (`codex exec resume --last`) on the Responses
+// API with reasoning items.
+func TestCodexQuestionToolTurnsQuestion(t *testing.T) {
+	bin := agentBin(t, "codex")
+	home, work := t.TempDir(), t.TempDir()
+	var env []string
+	questionToolTurnsQuestion(t, scripted.Responses, codexThinkingBudget, func(px *proxyUnder, prompt string, resume bool) string {
+		if env == nil {
+			env = codexSetup(t, home, px.http.URL+"/v1")
+		}
+		return lastLine(runCodex(t, bin, work, env, prompt, resume))
+	})
+}
+
+// qwenLifecycleBudget is the context budget of the Qwen Code session
+// (tokens): above what it cannot fold (its system prompt, tools and first
+// message, about 19k) and below its 13-step peak (about 27k).
+const qwenLifecycleBudget = 24000
+
+// TestQwenCodeQuestionToolTurnsQuestion is the same with Qwen Code
+// (`qwen -p … --continue`) on Chat Completions with reasoning_content.
+func TestQwenCodeQuestionToolTurnsQuestion(t *testing.T) {
+	bin := agentBin(t, "qwen")
+	home, work := t.TempDir(), t.TempDir()
+	var env []string
+	questionToolTurnsQuestion(t, scripted.Chat, qwenLifecycleBudget, func(px *proxyUnder, prompt string, resume bool) string {
+		if env == nil {
+			env = qwenSetup(t, home, px.http.URL+"/v1")
+		}
+		return lastLine(runQwen(t, bin, work, env, prompt, resume))
+	})
+}
+
+// clientBodies are the bodies the agent sent to the proxy on api, in order.
+func (p *proxyUnder) clientBodies(api scripted.API) [][]byte {
+	want := map[scripted.API]string{scripted.Anthropic: proxy.PathAnthropic, scripted.Chat: proxy.PathOpenAI, scripted.Responses: proxy.PathResponses}[api]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out [][]byte
+	for i, b := range p.client {
+		if p.paths[i] == want {
+			out = append(out, b)
+		}
+	}
+	return out
 }
