@@ -218,7 +218,9 @@ func checkStatsAgree(t *testing.T, srv *proxy.Server, recs []proxy.RequestRecord
 
 // TestClaudeCodeQuestionToolTurnsQuestion: after a fold event, a question
 // that hydrates (--resume), more tool turns in a later human turn
-// (--continue), then another question (--continue). No request may be
+// (--continue), then another question (--continue), then a question in a
+// fork of the session (--resume --fork-session) and the same question in
+// the original session (--resume). No request may be
 // rejected; each question hydrates and gets its answer line; the forwarded
 // conversation only grows between fold events, so the first question's
 // hydration is byte-identical in every later request until a fold event.
@@ -250,11 +252,36 @@ func TestClaudeCodeQuestionToolTurnsQuestion(t *testing.T) {
 	}
 	n3 := len(px.records())
 	a2 := runClaudeContinue(t, bin, work, env, askPrompt(probes[1]))
+	// A fork of the session (--resume --fork-session) asks about step 8,
+	// then the original session asks about step 4 again: two histories
+	// that share their start and part after the second answer go to the
+	// same proxy session and store; neither may be rejected, both get the
+	// answer line (step 8 is still in the hot part of the prompt, step 4's
+	// line in the second question's hydration: nothing to hydrate).
+	n4 := len(px.records())
+	a3 := runClaudeWith(t, bin, work, env, askPrompt(probes[2]), "--resume", res.SessionID, "--fork-session")
+	if a3.SessionID == res.SessionID {
+		t.Errorf("--fork-session went on in the same Claude Code session %s", a3.SessionID)
+	}
+	n5 := len(px.records())
+	a4 := runClaudeWith(t, bin, work, env, askPrompt(probes[1]), "--resume", res.SessionID)
 
 	recs := px.records()
-	checkAnswers(t, []string{a1.Result, a2.Result}, []string{px.hydratedSince(n1, probes[0]), px.hydratedSince(n3, probes[1])}, px.clientHad)
-	if len(hydratedIn(recs[:n2], n1)) == 0 || len(hydratedIn(recs, n3)) == 0 {
-		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs[:n2], n1), hydratedIn(recs, n3))
+	checkAnswers(t, []string{a1.Result, a2.Result, a3.Result}, []string{px.hydratedSince(n1, probes[0]), px.hydratedSince(n3, probes[1]), px.hydratedSince(n4, probes[2])}, px.clientHad)
+	if !strings.HasPrefix(a4.Result, "SEEN "+probes[1].Name) {
+		t.Errorf("the original session after the fork: %q; hydrated: %s", a4.Result, px.hydratedSince(n5, probes[1]))
+	}
+	for i, span := range [][2]int{{n1, n2}, {n3, n4}} {
+		if len(hydratedIn(recs[:span[1]], span[0])) == 0 {
+			t.Errorf("question %d hydrated nothing", i+1)
+		}
+	}
+	stores := map[string]bool{}
+	for _, r := range recs {
+		stores[r.Session+"/g"+strconv.Itoa(r.Generation)] = true
+	}
+	if len(stores) != 1 {
+		t.Errorf("the session, its continuations and its fork went to %d stores: %v", len(stores), stores)
 	}
 	// The first question's answer line stays in the forwarded requests of
 	// the later turns until a fold event takes its host message out.
@@ -286,10 +313,17 @@ func TestClaudeCodeQuestionToolTurnsQuestion(t *testing.T) {
 // session of the directory).
 func runClaudeContinue(t *testing.T, bin, work string, env []string, prompt string) claudeResult {
 	t.Helper()
-	r := runAgent(t, 4*time.Minute, work, env, bin, "-p", prompt, "--output-format", "json", "--dangerously-skip-permissions", "--continue")
+	return runClaudeWith(t, bin, work, env, prompt, "--continue")
+}
+
+// runClaudeWith runs one `claude -p` turn with extra arguments.
+func runClaudeWith(t *testing.T, bin, work string, env []string, prompt string, extra ...string) claudeResult {
+	t.Helper()
+	args := append([]string{"-p", prompt, "--output-format", "json", "--dangerously-skip-permissions"}, extra...)
+	r := runAgent(t, 4*time.Minute, work, env, bin, args...)
 	var res claudeResult
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.Stdout)), &res); err != nil || r.Err != nil || res.IsError {
-		t.Fatalf("claude --continue failed: %v / %v %+v\nstdout: %s\nstderr: %s", r.Err, err, res, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
+		t.Fatalf("claude %v failed: %v / %v %+v\nstdout: %s\nstderr: %s", extra, r.Err, err, res, tail(r.Stdout, 2000), tail(r.Stderr, 2000))
 	}
 	return res
 }
