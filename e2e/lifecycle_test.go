@@ -403,6 +403,17 @@ func (p *cliProxy) stop(t *testing.T) {
 	}
 }
 
+// kill ends the proxy with SIGKILL (a crash: nothing runs after the
+// signal) and waits for it.
+func (p *cliProxy) kill(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	_ = p.cmd.Wait()
+}
+
 // records reads the proxy's GET /contextfold/stats: its counters, and the
 // records of all its requests (fewer than the 32 it keeps).
 func (p *cliProxy) records(t *testing.T) (proxy.Stats, []proxy.RequestRecord) {
@@ -428,7 +439,14 @@ func (p *cliProxy) records(t *testing.T) (proxy.Stats, []proxy.RequestRecord) {
 // and its wire state (what was left out, the first question's hydration)
 // carry over, so the later turns are neither rejected nor rewritten before
 // their end, and the second question hydrates from the same store.
-func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
+func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) { restartBetweenQuestions(t, false) }
+
+// TestClaudeCodeProxyCrashBetweenQuestions is the same with the proxy
+// killed (SIGKILL) instead of stopped: what a request saved before its
+// response ended is all the next process has.
+func TestClaudeCodeProxyCrashBetweenQuestions(t *testing.T) { restartBetweenQuestions(t, true) }
+
+func restartBetweenQuestions(t *testing.T, crash bool) {
 	bin := agentBin(t, "claude")
 	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
 	defer up.Close()
@@ -444,7 +462,11 @@ func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
 	_, before := p1.records(t)
 	a1 := runClaude(t, bin, work, claudeEnv(home, p1.url), askPrompt(probes[0]), res.SessionID)
 	st1, recs1 := p1.records(t)
-	p1.stop(t)
+	if crash {
+		p1.kill(t)
+	} else {
+		p1.stop(t)
+	}
 
 	p2 := startCLIProxy(t, up.URL, dir)
 	more := runClaude(t, bin, work, claudeEnv(home, p2.url), morePrompt, res.SessionID)
@@ -464,6 +486,7 @@ func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
 	recs := append(append([]proxy.RequestRecord(nil), recs1...), recs2...)
 	stores := map[string]bool{}
 	folds := 0
+	var foldAt []int
 	for i, r := range recs {
 		if r.Status != 200 {
 			t.Errorf("request %d: status %d %v", i, r.Status, r.Warnings)
@@ -471,6 +494,7 @@ func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
 		stores[r.Session+"/g"+strconv.Itoa(r.Generation)] = true
 		if r.WorkingSet != nil && r.WorkingSet.FoldEvent {
 			folds++
+			foldAt = append(foldAt, i)
 		}
 	}
 	if len(stores) != 1 {
@@ -489,7 +513,7 @@ func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
 		t.Errorf("stats: %d+%d rejected, the API dropped %d+%d thinking blocks; the upstream: %v",
 			st1.Reasoning.Rejected, st2.Reasoning.Rejected, st1.Reasoning.DroppedByAPI, st2.Reasoning.DroppedByAPI, b)
 	}
-	t.Logf("%d requests (%d before the restart), %d fold events, %d compared append-only", len(recs), len(recs1), folds, compared)
+	t.Logf("%d requests (%d before the restart), fold events at %v, %d compared append-only", len(recs), len(recs1), foldAt, compared)
 	checkStores(t, dir, recs)
 }
 
