@@ -71,8 +71,10 @@ type wireRequest struct {
 // zipWire pairs the upstream's model requests of api with the proxy's
 // records of api, in order (one agent on an API: the proxy finishes its
 // requests in the order the upstream received them). It fails unless
-// there are as many of each, and unless every record's forwarded_bytes is
-// the size of the body the upstream received.
+// there are as many of each, unless every record's forwarded_bytes is the
+// size of the body the upstream received, and, when the agent's bodies are
+// given (client, in order), unless a request with nothing folded or
+// hydrated reached the upstream byte for byte.
 func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.RequestRecord, client ...[]byte) []wireRequest {
 	t.Helper()
 	var mine []proxy.RequestRecord
@@ -94,6 +96,12 @@ func zipWire(t *testing.T, up *scripted.Server, api scripted.API, recs []proxy.R
 		out[i] = wireRequest{Session: rec.Session, Fold: rec.WorkingSet != nil && rec.WorkingSet.FoldEvent, Body: r.Body, Hydrated: rec.StepsHydrated}
 		if len(client) == len(reqs) {
 			out[i].Client = client[i]
+			// Below the budget, before anything folded, a request goes
+			// upstream byte for byte (README: "Nothing changes while the
+			// conversation is small").
+			if rec.FoldedTokens == 0 && len(rec.StepsHydrated) == 0 && !bytes.Equal(client[i], r.Body) {
+				t.Errorf("%s request %d: nothing folded or hydrated, yet the body forwarded differs from the agent's (%d bytes → %d)", api, i, len(client[i]), len(r.Body))
+			}
 		}
 	}
 	return out
