@@ -347,11 +347,11 @@ type cliProxy struct {
 }
 
 // startCLIProxy starts `contextfold proxy` on a free loopback port with its
-// stores under dir, at the e2e context budget.
-func startCLIProxy(t *testing.T, upstream, dir string) *cliProxy {
+// stores under dir, at a context budget of budget tokens.
+func startCLIProxy(t *testing.T, upstream, dir string, budget int) *cliProxy {
 	t.Helper()
 	cmd := exec.Command(needContextfold(t), "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream,
-		"--dir", dir, "--context-budget", strconv.Itoa(e2eBudget))
+		"--dir", dir, "--context-budget", strconv.Itoa(budget))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -447,28 +447,60 @@ func (p *cliProxy) records(t *testing.T) (proxy.Stats, []proxy.RequestRecord) {
 // and its wire state (what was left out, the first question's hydration)
 // carry over, so the later turns are neither rejected nor rewritten before
 // their end, and the second question hydrates from the same store.
-func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) { restartBetweenQuestions(t, false) }
+func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
+	restartBetweenQuestions(t, scripted.Anthropic, e2eBudget, false, claudeAsker(t))
+}
 
 // TestClaudeCodeProxyCrashBetweenQuestions is the same with the proxy
 // killed (SIGKILL) instead of stopped: what a request saved before its
 // response ended is all the next process has.
-func TestClaudeCodeProxyCrashBetweenQuestions(t *testing.T) { restartBetweenQuestions(t, true) }
+func TestClaudeCodeProxyCrashBetweenQuestions(t *testing.T) {
+	restartBetweenQuestions(t, scripted.Anthropic, e2eBudget, true, claudeAsker(t))
+}
 
-func restartBetweenQuestions(t *testing.T, crash bool) {
+// TestCodexProxyRestartBetweenQuestions is the restart with Codex on the
+// Responses API (reasoning items left out at fold events carry over).
+func TestCodexProxyRestartBetweenQuestions(t *testing.T) {
+	bin := agentBin(t, "codex")
+	home, work := t.TempDir(), t.TempDir()
+	restartBetweenQuestions(t, scripted.Responses, codexThinkingBudget, false, func(url, prompt string, resume bool) string {
+		return lastLine(runCodex(t, bin, work, codexSetup(t, home, url+"/v1"), prompt, resume))
+	})
+}
+
+// claudeAsker runs Claude Code turns of one session (-p, then --resume
+// of the first turn's session) against the proxy at url.
+func claudeAsker(t *testing.T) func(url, prompt string, resume bool) string {
 	bin := agentBin(t, "claude")
+	home, work := t.TempDir(), t.TempDir()
+	var sid string
+	return func(url, prompt string, resume bool) string {
+		if !resume {
+			sid = ""
+		}
+		r := runClaude(t, bin, work, claudeEnv(home, url), prompt, sid)
+		sid = r.SessionID
+		return r.Result
+	}
+}
+
+// restartBetweenQuestions plays, through the contextfold binary's proxy at
+// budget: the build session and a question about step 0; then it stops the
+// proxy (crash: kills it) and starts another on the same --dir, through
+// which the agent (ask: a turn at the proxy's url; resume: go on with the
+// session) runs more tool steps and asks about step 4.
+func restartBetweenQuestions(t *testing.T, api scripted.API, budget int, crash bool, ask func(url, prompt string, resume bool) string) {
 	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
 	defer up.Close()
 	t.Cleanup(func() { dump(t, up) })
 	dir := t.TempDir()
-	home, work := t.TempDir(), t.TempDir()
 
-	p1 := startCLIProxy(t, up.URL, dir)
-	res := runClaude(t, bin, work, claudeEnv(home, p1.url), runPrompt, "")
-	if !strings.Contains(res.Result, "Build session done: ran 13 steps") {
-		t.Fatalf("the session did not finish: %q", res.Result)
+	p1 := startCLIProxy(t, up.URL, dir, budget)
+	if out := ask(p1.url, runPrompt, false); !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
 	}
 	_, before := p1.records(t)
-	a1 := runClaude(t, bin, work, claudeEnv(home, p1.url), askPrompt(probes[0]), res.SessionID)
+	a1 := ask(p1.url, askPrompt(probes[0]), true)
 	st1, recs1 := p1.records(t)
 	if crash {
 		p1.kill(t)
@@ -476,24 +508,22 @@ func restartBetweenQuestions(t *testing.T, crash bool) {
 		p1.stop(t)
 	}
 
-	p2 := startCLIProxy(t, up.URL, dir)
-	more := runClaude(t, bin, work, claudeEnv(home, p2.url), morePrompt, res.SessionID)
-	if !strings.Contains(more.Result, "More steps done") {
-		t.Errorf("the later tool turns did not finish: %q", more.Result)
+	p2 := startCLIProxy(t, up.URL, dir, budget)
+	if out := ask(p2.url, morePrompt, true); !strings.Contains(out, "More steps done") {
+		t.Errorf("the later tool turns did not finish: %q", tail(out, 500))
 	}
 	n := len(recs1) + len(p2recs(t, p2))
-	a2 := runClaude(t, bin, work, claudeEnv(home, p2.url), askPrompt(probes[1]), res.SessionID)
+	a2 := ask(p2.url, askPrompt(probes[1]), true)
 	st2, recs2 := p2.records(t)
 	p2.stop(t)
 
-	for i, a := range []string{a1.Result, a2.Result} {
+	for i, a := range []string{a1, a2} {
 		if !strings.HasPrefix(a, "SEEN "+probes[i].Name) {
 			t.Errorf("question %d: %q", i+1, a)
 		}
 	}
 	recs := append(append([]proxy.RequestRecord(nil), recs1...), recs2...)
 	stores := map[string]bool{}
-	folds := 0
 	var foldAt []int
 	for i, r := range recs {
 		if r.Status != 200 {
@@ -501,24 +531,23 @@ func restartBetweenQuestions(t *testing.T, crash bool) {
 		}
 		stores[r.Session+"/g"+strconv.Itoa(r.Generation)] = true
 		if r.WorkingSet != nil && r.WorkingSet.FoldEvent {
-			folds++
 			foldAt = append(foldAt, i)
 		}
 	}
 	if len(stores) != 1 {
 		t.Errorf("the session's requests went to %d stores across the restart: %v", len(stores), stores)
 	}
-	if folds == 0 {
+	if len(foldAt) == 0 {
 		t.Errorf("no fold event")
 	}
 	if len(hydratedIn(recs1, len(before))) == 0 || len(hydratedIn(recs, n)) == 0 {
 		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs1, len(before)), hydratedIn(recs, n))
 	}
-	ws := zipWire(t, up, scripted.Anthropic, recs)
-	compared := checkAppendOnly(t, scripted.Anthropic, ws)
+	ws := zipWire(t, up, api, recs)
+	compared := checkAppendOnly(t, api, ws)
 	b := checkBinding(t, up)
-	if st1.Reasoning.Rejected+st2.Reasoning.Rejected != b.Rejected || st1.Reasoning.DroppedByAPI+st2.Reasoning.DroppedByAPI != b.Reported {
-		t.Errorf("stats: %d+%d rejected, the API dropped %d+%d thinking blocks; the upstream: %v",
+	if st1.Reasoning.Rejected+st2.Reasoning.Rejected != b.Rejected || st1.Reasoning.DroppedByAPI+st2.Reasoning.DroppedByAPI != b.Reported+b.ReasoningDropped {
+		t.Errorf("stats: %d+%d rejected, the API dropped %d+%d thinking blocks or reasoning items; the upstream: %v",
 			st1.Reasoning.Rejected, st2.Reasoning.Rejected, st1.Reasoning.DroppedByAPI, st2.Reasoning.DroppedByAPI, b)
 	}
 	t.Logf("%d requests (%d before the restart), fold events at %v, %d compared append-only", len(recs), len(recs1), foldAt, compared)
