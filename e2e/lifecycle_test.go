@@ -747,3 +747,50 @@ func (p *proxyUnder) clientBodies(api scripted.API) [][]byte {
 	}
 	return out
 }
+
+// hydrationBlockRE finds a hydration block's opening tag in a request body
+// (JSON-escaped quotes).
+var hydrationBlockRE = regexp.MustCompile(`<contextfold-hydration step_id=\\"(\d+)\\" artifact_sha256=\\"([0-9a-f]+)\\"`)
+
+// TestCodexSameQuestionTwice asks about step 0's output in two human turns
+// in a row (Codex, Responses API): both get the answer line, nothing is
+// rejected or rewritten before its end. Whether the second turn hydrates
+// the node again while the first turn's hydration of it is still in the
+// forwarded conversation is logged (KNOWN GAP: the scan does not know what
+// earlier turns' hydrations still carry, so the same content goes upstream
+// twice).
+func TestCodexSameQuestionTwice(t *testing.T) {
+	bin := agentBin(t, "codex")
+	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+	defer up.Close()
+	px := newProxyBudget(t, up, codexThinkingBudget)
+	home, work := t.TempDir(), t.TempDir()
+	env := codexSetup(t, home, px.http.URL+"/v1")
+	if out := runCodex(t, bin, work, env, runPrompt, false); !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
+	}
+	for i := 0; i < 2; i++ {
+		if a := lastLine(runCodex(t, bin, work, env, askPrompt(probes[0]), true)); !strings.HasPrefix(a, "SEEN "+probes[0].Name) {
+			t.Errorf("question %d: %q", i+1, a)
+		}
+	}
+	recs := px.records()
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d %v", i, r.Status, r.Warnings)
+		}
+	}
+	ws := zipWire(t, up, scripted.Responses, recs, px.clientBodies(scripted.Responses)...)
+	checkAppendOnly(t, scripted.Responses, ws)
+	checkBinding(t, up)
+	last := ws[len(ws)-1].Body
+	seen := map[string]int{}
+	for _, m := range hydrationBlockRE.FindAllSubmatch(last, -1) {
+		seen[string(m[1])]++
+	}
+	for step, n := range seen {
+		if n > 1 {
+			t.Logf("KNOWN GAP: the last request carries step %s's hydration %d times (the earlier turn's, still in the conversation, and this turn's); hydrated tokens this turn: %d", step, n, recs[len(recs)-1].HydratedTokens)
+		}
+	}
+}
