@@ -794,3 +794,54 @@ func TestCodexSameQuestionTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeCompactAfterFoldEvent runs Claude Code's /compact after a
+// fold event, then a question about step 0, once straight at the model and
+// once through the proxy. The proxy may add no rejected request to what
+// Claude Code meets on its own: straight at the model, its first request
+// after /compact (2.1.332) sends back a thinking block whose prefix the
+// compaction changed (a 400), and it retries without it. Logged as KNOWN
+// GAP: after /compact the conversation starts anew, so the proxy opens a
+// new session and the nodes folded before are out of the question's reach.
+func TestClaudeCodeCompactAfterFoldEvent(t *testing.T) {
+	bin := agentBin(t, "claude")
+	play := func(base func(up *scripted.Server) (string, *proxyUnder)) (rejected int, answer string, px *proxyUnder) {
+		up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+		defer up.Close()
+		url, px := base(up)
+		home, work := t.TempDir(), t.TempDir()
+		env := claudeEnv(home, url)
+		res := runClaude(t, bin, work, env, runPrompt, "")
+		if !strings.Contains(res.Result, "Build session done: ran 13 steps") {
+			t.Fatalf("the session did not finish: %q", res.Result)
+		}
+		runClaude(t, bin, work, env, "/compact", res.SessionID)
+		answer = runClaude(t, bin, work, env, askPrompt(probes[0]), res.SessionID).Result
+		b := up.Binding()
+		t.Logf("prefix checks: %v", b)
+		return b.Rejected, answer, px
+	}
+	direct, _, _ := play(func(up *scripted.Server) (string, *proxyUnder) { return up.URL, nil })
+	proxied, answer, px := play(func(up *scripted.Server) (string, *proxyUnder) {
+		px := newProxy(t, up)
+		return px.http.URL, px
+	})
+	if proxied > direct {
+		t.Errorf("through the proxy %d requests were rejected over a thinking block, straight at the model %d", proxied, direct)
+	}
+	sessions := map[string]bool{}
+	folds := 0
+	for _, r := range px.records() {
+		sessions[r.Session+"/g"+strconv.Itoa(r.Generation)] = true
+		if r.WorkingSet != nil && r.WorkingSet.FoldEvent {
+			folds++
+		}
+	}
+	if folds == 0 {
+		t.Errorf("no fold event before /compact")
+	}
+	t.Logf("rejected over a thinking block: %d straight at the model, %d through the proxy; proxy stores %v", direct, proxied, sessions)
+	if !strings.HasPrefix(answer, "SEEN "+probes[0].Name) {
+		t.Logf("KNOWN GAP: after /compact the question about step 0 got %q: the compacted conversation is a new proxy session, and the node folded before holds the answer line", answer)
+	}
+}
