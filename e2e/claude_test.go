@@ -77,6 +77,7 @@ type proxyUnder struct {
 	mu     sync.Mutex
 	recs   []proxy.RequestRecord
 	client [][]byte // every request body the agent sent to the proxy
+	paths  []string // the path of each
 }
 
 // e2eBudget is the proxy's context budget in these tests (tokens, the
@@ -125,6 +126,7 @@ func newProxyBudget(t *testing.T, up *scripted.Server, budget int) *proxyUnder {
 		}
 		p.mu.Lock()
 		p.client = append(p.client, body)
+		p.paths = append(p.paths, r.URL.Path)
 		p.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		srv.ServeHTTP(w, r)

@@ -156,16 +156,26 @@ func TestCodexReasoningThroughProxy(t *testing.T) {
 	}
 }
 
-// logFolds logs the proxy's fold events and token counts.
+// logFolds logs the proxy's fold events (requests whose working set
+// changed the forwarded conversation before its end), the requests that
+// went out with steps folded or collapsed, and the token counts.
 func logFolds(t *testing.T, px *proxyUnder) (folds, maxClient, maxFwd int) {
 	t.Helper()
+	carried, over := 0, 0
 	for _, rec := range px.records() {
-		if rec.StepsFolded+rec.StepsCollapsed > 0 {
+		if rec.WorkingSet != nil && rec.WorkingSet.FoldEvent {
 			folds++
+		}
+		if rec.StepsFolded+rec.StepsCollapsed > 0 {
+			carried++
+		}
+		if rec.OverBudget {
+			over++
 		}
 		maxClient, maxFwd = max(maxClient, rec.ClientTokens), max(maxFwd, rec.ForwardedTokens)
 	}
-	t.Logf("%d proxied requests, %d with a fold event; tokens client max %d → forwarded max %d", len(px.records()), folds, maxClient, maxFwd)
+	t.Logf("%d proxied requests: %d fold events, %d with steps folded or collapsed, %d over the budget; tokens client max %d → forwarded max %d",
+		len(px.records()), folds, carried, over, maxClient, maxFwd)
 	return
 }
 
@@ -178,7 +188,10 @@ func TestQwenCodeReasoningThroughProxy(t *testing.T) {
 	bin := agentBin(t, "qwen")
 	up := scripted.NewWith(stepsScript(thinkingSteps, nil), thinkingOptions)
 	defer up.Close()
-	px := newProxyBudget(t, up, codexThinkingBudget)
+	// Qwen Code's system prompt, tools and first message (its environment
+	// context) take about 19k tokens that cannot fold: a budget below that
+	// leaves every request over the budget and a fold event on each.
+	px := newProxyBudget(t, up, qwenLifecycleBudget)
 	home, work := t.TempDir(), t.TempDir()
 	env := qwenSetup(t, home, px.http.URL+"/v1")
 	out := runQwen(t, bin, work, env, runPrompt, false)
@@ -190,10 +203,17 @@ func TestQwenCodeReasoningThroughProxy(t *testing.T) {
 	})
 	checkAnswers(t, answers, hyd, px.clientHad)
 	t.Logf("prefix checks: %v", up.Binding())
+	over := 0
 	for i, r := range px.records() {
 		if r.Status != 200 {
 			t.Errorf("request %d: status %d", i, r.Status)
 		}
+		if r.OverBudget {
+			over++
+		}
+	}
+	if over > 0 {
+		t.Errorf("%d requests went out over the context budget of %d tokens (what cannot fold is larger: raise the test's budget)", over, qwenLifecycleBudget)
 	}
 	if folds, maxClient, maxFwd := logFolds(t, px); folds == 0 || maxFwd >= maxClient {
 		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)

@@ -105,9 +105,13 @@ type observer struct {
 	scanned int
 	skip    bool
 	out     Observed
-	blocks  map[int]*blockState // Anthropic content blocks by index
-	calls   map[int]*callState  // OpenAI tool calls by index
-	order   []int
+	// ended is set by the stream's last event (Anthropic message_stop,
+	// a Responses response.completed, .incomplete or .failed, Chat
+	// Completions data: [DONE]): the client has everything after it.
+	ended  bool
+	blocks map[int]*blockState // Anthropic content blocks by index
+	calls  map[int]*callState  // OpenAI tool calls by index
+	order  []int
 }
 
 type blockState struct {
@@ -207,6 +211,7 @@ func (o *observer) event(ev []byte) {
 	}
 	d := strings.Join(data, "\n")
 	if d == "[DONE]" {
+		o.ended = true
 		return
 	}
 	switch o.api {
@@ -238,6 +243,8 @@ func (o *observer) anthropicEvent(d []byte) {
 	switch ev.Type {
 	case "message_start":
 		o.note(ev.Message)
+	case "message_stop":
+		o.ended = true
 	case "error":
 		o.note(d)
 	case "content_block_start":

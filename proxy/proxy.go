@@ -1400,8 +1400,17 @@ func (b *observedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// end reports the observation once, with err: the read error or close
+// that ended the body, nil once the stream's last event had arrived (a
+// client that hangs up after it, as Codex exec does on
+// response.completed, lost nothing).
 func (b *observedBody) end(err error) {
-	b.once.Do(func() { b.done(b.obs.result(), err) })
+	b.once.Do(func() {
+		if b.obs.ended {
+			err = nil
+		}
+		b.done(b.obs.result(), err)
+	})
 }
 
 func (b *observedBody) Close() error {

@@ -243,6 +243,7 @@ func (o *observer) responsesEvent(d []byte) {
 		o.responsesItem(ev.Item, false)
 	case "response.completed", "response.incomplete", "response.failed":
 		o.out.StopReason = resp.Status
+		o.ended = true
 	}
 }
 
