@@ -206,14 +206,14 @@ type foldEventRig struct {
 	url, dir  string
 	mu        sync.Mutex
 	last      RequestRecord
-	all       benchlat.Latencies // each measured fold event's overhead
-	afterBody benchlat.Latencies // the same after the body arrived
-	durable   benchlat.Latencies // until the fold event was durable
-	added     benchlat.Latencies // client latency minus the upstream's time
-	lastTook  time.Duration      // the last request's client latency minus the upstream's time
-	events    int                // fold events measured
-	folded    int                // cold nodes they wrote
-	cpu, user time.Duration      // the process's CPU time (all, user) during them
+	all       benchlat.Latencies   // each measured fold event's overhead
+	afterBody benchlat.Latencies   // the same after the body arrived
+	durable   benchlat.Latencies   // until the fold event was durable
+	added     benchlat.Latencies   // client latency minus the upstream's time
+	lastTook  time.Duration        // the last request's client latency minus the upstream's time
+	events    int                  // fold events measured
+	folded    int                  // cold nodes they wrote
+	cpu, user time.Duration        // the process's CPU time (all, user) during them
 	upTook    func() time.Duration // the upstream's time on the last request
 }
 
