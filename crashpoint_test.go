@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -50,7 +51,17 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 		contextfold.JournalThreshold = 1
 	}
 	seen := 0
+	// Deferred, the commit's points wait until the fold's return was
+	// printed: the kill then always comes after the forward.
+	var retMu sync.Mutex
+	returned := make(chan struct{})
 	fsutil.CrashPoint = func(p string) {
+		if deferred && p != fsutil.BatchFirstWritten {
+			retMu.Lock()
+			ch := returned
+			retMu.Unlock()
+			<-ch
+		}
 		if p == point {
 			if seen++; seen == nth {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -74,11 +85,15 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 			}
 		}
 		if deferred {
+			retMu.Lock()
+			returned = make(chan struct{})
+			retMu.Unlock()
 			c, err := s.FoldBatchEachDeferred(durableGen.SmallTurns(next, k), func(int, *contextfold.FoldResult) {})
 			if err != nil {
 				return err
 			}
 			fmt.Println("forwarded", next+k)
+			close(returned)
 			if err := c.Wait(); err != nil {
 				return err
 			}
