@@ -138,7 +138,7 @@ func (s *Store) FoldBatchEachDeferred(turns []Turn, each func(i int, r *FoldResu
 	return s.foldBatch(turns, nil, each, true)
 }
 
-func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), deferred bool) (_ *FoldCommit, err error) {
+func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), deferred bool) (*FoldCommit, error) {
 	if err := checkPayloadSizes(turns); err != nil {
 		return nil, err
 	}

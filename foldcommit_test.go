@@ -188,3 +188,38 @@ func TestFoldDeferredFailure(t *testing.T) {
 		t.Fatalf("after folding again: passed %d of 7, findings %+v", rep.Passed, rep.Findings)
 	}
 }
+
+// TestFoldDeferredKeepsIndexVersion checks that the index version a Store
+// reports while a deferred commit runs stays once the commit is done (the
+// same entries: what is bound to the version, the harness's entries and
+// the ranked index, is not rebuilt after every fold event), and changes
+// with the next change of the index.
+func TestFoldDeferredKeepsIndexVersion(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDurable(t, dir)
+	if _, err := s.FoldBatch(durableGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.IndexVersion()
+	reached, release := holdCommit(t, fsutil.BatchSynced)
+	c, err := s.FoldBatchEachDeferred(durableGen.SmallTurns(2, 3), func(int, *contextfold.FoldResult) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	during, _ := s.IndexVersion()
+	release()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.IndexVersion()
+	if during == before || after != during {
+		t.Errorf("versions: before %q, during the commit %q, after %q; want a new one during that stays after", before, during, after)
+	}
+	if _, err := s.Evict(3); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := s.IndexVersion(); next == after {
+		t.Errorf("the version %q did not change with an eviction", next)
+	}
+}
