@@ -209,14 +209,8 @@ type RequestRecord struct {
 	Overhead   time.Duration `json:"overhead_ns"` // time spent by the proxy before forwarding
 	// BodyRead is the part of Overhead spent receiving the client's body
 	// (linear in its bytes by nature: the upstream would receive them too).
-	BodyRead time.Duration `json:"body_read_ns"`
-	Duration time.Duration `json:"duration_ns"` // until the response was finished
-	// Durable is when the request's fold event was durable, from its
-	// arrival: its cold nodes and recall index are synced and named while
-	// the upstream works (docs/proxy.md "A fold event is one durable
-	// batch"), and the response is held until then. Overhead when nothing
-	// was left to make durable after forwarding.
-	Durable    time.Duration    `json:"durable_ns"`
+	BodyRead   time.Duration    `json:"body_read_ns"`
+	Duration   time.Duration    `json:"duration_ns"` // until the response was finished
 	ClientSize int              `json:"client_bytes"`
 	SentSize   int              `json:"forwarded_bytes"`
 	Hydrated   []hydrationBrief `json:"hydrated,omitempty"`
@@ -233,6 +227,12 @@ type RequestRecord struct {
 	// a session's first request). Stats.Billed prices them.
 	ClientCachedTokens    int `json:"client_cached_tokens"`
 	ForwardedCachedTokens int `json:"forwarded_cached_tokens"`
+	// Durable is when the request's fold event was durable, from its
+	// arrival: its cold nodes and recall index are synced and named while
+	// the upstream works (docs/proxy.md "A fold event is one durable
+	// batch"), and the response is held until then. Overhead when nothing
+	// was left to make durable after forwarding.
+	Durable time.Duration `json:"durable_ns"`
 }
 
 type hydrationBrief struct {
