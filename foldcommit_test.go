@@ -12,7 +12,22 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/internal/testgen"
 )
+
+// These tests run with the race detector too (the deferred commit is a
+// goroutine beside the Store's readers), so they do not share the
+// durability tests' helpers (built without it).
+var deferGen = testgen.New(20250101)
+
+func openDeferred(t testing.TB, dir string) *contextfold.Store {
+	t.Helper()
+	s, err := contextfold.Open(dir, contextfold.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 // holdCommit makes a deferred commit stop at point (after the nodes'
 // fsyncs, before their renames, for BatchSynced) until the returned
@@ -40,12 +55,12 @@ func holdCommit(t *testing.T, point string) (reached <-chan struct{}, release fu
 // validates clean with both batches.
 func TestFoldDeferredServesPendingNodes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
-	s := openDurable(t, dir)
-	if _, err := s.FoldBatch(durableGen.SmallTurns(0, 2)); err != nil {
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	reached, release := holdCommit(t, fsutil.BatchSynced)
-	c, err := s.FoldBatchEachDeferred(durableGen.SmallTurns(2, 6), func(int, *contextfold.FoldResult) {})
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 6), func(int, *contextfold.FoldResult) {})
 	if err != nil || c == nil {
 		t.Fatalf("deferred fold: %v, commit %v", err, c)
 	}
@@ -62,7 +77,7 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d while its commit runs: %v", step, err)
 		}
-		if want := durableGen.SmallTurn(step).RawContent; h.RawContent != want {
+		if want := deferGen.SmallTurn(step).RawContent; h.RawContent != want {
 			t.Fatalf("step %d while its commit runs: %q, want %q", step, h.RawContent, want)
 		}
 	}
@@ -89,13 +104,13 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another reader sees the index as it was.
-	if es, err := openDurable(t, dir).Entries(); err != nil || len(es) != 2 {
+	if es, err := openDeferred(t, dir).Entries(); err != nil || len(es) != 2 {
 		t.Errorf("another reader sees %d entries while the commit runs (%v), want the 2 committed", len(es), err)
 	}
 	// A writer waits for the commit.
 	wrote := make(chan error, 1)
 	go func() {
-		_, err := s.FoldBatch(durableGen.SmallTurns(8, 2))
+		_, err := s.FoldBatch(deferGen.SmallTurns(8, 2))
 		wrote <- err
 	}()
 	select {
@@ -113,7 +128,7 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 	if c.DurableAt().IsZero() {
 		t.Error("DurableAt is zero after Wait")
 	}
-	rep, err := openDurable(t, dir).Validate()
+	rep, err := openDeferred(t, dir).Validate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +145,8 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 // validates clean.
 func TestFoldDeferredFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
-	s := openDurable(t, dir)
-	if _, err := s.FoldBatch(durableGen.SmallTurns(0, 2)); err != nil {
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	cold := filepath.Join(dir, contextfold.ColdNodesDir)
@@ -145,7 +160,7 @@ func TestFoldDeferredFailure(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { fsutil.CrashPoint = nil })
-	c, err := s.FoldBatchEachDeferred(durableGen.SmallTurns(2, 4), func(int, *contextfold.FoldResult) {})
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 4), func(int, *contextfold.FoldResult) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +179,7 @@ func TestFoldDeferredFailure(t *testing.T) {
 	if es, err := s.Entries(); err != nil || len(es) != 2 {
 		t.Fatalf("after the failed commit the Store lists %d entries (%v), want the 2 committed before", len(es), err)
 	}
-	c, err = s.FoldBatchEachDeferred(durableGen.SmallTurns(2, 4), func(int, *contextfold.FoldResult) {})
+	c, err = s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 4), func(int, *contextfold.FoldResult) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +188,11 @@ func TestFoldDeferredFailure(t *testing.T) {
 	}
 	// A new process's first lock removes the temporary files the failed
 	// commit left in the directory it could not reach.
-	s2 := openDurable(t, dir)
+	s2 := openDeferred(t, dir)
 	if err := s2.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.FoldBatch(durableGen.SmallTurns(6, 1)); err != nil {
+	if _, err := s2.FoldBatch(deferGen.SmallTurns(6, 1)); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s2.Validate()
@@ -196,13 +211,13 @@ func TestFoldDeferredFailure(t *testing.T) {
 // with the next change of the index.
 func TestFoldDeferredKeepsIndexVersion(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
-	s := openDurable(t, dir)
-	if _, err := s.FoldBatch(durableGen.SmallTurns(0, 2)); err != nil {
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := s.IndexVersion()
 	reached, release := holdCommit(t, fsutil.BatchSynced)
-	c, err := s.FoldBatchEachDeferred(durableGen.SmallTurns(2, 3), func(int, *contextfold.FoldResult) {})
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 3), func(int, *contextfold.FoldResult) {})
 	if err != nil {
 		t.Fatal(err)
 	}
