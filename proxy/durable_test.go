@@ -27,7 +27,10 @@ func foldEventBody(t *testing.T) []byte {
 	return b
 }
 
-// setCrashPoint installs hook as fsutil.CrashPoint for the test.
+// setCrashPoint installs hook as fsutil.CrashPoint for the test. Call it
+// before the test starts its servers: their goroutines then start after
+// the hook is set (the race detector sees no order through a socket), and
+// it is removed after they are closed (cleanups run last-in first-out).
 func setCrashPoint(t *testing.T, hook func(point string)) {
 	t.Helper()
 	fsutil.CrashPoint = hook
@@ -42,17 +45,8 @@ func setCrashPoint(t *testing.T, hook func(point string)) {
 // durable: when the client reads it, a new reader of the session store
 // finds the fold event whole (the index names every node, each verifies).
 func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
-	up := newUpstream(t)
 	var mu sync.Mutex
 	var upAt, renamedAt time.Time
-	up.handler = func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		upAt = time.Now()
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(openaiReply))
-	}
-	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
 	const slow = 300 * time.Millisecond
 	setCrashPoint(t, func(p string) {
 		switch p {
@@ -64,6 +58,15 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 			mu.Unlock()
 		}
 	})
+	up := newUpstream(t)
+	up.handler = func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		upAt = time.Now()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(openaiReply))
+	}
+	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
 	resp, out := post(t, tp.http.URL+PathOpenAI, foldEventBody(t), map[string]string{HeaderSession: "held"})
 	gotAt := time.Now()
 	if resp.StatusCode != 200 {
@@ -105,14 +108,16 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 // upstream's answer (which relied on the fold event); once the directory
 // is back, the same request folds again and the store validates clean.
 func TestFoldEventNotDurableAnswersError(t *testing.T) {
-	up := newUpstream(t)
-	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
-	cold := filepath.Join(tp.dir, "broken", "g1", contextfold.ColdNodesDir)
+	var mu sync.Mutex
+	var cold string // set once the proxy's directory is known
 	var once sync.Once
 	setCrashPoint(t, func(p string) {
 		if p != fsutil.BatchSynced {
 			return
 		}
+		mu.Lock()
+		cold := cold
+		mu.Unlock()
 		once.Do(func() {
 			if err := os.Rename(cold, cold+".away"); err != nil {
 				t.Error(err)
@@ -122,6 +127,11 @@ func TestFoldEventNotDurableAnswersError(t *testing.T) {
 			}
 		})
 	})
+	up := newUpstream(t)
+	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
+	mu.Lock()
+	cold = filepath.Join(tp.dir, "broken", "g1", contextfold.ColdNodesDir)
+	mu.Unlock()
 	body := foldEventBody(t)
 	resp, out := post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "broken"})
 	if resp.StatusCode != 500 {
