@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -28,16 +29,21 @@ const crashAtBatch = 6
 // that the batch's index commit is a journal append rather than a rewrite.
 // SPARES "1" makes spare files for each batch before it (Store.FillSpares:
 // from the second batch on, once cold_nodes/ exists, the batch writes its
-// nodes into spares).
+// nodes into spares). DEFERRED "1" folds each batch with
+// FoldBatchEachDeferred, as the proxy does: the batch's syncs and renames
+// run on their own goroutine after the fold returned ("forwarded NEXT" is
+// printed then: the moment the proxy sends the request upstream), and
+// "folded NEXT" only once its FoldCommit's Wait returned (the moment the
+// proxy answers).
 func crashAtChild(s *contextfold.Store, arg string) error {
 	parts := strings.Split(arg, ":")
-	if len(parts) == 4 {
+	for len(parts) < 6 {
 		parts = append(parts, "0")
 	}
-	if len(parts) != 5 {
-		return fmt.Errorf("crash-at wants POINT:N:LIMIT:JOURNAL[:SPARES], got %q", arg)
+	if len(parts) != 6 {
+		return fmt.Errorf("crash-at wants POINT:N:LIMIT:JOURNAL[:SPARES[:DEFERRED]], got %q", arg)
 	}
-	spares := parts[4] == "1"
+	spares, deferred := parts[4] == "1", parts[5] == "1"
 	point := parts[0]
 	nth, _ := strconv.Atoi(parts[1])
 	limit, _ := strconv.Atoi(parts[2])
@@ -45,7 +51,17 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 		contextfold.JournalThreshold = 1
 	}
 	seen := 0
+	// Deferred, the commit's points wait until the fold's return was
+	// printed: the kill then always comes after the forward.
+	var retMu sync.Mutex
+	returned := make(chan struct{})
 	fsutil.CrashPoint = func(p string) {
+		if deferred && p != fsutil.BatchFirstWritten {
+			retMu.Lock()
+			ch := returned
+			retMu.Unlock()
+			<-ch
+		}
 		if p == point {
 			if seen++; seen == nth {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -68,7 +84,20 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 				return err
 			}
 		}
-		if _, err := s.FoldBatch(durableGen.SmallTurns(next, k)); err != nil {
+		if deferred {
+			retMu.Lock()
+			returned = make(chan struct{})
+			retMu.Unlock()
+			c, err := s.FoldBatchEachDeferred(durableGen.SmallTurns(next, k), func(int, *contextfold.FoldResult) {})
+			if err != nil {
+				return err
+			}
+			fmt.Println("forwarded", next+k)
+			close(returned)
+			if err := c.Wait(); err != nil {
+				return err
+			}
+		} else if _, err := s.FoldBatch(durableGen.SmallTurns(next, k)); err != nil {
 			return err
 		}
 		next += k
@@ -96,19 +125,23 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 // index, written before the nodes' sync) are reported as temporary files,
 // and the next process removes every spare (written or empty). An index
 // committed before its batch's nodes are named fails it (broken
-// references after the kill and after folding on).
+// references after the kill and after folding on). With the batch's
+// durable part deferred (FoldBatchEachDeferred, deferred=1) every point is
+// passed after the fold returned (the request forwarded) and before it is
+// durable: the same holds, and a batch is acknowledged only once durable.
 func TestCrashAtEveryBatchPhase(t *testing.T) {
 	points := []string{fsutil.BatchFirstWritten, fsutil.BatchWritten, fsutil.BatchSynced, fsutil.BatchRenamedFirst,
 		fsutil.BatchRenamed, fsutil.BatchDirSynced, fsutil.BatchLastRenamed}
 	const limit = 4*crashAtBatch + 3
-	for _, mode := range []struct{ journal, spares string }{{"0", "0"}, {"1", "0"}, {"0", "1"}} {
+	for _, mode := range []struct{ journal, spares, deferred string }{{"0", "0", "0"}, {"1", "0", "0"}, {"0", "1", "0"},
+		{"0", "0", "1"}, {"1", "0", "1"}, {"0", "1", "1"}} {
 		journal := mode.journal
 		for _, point := range points {
 			for _, nth := range []int{1, 2, 4} {
-				name := fmt.Sprintf("journal=%s/spares=%s/%s/%d", journal, mode.spares, point, nth)
+				name := fmt.Sprintf("journal=%s/spares=%s/deferred=%s/%s/%d", journal, mode.spares, mode.deferred, point, nth)
 				t.Run(name, func(t *testing.T) {
 					dir := filepath.Join(t.TempDir(), ".contextfold")
-					cmd := childCmd(t, "crash-at", dir, fmt.Sprintf("%s:%d:%d:%s:%s", point, nth, limit, journal, mode.spares))
+					cmd := childCmd(t, "crash-at", dir, fmt.Sprintf("%s:%d:%d:%s:%s:%s", point, nth, limit, journal, mode.spares, mode.deferred))
 					stdout, err := cmd.StdoutPipe()
 					if err != nil {
 						t.Fatal(err)
@@ -118,11 +151,14 @@ func TestCrashAtEveryBatchPhase(t *testing.T) {
 					if err := cmd.Start(); err != nil {
 						t.Fatal(err)
 					}
-					acked := 0
+					acked, forwarded := 0, 0
 					sc := bufio.NewScanner(stdout)
 					for sc.Scan() {
 						if n, ok := strings.CutPrefix(sc.Text(), "folded "); ok {
 							acked, _ = strconv.Atoi(n)
+						}
+						if n, ok := strings.CutPrefix(sc.Text(), "forwarded "); ok {
+							forwarded, _ = strconv.Atoi(n)
 						}
 					}
 					err = cmd.Wait()
@@ -137,6 +173,12 @@ func TestCrashAtEveryBatchPhase(t *testing.T) {
 					}
 					if !killed && err != nil {
 						t.Fatalf("child: %v\n%s", err, stderr.String())
+					}
+					if killed && mode.deferred == "1" && forwarded <= acked && point != fsutil.BatchFirstWritten {
+						// Every point after the writes is passed once the
+						// fold returned: the kill came between the
+						// forward and the durable end.
+						t.Errorf("killed at %s with %d steps forwarded and %d acknowledged: the point was not passed after the fold returned", point, forwarded, acked)
 					}
 					// A batch's nodes are named before the index points
 					// at them: a kill leaves orphans and temporary files,

@@ -114,7 +114,8 @@ func (s *Store) writeEvictions(evs []Eviction) error {
 	return nil
 }
 
-// Sync writes the eviction events kept for a batch
+// Sync waits for a fold batch still committing (FoldBatchEachDeferred)
+// and writes the eviction events kept for a batch
 // (Options.EvictionLogBatch), if any; call it before the process exits or
 // lets the store go. Safe for concurrent use.
 //
@@ -122,6 +123,7 @@ func (s *Store) writeEvictions(evs []Eviction) error {
 func (s *Store) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waitPending() // a fold batch still committing (FoldBatchEachDeferred)
 	if len(s.evPending) == 0 {
 		return nil
 	}

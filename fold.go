@@ -88,7 +88,7 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 // It is called from the folding goroutine and must not call the Store.
 func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) ([]*FoldResult, error) {
 	results := make([]*FoldResult, len(turns))
-	if err := s.foldBatch(turns, progress, func(i int, r *FoldResult) { results[i] = r }); err != nil {
+	if _, err := s.foldBatch(turns, progress, func(i int, r *FoldResult) { results[i] = r }, false); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -103,12 +103,44 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 // index commit, so it must not call the Store; on an error, results
 // already handed to each may not be indexed (the index is what counts).
 func (s *Store) FoldBatchEach(turns []Turn, each func(i int, r *FoldResult)) error {
-	return s.foldBatch(turns, nil, each)
+	_, err := s.foldBatch(turns, nil, each, false)
+	return err
 }
 
-func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult)) error {
+// FoldBatchEachDeferred is FoldBatchEach for a caller that overlaps the
+// batch's durability with other work (the proxy: with the upstream call):
+// it returns once every new cold node and the rewritten recall index (or
+// its journal lines) are written to their temporary files, and leaves the
+// rest of the batch's last commit group running on its own goroutine: the
+// fsyncs, renames and directory syncs, in the order FoldBatch makes them
+// (nodes' bytes, then their names and cold_nodes/, then the index's name
+// and the store root). The returned FoldCommit's Wait reports when that
+// part is done; nil when nothing was left to make durable (nothing new was
+// folded, a backend store, whose transaction commits before it returns, or
+// an adoption of orphans only).
+//
+// Until the commit is done, this Store serves the batch as folded: its
+// in-memory index holds the new entries, and a read of a new node finds
+// its bytes in the node's temporary file (then, once renamed, under its
+// name), verified as any read (Hydrate checks SHA-256 against the entry);
+// an operation that writes the store (a fold, an eviction, a repair,
+// Sync) first waits for it, and the store's inter-process lock is held
+// until it is done, so another process sees the index only once it is
+// renamed, with every node it names durable. A crash before Wait returns
+// leaves the store as before the batch or with all of it, as FoldBatch's.
+//
+// Errors: those of FoldBatchEach for the part before the return; the
+// commit's own error (*StoreFileError: a sync or rename failed) from Wait,
+// after which the in-memory index is dropped and read again from disk (the
+// batch is not indexed, its named nodes are orphans the next fold of their
+// steps adopts): the caller must not answer as if the batch were folded.
+func (s *Store) FoldBatchEachDeferred(turns []Turn, each func(i int, r *FoldResult)) (*FoldCommit, error) {
+	return s.foldBatch(turns, nil, each, true)
+}
+
+func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), deferred bool) (*FoldCommit, error) {
 	if err := checkPayloadSizes(turns); err != nil {
-		return err
+		return nil, err
 	}
 	s.folding.Add(1) // spares are made after the fold (FillSpares)
 	defer s.folding.Add(-1)
@@ -116,28 +148,34 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	defer s.mu.Unlock()
 	l, err := s.lock()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer l.Unlock()
+	// The lock moves to the deferred commit's goroutine (handedOff).
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			l.Unlock()
+		}
+	}()
 
 	ix, err := s.loadIndex()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	policy, err := s.Policy()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.recordPolicy(policy); err != nil {
-		return err
+		return nil, err
 	}
 	sc, err := s.scrubber()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	counter, err := policy.Counter()
 	if err != nil {
-		return &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
+		return nil, &StoreFileError{File: s.storePath(PolicyFile), Err: err, Remedy: "set token_counter to heuristic, o200k_base or cl100k_base, or remove it"}
 	}
 	maxIdents := s.maxIndexIdentifiers(sc)
 	var ops []journalOp
@@ -149,7 +187,11 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// Their temporary files are spares made ahead when there are
 	// (FillSpares): no file is created on the fold's path.
 	nodes := fsutil.FileBatch{Spares: s.spares, LastSpares: s.rootSpares}
-	defer nodes.Abort() // an error's temporary files
+	defer func() {
+		if !handedOff {
+			nodes.Abort() // an error's temporary files
+		}
+	}()
 	written := 0
 	defer func() { s.sinceFill.Add(int64(written)) }()
 	s.nodes = &nodes
@@ -174,7 +216,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		}
 		have, err := nc.HasNodes(steps)
 		if err != nil {
-			return s.storeErr(s.storePath(ColdNodesDir), err, "")
+			return nil, s.storeErr(s.storePath(ColdNodesDir), err, "")
 		}
 		stored = make(map[int]bool, len(have))
 		for _, st := range have {
@@ -195,7 +237,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		// FoldCommitEvery new nodes or FoldCommitInterval.
 		if len(ops) >= FoldCommitEvery || (len(ops) > 0 && time.Since(lastCommit) >= FoldCommitInterval) {
 			if err := s.commitGroup(&nodes, ix, ops, now, true); err != nil {
-				return err
+				return nil, err
 			}
 			ops, lastCommit = ops[:0], time.Now()
 		}
@@ -207,7 +249,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		t, n := pn.t, pn.n
 		if pn.err != nil {
 			s.ix = nil
-			return pn.err
+			return nil, pn.err
 		}
 		path := s.NodePath(t.StepID)
 		// A file already there but not indexed is an orphan (a fold that
@@ -220,7 +262,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 			var err error
 			if adopted, err = s.resolveOrphanBeforeFold(t, path, policy, now); err != nil {
 				s.ix = nil
-				return err
+				return nil, err
 			}
 		}
 		if adopted != nil {
@@ -234,19 +276,19 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		// (prepareNode).
 		if err := pn.schemaErr; err != nil {
 			s.ix = nil
-			return &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
+			return nil, &StoreFileError{File: path, Err: err, Remedy: "the cold node was refused before it reached disk; report this as a bug"}
 		}
 		// The pretty encoding is streamed to the file (a large
 		// node is never held whole in memory besides its document).
 		if err := s.writeNode(t.StepID, path, n.Doc); err != nil {
 			s.ix = nil
-			return s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
+			return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
 		written++
 		r := ix.recordFromNode(n, s.indexFilePath(t.StepID), maxIdents)
 		if err := validateEntryDoc(ix.entryDoc(r)); err != nil {
 			s.ix = nil
-			return &StoreFileError{File: s.storePath(IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
+			return nil, &StoreFileError{File: s.storePath(IndexFile), Err: err, Remedy: "the index entry was refused before it reached disk; report this as a bug"}
 		}
 		ix.add(r)
 		ops = append(ops, journalOp{fold: r})
@@ -255,13 +297,18 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	if progress != nil {
 		progress(len(turns), len(turns))
 	}
-	if err := s.commitGroup(&nodes, ix, ops, now, false); err != nil {
-		return err
+	c, err := s.beginCommit(&nodes, ix, ops, now, false)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.flush(); err != nil {
-		return err
+	if !deferred || !c.overlap {
+		if err := c.settle(c.durable()); err != nil {
+			return nil, err
+		}
+		return nil, s.flush()
 	}
-	return nil
+	handedOff = true
+	return s.deferCommit(c, &nodes, ix, l), nil
 }
 
 // writeNode writes a new cold node: to a temporary file of the batch
@@ -282,49 +329,6 @@ func (s *Store) writeNode(step int, path string, doc map[string]any) error {
 	}
 	s.txWrites = true
 	return s.tx.WriteNode(step, b.Bytes())
-}
-
-// commitGroup commits a commit group of a fold: the cold nodes written to
-// nodes since the last commit, then the index operations ops (midBatch: not
-// the batch's last commit). When the index is rewritten (not journaled),
-// recall_index.json's temporary file is written as nodes' last file
-// (fsutil.FileBatch.AddLast): its bytes are synced in the same wave as the
-// nodes', and it is renamed, then the store root synced, only once every
-// node is named and cold_nodes/ synced. So the promise of commitNodes then
-// commitBatch holds (the index's name, which makes it visible, never
-// becomes durable before its nodes' names) at one wait for the device less.
-// A journal append is not overlapped: the appended line is visible at once,
-// so it waits for the nodes (commitNodes, then commitBatch). Callers hold
-// s.mu and the store lock.
-func (s *Store) commitGroup(nodes *fsutil.FileBatch, ix *index, ops []journalOp, now string, midBatch bool) error {
-	if s.be != nil || len(ops) == 0 || nodes.Len() == 0 || s.journals(len(ops), midBatch) {
-		if err := s.commitNodes(nodes); err != nil {
-			return err
-		}
-		return s.commitBatch(ix, ops, now, midBatch)
-	}
-	if v, _ := ix.header["created_at"].(string); v == "" {
-		ix.header["created_at"] = now
-	}
-	w := s.indexWrite(ix)
-	defer w.release()
-	if err := nodes.AddLast(w.path, 0o644, w.write); err != nil {
-		return w.failed(err)
-	}
-	if err := nodes.Commit(); err != nil {
-		s.ix = nil
-		if w.encErr != nil {
-			return w.encErr
-		}
-		var last *fsutil.LastFileError
-		if errors.As(err, &last) {
-			return &StoreFileError{File: w.path, Err: err,
-				Remedy: "free disk space or fix the permissions of the store directory; the cold nodes already written are orphans that 'contextfold repair --apply' re-indexes"}
-		}
-		return s.storeErr(filepath.Join(s.dir, ColdNodesDir), err,
-			"free disk space or fix the permissions of the store directory, then fold again; cold nodes already named are orphans that 'contextfold repair --apply' re-indexes")
-	}
-	return w.done()
 }
 
 // commitNodes makes the cold nodes written since the last commit durable
@@ -405,11 +409,21 @@ func (s *Store) IndexVersion() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return s.indexVersionLocked(ix), nil
+}
+
+// indexVersionLocked is IndexVersion of ix, loaded by the caller, who holds
+// s.mu. The version a deferred commit's index was served with stays while
+// the index is that one (versionAlias).
+func (s *Store) indexVersionLocked(ix *index) string {
 	if s.be != nil {
-		return fmt.Sprintf("rev/%d/%d/%d", s.beRev.Generation, s.beRev.Seq, ix.len()), nil
+		return fmt.Sprintf("rev/%d/%d/%d", s.beRev.Generation, s.beRev.Seq, ix.len())
 	}
 	st := s.ixStamp
-	return fmt.Sprintf("%t/%d/%d/%d/%d/%d", st.ok, st.size, st.mtime.UnixNano(), st.ino, s.jOff, ix.len()), nil
+	if a := s.verAlias; a.ver != "" && s.pending == nil && a.stamp == st && a.jOff == s.jOff && a.n == ix.len() {
+		return a.ver
+	}
+	return fmt.Sprintf("%t/%d/%d/%d/%d/%d", st.ok, st.size, st.mtime.UnixNano(), st.ino, s.jOff, ix.len())
 }
 
 // Entries returns every index entry in ascending step order.

@@ -97,11 +97,22 @@ func (s *Store) storeErr(path string, err error, remedy string) error {
 
 // nodeBytes reads a cold node's bytes at path (directory) or from the
 // backend.
+// While a deferred commit names the nodes of a fold batch
+// (FoldBatchEachDeferred), a node not named yet is read from its temporary
+// file, whole since its write; renamed meanwhile, from its name again.
 func (s *Store) nodeBytes(step int, path string) ([]byte, error) {
 	if s.be != nil {
 		return s.be.ReadNode(step)
 	}
-	return fsutil.ReadFileMax(path, MaxFileBytes)
+	data, err := fsutil.ReadFileMax(path, MaxFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		if tmp := s.pendingTemp(path); tmp != "" {
+			if data, err = fsutil.ReadFileMax(tmp, MaxFileBytes); errors.Is(err, fs.ErrNotExist) {
+				data, err = fsutil.ReadFileMax(path, MaxFileBytes)
+			}
+		}
+	}
+	return data, err
 }
 
 // txLock is the lock of a backend store: its write transaction. Unlock

@@ -122,6 +122,15 @@ type Store struct {
 	// index rewrite writes recall_index.json's temporary file into
 	// (FillSpares keeps one).
 	rootSpares *fsutil.SpareFiles
+	// pending is the durable part of a fold batch still running
+	// (FoldBatchEachDeferred, deferCommit), nil when none; verAlias the
+	// version kept for the index it made durable (IndexVersion). Both
+	// guarded by mu. pendingTmp maps the running batch's node paths to
+	// the temporary files holding them (nodeBytes), under pendingMu.
+	pending    *FoldCommit
+	verAlias   versionAlias
+	pendingMu  sync.Mutex
+	pendingTmp map[string]string
 	sinceFill  atomic.Int64
 	lastFold   atomic.Int64
 	coldSeen   atomic.Bool
@@ -197,6 +206,11 @@ func stampOf(path string) (fileStamp, error) {
 func (s *Store) loadIndex() (*index, error) {
 	if s.be != nil {
 		return s.loadBackendIndex()
+	}
+	if s.pending != nil && s.ix != nil {
+		// A deferred commit holds the store lock: no other writer changed
+		// the disk, and the in-memory index holds the batch it is naming.
+		return s.ix, nil
 	}
 	for attempt := 0; ; attempt++ {
 		ix, st, err := s.loadBase()
@@ -552,10 +566,13 @@ func (s *Store) Policy() (*Policy, error) {
 
 // lock takes the store's exclusive inter-process lock, creating the store
 // directory and cold_nodes/ as needed; a cold_nodes/ that is a symlink is
-// refused (writes through it would leave the store). For a backend store
+// refused (writes through it would leave the store). It first waits for a
+// deferred commit of this Store (FoldBatchEachDeferred), releasing s.mu
+// meanwhile: state read under s.mu before the call may be stale. For a backend store
 // the lock is its write transaction (Backend.Begin), committed by flush.
 // Callers hold s.mu.
 func (s *Store) lock() (unlocker, error) {
+	s.waitPending() // a deferred commit holds the lock until it is done
 	if s.be != nil {
 		return s.beginTx()
 	}

@@ -740,7 +740,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 	if len(toFold) > 0 {
 		// h.foldBatch: the ranked scan takes these nodes' text from the
 		// fold, not from disk, and no fold result is kept.
-		if err := h.foldBatch(toFold); err != nil {
+		if err := h.foldBatch(toFold, d); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
 		}
 		es, err := h.entryMap()

@@ -87,6 +87,13 @@ type Config struct {
 	CacheTTL time.Duration
 	// Now tells the time of a request, for CacheTTL (nil: time.Now).
 	Now func() time.Time
+	// OverlapDurability, when set, lets a dispatch return once its fold
+	// event's cold nodes and index are written, their syncs and renames
+	// still running (contextfold.Store.FoldBatchEachDeferred): the caller
+	// sends the request on and must call Dispatch.WaitDurable before it
+	// answers anything that relied on the fold event. Unset: a dispatch
+	// returns with its fold event durable.
+	OverlapDurability bool
 }
 
 func (c Config) withDefaults() Config {
@@ -245,7 +252,19 @@ type Dispatch struct {
 	// (WorkingSet.FoldHeld), a move of the fold boundary with the fixed
 	// window (Boundary stays where the session's last request left it).
 	FoldHeld bool
+	// Durable is the durable part of the dispatch's fold event still
+	// running (Config.OverlapDurability), nil when none: see WaitDurable.
+	Durable *contextfold.FoldCommit
 }
+
+// WaitDurable waits until the dispatch's fold event is durable
+// (Config.OverlapDurability) and returns the commit's error: a
+// *contextfold.StoreFileError when a sync or rename failed. The fold event
+// is then not in the store (its nodes are at most orphans), so the request
+// must not be answered as if it were: a caller answers an error and lets
+// the session's state go (a new Harness on the store folds again). nil
+// when the dispatch folded nothing or folded durably before returning.
+func (d *Dispatch) WaitDurable() error { return d.Durable.Wait() }
 
 // Harness runs the turn lifecycle over one store (one conversation). It is
 // safe for concurrent use; calls are serialised.
@@ -577,7 +596,7 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 	if len(toFold) > 0 {
 		// h.foldBatch: the ranked scan takes these nodes' text from the
 		// fold, not from disk, and no fold result is kept.
-		if err := h.foldBatch(toFold); err != nil {
+		if err := h.foldBatch(toFold, d); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
 		}
 		if entries, err = h.entryMap(); err != nil {

@@ -177,6 +177,26 @@ func FoldBatch(s *contextfold.Store, mode Mode, turns []contextfold.Turn) error 
 	return err
 }
 
+// FoldBatchDeferred is FoldBatch leaving the batch's durable part running
+// (contextfold.Store.FoldBatchEachDeferred): the caller waits for the
+// returned commit (nil: nothing left running) before it relies on the
+// batch being stored.
+func FoldBatchDeferred(s *contextfold.Store, mode Mode, turns []contextfold.Turn) (*contextfold.FoldCommit, error) {
+	each := func(int, *contextfold.FoldResult) {}
+	if mode == Ranked {
+		each = func(_ int, r *contextfold.FoldResult) {
+			if !r.AlreadyIndexed {
+				ranked.FoldedNode(s, r.Node)
+			}
+		}
+	}
+	c, err := s.FoldBatchEachDeferred(turns, each)
+	if mode == Ranked {
+		_, _ = ranked.For(s) // also after an error: nodes written before it are indexed
+	}
+	return c, err
+}
+
 // DeferSnapshotSaves makes s's ranked index (Ranked mode; nothing in
 // Exact) leave the snapshot a fold's refresh finds due to
 // CompactSnapshot (ranked.Index.DeferSaves): a proxy calls it before a

@@ -47,8 +47,16 @@ func growingSession(n, lines int) []json.RawMessage {
 // it is in a real session. It reports the proxy's overhead on those
 // requests (fold-event-p50-ms, fold-event-p99-ms: from the request's
 // arrival to the rewritten body handed to the transport, the folds' cold
-// nodes and index durable), the same after the body's last byte arrived
-// (-after-body), the cold nodes written per fold event (nodes/event) and
+// nodes and index written, their syncs and renames running while the
+// upstream works), the same after the body's last byte arrived
+// (-after-body), when the fold event was durable, from the request's
+// arrival (fold-event-durable-: the response is held until then), the
+// latency the client saw beyond the upstream's own time
+// (fold-event-added-: the client's latency minus the time the upstream
+// took from the request's arrival to its reply; with this instant
+// upstream it holds the whole durable wait, see
+// BenchmarkFoldEventUpstream300ms for a realistic one), the cold nodes
+// written per fold event (nodes/event) and
 // the process's CPU time per fold event, all goroutines (cpu-ms/event: on
 // a shared machine the wall time also counts waiting for a CPU), and its
 // user part (user-cpu-ms/event: the kernel's part is mostly the file
@@ -59,6 +67,21 @@ func growingSession(n, lines int) []json.RawMessage {
 //
 //	go test ./proxy -run '^$' -bench 'BenchmarkFoldEvent$' -benchtime 100x
 func BenchmarkFoldEvent(b *testing.B) {
+	benchFoldEvent(b, newFoldEventRig(b, 0))
+}
+
+// BenchmarkFoldEventUpstream300ms is BenchmarkFoldEvent with an upstream
+// that takes 300 ms before its reply, as a real model takes hundreds of
+// milliseconds to seconds before its first byte: fold-event-added- is what
+// the proxy adds to the client's latency when the fold event's durability
+// overlaps the upstream's work (the response held until it is durable).
+//
+//	go test ./proxy -run '^$' -bench 'BenchmarkFoldEventUpstream300ms$' -benchtime 36x
+func BenchmarkFoldEventUpstream300ms(b *testing.B) {
+	benchFoldEvent(b, newFoldEventRig(b, 300*time.Millisecond))
+}
+
+func benchFoldEvent(b *testing.B, rig *foldEventRig) {
 	const (
 		foldEventStep = 56  // messages per request: 27 tool calls and outputs, 2 or 3 prompts
 		first         = 120 // messages of a session's first request
@@ -66,7 +89,6 @@ func BenchmarkFoldEvent(b *testing.B) {
 		outputLines   = 90  // lines of a tool output (about 800 tokens)
 	)
 	msgs := growingSession(first+perSession*foldEventStep, outputLines)
-	rig := newFoldEventRig(b)
 	body := func(n int) []byte {
 		b, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
 		return b
@@ -121,7 +143,7 @@ func BenchmarkFoldEventGrowing(b *testing.B) {
 		agentPause  = 3 * time.Millisecond
 	)
 	msgs := growingSession(3000, outputLines)
-	rig := newFoldEventRig(b)
+	rig := newFoldEventRig(b, 0)
 	send := func(session string, n int) RequestRecord {
 		body, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs[:n]})
 		return rig.send(session, body)
@@ -184,19 +206,32 @@ type foldEventRig struct {
 	url, dir  string
 	mu        sync.Mutex
 	last      RequestRecord
-	all       benchlat.Latencies // each measured fold event's overhead
-	afterBody benchlat.Latencies // the same after the body arrived
-	events    int                // fold events measured
-	folded    int                // cold nodes they wrote
-	cpu, user time.Duration      // the process's CPU time (all, user) during them
+	all       benchlat.Latencies   // each measured fold event's overhead
+	afterBody benchlat.Latencies   // the same after the body arrived
+	durable   benchlat.Latencies   // until the fold event was durable
+	added     benchlat.Latencies   // client latency minus the upstream's time
+	lastTook  time.Duration        // the last request's client latency minus the upstream's time
+	events    int                  // fold events measured
+	folded    int                  // cold nodes they wrote
+	cpu, user time.Duration        // the process's CPU time (all, user) during them
+	upTook    func() time.Duration // the upstream's time on the last request
 }
 
-func newFoldEventRig(b *testing.B) *foldEventRig {
+// newFoldEventRig starts the rig; its upstream replies after delay.
+func newFoldEventRig(b *testing.B, delay time.Duration) *foldEventRig {
 	rig := &foldEventRig{b: b, dir: b.TempDir()}
+	var upMu sync.Mutex
+	var upTook time.Duration
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
 		io.Copy(io.Discard, r.Body)
+		time.Sleep(delay)
 		io.WriteString(w, openaiReply)
+		upMu.Lock()
+		upTook = time.Since(t0)
+		upMu.Unlock()
 	}))
+	rig.upTook = func() time.Duration { upMu.Lock(); defer upMu.Unlock(); return upTook }
 	b.Cleanup(up.Close)
 	srv, err := New(Options{Dir: rig.dir, Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(),
 		Harness:   harness.Config{PaybackRequests: 1000},
@@ -217,12 +252,14 @@ func (rig *foldEventRig) send(session string, body []byte) RequestRecord {
 	req, _ := http.NewRequest("POST", rig.url+PathOpenAI, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderSession, session)
+	t0 := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		rig.b.Fatal(err)
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	rig.lastTook = time.Since(t0) - rig.upTook()
 	if resp.StatusCode != 200 {
 		rig.b.Fatalf("status %d", resp.StatusCode)
 	}
@@ -244,6 +281,8 @@ func (rig *foldEventRig) measured(r RequestRecord, session string, had int) int 
 	rig.events, rig.folded = rig.events+1, rig.folded+now-had
 	rig.all = append(rig.all, r.Overhead)
 	rig.afterBody = append(rig.afterBody, r.Overhead-r.BodyRead)
+	rig.durable = append(rig.durable, r.Durable)
+	rig.added = append(rig.added, rig.lastTook)
 	return now
 }
 
@@ -251,6 +290,8 @@ func (rig *foldEventRig) measured(r RequestRecord, session string, had int) int 
 func (rig *foldEventRig) report() {
 	rig.all.Report(rig.b, "fold-event-")
 	rig.afterBody.Report(rig.b, "fold-event-after-body-")
+	rig.durable.Report(rig.b, "fold-event-durable-")
+	rig.added.Report(rig.b, "fold-event-added-")
 	if rig.events > 0 {
 		n := float64(rig.events)
 		rig.b.ReportMetric(float64(rig.folded)/n, "nodes/event")

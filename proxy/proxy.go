@@ -227,6 +227,12 @@ type RequestRecord struct {
 	// a session's first request). Stats.Billed prices them.
 	ClientCachedTokens    int `json:"client_cached_tokens"`
 	ForwardedCachedTokens int `json:"forwarded_cached_tokens"`
+	// Durable is when the request's fold event was durable, from its
+	// arrival: its cold nodes and recall index are synced and named while
+	// the upstream works (docs/proxy.md "A fold event is one durable
+	// batch"), and the response is held until then. Overhead when nothing
+	// was left to make durable after forwarding.
+	Durable time.Duration `json:"durable_ns"`
 }
 
 type hydrationBrief struct {
@@ -391,7 +397,33 @@ type reqState struct {
 	// (harness.PrepareAhead), run once the response is done.
 	ahead func()
 	once  sync.Once
+	// durOnce, durErr: the wait for the dispatch's fold event to be
+	// durable (waitDurable) and its error.
+	durOnce sync.Once
+	durErr  error
 }
+
+// waitDurable waits until the request's fold event is durable
+// (harness.Dispatch.WaitDurable), once, records when (RequestRecord.Durable)
+// and returns the commit's error.
+func (st *reqState) waitDurable() error {
+	st.durOnce.Do(func() {
+		if st.dispatch == nil || st.dispatch.Durable == nil {
+			return
+		}
+		st.durErr = st.dispatch.WaitDurable()
+		st.rec.Durable = st.dispatch.Durable.DurableAt().Sub(st.start)
+	})
+	return st.durErr
+}
+
+// durabilityError is a fold event's failed durable part, returned by
+// modifyResponse so that the upstream's response is replaced by an error
+// (errorHandler).
+type durabilityError struct{ err error }
+
+func (e *durabilityError) Error() string { return e.err.Error() }
+func (e *durabilityError) Unwrap() error { return e.err }
 
 // New returns a proxy server.
 //
@@ -607,11 +639,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens))
 	}
 	st.rec.Overhead = time.Since(st.start)
+	st.rec.Durable = st.rec.Overhead // unless a fold event's commit still runs (waitDurable)
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
 	r.Header.Del("Content-Length")
 	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
 	s.rp.ServeHTTP(w, r)
+	// Answered after the fold event was durable (modifyResponse,
+	// errorHandler); in any case the handler returns after it, so that a
+	// server shut down has nothing left committing.
+	_ = st.waitDurable()
 	// The response is finished (finish ran) and the forwarded body sent;
 	// the client's body is no longer read unless it went out as is.
 	pooled := false
@@ -894,6 +931,10 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 	}
 	cfg := s.opts.Harness
 	cfg.SessionID = id
+	// The fold event's syncs and renames run while the upstream works;
+	// the response waits for them (waitDurable). A backend store's
+	// transaction commits before the request goes out.
+	cfg.OverlapDurability = s.opts.Shared == nil
 	if cfg.Match == "" {
 		cfg.Match = match.Ranked
 	}
@@ -1100,6 +1141,11 @@ func (s *Server) modifyResponse(resp *http.Response) error {
 		}
 		return nil
 	}
+	// The response's first byte waits for the fold event it relied on to
+	// be durable; if it cannot be, the client gets an error instead.
+	if err := st.waitDurable(); err != nil {
+		return &durabilityError{err}
+	}
 	st.rec.Status = resp.StatusCode
 	for _, w := range st.rec.Warnings {
 		resp.Header.Add(HeaderWarning, headerSafe(w))
@@ -1170,6 +1216,14 @@ func headerSafe(s string) string {
 
 func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	st, _ := r.Context().Value(ctxKey{}).(*reqState)
+	var derr error
+	if st != nil {
+		derr = st.waitDurable()
+	}
+	if derr != nil {
+		s.durabilityFailed(w, r, st, derr)
+		return
+	}
 	if bodyTimedOut(r) {
 		w.Header().Set("Connection", "close")
 		s.reject(w, "", http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (--body-read-timeout)", s.opts.BodyReadTimeout))
@@ -1190,6 +1244,51 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 		s.finish(st)
 	}
 	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error()+s.upstreamHint(api))
+}
+
+// durabilityFailed answers a request whose fold event could not be made
+// durable (a sync or rename of the session store failed after the request
+// went upstream): a 500 with the API's JSON error naming the store's
+// problem and the remedy, instead of the upstream's response, which
+// relied on the fold event. The session leaves memory without its state
+// being saved: its store holds what it held before the fold event (at
+// most orphan nodes, adopted by the next fold), so the client's retry
+// finds the session as the store has it and folds again.
+func (s *Server) durabilityFailed(w http.ResponseWriter, r *http.Request, st *reqState, err error) {
+	api, _ := apiOf(r)
+	st.ahead = nil // nothing more for the session's store
+	st.wsOut = nil // nor its working-set log: the request folded nothing
+	if st.sess != nil {
+		s.discardSession(st.sess)
+	}
+	st.rec.Status = http.StatusInternalServerError
+	msg := "contextfold proxy: the session store could not make this request's fold event durable, so the response is withheld: " +
+		err.Error() + ". Send the request again (the proxy folds the turns again); if it keeps failing, check the disk of the proxy's --dir (free space, permissions) and run 'contextfold validate' on the session store"
+	st.rec.Warnings = append(st.rec.Warnings, "fold event not durable, response withheld: "+err.Error())
+	if r.Context().Err() == nil {
+		s.writeError(w, api, http.StatusInternalServerError, msg)
+	} else {
+		st.rec.Status = 499
+	}
+	s.finish(st)
+}
+
+// discardSession removes x from memory without saving its state (a fold
+// event of x failed to become durable: its harness state would name nodes
+// the store does not index), so that the session's next request opens its
+// store afresh.
+func (s *Server) discardSession(x *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[x.id] != x {
+		return
+	}
+	delete(s.sessions, x.id)
+	s.stats.Sessions = len(s.sessions)
+	x.logMu.Lock()
+	_ = x.closeLog()
+	x.logMu.Unlock()
+	s.log.Warn("contextfold proxy: a fold event was not made durable; the session's in-memory state is dropped and its next request folds again", "session", x.id)
 }
 
 // upstreamHint names, for an error reaching the upstream, the base URL the

@@ -125,6 +125,20 @@ func (b *FileBatch) Len() int {
 	return len(b.pending)
 }
 
+// Temporaries returns, for each file added and not renamed yet (the last
+// file, AddLast, excluded), its target path and the temporary file that
+// holds its whole content until Commit renames it: a reader that finds no
+// file at a target while the batch commits may read the temporary file,
+// and, should that be gone too (renamed meanwhile), the target again. The
+// map is the caller's.
+func (b *FileBatch) Temporaries() map[string]string {
+	m := make(map[string]string, len(b.pending))
+	for _, p := range b.pending {
+		m[p.path] = p.tmp
+	}
+	return m
+}
+
 // LastFileError is the error of Commit once every other file of the group
 // is durable under its name and the last file (AddLast) could not be: its
 // rename or its directory's sync failed. Path is the last file's target.

@@ -1,0 +1,240 @@
+package contextfold_test
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/fsutil"
+	"github.com/contextfold/contextfold/internal/testgen"
+)
+
+// These tests run with the race detector too (the deferred commit is a
+// goroutine beside the Store's readers), so they do not share the
+// durability tests' helpers (built without it).
+var deferGen = testgen.New(20250101)
+
+func openDeferred(t testing.TB, dir string) *contextfold.Store {
+	t.Helper()
+	s, err := contextfold.Open(dir, contextfold.Options{Clock: func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// holdCommit makes a deferred commit stop at point (after the nodes'
+// fsyncs, before their renames, for BatchSynced) until the returned
+// release is called; reached is closed once it stopped there.
+func holdCommit(t *testing.T, point string) (reached <-chan struct{}, release func()) {
+	t.Helper()
+	at, goOn := make(chan struct{}), make(chan struct{})
+	var once, rel sync.Once
+	fsutil.CrashPoint = func(p string) {
+		if p == point {
+			once.Do(func() { close(at); <-goOn })
+		}
+	}
+	release = func() { rel.Do(func() { close(goOn) }) }
+	t.Cleanup(func() { release(); fsutil.CrashPoint = nil })
+	return at, release
+}
+
+// TestFoldDeferredServesPendingNodes folds a batch with its durable part
+// deferred and stopped before any node is named: this Store then hydrates
+// every node of the batch, verified (a node whose temporary file is
+// changed fails the SHA-256 check, as a tampered file does), while another
+// reader of the directory sees none of it; a writer of this Store waits
+// for the commit; once it is done the nodes are named, and the store
+// validates clean with both batches.
+func TestFoldDeferredServesPendingNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	reached, release := holdCommit(t, fsutil.BatchSynced)
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 6), func(int, *contextfold.FoldResult) {})
+	if err != nil || c == nil {
+		t.Fatalf("deferred fold: %v, commit %v", err, c)
+	}
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deferred commit never reached its fsyncs' end")
+	}
+	for step := 2; step < 8; step++ {
+		if _, err := os.Stat(s.NodePath(step)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("step %d is named before its commit: %v", step, err)
+		}
+		h, err := s.Hydrate(step)
+		if err != nil {
+			t.Fatalf("step %d while its commit runs: %v", step, err)
+		}
+		if want := deferGen.SmallTurn(step).RawContent; h.RawContent != want {
+			t.Fatalf("step %d while its commit runs: %q, want %q", step, h.RawContent, want)
+		}
+	}
+	// Verified like any read: a changed byte in a pending node is refused.
+	tmps, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, ".step_000003.json*"))
+	if len(tmps) != 1 {
+		t.Fatalf("temporary files of step 3: %v", tmps)
+	}
+	orig, err := os.ReadFile(tmps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(orig, []byte("FAIL"))
+	bad := bytes.Clone(orig)
+	bad[i] = 'X'
+	if err := os.WriteFile(tmps[0], bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ic *contextfold.IntegrityCheckError
+	if _, err := s.Hydrate(3); !errors.As(err, &ic) {
+		t.Errorf("a changed pending node hydrated: %v", err)
+	}
+	if err := os.WriteFile(tmps[0], orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Another reader sees the index as it was.
+	if es, err := openDeferred(t, dir).Entries(); err != nil || len(es) != 2 {
+		t.Errorf("another reader sees %d entries while the commit runs (%v), want the 2 committed", len(es), err)
+	}
+	// A writer waits for the commit.
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := s.FoldBatch(deferGen.SmallTurns(8, 2))
+		wrote <- err
+	}()
+	select {
+	case err := <-wrote:
+		t.Fatalf("a fold ran while the deferred commit held the store (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if c.DurableAt().IsZero() {
+		t.Error("DurableAt is zero after Wait")
+	}
+	rep, err := openDeferred(t, dir).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Passed != 10 {
+		t.Fatalf("after the commit: passed %d of 10, findings %+v", rep.Passed, rep.Findings)
+	}
+}
+
+// TestFoldDeferredFailure makes a deferred commit fail for real (cold_nodes/
+// replaced by a file once the nodes are synced, so their renames fail):
+// Wait returns a *StoreFileError naming cold_nodes/, the Store forgets the
+// batch (its index is read from disk again: the batch is not in it), and
+// once the directory is back the same batch folds again and the store
+// validates clean.
+func TestFoldDeferredFailure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	cold := filepath.Join(dir, contextfold.ColdNodesDir)
+	var once sync.Once
+	fsutil.CrashPoint = func(p string) {
+		if p == fsutil.BatchSynced {
+			once.Do(func() {
+				os.Rename(cold, cold+".away")
+				os.WriteFile(cold, nil, 0o644)
+			})
+		}
+	}
+	t.Cleanup(func() { fsutil.CrashPoint = nil })
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 4), func(int, *contextfold.FoldResult) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Wait()
+	var sf *contextfold.StoreFileError
+	if !errors.As(err, &sf) || sf.Remedy == "" {
+		t.Fatalf("Wait: %v, want a *StoreFileError with a remedy", err)
+	}
+	fsutil.CrashPoint = nil
+	if err := os.Remove(cold); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cold+".away", cold); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := s.Entries(); err != nil || len(es) != 2 {
+		t.Fatalf("after the failed commit the Store lists %d entries (%v), want the 2 committed before", len(es), err)
+	}
+	c, err = s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 4), func(int, *contextfold.FoldResult) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// A new process's first lock removes the temporary files the failed
+	// commit left in the directory it could not reach.
+	s2 := openDeferred(t, dir)
+	if err := s2.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.FoldBatch(deferGen.SmallTurns(6, 1)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s2.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Passed != 7 {
+		t.Fatalf("after folding again: passed %d of 7, findings %+v", rep.Passed, rep.Findings)
+	}
+}
+
+// TestFoldDeferredKeepsIndexVersion checks that the index version a Store
+// reports while a deferred commit runs stays once the commit is done (the
+// same entries: what is bound to the version, the harness's entries and
+// the ranked index, is not rebuilt after every fold event), and changes
+// with the next change of the index.
+func TestFoldDeferredKeepsIndexVersion(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.IndexVersion()
+	reached, release := holdCommit(t, fsutil.BatchSynced)
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 3), func(int, *contextfold.FoldResult) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	during, _ := s.IndexVersion()
+	release()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := s.IndexVersion()
+	if during == before || after != during {
+		t.Errorf("versions: before %q, during the commit %q, after %q; want a new one during that stays after", before, during, after)
+	}
+	if _, err := s.Evict(3); err != nil {
+		t.Fatal(err)
+	}
+	if next, _ := s.IndexVersion(); next == after {
+		t.Errorf("the version %q did not change with an eviction", next)
+	}
+}

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/fsutil"
+)
+
+// foldEventBody is a Chat Completions request whose dispatch is a fold
+// event at the fold-event benchmarks' settings (120 messages with tool
+// outputs of some 800 tokens, over the 40,000-token budget).
+func foldEventBody(t *testing.T) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": growingSession(120, 90)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// setCrashPoint installs hook as fsutil.CrashPoint for the test. Call it
+// before the test starts its servers: their goroutines then start after
+// the hook is set (the race detector sees no order through a socket), and
+// it is removed after they are closed (cleanups run last-in first-out).
+func setCrashPoint(t *testing.T, hook func(point string)) {
+	t.Helper()
+	fsutil.CrashPoint = hook
+	t.Cleanup(func() { fsutil.CrashPoint = nil })
+}
+
+// TestFoldEventOverlapsUpstreamAndHoldsResponse slows the fold event's
+// durable part (300 ms after its nodes' fsyncs, before their renames) and
+// checks both halves of the promise: the request reaches the upstream
+// before the fold event is durable (its syncs and renames overlap the
+// upstream's work), and the client's response comes only after it is
+// durable: when the client reads it, a new reader of the session store
+// finds the fold event whole (the index names every node, each verifies).
+func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
+	var mu sync.Mutex
+	var upAt, renamedAt time.Time
+	const slow = 300 * time.Millisecond
+	setCrashPoint(t, func(p string) {
+		switch p {
+		case fsutil.BatchSynced:
+			time.Sleep(slow) // a slow disk
+		case fsutil.BatchLastRenamed:
+			mu.Lock()
+			renamedAt = time.Now()
+			mu.Unlock()
+		}
+	})
+	up := newUpstream(t)
+	up.handler = func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		upAt = time.Now()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(openaiReply))
+	}
+	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
+	resp, out := post(t, tp.http.URL+PathOpenAI, foldEventBody(t), map[string]string{HeaderSession: "held"})
+	gotAt := time.Now()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	// Right away, before anything else runs: the store as another
+	// process sees it.
+	rec := tp.record(t, 1)
+	rep, err := tp.store(t, rec).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.WorkingSet == nil || !rec.WorkingSet.FoldEvent || rec.StepsFolded == 0 {
+		t.Fatalf("the request was no fold event: %+v", rec)
+	}
+	if !rep.OK() || rep.Passed < rec.StepsFolded {
+		t.Errorf("when the client had its response the store held %d verified nodes (fold event of %d), findings %+v", rep.Passed, rec.StepsFolded, rep.Findings)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if renamedAt.IsZero() || upAt.IsZero() {
+		t.Fatalf("the index was never renamed (%v) or the upstream never called (%v)", renamedAt, upAt)
+	}
+	if !upAt.Before(renamedAt) {
+		t.Errorf("the upstream got the request %v after the fold event's index was named: the durable part did not overlap the upstream call", upAt.Sub(renamedAt))
+	}
+	if gotAt.Before(renamedAt) {
+		t.Errorf("the client had the response %v before the fold event's index was named", renamedAt.Sub(gotAt))
+	}
+	if rec.Durable < slow || rec.Overhead >= rec.Durable {
+		t.Errorf("record: overhead %v, durable %v; want the durable moment after the slow sync (%v) and after the forward", rec.Overhead, rec.Durable, slow)
+	}
+}
+
+// TestFoldEventNotDurableAnswersError makes the fold event's durable part
+// fail for real, after the request went upstream: cold_nodes/ is replaced
+// by a file once the nodes are synced, so their renames fail. The client
+// must get a 500 naming the store problem and the remedy, never the
+// upstream's answer (which relied on the fold event); once the directory
+// is back, the same request folds again and the store validates clean.
+func TestFoldEventNotDurableAnswersError(t *testing.T) {
+	var mu sync.Mutex
+	var cold string // set once the proxy's directory is known
+	var once sync.Once
+	setCrashPoint(t, func(p string) {
+		if p != fsutil.BatchSynced {
+			return
+		}
+		mu.Lock()
+		cold := cold
+		mu.Unlock()
+		once.Do(func() {
+			if err := os.Rename(cold, cold+".away"); err != nil {
+				t.Error(err)
+			}
+			if err := os.WriteFile(cold, nil, 0o644); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	up := newUpstream(t)
+	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
+	mu.Lock()
+	cold = filepath.Join(tp.dir, "broken", "g1", contextfold.ColdNodesDir)
+	mu.Unlock()
+	body := foldEventBody(t)
+	resp, out := post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "broken"})
+	if resp.StatusCode != 500 {
+		t.Fatalf("status %d, want 500: %s", resp.StatusCode, out)
+	}
+	var e struct {
+		Error struct{ Message string }
+	}
+	if err := json.Unmarshal(out, &e); err != nil || !strings.Contains(e.Error.Message, "durable") ||
+		!strings.Contains(e.Error.Message, contextfold.ColdNodesDir) || !strings.Contains(e.Error.Message, "Send the request again") {
+		t.Fatalf("error body does not name the store problem and the remedy (%v): %s", err, out)
+	}
+	if rec := tp.record(t, 1); rec.Status != 500 {
+		t.Errorf("record status %d, want 500", rec.Status)
+	}
+	// The disk is repaired; the client retries.
+	if err := os.Remove(cold); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cold+".away", cold); err != nil {
+		t.Fatal(err)
+	}
+	resp, out = post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "broken"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("retry: status %d: %s", resp.StatusCode, out)
+	}
+	rec := tp.record(t, 2)
+	if rec.WorkingSet == nil || !rec.WorkingSet.FoldEvent || rec.StepsFolded == 0 {
+		t.Fatalf("the retry did not fold again: %+v", rec)
+	}
+	rep, err := tp.store(t, rec).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Passed < rec.StepsFolded {
+		t.Errorf("after the retry: %d verified nodes (fold event of %d), findings %+v", rep.Passed, rec.StepsFolded, rep.Findings)
+	}
+}
