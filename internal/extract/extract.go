@@ -415,6 +415,14 @@ func filesTo(c *collector, s string) {
 			end = m.matchBareFile(i)
 		}
 		if end < 0 {
+			if ok, _ := m.pathCharAt(i); ok {
+				// Neither alternative matches anywhere else in this run of
+				// path characters: the path alternative's answer is the
+				// run's (best of the run's end), and the bare one's is -1
+				// at every position at or after its last extension dot.
+				i = m.runEndAt(i)
+				continue
+			}
 			_, n := runeAt(s, i)
 			i += n
 			continue

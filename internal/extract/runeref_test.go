@@ -56,3 +56,17 @@ func TestByteOffsetsMatchRuneImplementation(t *testing.T) {
 		check(s)
 	}
 }
+
+// FuzzFilesMatchRuneImplementation: the file paths found by byte offsets
+// (which skip the rest of a run of path characters where neither file
+// alternative matches) are the []rune implementation's for any text.
+func FuzzFilesMatchRuneImplementation(f *testing.F) {
+	for _, s := range []string{"a/b.py", "x.jsonx.py", "ab.c/d", "é.go a..py", "run.sh/.md", "\xffa.py", "a.b.c.d/e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if g, w := Files(s), runeref.Files(s); !reflect.DeepEqual(g, w) {
+			t.Fatalf("Files(%q) = %q, want %q", s, g, w)
+		}
+	})
+}
