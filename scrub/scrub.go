@@ -58,6 +58,7 @@ var (
 	detOnce sync.Once
 	detVal  *detect.Detector
 	detKW   *ahocorasick.Trie
+	detPre  *prefilter
 	detErr  error
 )
 
@@ -83,6 +84,7 @@ func sharedDetector() (*detect.Detector, error) {
 		}
 		sort.Strings(kws)
 		detKW = ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
+		detPre = newPrefilter(detVal)
 	})
 	return detVal, detErr
 }
@@ -511,6 +513,9 @@ func snapForward(text string, b int) int {
 // with the findings of that rule (gitleaks keeps them in match order and
 // only filters some out).
 func (s *Scrubber) gitleaksFindings(det *detect.Detector, text string) []Finding {
+	if det == detPre.full {
+		det = detPre.detector(text) // the same findings (prefilter.go)
+	}
 	found := det.DetectString(text)
 	if len(found) == 0 {
 		return nil
