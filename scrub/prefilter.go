@@ -1,11 +1,13 @@
 package scrub
 
 import (
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -64,7 +66,8 @@ type prefilter struct {
 	// foldRunes are the non-ASCII runes that Go's case folding maps to an
 	// ASCII letter, UTF-8 encoded.
 	foldRunes []string
-	dets      sync.Map // key of the rules kept → *detect.Detector
+	dets      sync.Map // the prefiltered rules kept (fmt of their indexes) → *detect.Detector
+	ndets     atomic.Int32
 }
 
 // prefilterOff turns the prefilter off (tests compare with and without).
@@ -73,6 +76,10 @@ var prefilterOff = false
 // maxPrefilterLits bounds a rule's literal set: a rule whose expression
 // starts with more alternatives is always run.
 const maxPrefilterLits = 64
+
+// maxPrefilterDetectors bounds the detectors the prefilter keeps (one
+// per set of prefiltered rules that can match a text: a few in practice).
+const maxPrefilterDetectors = 64
 
 // newPrefilter derives the prefilter of det's rules.
 func newPrefilter(det *detect.Detector) *prefilter {
@@ -154,27 +161,28 @@ func (p *prefilter) detector(text string) *detect.Detector {
 		}
 	}
 	match := make([]bool, len(p.rules))
+	var kept []int // the prefiltered rules that can match, ascending
+	lower := []byte(text)
+	for i, c := range lower {
+		lower[i] = asciiLowerByte(c)
+	}
 	// Every occurrence of every literal (Walk reports overlapping ones).
-	p.lits.Walk([]byte(asciiLower(text)), func(end, n, pattern int64) bool {
+	p.lits.Walk(lower, func(end, n, pattern int64) bool {
 		pos := int(end - n + 1)
 		for _, k := range p.litRules[pattern] {
 			if !match[k] && p.rules[k].rest.MatchString(text[pos:]) {
 				match[k] = true
+				kept = append(kept, k)
 			}
 		}
 		return true
 	})
-	var key strings.Builder
-	for k, ok := range match {
-		if !ok {
-			key.WriteString(p.rules[k].id)
-			key.WriteByte('\n')
-		}
-	}
-	if key.Len() == 0 {
+	if len(kept) == len(p.rules) {
 		return p.full
 	}
-	if d, ok := p.dets.Load(key.String()); ok {
+	sort.Ints(kept)
+	key := fmt.Sprint(kept)
+	if d, ok := p.dets.Load(key); ok {
 		return d.(*detect.Detector)
 	}
 	cfg := p.full.Config
@@ -193,10 +201,14 @@ func (p *prefilter) detector(text string) *detect.Detector {
 			cfg.OrderedRules = append(cfg.OrderedRules, id)
 		}
 	}
+	if p.ndets.Add(1) > maxPrefilterDetectors {
+		p.ndets.Add(-1)
+		return p.full // an unusual set of rules: the full detector finds the same
+	}
 	// The keywords stay: a rule kept finds its own among them.
 	d := detect.NewDetector(cfg)
 	d.MaxDecodeDepth = p.full.MaxDecodeDepth
-	v, _ := p.dets.LoadOrStore(key.String(), d)
+	v, _ := p.dets.LoadOrStore(key, d)
 	return v.(*detect.Detector)
 }
 
