@@ -83,7 +83,7 @@ func TestParallelPrepSameBytes(t *testing.T) {
 		for _, base := range []int{0, 100, 200} {
 			turns := append(prepTurns(base), prepTurns(base+50)...)
 			if base > 0 {
-				turns = append(turns, prepTurns(base-100)[:4]...) // indexed already
+				turns = append(turns, prepTurns(base - 100)[:4]...) // indexed already
 			}
 			if _, err := s.FoldBatch(turns); err != nil {
 				t.Fatal(err)
