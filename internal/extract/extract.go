@@ -384,6 +384,14 @@ func isStopWord(folded string) bool { return stopWords[folded] }
 
 func isPathChar(r rune) bool { return r == '.' || r == '-' || IsWord(r) }
 
+// asciiPathChar[c] is isPathChar(c) for an ASCII byte c.
+var asciiPathChar = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = isPathChar(rune(c))
+	}
+	return t
+}()
+
 func isASCIIAlnum(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
@@ -483,6 +491,9 @@ func (m *pathMatcher) pathCharAt(p int) (bool, int) {
 	if p >= len(m.s) {
 		return false, 0
 	}
+	if c := m.s[p]; c < utf8.RuneSelf {
+		return asciiPathChar[c], 1
+	}
 	r, n := runeAt(m.s, p)
 	return isPathChar(r), n
 }
@@ -579,11 +590,20 @@ func (m *pathMatcher) matchBareFile(i int) int {
 	if q != m.bareQ {
 		m.bareQ, m.bareDot, m.bareEnd = q, -1, -1
 		for d := q; d > 0; {
-			r, n := runeBefore(s, d)
-			if !isPathChar(r) {
-				break
+			var r rune
+			if c := s[d-1]; c < utf8.RuneSelf {
+				if !asciiPathChar[c] {
+					break
+				}
+				r, d = rune(c), d-1
+			} else {
+				var n int
+				r, n = runeBefore(s, d)
+				if !isPathChar(r) {
+					break
+				}
+				d -= n
 			}
-			d -= n
 			if r != '.' {
 				continue
 			}
