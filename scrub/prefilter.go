@@ -11,7 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	ahocorasick "github.com/BobuSumisu/aho-corasick"
 	"github.com/zricethezav/gitleaks/v8/config"
 	"github.com/zricethezav/gitleaks/v8/detect"
 )
@@ -34,8 +33,8 @@ import (
 // from the expression itself, ASCII case folded), Y has a match exactly
 // when it matches, anchored, at one of those strings' occurrences (Y looks
 // at nothing before its start: no \b, ^ or \B in it). So the prefilter finds
-// the literals' occurrences (one Aho-Corasick pass over the lower-cased
-// text), tries Y anchored at each, and hands gitleaks a detector without
+// the literals' occurrences (a pass over the text with a table of the
+// literals' first two bytes), tries Y anchored at each, and hands gitleaks a detector without
 // the rules that have no match: they would have found nothing, and a rule
 // without findings changes nothing of the others' (gitleaks' generic
 // filter only drops generic findings that another rule's findings
@@ -59,10 +58,10 @@ type prefilterRule struct {
 type prefilter struct {
 	full  *detect.Detector
 	rules []prefilterRule
-	lits  *ahocorasick.Trie // the rules' literals, lower case
-	// litRules: for each of lits' patterns, the rules (indexes in rules)
-	// whose matches it may start.
-	litRules [][]int
+	// bigram maps the first two bytes of a literal (lower case, as
+	// c0<<8|c1) to 1 + its index in groups (0: no literal starts so).
+	bigram []uint16
+	groups [][]prefilterLit
 	// foldRunes are the non-ASCII runes that Go's case folding maps to an
 	// ASCII letter, UTF-8 encoded.
 	foldRunes []string
@@ -114,11 +113,41 @@ func newPrefilter(det *detect.Detector) *prefilter {
 		all = append(all, l)
 	}
 	sort.Strings(all)
-	for _, l := range all { // pattern i is all[i]
-		p.litRules = append(p.litRules, byLit[l])
+	p.bigram = make([]uint16, 1<<16)
+	for _, l := range all {
+		if len(l) < 2 || len(p.groups) >= 1<<16-1 {
+			p.rules = nil // cannot happen with the default rules: no prefilter
+			return p
+		}
+		b := int(l[0])<<8 | int(l[1])
+		if p.bigram[b] == 0 {
+			p.groups = append(p.groups, nil)
+			p.bigram[b] = uint16(len(p.groups))
+		}
+		g := p.bigram[b] - 1
+		p.groups[g] = append(p.groups[g], prefilterLit{lit: l, rules: byLit[l]})
 	}
-	p.lits = ahocorasick.NewTrieBuilder().AddStrings(all).Build()
 	return p
+}
+
+// prefilterLit is a literal that starts the matches of some prefiltered
+// rules.
+type prefilterLit struct {
+	lit   string // lower case ASCII, 2 bytes or more
+	rules []int  // indexes in prefilter.rules
+}
+
+// hasPrefixASCIIFold reports whether s, ASCII lower-cased, starts with lit.
+func hasPrefixASCIIFold(s, lit string) bool {
+	if len(s) < len(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if asciiLowerByte(s[i]) != lit[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // foldRunesToASCII returns the non-ASCII runes whose case-folding orbit
@@ -162,21 +191,25 @@ func (p *prefilter) detector(text string) *detect.Detector {
 	}
 	match := make([]bool, len(p.rules))
 	var kept []int // the prefiltered rules that can match, ascending
-	lower := []byte(text)
-	for i, c := range lower {
-		lower[i] = asciiLowerByte(c)
-	}
-	// Every occurrence of every literal (Walk reports overlapping ones).
-	p.lits.Walk(lower, func(end, n, pattern int64) bool {
-		pos := int(end - n + 1)
-		for _, k := range p.litRules[pattern] {
-			if !match[k] && p.rules[k].rest.MatchString(text[pos:]) {
-				match[k] = true
-				kept = append(kept, k)
+	// Every occurrence of every literal, ASCII case folded: positions
+	// whose two bytes start no literal are passed over at a table lookup.
+	for pos := 0; pos+1 < len(text); pos++ {
+		g := p.bigram[int(asciiLowerByte(text[pos]))<<8|int(asciiLowerByte(text[pos+1]))]
+		if g == 0 {
+			continue
+		}
+		for _, l := range p.groups[g-1] {
+			if !hasPrefixASCIIFold(text[pos:], l.lit) {
+				continue
+			}
+			for _, k := range l.rules {
+				if !match[k] && p.rules[k].rest.MatchString(text[pos:]) {
+					match[k] = true
+					kept = append(kept, k)
+				}
 			}
 		}
-		return true
-	})
+	}
 	if len(kept) == len(p.rules) {
 		return p.full
 	}
