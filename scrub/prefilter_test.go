@@ -97,8 +97,8 @@ func TestPrefilterKeepsEveryMatchingRule(t *testing.T) {
 	}
 }
 
-// TestPrefilterSameFindings: gitleaks' findings and Find's are the same
-// with the prefilter as without, text for text.
+// TestPrefilterSameFindings: gitleaks' findings and Find's (before the
+// allowlist) are the same with the prefilter as without, text for text.
 func TestPrefilterSameFindings(t *testing.T) {
 	s := newTestScrubber(t)
 	key := func(fs []report.Finding) []string {
@@ -120,12 +120,41 @@ func TestPrefilterSameFindings(t *testing.T) {
 		if !reflect.DeepEqual(with, without) {
 			t.Fatalf("text %q: gitleaks found\n%q\nwith the prefilter, and\n%q\nwithout", text, with, without)
 		}
-		f1 := s.Find(text)
+		f1 := s.findAllDepth(text, base64Depth) // not memoized (findAll)
 		prefilterOff = true
-		f2 := s.Find(text)
+		f2 := s.findAllDepth(text, base64Depth)
 		prefilterOff = false
 		if !reflect.DeepEqual(f1, f2) {
 			t.Fatalf("text %q: Find gives %v with the prefilter, %v without", text, f1, f2)
 		}
+	}
+}
+
+// TestShortFindMemo: Find and ScrubSet give the same results for a short
+// text whether findAll computed them or took them from the memo, and a
+// caller appending to a memoized result (ScrubSet adds the findings of
+// values its other texts revealed) does not change what the memo holds.
+func TestShortFindMemo(t *testing.T) {
+	s := newTestScrubber(t)
+	g := newFakeGen(9)
+	secret := "GITHUB_TOKEN=" + g.value("GHP")
+	long := "tool output\n" + strings.Repeat("x", maxShortFind) + "\nthe value is " + secret[len("GITHUB_TOKEN="):] + "\n"
+	for _, text := range []string{secret, "fold-event-3", "tool bash $ go test ./pkg3"} {
+		want := s.findAllDepth(text, base64Depth)
+		for range 3 {
+			if got := s.Find(text); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+				t.Fatalf("Find(%q) = %v, want %v", text, got, want)
+			}
+			rs := s.ScrubSet([]string{text, long, text})
+			if rs[0].Text != rs[2].Text || rs[0].Redactions != rs[2].Redactions {
+				t.Fatalf("ScrubSet scrubbed %q twice differently: %+v, %+v", text, rs[0], rs[2])
+			}
+		}
+		if got, _ := shortFinds.get(text); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Fatalf("the memo holds %v for %q, want %v", got, text, want)
+		}
+	}
+	if r := s.Scrub(secret); r.Redactions != 1 {
+		t.Fatalf("Scrub(%q) = %+v, want one redaction", secret, r)
 	}
 }
