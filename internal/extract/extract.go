@@ -762,6 +762,23 @@ func errorNamesTo(c *collector, s string) {
 				prevWord = true
 				continue
 			}
+			if end := matchHTTP(s, i); end > 0 {
+				c.add(s[i:end])
+				r, _ := runeBefore(s, end)
+				prevWord = IsWord(r)
+				i = end
+				continue
+			}
+			// No later position of the word starts a word, so only the
+			// HTTP alternative can match there: go to its next "HTTP", or
+			// past the word.
+			prevWord = true
+			if k := strings.Index(s[i+n:j], "HTTP"); k >= 0 {
+				i += n + k
+			} else {
+				i = j
+			}
+			continue
 		}
 		if end := matchHTTP(s, i); end > 0 {
 			c.add(s[i:end])

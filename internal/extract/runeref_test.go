@@ -70,3 +70,17 @@ func FuzzFilesMatchRuneImplementation(f *testing.F) {
 		}
 	})
 }
+
+// FuzzErrorsMatchRuneImplementation: the error names found by byte
+// offsets (which pass over the rest of a word that is no error name, but
+// for an "HTTP" inside it) are the []rune implementation's for any text.
+func FuzzErrorsMatchRuneImplementation(f *testing.F) {
+	for _, s := range []string{"xHTTP 404", "ValueErrorHTTP 500", "HTTPHTTP 503", "AB_CD_ERROR", "aHTTP\t4٣٤", "FATALx PANIC"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if g, w := Errors(s), runeref.Errors(s); !reflect.DeepEqual(g, w) {
+			t.Fatalf("Errors(%q) = %q, want %q", s, g, w)
+		}
+	})
+}
