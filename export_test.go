@@ -11,3 +11,22 @@ func SetLargeStoreModeForTest() (restore func()) {
 // cacheFileOf is where s keeps the snapshot of its index: the per-user
 // cache directory (TestMain points it into a temporary directory).
 func cacheFileOf(s *Store) string { return s.cachePaths()[0] }
+
+// PrepareContentForTest derives what folding t into s takes from its
+// content alone (prepareContent: scrubbing, token estimate, projection),
+// without keeping it. Tests and benchmarks only.
+func PrepareContentForTest(s *Store, t Turn) {
+	policy, err := s.Policy()
+	if err != nil {
+		panic(err)
+	}
+	sc, err := s.scrubber()
+	if err != nil {
+		panic(err)
+	}
+	counter, err := policy.Counter()
+	if err != nil {
+		panic(err)
+	}
+	prepareContent(t, s.opts.SessionID, sc, counter)
+}

@@ -1,7 +1,9 @@
 package contextfold
 
 import (
+	"bytes"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -60,5 +62,48 @@ func TestNodePrepOrderAndBound(t *testing.T) {
 	np.stop()
 	if n := started.Load(); n > int64(1+4*prepAhead) {
 		t.Errorf("%d nodes prepared after an early stop, want at most %d", n, 1+4*prepAhead)
+	}
+}
+
+// TestParallelPrepSameBytes: a batch whose new nodes are prepared on
+// several goroutines (nodePrep's workers, finishing in any order) writes
+// the very bytes the same batch writes prepared one node after the other
+// on one CPU: cold nodes, recall index and every other file of the store,
+// redactions included, over batches that mix new turns with turns indexed
+// already.
+func TestParallelPrepSameBytes(t *testing.T) {
+	clock := func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }
+	fold := func(procs int) string {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		dir := filepath.Join(t.TempDir(), ".contextfold")
+		s, err := Open(dir, Options{Clock: clock, SessionID: "sess-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, base := range []int{0, 100, 200} {
+			turns := append(prepTurns(base), prepTurns(base+50)...)
+			if base > 0 {
+				turns = append(turns, prepTurns(base - 100)[:4]...) // indexed already
+			}
+			if _, err := s.FoldBatch(turns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	serial, parallel := storeFiles(t, fold(1)), storeFiles(t, fold(4))
+	if len(serial) < 72 {
+		t.Fatalf("only %d files in the store", len(serial))
+	}
+	for name, want := range serial {
+		if got, ok := parallel[name]; !ok || !bytes.Equal(got, want) {
+			t.Errorf("%s differs when its nodes were prepared in parallel", name)
+		}
+	}
+	if len(serial) != len(parallel) {
+		t.Errorf("%d files folded serially, %d in parallel", len(serial), len(parallel))
+	}
+	if !bytes.Contains(parallel["cold_nodes/step_000003.json"], []byte("REDACTED")) {
+		t.Error("the secret of step 3 was not redacted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/internal/mdfence"
 )
@@ -217,19 +218,37 @@ func looksLikeFile(tok string) bool {
 	return !digits
 }
 
+// fileDelims are the ASCII characters that end a token of filesIn: white
+// space and the punctuation around a path in prose, code and shell.
+var fileDelims = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range " \t\n\v\f\r\"'`()[]{}<>,;|=*&!?" {
+		t[c] = true
+	}
+	return t
+}()
+
+// isFileDelim reports whether r ends a token of filesIn: white space
+// (unicode.IsSpace) or one of fileDelims' punctuation.
+func isFileDelim(r rune) bool {
+	if r < utf8.RuneSelf {
+		return fileDelims[r]
+	}
+	return unicode.IsSpace(r)
+}
+
 // filesIn returns the file paths of text in order of first appearance: whole
 // tokens between delimiters, never a piece of a longer name.
 func filesIn(text string, limit int) []string {
 	var out []string
 	// FieldsFuncSeq: the same tokens without a slice of every word of the
 	// text (a tenth of what a large first request allocated).
-	for tok := range strings.FieldsFuncSeq(text, func(r rune) bool {
-		return unicode.IsSpace(r) || strings.ContainsRune("\"'`()[]{}<>,;|=*&!?", r)
-	}) {
+	for tok := range strings.FieldsFuncSeq(text, isFileDelim) {
 		if len(out) >= limit {
 			break
 		}
-		tok = strings.TrimRight(tok, ".:")
+		for tok != "" && (tok[len(tok)-1] == '.' || tok[len(tok)-1] == ':') {
+			tok = tok[:len(tok)-1] // strings.TrimRight(tok, ".:") without its cutset setup
+		}
 		if i := strings.IndexByte(tok, ':'); i > 0 {
 			tok = tok[:i] // path:line:col
 		}

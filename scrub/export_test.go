@@ -15,3 +15,27 @@ func ExtraRuleIDs() []string {
 
 // ExtraRuleLookAlikes are the look-alikes TestExtraRules keeps unchanged.
 var ExtraRuleLookAlikes = extraRuleLookAlikes
+
+// PrefilteredRules returns the ids of the gitleaks rules the match
+// prefilter can rule out (prefilter.go), sorted.
+func PrefilteredRules() []string {
+	if _, err := sharedDetector(); err != nil {
+		panic(err)
+	}
+	ids := make([]string, len(detPre.rules))
+	for i, r := range detPre.rules {
+		ids[i] = r.id
+	}
+	return ids
+}
+
+// PrefilterKeeps reports whether the detector the prefilter picks for text
+// runs rule id.
+func PrefilterKeeps(text, id string) bool {
+	_, ok := detPre.detector(text).Config.Rules[id]
+	return ok
+}
+
+// RuleMatches reports whether rule id's expression (as the detector runs
+// it) matches text anywhere.
+func RuleMatches(s *Scrubber, text, id string) bool { return s.rules[id].Regex.MatchString(text) }

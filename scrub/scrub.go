@@ -58,6 +58,7 @@ var (
 	detOnce sync.Once
 	detVal  *detect.Detector
 	detKW   *ahocorasick.Trie
+	detPre  *prefilter
 	detErr  error
 )
 
@@ -83,6 +84,7 @@ func sharedDetector() (*detect.Detector, error) {
 		}
 		sort.Strings(kws)
 		detKW = ahocorasick.NewTrieBuilder().AddStrings(kws).Build()
+		detPre = newPrefilter(detVal)
 	})
 	return detVal, detErr
 }
@@ -114,9 +116,54 @@ func (s *Scrubber) Find(text string) []Finding {
 	return secrets
 }
 
-// findAll is Find before placeholders and the allowlist are applied.
+// findAll is Find before placeholders and the allowlist are applied. The
+// result of a short text is memoized (shortFinds); callers must not modify
+// the slice.
 func (s *Scrubber) findAll(text string) []Finding {
-	return s.findAllDepth(text, base64Depth)
+	if len(text) > maxShortFind {
+		return s.findAllDepth(text, base64Depth)
+	}
+	if fs, ok := shortFinds.get(text); ok {
+		return fs
+	}
+	fs := s.findAllDepth(text, base64Depth)
+	fs = fs[:len(fs):len(fs)] // an append by a caller copies
+	shortFinds.put(text, fs)
+	return fs
+}
+
+// shortFinds memoizes findAll for texts of at most maxShortFind bytes: a
+// fold scrubs the session id with every turn, and short fields recur (a
+// file name, a command). findAll depends on the text alone (the rules are
+// the process's; the allowlist applies after it), so the memo is the
+// process's.
+var shortFinds findMemo
+
+const (
+	maxShortFind  = 256  // bytes
+	maxShortFinds = 4096 // texts held; past that the memo starts again
+)
+
+// findMemo maps a text to findAll's result. Safe for concurrent use.
+type findMemo struct {
+	mu sync.Mutex
+	m  map[string][]Finding
+}
+
+func (fm *findMemo) get(text string) ([]Finding, bool) {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	fs, ok := fm.m[text]
+	return fs, ok
+}
+
+func (fm *findMemo) put(text string, fs []Finding) {
+	fm.mu.Lock()
+	defer fm.mu.Unlock()
+	if fm.m == nil || len(fm.m) >= maxShortFinds {
+		fm.m = make(map[string][]Finding)
+	}
+	fm.m[strings.Clone(text)] = fs
 }
 
 // base64Depth is how many levels of base64 encoding findAll looks into
@@ -511,6 +558,9 @@ func snapForward(text string, b int) int {
 // with the findings of that rule (gitleaks keeps them in match order and
 // only filters some out).
 func (s *Scrubber) gitleaksFindings(det *detect.Detector, text string) []Finding {
+	if det == detPre.full {
+		det = detPre.detector(text) // the same findings (prefilter.go)
+	}
 	found := det.DetectString(text)
 	if len(found) == 0 {
 		return nil

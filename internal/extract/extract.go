@@ -384,6 +384,14 @@ func isStopWord(folded string) bool { return stopWords[folded] }
 
 func isPathChar(r rune) bool { return r == '.' || r == '-' || IsWord(r) }
 
+// asciiPathChar[c] is isPathChar(c) for an ASCII byte c.
+var asciiPathChar = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = isPathChar(rune(c))
+	}
+	return t
+}()
+
 func isASCIIAlnum(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
@@ -415,6 +423,14 @@ func filesTo(c *collector, s string) {
 			end = m.matchBareFile(i)
 		}
 		if end < 0 {
+			if ok, _ := m.pathCharAt(i); ok {
+				// Neither alternative matches anywhere else in this run of
+				// path characters: the path alternative's answer is the
+				// run's (best of the run's end), and the bare one's is -1
+				// at every position at or after its last extension dot.
+				i = m.runEndAt(i)
+				continue
+			}
 			_, n := runeAt(s, i)
 			i += n
 			continue
@@ -474,6 +490,9 @@ func (m *pathMatcher) forget(i int) {
 func (m *pathMatcher) pathCharAt(p int) (bool, int) {
 	if p >= len(m.s) {
 		return false, 0
+	}
+	if c := m.s[p]; c < utf8.RuneSelf {
+		return asciiPathChar[c], 1
 	}
 	r, n := runeAt(m.s, p)
 	return isPathChar(r), n
@@ -571,11 +590,20 @@ func (m *pathMatcher) matchBareFile(i int) int {
 	if q != m.bareQ {
 		m.bareQ, m.bareDot, m.bareEnd = q, -1, -1
 		for d := q; d > 0; {
-			r, n := runeBefore(s, d)
-			if !isPathChar(r) {
-				break
+			var r rune
+			if c := s[d-1]; c < utf8.RuneSelf {
+				if !asciiPathChar[c] {
+					break
+				}
+				r, d = rune(c), d-1
+			} else {
+				var n int
+				r, n = runeBefore(s, d)
+				if !isPathChar(r) {
+					break
+				}
+				d -= n
 			}
-			d -= n
 			if r != '.' {
 				continue
 			}
@@ -734,6 +762,23 @@ func errorNamesTo(c *collector, s string) {
 				prevWord = true
 				continue
 			}
+			if end := matchHTTP(s, i); end > 0 {
+				c.add(s[i:end])
+				r, _ := runeBefore(s, end)
+				prevWord = IsWord(r)
+				i = end
+				continue
+			}
+			// No later position of the word starts a word, so only the
+			// HTTP alternative can match there: go to its next "HTTP", or
+			// past the word.
+			prevWord = true
+			if k := strings.Index(s[i+n:j], "HTTP"); k >= 0 {
+				i += n + k
+			} else {
+				i = j
+			}
+			continue
 		}
 		if end := matchHTTP(s, i); end > 0 {
 			c.add(s[i:end])

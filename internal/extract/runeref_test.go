@@ -56,3 +56,31 @@ func TestByteOffsetsMatchRuneImplementation(t *testing.T) {
 		check(s)
 	}
 }
+
+// FuzzFilesMatchRuneImplementation: the file paths found by byte offsets
+// (which skip the rest of a run of path characters where neither file
+// alternative matches) are the []rune implementation's for any text.
+func FuzzFilesMatchRuneImplementation(f *testing.F) {
+	for _, s := range []string{"a/b.py", "x.jsonx.py", "ab.c/d", "é.go a..py", "run.sh/.md", "\xffa.py", "a.b.c.d/e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if g, w := Files(s), runeref.Files(s); !reflect.DeepEqual(g, w) {
+			t.Fatalf("Files(%q) = %q, want %q", s, g, w)
+		}
+	})
+}
+
+// FuzzErrorsMatchRuneImplementation: the error names found by byte
+// offsets (which pass over the rest of a word that is no error name, but
+// for an "HTTP" inside it) are the []rune implementation's for any text.
+func FuzzErrorsMatchRuneImplementation(f *testing.F) {
+	for _, s := range []string{"xHTTP 404", "ValueErrorHTTP 500", "HTTPHTTP 503", "AB_CD_ERROR", "aHTTP\t4٣٤", "FATALx PANIC"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if g, w := Errors(s), runeref.Errors(s); !reflect.DeepEqual(g, w) {
+			t.Fatalf("Errors(%q) = %q, want %q", s, g, w)
+		}
+	})
+}
