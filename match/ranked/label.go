@@ -54,20 +54,29 @@ func labelOf(summary string) string {
 	return s[:i]
 }
 
+// labelTerms memoises, for one scan, the term ids of each doc's label
+// (nil: none).
+type labelTerms map[int32][]int32
+
 // labelHolds reports whether term id is a term of the label doc d's
-// summary opens with (labelOf). Callers hold ix.mu.
-func (ix *Index) labelHolds(d int32, id int32) bool {
-	label := labelOf(ix.summaryOf(d))
-	if label == "" {
-		return false
-	}
-	held := false
-	analyzeInto(label, func(t Term) {
-		if !held {
-			if tid, ok := ix.termID(t.Text); ok && tid == id {
-				held = true
-			}
+// summary opens with (labelOf), each doc's label analysed once a scan.
+// Callers hold ix.mu.
+func (ix *Index) labelHolds(memo labelTerms, d int32, id int32) bool {
+	ids, ok := memo[d]
+	if !ok {
+		if label := labelOf(ix.summaryOf(d)); label != "" {
+			analyzeInto(label, func(t Term) {
+				if tid, ok := ix.termID(t.Text); ok {
+					ids = append(ids, tid)
+				}
+			})
 		}
-	})
-	return held
+		memo[d] = ids
+	}
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
 }

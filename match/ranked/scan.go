@@ -158,6 +158,11 @@ type Params struct {
 	// from 63.5 to 58.7 % and its uneven perturbation from 59.0 to 54.1 %.
 	Fuse, FuseK float64
 	FuseDepth   int
+	// Typo: rule "typos" (typo.go), the weight (× idf) of a term of the
+	// archive one edit from a prompt word's stem of at least typoMinLen
+	// letters, held by at most max(rareDF, a quarter of) the nodes that
+	// hold the word itself (0: off).
+	Typo float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
@@ -331,6 +336,9 @@ func (ix *Index) query(prompt string, p Params) *Query {
 			q.info += w
 			primaryKnown[t.Src] = true
 		}
+	}
+	if p.Typo > 0 {
+		q.terms = ix.typoTerms(q.terms, best, order, p)
 	}
 	for _, text := range order {
 		if t := best[text]; t.Kind == KindAlias && !primaryKnown[t.Src] && aliasWeight[t.Src] > 0 {
@@ -755,8 +763,9 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 	// all holds is superseded (the newest node owns that intent).
 	alive := make([]*match, 0, len(cands))
 	superseded := map[int32]bool{}
+	labels := labelTerms{}
 	for _, c := range cands {
-		if p.Supersede && c.mask != 0 && ix.superseded(c, cands, p) {
+		if p.Supersede && c.mask != 0 && ix.superseded(c, cands, p, labels) {
 			superseded[c.doc] = true
 			if len(res.Superseded) < 10 {
 				if explain {
@@ -1028,10 +1037,10 @@ func (ix *Index) passes(q *Query, m *match, p Params) bool {
 
 // superseded reports whether a newer candidate holds every primary term c
 // holds.
-func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
+func (ix *Index) superseded(c *match, cands []*match, p Params, labels labelTerms) bool {
 	step := ix.docs[c.doc].step
 	for _, o := range cands {
-		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask && ix.sameEntity(c, o, p) {
+		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask && ix.sameEntity(c, o, p, labels) {
 			return true
 		}
 	}
@@ -1041,7 +1050,7 @@ func (ix *Index) superseded(c *match, cands []*match, p Params) bool {
 // sameEntity reports whether candidates c and o are about one entity for
 // intent ownership: they share a specific term that is not the speaker or
 // tool label of either (Params.SkipLabel, label.go).
-func (ix *Index) sameEntity(c, o *match, p Params) bool {
+func (ix *Index) sameEntity(c, o *match, p Params, labels labelTerms) bool {
 	if !p.SkipLabel {
 		return ix.shareSpecific(c.doc, o.doc)
 	}
@@ -1049,7 +1058,7 @@ func (ix *Index) sameEntity(c, o *match, p Params) bool {
 	for i, j := 0, 0; i < len(x) && j < len(y); {
 		switch {
 		case x[i] == y[j]:
-			if !ix.labelHolds(c.doc, x[i]) && !ix.labelHolds(o.doc, x[i]) {
+			if !ix.labelHolds(labels, c.doc, x[i]) && !ix.labelHolds(labels, o.doc, x[i]) {
 				return true
 			}
 			i++
@@ -1069,7 +1078,7 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	pk.Long = float64(d.tokens) > longNode*ix.tokensTotal/float64(max(ix.live, 1))
 	held := make([]float64, q.groups) // by group: a deterministic sum order
 	for i, t := range q.terms {
-		if m.own[i] > 0 && (!secondary(t.kind) || t.kind == KindAlias) {
+		if m.own[i] > 0 && (!secondary(t.kind) || t.kind == KindAlias || t.kind == KindTypo) {
 			held[t.group] = math.Max(held[t.group], t.weight)
 			pk.Special = pk.Special || t.special
 			pk.Rare = pk.Rare || (ix.live > rareDF && t.df <= rareDF)
@@ -1100,6 +1109,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " (without accents, of " + strconv.Quote(t.src) + ")"
 		case KindAlias:
 			why += " (name in tool output for " + strconv.Quote(t.src) + ")"
+		case KindTypo:
+			why += " (one edit from " + strconv.Quote(t.src) + `, rule "typos")`
 		default:
 			if !strings.EqualFold(t.src, t.text) && t.src != "" {
 				why += " (stem of " + strconv.Quote(t.src) + ")"
