@@ -33,7 +33,7 @@ func main() {
 	misses := fs.Bool("misses", false, "locomo: study the ranked scan's misses (why each evidence turn was left out; recall by question/evidence word overlap)")
 	reword := fs.Bool("reword", false, "locomo: ask each question worded away from its evidence (every other word it shares with the evidence left out; matcheval.Reword)")
 	noisy := fs.Bool("noisy", false, "locomo: fold each conversation perturbed toward real human chat (user handles for speaker labels, filler one-liners, typos, chat spelling; matcheval.LoCoMoOptions.Noisy)")
-	noisyParts := fs.String("noisy-parts", "", "locomo -noisy: only these parts, comma-separated (handles,filler,typos,abbrev; default all)")
+	noisyParts := fs.String("noisy-parts", "", "locomo -noisy: only these parts, comma-separated (handles,filler,typos,abbrev; default all; threads: another conversation's turns interleaved, only by name)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
 	verbose := fs.Bool("v", false, "print every probe that misses")

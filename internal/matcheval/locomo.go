@@ -247,7 +247,11 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 		}
 		turns := sample.Turns()
 		if o.Noisy {
-			turns = noisyTurns(turns, uint64(ci), o.NoisyParts)
+			var other []DialogTurn
+			if len(data) > 1 {
+				other = data[(ci+1)%len(data)].Turns()
+			}
+			turns = noisyTurns(turns, other, uint64(ci), o.NoisyParts)
 		}
 		dir := filepath.Join(tmp, fmt.Sprintf("locomo-%d", ci), ".contextfold")
 		s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})

@@ -267,7 +267,7 @@ func TestNoisyTurns(t *testing.T) {
 		sp := []string{"Caroline", "Melanie"}[i%2]
 		turns = append(turns, DialogTurn{Speaker: sp, DiaID: fmt.Sprintf("D1:%d", i), Text: "Thanks, you are really going to love the pottery class because it is awesome."})
 	}
-	a, b := noisyTurns(turns, 3, nil), noisyTurns(turns, 3, nil)
+	a, b := noisyTurns(turns, nil, 3, nil), noisyTurns(turns, nil, 3, nil)
 	if !reflect.DeepEqual(a, b) {
 		t.Fatal("noisyTurns is not deterministic")
 	}
@@ -293,7 +293,7 @@ func TestNoisyTurns(t *testing.T) {
 		t.Errorf("filler turns %d, turns with a chat spelling %d", filler, chat)
 	}
 	typo := 0
-	for i, n := range noisyTurns(turns, 3, []string{NoisyTypos}) {
+	for i, n := range noisyTurns(turns, nil, 3, []string{NoisyTypos}) {
 		if n.Text != turns[i].Text {
 			typo++
 		}
@@ -301,7 +301,7 @@ func TestNoisyTurns(t *testing.T) {
 	if typo == 0 || typo > 100 {
 		t.Errorf("typos in %d of 200 turns", typo)
 	}
-	if one := noisyTurns(turns, 3, []string{NoisyHandles}); len(one) != len(turns) || one[0].Text != turns[0].Text {
+	if one := noisyTurns(turns, nil, 3, []string{NoisyHandles}); len(one) != len(turns) || one[0].Text != turns[0].Text {
 		t.Errorf("handles only: %d turns, first %q", len(one), one[0].Text)
 	}
 }

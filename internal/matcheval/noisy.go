@@ -22,6 +22,10 @@ const (
 	NoisyTypos = "typos"
 	// NoisyAbbrev: chat spelling ("u", "ur", "bc", "tho", "rly", "ppl").
 	NoisyAbbrev = "abbrev"
+	// NoisyThreads: another conversation's turns interleaved in runs of
+	// one to three, as two threads of a group chat are (its turns are no
+	// question's evidence). Not in NoisyAll: asked for by name.
+	NoisyThreads = "threads"
 )
 
 // NoisyAll is every part of the noisy perturbation.
@@ -48,11 +52,12 @@ var chatSpelling = map[string]string{"you": "u", "your": "ur", "you're": "ur", "
 // noisyTurns perturbs a conversation's turns toward real human chat in
 // ways LoCoMo's generated turns never show (the parts named in parts; nil:
 // NoisyAll): user handles for speaker labels, filler one-liners between
-// turns, typos, chat spelling. The questions are asked as LoCoMo wrote
+// turns, typos, chat spelling, and (NoisyThreads) the turns of another
+// conversation, other, interleaved. The questions are asked as LoCoMo wrote
 // them: a real person's question does not follow the chat's spelling. A
 // filler turn has no dia_id and is no question's evidence. The draw is
 // seeded by the conversation's index: the same input gives the same turns.
-func noisyTurns(turns []DialogTurn, seed uint64, parts []string) []DialogTurn {
+func noisyTurns(turns, other []DialogTurn, seed uint64, parts []string) []DialogTurn {
 	if parts == nil {
 		parts = NoisyAll
 	}
@@ -71,6 +76,9 @@ func noisyTurns(turns []DialogTurn, seed uint64, parts []string) []DialogTurn {
 		}
 	}
 	var out []DialogTurn
+	if on[NoisyThreads] && len(other) > 0 {
+		turns = interleave(turns, other, r)
+	}
 	for i, t := range turns {
 		if on[NoisyAbbrev] {
 			t.Text = chatWords(t.Text, r)
@@ -185,4 +193,23 @@ func typos(text string, r *rand.Rand) string {
 		words[i] = string(rs) + tail
 	}
 	return strings.Join(words, " ")
+}
+
+// interleave puts runs of one to three of other's turns (their dia_ids
+// cleared) after runs of one to three of turns, until turns run out.
+func interleave(turns, other []DialogTurn, r *rand.Rand) []DialogTurn {
+	var out []DialogTurn
+	j := 0
+	for i := 0; i < len(turns); {
+		n := min(1+r.IntN(3), len(turns)-i)
+		out = append(out, turns[i:i+n]...)
+		i += n
+		for k := 1 + r.IntN(3); k > 0 && j < len(other); k-- {
+			t := other[j]
+			t.DiaID = ""
+			out = append(out, t)
+			j++
+		}
+	}
+	return out
 }

@@ -80,3 +80,17 @@ func (ix *Index) labelHolds(memo labelTerms, d int32, id int32) bool {
 	}
 	return false
 }
+
+// roles are the labels of an agent session's messages (package harness).
+var roles = map[string]bool{"user": true, "assistant": true, "tool": true, "system": true}
+
+// chatTurn reports whether doc d's summary opens with a speaker label that
+// is no agent role.
+func (ix *Index) chatTurn(d int32) bool {
+	l := labelOf(ix.summaryOf(d))
+	if l == "" {
+		return false
+	}
+	f, _, _ := strings.Cut(l, " ")
+	return !roles[strings.ToLower(f)]
+}

@@ -69,3 +69,41 @@ func TestLabelOf(t *testing.T) {
 		}
 	}
 }
+
+// Rule "a chat repeats, it does not update" (Params.ChatOwn, off by
+// default): two turns of a chat sharing a specific term of their text
+// ("10am") and the question's words are both picked with the rule; an
+// agent's tool reads of one path still supersede.
+func TestChatOwn(t *testing.T) {
+	ix := NewIndex()
+	for i := range 20 {
+		s := fmt.Sprintf("Melanie: the weather was fine on day %d", i)
+		ix.Add(i, fmt.Sprint(i), 12, s, s)
+	}
+	for k, s := range []string{"Caroline: my pottery class starts at 10am on saturday", "Caroline: pottery class at 10am again, so much fun"} {
+		ix.Add(20+k, fmt.Sprint(20+k), 14, s, s)
+	}
+	for k, s := range []string{"tool Read: config/app.yaml sets request_timeout 30", "tool Read: config/app.yaml sets request_timeout 60"} {
+		ix.Add(30+k, fmt.Sprint(30+k), 14, s, s)
+	}
+	has := func(r *Result, step int) bool {
+		for _, p := range r.Picks {
+			if p.Step == step {
+				return true
+			}
+		}
+		return false
+	}
+	prompt := "What did Caroline say about her pottery class?"
+	if r := ix.Scan(prompt, DefaultParams()); has(r, 20) {
+		t.Fatalf("defaults: the older turn is not superseded (%+v): the test no longer shows the rule", r.Picks)
+	}
+	p := DefaultParams()
+	p.ChatOwn = true
+	if r := ix.Scan(prompt, p); !has(r, 20) || !has(r, 21) {
+		t.Errorf("ChatOwn: picks %+v, want 20 and 21", r.Picks)
+	}
+	if r := ix.Scan("what is the request_timeout", p); has(r, 30) || !has(r, 31) {
+		t.Errorf("ChatOwn, tool reads: picks %+v, want 31 and not 30", r.Picks)
+	}
+}
