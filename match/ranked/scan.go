@@ -144,8 +144,9 @@ type Params struct {
 	// speaker or tool label a node's summary opens with ("caroline37: …",
 	// "user_2: …", "tool mcp__fs__read: …") is not such a term, as every
 	// message of that speaker or tool holds it. Measured (docs/matching.md,
-	// "Intent ownership and labels"): LoCoMo with user handles for speaker
-	// labels 49.7 → 62.7 %, LoCoMo itself 63.5 → 63.5 %.
+	// "Real chat"): LoCoMo with user handles for speaker labels (`cfeval
+	// locomo -undated -noisy -noisy-parts handles`) 49.7 → 62.4 %, LoCoMo
+	// itself, its uneven and reworded sets and the agent sets unchanged.
 	SkipLabel bool
 	// Fuse: rule "rank fusion" (fuse.go), the weight of a plain BM25+stem
 	// ranking of the candidates fused with the ranked scan's picks by
@@ -153,15 +154,17 @@ type Params struct {
 	// score is 1/(FuseK + its rank) + Fuse/(FuseK + its BM25 rank), ranks
 	// from 1, a list it is not in adding nothing. The BM25 list is the
 	// best FuseDepth candidates that hold a prompt word, intent ownership
-	// applied (0: off). Not on by default: measured (docs/matching.md,
-	// "Paraphrase methods"), Fuse 1, FuseK 60, FuseDepth 5 takes LoCoMo
+	// applied (0: off). Exact needles (package match) stay first. Not on
+	// by default: measured (docs/matching.md, "Paraphrase methods"), Fuse 1, FuseK 60, FuseDepth 5 takes LoCoMo
 	// from 63.5 to 58.7 % and its uneven perturbation from 59.0 to 54.1 %.
 	Fuse, FuseK float64
 	FuseDepth   int
 	// Typo: rule "typos" (typo.go), the weight (× idf) of a term of the
 	// archive one edit from a prompt word's stem of at least typoMinLen
 	// letters, held by at most max(rareDF, a quarter of) the nodes that
-	// hold the word itself (0: off).
+	// hold the word itself (0: off). Not on by default: measured
+	// (docs/matching.md, "Paraphrase methods"), 0.6 gains a point on
+	// LoCoMo with typos and leaves LoCoMo itself within 0.2.
 	Typo float64
 	// ChatOwn: rule "a chat repeats, it does not update" (label.go): intent
 	// ownership never supersedes a chat turn, a node whose summary opens
