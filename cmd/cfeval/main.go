@@ -1,7 +1,7 @@
 // Command cfeval runs the matching evaluations of BENCHMARKS.md
 // ("Matching"): LoCoMo evidence-turn recall and agent-session probes.
 //
-//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated] [-uneven] [-reword] [-misses]
+//	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated] [-uneven] [-reword] [-noisy [-noisy-parts P]] [-misses]
 //	go run ./cmd/cfeval probes [-dir ingest/testdata/transcripts]
 //	go run ./cmd/cfeval corpus [-dir ingest/testdata/transcripts/mini-swe-agent/corpus] [-per 0]
 package main
@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/contextfold/contextfold/internal/matcheval"
 	"github.com/contextfold/contextfold/match"
@@ -31,6 +32,8 @@ func main() {
 	combined := fs.Bool("combined", false, "locomo: ask every question of one store holding all the conversations (matcheval.Combine)")
 	misses := fs.Bool("misses", false, "locomo: study the ranked scan's misses (why each evidence turn was left out; recall by question/evidence word overlap)")
 	reword := fs.Bool("reword", false, "locomo: ask each question worded away from its evidence (every other word it shares with the evidence left out; matcheval.Reword)")
+	noisy := fs.Bool("noisy", false, "locomo: fold each conversation perturbed toward real human chat (user handles for speaker labels, filler one-liners, typos, chat spelling; matcheval.LoCoMoOptions.Noisy)")
+	noisyParts := fs.String("noisy-parts", "", "locomo -noisy: only these parts, comma-separated (handles,filler,typos,abbrev; default all; threads: another conversation's turns interleaved, only by name)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
 	verbose := fs.Bool("v", false, "print every probe that misses")
@@ -62,7 +65,7 @@ func main() {
 				fail(err)
 			}
 		}
-		rep, err := matcheval.RunLoCoMoWith(data, tmp, matcheval.LoCoMoOptions{BudgetTurns: *budget, Limit: *n, Undated: *undated, Uneven: *uneven, Misses: *misses, Reword: *reword})
+		rep, err := matcheval.RunLoCoMoWith(data, tmp, matcheval.LoCoMoOptions{BudgetTurns: *budget, Limit: *n, Undated: *undated, Uneven: *uneven, Misses: *misses, Reword: *reword, Noisy: *noisy, NoisyParts: parts(*noisyParts)})
 		if err != nil {
 			fail(err)
 		}
@@ -87,6 +90,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
 		os.Exit(1)
 	}
+}
+
+// parts splits a comma-separated list (nil when empty).
+func parts(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 func fail(err error) {

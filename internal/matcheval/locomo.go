@@ -198,6 +198,12 @@ type LoCoMoOptions struct {
 	// a stand-in for paraphrase, which LoCoMo's questions, written from
 	// their evidence turns, do little of.
 	Reword bool
+	// Noisy folds each conversation perturbed toward real human chat in
+	// the ways noisyTurns names (user handles for speaker labels, filler
+	// one-liners, typos, chat spelling); NoisyParts keeps only those parts
+	// (nil: NoisyAll). It composes with Uneven.
+	Noisy      bool
+	NoisyParts []string
 }
 
 // RunLoCoMoWith is RunLoCoMo with options (undated payloads).
@@ -240,6 +246,13 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 			break
 		}
 		turns := sample.Turns()
+		if o.Noisy {
+			var other []DialogTurn
+			if len(data) > 1 {
+				other = data[(ci+1)%len(data)].Turns()
+			}
+			turns = noisyTurns(turns, other, uint64(ci), o.NoisyParts)
+		}
 		dir := filepath.Join(tmp, fmt.Sprintf("locomo-%d", ci), ".contextfold")
 		s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
 		if err != nil {

@@ -2,6 +2,7 @@ package matcheval
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -254,5 +255,53 @@ func TestReword(t *testing.T) {
 	}
 	if got := Reword("What is her favourite colour?", ev); got != "What is her favourite colour?" {
 		t.Errorf("a question sharing no word changed: %q", got)
+	}
+}
+
+// The noisy perturbation (LoCoMoOptions.Noisy) is deterministic, keeps
+// every dia_id once and in order, writes speakers under handles and adds
+// filler turns that are no evidence.
+func TestNoisyTurns(t *testing.T) {
+	var turns []DialogTurn
+	for i := range 200 {
+		sp := []string{"Caroline", "Melanie"}[i%2]
+		turns = append(turns, DialogTurn{Speaker: sp, DiaID: fmt.Sprintf("D1:%d", i), Text: "Thanks, you are really going to love the pottery class because it is awesome."})
+	}
+	a, b := noisyTurns(turns, nil, 3, nil), noisyTurns(turns, nil, 3, nil)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("noisyTurns is not deterministic")
+	}
+	var ids []string
+	filler, chat := 0, 0
+	for _, n := range a {
+		if n.Speaker == "Caroline" || n.Speaker == "Melanie" || !strings.HasPrefix(n.Speaker, strings.ToLower(n.Speaker[:3])) {
+			t.Fatalf("speaker %q is not a handle", n.Speaker)
+		}
+		if n.DiaID == "" {
+			filler++
+			continue
+		}
+		ids = append(ids, n.DiaID)
+		if strings.Contains(n.Text, " u ") || strings.Contains(n.Text, " bc ") {
+			chat++
+		}
+	}
+	if len(ids) != len(turns) || ids[0] != "D1:0" || ids[len(ids)-1] != "D1:199" {
+		t.Fatalf("dia_ids %d, first %v", len(ids), ids[:1])
+	}
+	if filler < 30 || filler > 90 || chat < 100 {
+		t.Errorf("filler turns %d, turns with a chat spelling %d", filler, chat)
+	}
+	typo := 0
+	for i, n := range noisyTurns(turns, nil, 3, []string{NoisyTypos}) {
+		if n.Text != turns[i].Text {
+			typo++
+		}
+	}
+	if typo == 0 || typo > 100 {
+		t.Errorf("typos in %d of 200 turns", typo)
+	}
+	if one := noisyTurns(turns, nil, 3, []string{NoisyHandles}); len(one) != len(turns) || one[0].Text != turns[0].Text {
+		t.Errorf("handles only: %d turns, first %q", len(one), one[0].Text)
 	}
 }

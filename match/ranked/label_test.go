@@ -1,0 +1,109 @@
+package ranked
+
+import (
+	"fmt"
+	"testing"
+)
+
+// Rule "a label is no entity" (Params.SkipLabel): in a chat written under
+// user handles, every message of a speaker holds the handle, a specific
+// term. A newer message of the same speaker repeating the question's
+// words is not an update of the older one's fact: both are picked. The
+// shared path of two file reads still is (intent ownership holds).
+func TestLabelIsNoEntity(t *testing.T) {
+	build := func(turns []string) *Index {
+		ix := NewIndex()
+		for i := range 20 {
+			s := fmt.Sprintf("melanie42: the weather was fine on day %d", i)
+			ix.Add(i, fmt.Sprint(i), 12, s, s)
+		}
+		for k, s := range turns {
+			ix.Add(20+2*k, fmt.Sprint(20+2*k), 14, s, s)
+			f := "melanie42: lol"
+			ix.Add(21+2*k, fmt.Sprint(21+2*k), 3, f, f)
+		}
+		return ix
+	}
+	has := func(r *Result, step int) bool {
+		for _, p := range r.Picks {
+			if p.Step == step {
+				return true
+			}
+		}
+		return false
+	}
+	chat := build([]string{"caroline37: I went to my pottery class on saturday and made a bowl",
+		"caroline37: pottery class again tonight, so much fun"})
+	prompt := "What did Caroline do at her pottery class?"
+	r := chat.Scan(prompt, DefaultParams())
+	if !has(r, 20) || !has(r, 22) {
+		t.Errorf("handles: picks %+v superseded %+v, want steps 20 and 22 both picked", r.Picks, r.Superseded)
+	}
+	off := DefaultParams()
+	off.SkipLabel = false
+	if r := chat.Scan(prompt, off); has(r, 20) {
+		t.Errorf("without the rule the older turn is picked too (%+v): the test no longer shows the loss", r.Picks)
+	}
+	// The same label, and a path both nodes hold: the newer read owns the
+	// fact.
+	reads := build([]string{"tool Read: config/app.yaml sets request_timeout 30",
+		"tool Read: config/app.yaml sets request_timeout 60"})
+	r = reads.Scan("what is the request_timeout", DefaultParams())
+	if has(r, 20) || !has(r, 22) {
+		t.Errorf("reads: picks %+v, want 22 and not 20 (superseded)", r.Picks)
+	}
+}
+
+func TestLabelOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"caroline37: hi":                   "caroline37",
+		"[8 May 2023] user_2: hello":       "user_2",
+		"Dr Ana Lopez: yes":                "Dr Ana Lopez",
+		"tool Bash $ go test ./...: ok":    "",
+		"no label here":                    "",
+		"a b c d: too many words":          "",
+		"tool mcp__fs__read: file content": "tool mcp__fs__read",
+	} {
+		if got := labelOf(in); got != want {
+			t.Errorf("labelOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Rule "a chat repeats, it does not update" (Params.ChatOwn, off by
+// default): two turns of a chat sharing a specific term of their text
+// ("10am") and the question's words are both picked with the rule; an
+// agent's tool reads of one path still supersede.
+func TestChatOwn(t *testing.T) {
+	ix := NewIndex()
+	for i := range 20 {
+		s := fmt.Sprintf("Melanie: the weather was fine on day %d", i)
+		ix.Add(i, fmt.Sprint(i), 12, s, s)
+	}
+	for k, s := range []string{"Caroline: my pottery class starts at 10am on saturday", "Caroline: pottery class at 10am again, so much fun"} {
+		ix.Add(20+k, fmt.Sprint(20+k), 14, s, s)
+	}
+	for k, s := range []string{"tool Read: config/app.yaml sets request_timeout 30", "tool Read: config/app.yaml sets request_timeout 60"} {
+		ix.Add(30+k, fmt.Sprint(30+k), 14, s, s)
+	}
+	has := func(r *Result, step int) bool {
+		for _, p := range r.Picks {
+			if p.Step == step {
+				return true
+			}
+		}
+		return false
+	}
+	prompt := "What did Caroline say about her pottery class?"
+	if r := ix.Scan(prompt, DefaultParams()); has(r, 20) {
+		t.Fatalf("defaults: the older turn is not superseded (%+v): the test no longer shows the rule", r.Picks)
+	}
+	p := DefaultParams()
+	p.ChatOwn = true
+	if r := ix.Scan(prompt, p); !has(r, 20) || !has(r, 21) {
+		t.Errorf("ChatOwn: picks %+v, want 20 and 21", r.Picks)
+	}
+	if r := ix.Scan("what is the request_timeout", p); has(r, 30) || !has(r, 31) {
+		t.Errorf("ChatOwn, tool reads: picks %+v, want 31 and not 30", r.Picks)
+	}
+}
