@@ -125,7 +125,8 @@ type Options struct {
 	// answered 503 with Retry-After, RetryAfterSeconds, without its body
 	// being read); once the body is parsed it holds its memory estimate,
 	// RequestMemoryMultiple × the body + FoldMemoryMultiple × the bytes of
-	// its conversation the proxy had not read before (the measured
+	// its conversation the proxy had not read before, each such message
+	// FoldMessageMemory at least (the measured
 	// multiples, BENCHMARKS.md "Proxy memory"), until its response is
 	// finished; an estimate that does not fit is answered 503 with
 	// Retry-After too, unless no other request is in flight (it is then
