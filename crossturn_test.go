@@ -41,6 +41,20 @@ func TestShareSecretsAcrossTurns(t *testing.T) {
 	}
 	fold := func(share bool) []string {
 		dir := t.TempDir()
+		if !share {
+			// Each turn scrubbed on its own (a store of its own: no
+			// session to share with).
+			for _, tn := range turns {
+				s, err := Open(dir, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Fold(tn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return leaks(dir)
+		}
 		s, err := Open(dir, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -126,4 +140,125 @@ func TestShareSecretsKeepsContext(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestFoldEventsShareSecrets: a value one fold event's turn revealed by its
+// context (CLOUDFLARE_API_KEY=… in a tool output) is redacted, bare or
+// base64-encoded, in the turns later fold events of the same Store fold
+// (the proxy's next fold event, the MCP server's next fold_turn), and in
+// those of a new Store that was shown the earlier turns (LearnSecrets: the
+// next Stop hook, a longer transcript ingested). Folded one event at a
+// time, the later turn alone does not look like a secret: before the
+// session shared its values, its text reached disk raw.
+func TestFoldEventsShareSecrets(t *testing.T) {
+	v := "Tq7w" + "Xn2pLs9vKd4mRb8c"
+	b64 := base64.StdEncoding.EncodeToString([]byte(v))
+	reveal := Turn{StepID: 2, Summary: "printed the environment", RawContent: "$ env\nHOME=/root\nCLOUDFLARE_API_KEY=" + v + "\n"}
+	later := []Turn{
+		{StepID: 5, Summary: "assistant", RawContent: "The key " + v + " is set."},
+		{StepID: 6, Summary: "tool output", RawContent: "data:\n  key: " + b64 + "\n"},
+	}
+	holds := func(dir string) []string {
+		var found []string
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			if strings.Contains(string(b), v) || strings.Contains(string(b), b64) {
+				found = append(found, filepath.Base(p))
+			}
+			return nil
+		})
+		return found
+	}
+	t.Run("same store", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(reveal); err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range later {
+			r, err := s.Fold(tn) // one fold event each
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Node.Sanitized {
+				t.Errorf("step %d: not marked sanitized", tn.StepID)
+			}
+		}
+		if got := holds(dir); len(got) > 0 {
+			t.Errorf("these files hold the value an earlier fold event revealed: %v", got)
+		}
+	})
+	t.Run("learned", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(reveal); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Open(dir, Options{}) // another process: knows nothing yet
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.LearnSecrets([]Turn{reveal}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s2.FoldBatch(later); err != nil {
+			t.Fatal(err)
+		}
+		if got := holds(dir); len(got) > 0 {
+			t.Errorf("these files hold the value the learned turns revealed: %v", got)
+		}
+	})
+	t.Run("unrelated text unchanged", func(t *testing.T) {
+		s, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(reveal); err != nil {
+			t.Fatal(err)
+		}
+		plain := Turn{StepID: 9, Summary: "build", RawContent: "go build ./... ok, Tq7wXn2p is not the key"}
+		r, err := s.Fold(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Node.RawContent != plain.RawContent || r.Node.Sanitized {
+			t.Errorf("a turn without the value changed: %q", r.Node.RawContent)
+		}
+	})
+}
+
+// TestMatchesSharedRedactions: a marker of the stored payload stands for a
+// non-empty run of the scrubbed payload; the rest must be equal.
+func TestMatchesSharedRedactions(t *testing.T) {
+	m := "[REDACTED:contextfold-env-secret]"
+	for _, c := range []struct {
+		stored, scrubbed string
+		want             bool
+	}{
+		{"the key " + m + " is set", "the key abc123 is set", true},
+		{"the key " + m + " is set", "the key abc123 is set!", false},
+		{"the key " + m + " is set", "the key  is set", false},
+		{m + " and " + m, "x and y", true},
+		{m + " and " + m, "x and ", false},
+		{m + m, "ab", true},
+		{m + m, "a", false},
+		{"no markers", "no markers", true},
+		{"no markers", "no marker", false},
+		{"a " + m + " b " + m + " c", "a 1 b 2 b 3 c", true},
+		{"a " + m + " b", "a " + m + " b", true},
+		{"a " + m + " b", "A 1 b", false},
+	} {
+		if got := MatchesSharedRedactions(c.stored, c.scrubbed); got != c.want {
+			t.Errorf("MatchesSharedRedactions(%q, %q) = %v, want %v", c.stored, c.scrubbed, got, c.want)
+		}
+	}
 }
