@@ -54,7 +54,8 @@ import (
 //     and tokens of known vendors; an opaque bearer token (an OAuth access
 //     token, a session token) passed unnoticed. The credential is a
 //     token68 run (RFC 9110 §11.2) of 8+ characters that is not a plain
-//     lower-case word and not a placeholder.
+//     lower-case word and not a placeholder, or of 4+ with a digit after a
+//     scheme (minAuthCredential).
 //   - contextfold-flag-secret and contextfold-xml-secret: the same names
 //     and value vetting, as a command-line option with its value after a
 //     blank (--token VALUE, --password 'VALUE') and as an XML element
@@ -187,9 +188,9 @@ var extraRules = []extraRule{
 		begin:   authHeaderStart,
 		// The header name, its quote (plain or JSON-escaped), the
 		// separator (':', '=', or the ", " between two call arguments),
-		// the value's opening quote, an optional scheme, then 1: the
+		// the value's opening quote, 1: an optional scheme, then 2: the
 		// credential, a token68 run.
-		re:     regexp.MustCompile(`^(?i:proxy-)?(?i:authorization)(?:\\?["'])?[ \t]*(?:[:=]|=>|,)[ \t]*(?:\\?["'])?[ \t]*(?:[A-Za-z][A-Za-z0-9-]{1,20}[ \t]+)?([A-Za-z0-9._~+/-]{8,}=*)`),
+		re:     regexp.MustCompile(`^(?i:proxy-)?(?i:authorization)(?:\\?["'])?[ \t]*(?:[:=]|=>|,)[ \t]*(?:\\?["'])?[ \t]*(?:([A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?([A-Za-z0-9._~+/-]{4,}=*)`),
 		maxLen: 1024,
 		secret: authCredential,
 	},
@@ -268,7 +269,7 @@ var extraRules = []extraRule{
 		// '*', ':' and '\' escaped by '\'. 1: host, 2: the password,
 		// which runs to the end of the line, a quote, an escape, or an
 		// unescaped ':' (where libpq ends it too).
-		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
+		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%/-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
 		maxLen: 1024,
 		secret: pgpassSecret,
 	},
@@ -652,8 +653,10 @@ func xmlAttrStart(text string, p int) int {
 // pgpassStart accepts the first ':' of a .pgpass host field (a name, an
 // address or '*'), which starts the text or follows a blank, a quote,
 // punctuation ("|db:5432:…" in a Markdown cell, "(db:5432:…") or a JSON
-// escape; not a '/' or '\' (a path: dir/file.go:12:5:… is a position in
-// a file, not a host).
+// escape; not a '\' nor a '/', unless the host is a Unix-domain socket
+// directory (/var/run/postgresql:5432:…, /tmp:…: a path whose last segment
+// has no '.'), which the match then starts with (dir/file.go:12:5:… is a
+// position in a file, not a host).
 func pgpassStart(text string, p int) int {
 	b := p
 	for b > 0 && p-b < 256 {
@@ -673,6 +676,17 @@ func pgpassStart(text string, p int) int {
 	if e := skipEscapeLetters(text, b, p); e != b {
 		return e // "\ndb:5432:…", "\u0026db:5432:…"
 	}
+	if b > 0 && text[b-1] == '/' && !strings.Contains(text[b:p], ".") {
+		// A Unix-domain socket directory as the host
+		// (/var/run/postgresql:5432:…, /tmp:5432:…): the whole path.
+		// A path whose last segment has a '.' is a file (src/main.go:12:5:…
+		// is a position in a file, not a host).
+		a := b - 1
+		for a > 0 && p-a < 256 && (isWordByte(text[a-1]) || strings.IndexByte(".-/", text[a-1]) >= 0) {
+			a--
+		}
+		return a
+	}
 	if b > 0 && (text[b-1] == '/' || text[b-1] == '\\') {
 		return -1 // dir/file.go:12:5:…, a position in a file
 	}
@@ -688,6 +702,9 @@ func pgpassSecret(c string, m []int) (int, int, bool) {
 		return 0, 0, false
 	}
 	s, e := m[4], m[5]
+	if strings.Contains(host, "/") && strings.Trim(c[s:e], "0123456789") == "" {
+		return 0, 0, false // grep -n of /etc/shadow: "/etc/shadow:1:root:$6$…:19000"
+	}
 	return s, e, e-s >= 4 && !isPlaceholder(c[s:e])
 }
 
@@ -841,9 +858,17 @@ func authHeaderStart(text string, p int) int { return headerNameStart(text, p, '
 // "authentication"): it has a digit, a capital after its first letter, or
 // token68 punctuation.
 func authCredential(c string, m []int) (int, int, bool) {
-	s, e := m[2], m[3]
+	s, e := m[4], m[5]
 	v := c[s:e]
 	if isPlaceholder(v) {
+		return 0, 0, false
+	}
+	// A credential under minAuthCredential characters is one only after a
+	// scheme ("Bearer abc123": a development server's token), with a
+	// digit, and not a placeholder password: "Bearer TOKEN", "Bearer
+	// secret", "Authorization: none" are not.
+	if len(strings.TrimRight(v, "=")) < minAuthCredential &&
+		(m[2] < 0 || !strings.ContainsAny(v, "0123456789") || placeholderPasswordSet[strings.ToLower(v)]) {
 		return 0, 0, false
 	}
 	// Basic credentials of a placeholder ("user:pass") are not a secret.
@@ -862,6 +887,14 @@ func authCredential(c string, m []int) (int, int, bool) {
 	}
 	return s, e, !plain
 }
+
+// minAuthCredential is the length from which an Authorization header's
+// credential needs no scheme nor digit to be one (bytes). Below it, down to
+// 4, a credential after a scheme counts when it has a digit: a real
+// bearer token is rarely that short, but a development server's ("Bearer
+// dev42", "Bearer s3cr3t", "Bearer 1234") is one all the same, and a word
+// ("Bearer token", "Bearer TOKEN") has no digit.
+const minAuthCredential = 8
 
 // envSecret vets a NAME=value candidate and returns the value's span.
 var envSecret = keyedSecret(5)

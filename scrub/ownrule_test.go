@@ -43,6 +43,9 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-netrc-password", pre: "machine example.com login bob password ", secret: punct},
 		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: pw},
 		{rule: "contextfold-auth-header", pre: "Authorization: Basic ", secret: b64},
+		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: "dev" + "42"},
+		{rule: "contextfold-auth-header", pre: `"Authorization": "token `, secret: "s3c" + "r3t", post: `"`},
+		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: "12" + "34"},
 		{rule: "contextfold-auth-header", pre: `"Proxy-Authorization": "token `, secret: pw, post: `"`},
 		{rule: "contextfold-cli-password", pre: "mysql -u root -p'", secret: punct, post: "' appdb"},
 		{rule: "contextfold-cli-password", pre: "sshpass -p ", secret: pw, post: " ssh host"},
@@ -70,6 +73,8 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-login-password", pre: "az login -u u -p'", secret: punct, post: "'"},
 		{rule: "contextfold-sql-password", pre: "SET PASSWORD FOR 'app'@'%' = '", secret: pw, post: "';"},
 		{rule: "contextfold-pgpass", pre: "*:*:*:*:", secret: punct},
+		{rule: "contextfold-pgpass", pre: "/var/run/postgresql:5432:app:appuser:", secret: pw},
+		{rule: "contextfold-pgpass", pre: "/tmp:*:*:postgres:", secret: punct},
 		{rule: "contextfold-private-key-block", pre: "", secret: "-----BEGIN RSA PRIVATE" + " KEY-----\n" + key + "\n-----END RSA PRIVATE" + " KEY-----", needle: key},
 		{rule: "contextfold-jwt", secret: "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJib2IifQ" + ".Wq7vTz3kLp9sR4xN"},
 		{rule: "contextfold-aws-access-key-id", secret: "AKIA" + "Q7V3TZ8KLP9SR4XN"},
@@ -78,8 +83,9 @@ func ownSamples() []ownSample {
 }
 
 // ownKnownLimits are the crossings a rule declines by design: a .pgpass
-// host field after '/' is a path ("dir/file.go:12:5:…" is a position in a
-// file, not a host).
+// host field after '/' whose last segment has a '.' is a file
+// ("dir/file.go:12:5:…" is a position in a file, not a host; a socket
+// directory, "/var/run/postgresql:5432:…", is a host).
 var ownKnownLimits = map[string]bool{
 	`contextfold-pgpass before "/"`:       true,
 	`contextfold-pgpass before "/", JSON`: true,
@@ -91,6 +97,14 @@ var ownLookAlikes = []string{
 	"mymachine example.com login bob password hunter2" + "hunter",
 	"see src/main.go:12:5:func:Handler",
 	"pkg/store.go:120:7:fold:coldNode",
+	"/home/dev/src/main.go:12:5:func:Handler",
+	"/etc/shadow:1:root:$6$salt$hash:19000",
+	"Authorization: Bearer token",
+	"Authorization: Bearer TOKEN",
+	"Authorization: Bearer secret",
+	"Authorization: Bearer pass",
+	"Authorization: none",
+	"Authorization: Bearer abc",
 	"a--token counter",
 	"--token-file ./token.txt",
 }
