@@ -142,6 +142,9 @@ const maxSessionSecrets = 4096
 type sessionSecrets struct {
 	mu sync.Mutex
 	k  scrub.Known
+	// tails: the last seamBytes of the payloads of the latest turns
+	// folded, by step (splitSecrets).
+	tails map[int]string
 }
 
 // learn adds the values of k unless that would pass maxSessionSecrets
@@ -275,4 +278,138 @@ func MatchesSharedRedactions(stored, scrubbed string) bool {
 		p += 1 + k + len(m)
 	}
 	return p < end
+}
+
+// seamBytes is how much of the end of one message and the start of the
+// next splitSecrets reads together (bytes each, at most a line).
+const seamBytes = 256
+
+// seamJoins reports whether a message ending in byte a and the next one
+// starting with byte b may cut one token: both are token characters, or a
+// ends an assignment ('=', ':') and b starts its value.
+func seamJoins(a, b byte) bool {
+	tok := func(c byte) bool { return isTokenByte(c) }
+	return tok(b) && (tok(a) || a == '=' || a == ':')
+}
+
+// isTokenByte reports whether c may be part of a token: an ASCII letter
+// or digit, or one of "+/=_-~" (not a sentence's ".")
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("+/=_-~", c) >= 0
+}
+
+// seamTailsMax bounds the message ends a Store keeps for the next fold
+// event's seams (sessionSecrets.tails).
+const seamTailsMax = 64
+
+// splitSecrets redacts a secret that a message boundary split: its first
+// characters at the end of one turn, the rest at the start of the next
+// (step ids one apart; a token, "export API_KEY=" and its value cut by a
+// terminal's or a tool's chunking; a PEM block's two parts are each found
+// by their own rule). When the joint may cut a token (seamJoins), the last
+// line of one turn's payload and the first line of the next are read
+// together (seamBytes each at most) and a secret found across the joint
+// is redacted on both sides, each part under its own marker; a secret that starts just at the joint counts
+// when the first turn ends in '=' or ':' with no blank (its value is
+// the next turn's start). The previous turn may be one an earlier fold
+// event of this Store folded (its end is kept in memory, seamTailsMax
+// turns at most): then only the new turn changes. The parts a turn shows
+// again elsewhere are redacted there too by the sharing that follows
+// (Known). Callers hold s.mu; ss.mu is taken here.
+func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
+	if sc == nil || len(want) == 0 {
+		return turns
+	}
+	ss := &s.secrets
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	pos := make(map[int]int, len(want)) // step → position in turns
+	for _, i := range want {
+		pos[turns[i].StepID] = i
+	}
+	var out []Turn
+	set := func(i int, t Turn) {
+		if out == nil {
+			out = slices.Clone(turns)
+		}
+		out[i] = t
+	}
+	cur := func(i int) Turn {
+		if out != nil {
+			return out[i]
+		}
+		return turns[i]
+	}
+	for _, i := range want {
+		b := cur(i)
+		step := b.StepID
+		var tail string
+		j, inBatch := pos[step-1]
+		if inBatch {
+			tail = cur(j).RawContent
+		} else if t, ok := ss.tails[step-1]; ok {
+			tail = t
+		} else {
+			continue
+		}
+		// The joined line: the last line of the one, the first of the
+		// other, seamBytes at most each.
+		tail = tail[len(tail)-min(len(tail), seamBytes):]
+		tail = tail[strings.LastIndexByte(tail, '\n')+1:]
+		head := b.RawContent[:min(len(b.RawContent), seamBytes)]
+		if k := strings.IndexByte(head, '\n'); k >= 0 {
+			head = head[:k]
+		}
+		if tail == "" || head == "" || !seamJoins(tail[len(tail)-1], head[0]) {
+			continue
+		}
+		seam := tail + head
+		at := len(tail)
+		cut := -1 // where the secret starts in the seam
+		end := -1 // where it ends
+		for _, f := range sc.Find(seam) {
+			crosses := f.Start < at && f.End > at
+			starts := f.Start == at && f.End > at && (tail[len(tail)-1] == '=' || tail[len(tail)-1] == ':')
+			if crosses || starts {
+				if cut < 0 || f.Start < cut {
+					cut = f.Start
+				}
+				end = max(end, f.End)
+			}
+		}
+		if cut < 0 {
+			continue
+		}
+		if cut < at && inBatch {
+			a := cur(j)
+			n := len(a.RawContent) - (at - cut)
+			a.RawContent = a.RawContent[:n] + "[REDACTED:contextfold-split-secret]"
+			a.shared++
+			set(j, a)
+		}
+		b.RawContent = "[REDACTED:contextfold-split-secret]" + b.RawContent[min(end-at, len(b.RawContent)):]
+		b.shared++
+		set(i, b)
+	}
+	// The ends of this event's turns, as given, for the next event.
+	if ss.tails == nil {
+		ss.tails = map[int]string{}
+	}
+	for _, i := range want {
+		t := turns[i].RawContent
+		ss.tails[turns[i].StepID] = strings.Clone(t[len(t)-min(len(t), seamBytes):])
+	}
+	for len(ss.tails) > seamTailsMax {
+		low := -1
+		for st := range ss.tails {
+			if low < 0 || st < low {
+				low = st
+			}
+		}
+		delete(ss.tails, low)
+	}
+	if out == nil {
+		return turns
+	}
+	return out
 }

@@ -262,3 +262,75 @@ func TestMatchesSharedRedactions(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitSecretsAcrossMessages: a secret a message boundary cut (its
+// first part at the end of one turn, the rest at the start of the next:
+// "export DEPLOY_API_KEY=" then the value, a bearer token cut mid-way)
+// reaches disk in neither part, whether the two turns are folded by one
+// fold event or by two; turns whose joint cuts no token are unchanged.
+func TestSplitSecretsAcrossMessages(t *testing.T) {
+	v := "Zk4p" + "Q9vLm2xT7wRb5nYc"
+	tokA, tokB := "abcd1234"+"efgh5678", "ijkl9012"+"mnop3456"
+	one := []Turn{
+		{StepID: 1, Summary: "shell", RawContent: "$ export DEPLOY_API_KEY="},
+		{StepID: 2, Summary: "shell", RawContent: v + "\n$ ./deploy.sh\nok"},
+		{StepID: 3, Summary: "curl", RawContent: "> GET /v1/me\n> Authorization: Bearer " + tokA},
+		{StepID: 4, Summary: "curl", RawContent: tokB + "\n< 200 OK"},
+		{StepID: 5, Summary: "build", RawContent: "The build finished"},
+		{StepID: 6, Summary: "build", RawContent: "ok, 12 packages"},
+	}
+	holds := func(dir string, needles ...string) []string {
+		var found []string
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, n := range needles {
+				if strings.Contains(string(b), n) {
+					found = append(found, filepath.Base(p)+": "+n)
+				}
+			}
+			return nil
+		})
+		return found
+	}
+	check := func(t *testing.T, dir string, s *Store) {
+		if got := holds(dir, v, tokA, tokB, v[:8], tokB[:8]); len(got) > 0 {
+			t.Errorf("the parts of a split secret reached disk: %v", got)
+		}
+		for _, st := range []int{5, 6} {
+			n, err := s.ReadColdNode(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.RawContent != one[st-1].RawContent {
+				t.Errorf("step %d changed: %q", st, n.RawContent)
+			}
+		}
+	}
+	t.Run("one event", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(one); err != nil {
+			t.Fatal(err)
+		}
+		check(t, dir, s)
+	})
+	t.Run("one event each", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range one {
+			if _, err := s.Fold(tn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(t, dir, s)
+	})
+}

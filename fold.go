@@ -186,6 +186,8 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// A value one turn's context reveals as a secret is redacted in every
 	// new turn that shows it, whether it came from this fold event or an
 	// earlier one (crossturn.go).
+	// A secret a message boundary split is redacted on both sides first.
+	turns = s.splitSecrets(sc, turns, want)
 	turns = s.shareSession(sc, turns, want, func(t Turn) *scrub.Known {
 		if c := s.prep.get(t, sessionID, sc, counter); c != nil && c.own != nil {
 			return c.own

@@ -305,6 +305,17 @@ var extraRules = []extraRule{
 		re:      regexp.MustCompile(`^-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|$)`),
 	},
 	{
+		// The end of a private key block whose BEGIN line is in another
+		// text (a key cut by a message boundary: the next message starts
+		// in its body): the body lines before the END line, from the
+		// first of them (pemBodyStart).
+		id:      "contextfold-private-key-block",
+		anchors: []string{"-----END"},
+		begin:   pemBodyStart,
+		re:      regexp.MustCompile(`^(?:[A-Za-z0-9+/=]+[ \t]*\r?\n)+-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
+		maxLen:  pemBodyMax + 256,
+	},
+	{
 		id:      "contextfold-jwt",
 		anchors: []string{"eyJ"},
 		begin:   wordStart,
@@ -364,6 +375,42 @@ func extraFindings(text string) []Finding {
 		}
 	}
 	return out
+}
+
+// pemBodyMax bounds the body a private key's END line is looked back over
+// (bytes): an RSA 8192-bit key's is about 6.3 KB.
+const pemBodyMax = 16 << 10
+
+// pemBodyStart accepts an END line of a private key block that starts a
+// line and follows at least one body line (base64 characters alone, 16 or
+// more) and returns where the first of those body lines starts: the start
+// of the text, the line after one that is not a body line, or the base64
+// run that ends such a line (after a quote, a JSON key, a label). A block
+// whose BEGIN line is there too is matched from it by the rule that reads
+// whole blocks as well; this one finds the part a message boundary left
+// without it.
+func pemBodyStart(text string, p int) int {
+	if p > 0 && text[p-1] != '\n' {
+		return -1
+	}
+	start := -1
+	for le := p - 1; le > 0 && p-le < pemBodyMax; {
+		ls := strings.LastIndexByte(text[:le], '\n') + 1
+		line := strings.TrimRight(text[ls:le], " \t\r")
+		k := len(line) // the base64 run that ends the line
+		for k > 0 && (base64Byte(line[k-1]) && line[k-1] != '-' && line[k-1] != '_') {
+			k--
+		}
+		if len(line)-k < 16 {
+			break
+		}
+		start = ls + k
+		if k > 0 {
+			break // the first body line, after a quote or a label
+		}
+		le = ls - 1
+	}
+	return start
 }
 
 func isWordByte(c byte) bool {

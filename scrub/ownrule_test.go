@@ -76,6 +76,8 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-pgpass", pre: "/var/run/postgresql:5432:app:appuser:", secret: pw},
 		{rule: "contextfold-pgpass", pre: "/tmp:*:*:postgres:", secret: punct},
 		{rule: "contextfold-private-key-block", pre: "", secret: "-----BEGIN RSA PRIVATE" + " KEY-----\n" + key + "\n-----END RSA PRIVATE" + " KEY-----", needle: key},
+		// A block's end, its BEGIN line in the message before.
+		{rule: "contextfold-private-key-block", pre: "", secret: key + key + "\n" + key + "==\n-----END RSA PRIVATE" + " KEY-----", needle: key},
 		{rule: "contextfold-jwt", secret: "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJib2IifQ" + ".Wq7vTz3kLp9sR4xN"},
 		{rule: "contextfold-aws-access-key-id", secret: "AKIA" + "Q7V3TZ8KLP9SR4XN"},
 		{rule: "contextfold-llm-api-key", secret: "sk-" + "proj-" + pw + pw},
