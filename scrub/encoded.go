@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -22,6 +23,7 @@ import (
 //     triples that lie wholly within the value are the same characters
 //     whatever precedes and follows it. A hit redacts the whole base64 run
 //     around it (what else it encodes sits next to a secret);
+//   - hex, lower or upper case (xxd -p, a hex dump's digits);
 //   - percent-encoding, HTML character references and JSON or C escapes,
 //     or a mix of them: the value is looked for in the text's decoded view
 //     too (decodeEscapes), and a hit there maps back to the escaped text.
@@ -80,6 +82,10 @@ func newKnownMatcher(values map[string]string) *knownMatcher {
 	for _, v := range keys {
 		rule := values[v]
 		add(v, knownNeedle{rule: rule, value: v})
+		// Hex, as xxd -p, od or a hex dump's digits show it (either case).
+		h := hex.EncodeToString([]byte(v))
+		add(h, knownNeedle{rule: rule, value: v})
+		add(strings.ToUpper(h), knownNeedle{rule: rule, value: v})
 		for skip := 0; skip < 3 && skip < len(v); skip++ {
 			w := v[skip:]
 			w = w[:len(w)/3*3]

@@ -2,6 +2,7 @@ package scrub_test
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"html"
 	"net/url"
 	"strings"
@@ -32,6 +33,8 @@ func TestKnownSecretEncodings(t *testing.T) {
 		strings.ReplaceAll(v, "+", `\u002b`),
 		b64([]byte(tok)),
 		b64([]byte("x" + tok)),
+		hex.EncodeToString([]byte(v)),                  // xxd -p
+		strings.ToUpper(hex.EncodeToString([]byte(v))), // a hex dump
 	}
 	secretParts := func(e string) []string {
 		// what of the encoding reveals the secret: the encoding itself

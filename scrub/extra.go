@@ -132,8 +132,10 @@ var extraRules = []extraRule{
 		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
 		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
 		// quote, ',', '}', ']' (a flow mapping), a shell separator or a
-		// JSON escape.
-		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		// JSON escape. A YAML tag (!!str, !secret) may precede the value,
+		// and a YAML block scalar (password: |, >-) holds it on the next,
+		// indented line.
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
 		secret: envSecret,
 	},
