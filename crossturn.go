@@ -391,22 +391,26 @@ func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Tur
 		b.shared++
 		set(i, b)
 	}
-	// The ends of this event's turns, as given, for the next event.
+	// The ends of this event's latest turns, as given, for the next event
+	// (seamTailsMax in all: the highest steps).
 	if ss.tails == nil {
 		ss.tails = map[int]string{}
 	}
-	for _, i := range want {
+	last := slices.Clone(want)
+	slices.SortFunc(last, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
+	for _, i := range last[max(0, len(last)-seamTailsMax):] {
 		t := turns[i].RawContent
 		ss.tails[turns[i].StepID] = strings.Clone(t[len(t)-min(len(t), seamBytes):])
 	}
-	for len(ss.tails) > seamTailsMax {
-		low := -1
+	if len(ss.tails) > seamTailsMax {
+		steps := make([]int, 0, len(ss.tails))
 		for st := range ss.tails {
-			if low < 0 || st < low {
-				low = st
-			}
+			steps = append(steps, st)
 		}
-		delete(ss.tails, low)
+		slices.Sort(steps)
+		for _, st := range steps[:len(steps)-seamTailsMax] {
+			delete(ss.tails, st)
+		}
 	}
 	if out == nil {
 		return turns

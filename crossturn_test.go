@@ -334,3 +334,36 @@ func TestSplitSecretsAcrossMessages(t *testing.T) {
 		check(t, dir, s)
 	})
 }
+
+// TestSplitSecretsKeepsLatestEnds: after a fold event of many turns the
+// Store keeps the ends of the latest seamTailsMax turns only (bounded
+// memory), and the next event's first turn is still read with the end of
+// the turn before it.
+func TestSplitSecretsKeepsLatestEnds(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []Turn
+	for i := 1; i <= 3*seamTailsMax; i++ {
+		turns = append(turns, Turn{StepID: i, Summary: "s", RawContent: "line " + strings.Repeat("x", i%7)})
+	}
+	turns[len(turns)-1].RawContent = "$ export DEPLOY_API_KEY="
+	if _, err := s.FoldBatch(turns); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.secrets.tails); n != seamTailsMax {
+		t.Fatalf("%d turn ends kept, want %d", n, seamTailsMax)
+	}
+	if _, ok := s.secrets.tails[3*seamTailsMax-seamTailsMax+1]; !ok {
+		t.Fatal("the latest turns' ends are not the ones kept")
+	}
+	v := "Zk4p" + "Q9vLm2xT7wRb5nYc"
+	r, err := s.Fold(Turn{StepID: 3*seamTailsMax + 1, Summary: "s", RawContent: v + "\nok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Node.RawContent, v) {
+		t.Fatalf("the value after the previous event's 'KEY=' survived: %q", r.Node.RawContent)
+	}
+}
