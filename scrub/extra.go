@@ -649,7 +649,10 @@ func cliPassword(c string, m []int) (int, int, bool) {
 	for g := 1; g <= 3; g++ {
 		if m[2*g] >= 0 {
 			s, e := m[2*g], m[2*g+1]
-			return s, e, !isPlaceholder(c[s:e])
+			v := c[s:e]
+			// redis.conf's example, bare or before a JSON escape.
+			redisExample := v == "foobared" || strings.HasPrefix(v, "foobared\\")
+			return s, e, !isPlaceholder(v) && !redisExample
 		}
 	}
 	return 0, 0, false
@@ -664,7 +667,9 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //     htpasswd -b FILE USER PASSWORD, zip/unzip -P, ssh-keygen -N/-P,
 //     the OpenLDAP clients' -w, openssl's -k and pass:PASSWORD (-passin,
 //     -passout, -password);
-//   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText.
+//   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
+//   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
+//     (redis.conf's own example, "foobared", is a placeholder).
 var cliPasswordForms = []string{
 	`(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p`,
 	`sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*`,
@@ -679,11 +684,13 @@ var cliPasswordForms = []string{
 	`openssl[^\n;&|]{0,300}?[ \t]-(?:passin|passout|password|passwd|pass)[ \t]+pass:`,
 	`openssl[^\n;&|]{0,300}?[ \t]-k[ \t]+`,
 	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
+	`(?i:requirepass|masterauth)[ \t]+`,
 }
 
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
-	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString"}
+	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
 
 // xmlAttrStart walks back from "value=" to the '<' of its element (in
 // the 1 KiB before it, no '>' between).
