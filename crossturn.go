@@ -50,10 +50,12 @@ func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 	out := make([]Turn, len(turns))
 	copy(out, turns)
 	for i, t := range turns {
+		out[i].own = &own[i] // the fold event's sharing reads them again
 		if own[i].Len() == all.Len() {
 			continue // nothing from another turn to share
 		}
 		if c, ok := shareInto(sc, t, &all, &own[i]); ok {
+			c.own = &own[i]
 			out[i] = c
 		}
 	}

@@ -189,6 +189,9 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// A secret a message boundary split is redacted on both sides first.
 	turns = s.splitSecrets(sc, turns, want)
 	turns = s.shareSession(sc, turns, want, func(t Turn) *scrub.Known {
+		if t.own != nil {
+			return t.own // ShareSecrets computed them
+		}
 		if c := s.prep.get(t, sessionID, sc, counter); c != nil && c.own != nil {
 			return c.own
 		}
