@@ -185,3 +185,27 @@ func TestKnownSkipsCode(t *testing.T) {
 		}
 	}
 }
+
+// TestKnownSkipsPlainWords: an ordinary word a context rule read as a
+// value ("config token postgres" in a log line) is redacted where its
+// context shows it but not shared: shared, one rule's mistake took the
+// word from every later turn of a session ("postgres" in three turns of a
+// generated session of 250). A value with a digit, punctuation or mixed
+// case is shared.
+func TestKnownSkipsPlainWords(t *testing.T) {
+	sc := newScrubber(t)
+	var k scrub.Known
+	k.AddContext(sc, "KeyError: config token postgres\nDB_PASSWORD=Postgres\nAPI_TOKEN=LETMEINNOW\n")
+	if k.Len() != 0 {
+		t.Errorf("Known holds %d ordinary words, want none", k.Len())
+	}
+	if out := sc.Scrub("config token postgres").Text; strings.Contains(out, "postgres") {
+		t.Errorf("the word is not redacted where its context shows it: %q", out)
+	}
+	for _, v := range []string{"hunter2hunter", "s3cr3t-value", "myPassWord", "p@ssphrase"} {
+		var k scrub.Known
+		if k.AddContext(sc, "DB_PASSWORD="+v+"\n"); k.Len() != 1 {
+			t.Errorf("%q is not shared", v)
+		}
+	}
+}
