@@ -1,6 +1,12 @@
 package contextfold
 
-import "github.com/contextfold/contextfold/scrub"
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/contextfold/contextfold/scrub"
+)
 
 // ShareSecrets returns turns (a new slice; the turns it changes are
 // copies) where every value that the context of one turn reveals as a
@@ -27,12 +33,7 @@ func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 	if err != nil || sc == nil || len(turns) < 2 {
 		return turns, err
 	}
-	texts := func(t Turn) []string {
-		out := []string{t.SessionID, t.Summary, t.RawContent}
-		out = append(out, t.Files...)
-		out = append(out, t.Commands...)
-		return append(out, t.Errors...)
-	}
+	texts := turnTexts
 	// own[i]: the values turn i reveals itself (its own scrub redacts
 	// them); all: every turn's.
 	own := make([]scrub.Known, len(turns))
@@ -49,51 +50,372 @@ func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 	out := make([]Turn, len(turns))
 	copy(out, turns)
 	for i, t := range turns {
+		out[i].own = &own[i] // the fold event's sharing reads them again
 		if own[i].Len() == all.Len() {
 			continue // nothing from another turn to share
 		}
-		foreign := false
-		for _, x := range texts(t) {
-			if _, n := all.RedactExcept(x, &own[i]); n > 0 {
-				foreign = true
-				break
-			}
+		if c, ok := shareInto(sc, t, &all, &own[i]); ok {
+			c.own = &own[i]
+			out[i] = c
 		}
-		if !foreign {
-			continue
-		}
-		// Another turn's value can hold this turn's context (a value
-		// read as "SQUARESPACE,<token>" after "?key=" in the tool call
-		// holds the keyword the tool output's token needs): redacted
-		// first, it would hide the token from this turn's own rules.
-		// So every secret this turn's own scrub finds is redacted too,
-		// with the other turns' values.
-		var k scrub.Known
-		k.Merge(&all)
-		for _, x := range texts(t) {
-			k.AddFound(sc, x)
-		}
-		shared := 0
-		red := func(x string) string {
-			y, n := k.Redact(x)
-			shared += n
-			return y
-		}
-		list := func(l []string) []string {
-			if l == nil {
-				return nil
-			}
-			c := make([]string, len(l))
-			for j, x := range l {
-				c[j] = red(x)
-			}
-			return c
-		}
-		c := t
-		c.SessionID, c.Summary, c.RawContent = red(t.SessionID), red(t.Summary), red(t.RawContent)
-		c.Files, c.Commands, c.Errors = list(t.Files), list(t.Commands), list(t.Errors)
-		c.shared += shared
-		out[i] = c
 	}
 	return out, nil
+}
+
+// turnTexts lists the texts of t that a fold scrubs.
+func turnTexts(t Turn) []string {
+	out := []string{t.SessionID, t.Summary, t.RawContent}
+	out = append(out, t.Files...)
+	out = append(out, t.Commands...)
+	return append(out, t.Errors...)
+}
+
+// shareInto returns t with the values of all that its texts show, other
+// than its own (own: the values t's context reveals itself), redacted,
+// and ok; or t and false when it shows none.
+func shareInto(sc *scrub.Scrubber, t Turn, all, own *scrub.Known) (Turn, bool) {
+	foreign := false
+	for _, x := range turnTexts(t) {
+		if _, n := all.RedactExcept(x, own); n > 0 {
+			foreign = true
+			break
+		}
+	}
+	if !foreign {
+		return t, false
+	}
+	// Another turn's value can hold this turn's context (a value
+	// read as "SQUARESPACE,<token>" after "?key=" in the tool call
+	// holds the keyword the tool output's token needs): redacted
+	// first, it would hide the token from this turn's own rules.
+	// So every secret this turn's own scrub finds is redacted too,
+	// with the other turns' values.
+	var k scrub.Known
+	k.Merge(all)
+	for _, x := range turnTexts(t) {
+		k.AddFound(sc, x)
+	}
+	shared := 0
+	red := func(x string) string {
+		y, n := k.Redact(x)
+		shared += n
+		return y
+	}
+	list := func(l []string) []string {
+		if l == nil {
+			return nil
+		}
+		c := make([]string, len(l))
+		for j, x := range l {
+			c[j] = red(x)
+		}
+		return c
+	}
+	c := t
+	c.SessionID, c.Summary, c.RawContent = red(t.SessionID), red(t.Summary), red(t.RawContent)
+	c.Files, c.Commands, c.Errors = list(t.Files), list(t.Commands), list(t.Errors)
+	c.shared += shared
+	return c, true
+}
+
+// contextValues returns the values t's context reveals as secrets
+// (scrub.Known.AddContext over its texts).
+func contextValues(sc *scrub.Scrubber, t Turn) *scrub.Known {
+	k := new(scrub.Known)
+	for _, x := range turnTexts(t) {
+		k.AddContext(sc, x)
+	}
+	return k
+}
+
+// maxSessionSecrets bounds the values a Store keeps for its session
+// (sessionSecrets): past it, the values of new turns are shared within
+// their own fold event only.
+const maxSessionSecrets = 4096
+
+// sessionSecrets is what the turns a Store has folded (or was shown,
+// LearnSecrets) reveal as secrets by their context alone, kept in memory
+// for the Store's lifetime so that a later fold event redacts them too:
+// a value a tool output marked as a secret in one fold event
+// (CLOUDFLARE_API_KEY=…) is redacted in the assistant text that repeats
+// it bare, folded by the next fold event of the proxy, the next
+// fold_turn of the MCP server or the next Stop hook. At most
+// maxSessionSecrets values; held in memory only. Safe for concurrent use.
+type sessionSecrets struct {
+	mu sync.Mutex
+	k  scrub.Known
+	// tails: the last seamBytes of the payloads of the latest turns
+	// folded, by step (splitSecrets).
+	tails map[int]string
+}
+
+// learn adds the values of k unless that would pass maxSessionSecrets
+// values, and reports whether it did; mu is held.
+func (ss *sessionSecrets) learn(k *scrub.Known) bool {
+	if ss.k.Len()+k.Len() > maxSessionSecrets {
+		return false
+	}
+	ss.k.Merge(k)
+	return true
+}
+
+// LearnSecrets adds to the store's session secrets (kept in memory for
+// the Store's lifetime, at most 4,096 values) the values that the context
+// of turns reveals as secrets, without folding them: a caller that folds
+// only the new turns of a transcript (the Stop hook, an ingest of a
+// longer transcript) shows it the turns folded before, so that a value an
+// old turn revealed (API_KEY=… in its tool output) is redacted where a new
+// turn shows it bare. Every later fold of this Store redacts these values,
+// bare or encoded, in the turns it folds. With scrubbing off it does
+// nothing. Errors: those of the store's scrubber settings. Safe for
+// concurrent use.
+func (s *Store) LearnSecrets(turns []Turn) error {
+	s.mu.Lock()
+	sc, err := s.scrubber()
+	s.mu.Unlock()
+	if err != nil || sc == nil {
+		return err
+	}
+	var k scrub.Known
+	for _, t := range turns {
+		k.Merge(contextValues(sc, t))
+	}
+	s.secrets.mu.Lock()
+	s.secrets.learn(&k)
+	s.secrets.mu.Unlock()
+	return nil
+}
+
+// shareSession redacts, in the turns at positions want (the new turns of
+// a fold event), the values that the session's other turns revealed: those
+// of the turns this Store folded before (sessionSecrets) and those of
+// the other turns of this event, which it learns. ownOf returns the
+// values a turn reveals itself. It returns turns, or a copy with the
+// turns it changed. Callers hold s.mu.
+func (s *Store) shareSession(sc *scrub.Scrubber, turns []Turn, want []int, ownOf func(Turn) *scrub.Known) []Turn {
+	if sc == nil || len(want) == 0 {
+		return turns
+	}
+	own := make([]*scrub.Known, len(want))
+	for k, i := range want {
+		own[k] = ownOf(turns[i])
+	}
+	ss := &s.secrets
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	all := &ss.k
+	for _, o := range own {
+		if all == &ss.k && !ss.learn(o) {
+			// The session holds all it may: this event's values are
+			// shared within the event.
+			all = new(scrub.Known)
+			all.Merge(&ss.k)
+		}
+		if all != &ss.k {
+			all.Merge(o)
+		}
+	}
+	if all.Len() == 0 {
+		return turns
+	}
+	var out []Turn
+	for k, i := range want {
+		if own[k].Len() == all.Len() {
+			continue // nothing from another turn to share
+		}
+		if c, ok := shareInto(sc, turns[i], all, own[k]); ok {
+			if out == nil {
+				out = slices.Clone(turns)
+			}
+			out[i] = c
+		}
+	}
+	if out == nil {
+		return turns
+	}
+	return out
+}
+
+// MatchesSharedRedactions reports whether scrubbed (a turn's payload as
+// its own scrub leaves it: Store.ScrubbedTurn) is what stored (the
+// payload of its cold node) was folded from, stored's redaction markers
+// ("[REDACTED:<rule>]") each standing for a non-empty run of scrubbed: a
+// fold event redacts the values other turns of the session revealed
+// (shareSession), which the turn's own scrub does not know once the
+// process that folded it is gone. Everything outside the markers must be
+// equal, byte for byte. O(len(stored) + len(scrubbed)).
+func MatchesSharedRedactions(stored, scrubbed string) bool {
+	var pieces []string
+	for rest := stored; ; {
+		i := strings.Index(rest, "[REDACTED:")
+		if i < 0 {
+			pieces = append(pieces, rest)
+			break
+		}
+		j := strings.IndexByte(rest[i:], ']')
+		if j < 0 {
+			pieces = append(pieces, rest)
+			break
+		}
+		pieces = append(pieces, rest[:i])
+		rest = rest[i+j+1:]
+	}
+	if len(pieces) == 1 {
+		return stored == scrubbed
+	}
+	first, last := pieces[0], pieces[len(pieces)-1]
+	if !strings.HasPrefix(scrubbed, first) || !strings.HasSuffix(scrubbed, last) || len(first)+len(last) > len(scrubbed) {
+		return false
+	}
+	p, end := len(first), len(scrubbed)-len(last)
+	for _, m := range pieces[1 : len(pieces)-1] {
+		// Each marker stands for one byte at least.
+		if p+1 > end {
+			return false
+		}
+		k := strings.Index(scrubbed[p+1:end], m)
+		if k < 0 {
+			return false
+		}
+		p += 1 + k + len(m)
+	}
+	return p < end
+}
+
+// seamBytes is how much of the end of one message and the start of the
+// next splitSecrets reads together (bytes each, at most a line).
+const seamBytes = 256
+
+// seamJoins reports whether a message ending in byte a and the next one
+// starting with byte b may cut one token: both are token characters, or a
+// ends an assignment ('=', ':') and b starts its value.
+func seamJoins(a, b byte) bool {
+	tok := func(c byte) bool { return isTokenByte(c) }
+	return tok(b) && (tok(a) || a == '=' || a == ':')
+}
+
+// isTokenByte reports whether c may be part of a token: an ASCII letter
+// or digit, or one of "+/=_-~" (not a sentence's ".")
+func isTokenByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("+/=_-~", c) >= 0
+}
+
+// seamTailsMax bounds the message ends a Store keeps for the next fold
+// event's seams (sessionSecrets.tails).
+const seamTailsMax = 64
+
+// splitSecrets redacts a secret that a message boundary split: its first
+// characters at the end of one turn, the rest at the start of the next
+// (step ids one apart; a token, "export API_KEY=" and its value cut by a
+// terminal's or a tool's chunking; a PEM block's two parts are each found
+// by their own rule). When the joint may cut a token (seamJoins), the last
+// line of one turn's payload and the first line of the next are read
+// together (seamBytes each at most) and a secret found across the joint
+// is redacted on both sides, each part under its own marker; a secret that starts just at the joint counts
+// when the first turn ends in '=' or ':' with no blank (its value is
+// the next turn's start). The previous turn may be one an earlier fold
+// event of this Store folded (its end is kept in memory, seamTailsMax
+// turns at most): then only the new turn changes. The parts a turn shows
+// again elsewhere are redacted there too by the sharing that follows
+// (Known). Callers hold s.mu; ss.mu is taken here.
+func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
+	if sc == nil || len(want) == 0 {
+		return turns
+	}
+	ss := &s.secrets
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	pos := make(map[int]int, len(want)) // step → position in turns
+	for _, i := range want {
+		pos[turns[i].StepID] = i
+	}
+	var out []Turn
+	set := func(i int, t Turn) {
+		if out == nil {
+			out = slices.Clone(turns)
+		}
+		out[i] = t
+	}
+	cur := func(i int) Turn {
+		if out != nil {
+			return out[i]
+		}
+		return turns[i]
+	}
+	for _, i := range want {
+		b := cur(i)
+		step := b.StepID
+		var tail string
+		j, inBatch := pos[step-1]
+		if inBatch {
+			tail = cur(j).RawContent
+		} else if t, ok := ss.tails[step-1]; ok {
+			tail = t
+		} else {
+			continue
+		}
+		// The joined line: the last line of the one, the first of the
+		// other, seamBytes at most each.
+		tail = tail[len(tail)-min(len(tail), seamBytes):]
+		tail = tail[strings.LastIndexByte(tail, '\n')+1:]
+		head := b.RawContent[:min(len(b.RawContent), seamBytes)]
+		if k := strings.IndexByte(head, '\n'); k >= 0 {
+			head = head[:k]
+		}
+		if tail == "" || head == "" || !seamJoins(tail[len(tail)-1], head[0]) {
+			continue
+		}
+		seam := tail + head
+		at := len(tail)
+		cut := -1 // where the secret starts in the seam
+		end := -1 // where it ends
+		for _, f := range sc.Find(seam) {
+			crosses := f.Start < at && f.End > at
+			starts := f.Start == at && f.End > at && (tail[len(tail)-1] == '=' || tail[len(tail)-1] == ':')
+			if crosses || starts {
+				if cut < 0 || f.Start < cut {
+					cut = f.Start
+				}
+				end = max(end, f.End)
+			}
+		}
+		if cut < 0 {
+			continue
+		}
+		if cut < at && inBatch {
+			a := cur(j)
+			n := len(a.RawContent) - (at - cut)
+			a.RawContent = a.RawContent[:n] + "[REDACTED:contextfold-split-secret]"
+			a.shared++
+			set(j, a)
+		}
+		b.RawContent = "[REDACTED:contextfold-split-secret]" + b.RawContent[min(end-at, len(b.RawContent)):]
+		b.shared++
+		set(i, b)
+	}
+	// The ends of this event's latest turns, as given, for the next event
+	// (seamTailsMax in all: the highest steps).
+	if ss.tails == nil {
+		ss.tails = map[int]string{}
+	}
+	last := slices.Clone(want)
+	slices.SortFunc(last, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
+	for _, i := range last[max(0, len(last)-seamTailsMax):] {
+		t := turns[i].RawContent
+		ss.tails[turns[i].StepID] = strings.Clone(t[len(t)-min(len(t), seamBytes):])
+	}
+	if len(ss.tails) > seamTailsMax {
+		steps := make([]int, 0, len(ss.tails))
+		for st := range ss.tails {
+			steps = append(steps, st)
+		}
+		slices.Sort(steps)
+		for _, st := range steps[:len(steps)-seamTailsMax] {
+			delete(ss.tails, st)
+		}
+	}
+	if out == nil {
+		return turns
+	}
+	return out
 }

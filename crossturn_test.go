@@ -41,6 +41,20 @@ func TestShareSecretsAcrossTurns(t *testing.T) {
 	}
 	fold := func(share bool) []string {
 		dir := t.TempDir()
+		if !share {
+			// Each turn scrubbed on its own (a store of its own: no
+			// session to share with).
+			for _, tn := range turns {
+				s, err := Open(dir, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Fold(tn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return leaks(dir)
+		}
 		s, err := Open(dir, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -126,4 +140,230 @@ func TestShareSecretsKeepsContext(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestFoldEventsShareSecrets: a value one fold event's turn revealed by its
+// context (CLOUDFLARE_API_KEY=… in a tool output) is redacted, bare or
+// base64-encoded, in the turns later fold events of the same Store fold
+// (the proxy's next fold event, the MCP server's next fold_turn), and in
+// those of a new Store that was shown the earlier turns (LearnSecrets: the
+// next Stop hook, a longer transcript ingested). Folded one event at a
+// time, the later turn alone does not look like a secret: before the
+// session shared its values, its text reached disk raw.
+func TestFoldEventsShareSecrets(t *testing.T) {
+	v := "Tq7w" + "Xn2pLs9vKd4mRb8c"
+	b64 := base64.StdEncoding.EncodeToString([]byte(v))
+	reveal := Turn{StepID: 2, Summary: "printed the environment", RawContent: "$ env\nHOME=/root\nCLOUDFLARE_API_KEY=" + v + "\n"}
+	later := []Turn{
+		{StepID: 5, Summary: "assistant", RawContent: "The key " + v + " is set."},
+		{StepID: 6, Summary: "tool output", RawContent: "data:\n  key: " + b64 + "\n"},
+	}
+	holds := func(dir string) []string {
+		var found []string
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			if strings.Contains(string(b), v) || strings.Contains(string(b), b64) {
+				found = append(found, filepath.Base(p))
+			}
+			return nil
+		})
+		return found
+	}
+	t.Run("same store", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(reveal); err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range later {
+			r, err := s.Fold(tn) // one fold event each
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Node.Sanitized {
+				t.Errorf("step %d: not marked sanitized", tn.StepID)
+			}
+		}
+		if got := holds(dir); len(got) > 0 {
+			t.Errorf("these files hold the value an earlier fold event revealed: %v", got)
+		}
+	})
+	t.Run("learned", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(reveal); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Open(dir, Options{}) // another process: knows nothing yet
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s2.LearnSecrets([]Turn{reveal}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s2.FoldBatch(later); err != nil {
+			t.Fatal(err)
+		}
+		if got := holds(dir); len(got) > 0 {
+			t.Errorf("these files hold the value the learned turns revealed: %v", got)
+		}
+	})
+	t.Run("unrelated text unchanged", func(t *testing.T) {
+		s, err := Open(t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(reveal); err != nil {
+			t.Fatal(err)
+		}
+		plain := Turn{StepID: 9, Summary: "build", RawContent: "go build ./... ok, Tq7wXn2p is not the key"}
+		r, err := s.Fold(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Node.RawContent != plain.RawContent || r.Node.Sanitized {
+			t.Errorf("a turn without the value changed: %q", r.Node.RawContent)
+		}
+	})
+}
+
+// TestMatchesSharedRedactions: a marker of the stored payload stands for a
+// non-empty run of the scrubbed payload; the rest must be equal.
+func TestMatchesSharedRedactions(t *testing.T) {
+	m := "[REDACTED:contextfold-env-secret]"
+	for _, c := range []struct {
+		stored, scrubbed string
+		want             bool
+	}{
+		{"the key " + m + " is set", "the key abc123 is set", true},
+		{"the key " + m + " is set", "the key abc123 is set!", false},
+		{"the key " + m + " is set", "the key  is set", false},
+		{m + " and " + m, "x and y", true},
+		{m + " and " + m, "x and ", false},
+		{m + m, "ab", true},
+		{m + m, "a", false},
+		{"no markers", "no markers", true},
+		{"no markers", "no marker", false},
+		{"a " + m + " b " + m + " c", "a 1 b 2 b 3 c", true},
+		{"a " + m + " b", "a " + m + " b", true},
+		{"a " + m + " b", "A 1 b", false},
+	} {
+		if got := MatchesSharedRedactions(c.stored, c.scrubbed); got != c.want {
+			t.Errorf("MatchesSharedRedactions(%q, %q) = %v, want %v", c.stored, c.scrubbed, got, c.want)
+		}
+	}
+}
+
+// TestSplitSecretsAcrossMessages: a secret a message boundary cut (its
+// first part at the end of one turn, the rest at the start of the next:
+// "export DEPLOY_API_KEY=" then the value, a bearer token cut mid-way)
+// reaches disk in neither part, whether the two turns are folded by one
+// fold event or by two; turns whose joint cuts no token are unchanged.
+func TestSplitSecretsAcrossMessages(t *testing.T) {
+	v := "Zk4p" + "Q9vLm2xT7wRb5nYc"
+	tokA, tokB := "abcd1234"+"efgh5678", "ijkl9012"+"mnop3456"
+	one := []Turn{
+		{StepID: 1, Summary: "shell", RawContent: "$ export DEPLOY_API_KEY="},
+		{StepID: 2, Summary: "shell", RawContent: v + "\n$ ./deploy.sh\nok"},
+		{StepID: 3, Summary: "curl", RawContent: "> GET /v1/me\n> Authorization: Bearer " + tokA},
+		{StepID: 4, Summary: "curl", RawContent: tokB + "\n< 200 OK"},
+		{StepID: 5, Summary: "build", RawContent: "The build finished"},
+		{StepID: 6, Summary: "build", RawContent: "ok, 12 packages"},
+	}
+	holds := func(dir string, needles ...string) []string {
+		var found []string
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, n := range needles {
+				if strings.Contains(string(b), n) {
+					found = append(found, filepath.Base(p)+": "+n)
+				}
+			}
+			return nil
+		})
+		return found
+	}
+	check := func(t *testing.T, dir string, s *Store) {
+		if got := holds(dir, v, tokA, tokB, v[:8], tokB[:8]); len(got) > 0 {
+			t.Errorf("the parts of a split secret reached disk: %v", got)
+		}
+		for _, st := range []int{5, 6} {
+			n, err := s.ReadColdNode(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.RawContent != one[st-1].RawContent {
+				t.Errorf("step %d changed: %q", st, n.RawContent)
+			}
+		}
+	}
+	t.Run("one event", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(one); err != nil {
+			t.Fatal(err)
+		}
+		check(t, dir, s)
+	})
+	t.Run("one event each", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tn := range one {
+			if _, err := s.Fold(tn); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(t, dir, s)
+	})
+}
+
+// TestSplitSecretsKeepsLatestEnds: after a fold event of many turns the
+// Store keeps the ends of the latest seamTailsMax turns only (bounded
+// memory), and the next event's first turn is still read with the end of
+// the turn before it.
+func TestSplitSecretsKeepsLatestEnds(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []Turn
+	for i := 1; i <= 3*seamTailsMax; i++ {
+		turns = append(turns, Turn{StepID: i, Summary: "s", RawContent: "line " + strings.Repeat("x", i%7)})
+	}
+	turns[len(turns)-1].RawContent = "$ export DEPLOY_API_KEY="
+	if _, err := s.FoldBatch(turns); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.secrets.tails); n != seamTailsMax {
+		t.Fatalf("%d turn ends kept, want %d", n, seamTailsMax)
+	}
+	if _, ok := s.secrets.tails[3*seamTailsMax-seamTailsMax+1]; !ok {
+		t.Fatal("the latest turns' ends are not the ones kept")
+	}
+	v := "Zk4p" + "Q9vLm2xT7wRb5nYc"
+	r, err := s.Fold(Turn{StepID: 3*seamTailsMax + 1, Summary: "s", RawContent: v + "\nok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Node.RawContent, v) {
+		t.Fatalf("the value after the previous event's 'KEY=' survived: %q", r.Node.RawContent)
+	}
 }

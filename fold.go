@@ -16,6 +16,7 @@ import (
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/schema"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // FoldResult reports one fold. Node and Entry of a new fold share their
@@ -224,6 +225,20 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		}
 	}
 	policyHash, sessionID := policy.Hash(), s.opts.SessionID
+	// A value one turn's context reveals as a secret is redacted in every
+	// new turn that shows it, whether it came from this fold event or an
+	// earlier one (crossturn.go).
+	// A secret a message boundary split is redacted on both sides first.
+	turns = s.splitSecrets(sc, turns, want)
+	turns = s.shareSession(sc, turns, want, func(t Turn) *scrub.Known {
+		if t.own != nil {
+			return t.own // ShareSecrets computed them
+		}
+		if c := s.prep.get(t, sessionID, sc, counter); c != nil && c.own != nil {
+			return c.own
+		}
+		return contextValues(sc, t)
+	})
 	prep := newNodePrep(turns, want, func(t Turn) preparedNode {
 		return prepareNode(t, sessionID, sc, policyHash, now, counter, s.prep.take(t.StepID))
 	})

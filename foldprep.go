@@ -59,6 +59,10 @@ type preparedContent struct {
 	redactions int
 	tokens     int
 	fields     Projection // projectFields(t)
+	// own: the values the turn's context reveals as secrets
+	// (contextValues, for the fold event's sharing), computed ahead by
+	// Store.Prepare (nil: not computed).
+	own *scrub.Known
 }
 
 // prepareContent derives t's preparedContent. Safe for concurrent use.
@@ -284,6 +288,9 @@ func (s *Store) Prepare(turns []Turn) []Turn {
 		c := s.prep.get(t, sessionID, sc, counter)
 		if c == nil {
 			c = prepareContent(t, sessionID, sc, counter)
+			if sc != nil {
+				c.own = contextValues(sc, t)
+			}
 			if !s.prep.put(c) {
 				continue
 			}

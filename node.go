@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/extract"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Protocol constants (spec §1, §3).
@@ -35,6 +36,10 @@ type Turn struct {
 	// turn's texts before the fold (counted with the fold's own: the node
 	// is sanitized).
 	shared int
+	// own is the values the turn's context reveals as secrets, as
+	// ShareSecrets computed them (nil: not computed), so that the fold
+	// event's sharing does not compute them again.
+	own *scrub.Known
 }
 
 // Payload returns the payload of the turn: the raw content, or the summary

@@ -110,6 +110,9 @@ type Store struct {
 	// prep holds turns prepared ahead of their fold (Prepare); it has its
 	// own lock.
 	prep prepMemo
+	// secrets: what the turns folded so far reveal, shared with later
+	// fold events (crossturn.go).
+	secrets sessionSecrets
 	// spares are the empty files made ahead in cold_nodes/ that a fold
 	// writes its nodes into (FillSpares; nil for a backend store); the
 	// pool has its own lock. sinceFill counts the new nodes folded since

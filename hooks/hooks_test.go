@@ -475,3 +475,52 @@ func TestMarkerCommandReadsOnWhereTheToolDoes(t *testing.T) {
 		t.Errorf("the marker's command does not read on from %s like its tool call: %q", m[1], marker)
 	}
 }
+
+// TestStopSharesSecretsWithLaterStops: a value a tool output revealed as a
+// secret by its context (CLOUDFLARE_API_KEY=…), folded by one Stop, is
+// redacted from the assistant text that repeats it bare, folded by a later
+// Stop (another process: the store knows it from the transcript's turns
+// folded before, Store.LearnSecrets). Before, the later turn alone did not
+// look like a secret and reached disk raw.
+func TestStopSharesSecretsWithLaterStops(t *testing.T) {
+	v := "Rk5m" + "Wq2zPn8xLc4vTb7h"
+	dir := filepath.Join(t.TempDir(), "store")
+	tr := filepath.Join(t.TempDir(), "transcript.jsonl")
+	line := func(typ, uuid, parent string, msg map[string]any) string {
+		b, _ := json.Marshal(map[string]any{"type": typ, "uuid": uuid, "parentUuid": parent, "sessionId": "s-share",
+			"timestamp": "2026-03-02T11:0" + uuid[len(uuid)-1:] + ":00.000Z", "message": msg})
+		return string(b) + "\n"
+	}
+	first := line("user", "u-1", "", map[string]any{"role": "user", "content": "deploy it"}) +
+		line("assistant", "a-2", "u-1", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": map[string]any{"command": "env"}}}}) +
+		line("user", "u-3", "a-2", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": "HOME=/root\nCLOUDFLARE_API_KEY=" + v + "\nPATH=/usr/bin"}}})
+	later := line("assistant", "a-4", "u-3", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "I checked that " + v + " is the one in use."}}})
+	stop, _ := json.Marshal(map[string]any{"session_id": "s-share", "transcript_path": tr, "cwd": t.TempDir(), "hook_event_name": "Stop"})
+	for k, content := range []string{first, first + later} {
+		if err := os.WriteFile(tr, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := hookRaw(t, dir, "Stop", stop); r.code != 0 {
+			t.Fatalf("Stop %d: %+v", k+1, r)
+		}
+	}
+	var held []string
+	nodes := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if strings.HasPrefix(d.Name(), "step_") {
+				nodes++
+			}
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
+				held = append(held, d.Name())
+			}
+		}
+		return nil
+	})
+	if nodes < 4 {
+		t.Fatalf("%d cold nodes, want 4: the later Stop did not fold the new turn", nodes)
+	}
+	if len(held) > 0 {
+		t.Errorf("these files hold the value an earlier Stop's turn revealed: %v", held)
+	}
+}

@@ -57,20 +57,27 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	}
 	// Secrets are redacted by the store itself before anything reaches disk
 	// (on by default), and counted per node.
-	var turns []contextfold.Turn
+	var turns, folded []contextfold.Turn
 	for _, t := range res.Turns {
-		if have[t.StepID] {
-			rep.Existing++
-			continue
-		}
 		session := t.SessionID
 		if session == "" {
 			session = in.SessionID
 		}
-		turns = append(turns, contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: session})
+		ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: session}
+		if have[t.StepID] {
+			rep.Existing++
+			folded = append(folded, ct)
+			continue
+		}
+		turns = append(turns, ct)
 	}
 	if len(turns) == 0 {
 		return rep, nil
+	}
+	// A value an earlier Stop's turns revealed as a secret (API_KEY=… in a
+	// tool output) is redacted where a new turn shows it bare.
+	if err := store.LearnSecrets(folded); err != nil {
+		return nil, err
 	}
 	results, err := store.FoldBatch(turns)
 	if err != nil {

@@ -369,3 +369,35 @@ func TestPage(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldTurnsShareSecrets: a value one fold_turn's content revealed as a
+// secret by its context (CLOUDFLARE_API_KEY=…) is redacted from a later
+// fold_turn's content that shows it bare (the server's Store keeps the
+// session's values); before, the later turn alone did not look like a
+// secret and reached disk raw.
+func TestFoldTurnsShareSecrets(t *testing.T) {
+	v := "Mn6q" + "Wz3rTk8pLx2vBc5j"
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s, err := contextfold.Open(dir, contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
+	for _, args := range []map[string]any{
+		{"step_id": 1, "summary": "printed the environment", "content": "HOME=/root\nCLOUDFLARE_API_KEY=" + v + "\n"},
+		{"step_id": 2, "summary": "assistant", "content": "The key " + v + " is the one in use."},
+	} {
+		var fr mcpserver.FoldResult
+		if res := call(t, cs, "fold_turn", args, &fr); res.IsError {
+			t.Fatalf("fold_turn refused: %s", text(res))
+		}
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
+				t.Errorf("%s holds the value an earlier fold_turn revealed", filepath.Base(p))
+			}
+		}
+		return nil
+	})
+}

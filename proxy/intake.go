@@ -42,6 +42,18 @@ const (
 	// heap-x 4.4 at 10,000 messages and 4.5–4.6 at 40,000 (4.4 × the body
 	// live at the peak); it was 14 (heap-x 8.6–13.9) before the limit.
 	FoldMemoryMultiple = 2
+	// FoldMessageMemory is the least memory, per message not seen
+	// before, that folding it holds whatever the message's size (bytes):
+	// its parse, its cold node and index entry, its record and the
+	// session's per-message state. A conversation of many tiny messages
+	// (20,000 of a few tokens: 2.2 MB, 10,000 cold nodes) peaks at some
+	// 55 MB, 25 × its body, so that an estimate in body bytes alone made the
+	// soft memory limit (memlimit.go) hold the collector at a tenth of its
+	// usual headroom: 44 % of the CPU went to collection and the request
+	// took 18 s instead of 6 (BenchmarkProxyLargeRequest with
+	// PROXY_BENCH_SHAPE=tiny). A message of FoldMessageMemory /
+	// FoldMemoryMultiple bytes or more is estimated by its bytes alone.
+	FoldMessageMemory = 3 << 10
 	// DefaultBodyReadTimeout is how long a client may take to send a whole
 	// request body by default.
 	DefaultBodyReadTimeout = 60 * time.Second
@@ -151,9 +163,24 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 
 // memoryEstimate is a request's memory as the in-flight budget counts it
 // (bytes): RequestMemoryMultiple × the body, plus FoldMemoryMultiple × the
-// bytes of its conversation not taken from the prefix cache.
+// bytes of its conversation not taken from the prefix cache, each such
+// message counted as FoldMessageMemory at least.
 func memoryEstimate(body int, req *request) int64 {
-	return int64(body)*RequestMemoryMultiple + int64(freshBytes(body, req))*FoldMemoryMultiple
+	return int64(body)*RequestMemoryMultiple + int64(freshBytes(body, req))*FoldMemoryMultiple + smallMessages(req)
+}
+
+// smallMessages is what the messages of req not taken from the prefix
+// cache add to FoldMemoryMultiple × their bytes so that each counts as
+// FoldMessageMemory at least (bytes; 0 for no parse).
+func smallMessages(req *request) int64 {
+	if req == nil {
+		return 0
+	}
+	var n int64
+	for _, e := range req.elems[min(max(req.known, 0), len(req.elems)):] {
+		n += int64(max(FoldMessageMemory-FoldMemoryMultiple*(e.end-e.start), 0))
+	}
+	return n
 }
 
 // freshBytes is the bytes of a request's body not taken from the prefix

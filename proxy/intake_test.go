@@ -331,7 +331,8 @@ func TestStatsGuard(t *testing.T) {
 // TestInFlightMemoryEstimate: the budget counts a request's memory, not its
 // body: a conversation the proxy read before (the prefix cache) is
 // estimated at RequestMemoryMultiple × its body, a new one at
-// FoldMemoryMultiple more per new byte; and a request whose estimate
+// FoldMemoryMultiple more per new byte (each new message FoldMessageMemory
+// at least); and a request whose estimate
 // exceeds the whole budget is served when it is alone, not refused forever.
 func TestInFlightMemoryEstimate(t *testing.T) {
 	body := conversationN(60)
@@ -340,7 +341,11 @@ func TestInFlightMemoryEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := memoryEstimate(n, req), int64(n)*(RequestMemoryMultiple+FoldMemoryMultiple); got != want {
+	small := int64(0) // each message counts as FoldMessageMemory at least
+	for _, e := range req.elems {
+		small += int64(max(FoldMessageMemory-FoldMemoryMultiple*(e.end-e.start), 0))
+	}
+	if got, want := memoryEstimate(n, req), int64(n)*(RequestMemoryMultiple+FoldMemoryMultiple)+small; got != want {
 		t.Fatalf("a new conversation is estimated at %d bytes, want %d", got, want)
 	}
 	c := newParseCache()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/procmem"
 )
 
@@ -37,6 +38,12 @@ func bigConversationOf(n int, tag string) []byte {
 	msgs = append(msgs, map[string]any{"role": "system", "content": "You are a coding agent."},
 		map[string]any{"role": "user", "content": "Make the test suite pass." + tag}) // a session per tag
 	for i := 1; len(msgs) < n-1; i++ {
+		if os.Getenv("PROXY_BENCH_SHAPE") == "tiny" {
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "c" + itoa(i), "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"cat f` + itoa(i) + `"}`}}}},
+				map[string]any{"role": "tool", "tool_call_id": "c" + itoa(i), "content": tag + "line " + itoa(i) + " of the output ok"})
+			continue
+		}
 		if os.Getenv("PROXY_BENCH_SHAPE") == "chat" {
 			msgs = append(msgs, map[string]any{"role": "user", "content": bigLog("ask"+itoa(i), 40)},
 				map[string]any{"role": "assistant", "content": bigLog("answer"+itoa(i), 40)})
@@ -183,7 +190,11 @@ func largeRequestsMemory(tb testing.TB, n, conc int, noLimit bool) largeRequest 
 	defer up.Close()
 	warmScrubber(tb)
 	var mu sync.Mutex
-	srv, err := New(Options{Dir: tb.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(), NoSoftMemoryLimit: noLimit,
+	var cfg harness.Config
+	if os.Getenv("PROXY_BENCH_SHAPE") == "tiny" {
+		cfg = tinyFold // messages of a few tokens fold only without a size threshold
+	}
+	srv, err := New(Options{Dir: tb.TempDir(), Upstream: up.URL, Clock: fixedClock, Logger: newDiscardLogger(), NoSoftMemoryLimit: noLimit, Harness: cfg,
 		OnRequest: func(r RequestRecord) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -125,7 +125,8 @@ type Options struct {
 	// answered 503 with Retry-After, RetryAfterSeconds, without its body
 	// being read); once the body is parsed it holds its memory estimate,
 	// RequestMemoryMultiple × the body + FoldMemoryMultiple × the bytes of
-	// its conversation the proxy had not read before (the measured
+	// its conversation the proxy had not read before, each such message
+	// FoldMessageMemory at least (the measured
 	// multiples, BENCHMARKS.md "Proxy memory"), until its response is
 	// finished; an estimate that does not fit is answered 503 with
 	// Retry-After too, unless no other request is in flight (it is then
@@ -432,6 +433,18 @@ func (e *durabilityError) Unwrap() error { return e.err }
 func New(opts Options) (*Server, error) {
 	if opts.Dir == "" && opts.Shared == nil {
 		return nil, errors.New("proxy: Options.Dir (or Options.Shared) is required")
+	}
+	if opts.Dir != "" {
+		// Every session's store is made under Dir: a Dir that is a file, a
+		// FIFO or a device (or cannot be made) is refused here, not found
+		// by every request's fold, which would leave each request
+		// unfolded with a warning in the log only.
+		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("proxy: the session stores' directory %s: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
+		}
+		if fi, err := os.Stat(opts.Dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("proxy: the session stores' directory %s is not a directory (give a directory path, --dir)", opts.Dir)
+		}
 	}
 	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache()}
 	s.bgIdle = sync.NewCond(&s.mu)

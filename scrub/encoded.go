@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -22,6 +23,7 @@ import (
 //     triples that lie wholly within the value are the same characters
 //     whatever precedes and follows it. A hit redacts the whole base64 run
 //     around it (what else it encodes sits next to a secret);
+//   - hex, lower or upper case (xxd -p, a hex dump's digits);
 //   - percent-encoding, HTML character references and JSON or C escapes,
 //     or a mix of them: the value is looked for in the text's decoded view
 //     too (decodeEscapes), and a hit there maps back to the escaped text.
@@ -80,6 +82,10 @@ func newKnownMatcher(values map[string]string) *knownMatcher {
 	for _, v := range keys {
 		rule := values[v]
 		add(v, knownNeedle{rule: rule, value: v})
+		// Hex, as xxd -p, od or a hex dump's digits show it (either case).
+		h := hex.EncodeToString([]byte(v))
+		add(h, knownNeedle{rule: rule, value: v})
+		add(strings.ToUpper(h), knownNeedle{rule: rule, value: v})
 		for skip := 0; skip < 3 && skip < len(v); skip++ {
 			w := v[skip:]
 			w = w[:len(w)/3*3]
@@ -307,7 +313,8 @@ type Known struct {
 // secrets (our NAME=value, name: value, --flag value, <tag>, URL password,
 // .netrc, .pgpass and command-line password rules), of minRepeatLen bytes
 // or more, not placeholders nor allowed, and reports how many were new. A
-// vendor token is not added: its rule finds it wherever it is.
+// vendor token is not added: its rule finds it wherever it is, and
+// neither is code (looksLikeCode) nor an ordinary word (plainWord).
 func (k *Known) AddContext(s *Scrubber, text string) int {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
@@ -319,7 +326,7 @@ func (k *Known) AddContext(s *Scrubber, text string) int {
 		case "contextfold-private-key-block", "contextfold-jwt", "contextfold-aws-access-key-id", "contextfold-llm-api-key":
 			continue // self-evident tokens
 		}
-		if v := text[f.Start:f.End]; !looksLikeCode(v) {
+		if v := text[f.Start:f.End]; !looksLikeCode(v) && !plainWord(v) {
 			n += k.add(v, f.RuleID)
 		}
 	}
@@ -387,6 +394,29 @@ func looksLikeCode(v string) bool {
 		dots++
 	}
 	return dots >= 2
+}
+
+// plainWord reports whether a value a context rule read is an ordinary
+// word: ASCII letters only, all of one case or capitalised ("postgres",
+// "Postgres", "POSTGRES"). Such a value is redacted where its context
+// shows it ("config token postgres") but not shared with the other turns
+// of a batch or a session, where a rule's mistake would take the word away
+// from every turn (a password of letters only is rarely worth that risk).
+func plainWord(v string) bool {
+	upper, lower := 0, 0
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'z':
+			lower++
+		case c >= 'A' && c <= 'Z':
+			if i > 0 {
+				upper++
+			}
+		default:
+			return false
+		}
+	}
+	return upper == 0 || lower == 0
 }
 
 // Len is the number of values in k.

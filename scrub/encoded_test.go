@@ -2,6 +2,7 @@ package scrub_test
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"html"
 	"net/url"
 	"strings"
@@ -32,6 +33,8 @@ func TestKnownSecretEncodings(t *testing.T) {
 		strings.ReplaceAll(v, "+", `\u002b`),
 		b64([]byte(tok)),
 		b64([]byte("x" + tok)),
+		hex.EncodeToString([]byte(v)),                  // xxd -p
+		strings.ToUpper(hex.EncodeToString([]byte(v))), // a hex dump
 	}
 	secretParts := func(e string) []string {
 		// what of the encoding reveals the secret: the encoding itself
@@ -179,6 +182,30 @@ func TestKnownSkipsCode(t *testing.T) {
 	for _, in := range []string{"        auth = parsed.auth\n", "auth: parsed_credentials_value"} {
 		if out := sc.Scrub(in).Text; out != in {
 			t.Errorf("Scrub(%q) = %q, want it unchanged", in, out)
+		}
+	}
+}
+
+// TestKnownSkipsPlainWords: an ordinary word a context rule read as a
+// value ("config token postgres" in a log line) is redacted where its
+// context shows it but not shared: shared, one rule's mistake took the
+// word from every later turn of a session ("postgres" in three turns of a
+// generated session of 250). A value with a digit, punctuation or mixed
+// case is shared.
+func TestKnownSkipsPlainWords(t *testing.T) {
+	sc := newScrubber(t)
+	var k scrub.Known
+	k.AddContext(sc, "KeyError: config token postgres\nDB_PASSWORD=Postgres\nAPI_TOKEN=LETMEINNOW\n")
+	if k.Len() != 0 {
+		t.Errorf("Known holds %d ordinary words, want none", k.Len())
+	}
+	if out := sc.Scrub("config token postgres").Text; strings.Contains(out, "postgres") {
+		t.Errorf("the word is not redacted where its context shows it: %q", out)
+	}
+	for _, v := range []string{"hunter2hunter", "s3cr3t-value", "myPassWord", "p@ssphrase"} {
+		var k scrub.Known
+		if k.AddContext(sc, "DB_PASSWORD="+v+"\n"); k.Len() != 1 {
+			t.Errorf("%q is not shared", v)
 		}
 	}
 }

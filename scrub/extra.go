@@ -54,7 +54,8 @@ import (
 //     and tokens of known vendors; an opaque bearer token (an OAuth access
 //     token, a session token) passed unnoticed. The credential is a
 //     token68 run (RFC 9110 §11.2) of 8+ characters that is not a plain
-//     lower-case word and not a placeholder.
+//     lower-case word and not a placeholder, or of 4+ with a digit after a
+//     scheme (minAuthCredential).
 //   - contextfold-flag-secret and contextfold-xml-secret: the same names
 //     and value vetting, as a command-line option with its value after a
 //     blank (--token VALUE, --password 'VALUE') and as an XML element
@@ -131,8 +132,10 @@ var extraRules = []extraRule{
 		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
 		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
 		// quote, ',', '}', ']' (a flow mapping), a shell separator or a
-		// JSON escape.
-		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		// JSON escape. A YAML tag (!!str, !secret) may precede the value,
+		// and a YAML block scalar (password: |, >-) holds it on the next,
+		// indented line.
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
 		secret: envSecret,
 	},
@@ -187,9 +190,9 @@ var extraRules = []extraRule{
 		begin:   authHeaderStart,
 		// The header name, its quote (plain or JSON-escaped), the
 		// separator (':', '=', or the ", " between two call arguments),
-		// the value's opening quote, an optional scheme, then 1: the
+		// the value's opening quote, 1: an optional scheme, then 2: the
 		// credential, a token68 run.
-		re:     regexp.MustCompile(`^(?i:proxy-)?(?i:authorization)(?:\\?["'])?[ \t]*(?:[:=]|=>|,)[ \t]*(?:\\?["'])?[ \t]*(?:[A-Za-z][A-Za-z0-9-]{1,20}[ \t]+)?([A-Za-z0-9._~+/-]{8,}=*)`),
+		re:     regexp.MustCompile(`^(?i:proxy-)?(?i:authorization)(?:\\?["'])?[ \t]*(?:[:=]|=>|,)[ \t]*(?:\\?["'])?[ \t]*(?:([A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?([A-Za-z0-9._~+/-]{4,}=*)`),
 		maxLen: 1024,
 		secret: authCredential,
 	},
@@ -268,7 +271,7 @@ var extraRules = []extraRule{
 		// '*', ':' and '\' escaped by '\'. 1: host, 2: the password,
 		// which runs to the end of the line, a quote, an escape, or an
 		// unescaped ':' (where libpq ends it too).
-		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
+		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%/-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
 		maxLen: 1024,
 		secret: pgpassSecret,
 	},
@@ -302,6 +305,17 @@ var extraRules = []extraRule{
 		anchors: []string{"-----BEGIN"},
 		begin:   func(_ string, p int) int { return p },
 		re:      regexp.MustCompile(`^-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|$)`),
+	},
+	{
+		// The end of a private key block whose BEGIN line is in another
+		// text (a key cut by a message boundary: the next message starts
+		// in its body): the body lines before the END line, from the
+		// first of them (pemBodyStart).
+		id:      "contextfold-private-key-block",
+		anchors: []string{"-----END"},
+		begin:   pemBodyStart,
+		re:      regexp.MustCompile(`^(?:[A-Za-z0-9+/=]+[ \t]*\r?\n)+-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----`),
+		maxLen:  pemBodyMax + 256,
 	},
 	{
 		id:      "contextfold-jwt",
@@ -363,6 +377,42 @@ func extraFindings(text string) []Finding {
 		}
 	}
 	return out
+}
+
+// pemBodyMax bounds the body a private key's END line is looked back over
+// (bytes): an RSA 8192-bit key's is about 6.3 KB.
+const pemBodyMax = 16 << 10
+
+// pemBodyStart accepts an END line of a private key block that starts a
+// line and follows at least one body line (base64 characters alone, 16 or
+// more) and returns where the first of those body lines starts: the start
+// of the text, the line after one that is not a body line, or the base64
+// run that ends such a line (after a quote, a JSON key, a label). A block
+// whose BEGIN line is there too is matched from it by the rule that reads
+// whole blocks as well; this one finds the part a message boundary left
+// without it.
+func pemBodyStart(text string, p int) int {
+	if p > 0 && text[p-1] != '\n' {
+		return -1
+	}
+	start := -1
+	for le := p - 1; le > 0 && p-le < pemBodyMax; {
+		ls := strings.LastIndexByte(text[:le], '\n') + 1
+		line := strings.TrimRight(text[ls:le], " \t\r")
+		k := len(line) // the base64 run that ends the line
+		for k > 0 && (base64Byte(line[k-1]) && line[k-1] != '-' && line[k-1] != '_') {
+			k--
+		}
+		if len(line)-k < 16 {
+			break
+		}
+		start = ls + k
+		if k > 0 {
+			break // the first body line, after a quote or a label
+		}
+		le = ls - 1
+	}
+	return start
 }
 
 func isWordByte(c byte) bool {
@@ -599,7 +649,10 @@ func cliPassword(c string, m []int) (int, int, bool) {
 	for g := 1; g <= 3; g++ {
 		if m[2*g] >= 0 {
 			s, e := m[2*g], m[2*g+1]
-			return s, e, !isPlaceholder(c[s:e])
+			v := c[s:e]
+			// redis.conf's example, bare or before a JSON escape.
+			redisExample := v == "foobared" || strings.HasPrefix(v, "foobared\\")
+			return s, e, !isPlaceholder(v) && !redisExample
 		}
 	}
 	return 0, 0, false
@@ -614,7 +667,9 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //     htpasswd -b FILE USER PASSWORD, zip/unzip -P, ssh-keygen -N/-P,
 //     the OpenLDAP clients' -w, openssl's -k and pass:PASSWORD (-passin,
 //     -passout, -password);
-//   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText.
+//   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
+//   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
+//     (redis.conf's own example, "foobared", is a placeholder).
 var cliPasswordForms = []string{
 	`(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p`,
 	`sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*`,
@@ -629,11 +684,13 @@ var cliPasswordForms = []string{
 	`openssl[^\n;&|]{0,300}?[ \t]-(?:passin|passout|password|passwd|pass)[ \t]+pass:`,
 	`openssl[^\n;&|]{0,300}?[ \t]-k[ \t]+`,
 	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
+	`(?i:requirepass|masterauth)[ \t]+`,
 }
 
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
-	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString"}
+	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
 
 // xmlAttrStart walks back from "value=" to the '<' of its element (in
 // the 1 KiB before it, no '>' between).
@@ -652,8 +709,10 @@ func xmlAttrStart(text string, p int) int {
 // pgpassStart accepts the first ':' of a .pgpass host field (a name, an
 // address or '*'), which starts the text or follows a blank, a quote,
 // punctuation ("|db:5432:…" in a Markdown cell, "(db:5432:…") or a JSON
-// escape; not a '/' or '\' (a path: dir/file.go:12:5:… is a position in
-// a file, not a host).
+// escape; not a '\' nor a '/', unless the host is a Unix-domain socket
+// directory (/var/run/postgresql:5432:…, /tmp:…: a path whose last segment
+// has no '.'), which the match then starts with (dir/file.go:12:5:… is a
+// position in a file, not a host).
 func pgpassStart(text string, p int) int {
 	b := p
 	for b > 0 && p-b < 256 {
@@ -673,6 +732,17 @@ func pgpassStart(text string, p int) int {
 	if e := skipEscapeLetters(text, b, p); e != b {
 		return e // "\ndb:5432:…", "\u0026db:5432:…"
 	}
+	if b > 0 && text[b-1] == '/' && !strings.Contains(text[b:p], ".") {
+		// A Unix-domain socket directory as the host
+		// (/var/run/postgresql:5432:…, /tmp:5432:…): the whole path.
+		// A path whose last segment has a '.' is a file (src/main.go:12:5:…
+		// is a position in a file, not a host).
+		a := b - 1
+		for a > 0 && p-a < 256 && (isWordByte(text[a-1]) || strings.IndexByte(".-/", text[a-1]) >= 0) {
+			a--
+		}
+		return a
+	}
 	if b > 0 && (text[b-1] == '/' || text[b-1] == '\\') {
 		return -1 // dir/file.go:12:5:…, a position in a file
 	}
@@ -688,6 +758,9 @@ func pgpassSecret(c string, m []int) (int, int, bool) {
 		return 0, 0, false
 	}
 	s, e := m[4], m[5]
+	if strings.Contains(host, "/") && strings.Trim(c[s:e], "0123456789") == "" {
+		return 0, 0, false // grep -n of /etc/shadow: "/etc/shadow:1:root:$6$…:19000"
+	}
 	return s, e, e-s >= 4 && !isPlaceholder(c[s:e])
 }
 
@@ -841,9 +914,17 @@ func authHeaderStart(text string, p int) int { return headerNameStart(text, p, '
 // "authentication"): it has a digit, a capital after its first letter, or
 // token68 punctuation.
 func authCredential(c string, m []int) (int, int, bool) {
-	s, e := m[2], m[3]
+	s, e := m[4], m[5]
 	v := c[s:e]
 	if isPlaceholder(v) {
+		return 0, 0, false
+	}
+	// A credential under minAuthCredential characters is one only after a
+	// scheme ("Bearer abc123": a development server's token), with a
+	// digit, and not a placeholder password: "Bearer TOKEN", "Bearer
+	// secret", "Authorization: none" are not.
+	if len(strings.TrimRight(v, "=")) < minAuthCredential &&
+		(m[2] < 0 || !strings.ContainsAny(v, "0123456789") || placeholderPasswordSet[strings.ToLower(v)]) {
 		return 0, 0, false
 	}
 	// Basic credentials of a placeholder ("user:pass") are not a secret.
@@ -862,6 +943,14 @@ func authCredential(c string, m []int) (int, int, bool) {
 	}
 	return s, e, !plain
 }
+
+// minAuthCredential is the length from which an Authorization header's
+// credential needs no scheme nor digit to be one (bytes). Below it, down to
+// 4, a credential after a scheme counts when it has a digit: a real
+// bearer token is rarely that short, but a development server's ("Bearer
+// dev42", "Bearer s3cr3t", "Bearer 1234") is one all the same, and a word
+// ("Bearer token", "Bearer TOKEN") has no digit.
+const minAuthCredential = 8
 
 // envSecret vets a NAME=value candidate and returns the value's span.
 var envSecret = keyedSecret(5)

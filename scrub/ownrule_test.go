@@ -43,6 +43,9 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-netrc-password", pre: "machine example.com login bob password ", secret: punct},
 		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: pw},
 		{rule: "contextfold-auth-header", pre: "Authorization: Basic ", secret: b64},
+		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: "dev" + "42"},
+		{rule: "contextfold-auth-header", pre: `"Authorization": "token `, secret: "s3c" + "r3t", post: `"`},
+		{rule: "contextfold-auth-header", pre: "Authorization: Bearer ", secret: "12" + "34"},
 		{rule: "contextfold-auth-header", pre: `"Proxy-Authorization": "token `, secret: pw, post: `"`},
 		{rule: "contextfold-cli-password", pre: "mysql -u root -p'", secret: punct, post: "' appdb"},
 		{rule: "contextfold-cli-password", pre: "sshpass -p ", secret: pw, post: " ssh host"},
@@ -59,18 +62,27 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-env-secret", pre: "--client-secret=", secret: pw},
 		{rule: "contextfold-keyed-secret", pre: `'client_secret': '`, secret: pw, post: `'`},
 		{rule: "contextfold-keyed-secret", pre: "PRIVATE-TOKEN: ", secret: pw},
+		{rule: "contextfold-keyed-secret", pre: "password: |\n  ", secret: punct},
+		{rule: "contextfold-keyed-secret", pre: "api_key: >-\n    ", secret: pw},
+		{rule: "contextfold-keyed-secret", pre: "db_password: !!str ", secret: pw},
 		{rule: "contextfold-url-password", pre: "redis://:", secret: punct, post: "@cache:6379"},
 		{rule: "contextfold-cookie", pre: "Cookie: theme=dark; session_id=", secret: pw},
 		{rule: "contextfold-auth-header", pre: `Header.Set("Authorization", "Bearer `, secret: pw, post: `")`},
 		{rule: "contextfold-cli-password", pre: "smbclient -U user%", secret: pw, post: " //srv/share"},
 		{rule: "contextfold-cli-password", pre: "htpasswd -b file user ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "requirepass ", secret: punct},
+		{rule: "contextfold-cli-password", pre: "redis-cli CONFIG SET masterauth '", secret: pw, post: "'"},
 		{rule: "contextfold-config-secret", pre: "npm config set //registry.npmjs.org/:_authToken ", secret: pw},
 		{rule: "contextfold-xml-attr-secret", pre: `<property name="password" value="`, secret: punct, post: `"/>`},
 		{rule: "contextfold-stdin-password", pre: "printf '%s' '", secret: punct, post: "' | helm registry login --password-stdin r"},
 		{rule: "contextfold-login-password", pre: "az login -u u -p'", secret: punct, post: "'"},
 		{rule: "contextfold-sql-password", pre: "SET PASSWORD FOR 'app'@'%' = '", secret: pw, post: "';"},
 		{rule: "contextfold-pgpass", pre: "*:*:*:*:", secret: punct},
+		{rule: "contextfold-pgpass", pre: "/var/run/postgresql:5432:app:appuser:", secret: pw},
+		{rule: "contextfold-pgpass", pre: "/tmp:*:*:postgres:", secret: punct},
 		{rule: "contextfold-private-key-block", pre: "", secret: "-----BEGIN RSA PRIVATE" + " KEY-----\n" + key + "\n-----END RSA PRIVATE" + " KEY-----", needle: key},
+		// A block's end, its BEGIN line in the message before.
+		{rule: "contextfold-private-key-block", pre: "", secret: key + key + "\n" + key + "==\n-----END RSA PRIVATE" + " KEY-----", needle: key},
 		{rule: "contextfold-jwt", secret: "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJib2IifQ" + ".Wq7vTz3kLp9sR4xN"},
 		{rule: "contextfold-aws-access-key-id", secret: "AKIA" + "Q7V3TZ8KLP9SR4XN"},
 		{rule: "contextfold-llm-api-key", secret: "sk-" + "proj-" + pw + pw},
@@ -78,8 +90,9 @@ func ownSamples() []ownSample {
 }
 
 // ownKnownLimits are the crossings a rule declines by design: a .pgpass
-// host field after '/' is a path ("dir/file.go:12:5:…" is a position in a
-// file, not a host).
+// host field after '/' whose last segment has a '.' is a file
+// ("dir/file.go:12:5:…" is a position in a file, not a host; a socket
+// directory, "/var/run/postgresql:5432:…", is a host).
 var ownKnownLimits = map[string]bool{
 	`contextfold-pgpass before "/"`:       true,
 	`contextfold-pgpass before "/", JSON`: true,
@@ -91,6 +104,17 @@ var ownLookAlikes = []string{
 	"mymachine example.com login bob password hunter2" + "hunter",
 	"see src/main.go:12:5:func:Handler",
 	"pkg/store.go:120:7:fold:coldNode",
+	"/home/dev/src/main.go:12:5:func:Handler",
+	"/etc/shadow:1:root:$6$salt$hash:19000",
+	"password: |\n  $DB_PASSWORD",
+	"tokens: |\n  counted per request",
+	"# requirepass foobared",
+	"Authorization: Bearer token",
+	"Authorization: Bearer TOKEN",
+	"Authorization: Bearer secret",
+	"Authorization: Bearer pass",
+	"Authorization: none",
+	"Authorization: Bearer abc",
 	"a--token counter",
 	"--token-file ./token.txt",
 }
