@@ -603,8 +603,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ws := st.rec.WorkingSet; ws != nil && ws.Budget > 0 && st.rec.ForwardedTokens > ws.Budget {
 		st.rec.OverBudget = true
-		st.rec.Warnings = append(st.rec.Warnings, fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d (what cannot fold: system prompt and tools %d, pinned messages %d, hot tail %d, hydration %d tokens); raise --context-budget or shorten the pinned messages",
-			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens))
+		msg := fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d (what cannot fold: system prompt and tools %d, pinned messages %d, hot tail %d, hydration %d tokens); raise --context-budget or shorten the pinned messages",
+			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens)
+		if ws.FloorTokens > ws.Budget {
+			// No fold event can meet the budget: say so, and why this
+			// request was (or was not) one.
+			msg += fmt.Sprintf("; no fold event can reach the budget (the least a fold event leaves is about %d tokens): fold events are made only when they pay for themselves (see --payback-requests); raise --context-budget above %d", ws.FloorTokens, ws.FloorTokens)
+		}
+		st.rec.Warnings = append(st.rec.Warnings, msg)
 	}
 	st.rec.Overhead = time.Since(st.start)
 	r.Body = io.NopCloser(bytes.NewReader(out))
