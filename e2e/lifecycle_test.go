@@ -754,11 +754,10 @@ var hydrationBlockRE = regexp.MustCompile(`<contextfold-hydration step_id=\\"(\d
 
 // TestCodexSameQuestionTwice asks about step 0's output in two human turns
 // in a row (Codex, Responses API): both get the answer line, nothing is
-// rejected or rewritten before its end. Whether the second turn hydrates
-// the node again while the first turn's hydration of it is still in the
-// forwarded conversation is logged (KNOWN GAP: the scan does not know what
-// earlier turns' hydrations still carry, so the same content goes upstream
-// twice).
+// rejected or rewritten before its end, and the second turn does not
+// hydrate the node again while the first turn's hydration of it is still in
+// the forwarded conversation: the last request carries each step's
+// hydration once, and a request names the node as already in the prompt.
 func TestCodexSameQuestionTwice(t *testing.T) {
 	bin := agentBin(t, "codex")
 	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
@@ -790,8 +789,15 @@ func TestCodexSameQuestionTwice(t *testing.T) {
 	}
 	for step, n := range seen {
 		if n > 1 {
-			t.Logf("KNOWN GAP: the last request carries step %s's hydration %d times (the earlier turn's, still in the conversation, and this turn's); hydrated tokens this turn: %d", step, n, recs[len(recs)-1].HydratedTokens)
+			t.Errorf("the last request carries step %s's hydration %d times (the earlier turn's, still in the conversation, and this turn's); hydrated tokens this turn: %d", step, n, recs[len(recs)-1].HydratedTokens)
 		}
+	}
+	inPrompt := 0
+	for _, r := range recs {
+		inPrompt += len(r.StepsInPrompt)
+	}
+	if len(seen) > 0 && inPrompt == 0 {
+		t.Errorf("no request reports a node as already in the prompt (steps_in_prompt), though the question came twice")
 	}
 }
 

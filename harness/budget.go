@@ -388,7 +388,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 			return err
 		}
 		if scanned && ws.gen != before {
-			h.rescanTurn(d)
+			h.rescanTurn(conv, d)
 			hyd = wireHyd(d.HydrationText)
 		}
 		est = fixed + hyd + h.estimate(conv, ws)

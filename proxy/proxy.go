@@ -1290,7 +1290,7 @@ func (s *Server) finish(st *reqState) {
 			"stream", rec.Stream, "messages", rec.Messages, "client_tokens", rec.ClientTokens,
 			"forwarded_tokens", rec.ForwardedTokens, "folded_tokens", rec.FoldedTokens,
 			"steps_folded", rec.StepsFolded, "steps_collapsed", rec.StepsCollapsed, "hydrated_tokens", rec.HydratedTokens,
-			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused),
+			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused), "in_prompt", ints(rec.StepsInPrompt),
 			"evicted", ints(rec.Evicted), "evicted_earlier", ints(rec.EvictedEarlier), "overhead", rec.Overhead, "duration", rec.Duration}
 		for _, tc := range rec.Observed.ToolCalls {
 			attrs = append(attrs, "tool_call", tc.Name)
