@@ -452,8 +452,9 @@ func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
 }
 
 // TestClaudeCodeProxyCrashBetweenQuestions is the same with the proxy
-// killed (SIGKILL) instead of stopped: what a request saved before its
-// response ended is all the next process has.
+// killed (SIGKILL) instead of stopped: what the proxy saved after each
+// request (its session state beside the store) is all the next process
+// has, and it makes the same fold events as after the stop.
 func TestClaudeCodeProxyCrashBetweenQuestions(t *testing.T) {
 	restartBetweenQuestions(t, scripted.Anthropic, e2eBudget, true, claudeAsker(t))
 }
@@ -539,6 +540,16 @@ func restartBetweenQuestions(t *testing.T, api scripted.API, budget int, crash b
 	}
 	if len(foldAt) == 0 {
 		t.Errorf("no fold event")
+	}
+	// The session's state (working set, hydration, wire state) is saved
+	// after each request that changed it, so a proxy started again after a
+	// stop or a crash forwards as the first would have: its first request
+	// is no fold event of its own (the stop and the crash make the same
+	// fold events).
+	for _, i := range foldAt {
+		if i == len(recs1) {
+			t.Errorf("the first request after the restart (request %d) is a fold event: the session's working set was lost (crash %v)", i, crash)
+		}
 	}
 	if len(hydratedIn(recs1, len(before))) == 0 || len(hydratedIn(recs, n)) == 0 {
 		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs1, len(before)), hydratedIn(recs, n))
