@@ -452,8 +452,9 @@ func TestClaudeCodeProxyRestartBetweenQuestions(t *testing.T) {
 }
 
 // TestClaudeCodeProxyCrashBetweenQuestions is the same with the proxy
-// killed (SIGKILL) instead of stopped: what a request saved before its
-// response ended is all the next process has.
+// killed (SIGKILL) instead of stopped: what the proxy saved after each
+// request (its session state beside the store) is all the next process
+// has, and it makes the same fold events as after the stop.
 func TestClaudeCodeProxyCrashBetweenQuestions(t *testing.T) {
 	restartBetweenQuestions(t, scripted.Anthropic, e2eBudget, true, claudeAsker(t))
 }
@@ -539,6 +540,16 @@ func restartBetweenQuestions(t *testing.T, api scripted.API, budget int, crash b
 	}
 	if len(foldAt) == 0 {
 		t.Errorf("no fold event")
+	}
+	// The session's state (working set, hydration, wire state) is saved
+	// after each request that changed it, so a proxy started again after a
+	// stop or a crash forwards as the first would have: its first request
+	// is no fold event of its own (the stop and the crash make the same
+	// fold events).
+	for _, i := range foldAt {
+		if i == len(recs1) {
+			t.Errorf("the first request after the restart (request %d) is a fold event: the session's working set was lost (crash %v)", i, crash)
+		}
 	}
 	if len(hydratedIn(recs1, len(before))) == 0 || len(hydratedIn(recs, n)) == 0 {
 		t.Errorf("a question hydrated nothing: first %v, second %v", hydratedIn(recs1, len(before)), hydratedIn(recs, n))
@@ -754,11 +765,10 @@ var hydrationBlockRE = regexp.MustCompile(`<contextfold-hydration step_id=\\"(\d
 
 // TestCodexSameQuestionTwice asks about step 0's output in two human turns
 // in a row (Codex, Responses API): both get the answer line, nothing is
-// rejected or rewritten before its end. Whether the second turn hydrates
-// the node again while the first turn's hydration of it is still in the
-// forwarded conversation is logged (KNOWN GAP: the scan does not know what
-// earlier turns' hydrations still carry, so the same content goes upstream
-// twice).
+// rejected or rewritten before its end, and the second turn does not
+// hydrate the node again while the first turn's hydration of it is still in
+// the forwarded conversation: the last request carries each step's
+// hydration once, and a request names the node as already in the prompt.
 func TestCodexSameQuestionTwice(t *testing.T) {
 	bin := agentBin(t, "codex")
 	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
@@ -790,8 +800,15 @@ func TestCodexSameQuestionTwice(t *testing.T) {
 	}
 	for step, n := range seen {
 		if n > 1 {
-			t.Logf("KNOWN GAP: the last request carries step %s's hydration %d times (the earlier turn's, still in the conversation, and this turn's); hydrated tokens this turn: %d", step, n, recs[len(recs)-1].HydratedTokens)
+			t.Errorf("the last request carries step %s's hydration %d times (the earlier turn's, still in the conversation, and this turn's); hydrated tokens this turn: %d", step, n, recs[len(recs)-1].HydratedTokens)
 		}
+	}
+	inPrompt := 0
+	for _, r := range recs {
+		inPrompt += len(r.StepsInPrompt)
+	}
+	if len(seen) > 0 && inPrompt == 0 {
+		t.Errorf("no request reports a node as already in the prompt (steps_in_prompt), though the question came twice")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contextfold/contextfold/harness"
 	"github.com/contextfold/contextfold/internal/scripted"
 )
 
@@ -217,5 +218,64 @@ func TestQwenCodeReasoningThroughProxy(t *testing.T) {
 	}
 	if folds, maxClient, maxFwd := logFolds(t, px); folds == 0 || maxFwd >= maxClient {
 		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
+	}
+}
+
+// TestQwenCodeFloorOverBudget runs Qwen Code through the proxy at a context
+// budget below what it cannot fold (its system prompt, tools and first
+// message, about 19k tokens, against 16,000): every request is over the
+// budget and no fold event can bring one under it. A fold event is made
+// only when it pays for itself at the depth it can reach (docs/proxy.md,
+// "When what cannot fold is over the budget"): fewer than one request in
+// two (before the rule: 14 of 16 requests), and the session's
+// cache-adjusted input cost, at the dearest prices for a rewrite
+// (Anthropic's), is at most the client's own.
+func TestQwenCodeFloorOverBudget(t *testing.T) {
+	bin := agentBin(t, "qwen")
+	up := scripted.NewWith(stepsScript(thinkingSteps, nil), thinkingOptions)
+	defer up.Close()
+	const budget = 16000
+	px := newProxyBudget(t, up, budget)
+	home, work := t.TempDir(), t.TempDir()
+	env := qwenSetup(t, home, px.http.URL+"/v1")
+	if out := runQwen(t, bin, work, env, runPrompt, false); !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
+	}
+	folds, _, _ := logFolds(t, px)
+	recs := px.records()
+	over, floorOver, warned := 0, 0, 0
+	var client, fwd float64
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d", i, r.Status)
+		}
+		if r.OverBudget {
+			over++
+		}
+		if r.WorkingSet != nil && r.WorkingSet.FloorTokens > budget {
+			floorOver++
+			for _, w := range r.Warnings {
+				if strings.Contains(w, "raise --context-budget above") {
+					warned++
+					break
+				}
+			}
+		}
+		client += harness.AnthropicPricing.Cost(r.ClientTokens, r.ClientCachedTokens)
+		fwd += harness.AnthropicPricing.Cost(r.ForwardedTokens, r.ForwardedCachedTokens)
+	}
+	t.Logf("%d requests, %d over the budget, %d with the floor over it (%d warned), %d fold events; cost at Anthropic's prices %.0f through the proxy, %.0f the client's (%.1f %%)",
+		len(recs), over, floorOver, warned, folds, fwd, client, 100*fwd/client)
+	if floorOver == 0 {
+		t.Fatalf("no request had its floor over the budget %d: the test does not cover the rule", budget)
+	}
+	if warned == 0 {
+		t.Errorf("no request over a floor above the budget warned what to raise --context-budget to")
+	}
+	if 2*folds >= len(recs) {
+		t.Errorf("%d fold events in %d requests: fold events that cannot reach the budget were made without paying for themselves", folds, len(recs))
+	}
+	if fwd > client*1.0001 {
+		t.Errorf("cost at Anthropic's prices %.0f through the proxy, above the client's %.0f", fwd, client)
 	}
 }

@@ -173,6 +173,18 @@ type WorkingSet struct {
 	// its tool pair, the fixed part, the hydration) is larger than the
 	// budget.
 	OverBudget bool `json:"over_budget,omitempty"`
+	// FloorTokens is what cannot fold on this request, in tokens (the
+	// fixed part, the hydration, the pinned messages, the latest message
+	// and the tool call it answers, the page table within its share;
+	// floorEstimate): the lowest estimate a fold event can reach. Computed
+	// only when the request is over the budget (0 otherwise).
+	FloorTokens int `json:"floor_tokens,omitempty"`
+	// FoldSkipped is true when the request was over the budget, its floor
+	// too, and a fold event reaching only that floor would not pay for
+	// itself within Config.PaybackRequests (docs/proxy.md, "When what
+	// cannot fold is over the budget"): the request went out unfolded, its
+	// prefix cache-stable.
+	FoldSkipped bool `json:"fold_skipped,omitempty"`
 }
 
 // pinEnd returns the end of the pinned prefix: Config.PinMessages, or
@@ -270,6 +282,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		ws = newWorkset()
 		h.ws = ws
 	}
+	prevN := ws.n // the messages from here on are new since the previous request
 	ws.n = len(conv)
 	// The records of indexed steps, derived from the store and the request,
 	// before anything is estimated: a harness that did not fold them itself
@@ -312,6 +325,15 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 		if h.held {
 			w.FoldHeld, d.FoldHeld = true, true
 			return nil // DispatchHeld: no fold event on this request
+		}
+		// The floor over the budget: no fold event reaches the budget, so
+		// one is made only when it pays for itself at the depth it can
+		// reach (or the cache is idle and it costs nothing).
+		floor := h.floorEstimate(conv, ws, pin, minTail, fixed, hyd, d.PromptIndex)
+		w.FloorTokens = max(w.FloorTokens, floor)
+		if floor > budget && !cold && h.cfg.PaybackRequests >= 0 && !h.foldPays(conv, ws, pin, fixed, est, floor, prevN) {
+			w.FoldSkipped = true
+			return nil
 		}
 		w.FoldEvent = true
 		target = h.foldTarget(conv, ws, pin, fixed, est)
@@ -366,7 +388,7 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 			return err
 		}
 		if scanned && ws.gen != before {
-			h.rescanTurn(d)
+			h.rescanTurn(conv, d)
 			hyd = wireHyd(d.HydrationText)
 		}
 		est = fixed + hyd + h.estimate(conv, ws)
@@ -457,11 +479,18 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 // estimate is past the middle between the fold target and the budget, to
 // the same depth.
 func (h *Harness) foldTarget(conv []Message, ws *workset, pin, fixed, est int) int {
-	target := h.cfg.ContextBudget * h.cfg.FoldTarget / 100
+	t, _ := h.foldDepth(conv, ws, pin, fixed, est)
+	return t
+}
+
+// foldDepth is foldTarget; it also returns P, the part that stays cached
+// (the fixed part and the pinned messages as forwarded), in tokens.
+func (h *Harness) foldDepth(conv []Message, ws *workset, pin, fixed, est int) (target, kept int) {
+	target = h.cfg.ContextBudget * h.cfg.FoldTarget / 100
 	if h.cfg.PaybackRequests < 0 {
-		return target
+		return target, fixed
 	}
-	kept := fixed
+	kept = fixed
 	for i := 0; i < min(pin, len(conv)); i++ {
 		switch {
 		case ws.removed.has(i):
@@ -474,7 +503,68 @@ func (h *Harness) foldTarget(conv []Message, ws *workset, pin, fixed, est int) i
 	r, w := FoldCacheRead, FoldCacheWrite
 	n := float64(h.cfg.PaybackRequests + 1)
 	pays := (float64(kept)*(w-r) + n*float64(est)*r) / (w - r + n*r)
-	return min(target, max(int(pays), kept))
+	return min(target, max(int(pays), kept)), kept
+}
+
+// floorEstimate returns the smallest estimate, in tokens, a fold event can
+// reach on this request: what cannot fold. That is the fixed part and the
+// hydration, the pinned messages as they are forwarded, the latest group
+// (from minTail: the latest message and the tool call it answers), the
+// system messages and the human prompt between them, and the page table,
+// which gains a line (about 20 tokens) for every message that would leave
+// the prompt, within its share of the budget. It reads the conversation
+// once and counts only the messages that cannot fold.
+func (h *Harness) floorEstimate(conv []Message, ws *workset, pin, minTail, fixed, hyd, prompt int) int {
+	floor := fixed + hyd
+	for i := 0; i < min(pin, len(conv)); i++ {
+		switch {
+		case ws.removed.has(i):
+		case ws.folded.has(i):
+			floor += h.recordCostOf(conv[i], i)
+		default:
+			floor += h.cost(conv[i])
+		}
+	}
+	page := 0
+	if ws.block != "" {
+		page, _ = h.blockCounts(ws)
+	}
+	for i := pin; i < min(minTail, len(conv)); i++ {
+		switch {
+		case ws.removed.has(i):
+		case conv[i].Role == RoleSystem || i == prompt:
+			floor += h.cost(conv[i])
+		default:
+			page += 20
+		}
+	}
+	for i := max(minTail, pin); i < len(conv); i++ {
+		floor += h.cost(conv[i])
+	}
+	return floor + min(page, h.cfg.ContextBudget*h.cfg.PageTableShare/100)
+}
+
+// foldPays reports whether a fold event from estimate est, which can reach
+// no lower than floor, pays for itself within Config.PaybackRequests
+// requests after it: the cost rule of foldTarget at the depth the event can
+// actually reach, T = max(foldTarget, floor), with one refinement: the
+// messages new since the session's previous request (from message prevN
+// on; N tokens) are written to the cache at the same price with or without
+// the event, so only T − P − N is rewritten because of it:
+//
+//	(n + 1)·(F − T)·r ≥ (T − P − N)·(w − r).
+func (h *Harness) foldPays(conv []Message, ws *workset, pin, fixed, est, floor, prevN int) bool {
+	t, kept := h.foldDepth(conv, ws, pin, fixed, est)
+	t = max(t, floor)
+	fresh := 0
+	if prevN > 0 {
+		for i := prevN; i < len(conv); i++ {
+			fresh += h.cost(conv[i])
+		}
+	}
+	r, w := FoldCacheRead, FoldCacheWrite
+	n := float64(h.cfg.PaybackRequests + 1)
+	return n*float64(est-t)*r >= float64(max(t-kept-fresh, 0))*(w-r)
 }
 
 // foldedRecords lists the records the dispatch shows (every folded step

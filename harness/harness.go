@@ -203,6 +203,11 @@ type Accounting struct {
 	StepsHydrated   []int `json:"steps_hydrated"`
 	StepsDropped    []int `json:"steps_dropped"` // selected by the scan but over the per-turn budget
 	StepsRefused    []int `json:"steps_refused"` // failed verification, never injected
+	// StepsInPrompt were selected by the scan and not hydrated: the
+	// forwarded prompt already holds them in full (an earlier human turn's
+	// hydration still sent, or the message itself forwarded verbatim), so
+	// their share of the per-turn cap went to the next pick.
+	StepsInPrompt []int `json:"steps_in_prompt,omitempty"`
 }
 
 // Dispatch is the outcome of PreTurnDispatch: what to change in the outgoing
@@ -280,6 +285,9 @@ type Harness struct {
 	// held: the dispatch under way may not start a fold event
 	// (DispatchHeld).
 	held bool
+	// inPrompt: what the request under way carries of earlier hydrations
+	// (DispatchWith).
+	inPrompt []PromptHydration
 	// boundary is the fixed window's fold boundary at the last dispatch,
 	// which a held dispatch keeps.
 	boundary int
@@ -336,6 +344,7 @@ type turnState struct {
 	hydrated    []HydratedNode
 	refused     []Refusal
 	dropped     []int
+	inPrompt    []int // selected, not hydrated: the prompt holds them (Accounting.StepsInPrompt)
 	text        string
 	warnings    []string
 	// indexed is the number of steps in the recall index when the scan
@@ -481,6 +490,92 @@ func (h *Harness) DispatchHeld(conv []Message, fixedTokens int) (*Dispatch, erro
 	h.held = true
 	defer func() { h.held = false }()
 	return h.dispatch(conv, fixedTokens)
+}
+
+// PromptHydration is hydration text the forwarded request carries besides
+// the dispatch's own: an earlier human turn's hydration that the proxy keeps
+// in its host message, byte for byte, so the forwarded prefix stays
+// append-only. Host is that message's position in the conversation; Text
+// holds one or more HydrationBlock elements.
+type PromptHydration struct {
+	Host int
+	Text string
+}
+
+// DispatchOptions are the inputs of DispatchWith besides the conversation.
+type DispatchOptions struct {
+	// FixedTokens as in DispatchRequest.
+	FixedTokens int
+	// Held as DispatchHeld: no fold event may start on this request.
+	Held bool
+	// InPrompt is what the forwarded request already carries of earlier
+	// turns' hydration. A node the scan selects that one of them holds in
+	// full (truncated="false", or the very content this turn would
+	// hydrate) is not hydrated again; it is reported in
+	// Accounting.StepsInPrompt and the per-turn cap goes to the next pick.
+	// An entry whose host folds or leaves the prompt at this dispatch, or
+	// comes at or after the fold event's first changed message, holds
+	// nothing (the proxy drops that text with its host).
+	InPrompt []PromptHydration
+}
+
+// DispatchWith is DispatchRequest (or DispatchHeld, o.Held) with what the
+// request already carries of earlier hydrations (o.InPrompt).
+func (h *Harness) DispatchWith(conv []Message, o DispatchOptions) (*Dispatch, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held, h.inPrompt = o.Held, o.InPrompt
+	defer func() { h.held, h.inPrompt = false, nil }()
+	return h.dispatch(conv, o.FixedTokens)
+}
+
+// heldNode is a node the forwarded prompt already holds (promptHolds).
+type heldNode struct {
+	whole   bool   // all of it: the scan skips it unhydrated
+	content string // the content held when not whole
+}
+
+// promptHolds returns the nodes the forwarded request of d holds already,
+// by step id: the earlier hydrations of h.inPrompt whose host stays in the
+// prompt as it is, and, under a budget, the messages forwarded verbatim
+// (neither folded nor removed) before the prompt.
+func (h *Harness) promptHolds(conv []Message, d *Dispatch) func(step int) (heldNode, bool) {
+	var ws *workset
+	if h.cfg.budgeted() {
+		ws = h.ws
+	}
+	var from map[int]heldNode
+	for _, ph := range h.inPrompt {
+		if ph.Host < 0 || ph.Host >= len(conv) {
+			continue
+		}
+		if ws != nil && (ws.folded.has(ph.Host) || ws.removed.has(ph.Host)) {
+			continue
+		}
+		if w := d.WorkingSet; w != nil && w.FoldEvent && w.FirstChanged >= 0 && ph.Host >= w.FirstChanged {
+			continue
+		}
+		for _, b := range HydrationBlocks(ph.Text) {
+			if from == nil {
+				from = map[int]heldNode{}
+			}
+			if old, ok := from[b.StepID]; ok && old.whole {
+				continue
+			}
+			from[b.StepID] = heldNode{whole: !b.Truncated, content: b.Content}
+		}
+	}
+	return func(step int) (heldNode, bool) {
+		if n, ok := from[step]; ok {
+			return n, true
+		}
+		if ws != nil && step >= 0 && step < len(conv) && step < d.PromptIndex && !ws.folded.has(step) && !ws.removed.has(step) {
+			if _, ok := conv[step].storePayload(); ok {
+				return heldNode{whole: true}, true
+			}
+		}
+		return heldNode{}, false
+	}
 }
 
 // dispatch is DispatchRequest's body; h.mu is held.
@@ -933,7 +1028,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 		// turn (tool results, a scaffold's observations after it) keep the
 		// hydration the turn has, or none.
 		if d.PromptIndex == len(conv)-1 {
-			h.scanAndHydrate(prompt, t)
+			h.scanAndHydrate(prompt, t, h.promptHolds(conv, d))
 			scanned = true
 		}
 		h.turn = t
@@ -960,6 +1055,7 @@ func (h *Harness) takeTurn(d *Dispatch, t *turnState) {
 	d.HydrationText = t.text
 	d.Warnings = append(d.Warnings, t.warnings...)
 	d.Accounting.StepsDropped = t.dropped
+	d.Accounting.StepsInPrompt = t.inPrompt
 	for _, n := range t.hydrated {
 		h.pending[n.StepID] = d.seq
 	}
@@ -971,7 +1067,7 @@ func (h *Harness) takeTurn(d *Dispatch, t *turnState) {
 // could not pick them, and they are now out of the prompt. The first
 // scan's picks were never sent; they leave the pending evictions (hydrating
 // reads the store and writes nothing, so there is nothing else to undo).
-func (h *Harness) rescanTurn(d *Dispatch) {
+func (h *Harness) rescanTurn(conv []Message, d *Dispatch) {
 	t := h.turn
 	if t == nil {
 		return
@@ -983,7 +1079,7 @@ func (h *Harness) rescanTurn(d *Dispatch) {
 	}
 	indexed := h.indexedSteps()
 	nt := &turnState{promptIndex: t.promptIndex, promptHash: t.promptHash, indexed: indexed, host: -1}
-	h.scanAndHydrate(d.Prompt, nt)
+	h.scanAndHydrate(d.Prompt, nt, h.promptHolds(conv, d))
 	h.turn = nt
 	h.takeTurn(d, nt)
 }
@@ -999,7 +1095,7 @@ func (h *Harness) turnHydration(conv []Message, prompt int) string {
 	return t.text
 }
 
-func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
+func (h *Harness) scanAndHydrate(prompt string, t *turnState, holds func(step int) (heldNode, bool)) {
 	// Step ids are message positions: the nodes at or after the prompt's
 	// own position are this human turn's calls and outputs, which the
 	// prompt cannot be asking about (ranked; exact is the reference).
@@ -1018,6 +1114,13 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 	}
 	used := 0
 	for _, p := range res.Selected {
+		// A node the prompt holds in full already is not sent again; its
+		// share of the cap goes to the next pick.
+		held, isHeld := holds(p.StepID)
+		if isHeld && held.whole {
+			t.inPrompt = append(t.inPrompt, p.StepID)
+			continue
+		}
 		if capTokens > 0 && used >= capTokens {
 			t.dropped = append(t.dropped, p.StepID)
 			continue
@@ -1043,6 +1146,11 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState) {
 				continue
 			}
 			n.Content, n.Tokens, n.Truncated = cutTokens(n.Content, capTokens), capTokens, true
+		}
+		if isHeld && held.content == n.Content {
+			// The same part an earlier turn hydrated, still in the prompt.
+			t.inPrompt = append(t.inPrompt, p.StepID)
+			continue
 		}
 		used += n.Tokens
 		t.hydrated = append(t.hydrated, n)

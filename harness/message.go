@@ -220,6 +220,35 @@ func StripHydration(s string) string {
 	return strings.TrimSpace(out.String())
 }
 
+// HydrationBlocks parses the hydration elements of s (HydrationBlock's
+// form) in order: each one's step id, truncated flag and content. An element
+// without a readable step_id is skipped; text outside the elements is
+// ignored.
+func HydrationBlocks(s string) []HydratedNode {
+	var out []HydratedNode
+	for {
+		i := strings.Index(s, HydrationOpen)
+		if i < 0 {
+			return out
+		}
+		s = s[i:]
+		end := hydrationEnd(s)
+		el := s[:end]
+		s = s[end:]
+		gt := strings.IndexByte(el, '>')
+		if gt < 0 {
+			continue
+		}
+		step, ok := attrInt(el[:gt], "step_id")
+		if !ok {
+			continue
+		}
+		body := strings.TrimPrefix(el[gt+1:], "\n")
+		body = strings.TrimSuffix(body, "\n"+HydrationClose)
+		out = append(out, HydratedNode{StepID: step, Truncated: strings.Contains(el[:gt], ` truncated="true"`), Content: body})
+	}
+}
+
 // hydrationEnd returns the length of the hydration element at the start of s.
 func hydrationEnd(s string) int {
 	gt := strings.IndexByte(s, '>')

@@ -351,6 +351,14 @@ type session struct {
 	// close.
 	wsLog *os.File
 
+	// saveMu serialises the saves of the session's state; saved is the
+	// state last written to statePath (saveState); gone: the session left
+	// memory (dropSession), its state saved for the last time.
+	saveMu  sync.Mutex
+	saved   []byte
+	savedAt time.Time
+	gone    bool
+
 	prevOut  []byte // the previous forwarded body, for the stable prefix
 	prevBody []byte // the previous client body, for the client's cached prefix
 	// prevBlocks are prevBody's block hashes (bodyDigest; nil: none).
@@ -648,8 +656,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ws := st.rec.WorkingSet; ws != nil && ws.Budget > 0 && st.rec.ForwardedTokens > ws.Budget {
 		st.rec.OverBudget = true
-		st.rec.Warnings = append(st.rec.Warnings, fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d (what cannot fold: system prompt and tools %d, pinned messages %d, hot tail %d, hydration %d tokens); raise --context-budget or shorten the pinned messages",
-			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens))
+		msg := fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d (what cannot fold: system prompt and tools %d, pinned messages %d, hot tail %d, hydration %d tokens); raise --context-budget or shorten the pinned messages",
+			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens)
+		if ws.FloorTokens > ws.Budget {
+			// No fold event can meet the budget: say so, and why this
+			// request was (or was not) one.
+			msg += fmt.Sprintf("; no fold event can reach the budget (the least a fold event leaves is about %d tokens): fold events are made only when they pay for themselves (see --payback-requests); raise --context-budget above %d", ws.FloorTokens, ws.FloorTokens)
+		}
+		st.rec.Warnings = append(st.rec.Warnings, msg)
 	}
 	st.rec.Overhead = time.Since(st.start)
 	st.rec.Durable = st.rec.Overhead // unless a fold event's commit still runs (waitDurable)
@@ -900,6 +914,13 @@ func (s *Server) session(st *reqState, id string, gen int) (*session, error) {
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
 	if sess == nil || sess.gen < gen {
+		if sess != nil && s.opts.Shared == nil {
+			// A new generation: the old one's state is never read again.
+			sess.saveMu.Lock()
+			sess.gone = true
+			_ = os.Remove(s.statePath(sess.id, sess.gen))
+			sess.saveMu.Unlock()
+		}
 		var err error
 		if sess, err = s.openSession(id, gen); err != nil {
 			return nil, err
@@ -960,13 +981,24 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 		// set, turn hydration and pending evictions, so the next request is
 		// forwarded as it would have been.
 		path := s.statePath(id, gen)
+		// A save a crash interrupted left its temporary file (saveState;
+		// no save of this session runs now: s.mu is held and every earlier
+		// session object of it is gone).
+		if tmps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), stateTempPattern)); len(tmps) > 0 {
+			for _, f := range tmps {
+				_ = os.Remove(f)
+			}
+		}
 		// Read without blocking and bounded: a FIFO or an outsized file in
 		// its place is reported and the session starts a new working set.
+		// The file stays: it is rewritten after each request (saveState).
 		if data, err := fsutil.ReadFileMax(path, contextfold.MaxFileBytes); err == nil {
 			if err := sess.importState(data); err != nil {
 				s.log.Warn("contextfold proxy: saved session state not used; the session starts a new working set", "session", id, "err", err)
+				_ = os.Remove(path)
+			} else {
+				sess.saved, sess.savedAt = data, time.Now()
 			}
-			_ = os.Remove(path)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("contextfold proxy: saved session state not read; the session starts a new working set", "session", id, "err", err)
 		}
@@ -974,8 +1006,106 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 	return sess, nil
 }
 
-// statePath is where a session's harness state waits while the session is
-// out of memory: beside its store generations, not in the store.
+// saveState writes x's state (exportState) to statePath when it differs
+// from what was last written: after each request, on a background goroutine,
+// so that a proxy killed between two requests (SIGKILL, a crash, the
+// machine's power) starts again with the session's working set, turn
+// hydration, pending evictions and wire state, and its next request is
+// forwarded as it would have been, without a fold event.
+//
+// It writes a temporary file and renames it over the last one, so the file
+// is always a whole state, never a torn one; it does not fsync. Why: the
+// state is derived, not data. The client resends the whole conversation
+// with every request and the store (its cold nodes and recall index) is
+// durable on its own, so a state lost to a power failure (an empty or older
+// file after the rename) costs at most one fold event and one scan, and a
+// file that does not parse is reported and replaced by a new working set.
+// An fsync per request would put a disk flush (milliseconds) on every
+// request of every session for that. Safe for concurrent use: the saves of
+// one session are serialised, each exports the state as it is then.
+func (s *Server) saveState(x *session, changed bool) {
+	x.saveMu.Lock()
+	defer x.saveMu.Unlock()
+	if x.gone {
+		return // dropSession saved it, and it may be back in memory as another object
+	}
+	if !changed && x.saved != nil && time.Since(x.savedAt) < StateSaveEvery {
+		return
+	}
+	data, err := x.exportState()
+	if err == nil && bytes.Equal(data, x.saved) {
+		return
+	}
+	path := s.statePath(x.id, x.gen)
+	if err == nil {
+		err = writeRename(path, data)
+	}
+	if err != nil {
+		s.log.Warn("contextfold proxy: session state not saved; a restart after a crash starts the session with a new working set (one fold event)", "session", x.id, "err", err)
+		return
+	}
+	x.saved, x.savedAt = data, time.Now()
+}
+
+// StateSaveEvery bounds how stale a session's saved state may be when no
+// request changed what it is kept for (saveState): the working set, the
+// human turn's hydration, the wire state. Between those changes only the
+// conversation's length, a dispatch counter and the time of the session's
+// last request move; that time decides whether the provider's cache is
+// idle (harness Config.CacheTTL, 5 minutes by default), and is at most this
+// old after a crash.
+const StateSaveEvery = 30 * time.Second
+
+// stateChanged reports whether dispatch d changed what a session's saved
+// state is kept for: a fold event (or one held back), a new human turn (its
+// scan and hydration), evictions of an earlier response's nodes (the
+// pending evictions), or, with the fixed window, any folded message (the
+// boundary). The later requests of a hydrated turn change nothing kept:
+// their nodes are evicted again when each response ends.
+func stateChanged(d *harness.Dispatch) bool {
+	if w := d.WorkingSet; w != nil {
+		if w.FoldEvent {
+			return true
+		}
+	} else if len(d.Folded) > 0 {
+		return true
+	}
+	return d.FoldHeld || d.NewTurn || len(d.Evicted) > 0
+}
+
+// stateTempPattern names saveState's temporary files (os.CreateTemp).
+const stateTempPattern = ".state-*.tmp"
+
+// writeRename writes data to a temporary file beside path and renames it to
+// path (no fsync: see saveState).
+func writeRename(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, stateTempPattern)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o600)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// statePath is where a session's harness state is kept: beside its store
+// generations, not in the store. It is rewritten after each request that
+// changed it (saveState) and when the session leaves memory.
 func (s *Server) statePath(id string, gen int) string {
 	return filepath.Join(s.opts.Dir, id, SessionStateFilePrefix+strconv.Itoa(gen)+".json")
 }
@@ -1025,6 +1155,10 @@ func (s *Server) dropSession(x *session) {
 		return
 	}
 	if s.opts.Shared == nil {
+		// No save of this session object may follow (a later one would
+		// overwrite the state of the session back in memory).
+		x.saveMu.Lock()
+		defer x.saveMu.Unlock()
 		data, err := x.exportState()
 		if err == nil {
 			path := s.statePath(x.id, x.gen)
@@ -1039,6 +1173,7 @@ func (s *Server) dropSession(x *session) {
 			return
 		}
 	}
+	x.gone = true
 	delete(s.sessions, x.id)
 	s.stats.SessionsDropped++
 	x.logMu.Lock()
@@ -1359,7 +1494,17 @@ func (s *Server) finish(st *reqState) {
 			}
 		}
 		s.releaseSessions(st)
-		if st.ahead != nil {
+		if sess, ahead := st.sess, st.ahead; sess != nil && st.dispatch != nil && s.opts.Shared == nil && s.opts.Dir != "" {
+			// Off the request's path: the session's state saved (a crash
+			// then costs no fold event), then the preparation ahead.
+			changed := stateChanged(st.dispatch)
+			s.background(func() {
+				s.saveState(sess, changed)
+				if ahead != nil {
+					ahead()
+				}
+			})
+		} else if st.ahead != nil {
 			s.background(st.ahead) // off the request's path: the agent is busy with the response
 		}
 		st.rec.Duration = time.Since(st.start)
@@ -1396,7 +1541,7 @@ func (s *Server) finish(st *reqState) {
 			"stream", rec.Stream, "messages", rec.Messages, "client_tokens", rec.ClientTokens,
 			"forwarded_tokens", rec.ForwardedTokens, "folded_tokens", rec.FoldedTokens,
 			"steps_folded", rec.StepsFolded, "steps_collapsed", rec.StepsCollapsed, "hydrated_tokens", rec.HydratedTokens,
-			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused),
+			"hydrated", ints(rec.StepsHydrated), "dropped", ints(rec.StepsDropped), "refused", ints(rec.StepsRefused), "in_prompt", ints(rec.StepsInPrompt),
 			"evicted", ints(rec.Evicted), "evicted_earlier", ints(rec.EvictedEarlier), "overhead", rec.Overhead, "duration", rec.Duration}
 		for _, tc := range rec.Observed.ToolCalls {
 			attrs = append(attrs, "tool_call", tc.Name)

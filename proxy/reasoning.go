@@ -319,11 +319,15 @@ func (r *request) holdsFolds() bool {
 
 // dispatchFor is sess's harness dispatch of req: DispatchHeld when the
 // request holds fold events (holdsFolds), else DispatchRequest.
+//
+// The dispatch is told which earlier turns' hydration the forwarded request
+// keeps (stickyFor): a node one of them holds in full is not hydrated again.
 func dispatchFor(sess *session, req *request, fixed int) (*harness.Dispatch, error) {
-	if req.holdsFolds() {
-		return sess.h.DispatchHeld(req.msgs, fixed)
+	var in []harness.PromptHydration
+	for _, h := range stickyFor(sess, req) {
+		in = append(in, harness.PromptHydration{Host: h.Host, Text: h.Text})
 	}
-	return sess.h.DispatchRequest(req.msgs, fixed)
+	return sess.h.DispatchWith(req.msgs, harness.DispatchOptions{FixedTokens: fixed, Held: req.holdsFolds(), InPrompt: in})
 }
 
 // planWire applies the wire rules to one request of sess after its
@@ -579,6 +583,19 @@ func (r *request) idEdits(p *reasoningPlan) []edit {
 // stickyTokens returns the tokens of sess's earlier turns' hydration, which
 // the forwarded request carries beside the harness's own estimate.
 func stickyTokens(sess *session, req *request, count func(string) int) int {
+	n := 0
+	for _, h := range stickyFor(sess, req) {
+		// As the harness estimates its own hydration: the text encoded
+		// (escaped quotes and line ends) in a block of its own.
+		n += count(h.Text) + strings.Count(h.Text, `"`)/4 + strings.Count(h.Text, "\n")/4 + 10
+	}
+	return n
+}
+
+// stickyFor returns sess's earlier turns' hydrations that req's forwarded
+// form carries (before its dispatch: a fold event of req may still drop
+// some with their hosts).
+func stickyFor(sess *session, req *request) []stickyHydration {
 	w := &sess.wire
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -598,13 +615,7 @@ func stickyTokens(sess *session, req *request, count func(string) int) int {
 			}
 		}
 	}
-	n := 0
-	for _, h := range hyd {
-		// As the harness estimates its own hydration: the text encoded
-		// (escaped quotes and line ends) in a block of its own.
-		n += count(h.Text) + strings.Count(h.Text, `"`)/4 + strings.Count(h.Text, "\n")/4 + 10
-	}
-	return n
+	return hyd
 }
 
 // firstDifference returns the smallest element in exactly one of the sorted

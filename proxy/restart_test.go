@@ -16,7 +16,17 @@ import (
 // invalidates the reasoning after it). Before: the restarted proxy's first
 // request was a new fold event (here 24,121 bytes forwarded instead of the
 // running proxy's 28,483, a different page table).
-func TestRestartKeepsTheWorkingSet(t *testing.T) {
+func TestRestartKeepsTheWorkingSet(t *testing.T) { restartKeepsTheWorkingSet(t, false) }
+
+// TestCrashKeepsTheWorkingSet is TestRestartKeepsTheWorkingSet with the
+// first proxy abandoned instead of closed, as after SIGKILL: Close never
+// runs, so what the next proxy finds is what each request saved after its
+// response (Server.saveState). Before: the state was written only when a
+// session left memory, and the request after the crash was a fold event
+// (a different page table, fewer bytes forwarded).
+func TestCrashKeepsTheWorkingSet(t *testing.T) { restartKeepsTheWorkingSet(t, true) }
+
+func restartKeepsTheWorkingSet(t *testing.T, crash bool) {
 	cfg := harness.Config{ContextBudget: 8000}
 	up := newUpstream(t)
 	start := func(dir string) (*Server, *httptest.Server) {
@@ -56,7 +66,11 @@ func TestRestartKeepsTheWorkingSet(t *testing.T) {
 		got = append(got, send(hs, n))
 	}
 	hs.Close()
-	if err := srv.Close(); err != nil {
+	if crash {
+		// The work after the responses ends (no request is in flight
+		// when a crash between two requests comes); Close never runs.
+		waitBackground(srv)
+	} else if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	srv, hs = start(dir)
@@ -72,4 +86,13 @@ func TestRestartKeepsTheWorkingSet(t *testing.T) {
 				i, sizes[i], restartAt, len(got[i]), len(want[i]))
 		}
 	}
+}
+
+// waitBackground waits until srv runs no work off the requests' paths.
+func waitBackground(srv *Server) {
+	srv.mu.Lock()
+	for srv.bg > 0 {
+		srv.bgIdle.Wait()
+	}
+	srv.mu.Unlock()
 }

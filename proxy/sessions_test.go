@@ -54,9 +54,11 @@ func TestSessionDroppedAndRebuilt(t *testing.T) {
 	if !folded {
 		t.Fatal("no request reached a fold event: the test does not cover the working set")
 	}
-	// The saved state of the session out of memory is beside its store.
-	if m, _ := filepath.Glob(filepath.Join(tp.dir, "*", SessionStateFilePrefix+"*.json")); len(m) != 1 {
-		t.Fatalf("saved states %v, want the one session out of memory", m)
+	// Each session's saved state is beside its store, for its latest
+	// generation only (saved after each request, and when it left memory).
+	waitBackground(tp.srv)
+	if m, _ := filepath.Glob(filepath.Join(tp.dir, "*", SessionStateFilePrefix+"*.json")); len(m) != 2 {
+		t.Fatalf("saved states %v, want one per session", m)
 	}
 
 	// Idle expiry.
@@ -72,8 +74,11 @@ func TestSessionDroppedAndRebuilt(t *testing.T) {
 		t.Fatalf("the idle session's state was not saved: %v", err)
 	}
 	post(t, tp.http.URL+PathOpenAI, conversationN(42), map[string]string{HeaderSession: "idle"})
-	if _, err := os.Stat(tp.srv.statePath("idle", 1)); !os.IsNotExist(err) {
-		t.Fatalf("the saved state is left after the session came back: %v", err)
+	// Back in memory, the session's state stays saved beside its store,
+	// rewritten after each request, for its latest generation only.
+	waitBackground(tp.srv)
+	if m, _ := filepath.Glob(filepath.Join(tp.dir, "idle", SessionStateFilePrefix+"*.json")); len(m) != 1 {
+		t.Fatalf("saved states of the session back in memory: %v, want its latest generation's", m)
 	}
 }
 

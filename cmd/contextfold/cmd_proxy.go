@@ -245,7 +245,7 @@ Point a client at it:
 	f.StringVar(&openaiUp, "openai-upstream", "", "upstream base URL for /v1/chat/completions and /v1/responses (overrides --upstream)")
 	f.IntVar(&cfg.ContextBudget, "context-budget", harness.DefaultContextBudget, "most tokens a forwarded request may take; past it old turns are folded (default suits 200k-window models; -1: the fixed --fold-block window instead)")
 	f.IntVar(&cfg.FoldTarget, "fold-target", harness.DefaultFoldTarget, "percent of the budget a fold event folds down to (large, rare folds keep prompt caches hitting)")
-	f.IntVar(&cfg.PaybackRequests, "payback-requests", harness.DefaultPaybackRequests, "a fold event folds deep enough to pay for itself, at Anthropic's cache prices, within this many requests after it (-1: fold to --fold-target only; docs/proxy.md)")
+	f.IntVar(&cfg.PaybackRequests, "payback-requests", harness.DefaultPaybackRequests, "a fold event folds deep enough to pay for itself, at Anthropic's cache prices, within this many requests after it; when what cannot fold is over --context-budget, a fold event is made only if it pays back within them at the depth it can reach (-1: fold to --fold-target only, and fold every request over the budget; docs/proxy.md)")
 	f.DurationVar(&cfg.CacheTTL, "cache-ttl", harness.DefaultCacheTTL, "how long a provider keeps an idle prompt cache: a request after that long a pause folds once past the middle of --fold-target and the budget, rewriting nothing cached (-1s: never)")
 	f.IntVar(&cfg.PinMessages, "pin-messages", 0, "leading messages never folded (0: through the first user message, the task)")
 	f.StringVar(&matchName, "match", string(match.Ranked), "scan matching mode: exact (the reference's) or ranked (weighted terms, focused hydration)")
