@@ -288,6 +288,11 @@ type Harness struct {
 	// inPrompt: what the request under way carries of earlier hydrations
 	// (DispatchWith).
 	inPrompt []PromptHydration
+	// movedFrom is the first message whose fixed-window fold changed at the
+	// dispatch under way (folded now and not at the last dispatch, or the
+	// reverse), or -1; lastFolded lists the messages folded at the last one.
+	movedFrom  int
+	lastFolded []int
 	// boundary is the fixed window's fold boundary at the last dispatch,
 	// which a held dispatch keeps.
 	boundary int
@@ -529,6 +534,14 @@ func (h *Harness) DispatchWith(conv []Message, o DispatchOptions) (*Dispatch, er
 	return h.dispatch(conv, o.FixedTokens)
 }
 
+// foldedHost reports whether the message at host is among folded (ascending
+// by Index): its record replaces it in the forwarded body, and an earlier
+// hydration it carried goes with it.
+func foldedHost(folded []FoldedMessage, host int) bool {
+	k := sort.Search(len(folded), func(k int) bool { return folded[k].Index >= host })
+	return k < len(folded) && folded[k].Index == host
+}
+
 // heldNode is a node the forwarded prompt already holds (promptHolds).
 type heldNode struct {
 	whole   bool   // all of it: the scan skips it unhydrated
@@ -551,6 +564,12 @@ func (h *Harness) promptHolds(conv []Message, d *Dispatch) func(step int) (heldN
 		}
 		if ws != nil && (ws.folded.has(ph.Host) || ws.removed.has(ph.Host)) {
 			continue
+		}
+		if foldedHost(d.Folded, ph.Host) {
+			continue // the fixed window folded its host: the text went with it
+		}
+		if ws == nil && h.movedFrom >= 0 && ph.Host >= h.movedFrom {
+			continue // the fixed window's change rewrites the prefix from there
 		}
 		if w := d.WorkingSet; w != nil && w.FoldEvent && w.FirstChanged >= 0 && ph.Host >= w.FirstChanged {
 			continue
@@ -734,9 +753,34 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 		d.Folded = append(d.Folded, FoldedMessage{Index: c.i, Step: st.step, Text: st.text, Tokens: c.tokens})
 	}
 
+	// Where the fixed window's folded messages changed since the last
+	// dispatch: the proxy drops an earlier hydration hosted there or later
+	// with the rest of the changed prefix (promptHolds).
+	folded := make([]int, len(d.Folded))
+	for k, f := range d.Folded {
+		folded[k] = f.Index
+	}
+	h.movedFrom, h.lastFolded = firstChange(h.lastFolded, folded), folded
 	h.hydrate(conv, d)
 	h.account(conv, d)
 	return d, nil
+}
+
+// firstChange returns the smallest index in exactly one of the ascending
+// lists a and b, or -1 when they are equal.
+func firstChange(a, b []int) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return min(a[i], b[i])
+		}
+	}
+	switch {
+	case len(a) > len(b):
+		return a[len(b)]
+	case len(b) > len(a):
+		return b[len(a)]
+	}
+	return -1
 }
 
 // Project derives the folded-step record of message m from its recall-index

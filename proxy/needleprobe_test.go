@@ -477,11 +477,12 @@ func TestWireNeedleProbes(t *testing.T) {
 			}
 		}
 		fmt.Fprintf(&b, "| %s | all | %s |\n", f.name, byFormat[f.name])
-		if x := byFormat[f.name]; x.probes > 0 && 100*x.hits < 95*x.probes {
-			t.Errorf("%s: %d of %d answer lines hydrated, under 95 %%", f.name, x.hits, x.probes)
-		}
-		if x := byClass[f.name]["quoted"]; x != nil && x.hits < x.probes {
-			t.Errorf("%s: quoted strings %d of %d", f.name, x.hits, x.probes)
+		// Every probe quotes a token held by at most three turns: each
+		// class of needle is owed 100 %, whatever its punctuation.
+		for _, c := range matcheval.NeedleClasses {
+			if x := byClass[f.name][c.Name]; x != nil && x.hits < x.probes {
+				t.Errorf("%s: %s needles %d of %d reached the model", f.name, c.Name, x.hits, x.probes)
+			}
 		}
 	}
 	t.Log(b.String())
