@@ -209,12 +209,19 @@ func TestQwenCodeReasoningThroughProxy(t *testing.T) {
 		if r.Status != 200 {
 			t.Errorf("request %d: status %d", i, r.Status)
 		}
-		if r.OverBudget {
-			over++
+		if !r.OverBudget {
+			continue
 		}
+		// Over the budget is right only when what cannot fold is over it
+		// too (the fold rule then folds only when the event pays).
+		if ws := r.WorkingSet; ws != nil && ws.FloorTokens > qwenLifecycleBudget {
+			t.Logf("request %d: over the budget with a floor of %d tokens (fold skipped: %v)", i, ws.FloorTokens, ws.FoldSkipped)
+			continue
+		}
+		over++
 	}
 	if over > 0 {
-		t.Errorf("%d requests went out over the context budget of %d tokens (what cannot fold is larger: raise the test's budget)", over, qwenLifecycleBudget)
+		t.Errorf("%d requests went out over the context budget of %d tokens with what cannot fold under it", over, qwenLifecycleBudget)
 	}
 	if folds, maxClient, maxFwd := logFolds(t, px); folds == 0 || maxFwd >= maxClient {
 		t.Errorf("the proxy did not fold: %d fold events, client max %d tokens, forwarded max %d", folds, maxClient, maxFwd)
