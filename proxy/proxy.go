@@ -1431,6 +1431,16 @@ func (s *Server) discardSession(x *session) {
 	if s.sessions[x.id] != x {
 		return
 	}
+	// Its saved state goes too, and no later save writes it: the state in
+	// memory names the failed fold event's nodes, and a save of an earlier
+	// request may have exported it already. The retry starts a new working
+	// set over the store as it is (one fold event, which it makes anyway).
+	if s.opts.Shared == nil {
+		x.saveMu.Lock()
+		x.gone = true
+		_ = os.Remove(s.statePath(x.id, x.gen))
+		x.saveMu.Unlock()
+	}
 	delete(s.sessions, x.id)
 	s.stats.Sessions = len(s.sessions)
 	x.logMu.Lock()
