@@ -60,6 +60,10 @@ import (
 //     and value vetting, as a command-line option with its value after a
 //     blank (--token VALUE, --password 'VALUE') and as an XML element
 //     (<password>VALUE</password>, Maven's settings.xml).
+//   - contextfold-spaced-secret: a compound secret name (client_secret,
+//     clientSecret, API-KEY) and its value after a blank, no operator; the
+//     value must have 12+ characters mixing letters and digits and not be
+//     a snake_case identifier.
 //   - contextfold-cookie: the pairs of a Cookie header and the value of a
 //     Set-Cookie header (session cookies are credentials).
 //   - contextfold-netrc-password: "password VALUE" in a .netrc entry
@@ -150,6 +154,19 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^--([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'\\;&|` + "`" + `]+))`),
 		maxLen: 1024,
 		secret: flagSecret,
+	},
+	{
+		id:      "contextfold-spaced-secret",
+		anchors: spacedSecretAnchors,
+		begin:   spacedNameStart,
+		// A compound secret name and its value after a blank, with no
+		// operator: "client_secret VALUE", "api_key VALUE" (a key file, a
+		// CLI's "KEY VALUE" listing), "| client_secret | VALUE |" (a
+		// Markdown table). 1: name, 2: value (a bare run ending at a
+		// blank, a quote, or a separator).
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:[ \t]*\|)?[ \t]+([^\s"'\\;&|,(){}<>\[\]` + "`" + `]+)`),
+		maxLen: 1024,
+		secret: spacedSecret,
 	},
 	{
 		id:      "contextfold-xml-secret",
@@ -580,6 +597,93 @@ func isSecretWord(c string) bool {
 		}
 	}
 	return false
+}
+
+// spacedSecretAnchors are the endings of a secret name followed by a blank
+// (contextfold-spaced-secret): the rule's candidates are found where a
+// name of that kind ends, never at every blank.
+var spacedSecretAnchors = []string{
+	"ecret ", "ecret\t", "ECRET ", "ECRET\t",
+	"oken ", "oken\t", "OKEN ", "OKEN\t",
+	"ey ", "ey\t", "EY ", "EY\t",
+	"assword ", "assword\t", "ASSWORD ", "ASSWORD\t",
+	"asswd ", "ASSWD ", "assphrase ", "ASSPHRASE ",
+}
+
+// spacedNameStart accepts an anchor of contextfold-spaced-secret that ends
+// a compound secret name (two components or more: client_secret,
+// API-KEY, db.password, clientSecret) starting a word; the name is
+// returned as the candidate's start, -1 when there is none. A single word
+// ("password", "token", "key") is not enough without an operator: prose
+// says "the token abc123".
+func spacedNameStart(text string, p int) int {
+	j := p
+	for j < len(text) && text[j] != ' ' && text[j] != '\t' {
+		j++
+	}
+	b := j
+	for b > 0 && j-b < 128 && (isWordByte(text[b-1]) || text[b-1] == '.' || text[b-1] == '-') {
+		b--
+	}
+	b = skipEscapeLetters(text, b, j)
+	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
+		b++
+	}
+	if b == j || wordStart(text, b) < 0 {
+		return -1
+	}
+	if b > 0 && (text[b-1] == '-' || text[b-1] == '$') {
+		return -1 // an option (contextfold-flag-secret's) or a variable's expansion
+	}
+	name := text[b:j]
+	if !compoundName(name) || !maybeSecretName(name) && !isSecretWord(strings.ToUpper(name)) {
+		return -1
+	}
+	return b
+}
+
+// compoundName reports whether name has two components or more: joined by
+// '_', '-' or '.', or a lower-case letter followed by an upper-case one.
+func compoundName(name string) bool {
+	for i := 1; i < len(name)-1; i++ {
+		c := name[i]
+		if c == '_' || c == '-' || c == '.' {
+			return true
+		}
+		if c >= 'A' && c <= 'Z' && name[i-1] >= 'a' && name[i-1] <= 'z' {
+			return true
+		}
+	}
+	return false
+}
+
+// spacedSecret vets a NAME VALUE candidate: the value must look like a
+// credential, not a word of prose or code: 12+ characters mixing letters
+// and digits, not an identifier in snake_case (a variable's name), and the
+// name and value must pass as NAME=VALUE would (acceptEnvSecret).
+func spacedSecret(c string, m []int) (int, int, bool) {
+	name, v := c[m[2]:m[3]], c[m[4]:m[5]]
+	if len(v) < 12 || !hasLetterAndDigit(v) || snakeIdentifier(v) {
+		return 0, 0, false
+	}
+	return m[4], m[5], acceptEnvSecret(name, v)
+}
+
+// snakeIdentifier reports whether v is a lower-case identifier holding '_'
+// (my_api_key_2): a name in code, not a credential.
+func snakeIdentifier(v string) bool {
+	under := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '_':
+			under = true
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		default:
+			return false
+		}
+	}
+	return under
 }
 
 // flagStart accepts "--" that starts a word and names a possible secret:

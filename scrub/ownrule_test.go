@@ -80,6 +80,9 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-pgpass", pre: "*:*:*:*:", secret: punct},
 		{rule: "contextfold-pgpass", pre: "/var/run/postgresql:5432:app:appuser:", secret: pw},
 		{rule: "contextfold-pgpass", pre: "/tmp:*:*:postgres:", secret: punct},
+		{rule: "contextfold-spaced-secret", pre: "client_secret ", secret: pw},
+		{rule: "contextfold-spaced-secret", pre: "| api_key | ", secret: pw, post: " |"},
+		{rule: "contextfold-spaced-secret", pre: "clientSecret\t", secret: pw + "x1"},
 		{rule: "contextfold-private-key-block", pre: "", secret: "-----BEGIN RSA PRIVATE" + " KEY-----\n" + key + "\n-----END RSA PRIVATE" + " KEY-----", needle: key},
 		// A block's end, its BEGIN line in the message before.
 		{rule: "contextfold-private-key-block", pre: "", secret: key + key + "\n" + key + "==\n-----END RSA PRIVATE" + " KEY-----", needle: key},
@@ -117,6 +120,11 @@ var ownLookAlikes = []string{
 	"Authorization: Bearer abc",
 	"a--token counter",
 	"--token-file ./token.txt",
+	"the api_key parameter is required",
+	"api_key my_api_key_22",
+	"The access_token expires in 3600 seconds",
+	"they key1234567890abc",
+	"client_secret ${CLIENT_SECRET}",
 }
 
 // TestOwnRulesEveryNeighbour crosses a sample of every one of our own
