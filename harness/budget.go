@@ -828,6 +828,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		need -= save
 	}
 	if len(toFold) > 0 {
+		h.learnIndexedSecrets(conv, entries, d)
 		// h.foldBatch: the ranked scan takes these nodes' text from the
 		// fold, not from disk, and no fold result is kept.
 		if err := h.foldBatch(toFold, d); err != nil {

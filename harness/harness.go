@@ -306,6 +306,9 @@ type Harness struct {
 	turn     *turnState     // the hydration of the current human prompt
 	pending  map[int]uint64 // hydrated and not yet evicted → the dispatch (seq) that last hydrated it
 	seq      uint64         // dispatches so far
+	// learned: the secrets of the messages the store held before this
+	// harness's first fold were shown to it (learnIndexedSecrets).
+	learned bool
 	records  map[int]cachedStep
 	nodeOK   map[int]bool // step → its cold node verified (budget mode)
 	ws       *workset
@@ -708,6 +711,7 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
 		cands = append(cands, cand{i, payload, ntok})
 	}
 	if len(toFold) > 0 {
+		h.learnIndexedSecrets(conv, entries, d)
 		// h.foldBatch: the ranked scan takes these nodes' text from the
 		// fold, not from disk, and no fold result is kept.
 		if err := h.foldBatch(toFold, d); err != nil {
@@ -1385,4 +1389,37 @@ func cutTokens(s string, n int) string {
 		k++
 	}
 	return s
+}
+
+// learnIndexedSecrets shows the store, before this harness's first fold,
+// the secrets that the context of the conversation's messages it already
+// indexes reveals (contextfold.Store.LearnSecrets), so that a value an
+// earlier process folded with its context (API_KEY=… in a tool output) is
+// redacted where a message folded now shows it bare. A store's session
+// secrets live in memory only (they are never written to disk), so
+// without it a proxy restarted between two fold events, or a harness
+// opened over a store another process filled, would fold such a value as
+// it stands. The messages are the client's, resent whole with every
+// request; a store holding none of them costs nothing. A failure is a
+// warning on d: the fold still scrubs each turn with its own context.
+func (h *Harness) learnIndexedSecrets(conv []Message, entries map[int]*contextfold.Entry, d *Dispatch) {
+	if h.learned {
+		return
+	}
+	h.learned = true
+	var turns []contextfold.Turn
+	for i := range conv {
+		if entries[i] == nil {
+			continue
+		}
+		if payload, ok := conv[i].payload(); ok {
+			turns = append(turns, contextfold.Turn{StepID: i, RawContent: payload, SessionID: h.cfg.SessionID})
+		}
+	}
+	if len(turns) == 0 {
+		return
+	}
+	if err := h.store.LearnSecrets(turns); err != nil {
+		d.Warnings = append(d.Warnings, "the secrets of the messages folded before were not learned: "+err.Error())
+	}
 }

@@ -81,3 +81,61 @@ func TestFoldEventsShareSecretsThroughProxy(t *testing.T) {
 		t.Fatalf("after a restart these files hold the value: %v", got)
 	}
 }
+
+// TestRestartBetweenFoldEventsSharesSecrets: the proxy stops between the
+// fold event that folded a value's context (CLOUDFLARE_API_KEY=… in a
+// tool output) and the one that folds an assistant text repeating the
+// value bare. The store's session secrets live in memory only, so the
+// restarted proxy learns them again from the messages its store already
+// holds, which the client resends; before, the bare value reached the
+// second fold event's cold node as it stood.
+func TestRestartBetweenFoldEventsSharesSecrets(t *testing.T) {
+	v := "Jm4t" + "Rw9cKx2vPq7sNb3h"
+	pad := strings.Repeat("The deployment pipeline reads its settings from the environment. ", 4)
+	base := []map[string]any{
+		{"role": "user", "content": "set up the deploy"},
+		{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"env"}`}}}},
+		{"role": "tool", "tool_call_id": "c1", "content": "HOME=/root\nCLOUDFLARE_API_KEY=" + v + "\nPATH=/usr/bin\n" + pad},
+		{"role": "user", "content": "go on"},
+	}
+	second := append(append([]map[string]any{}, base...),
+		map[string]any{"role": "assistant", "content": pad + "I checked that " + v + " is the one in use. " + pad},
+		map[string]any{"role": "user", "content": "thanks"})
+	body := func(msgs []map[string]any) []byte {
+		b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	up := newUpstream(t)
+	tp := newProxy(t, up, foldAll)
+	if resp, b := post(t, tp.http.URL+PathOpenAI, body(base), nil); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	if r := tp.record(t, 1); r.StepsFolded == 0 {
+		t.Fatal("the first request folded nothing: the test does not cover a restart between fold events")
+	}
+	tp.srv.Close()
+	tp2 := newProxyWith(t, up, func(o *Options) { o.Dir = tp.dir; o.Harness = foldAll })
+	if resp, b := post(t, tp2.http.URL+PathOpenAI, body(second), nil); resp.StatusCode != 200 {
+		t.Fatalf("after the restart: status %d: %s", resp.StatusCode, b)
+	}
+	if r := tp2.record(t, 1); r.StepsFolded == 0 || r.Generation != 1 {
+		t.Fatalf("after the restart: %d steps folded, generation %d; want a fold event in the same store", r.StepsFolded, r.Generation)
+	}
+	tp2.srv.Close()
+	var found []string
+	filepath.WalkDir(tp.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
+			found = append(found, strings.TrimPrefix(p, tp.dir))
+		}
+		return nil
+	})
+	if len(found) > 0 {
+		t.Fatalf("after a restart between fold events these files hold the value: %v", found)
+	}
+}
