@@ -309,10 +309,10 @@ type Harness struct {
 	// learned: the secrets of the messages the store held before this
 	// harness's first fold were shown to it (learnIndexedSecrets).
 	learned bool
-	records  map[int]cachedStep
-	nodeOK   map[int]bool // step → its cold node verified (budget mode)
-	ws       *workset
-	keyOK    []uint64 // by step: Message.Key last verified against the store (0: none)
+	records map[int]cachedStep
+	nodeOK  map[int]bool // step → its cold node verified (budget mode)
+	ws      *workset
+	keyOK   []uint64 // by step: Message.Key last verified against the store (0: none)
 	// entries caches the recall index by step for entriesVer; entryList
 	// holds the same entries in ascending step order.
 	entries    map[int]*contextfold.Entry
