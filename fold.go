@@ -188,6 +188,11 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// Their temporary files are spares made ahead when there are
 	// (FillSpares): no file is created on the fold's path.
 	nodes := fsutil.FileBatch{Spares: s.spares, LastSpares: s.rootSpares}
+	if deferred {
+		// The files no spare is left for are created by the deferred
+		// commit, off the caller's path (deferCreateBytes).
+		nodes.DeferCreates = deferCreateBytes
+	}
 	defer func() {
 		if !handedOff {
 			nodes.Abort() // an error's temporary files
@@ -325,6 +330,18 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	handedOff = true
 	return s.deferCommit(c, &nodes, ix, l), nil
 }
+
+// deferCreateBytes bounds the bytes of cold nodes (and of the rewritten
+// index) a deferred fold (FoldBatchEachDeferred) holds in memory when it
+// finds no spare file to write them into (FillSpares made too few, or
+// none yet): their temporary files are created and written by the
+// deferred commit, before its syncs, so that the inode allocations (a
+// millisecond or more each on a busy ext4) overlap the caller's other work
+// (the proxy's upstream call) instead of delaying the fold's return. Until
+// the commit writes them they exist only in memory: a crash leaves nothing
+// of them, and a read of such a node meanwhile is served those bytes
+// (nodeBytes). Past the bound the files are created on the fold's path.
+const deferCreateBytes = 16 << 20
 
 // writeNode writes a new cold node: to a temporary file of the batch
 // being folded (s.nodes: named and made durable by commitNodes, before the
