@@ -300,7 +300,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		}
 		// The pretty encoding is streamed to the file (a large
 		// node is never held whole in memory besides its document).
-		if err := s.writeNode(t.StepID, path, n.Doc); err != nil {
+		if err := s.writeNode(t.StepID, path, n.Doc, pn.pretty); err != nil {
 			s.ix = nil
 			return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
@@ -346,21 +346,28 @@ const deferCreateBytes = 16 << 20
 // writeNode writes a new cold node: to a temporary file of the batch
 // being folded (s.nodes: named and made durable by commitNodes, before the
 // index commit), durably to its file outside a batch (directory store), or
-// into the open write transaction (backend).
-func (s *Store) writeNode(step int, path string, doc map[string]any) error {
+// into the open write transaction (backend). pretty, when not nil, is the
+// document's encoding, rendered ahead (prepareNode): written as it is.
+func (s *Store) writeNode(step int, path string, doc map[string]any, pretty []byte) error {
 	if s.be == nil {
 		write := func(w io.Writer) error { return canonjson.WritePretty(w, doc) }
+		if pretty != nil {
+			write = func(w io.Writer) error { _, err := w.Write(pretty); return err }
+		}
 		if s.nodes != nil {
 			return s.nodes.Add(path, 0o644, write)
 		}
 		return fsutil.WriteFileAtomicFunc(path, 0o644, write)
 	}
-	var b bytes.Buffer
-	if err := canonjson.WritePretty(&b, doc); err != nil {
-		return err
+	if pretty == nil {
+		var b bytes.Buffer
+		if err := canonjson.WritePretty(&b, doc); err != nil {
+			return err
+		}
+		pretty = b.Bytes()
 	}
 	s.txWrites = true
-	return s.tx.WriteNode(step, b.Bytes())
+	return s.tx.WriteNode(step, pretty)
 }
 
 // commitNodes makes the cold nodes written since the last commit durable
