@@ -188,6 +188,11 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// Their temporary files are spares made ahead when there are
 	// (FillSpares): no file is created on the fold's path.
 	nodes := fsutil.FileBatch{Spares: s.spares, LastSpares: s.rootSpares}
+	if deferred {
+		// The files no spare is left for are created by the deferred
+		// commit, off the caller's path (deferCreateBytes).
+		nodes.DeferCreates = deferCreateBytes
+	}
 	defer func() {
 		if !handedOff {
 			nodes.Abort() // an error's temporary files
@@ -295,7 +300,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		}
 		// The pretty encoding is streamed to the file (a large
 		// node is never held whole in memory besides its document).
-		if err := s.writeNode(t.StepID, path, n.Doc); err != nil {
+		if err := s.writeNode(t.StepID, path, n.Doc, pn.pretty); err != nil {
 			s.ix = nil
 			return nil, s.storeErr(path, err, "free disk space or fix the permissions of the store directory, then fold again")
 		}
@@ -326,24 +331,43 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	return s.deferCommit(c, &nodes, ix, l), nil
 }
 
+// deferCreateBytes bounds the bytes of cold nodes (and of the rewritten
+// index) a deferred fold (FoldBatchEachDeferred) holds in memory when it
+// finds no spare file to write them into (FillSpares made too few, or
+// none yet): their temporary files are created and written by the
+// deferred commit, before its syncs, so that the inode allocations (a
+// millisecond or more each on a busy ext4) overlap the caller's other work
+// (the proxy's upstream call) instead of delaying the fold's return. Until
+// the commit writes them they exist only in memory: a crash leaves nothing
+// of them, and a read of such a node meanwhile is served those bytes
+// (nodeBytes). Past the bound the files are created on the fold's path.
+const deferCreateBytes = 16 << 20
+
 // writeNode writes a new cold node: to a temporary file of the batch
 // being folded (s.nodes: named and made durable by commitNodes, before the
 // index commit), durably to its file outside a batch (directory store), or
-// into the open write transaction (backend).
-func (s *Store) writeNode(step int, path string, doc map[string]any) error {
+// into the open write transaction (backend). pretty, when not nil, is the
+// document's encoding, rendered ahead (prepareNode): written as it is.
+func (s *Store) writeNode(step int, path string, doc map[string]any, pretty []byte) error {
 	if s.be == nil {
 		write := func(w io.Writer) error { return canonjson.WritePretty(w, doc) }
+		if pretty != nil {
+			write = func(w io.Writer) error { _, err := w.Write(pretty); return err }
+		}
 		if s.nodes != nil {
 			return s.nodes.Add(path, 0o644, write)
 		}
 		return fsutil.WriteFileAtomicFunc(path, 0o644, write)
 	}
-	var b bytes.Buffer
-	if err := canonjson.WritePretty(&b, doc); err != nil {
-		return err
+	if pretty == nil {
+		var b bytes.Buffer
+		if err := canonjson.WritePretty(&b, doc); err != nil {
+			return err
+		}
+		pretty = b.Bytes()
 	}
 	s.txWrites = true
-	return s.tx.WriteNode(step, b.Bytes())
+	return s.tx.WriteNode(step, pretty)
 }
 
 // commitNodes makes the cold nodes written since the last commit durable

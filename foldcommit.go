@@ -183,7 +183,7 @@ func (s *Store) deferCommit(c *groupCommit, nodes *fsutil.FileBatch, ix *index, 
 	ver := s.indexVersionLocked(ix)
 	s.pending = fc
 	s.pendingMu.Lock()
-	s.pendingTmp = nodes.Temporaries()
+	s.pendingTmp, s.pendingBuf = nodes.Temporaries(), nodes.Buffered()
 	s.pendingMu.Unlock()
 	go func() {
 		err := c.durable()
@@ -196,7 +196,7 @@ func (s *Store) deferCommit(c *groupCommit, nodes *fsutil.FileBatch, ix *index, 
 		}
 		s.pending = nil
 		s.pendingMu.Lock()
-		s.pendingTmp = nil
+		s.pendingTmp, s.pendingBuf = nil, nil
 		s.pendingMu.Unlock()
 		fc.err, fc.durable = err, time.Now()
 		s.mu.Unlock()
@@ -232,11 +232,13 @@ func (s *Store) waitPending() {
 }
 
 // pendingTemp returns the temporary file holding the node at path while a
-// deferred commit runs (deferCommit), or "".
-func (s *Store) pendingTemp(path string) string {
+// deferred commit runs (deferCommit), or "", and the node's bytes when the
+// commit creates its file (held in memory until then: deferCreateBytes),
+// or nil. The bytes are shared: not to be modified.
+func (s *Store) pendingTemp(path string) (string, []byte) {
 	s.pendingMu.Lock()
 	defer s.pendingMu.Unlock()
-	return s.pendingTmp[path]
+	return s.pendingTmp[path], s.pendingBuf[path]
 }
 
 // WaitDurable waits until the fold batch this Store left committing

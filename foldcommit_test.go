@@ -52,11 +52,15 @@ func holdCommit(t *testing.T, point string) (reached <-chan struct{}, release fu
 // changed fails the SHA-256 check, as a tampered file does), while another
 // reader of the directory sees none of it; a writer of this Store waits
 // for the commit; once it is done the nodes are named, and the store
-// validates clean with both batches.
+// validates clean with both batches. The batch's nodes are written into
+// spare files (FillSpares) on the fold's path.
 func TestFoldDeferredServesPendingNodes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
 	s := openDeferred(t, dir)
 	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FillSpares(6, nil); err != nil {
 		t.Fatal(err)
 	}
 	reached, release := holdCommit(t, fsutil.BatchSynced)
@@ -69,7 +73,68 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the deferred commit never reached its fsyncs' end")
 	}
-	for step := 2; step < 8; step++ {
+	servesPending(t, s, 2, 8)
+	// Verified like any read: a changed byte in a pending node is refused.
+	var tmp string
+	var orig []byte
+	spares, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, fsutil.SparePrefix+"*"))
+	for _, f := range spares {
+		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(`"step_id": 3,`)) {
+			tmp, orig = f, data
+		}
+	}
+	if tmp == "" {
+		t.Fatalf("no spare holds step 3: %v", spares)
+	}
+	i := bytes.Index(orig, []byte("FAIL"))
+	bad := bytes.Clone(orig)
+	bad[i] = 'X'
+	if err := os.WriteFile(tmp, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ic *contextfold.IntegrityCheckError
+	if _, err := s.Hydrate(3); !errors.As(err, &ic) {
+		t.Errorf("a changed pending node hydrated: %v", err)
+	}
+	if err := os.WriteFile(tmp, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pendingThenClean(t, s, dir, c, release)
+}
+
+// TestFoldDeferredServesHeldNodes is TestFoldDeferredServesPendingNodes
+// without spare files: the deferred fold holds its nodes in memory and the
+// commit creates their files. Stopped at its first file's write, no node
+// and no temporary file of the batch is on disk, and this Store hydrates
+// every node of the batch from memory, verified; the rest as there.
+func TestFoldDeferredServesHeldNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	reached, release := holdCommit(t, fsutil.BatchFirstWritten)
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 6), func(int, *contextfold.FoldResult) {})
+	if err != nil || c == nil {
+		t.Fatalf("deferred fold: %v, commit %v", err, c)
+	}
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the deferred commit never wrote its first file")
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, ".*")); len(tmps) != 1 {
+		t.Fatalf("at the commit's first write: temporary files %v, want the first only", tmps)
+	}
+	servesPending(t, s, 2, 8)
+	pendingThenClean(t, s, dir, c, release)
+}
+
+// servesPending checks that s hydrates steps [from, to) of deferGen while
+// their commit runs, none of them named yet.
+func servesPending(t *testing.T, s *contextfold.Store, from, to int) {
+	t.Helper()
+	for step := from; step < to; step++ {
 		if _, err := os.Stat(s.NodePath(step)); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("step %d is named before its commit: %v", step, err)
 		}
@@ -81,28 +146,14 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 			t.Fatalf("step %d while its commit runs: %q, want %q", step, h.RawContent, want)
 		}
 	}
-	// Verified like any read: a changed byte in a pending node is refused.
-	tmps, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, ".step_000003.json*"))
-	if len(tmps) != 1 {
-		t.Fatalf("temporary files of step 3: %v", tmps)
-	}
-	orig, err := os.ReadFile(tmps[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := bytes.Index(orig, []byte("FAIL"))
-	bad := bytes.Clone(orig)
-	bad[i] = 'X'
-	if err := os.WriteFile(tmps[0], bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var ic *contextfold.IntegrityCheckError
-	if _, err := s.Hydrate(3); !errors.As(err, &ic) {
-		t.Errorf("a changed pending node hydrated: %v", err)
-	}
-	if err := os.WriteFile(tmps[0], orig, 0o644); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// pendingThenClean checks, while commit c of steps 2 to 7 is held (release
+// lets it go on), that another reader sees the 2 steps committed before,
+// that a writer of s waits for c, and that after c the store validates
+// clean with both batches and a third.
+func pendingThenClean(t *testing.T, s *contextfold.Store, dir string, c *contextfold.FoldCommit, release func()) {
+	t.Helper()
 	// Another reader sees the index as it was.
 	if es, err := openDeferred(t, dir).Entries(); err != nil || len(es) != 2 {
 		t.Errorf("another reader sees %d entries while the commit runs (%v), want the 2 committed", len(es), err)

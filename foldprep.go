@@ -1,10 +1,12 @@
 package contextfold
 
 import (
+	"bytes"
 	"runtime"
 	"slices"
 	"sync"
 
+	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/schema"
 	"github.com/contextfold/contextfold/scrub"
 	"github.com/contextfold/contextfold/tokens"
@@ -19,7 +21,18 @@ type preparedNode struct {
 	redactions int
 	err        error // building the node failed
 	schemaErr  error // the node does not follow the cold-node schema
+	// pretty is the node's file content (canonjson.WritePretty of its
+	// document), rendered by the preparing worker for a node whose
+	// payload is at most prettyAheadMax bytes (nil: rendered as it is
+	// written, streamed).
+	pretty []byte
 }
+
+// prettyAheadMax bounds the payload of a cold node whose file content
+// prepareNode renders (in parallel, on the fold's preparing workers)
+// rather than the fold's own goroutine as it writes it: a larger node is
+// streamed to its file, never held whole in memory besides its document.
+const prettyAheadMax = 256 << 10
 
 // prepareNode scrubs t and builds its cold node, taking what ahead holds
 // when it was prepared (Store.Prepare) from this very turn under the same
@@ -41,6 +54,12 @@ func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now s
 		// written (the document itself: re-parsing its encoding would cost
 		// several times the payload's size in memory).
 		p.schemaErr = schema.ValidateValue(schema.ColdNode, p.n.Doc)
+	}
+	if p.err == nil && p.schemaErr == nil && len(p.t.RawContent) <= prettyAheadMax {
+		var b bytes.Buffer
+		if canonjson.WritePretty(&b, p.n.Doc) == nil {
+			p.pretty = b.Bytes()
+		}
 	}
 	return p
 }

@@ -100,13 +100,19 @@ func (s *Store) storeErr(path string, err error, remedy string) error {
 // While a deferred commit names the nodes of a fold batch
 // (FoldBatchEachDeferred), a node not named yet is read from its temporary
 // file, whole since its write; renamed meanwhile, from its name again.
+// A node whose file the commit creates (deferCreateBytes) is read from the
+// bytes the commit writes, held in memory until the commit ends.
 func (s *Store) nodeBytes(step int, path string) ([]byte, error) {
 	if s.be != nil {
 		return s.be.ReadNode(step)
 	}
 	data, err := fsutil.ReadFileMax(path, MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		if tmp := s.pendingTemp(path); tmp != "" {
+		tmp, held := s.pendingTemp(path)
+		if held != nil {
+			return bytes.Clone(held), nil
+		}
+		if tmp != "" {
 			if data, err = fsutil.ReadFileMax(tmp, MaxFileBytes); errors.Is(err, fs.ErrNotExist) {
 				data, err = fsutil.ReadFileMax(path, MaxFileBytes)
 			}

@@ -129,11 +129,14 @@ type Store struct {
 	// (FoldBatchEachDeferred, deferCommit), nil when none; verAlias the
 	// version kept for the index it made durable (IndexVersion). Both
 	// guarded by mu. pendingTmp maps the running batch's node paths to
-	// the temporary files holding them (nodeBytes), under pendingMu.
+	// the temporary files holding them, pendingBuf to the bytes of those
+	// whose file the commit creates (deferCreateBytes), both read by
+	// nodeBytes, under pendingMu.
 	pending    *FoldCommit
 	verAlias   versionAlias
 	pendingMu  sync.Mutex
 	pendingTmp map[string]string
+	pendingBuf map[string][]byte
 	sinceFill  atomic.Int64
 	lastFold   atomic.Int64
 	coldSeen   atomic.Bool

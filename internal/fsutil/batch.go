@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -104,16 +105,31 @@ type FileBatch struct {
 	// (AddLast) when that file is in its directory, as Spares does for
 	// the others.
 	LastSpares *SpareFiles
+	// DeferCreates, when positive, is the bytes a batch may hold in
+	// memory: a file Add or AddLast finds no spare for is rendered into
+	// memory, and its temporary file created and written by Commit,
+	// before any sync, while the files so held stay within these bytes
+	// (past them a file is created at once, as without it). Creating a
+	// file allocates an inode, kernel CPU time that a caller overlapping
+	// Commit with other work (a deferred fold commit: with the upstream
+	// call) takes off its path this way. Until Commit writes it such a
+	// file exists nowhere on disk (a crash leaves nothing of it); Buffered
+	// returns its bytes for a reader. A write error of its content (the
+	// disk full) is then Commit's.
+	DeferCreates int
 
 	pending  []batchFile // written, not renamed yet (the last file excluded)
 	last     *batchFile  // the last file (AddLast), written, not renamed yet
 	unsynced []*os.File  // pending files still open: written, not synced
 	first    bool        // BatchFirstWritten was passed for this group
+	held     int         // bytes of the files held in memory (DeferCreates)
 }
 
 type batchFile struct {
 	tmp, path string
-	f         *os.File // open until synced, then nil
+	f         *os.File    // open until synced, then nil
+	buf       []byte      // held in memory, not created yet (DeferCreates); tmp is "" until created
+	perm      os.FileMode // the file's permissions, for one held in memory
 }
 
 // Len returns the number of files written and not committed yet, the last
@@ -134,7 +150,27 @@ func (b *FileBatch) Len() int {
 func (b *FileBatch) Temporaries() map[string]string {
 	m := make(map[string]string, len(b.pending))
 	for _, p := range b.pending {
-		m[p.path] = p.tmp
+		if p.tmp != "" {
+			m[p.path] = p.tmp
+		}
+	}
+	return m
+}
+
+// Buffered returns, for each file added and held in memory, not created
+// yet (DeferCreates; the last file excluded), its target path and its
+// whole content: a reader that finds no file at a target while the batch
+// commits reads these bytes (the same bytes Commit writes). The map is the
+// caller's; the byte slices are shared and must not be modified.
+func (b *FileBatch) Buffered() map[string][]byte {
+	var m map[string][]byte
+	for _, p := range b.pending {
+		if p.tmp == "" && p.buf != nil {
+			if m == nil {
+				m = make(map[string][]byte)
+			}
+			m[p.path] = p.buf
+		}
 	}
 	return m
 }
@@ -159,9 +195,13 @@ func (e *LastFileError) Unwrap() error { return e.Err }
 // an error the temporary file is removed and the batch's other files are
 // kept.
 func (b *FileBatch) Add(path string, perm os.FileMode, write func(w io.Writer) error) error {
-	f, err := b.write(b.Spares, path, perm, write)
+	f, buf, err := b.write(b.Spares, path, perm, write)
 	if err != nil {
 		return err
+	}
+	if f == nil {
+		b.pending = append(b.pending, batchFile{path: path, buf: buf, perm: perm})
+		return nil
 	}
 	b.pending = append(b.pending, batchFile{tmp: f.Name(), path: path, f: f})
 	return b.written(f)
@@ -177,9 +217,13 @@ func (b *FileBatch) AddLast(path string, perm os.FileMode, write func(w io.Write
 	if b.last != nil {
 		return fmt.Errorf("write %s: the batch already has a last file (%s) not committed", path, b.last.path)
 	}
-	f, err := b.write(b.LastSpares, path, perm, write)
+	f, buf, err := b.write(b.LastSpares, path, perm, write)
 	if err != nil {
 		return err
+	}
+	if f == nil {
+		b.last = &batchFile{path: path, buf: buf, perm: perm}
+		return nil
 	}
 	b.last = &batchFile{tmp: f.Name(), path: path, f: f}
 	return b.written(f)
@@ -199,13 +243,31 @@ func (b *FileBatch) written(f *os.File) error {
 }
 
 // write writes a file's temporary file (a spare of spares, or a new one)
-// and returns it open; on an error it is removed.
-func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, write func(w io.Writer) error) (_ *os.File, err error) {
+// and returns it open; on an error it is removed. A file that finds no
+// spare while the batch may hold more in memory (DeferCreates) is
+// returned as its bytes instead (f nil), created by Commit.
+func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, write func(w io.Writer) error) (_ *os.File, _ []byte, err error) {
 	dir := filepath.Dir(path)
 	f, ok := spares.take(dir)
+	var content []byte // rendered ahead of its file (DeferCreates)
 	if !ok {
+		if b.DeferCreates > b.held {
+			var buf bytes.Buffer
+			cw := &checkedWriter{w: &buf, path: path}
+			if err := write(cw); err != nil {
+				return nil, nil, err
+			}
+			if cw.err != nil {
+				return nil, nil, cw.err
+			}
+			if b.held+buf.Len() <= b.DeferCreates {
+				b.held += buf.Len()
+				return nil, buf.Bytes(), nil
+			}
+			content = buf.Bytes() // past the bytes held: its file now
+		}
 		if f, err = os.CreateTemp(dir, "."+filepath.Base(path)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	defer func() {
@@ -215,16 +277,61 @@ func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, wri
 		}
 	}()
 	if err := f.Chmod(perm); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cw := &checkedWriter{w: WrapWriter(f), path: path}
-	if err := write(cw); err != nil {
-		return nil, err
+	if content != nil {
+		_, err = cw.Write(content)
+	} else {
+		err = write(cw)
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	if cw.err != nil {
-		return nil, cw.err
+		return nil, nil, cw.err
 	}
-	return f, nil
+	return f, nil, nil
+}
+
+// create creates and writes the temporary file of p, a file held in memory
+// (DeferCreates), and records it as written (open, for the next sync).
+func (b *FileBatch) create(p *batchFile) error {
+	f, err := os.CreateTemp(filepath.Dir(p.path), "."+filepath.Base(p.path))
+	if err != nil {
+		return err
+	}
+	err = f.Chmod(p.perm)
+	if err == nil {
+		cw := &checkedWriter{w: WrapWriter(f), path: p.path}
+		if _, err = cw.Write(p.buf); err == nil {
+			err = cw.err
+		}
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	p.tmp, p.f = f.Name(), f
+	b.held -= len(p.buf)
+	return b.written(f)
+}
+
+// createHeld creates the temporary files of the files held in memory
+// (DeferCreates), in the order added, the last file's last.
+func (b *FileBatch) createHeld() error {
+	for i := range b.pending {
+		if p := &b.pending[i]; p.tmp == "" {
+			if err := b.create(p); err != nil {
+				return err
+			}
+		}
+	}
+	if b.last != nil && b.last.tmp == "" {
+		return b.create(b.last)
+	}
+	return nil
 }
 
 // syncOpen syncs and closes the open files, concurrently.
@@ -292,6 +399,9 @@ func (b *FileBatch) Commit() (err error) {
 			b.Abort()
 		}
 	}()
+	if err := b.createHeld(); err != nil {
+		return err
+	}
 	crashPoint(BatchWritten)
 	if err := b.syncOpen(); err != nil {
 		return err
@@ -357,7 +467,9 @@ func (b *FileBatch) Abort() {
 		if p.f != nil {
 			p.f.Close()
 		}
-		os.Remove(p.tmp)
+		if p.tmp != "" {
+			os.Remove(p.tmp)
+		}
 	}
-	b.pending, b.last, b.unsynced, b.first = b.pending[:0], nil, nil, false
+	b.pending, b.last, b.unsynced, b.first, b.held = b.pending[:0], nil, nil, false, 0
 }

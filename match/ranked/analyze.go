@@ -126,6 +126,12 @@ type analyzer struct {
 	// scan's segment) is not worth the map.
 	memo  bool
 	stems map[string]string
+	// words memoizes, under the same conditions, the terms a word (not
+	// CJK) emits (wordTerms): a pure function of the word too, so a word
+	// repeated in a tool output is analysed once. Each word's terms are
+	// the span [0]:[1] of terms.
+	words map[string][2]int32
+	terms []Term
 }
 
 // stemMemoMax bounds the words an analyzer memoizes the stem of (0: none;
@@ -279,6 +285,33 @@ func (a *analyzer) word(w string, emit func(Term)) {
 		flush()
 		return
 	}
+	if !a.memo {
+		a.wordTerms(w, emit)
+		return
+	}
+	if sp, ok := a.words[w]; ok {
+		for _, t := range a.terms[sp[0]:sp[1]] {
+			emit(t)
+		}
+		return
+	}
+	if len(a.words) >= stemMemoMax {
+		a.wordTerms(w, emit)
+		return
+	}
+	start := int32(len(a.terms))
+	a.wordTerms(w, func(t Term) {
+		a.terms = append(a.terms, t)
+		emit(t)
+	})
+	if a.words == nil {
+		a.words = make(map[string][2]int32)
+	}
+	a.words[w] = [2]int32{start, int32(len(a.terms))}
+}
+
+// wordTerms is word for a word without CJK characters, without the memo.
+func (a *analyzer) wordTerms(w string, emit func(Term)) {
 	folded := extract.FoldTerm(w)
 	parts := identifierParts(w)
 	if hasDigit(folded) && len(parts) <= 1 {
