@@ -23,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired [flags]")
 		os.Exit(1)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -99,7 +99,7 @@ func main() {
 		}
 		fmt.Print(rep.Format(*verbose))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired [flags]")
 		os.Exit(1)
 	}
 }
