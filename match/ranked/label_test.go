@@ -39,8 +39,10 @@ func TestLabelIsNoEntity(t *testing.T) {
 	if !has(r, 20) || !has(r, 22) {
 		t.Errorf("handles: picks %+v superseded %+v, want steps 20 and 22 both picked", r.Picks, r.Superseded)
 	}
+	// Without the rule, and without rule "a chat repeats" (ChatOwn), which
+	// would keep every chat turn from being superseded whatever its label.
 	off := DefaultParams()
-	off.SkipLabel = false
+	off.SkipLabel, off.ChatOwn = false, false
 	if r := chat.Scan(prompt, off); has(r, 20) {
 		t.Errorf("without the rule the older turn is picked too (%+v): the test no longer shows the loss", r.Picks)
 	}
