@@ -4,6 +4,7 @@
 //	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated] [-uneven] [-reword] [-noisy [-noisy-parts P]] [-misses]
 //	go run ./cmd/cfeval probes [-dir ingest/testdata/transcripts]
 //	go run ./cmd/cfeval corpus [-dir ingest/testdata/transcripts/mini-swe-agent/corpus] [-per 0]
+//	go run ./cmd/cfeval paired -params B [-base A] [-file F] [-sets locomo,uneven,reword,noisy,combined] [-agents=true]
 package main
 
 import (
@@ -11,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/contextfold/contextfold/internal/matcheval"
@@ -20,7 +23,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired [flags]")
 		os.Exit(1)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -38,7 +41,16 @@ func main() {
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
 	verbose := fs.Bool("v", false, "print every probe that misses")
 	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
+	baseJSON := fs.String("base", "", `paired: the reference setting A, as -params (default ranked.DefaultParams()); -params is B`)
+	sets := fs.String("sets", "locomo,uneven,reword,noisy,combined", "paired: the chat sets, comma-separated (locomo, uneven, reword, noisy, noisy-uneven, reword-uneven, combined, combined-noisy), all undated")
+	agents := fs.Bool("agents", true, "paired: compare the agent probes and the corpus too")
 	fs.Parse(os.Args[2:])
+	if os.Args[1] == "paired" {
+		if err := paired(*file, *baseJSON, *paramJSON, parts(*sets), *budget, *agents, *dir); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *paramJSON != "" {
 		p := ranked.DefaultParams()
 		if err := json.Unmarshal([]byte(*paramJSON), &p); err != nil {
@@ -87,9 +99,137 @@ func main() {
 		}
 		fmt.Print(rep.Format(*verbose))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired [flags]")
 		os.Exit(1)
 	}
+}
+
+// params is ranked.DefaultParams() with the JSON's fields over it.
+func params(js string) (ranked.Params, error) {
+	p := ranked.DefaultParams()
+	if js != "" {
+		if err := json.Unmarshal([]byte(js), &p); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// paired runs every chat set and the agent sets under the ranked settings
+// base (A) and change (B) and prints the paired comparison
+// (matcheval.FormatPaired): per evidence turn, hit or miss under each.
+func paired(file, baseJSON, changeJSON string, sets []string, budget float64, agents bool, dir string) error {
+	pa, err := params(baseJSON)
+	if err != nil {
+		return fmt.Errorf("-base: %w", err)
+	}
+	pb, err := params(changeJSON)
+	if err != nil {
+		return fmt.Errorf("-params: %w", err)
+	}
+	data, err := matcheval.LoadLoCoMo(file)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "cfeval-paired-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	run := 0
+	// with runs f under p, in a directory of its own (the ranked index lives
+	// in memory per store directory).
+	with := func(p ranked.Params, f func(dir string) error) error {
+		match.SetRankedParams(p)
+		defer match.SetRankedParams(ranked.DefaultParams())
+		run++
+		d := filepath.Join(tmp, strconv.Itoa(run))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		return f(d)
+	}
+	var chats []matcheval.PairedResult
+	var pooled [][2][]matcheval.EvidenceOutcome
+	for _, set := range sets {
+		o := matcheval.LoCoMoOptions{BudgetTurns: budget, Undated: true}
+		d := data
+		for _, part := range strings.Split(set, "-") {
+			switch part {
+			case "locomo":
+			case "uneven":
+				o.Uneven = true
+			case "reword":
+				o.Reword = true
+			case "noisy":
+				o.Noisy = true
+			case "combined":
+				if d, err = matcheval.Combine(data); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("-sets: unknown set %q", set)
+			}
+		}
+		var out [2][]matcheval.EvidenceOutcome
+		for k, p := range []ranked.Params{pa, pb} {
+			if err := with(p, func(dir string) error {
+				rep, err := matcheval.RunLoCoMoWith(d, dir, o)
+				if err == nil {
+					out[k] = rep.Evidence
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+		r, err := matcheval.Paired(set, out[0], out[1])
+		if err != nil {
+			return err
+		}
+		chats = append(chats, r)
+		pooled = append(pooled, out)
+	}
+	union := matcheval.PairedUnion(pooled)
+	var ag []matcheval.PairedAgent
+	if agents {
+		for _, a := range []struct {
+			name string
+			run  func(tmp string) (*matcheval.ProbeReport, error)
+		}{
+			{"probes", func(t string) (*matcheval.ProbeReport, error) { return matcheval.RunProbes(dir, t) }},
+			{"corpus", func(t string) (*matcheval.ProbeReport, error) {
+				return matcheval.RunNeedleProbes(filepath.Join(dir, "mini-swe-agent", "corpus"), t, 0)
+			}},
+		} {
+			var reps [2]*matcheval.ProbeReport
+			for k, p := range []ranked.Params{pa, pb} {
+				if err := with(p, func(t string) error {
+					rep, err := a.run(t)
+					reps[k] = rep
+					return err
+				}); err != nil {
+					return err
+				}
+			}
+			r, err := matcheval.PairAgent(a.name, reps[0], reps[1])
+			if err != nil {
+				return err
+			}
+			ag = append(ag, r)
+		}
+	}
+	fmt.Printf("paired: A %s, B %s, budget %g average turns, undated\n\n", orDefault(baseJSON), orDefault(changeJSON), budget)
+	fmt.Print(matcheval.FormatPaired(chats, union, ag))
+	return nil
+}
+
+func orDefault(js string) string {
+	if js == "" {
+		return "defaults"
+	}
+	return js
 }
 
 // parts splits a comma-separated list (nil when empty).

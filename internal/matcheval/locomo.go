@@ -153,6 +153,11 @@ type LoCoMoReport struct {
 	// Misses is the study of the ranked scan's misses (nil unless
 	// LoCoMoOptions.Misses).
 	Misses *LoCoMoMisses
+	// Evidence is the ranked scan's outcome on every evidence turn of
+	// every question, in the order asked (conversation, question, evidence
+	// id): the pairs of Paired, which compares two settings of the scan
+	// turn by turn.
+	Evidence []EvidenceOutcome
 }
 
 // Halves of the held-out split (LoCoMoReport.ByHalf).
@@ -293,11 +298,14 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 		bms := newBM25(texts, bm25StemTokens)
 		rep.Conversations++
 		rep.Turns += len(folds)
+		asked := map[string]int{} // per key, how often it was asked before: duplicate questions stay apart
 		for _, qa := range sample.QA {
+			question := qa.Question
 			// ev: per evidence turn, the steps of the nodes holding it (one,
 			// or its pieces when the turn was split).
 			var ev [][]int
 			var evLines [][]string
+			var evKeys []string
 			evSeen := map[string]bool{}
 			for _, e := range qa.Evidence {
 				for _, id := range strings.FieldsFunc(e, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
@@ -305,6 +313,7 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 						evSeen[normDiaID(id)] = true
 						ev = append(ev, st)
 						evLines = append(evLines, line[normDiaID(id)])
+						evKeys = append(evKeys, evidenceKey(ci, normDiaID(id), question))
 					}
 				}
 			}
@@ -370,6 +379,11 @@ func RunLoCoMoWith(data LoCoMo, tmp string, o LoCoMoOptions) (*LoCoMoReport, err
 				if err := rep.Misses.study(s, qa.Question, qa.Category, ev, texts, got[MethodRanked], got[MethodBM25StemBudget], float64(total)/float64(len(folds)), reach); err != nil {
 					return nil, err
 				}
+			}
+			for i, hit := range hitsWith(ev, got[MethodRanked], reach) {
+				k := evKeys[i]
+				rep.Evidence = append(rep.Evidence, EvidenceOutcome{Key: k + "#" + strconv.Itoa(asked[k]), Hit: hit})
+				asked[k]++
 			}
 			for _, name := range methods {
 				r := 0.0 // no pick at all: recall 0
@@ -492,21 +506,31 @@ func recall(evidence [][]int, picks []int) float64 {
 // recallWith is recall where a picked node finds evidence turn i only when
 // reach(i, step) (nil: always).
 func recallWith(evidence [][]int, picks []int, reach func(i, step int) bool) float64 {
+	hit := 0
+	for _, h := range hitsWith(evidence, picks, reach) {
+		if h {
+			hit++
+		}
+	}
+	return float64(hit) / float64(max(len(evidence), 1))
+}
+
+// hitsWith is, per evidence turn, whether recallWith counts it found.
+func hitsWith(evidence [][]int, picks []int, reach func(i, step int) bool) []bool {
 	picked := map[int]bool{}
 	for _, p := range picks {
 		picked[p] = true
 	}
-	hit, n := 0, 0
+	out := make([]bool, len(evidence))
 	for i, steps := range evidence {
-		n++
 		for _, s := range steps {
 			if picked[s] && (reach == nil || reach(i, s)) {
-				hit++
+				out[i] = true
 				break
 			}
 		}
 	}
-	return float64(hit) / float64(max(n, 1))
+	return out
 }
 
 // Format renders the report as a Markdown table.

@@ -3,6 +3,7 @@ package ranked
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Rule "a label is no entity": intent ownership (Params.Supersede) takes a
@@ -85,12 +86,21 @@ func (ix *Index) labelHolds(memo labelTerms, d int32, id int32) bool {
 var roles = map[string]bool{"user": true, "assistant": true, "tool": true, "system": true}
 
 // chatTurn reports whether doc d's summary opens with a speaker label that
-// is no agent role.
+// is no agent role and names a person: its first word starts with an
+// upper-case letter ("Caroline: …", "Dr Ana Lopez: …") or holds a digit,
+// as a user handle does ("caroline37: …", "mike_88: …"). A lower-case
+// word without a digit ("config: db_port_main", "step 12: …", "note: …")
+// is a summary's heading, not a speaker: such a node is no chat turn, and
+// intent ownership (CONF-13) holds for it whatever ChatOwn says.
 func (ix *Index) chatTurn(d int32) bool {
 	l := labelOf(ix.summaryOf(d))
 	if l == "" {
 		return false
 	}
 	f, _, _ := strings.Cut(l, " ")
-	return !roles[strings.ToLower(f)]
+	if roles[strings.ToLower(f)] {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(f)
+	return unicode.IsUpper(r) || strings.ContainsAny(f, "0123456789")
 }

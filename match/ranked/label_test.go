@@ -39,8 +39,10 @@ func TestLabelIsNoEntity(t *testing.T) {
 	if !has(r, 20) || !has(r, 22) {
 		t.Errorf("handles: picks %+v superseded %+v, want steps 20 and 22 both picked", r.Picks, r.Superseded)
 	}
+	// Without the rule, and without rule "a chat repeats" (ChatOwn), which
+	// would keep every chat turn from being superseded whatever its label.
 	off := DefaultParams()
-	off.SkipLabel = false
+	off.SkipLabel, off.ChatOwn = false, false
 	if r := chat.Scan(prompt, off); has(r, 20) {
 		t.Errorf("without the rule the older turn is picked too (%+v): the test no longer shows the loss", r.Picks)
 	}
@@ -70,7 +72,7 @@ func TestLabelOf(t *testing.T) {
 	}
 }
 
-// Rule "a chat repeats, it does not update" (Params.ChatOwn, off by
+// Rule "a chat repeats, it does not update" (Params.ChatOwn, on by
 // default): two turns of a chat sharing a specific term of their text
 // ("10am") and the question's words are both picked with the rule; an
 // agent's tool reads of one path still supersede.
@@ -95,15 +97,45 @@ func TestChatOwn(t *testing.T) {
 		return false
 	}
 	prompt := "What did Caroline say about her pottery class?"
-	if r := ix.Scan(prompt, DefaultParams()); has(r, 20) {
-		t.Fatalf("defaults: the older turn is not superseded (%+v): the test no longer shows the rule", r.Picks)
+	off := DefaultParams()
+	off.ChatOwn = false
+	if r := ix.Scan(prompt, off); has(r, 20) {
+		t.Fatalf("without the rule: the older turn is not superseded (%+v): the test no longer shows the rule", r.Picks)
 	}
 	p := DefaultParams()
-	p.ChatOwn = true
+	if !p.ChatOwn {
+		t.Fatal("ChatOwn is off by default")
+	}
 	if r := ix.Scan(prompt, p); !has(r, 20) || !has(r, 21) {
 		t.Errorf("ChatOwn: picks %+v, want 20 and 21", r.Picks)
 	}
 	if r := ix.Scan("what is the request_timeout", p); has(r, 30) || !has(r, 31) {
 		t.Errorf("ChatOwn, tool reads: picks %+v, want 31 and not 30", r.Picks)
+	}
+}
+
+// chatTurn: a speaker's label (a capitalised name, a handle with a digit)
+// makes a chat turn; an agent role or a lower-case heading does not.
+func TestChatTurnLabels(t *testing.T) {
+	ix := NewIndex()
+	for i, c := range []struct {
+		summary string
+		chat    bool
+	}{
+		{"Caroline: I went to the support group", true},
+		{"[8 May 2023] Dr Ana Lopez: see you", true},
+		{"caroline37: omg same", true},
+		{"mike_88: lol", true},
+		{"user: fix the build", false},
+		{"tool mcp__fs__read: config.yaml", false},
+		{"Assistant: done", false},
+		{"config: db_port_main", false},
+		{"step 12: ledger fx", false},
+		{"no label at all", false},
+	} {
+		ix.Add(i, fmt.Sprint(i), 10, c.summary, c.summary)
+		if got := ix.chatTurn(int32(i)); got != c.chat {
+			t.Errorf("chatTurn(%q) = %v, want %v", c.summary, got, c.chat)
+		}
 	}
 }
