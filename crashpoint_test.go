@@ -237,7 +237,7 @@ func TestCrashAtEveryBatchPhase(t *testing.T) {
 					}
 					for step := range limit {
 						h, err := s.Hydrate(step)
-						if err != nil || h.RawContent != durableGen.SmallTurn(step).RawContent {
+						if err != nil || h.RawContent != foldedTurn(t, s, step).RawContent {
 							t.Fatalf("step %d after folding on: %v", step, err)
 						}
 					}
