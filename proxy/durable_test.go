@@ -38,7 +38,8 @@ func setCrashPoint(t *testing.T, hook func(point string)) {
 }
 
 // TestFoldEventOverlapsUpstreamAndHoldsResponse slows the fold event's
-// durable part (300 ms after its nodes' fsyncs, before their renames) and
+// durable part (after its nodes' fsyncs, before their renames, it waits
+// for the upstream to get the request, then 300 ms more) and
 // checks both halves of the promise: the request reaches the upstream
 // before the fold event is durable (its syncs and renames overlap the
 // upstream's work), and the client's response comes only after it is
@@ -48,9 +49,20 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 	var mu sync.Mutex
 	var upAt, renamedAt time.Time
 	const slow = 300 * time.Millisecond
+	// The durable part goes on only once the upstream has the request (or
+	// after settleWait, when it never comes: a proxy that forwards only
+	// after the fold event is durable then fails the order check below).
+	// A sleep alone made the order a race: a forward delayed by more than
+	// the sleep on a loaded machine came after the renames.
+	upstreamGot := make(chan struct{})
+	var gotOnce sync.Once
 	setCrashPoint(t, func(p string) {
 		switch p {
 		case fsutil.BatchSynced:
+			select {
+			case <-upstreamGot:
+			case <-time.After(settleWait):
+			}
 			time.Sleep(slow) // a slow disk
 		case fsutil.BatchLastRenamed:
 			mu.Lock()
@@ -63,6 +75,7 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 		mu.Lock()
 		upAt = time.Now()
 		mu.Unlock()
+		gotOnce.Do(func() { close(upstreamGot) })
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(openaiReply))
 	}
