@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -50,6 +51,11 @@ func crashAtChild(s *contextfold.Store, arg string) error {
 	if parts[3] == "1" {
 		contextfold.JournalThreshold = 1
 	}
+	// Each batch is one group, whatever the machine's speed: a batch that
+	// took FoldCommitInterval (2 s) on a loaded machine would commit a first
+	// group on the fold's own path, shifting the Nth point, and, deferred,
+	// its points would wait for a return that never comes (a hung child).
+	contextfold.FoldCommitEvery, contextfold.FoldCommitInterval = 1<<30, time.Hour
 	seen := 0
 	// Deferred, the commit's points wait until the fold's return was
 	// printed: the kill then always comes after the forward.
@@ -237,7 +243,7 @@ func TestCrashAtEveryBatchPhase(t *testing.T) {
 					}
 					for step := range limit {
 						h, err := s.Hydrate(step)
-						if err != nil || h.RawContent != durableGen.SmallTurn(step).RawContent {
+						if err != nil || h.RawContent != foldedTurn(t, s, step).RawContent {
 							t.Fatalf("step %d after folding on: %v", step, err)
 						}
 					}

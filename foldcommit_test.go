@@ -31,9 +31,15 @@ func openDeferred(t testing.TB, dir string) *contextfold.Store {
 
 // holdCommit makes a deferred commit stop at point (after the nodes'
 // fsyncs, before their renames, for BatchSynced) until the returned
-// release is called; reached is closed once it stopped there.
+// release is called; reached is closed once it stopped there. The batch
+// commits as one group, whatever the machine's speed (a batch that took
+// contextfold.FoldCommitInterval would commit a first group on the
+// caller's path, and stop there, holding the caller).
 func holdCommit(t *testing.T, point string) (reached <-chan struct{}, release func()) {
 	t.Helper()
+	every, interval := contextfold.FoldCommitEvery, contextfold.FoldCommitInterval
+	contextfold.FoldCommitEvery, contextfold.FoldCommitInterval = 1<<30, time.Hour
+	t.Cleanup(func() { contextfold.FoldCommitEvery, contextfold.FoldCommitInterval = every, interval })
 	at, goOn := make(chan struct{}), make(chan struct{})
 	var once, rel sync.Once
 	fsutil.CrashPoint = func(p string) {
@@ -70,7 +76,7 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 	}
 	select {
 	case <-reached:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // only a hang reaches it
 		t.Fatal("the deferred commit never reached its fsyncs' end")
 	}
 	servesPending(t, s, 2, 8)

@@ -206,10 +206,15 @@ func TestValidateDuringAFoldReportsNoFalseOrphans(t *testing.T) {
 // its index in the middle of the batch, under the lock) makes no false
 // orphans either: the nodes validate found unindexed are indexed by the
 // batch's next commit, which validate reads without the lock. A real
-// orphan is still reported.
+// orphan is still reported. The order is made, not slept for: validate
+// lists cold_nodes/ while nodes 1000..1002 are unindexed, the batch
+// commits them, and the writer holds the lock until validate has returned
+// (past ValidateLockWait). Before, sleeps made it; a writer slowed by more
+// than ValidateLockWait (1.5 s) on a loaded machine committed after
+// validate gave up, and three false orphans were reported.
 func TestValidateDuringALongBatchReportsNoFalseOrphans(t *testing.T) {
 	defer func(w time.Duration, e int) { ValidateLockWait, FoldCommitEvery = w, e }(ValidateLockWait, FoldCommitEvery)
-	ValidateLockWait, FoldCommitEvery = 1500*time.Millisecond, 5
+	ValidateLockWait, FoldCommitEvery = 500*time.Millisecond, 5
 	s := demoStore(t)
 	writer := mustOpen(t, s.Dir())
 	orphan := filepath.Join(s.Dir(), ColdNodesDir, stepFileName(777777))
@@ -220,23 +225,42 @@ func TestValidateDuringALongBatchReportsNoFalseOrphans(t *testing.T) {
 	for i := range turns {
 		turns[i] = Turn{StepID: 1000 + i, Summary: fmt.Sprintf("turn %d", i)}
 	}
-	started := make(chan struct{})
-	done := make(chan *Report)
+	// Each wait is bounded by a minute so that a broken order fails the
+	// test instead of hanging it; none is reached when the order holds.
+	wait := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(time.Minute):
+			t.Errorf("%s: not within a minute", what)
+		}
+	}
+	started, listed, committed, validated := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var listedOnce sync.Once
+	validateListedHook = func() {
+		listedOnce.Do(func() {
+			close(listed)
+			wait(committed, "the batch's commit after validate listed cold_nodes/")
+		})
+	}
+	defer func() { validateListedHook = nil }()
+	done := make(chan *Report, 1)
 	go func() {
 		<-started
 		rep, err := mustOpen(t, s.Dir()).Validate()
 		if err != nil {
 			t.Error(err)
 		}
+		close(validated)
 		done <- rep
 	}()
 	_, err := writer.FoldBatchProgress(turns, func(n, total int) {
-		switch {
-		case n == 3: // nodes 1000..1002 are on disk, not yet indexed
+		switch n {
+		case 3: // nodes 1000..1002 are on disk, not yet indexed
 			close(started)
-			time.Sleep(300 * time.Millisecond) // validate lists cold_nodes/ meanwhile
-		case n > 3 && n < 30:
-			time.Sleep(100 * time.Millisecond) // the lock stays held past ValidateLockWait
+			wait(listed, "validate listing cold_nodes/")
+		case 6: // the batch committed 1000..1004 (FoldCommitEvery) before this turn
+			close(committed)
+			wait(validated, "validate during the batch") // the lock stays held past ValidateLockWait
 		}
 	})
 	if err != nil {

@@ -199,6 +199,9 @@ func (s *Store) Validate() (*Report, error) {
 		rep.Findings = append(rep.Findings, fs...)
 	}
 	leftovers := s.leftoverFiles(func(id int) bool { return indexed[id] }, coldOK)
+	if validateListedHook != nil {
+		validateListedHook()
+	}
 	if len(leftovers) > 0 && s.be == nil { // a backend's writes are transactions: nothing is midway
 		leftovers = s.settleLeftovers(leftovers, coldOK)
 	}
@@ -212,6 +215,12 @@ func (s *Store) Validate() (*Report, error) {
 	})
 	return rep, nil
 }
+
+// validateListedHook, when set (tests), is called by Validate once it has
+// listed the unindexed files of cold_nodes/, before it settles them with a
+// live writer (settleLeftovers): a test orders a writer's commit after the
+// listing without sleeping.
+var validateListedHook func()
 
 // settleLeftovers tells the files a live writer has not committed yet from
 // the left-over ones. Under the shared store lock no writer is midway, so

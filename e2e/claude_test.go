@@ -78,6 +78,12 @@ type proxyUnder struct {
 	recs   []proxy.RequestRecord
 	client [][]byte // every request body the agent sent to the proxy
 	paths  []string // the path of each
+	// inFlight counts the requests whose handler has not returned;
+	// idle is signalled, under mu, when it drops to 0. The proxy logs a
+	// request's record as its handler ends, which may be just after the
+	// agent read the response and exited: records waits for it.
+	inFlight int
+	idle     *sync.Cond
 }
 
 // e2eBudget is the proxy's context budget in these tests (tokens, the
@@ -91,6 +97,7 @@ func newProxy(t *testing.T, up *scripted.Server) *proxyUnder { return newProxyBu
 func newProxyBudget(t *testing.T, up *scripted.Server, budget int) *proxyUnder {
 	t.Helper()
 	p := &proxyUnder{dir: t.TempDir()}
+	p.idle = sync.NewCond(&p.mu)
 	if keep := os.Getenv("CF_E2E_KEEP"); keep != "" {
 		// Keep the proxy's session stores for a look afterwards
 		// (contextfold scan --match ranked --dir …).
@@ -119,6 +126,16 @@ func newProxyBudget(t *testing.T, up *scripted.Server, budget int) *proxyUnder {
 	// unchanged), so that a test can tell a line the agent itself never
 	// sent from one the proxy failed to bring back.
 	p.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.inFlight++
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			if p.inFlight--; p.inFlight == 0 {
+				p.idle.Broadcast()
+			}
+			p.mu.Unlock()
+		}()
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -148,9 +165,15 @@ func (p *proxyUnder) clientHad(line string) bool {
 	return false
 }
 
+// records returns the records of the requests the proxy answered, once no
+// request is in flight: an agent that exited after reading its last
+// response may be ahead of that request's record (no timing involved).
 func (p *proxyUnder) records() []proxy.RequestRecord {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for p.inFlight > 0 {
+		p.idle.Wait()
+	}
 	return append([]proxy.RequestRecord(nil), p.recs...)
 }
 

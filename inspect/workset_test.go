@@ -56,9 +56,10 @@ func TestWorkingSetPage(t *testing.T) {
 	if len(sessions) != 1 {
 		t.Fatalf("stores: %v", sessions)
 	}
-	// The proxy logs a request once its response is done: wait for the last.
+	// The proxy logs a request once its response is done: wait for the last
+	// (a minute: only a hang reaches it, on any machine).
 	logPath := filepath.Join(filepath.Dir(sessions[0]), harness.WorkingSetLogName)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if b, _ := os.ReadFile(logPath); bytes.Count(b, []byte("\n")) >= requests {
 			break
 		}

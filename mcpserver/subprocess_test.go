@@ -188,17 +188,19 @@ func TestStreamableHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Bounds for a hang only: the command listens within a second when the
+	// machine is idle, but 100 tries 50 ms apart (5 s) could pass on a
+	// loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var cs *mcp.ClientSession
 	var err error
-	for i := 0; i < 100; i++ {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:" + port + "/mcp"}, nil)
 		if err == nil {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, stderr.String())

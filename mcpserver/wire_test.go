@@ -328,7 +328,9 @@ func TestHTTPRefusesWhatIsNotARequest(t *testing.T) {
 		t.Helper()
 		var resp *http.Response
 		var err error
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		// A minute: the command listens within a second on an idle machine;
+		// only a hang reaches the bound.
+		for deadline := time.Now().Add(hangWait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")

@@ -466,12 +466,14 @@ func TestConnectionDroppedMidFold(t *testing.T) {
 	}()
 	c2 := pool(t)
 	var pid int
-	for i := 0; ; i++ {
+	// A minute: the fold reaches its insert in milliseconds, but a count
+	// of 500 polls (5 s) could pass on a loaded 2-core machine.
+	for deadline := time.Now().Add(time.Minute); ; {
 		err := c2.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO cf_nodes%'`).Scan(&pid)
 		if err == nil {
 			break
 		}
-		if i > 500 {
+		if time.Now().After(deadline) {
 			t.Fatal("the fold never waited on its cold node insert")
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -37,20 +37,49 @@ func setCrashPoint(t *testing.T, hook func(point string)) {
 	t.Cleanup(func() { fsutil.CrashPoint = nil })
 }
 
+// oneGroupFoldEvents makes every fold event of the test commit as one
+// group, whatever the machine's speed: a batch also commits mid-way once
+// contextfold.FoldCommitInterval (2 s) has passed, and a fold event that
+// took that long on a loaded machine under -race committed a first group
+// synchronously, so a crash point meant for the fold event's deferred
+// commit fired on the request's path instead (the fold failed, and the
+// request was forwarded unfolded: TestFoldEventNotDurableAnswersError got
+// 200 in 1 of 5 runs beside TestFoldEventOverlapsUpstreamAndHoldsResponse). Set before the servers start and
+// restored after they close (t.Cleanup runs last-in first-out).
+func oneGroupFoldEvents(t *testing.T) {
+	t.Helper()
+	every, interval := contextfold.FoldCommitEvery, contextfold.FoldCommitInterval
+	contextfold.FoldCommitEvery, contextfold.FoldCommitInterval = 1<<30, time.Hour
+	t.Cleanup(func() { contextfold.FoldCommitEvery, contextfold.FoldCommitInterval = every, interval })
+}
+
 // TestFoldEventOverlapsUpstreamAndHoldsResponse slows the fold event's
-// durable part (300 ms after its nodes' fsyncs, before their renames) and
+// durable part (after its nodes' fsyncs, before their renames, it waits
+// for the upstream to get the request, then 300 ms more) and
 // checks both halves of the promise: the request reaches the upstream
 // before the fold event is durable (its syncs and renames overlap the
 // upstream's work), and the client's response comes only after it is
 // durable: when the client reads it, a new reader of the session store
 // finds the fold event whole (the index names every node, each verifies).
 func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
+	oneGroupFoldEvents(t)
 	var mu sync.Mutex
 	var upAt, renamedAt time.Time
 	const slow = 300 * time.Millisecond
+	// The durable part goes on only once the upstream has the request (or
+	// after settleWait, when it never comes: a proxy that forwards only
+	// after the fold event is durable then fails the order check below).
+	// A sleep alone made the order a race: a forward delayed by more than
+	// the sleep on a loaded machine came after the renames.
+	upstreamGot := make(chan struct{})
+	var gotOnce sync.Once
 	setCrashPoint(t, func(p string) {
 		switch p {
 		case fsutil.BatchSynced:
+			select {
+			case <-upstreamGot:
+			case <-time.After(settleWait):
+			}
 			time.Sleep(slow) // a slow disk
 		case fsutil.BatchLastRenamed:
 			mu.Lock()
@@ -63,6 +92,7 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 		mu.Lock()
 		upAt = time.Now()
 		mu.Unlock()
+		gotOnce.Do(func() { close(upstreamGot) })
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(openaiReply))
 	}
@@ -108,6 +138,7 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 // upstream's answer (which relied on the fold event); once the directory
 // is back, the same request folds again and the store validates clean.
 func TestFoldEventNotDurableAnswersError(t *testing.T) {
+	oneGroupFoldEvents(t)
 	var mu sync.Mutex
 	var cold string // set once the proxy's directory is known
 	var once sync.Once
@@ -135,7 +166,8 @@ func TestFoldEventNotDurableAnswersError(t *testing.T) {
 	body := foldEventBody(t)
 	resp, out := post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "broken"})
 	if resp.StatusCode != 500 {
-		t.Fatalf("status %d, want 500: %s", resp.StatusCode, out)
+		rec := tp.record(t, 1)
+		t.Fatalf("status %d, want 500: %s\nrecord: %+v\nwarnings %q", resp.StatusCode, out, rec.WorkingSet, rec.Warnings)
 	}
 	var e struct {
 		Error struct{ Message string }

@@ -236,7 +236,7 @@ func TestField15SSEFlushedIdentical(t *testing.T) {
 			w.(http.Flusher).Flush()
 			select { // the next event only after the client saw this one
 			case <-step:
-			case <-time.After(5 * time.Second):
+			case <-time.After(settleWait):
 				return
 			}
 		}
@@ -262,7 +262,7 @@ func TestField15SSEFlushedIdentical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(3 * time.Second):
+		case <-time.After(settleWait):
 			t.Fatalf("event %d was not flushed to the client", i)
 		}
 		if !bytes.Equal(buf, ev) {

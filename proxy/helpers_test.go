@@ -169,7 +169,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // lastRecord waits for the record of the n-th request (1-based).
 func (tp *testProxy) record(t *testing.T, n int) RequestRecord {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settleWait)
 	for time.Now().Before(deadline) {
 		tp.mu.Lock()
 		if len(tp.recs) >= n {

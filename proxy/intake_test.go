@@ -131,7 +131,7 @@ func TestInFlightBudget(t *testing.T) {
 	}
 	// The handler releases its share as it returns, just after the client
 	// has the last byte.
-	for deadline := time.Now().Add(5 * time.Second); tp.srv.InFlightBytes() != 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(settleWait); tp.srv.InFlightBytes() != 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if got := tp.srv.InFlightBytes(); got != 0 {
@@ -164,9 +164,12 @@ func slowClient(t *testing.T, addr, path string, n int, gap time.Duration) (stat
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second)) // the test's own bound
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, addr, n)
+	c.SetDeadline(time.Now().Add(2 * settleWait)) // the test's own bound
+	// Taken before the head is sent: the proxy's body deadline starts
+	// after it, so took is at least BodyReadTimeout however the client
+	// is scheduled.
 	start := time.Now()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, addr, n)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -196,9 +199,13 @@ func TestBodyReadTimeout(t *testing.T) {
 	const timeout = 600 * time.Millisecond
 	tp := newProxyWith(t, up, func(o *Options) { o.BodyReadTimeout = timeout })
 	addr := strings.TrimPrefix(tp.http.URL, "http://")
+	// The 1,000-byte body takes at least 100 s to trickle (each gap is a
+	// lower bound), so a 408 before settleWait (60 s) is the body deadline's,
+	// however late a loaded machine fires its timer; a 408 before the
+	// timeout is impossible (start is taken before the head is sent).
 	for _, path := range []string{PathAnthropic, PathOpenAI} {
 		status, took := slowClient(t, addr, path, 1000, 100*time.Millisecond)
-		if !strings.Contains(status, " 408 ") || took < timeout-100*time.Millisecond || took > timeout+5*time.Second {
+		if !strings.Contains(status, " 408 ") || took < timeout || took > settleWait {
 			t.Fatalf("%s: %q after %s, want 408 after about %s", path, status, took, timeout)
 		}
 	}
@@ -208,7 +215,7 @@ func TestBodyReadTimeout(t *testing.T) {
 	// upstream never got the whole body.
 	for range 3 {
 		status, took := slowClient(t, addr, "/v1/files", 1000, 100*time.Millisecond)
-		if !strings.Contains(status, " 408 ") || took > timeout+5*time.Second {
+		if !strings.Contains(status, " 408 ") || took > settleWait {
 			t.Fatalf("pass-through: %q after %s, want 408 after about %s", status, took, timeout)
 		}
 	}
@@ -365,7 +372,7 @@ func TestInFlightMemoryEstimate(t *testing.T) {
 	if resp, b := post(t, tp.http.URL+PathOpenAI, body, nil); resp.StatusCode != 200 {
 		t.Fatalf("a request over the budget but alone: status %d: %s", resp.StatusCode, b)
 	}
-	for deadline := time.Now().Add(5 * time.Second); tp.srv.InFlightBytes() != 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(settleWait); tp.srv.InFlightBytes() != 0 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if got := tp.srv.InFlightBytes(); got != 0 {

@@ -55,7 +55,7 @@ func TestSoftMemoryLimitDuringFirstFold(t *testing.T) {
 			}
 			// The handler finishes just after the client has the response.
 			after := debug.SetMemoryLimit(-1)
-			for end := time.Now().Add(5 * time.Second); after != math.MaxInt64 && time.Now().Before(end); {
+			for end := time.Now().Add(settleWait); after != math.MaxInt64 && time.Now().Before(end); {
 				time.Sleep(5 * time.Millisecond)
 				after = debug.SetMemoryLimit(-1)
 			}
@@ -109,7 +109,7 @@ func TestSoftMemoryLimitFollowsLiveHeap(t *testing.T) {
 		}
 	}
 	runtime.GC()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(settleWait)
 	var lim int64
 	for time.Now().Before(deadline) {
 		if lim = debug.SetMemoryLimit(-1); lim > start+int64(len(ballast)) {

@@ -67,7 +67,7 @@ func TestPipelinedClientEviction(t *testing.T) {
 	}
 	// The records of the two pipelined requests (after the warm-up).
 	var recs []RequestRecord
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(settleWait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		tp.mu.Lock()
 		recs = append(recs[:0], tp.recs...)
 		tp.mu.Unlock()

@@ -267,6 +267,8 @@ type Server struct {
 	// bgIdle is signalled, under mu, when it drops to 0.
 	bg     int
 	bgIdle *sync.Cond
+	// serving counts the requests ServeHTTP is serving (Stats.Pending).
+	serving int
 }
 
 // background runs work on its own goroutine, counted so that Close waits
@@ -314,6 +316,15 @@ type Stats struct {
 	// SessionsDropped counts sessions dropped from memory (Options.SessionIdle,
 	// MaxSessions); each comes back from its store and saved state.
 	SessionsDropped int `json:"sessions_dropped"`
+	// Pending counts the requests being served (all but GET
+	// /contextfold/stats) plus the work running after their responses
+	// (Server.background: the session state saved, spare node files, the
+	// preparation ahead). It is 0 only once every request answered so far
+	// is recorded and what it saves is written: a process killed then
+	// (a supervisor, the crash tests) loses nothing of those requests.
+	// A request's work after its response is counted before the request
+	// is, so Pending does not touch 0 between the two.
+	Pending int `json:"pending"`
 	// Billed is the input cost of the budgeted requests so far as the
 	// providers bill it, under each price structure (harness.Pricings:
 	// Anthropic's cache write premium and read discount, OpenAI's cached
@@ -561,6 +572,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveStats(w, r)
 		return
 	}
+	s.mu.Lock()
+	s.serving++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.serving--
+		s.mu.Unlock()
+	}()
 	api, ok := apiOf(r)
 	if !ok {
 		s.mu.Lock()
@@ -1591,6 +1610,7 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.Pending = s.serving + s.bg
 	st.Recent = append([]RequestRecord{}, s.stats.Recent...)
 	for id, x := range s.sessions {
 		if r := x.wire.snapshot(); r != (ReasoningStats{}) {

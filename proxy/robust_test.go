@@ -94,7 +94,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	resp.Body.Close()
 	select {
 	case <-cancelled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(settleWait):
 		t.Fatal("upstream call not cancelled")
 	}
 	tp.record(t, 1)

@@ -32,6 +32,10 @@ func TestSessionDroppedAndRebuilt(t *testing.T) {
 					t.Fatalf("%s, %d messages: status %d: %s", sid, n, resp.StatusCode, b)
 				}
 				bodies = append(bodies, up.last(t).Body)
+				// The request's session is released when its record is
+				// logged, which may be just after the client read the
+				// response: the next request drops it only once it is.
+				tp.record(t, len(bodies))
 			}
 		}
 		return bodies, tp
@@ -65,7 +69,8 @@ func TestSessionDroppedAndRebuilt(t *testing.T) {
 	up := newUpstream(t)
 	tp = newProxyWith(t, up, func(o *Options) { o.Harness = cfg; o.SessionIdle = 50 * time.Millisecond })
 	post(t, tp.http.URL+PathOpenAI, conversationN(40), map[string]string{HeaderSession: "idle"})
-	time.Sleep(120 * time.Millisecond)
+	tp.record(t, 1)                    // released: a session a request holds is never dropped
+	time.Sleep(120 * time.Millisecond) // a lower bound: idle for longer than SessionIdle
 	post(t, tp.http.URL+PathOpenAI, conversationN(10), map[string]string{HeaderSession: "other"})
 	if st := tp.srv.Stats(); st.SessionsDropped != 1 || st.Sessions != 1 {
 		t.Fatalf("after the idle time: %d dropped, %d in memory; want the idle session dropped", st.SessionsDropped, st.Sessions)
@@ -136,7 +141,8 @@ func TestSavedStateFIFONeverBlocks(t *testing.T) {
 		o.SessionIdle = 50 * time.Millisecond
 	})
 	post(t, tp.http.URL+PathOpenAI, conversationN(40), map[string]string{HeaderSession: "idle"})
-	time.Sleep(120 * time.Millisecond)
+	tp.record(t, 1)                    // released: a session a request holds is never dropped
+	time.Sleep(120 * time.Millisecond) // a lower bound: idle for longer than SessionIdle
 	post(t, tp.http.URL+PathOpenAI, conversationN(10), map[string]string{HeaderSession: "other"})
 	path := tp.srv.statePath("idle", 1)
 	if err := os.Remove(path); err != nil {

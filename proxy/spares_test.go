@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
@@ -29,23 +28,18 @@ func spareInodes(t *testing.T, dir string) map[uint64]bool {
 	return out
 }
 
-// settledSpares waits until the spares of dir stop changing (the work
-// after a response ended) and returns them.
-func settledSpares(t *testing.T, dir string) map[uint64]bool {
+// settledSpares waits for the work the proxy runs after its responses
+// (harness.PrepareAhead: the spare fill) and returns the spares of dir.
+// The caller waited for the record of the last request (tp.record), which
+// is logged after that work was handed to the background: no timing.
+func settledSpares(t *testing.T, tp *testProxy, dir string) map[uint64]bool {
 	t.Helper()
-	last, since := -1, time.Now()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		s := spareInodes(t, dir)
-		if len(s) != last {
-			last, since = len(s), time.Now()
-			continue
-		}
-		if len(s) > 0 && time.Since(since) > 200*time.Millisecond {
-			return s
-		}
+	waitBackground(tp.srv)
+	s := spareInodes(t, dir)
+	if len(s) == 0 {
+		t.Fatalf("no spare files in %s once the work after the response ended", dir)
 	}
-	t.Fatalf("no settled spare files in %s (last count %d)", dir, last)
-	return nil
+	return s
 }
 
 // TestSpareNodeFiles: after a fold event's response the proxy makes spare
@@ -63,7 +57,7 @@ func TestSpareNodeFiles(t *testing.T) {
 		t.Fatalf("the first request was no fold event: %+v", rec.WorkingSet)
 	}
 	dir := filepath.Join(tp.dir, rec.Session, "g"+itoa(rec.Generation))
-	spares := settledSpares(t, dir)
+	spares := settledSpares(t, tp, dir)
 	had := map[string]bool{}
 	olds, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, "step_*.json"))
 	for _, p := range olds {
@@ -93,14 +87,14 @@ func TestSpareNodeFiles(t *testing.T) {
 	}
 
 	// Another session pushes this one out of memory: its spares go.
-	settledSpares(t, dir)
+	settledSpares(t, tp, dir)
 	post(t, tp.http.URL+PathOpenAI, conversationN(200), map[string]string{HeaderSession: "other"})
 	if n := len(spareInodes(t, dir)); n != 0 {
 		t.Fatalf("%d spares left in the store of a session that left memory", n)
 	}
 	other := tp.record(t, 3)
 	odir := filepath.Join(tp.dir, other.Session, "g"+itoa(other.Generation))
-	settledSpares(t, odir)
+	settledSpares(t, tp, odir)
 	if err := tp.srv.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -64,11 +64,11 @@ func TestWorkingSetLogKeptOpen(t *testing.T) {
 	if len(logs) != 1 {
 		t.Fatalf("logs: %v", logs)
 	}
-	// lines waits (at most 5 s) for want lines: a line is logged once its
+	// lines waits (at most settleWait) for want lines: a line is logged once its
 	// response is done, which may be just after the client read it.
 	lines := func(want int) int {
 		got := 0
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(settleWait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			data, err := os.ReadFile(logs[0])
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestFoldFromFIFO: fold --file FIFO with no program writing to it is an
@@ -23,7 +22,7 @@ func TestFoldFromFIFO(t *testing.T) {
 		t.Skipf("mkfifo: %v", err)
 	}
 	dir := filepath.Join(tmp, ".contextfold")
-	_, errs, code := cliWithin(t, 20*time.Second, "--dir", dir, "fold", "7", "pytest output", "--file", fifo)
+	_, errs, code := cliWithin(t, hangWait, "--dir", dir, "fold", "7", "pytest output", "--file", fifo)
 	if code != 1 || !strings.Contains(errs, "FIFO") || !strings.Contains(errs, "start the writer first") {
 		t.Errorf("fold from a FIFO without a writer: exit %d, %q; want exit 1 naming the FIFO and the remedy", code, errs)
 	}
@@ -43,7 +42,7 @@ func TestFoldFromFIFO(t *testing.T) {
 	}
 	w.WriteString("FAILED tests/test_api.py::test_login - AssertionError\n")
 	w.Close()
-	out, errs, code := cliWithin(t, 20*time.Second, "--dir", dir, "fold", "7", "pytest output", "--file", fifo)
+	out, errs, code := cliWithin(t, hangWait, "--dir", dir, "fold", "7", "pytest output", "--file", fifo)
 	if code != 0 {
 		t.Fatalf("fold from a FIFO with data: exit %d %s %s", code, out, errs)
 	}

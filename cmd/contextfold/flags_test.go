@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+// hangWait bounds a test's wait for a command or process that takes
+// milliseconds to seconds: only a hang reaches it (a bound of a few
+// seconds could be reached on a loaded 2-core machine under -race).
+const hangWait = time.Minute
+
 // cliWithin is cli with a deadline: a command still running after d fails
 // the test instead of hanging it (the blocked goroutine is left behind).
 func cliWithin(t *testing.T, d time.Duration, args ...string) (string, string, int) {
@@ -51,7 +56,7 @@ func TestNonsenseIsRefused(t *testing.T) {
 		{"--max-body-bytes", "0", "--max-body-bytes 0"},
 		{"--max-inflight-bytes", "0", "--max-inflight-bytes 0"},
 	} {
-		_, errs, code := cliWithin(t, 10*time.Second, "proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--dir", t.TempDir(), c.flag, c.value)
+		_, errs, code := cliWithin(t, hangWait, "proxy", "--upstream", "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--dir", t.TempDir(), c.flag, c.value)
 		if code != 1 || !strings.Contains(errs, c.want) {
 			t.Errorf("proxy %s %s: exit %d %q", c.flag, c.value, code, errs)
 		}

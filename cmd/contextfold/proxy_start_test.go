@@ -4,7 +4,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestProxyStartErrorsNameTheRemedy: a proxy that cannot start says what
@@ -16,13 +15,13 @@ func TestProxyStartErrorsNameTheRemedy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, errs, code := cliWithin(t, 20*time.Second, "proxy", "--upstream", "http://127.0.0.1:1", "--dir", t.TempDir(), "--listen", ln.Addr().String())
+	_, errs, code := cliWithin(t, hangWait, "proxy", "--upstream", "http://127.0.0.1:1", "--dir", t.TempDir(), "--listen", ln.Addr().String())
 	if code != 1 || !strings.Contains(errs, "--listen 127.0.0.1:PORT") {
 		t.Errorf("port in use: exit %d, %q; want exit 1 naming --listen", code, errs)
 	}
 	t.Setenv("HOME", "")
 	t.Setenv("XDG_CACHE_HOME", "")
-	_, errs, code = cliWithin(t, 20*time.Second, "proxy", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0")
+	_, errs, code = cliWithin(t, hangWait, "proxy", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(errs, "give --dir DIR") {
 		t.Errorf("no cache directory: exit %d, %q; want exit 1 naming --dir", code, errs)
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestSpecialFilesNeverBlock: a FIFO in place of any file a store or its
@@ -49,7 +48,7 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 		}
 		named := false
 		for _, args := range cmds {
-			out, errs, code := cliWithin(t, 20*time.Second, append([]string{"--dir", dir}, args...)...)
+			out, errs, code := cliWithin(t, hangWait, append([]string{"--dir", dir}, args...)...)
 			if strings.Contains(out+errs, "not a regular file") {
 				named = true
 			}
@@ -60,7 +59,7 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 		if !isCache && !named {
 			t.Errorf("a FIFO %s: no command said it is not a regular file", target)
 		}
-		if _, _, code := cliWithin(t, 20*time.Second, "--dir", dir, "validate"); !isCache && code == 0 {
+		if _, _, code := cliWithin(t, hangWait, "--dir", dir, "validate"); !isCache && code == 0 {
 			t.Errorf("validate passes a store whose %s is a FIFO", target)
 		}
 	}
@@ -77,11 +76,11 @@ func TestScrubCheckNamesUnreadableNodes(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	out, errs, code := cliWithin(t, 20*time.Second, "--dir", dir, "scrub-check")
+	out, errs, code := cliWithin(t, hangWait, "--dir", dir, "scrub-check")
 	if code != 1 || !strings.Contains(out, "step 137") || !strings.Contains(out, "1 unreadable") || !strings.Contains(out, "contextfold validate") {
 		t.Fatalf("scrub-check with an unreadable node: exit %d\n%s%s", code, out, errs)
 	}
-	out, _, code = cliWithin(t, 20*time.Second, "--dir", dir, "scrub-check", "--json")
+	out, _, code = cliWithin(t, hangWait, "--dir", dir, "scrub-check", "--json")
 	if code != 1 || !strings.Contains(out, `"nodes_unreadable"`) || !strings.Contains(out, `"step_id": 137`) {
 		t.Fatalf("scrub-check --json with an unreadable node: exit %d\n%s", code, out)
 	}
