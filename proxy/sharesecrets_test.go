@@ -20,16 +20,7 @@ import (
 // assistant text reached disk raw: alone, it does not look like a secret.
 func TestFoldEventsShareSecretsThroughProxy(t *testing.T) {
 	v := "Hv3k" + "Qz8nLw2pXr5tMb7d"
-	pad := strings.Repeat("The deployment pipeline reads its settings from the environment. ", 4)
-	base := []map[string]any{
-		{"role": "user", "content": "set up the deploy"},
-		{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"env"}`}}}},
-		{"role": "tool", "tool_call_id": "c1", "content": "HOME=/root\nSHELL=/bin/bash\nCLOUDFLARE_API_KEY=" + v + "\nPATH=/usr/bin\n" + pad},
-		{"role": "user", "content": "go on"},
-	}
-	second := append(append([]map[string]any{}, base...),
-		map[string]any{"role": "assistant", "content": pad + "I checked that " + v + " is the one in use. " + pad},
-		map[string]any{"role": "user", "content": "thanks"})
+	base, second := secretConversation(v, "HOME=/root\nSHELL=/bin/bash\n")
 	third := append(append([]map[string]any{}, second...),
 		map[string]any{"role": "assistant", "content": "done"},
 		map[string]any{"role": "user", "content": "and now?"})
@@ -51,19 +42,7 @@ func TestFoldEventsShareSecretsThroughProxy(t *testing.T) {
 		t.Fatalf("steps folded: %d then %d; want a fold event in each request", r1.StepsFolded, r2.StepsFolded)
 	}
 	tp.srv.Close() // its saved state and logs are written
-	holds := func(dir string) []string {
-		var found []string
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
-				found = append(found, strings.TrimPrefix(p, dir))
-			}
-			return nil
-		})
-		return found
-	}
+	holds := func(dir string) []string { return filesHolding(dir, v) }
 	if got := holds(tp.dir); len(got) > 0 {
 		t.Fatalf("these files hold the value the first fold event revealed: %v", got)
 	}
@@ -91,16 +70,7 @@ func TestFoldEventsShareSecretsThroughProxy(t *testing.T) {
 // second fold event's cold node as it stood.
 func TestRestartBetweenFoldEventsSharesSecrets(t *testing.T) {
 	v := "Jm4t" + "Rw9cKx2vPq7sNb3h"
-	pad := strings.Repeat("The deployment pipeline reads its settings from the environment. ", 4)
-	base := []map[string]any{
-		{"role": "user", "content": "set up the deploy"},
-		{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"env"}`}}}},
-		{"role": "tool", "tool_call_id": "c1", "content": "HOME=/root\nCLOUDFLARE_API_KEY=" + v + "\nPATH=/usr/bin\n" + pad},
-		{"role": "user", "content": "go on"},
-	}
-	second := append(append([]map[string]any{}, base...),
-		map[string]any{"role": "assistant", "content": pad + "I checked that " + v + " is the one in use. " + pad},
-		map[string]any{"role": "user", "content": "thanks"})
+	base, second := secretConversation(v, "HOME=/root\n")
 	body := func(msgs []map[string]any) []byte {
 		b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs})
 		if err != nil {
@@ -125,17 +95,41 @@ func TestRestartBetweenFoldEventsSharesSecrets(t *testing.T) {
 		t.Fatalf("after the restart: %d steps folded, generation %d; want a fold event in the same store", r.StepsFolded, r.Generation)
 	}
 	tp2.srv.Close()
+	if found := filesHolding(tp.dir, v); len(found) > 0 {
+		t.Fatalf("after a restart between fold events these files hold the value: %v", found)
+	}
+}
+
+// secretConversation returns a conversation whose tool output reveals v as
+// a secret by its context (CLOUDFLARE_API_KEY=v after env lines), and the
+// same conversation grown by an assistant text repeating v bare, which
+// alone does not look like a secret.
+func secretConversation(v, env string) (base, second []map[string]any) {
+	pad := strings.Repeat("The deployment pipeline reads its settings from the environment. ", 4)
+	base = []map[string]any{
+		{"role": "user", "content": "set up the deploy"},
+		{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "bash", "arguments": `{"command":"env"}`}}}},
+		{"role": "tool", "tool_call_id": "c1", "content": env + "CLOUDFLARE_API_KEY=" + v + "\nPATH=/usr/bin\n" + pad},
+		{"role": "user", "content": "go on"},
+	}
+	second = append(append([]map[string]any{}, base...),
+		map[string]any{"role": "assistant", "content": pad + "I checked that " + v + " is the one in use. " + pad},
+		map[string]any{"role": "user", "content": "thanks"})
+	return base, second
+}
+
+// filesHolding returns the files under dir (relative to it) whose bytes
+// hold v.
+func filesHolding(dir, v string) []string {
 	var found []string
-	filepath.WalkDir(tp.dir, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
 		}
 		if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
-			found = append(found, strings.TrimPrefix(p, tp.dir))
+			found = append(found, strings.TrimPrefix(p, dir))
 		}
 		return nil
 	})
-	if len(found) > 0 {
-		t.Fatalf("after a restart between fold events these files hold the value: %v", found)
-	}
+	return found
 }

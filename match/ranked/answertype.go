@@ -90,7 +90,7 @@ func wordSet(list string) map[string]bool {
 // "who" / "whom" as a question word a person; typeNone otherwise. "when"
 // and "how long" are rule "a when-question is answered by a time".
 func asksType(prompt string) answerType {
-	words := strings.FieldsFunc(strings.ToLower(prompt), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	words := promptWords(prompt)
 	for i, w := range words {
 		next := ""
 		if i+1 < len(words) {
@@ -212,9 +212,7 @@ func (ix *Index) typeRank(prompt string, cands []*match, p Params) {
 			}
 		}
 		if answerTyped(text, t, promptWords, names) {
-			c.ctx += p.AnswerType * c.score
-			c.lifted += p.AnswerType * c.score
-			c.lift |= liftType
+			c.raise(p.AnswerType*c.score, liftType)
 			lifted = true
 		}
 	}

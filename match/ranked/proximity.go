@@ -63,9 +63,7 @@ func (ix *Index) proximityRank(q *Query, cands []*match, p Params) {
 		}
 		r := math.Min(ix.hot[c.doc].length/avg, p.MaxLenRatio)
 		if b := p.Proximity * proximityScore(text, q, byText, gw, lengthNorm(r, p), p.K1); b > 0 {
-			c.ctx += b
-			c.lifted += b
-			c.lift |= liftNear
+			c.raise(b, liftNear)
 			lifted = true
 		}
 	}

@@ -472,6 +472,14 @@ type match struct {
 	lifted float64
 }
 
+// raise adds an ordering rule's bonus b to m's rank (ctx), records it as
+// lifted, and marks the rule (one of the lift bits) for Pick.Why.
+func (m *match) raise(b float64, rule uint8) {
+	m.ctx += b
+	m.lifted += b
+	m.lift |= rule
+}
+
 // Bits of match.lift.
 const (
 	liftWhen    uint8 = 1 << iota // rule "a when-question is answered by a time"

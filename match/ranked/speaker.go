@@ -87,9 +87,7 @@ func (ix *Index) speakerRank(prompt string, cands []*match, p Params) {
 	lifted := false
 	for _, c := range cands {
 		if sp := speakerOf(ix.summaryOf(c.doc)); sp != "" && named[sp] {
-			c.ctx += p.Speaker * c.score
-			c.lifted += p.Speaker * c.score
-			c.lift |= liftSpeaker
+			c.raise(p.Speaker*c.score, liftSpeaker)
 			lifted = true
 		}
 	}

@@ -77,7 +77,7 @@ func asksWhen(prompt string) bool {
 			return true
 		}
 	}
-	words := strings.FieldsFunc(strings.ToLower(prompt), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	words := promptWords(prompt)
 	for i, w := range words {
 		next := ""
 		if i+1 < len(words) {
@@ -131,9 +131,7 @@ func (ix *Index) whenRank(q *Query, cands []*match, p Params) {
 	}
 	for _, c := range cands {
 		if ix.holdsTime(c.doc, ids) {
-			c.ctx += p.When * c.score
-			c.lifted += p.When * c.score
-			c.lift |= liftWhen
+			c.raise(p.When*c.score, liftWhen)
 		}
 	}
 	ix.sortByRank(cands)
@@ -148,4 +146,11 @@ func (ix *Index) sortByRank(out []*match) {
 		}
 		return ix.docs[a.doc].step > ix.docs[b.doc].step
 	})
+}
+
+// promptWords returns the prompt's words, lower-cased, as the question
+// rules read them: runs of letters and apostrophes ("where's", "ne
+// zaman"), digits and punctuation between them.
+func promptWords(prompt string) []string {
+	return strings.FieldsFunc(strings.ToLower(prompt), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
 }
