@@ -691,7 +691,22 @@ func TestTwoAgentsShareOneProxy(t *testing.T) {
 // tool steps (resumed), a question about step 4 (resumed). ask runs the
 // agent on a prompt (resume: go on with the latest session) and returns its
 // last line. Checks as TestClaudeCodeQuestionToolTurnsQuestion.
+//
+// The agent can lose an answer line on its own (Qwen Code now and then
+// returns a long tool output without its last lines, more often on a
+// loaded machine): when it lost both, nothing of contextfold was checked,
+// and the session runs again, at most three times in all.
 func questionToolTurnsQuestion(t *testing.T, api scripted.API, budget int, ask func(px *proxyUnder, prompt string, resume bool) string) {
+	const attempts = 3
+	for i := 1; !questionToolTurnsQuestionOnce(t, api, budget, ask, i == attempts); i++ {
+		t.Logf("attempt %d of %d: the agent itself lost both answer lines (never sent them to the proxy): not a contextfold miss; the session runs again", i, attempts)
+	}
+}
+
+// questionToolTurnsQuestionOnce runs the session once; false (unless
+// last) when the agent lost both answer lines itself and nothing was
+// checked.
+func questionToolTurnsQuestionOnce(t *testing.T, api scripted.API, budget int, ask func(px *proxyUnder, prompt string, resume bool) string, last bool) bool {
 	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
 	defer up.Close()
 	px := newProxyBudget(t, up, budget)
@@ -709,6 +724,12 @@ func questionToolTurnsQuestion(t *testing.T, api scripted.API, budget int, ask f
 	}
 	n3 := len(px.records())
 	a2 := ask(px, askPrompt(probes[1]), true)
+	lost := func(k int, answer string) bool {
+		return !strings.HasPrefix(answer, "SEEN "+probes[k].Name) && !px.clientHad(probes[k].Answer)
+	}
+	if !last && lost(0, a1) && lost(1, a2) {
+		return false
+	}
 	recs := px.records()
 	checkAnswers(t, []string{a1, a2}, []string{px.hydratedSince(n1, probes[0]), px.hydratedSince(n3, probes[1])}, px.clientHad)
 	if len(hydratedIn(recs[:n2], n1)) == 0 || len(hydratedIn(recs, n3)) == 0 {
@@ -724,6 +745,7 @@ func questionToolTurnsQuestion(t *testing.T, api scripted.API, budget int, ask f
 	}
 	checkStatsAgree(t, px.srv, recs, up)
 	checkStores(t, px.dir, recs)
+	return true
 }
 
 // TestCodexQuestionToolTurnsQuestion is the question, later tool turns and
@@ -731,11 +753,13 @@ func questionToolTurnsQuestion(t *testing.T, api scripted.API, budget int, ask f
 // API with reasoning items.
 func TestCodexQuestionToolTurnsQuestion(t *testing.T) {
 	bin := agentBin(t, "codex")
-	home, work := t.TempDir(), t.TempDir()
+	var home, work string
 	var env []string
+	var envFor *proxyUnder // a session run again gets a new proxy, home and work tree
 	questionToolTurnsQuestion(t, scripted.Responses, codexThinkingBudget, func(px *proxyUnder, prompt string, resume bool) string {
-		if env == nil {
-			env = codexSetup(t, home, px.http.URL+"/v1")
+		if envFor != px {
+			home, work = t.TempDir(), t.TempDir()
+			env, envFor = codexSetup(t, home, px.http.URL+"/v1"), px
 		}
 		return lastLine(runCodex(t, bin, work, env, prompt, resume))
 	})
@@ -750,11 +774,13 @@ const qwenLifecycleBudget = 24000
 // (`qwen -p … --continue`) on Chat Completions with reasoning_content.
 func TestQwenCodeQuestionToolTurnsQuestion(t *testing.T) {
 	bin := agentBin(t, "qwen")
-	home, work := t.TempDir(), t.TempDir()
+	var home, work string
 	var env []string
+	var envFor *proxyUnder // a session run again gets a new proxy, home and work tree
 	questionToolTurnsQuestion(t, scripted.Chat, qwenLifecycleBudget, func(px *proxyUnder, prompt string, resume bool) string {
-		if env == nil {
-			env = qwenSetup(t, home, px.http.URL+"/v1")
+		if envFor != px {
+			home, work = t.TempDir(), t.TempDir()
+			env, envFor = qwenSetup(t, home, px.http.URL+"/v1"), px
 		}
 		return lastLine(runQwen(t, bin, work, env, prompt, resume))
 	})
