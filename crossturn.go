@@ -1,12 +1,11 @@
 package contextfold
 
 import (
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"github.com/contextfold/contextfold/internal/parallel"
 	"github.com/contextfold/contextfold/scrub"
 )
 
@@ -199,7 +198,7 @@ func (s *Store) shareSession(sc *scrub.Scrubber, turns []Turn, want []int, ownOf
 		return turns
 	}
 	own := make([]*scrub.Known, len(want))
-	eachParallel(len(want), func(k int) { own[k] = ownOf(turns[want[k]]) })
+	parallel.Each(len(want), func(k int) { own[k] = ownOf(turns[want[k]]) })
 	ss := &s.secrets
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -418,30 +417,4 @@ func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Tur
 		return turns
 	}
 	return out
-}
-
-// eachParallel calls f(k) for every k in [0, n), on up to GOMAXPROCS
-// goroutines when n is 2 or more (each k once; f writes only its own k's
-// results, so the outcome does not depend on the scheduling), and returns
-// once every call returned.
-func eachParallel(n int, f func(k int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for k := range n {
-			f(k)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
-				f(k)
-			}
-		}()
-	}
-	wg.Wait()
 }

@@ -3,10 +3,9 @@ package contextfold
 import (
 	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/parallel"
 )
 
 // materialise fills ix.recs for the base positions pos that are not
@@ -25,28 +24,15 @@ func (ix *index) materialise(pos []int32) {
 			todo = append(todo, p)
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(todo)/256)
-	if workers < 2 {
-		return
+	if runtime.GOMAXPROCS(0) < 2 || len(todo) < 512 {
+		return // one CPU, or too few to be worth it: rec decodes them as they are asked for
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)-1) * 64
-				if i >= len(todo) {
-					return
-				}
-				for _, p := range todo[i:min(i+64, len(todo))] {
-					ix.recs[p] = ix.base.decodedRecord(ix, p)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	const chunk = 64 // positions a goroutine takes at a time
+	parallel.Each((len(todo)+chunk-1)/chunk, func(c int) {
+		for _, p := range todo[c*chunk : min((c+1)*chunk, len(todo))] {
+			ix.recs[p] = ix.base.decodedRecord(ix, p)
+		}
+	})
 }
 
 // decodedRecord is the record of base position p decoded from its entry in

@@ -3,15 +3,14 @@ package ranked
 import (
 	"cmp"
 	"os"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/backend"
+	"github.com/contextfold/contextfold/internal/parallel"
 )
 
 // doc is one cold node as the ranked matcher sees it.
@@ -660,26 +659,7 @@ func (ix *Index) analyseNew(s *contextfold.Store, chunk []*contextfold.Entry, fe
 		out[k] = newDocOf(s, e, fedNodes)
 		todo = append(todo, k)
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(todo))
-	if workers <= 1 {
-		for _, k := range todo {
-			out[k].analyse()
-		}
-		return out
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := int(next.Add(1) - 1); j < len(todo); j = int(next.Add(1) - 1) {
-				k := todo[j]
-				out[k].analyse()
-			}
-		}()
-	}
-	wg.Wait()
+	parallel.Each(len(todo), func(j int) { out[todo[j]].analyse() })
 	return out
 }
 
