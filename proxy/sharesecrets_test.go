@@ -24,13 +24,7 @@ func TestFoldEventsShareSecretsThroughProxy(t *testing.T) {
 	third := append(append([]map[string]any{}, second...),
 		map[string]any{"role": "assistant", "content": "done"},
 		map[string]any{"role": "user", "content": "and now?"})
-	body := func(msgs []map[string]any) []byte {
-		b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	body := func(msgs []map[string]any) []byte { return chatMessagesBody(t, msgs) }
 	up := newUpstream(t)
 	tp := newProxy(t, up, foldAll)
 	for k, msgs := range [][]map[string]any{base, second} {
@@ -71,13 +65,7 @@ func TestFoldEventsShareSecretsThroughProxy(t *testing.T) {
 func TestRestartBetweenFoldEventsSharesSecrets(t *testing.T) {
 	v := "Jm4t" + "Rw9cKx2vPq7sNb3h"
 	base, second := secretConversation(v, "HOME=/root\n")
-	body := func(msgs []map[string]any) []byte {
-		b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	body := func(msgs []map[string]any) []byte { return chatMessagesBody(t, msgs) }
 	up := newUpstream(t)
 	tp := newProxy(t, up, foldAll)
 	if resp, b := post(t, tp.http.URL+PathOpenAI, body(base), nil); resp.StatusCode != 200 {
@@ -132,4 +120,14 @@ func filesHolding(dir, v string) []string {
 		return nil
 	})
 	return found
+}
+
+// chatMessagesBody is a Chat Completions request body holding msgs.
+func chatMessagesBody(t *testing.T, msgs []map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

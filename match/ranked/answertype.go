@@ -92,10 +92,7 @@ func wordSet(list string) map[string]bool {
 func asksType(prompt string) answerType {
 	words := promptWords(prompt)
 	for i, w := range words {
-		next := ""
-		if i+1 < len(words) {
-			next = words[i+1]
-		}
+		next := wordAfter(words, i)
 		switch {
 		case w == "where" && (whenAux[next] || next == ""):
 			return typePlace

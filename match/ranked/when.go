@@ -79,10 +79,7 @@ func asksWhen(prompt string) bool {
 	}
 	words := promptWords(prompt)
 	for i, w := range words {
-		next := ""
-		if i+1 < len(words) {
-			next = words[i+1]
-		}
+		next := wordAfter(words, i)
 		switch {
 		case w == "cuándo", w == "ne" && next == "zaman":
 			return true
@@ -153,4 +150,12 @@ func (ix *Index) sortByRank(out []*match) {
 // zaman"), digits and punctuation between them.
 func promptWords(prompt string) []string {
 	return strings.FieldsFunc(strings.ToLower(prompt), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+}
+
+// wordAfter is the word after words[i], "" at the end.
+func wordAfter(words []string, i int) string {
+	if i+1 < len(words) {
+		return words[i+1]
+	}
+	return ""
 }
