@@ -87,6 +87,15 @@ type Config struct {
 	CacheTTL time.Duration
 	// Now tells the time of a request, for CacheTTL (nil: time.Now).
 	Now func() time.Time
+	// Earlier returns the stores of the conversation's earlier lives, newest
+	// first: the stores a client's rewritten history (a /compact, an edited
+	// or rewound conversation) left behind. When the session's own store
+	// selects nothing for a human prompt, they are scanned in that order and
+	// the first that selects something is hydrated from, read-only (CONF-08:
+	// nothing is evicted or written there; HydratedNode.Source names it).
+	// nil: no earlier stores. Called with the harness's lock held, at most
+	// once a human turn; it must not call back into the harness.
+	Earlier func() []EarlierStore
 	// OverlapDurability, when set, lets a dispatch return once its fold
 	// event's cold nodes and index are written, their syncs and renames
 	// still running (contextfold.Store.FoldBatchEachDeferred): the caller
@@ -181,6 +190,20 @@ type HydratedNode struct {
 	Truncated      bool
 	ArtifactSHA256 string
 	MatchedTerms   []string // the prompt terms it covered
+	// Source names the earlier store the node was read from
+	// (EarlierStore.Name; Config.Earlier), "" for the session's own store.
+	// A node from an earlier store is never evicted: it was never marked
+	// hydrated there.
+	Source string `json:",omitempty"`
+}
+
+// EarlierStore is a store of one of the conversation's earlier lives
+// (Config.Earlier), read-only to the harness. Name identifies it in the
+// hydration block's from attribute and in the accounting (a session
+// name and generation such as "s-1a2b3c4d5e6f7a8b/g1").
+type EarlierStore struct {
+	Name  string
+	Store *contextfold.Store
 }
 
 // Refusal is a selected node that was not hydrated because it failed
@@ -208,6 +231,10 @@ type Accounting struct {
 	// hydration still sent, or the message itself forwarded verbatim), so
 	// their share of the per-turn cap went to the next pick.
 	StepsInPrompt []int `json:"steps_in_prompt,omitempty"`
+	// StepsHydratedEarlier are the nodes hydrated from an earlier store
+	// (Config.Earlier), as "<store name>:<step_id>"; their tokens are in
+	// HydratedTokens.
+	StepsHydratedEarlier []string `json:"steps_hydrated_earlier,omitempty"`
 }
 
 // Dispatch is the outcome of PreTurnDispatch: what to change in the outgoing
@@ -578,6 +605,9 @@ func (h *Harness) promptHolds(conv []Message, d *Dispatch) func(step int) (heldN
 			continue
 		}
 		for _, b := range HydrationBlocks(ph.Text) {
+			if b.Source != "" {
+				continue // an earlier store's step, not this store's
+			}
 			if from == nil {
 				from = map[int]heldNode{}
 			}
@@ -1075,7 +1105,7 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 		// message is the human prompt is scanned. Later requests of the
 		// turn (tool results, a scaffold's observations after it) keep the
 		// hydration the turn has, or none.
-		if d.PromptIndex == len(conv)-1 {
+		if promptIsLatest(conv, d.PromptIndex) {
 			h.scanAndHydrate(prompt, t, h.promptHolds(conv, d))
 			scanned = true
 		}
@@ -1084,6 +1114,23 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 	d.Prompt = prompt
 	h.takeTurn(d, t)
 	return scanned
+}
+
+// promptIsLatest reports whether the human prompt at index p is the
+// conversation's latest message, but for system messages after it: a
+// client may append its own instructions after the prompt (Claude Code's
+// announcement of deferred tools after /compact), which answer nothing
+// and make the request no less the prompt's first.
+func promptIsLatest(conv []Message, p int) bool {
+	if p < 0 {
+		return false
+	}
+	for _, m := range conv[p+1:] {
+		if m.Role != RoleSystem {
+			return false
+		}
+	}
+	return true
 }
 
 // indexedSteps is the number of steps in the recall index (the entries
@@ -1105,7 +1152,9 @@ func (h *Harness) takeTurn(d *Dispatch, t *turnState) {
 	d.Accounting.StepsDropped = t.dropped
 	d.Accounting.StepsInPrompt = t.inPrompt
 	for _, n := range t.hydrated {
-		h.pending[n.StepID] = d.seq
+		if n.Source == "" {
+			h.pending[n.StepID] = d.seq
+		}
 	}
 }
 
@@ -1121,7 +1170,7 @@ func (h *Harness) rescanTurn(conv []Message, d *Dispatch) {
 		return
 	}
 	for _, n := range t.hydrated {
-		if h.pending[n.StepID] == d.seq {
+		if n.Source == "" && h.pending[n.StepID] == d.seq {
 			delete(h.pending, n.StepID)
 		}
 	}
@@ -1155,13 +1204,47 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState, holds func(step in
 	for _, p := range res.Dropped {
 		t.dropped = append(t.dropped, p.StepID)
 	}
-	var text []byte
 	capTokens := 0 // the budget's share for one human turn (0: none)
 	if h.cfg.budgeted() {
 		capTokens = h.cfg.ContextBudget * h.cfg.HydrationShare / 100
 	}
-	used := 0
-	for _, p := range res.Selected {
+	used := h.hydratePicks(h.store, "", res.Selected, prompt, capTokens, 0, t, holds)
+	if len(res.Selected) == 0 && h.cfg.Earlier != nil {
+		h.hydrateEarlier(prompt, capTokens, used, t)
+	}
+}
+
+// hydrateEarlier is the scan's last resort (Config.Earlier): the session's
+// own store selected nothing for the prompt, so the stores of the
+// conversation's earlier lives are scanned, newest first, and the first
+// that selects something is hydrated from, read-only, within what is left
+// of the turn's cap. A store that cannot be scanned is a warning.
+func (h *Harness) hydrateEarlier(prompt string, capTokens, used int, t *turnState) {
+	none := func(int) (heldNode, bool) { return heldNode{}, false }
+	for _, e := range h.cfg.Earlier() {
+		if e.Store == nil {
+			continue
+		}
+		res, err := match.ScanBefore(e.Store, prompt, h.matchMode(), -1)
+		if err != nil {
+			t.warnings = append(t.warnings, "scan of earlier store "+e.Name+" failed: "+err.Error())
+			continue
+		}
+		if len(res.Selected) == 0 {
+			continue
+		}
+		h.hydratePicks(e.Store, e.Name, res.Selected, prompt, capTokens, used, t, none)
+		return
+	}
+}
+
+// hydratePicks hydrates the scan's picks from store in order into t, within
+// capTokens for the turn (0: no cap) of which used are spent, and returns
+// the tokens spent then. source names an earlier store ("" for the
+// session's own): its nodes are never held by the prompt and their
+// refusals are warnings only (t.refused names the session's own steps).
+func (h *Harness) hydratePicks(store *contextfold.Store, source string, picks []contextfold.ScanPick, prompt string, capTokens, used int, t *turnState, holds func(step int) (heldNode, bool)) int {
+	for _, p := range picks {
 		// A node the prompt holds in full already is not sent again; its
 		// share of the cap goes to the next pick.
 		held, isHeld := holds(p.StepID)
@@ -1170,7 +1253,9 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState, holds func(step in
 			continue
 		}
 		if capTokens > 0 && used >= capTokens {
-			t.dropped = append(t.dropped, p.StepID)
+			if source == "" {
+				t.dropped = append(t.dropped, p.StepID)
+			}
 			continue
 		}
 		// The cap actually applied: what is left of this turn's share of
@@ -1180,17 +1265,23 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState, holds func(step in
 		if capTokens > 0 {
 			limit = capTokens - used
 		}
-		hy, err := match.HydrateWithin(h.store, p.StepID, prompt, h.matchMode(), limit)
+		hy, err := match.HydrateWithin(store, p.StepID, prompt, h.matchMode(), limit)
 		if err != nil {
-			t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
-			t.warnings = append(t.warnings, fmt.Sprintf("step %d refused: %v", p.StepID, err))
+			if source == "" {
+				t.refused = append(t.refused, Refusal{StepID: p.StepID, Err: err})
+				t.warnings = append(t.warnings, fmt.Sprintf("step %d refused: %v", p.StepID, err))
+			} else {
+				t.warnings = append(t.warnings, fmt.Sprintf("step %d of earlier store %s refused: %v", p.StepID, source, err))
+			}
 			continue
 		}
 		n := HydratedNode{StepID: hy.StepID, Content: hy.Content, Tokens: hy.TokenEstimate,
-			Truncated: hy.Truncated, ArtifactSHA256: hy.ArtifactSHA256, MatchedTerms: p.MatchedTerms}
+			Truncated: hy.Truncated, ArtifactSHA256: hy.ArtifactSHA256, MatchedTerms: p.MatchedTerms, Source: source}
 		if capTokens > 0 && used+n.Tokens > capTokens {
 			if used > 0 {
-				t.dropped = append(t.dropped, p.StepID)
+				if source == "" {
+					t.dropped = append(t.dropped, p.StepID)
+				}
 				continue
 			}
 			n.Content, n.Tokens, n.Truncated = cutTokens(n.Content, capTokens), capTokens, true
@@ -1202,12 +1293,12 @@ func (h *Harness) scanAndHydrate(prompt string, t *turnState, holds func(step in
 		}
 		used += n.Tokens
 		t.hydrated = append(t.hydrated, n)
-		if len(text) > 0 {
-			text = append(text, "\n\n"...)
+		if t.text != "" {
+			t.text += "\n\n"
 		}
-		text = append(text, HydrationBlock(n)...)
+		t.text += HydrationBlock(n)
 	}
-	t.text = string(text)
+	return used
 }
 
 func (h *Harness) account(conv []Message, d *Dispatch) {
@@ -1272,6 +1363,10 @@ func (h *Harness) account(conv []Message, d *Dispatch) {
 	}
 	for _, n := range d.Hydrated {
 		a.HydratedTokens += n.Tokens
+		if n.Source != "" {
+			a.StepsHydratedEarlier = append(a.StepsHydratedEarlier, n.Source+":"+strconv.Itoa(n.StepID))
+			continue
+		}
 		a.StepsHydrated = append(a.StepsHydrated, n.StepID)
 	}
 	if d.HydrationText != "" {
@@ -1364,6 +1459,9 @@ func (h *Harness) PostTurnResponse(d *Dispatch) ([]contextfold.Eviction, error) 
 	var evs []contextfold.Eviction
 	var errs []error
 	for _, n := range d.Hydrated {
+		if n.Source != "" {
+			continue // read from an earlier store, never marked there
+		}
 		if seq, ok := h.pending[n.StepID]; !ok || seq != d.seq {
 			continue // evicted already, by a later dispatch
 		}

@@ -158,18 +158,58 @@ func (m Message) storePayload() (string, bool) {
 }
 
 // promptText is the text a scan matches: the non-tool-result text parts of a
-// human message, hydrated content removed.
+// human message, hydrated content and the client's own markup
+// (stripClientMarkup) removed.
 func (m Message) promptText() string {
 	var parts []string
 	for _, p := range m.Parts {
 		if p.ToolResult {
 			continue
 		}
-		if t := strings.TrimSpace(StripHydration(p.Text)); t != "" {
+		if t := strings.TrimSpace(stripClientMarkup(StripHydration(p.Text))); t != "" {
 			parts = append(parts, t)
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// clientMarkup are the elements a coding agent adds to a human message
+// itself, around or beside the human's words: Claude Code's and Qwen Code's
+// <system-reminder> (attribution rules, file states, the date) and the
+// record of a local command such as /compact (its name, arguments, output
+// and the caveat that it was no request). They ask nothing: scanned as the
+// prompt, their words outweigh the question's.
+var clientMarkup = []string{"system-reminder", "local-command-caveat", "command-name", "command-message",
+	"command-args", "local-command-stdout", "local-command-stderr"}
+
+// stripClientMarkup removes every whole clientMarkup element from s (an
+// opening tag at a line start, through its closing tag); text outside them,
+// and an element left open, stay.
+func stripClientMarkup(s string) string {
+	if !strings.Contains(s, "</") {
+		return s
+	}
+	for _, name := range clientMarkup {
+		open, end := "<"+name+">", "</"+name+">"
+		for from := 0; ; {
+			i := strings.Index(s[from:], open)
+			if i < 0 {
+				break
+			}
+			i += from
+			if i > 0 && s[i-1] != '\n' && strings.TrimSpace(s[strings.LastIndexByte(s[:i], '\n')+1:i]) != "" {
+				from = i + len(open) // inside a line: quoted, not the client's
+				continue
+			}
+			j := strings.Index(s[i:], end)
+			if j < 0 {
+				break
+			}
+			s = s[:i] + s[i+j+len(end):]
+			from = i
+		}
+	}
+	return s
 }
 
 // Hydration markers. A hydrated node is placed in the prompt as
@@ -177,6 +217,9 @@ func (m Message) promptText() string {
 //	<contextfold-hydration step_id="137" artifact_sha256="…" chars="N" truncated="false">
 //	…content (N code points)…
 //	</contextfold-hydration>
+//
+// A node read from an earlier store (HydratedNode.Source) carries its name
+// last, as from="s-1a2b3c4d5e6f7a8b/g1": its step_id is that store's.
 const (
 	HydrationOpen  = "<contextfold-hydration "
 	HydrationClose = "</contextfold-hydration>"
@@ -191,7 +234,11 @@ func HydrationBlock(h HydratedNode) string {
 	var b strings.Builder
 	b.WriteString(HydrationOpen)
 	b.WriteString(`step_id="` + strconv.Itoa(h.StepID) + `" artifact_sha256="` + h.ArtifactSHA256 +
-		`" chars="` + strconv.Itoa(utf8.RuneCountInString(h.Content)) + `" truncated="` + strconv.FormatBool(h.Truncated) + `">` + "\n")
+		`" chars="` + strconv.Itoa(utf8.RuneCountInString(h.Content)) + `" truncated="` + strconv.FormatBool(h.Truncated) + `"`)
+	if h.Source != "" {
+		b.WriteString(` from="` + h.Source + `"`)
+	}
+	b.WriteString(">\n")
 	b.WriteString(h.Content)
 	b.WriteString("\n" + HydrationClose)
 	return b.String()
@@ -245,7 +292,8 @@ func HydrationBlocks(s string) []HydratedNode {
 		}
 		body := strings.TrimPrefix(el[gt+1:], "\n")
 		body = strings.TrimSuffix(body, "\n"+HydrationClose)
-		out = append(out, HydratedNode{StepID: step, Truncated: strings.Contains(el[:gt], ` truncated="true"`), Content: body})
+		out = append(out, HydratedNode{StepID: step, Truncated: strings.Contains(el[:gt], ` truncated="true"`), Content: body,
+			Source: attrString(el[:gt], "from")})
 	}
 }
 
@@ -275,6 +323,20 @@ func hydrationEnd(s string) int {
 		return gt + j + len(HydrationClose)
 	}
 	return len(s)
+}
+
+// attrString returns the value of attribute name in an element's head, ""
+// when it has none.
+func attrString(head, name string) string {
+	k := strings.Index(head, " "+name+`="`)
+	if k < 0 {
+		return ""
+	}
+	v := head[k+len(name)+3:]
+	if q := strings.IndexByte(v, '"'); q >= 0 {
+		return v[:q]
+	}
+	return ""
 }
 
 func attrInt(head, name string) (int, bool) {

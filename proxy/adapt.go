@@ -54,6 +54,7 @@ type request struct {
 	points  []appendAt // per message: where hydrated content goes
 	stream  bool
 	seed    []byte // the start of the conversation, for the derived session id
+	tools   []byte // the "tools" array as sent (lineage.go), nil without one
 	// passReason, when set, says why the body is forwarded unchanged
 	// without folding (see responses.go); chained marks a Responses request
 	// continuing a provider-held conversation.
@@ -249,6 +250,9 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 	}
 	if sp, ok := get(top, seedKey); ok {
 		r.seed = append(r.seed, body[sp.start:sp.end]...)
+	}
+	if sp, ok := get(top, "tools"); ok && kind(body, sp) == '[' {
+		r.tools = body[sp.start:sp.end]
 	}
 	for i := 0; i < n; i++ {
 		r.seed = append(r.seed, '\n')

@@ -139,6 +139,10 @@ type Options struct {
 	// requests, see MaxInFlightBytes). The limit is never set when
 	// GOMEMLIMIT is.
 	NoSoftMemoryLimit bool
+	// NoLineage turns the conversation's lineage off (lineage.go): a
+	// session then never reads the stores of its earlier lives (its own
+	// earlier generations, the sessions a /compact left behind).
+	NoLineage bool
 	// BodyReadTimeout is how long a client may take to send a whole
 	// request body; 0 means DefaultBodyReadTimeout, a negative value means
 	// no limit. A slower API request is answered 408 and its connection
@@ -241,6 +245,9 @@ type hydrationBrief struct {
 	Tokens         int    `json:"tokens"`
 	Truncated      bool   `json:"truncated"`
 	ArtifactSHA256 string `json:"artifact_sha256"`
+	// From names the earlier store the node was read from (lineage.go),
+	// "" for the session's own.
+	From string `json:"from,omitempty"`
 }
 
 // Server is the proxy. It is an http.Handler, safe for concurrent use.
@@ -256,6 +263,7 @@ type Server struct {
 	sessions map[string]*session
 	stats    Stats
 	cache    *parseCache // message elements parsed before
+	lin      lineages    // the conversations' lineages (lineage.go)
 
 	budget     budget           // request bodies in flight
 	freeing    atomic.Bool      // returnMemory is running
@@ -346,6 +354,16 @@ type session struct {
 	dir string
 	h   *harness.Harness
 
+	// The session's earlier lives (lineage.go), under earlierMu: joined
+	// says joinLineage ran; lineage holds the sessions of its lineage
+	// before it, oldest first; earlier the stores earlierStores opened
+	// (earlierOpen: it ran).
+	earlierMu   sync.Mutex
+	joined      bool
+	lineage     []string
+	earlierOpen bool
+	earlier     []harness.EarlierStore
+
 	// ver is the version of the shared session state (Options.Shared) the
 	// harness holds.
 	ver atomic.Int64
@@ -393,6 +411,9 @@ type reqState struct {
 	sess     *session
 	dispatch *harness.Dispatch
 	start    time.Time
+	// lineageHeader and lineageValue are the client's conversation id
+	// (LineageHeaders), "" without one.
+	lineageHeader, lineageValue string
 	// clientTokens is the client body's count when the dispatch measured it.
 	clientTokens int
 	// clientRunes and outRunes are the code points of the client's and the
@@ -465,7 +486,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s is not a directory (give a directory path, --dir)", opts.Dir)
 		}
 	}
-	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache()}
+	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache(), lin: lineages{dir: opts.Dir}}
 	s.bgIdle = sync.NewCond(&s.mu)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -650,6 +671,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sid = s.scrub.SafeName(sid) // a token as a session name never reaches disk, stats or logs
 		}
 		if req.passReason == "" {
+			st.lineageHeader, st.lineageValue = lineageID(r.Header)
 			out = s.dispatch(r.Context(), st, req, sid)
 		}
 	}
@@ -736,6 +758,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 			st.rec.Warnings = append(st.rec.Warnings, "session store unavailable, nothing folded: "+err.Error())
 			return req.body
 		}
+		s.joinLineage(sess, st, req)
 		total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
 		st.clientTokens, st.clientRunes = total, req.runes
 		s.cache.remember(req, sess.h.CounterName())
@@ -744,6 +767,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 			// The client rewrote its history: continue in a new store.
 			st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 			if sess, err = s.session(st, sid, sess.gen+1); err == nil {
+				s.joinLineage(sess, st, req)
 				d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 			}
 		}
@@ -771,7 +795,7 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 	}
 	st.rec.Warnings = append(st.rec.Warnings, d.Warnings...)
 	for _, n := range d.Hydrated {
-		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256})
+		st.rec.Hydrated = append(st.rec.Hydrated, hydrationBrief{n.StepID, n.Tokens, n.Truncated, n.ArtifactSHA256, n.Source})
 	}
 	if st.plan != nil {
 		st.rec.Reasoning = st.plan.stats
@@ -994,7 +1018,11 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 	if cfg.Now == nil && s.opts.Clock != nil {
 		cfg.Now = s.opts.Clock // the idle time of the provider's cache (Config.CacheTTL)
 	}
-	sess := &session{id: id, gen: gen, dir: dir, h: harness.New(store, cfg)}
+	sess := &session{id: id, gen: gen, dir: dir}
+	if s.opts.Shared == nil && !s.opts.NoLineage {
+		cfg.Earlier = func() []harness.EarlierStore { return s.earlierStores(sess) }
+	}
+	sess.h = harness.New(store, cfg)
 	if s.opts.Shared == nil {
 		// The state the session had when it left memory: the same working
 		// set, turn hydration and pending evictions, so the next request is

@@ -1,0 +1,253 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/fsutil"
+)
+
+// A conversation's lineage: the proxy sessions one client conversation
+// went through. A client that rewrites its history starts a new proxy
+// session or a new store generation: Claude Code's /compact replaces the
+// conversation by a summary (a new first message, so a new derived session
+// id), and an edited or rewound conversation diverges (a new generation of
+// the same session). The cold nodes folded before stay on disk, but the
+// new store holds none of them. The lineage keeps them within reach: when
+// the session's own store selects nothing for a human prompt, the stores of
+// its earlier lives are scanned, newest first, and hydrated from read-only
+// (harness.Config.Earlier). Nothing is written to, or evicted from, an
+// earlier store.
+//
+// Two requests belong to one lineage when they come through the same API
+// with the same value of one of LineageHeaders (the client's own
+// conversation id) and offer the model the same tools (their names): the
+// side requests a client sends under the same id (a title, a summary, a
+// sub-agent) offer other tools or none, and form lineages of their own.
+
+// LineageHeaders are the request headers that carry a client's own
+// conversation id, in the order they are read: Claude Code's
+// X-Claude-Code-Session-Id and Codex's session_id.
+var LineageHeaders = []string{"X-Claude-Code-Session-Id", "Session_id"}
+
+// LineageDir is the directory, under Options.Dir, of the lineage files:
+// one JSON file per lineage, {"sessions": [session ids, oldest first]}. Its
+// name cannot be a session's (a session name starts with a letter or a
+// digit).
+const LineageDir = ".lineage"
+
+// MaxEarlierStores bounds the earlier stores a session scans (its own
+// earlier generations first, then the lineage's earlier sessions, each
+// newest first).
+const MaxEarlierStores = 8
+
+// lineageID returns the client's conversation id of a request (the first
+// of LineageHeaders it carries), "" when it has none.
+func lineageID(h http.Header) (header, value string) {
+	for _, k := range LineageHeaders {
+		if v := strings.TrimSpace(h.Get(k)); v != "" && len(v) <= 256 {
+			return k, v
+		}
+	}
+	return "", ""
+}
+
+// toolNames returns the sorted names of the tools a request offers (the
+// "tools" array of the three APIs: name, or function.name, or the type of
+// a built-in tool), nil when it offers none or they do not parse.
+func toolNames(tools []byte) []string {
+	if len(tools) == 0 {
+		return nil
+	}
+	var ts []struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(tools, &ts) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		switch {
+		case t.Name != "":
+			names = append(names, t.Name)
+		case t.Function.Name != "":
+			names = append(names, t.Function.Name)
+		default:
+			names = append(names, "type:"+t.Type)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// lineageKey is the file name of a lineage: a digest of the API, the
+// client's conversation id and the tools' names (the id itself never
+// reaches disk).
+func lineageKey(api, header, value string, tools []string) string {
+	h := sha256.New()
+	for _, s := range append([]string{api, strings.ToLower(header), value}, tools...) {
+		h.Write([]byte(strconv.Itoa(len(s)) + ":" + s))
+	}
+	return "l-" + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// lineages is the server's record of lineages, read from and written to
+// LineageDir. Safe for concurrent use.
+type lineages struct {
+	dir string
+	mu  sync.Mutex
+	mem map[string][]string // key → session ids, oldest first
+}
+
+// join puts session id into lineage key (once) and returns the sessions
+// that joined it before id, oldest first. A lineage file that cannot be
+// read starts the lineage anew; one that cannot be written keeps it in
+// memory only (err says so).
+func (l *lineages) join(key, id string) (earlier []string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mem == nil {
+		l.mem = map[string][]string{}
+	}
+	ids, ok := l.mem[key]
+	path := filepath.Join(l.dir, LineageDir, key+".json")
+	if !ok {
+		if data, rerr := fsutil.ReadFileMax(path, 1<<20); rerr == nil {
+			var f struct {
+				Sessions []string `json:"sessions"`
+			}
+			if json.Unmarshal(data, &f) == nil {
+				for _, s := range f.Sessions {
+					if validSession.MatchString(s) {
+						ids = append(ids, s)
+					}
+				}
+			}
+		} else if !errors.Is(rerr, fs.ErrNotExist) {
+			err = rerr
+		}
+	}
+	if i := slices.Index(ids, id); i >= 0 {
+		l.mem[key] = ids
+		return slices.Clone(ids[:i]), err
+	}
+	earlier = slices.Clone(ids)
+	ids = append(ids, id)
+	l.mem[key] = ids
+	data, _ := json.Marshal(struct {
+		Sessions []string `json:"sessions"`
+	}{ids})
+	if werr := os.MkdirAll(filepath.Dir(path), 0o755); werr != nil {
+		return earlier, werr
+	}
+	if werr := writeRename(path, append(data, '\n')); werr != nil {
+		return earlier, werr
+	}
+	return earlier, err
+}
+
+// earlierNames are the stores a session of lineage earlier (session ids,
+// oldest first) may read, newest first: its own earlier generations, then
+// each earlier session's generations, at most MaxEarlierStores.
+func (s *Server) earlierNames(id string, gen int, earlier []string) (names []string, dirs []string) {
+	add := func(sid string, g int) bool {
+		dir := filepath.Join(s.opts.Dir, sid, "g"+strconv.Itoa(g))
+		if _, err := os.Stat(filepath.Join(dir, contextfold.IndexFile)); err != nil {
+			return true
+		}
+		names, dirs = append(names, sid+"/g"+strconv.Itoa(g)), append(dirs, dir)
+		return len(names) < MaxEarlierStores
+	}
+	for g := gen - 1; g >= 1; g-- {
+		if !add(id, g) {
+			return
+		}
+	}
+	for i := len(earlier) - 1; i >= 0; i-- {
+		for g := latestGeneration(filepath.Join(s.opts.Dir, earlier[i])); g >= 1; g-- {
+			if !add(earlier[i], g) {
+				return
+			}
+		}
+	}
+	return
+}
+
+// earlierStores opens, once, the stores of x's earlier lives
+// (harness.Config.Earlier). Opening a store reads nothing yet and writes
+// nothing: the scan reads its index when it first needs it. It runs under
+// x's harness lock and takes s.mu: no holder of s.mu waits for the lock of
+// a harness in use (expireSessions drops idle sessions only).
+func (s *Server) earlierStores(x *session) []harness.EarlierStore {
+	x.earlierMu.Lock()
+	defer x.earlierMu.Unlock()
+	if x.earlierOpen {
+		return x.earlier
+	}
+	x.earlierOpen = true
+	names, dirs := s.earlierNames(x.id, x.gen, x.lineage)
+	for i, dir := range dirs {
+		// A session still in memory lends its store: one Store object per
+		// directory in the process, so the ranked index (one per
+		// directory) reads the nodes its fold event still holds.
+		s.mu.Lock()
+		var live *contextfold.Store
+		for _, y := range s.sessions {
+			if y.dir == dir {
+				live = y.h.Store()
+			}
+		}
+		s.mu.Unlock()
+		if live != nil {
+			x.earlier = append(x.earlier, harness.EarlierStore{Name: names[i], Store: live})
+			continue
+		}
+		st, err := contextfold.Open(dir, contextfold.Options{Clock: s.opts.Clock, SessionID: x.id})
+		if err != nil {
+			s.log.Warn("contextfold proxy: an earlier store of the session not opened", "session", x.id, "store", names[i], "err", err)
+			continue
+		}
+		x.earlier = append(x.earlier, harness.EarlierStore{Name: names[i], Store: st})
+	}
+	return x.earlier
+}
+
+// joinLineage puts the session in the lineage of req (LineageHeaders and
+// its tools), once per session object; the earlier sessions it finds are
+// what earlierStores opens. Without a conversation id the session reads
+// only its own earlier generations.
+func (s *Server) joinLineage(x *session, st *reqState, req *request) {
+	x.earlierMu.Lock()
+	defer x.earlierMu.Unlock()
+	if x.joined || s.opts.NoLineage {
+		return
+	}
+	x.joined = true
+	if st.lineageHeader == "" {
+		return
+	}
+	key := lineageKey(string(req.api), st.lineageHeader, st.lineageValue, toolNames(req.tools))
+	earlier, err := s.lin.join(key, x.id)
+	if err != nil {
+		st.rec.Warnings = append(st.rec.Warnings, "the conversation's lineage not saved: "+err.Error())
+	}
+	x.lineage = earlier
+	x.earlier, x.earlierOpen = nil, false
+}

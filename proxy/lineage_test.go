@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold/harness"
+)
+
+// lineageBody is an OpenAI chat body of msgs offering tools (names).
+func lineageBody(t *testing.T, msgs []any, tools ...string) []byte {
+	t.Helper()
+	body := map[string]any{"model": "gpt-4.1", "messages": msgs}
+	var ts []any
+	for _, name := range tools {
+		ts = append(ts, map[string]any{"type": "function", "function": map[string]any{"name": name, "parameters": map[string]any{"type": "object"}}})
+	}
+	if ts != nil {
+		body["tools"] = ts
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCompactedConversationReadsItsEarlierStore: a client that compacts
+// its conversation (Claude Code's /compact: a summary replaces the
+// history) starts a new proxy session; a question about a turn folded
+// before is answered from the earlier session's store, read-only, when the
+// request carries the same client conversation id and offers the same
+// tools. A side request under the same id offering no tools, and a
+// conversation without the id, read nothing of it; neither does a proxy
+// with NoLineage. The lineage survives a restart (its file).
+func TestCompactedConversationReadsItsEarlierStore(t *testing.T) {
+	const convID = "5f1c2d7e-1111-4c2b-9a77-0d5a1e2f3b4c"
+	hdr := map[string]string{"X-Claude-Code-Session-Id": convID}
+	var long []any
+	if err := json.Unmarshal(decodeRaw(t, conversationOf(70, false), "messages"), &long); err != nil {
+		t.Fatal(err)
+	}
+	question := map[string]any{"role": "user", "content": "what did the pkg12 build print?"}
+	compacted := []any{long[0],
+		map[string]any{"role": "user", "content": "This session is being continued from an earlier conversation: the widget packages build."},
+		map[string]any{"role": "assistant", "content": "Understood, continuing."}, question}
+
+	run := func(t *testing.T, set func(*Options), restart bool) (*testProxy, []RequestRecord) {
+		up := newUpstream(t)
+		tp := newProxyWith(t, up, func(o *Options) { o.Harness = harness.Config{ContextBudget: 4000}; set(o) })
+		sent := 0 // requests sent to tp
+		send := func(body []byte, h map[string]string) RequestRecord {
+			if resp, b := post(t, tp.http.URL+PathOpenAI, body, h); resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			sent++
+			return tp.record(t, sent)
+		}
+		var recs []RequestRecord
+		first := send(lineageBody(t, long, "bash", "edit"), hdr)
+		if first.WorkingSet == nil || !first.WorkingSet.FoldEvent {
+			t.Fatal("the long conversation made no fold event: the test covers nothing")
+		}
+		recs = append(recs, first)
+		if restart {
+			waitBackground(tp.srv)
+			tp.srv.Close()
+			up2 := newUpstream(t)
+			dir := tp.dir
+			tp = newProxyWith(t, up2, func(o *Options) { o.Harness = harness.Config{ContextBudget: 4000}; o.Dir = dir; set(o) })
+			tp.dir = dir
+			sent = 0
+		}
+		recs = append(recs, send(lineageBody(t, compacted, "edit", "bash"), hdr))
+		// Other conversations (another system prompt): a side request
+		// under the same id offering no tools, and one without the id.
+		side := slices.Clone(compacted)
+		side[0] = map[string]any{"role": "system", "content": "Write a title for the conversation."}
+		recs = append(recs, send(lineageBody(t, side), hdr))
+		side[0] = map[string]any{"role": "system", "content": "You are another coding agent."}
+		recs = append(recs, send(lineageBody(t, side, "bash", "edit"), nil))
+		return tp, recs
+	}
+	fromEarlier := func(r RequestRecord) bool {
+		for _, h := range r.Hydrated {
+			if h.From != "" {
+				return true
+			}
+		}
+		return false
+	}
+
+	for _, restart := range []bool{false, true} {
+		tp, recs := run(t, func(*Options) {}, restart)
+		c := recs[1]
+		if c.Session == recs[0].Session {
+			t.Fatal("the compacted conversation is the same proxy session: the test covers nothing")
+		}
+		if len(c.Hydrated) == 0 || c.Hydrated[0].From != recs[0].Session+"/g1" {
+			t.Fatalf("restart %v: the compacted conversation's question hydrated %+v, want a node of %s/g1 (warnings %v)", restart, c.Hydrated, recs[0].Session, c.Warnings)
+		}
+		if recs[2].Session == c.Session || recs[3].Session == c.Session {
+			t.Fatal("a side request is the compacted conversation's session: the test covers nothing")
+		}
+		if recs[2].Hydrated != nil || recs[3].Hydrated != nil || fromEarlier(recs[2]) || fromEarlier(recs[3]) {
+			t.Fatalf("restart %v: a side request hydrated %+v, a request without the id %+v", restart, recs[2].Hydrated, recs[3].Hydrated)
+		}
+		// The lineage file holds session ids, never the client's id.
+		files, _ := filepath.Glob(filepath.Join(tp.dir, LineageDir, "*.json"))
+		if len(files) != 2 {
+			t.Fatalf("lineage files %v, want the main conversation's and the side request's", files)
+		}
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), convID) {
+				t.Fatalf("%s holds the client's conversation id: %s", f, b)
+			}
+		}
+	}
+
+	_, recs := run(t, func(o *Options) { o.NoLineage = true }, false)
+	if recs[1].Hydrated != nil {
+		t.Fatalf("with NoLineage the compacted conversation hydrated %+v", recs[1].Hydrated)
+	}
+}
+
+// decodeRaw returns the raw JSON of body's top-level field.
+func decodeRaw(t *testing.T, body []byte, field string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m[field]
+}
