@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -135,4 +136,44 @@ func decodeRaw(t *testing.T, body []byte, field string) []byte {
 		t.Fatal(err)
 	}
 	return m[field]
+}
+
+// TestDivergedConversationReadsItsEarlierGeneration: a client that rewinds
+// its conversation before what was folded (a rewritten message, the rest
+// dropped) continues in a new generation of the session's store; a question
+// about a turn only the earlier generation holds is answered from it,
+// read-only, with no client conversation id needed.
+func TestDivergedConversationReadsItsEarlierGeneration(t *testing.T) {
+	var long []any
+	if err := json.Unmarshal(decodeRaw(t, conversationOf(70, false), "messages"), &long); err != nil {
+		t.Fatal(err)
+	}
+	up := newUpstream(t)
+	tp := newProxyWith(t, up, func(o *Options) { o.Harness = harness.Config{ContextBudget: 4000} })
+	hdr := map[string]string{HeaderSession: "alpha"}
+	for i, body := range [][]byte{lineageBody(t, long, "bash"), nil} {
+		if i == 1 {
+			// Rewound: message 22 (pkg11's call) rewritten, everything
+			// after it dropped, and a question about pkg12.
+			rewound := slices.Clone(long[:22])
+			rewound = append(rewound, map[string]any{"role": "user", "content": "skip pkg11; what did the pkg12 build print?"})
+			body = lineageBody(t, rewound, "bash")
+		}
+		if resp, b := post(t, tp.http.URL+PathOpenAI, body, hdr); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+	}
+	first, second := tp.record(t, 1), tp.record(t, 2)
+	if first.WorkingSet == nil || !first.WorkingSet.FoldEvent {
+		t.Fatal("no fold event: the test covers nothing")
+	}
+	if second.Generation != 2 {
+		t.Fatalf("the rewound conversation is generation %d (warnings %v), want 2", second.Generation, second.Warnings)
+	}
+	if len(second.Hydrated) == 0 || second.Hydrated[0].From != "alpha/g1" {
+		t.Fatalf("the question hydrated %+v, want a node of alpha/g1", second.Hydrated)
+	}
+	if !bytes.Contains(up.last(t).Body, []byte(`from=\"alpha/g1\"`)) || !bytes.Contains(up.last(t).Body, []byte("compiled pkg12 module ok")) {
+		t.Fatal("the forwarded body lacks the earlier generation's node")
+	}
 }
