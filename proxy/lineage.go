@@ -40,8 +40,9 @@ import (
 
 // LineageHeaders are the request headers that carry a client's own
 // conversation id, in the order they are read: Claude Code's
-// X-Claude-Code-Session-Id and Codex's session_id.
-var LineageHeaders = []string{"X-Claude-Code-Session-Id", "Session_id"}
+// X-Claude-Code-Session-Id, Codex's session-id (0.171; session_id in
+// earlier releases). Qwen Code 0.24 sends none.
+var LineageHeaders = []string{"X-Claude-Code-Session-Id", "Session-Id", "Session_id"}
 
 // LineageDir is the directory, under Options.Dir, of the lineage files:
 // one JSON file per lineage, {"sessions": [session ids, oldest first]}. Its

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -175,5 +176,28 @@ func TestDivergedConversationReadsItsEarlierGeneration(t *testing.T) {
 	}
 	if !bytes.Contains(up.last(t).Body, []byte(`from=\"alpha/g1\"`)) || !bytes.Contains(up.last(t).Body, []byte("compiled pkg12 module ok")) {
 		t.Fatal("the forwarded body lacks the earlier generation's node")
+	}
+}
+
+// TestLineageIDHeaders: the client conversation ids the agents send (Claude
+// Code 2.1.332, Codex 0.171 and earlier) are read; an outsized value or
+// none is no lineage.
+func TestLineageIDHeaders(t *testing.T) {
+	for _, c := range []struct {
+		name, value string
+		want        bool
+	}{
+		{"X-Claude-Code-Session-Id", "5f1c2d7e-1111", true},
+		{"session-id", "01a24a24-0489-72e3", true},
+		{"session_id", "01a24a24-0489-72e3", true},
+		{"X-Request-Id", "01a24a24", false},
+		{"session-id", strings.Repeat("x", 300), false},
+	} {
+		h := http.Header{}
+		h.Set(c.name, c.value) // canonical, as the server reads it
+		_, v := lineageID(h)
+		if (v != "") != c.want {
+			t.Errorf("%s: %q read %q", c.name, c.value, v)
+		}
 	}
 }
