@@ -102,24 +102,3 @@ func TestEarlierStoreHydratesWhenOwnSelectsNothing(t *testing.T) {
 	}
 }
 
-// TestPromptTextLeavesClientMarkup: the text a scan matches is the human's
-// words, not the reminders and the local command record a coding agent
-// puts in the same message; markup quoted inside a line stays.
-func TestPromptTextLeavesClientMarkup(t *testing.T) {
-	m := Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "<system-reminder>\nAttribution for git commits: end messages with Co-Authored-By.\n</system-reminder>\n" +
-		"<local-command-caveat>The command below was run directly in Claude Code.</local-command-caveat>\n<command-name>/compact</command-name>\n" +
-		"            <command-message>compact</command-message>\n            <command-args></command-args>\n" +
-		"<local-command-stdout>Compacted (ctrl+o to see full summary)</local-command-stdout>\n" +
-		"What undefined symbol did the linker report?"}}}
-	if got := m.promptText(); got != "What undefined symbol did the linker report?" {
-		t.Fatalf("prompt text %q", got)
-	}
-	q := Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "Why does the parser drop <system-reminder>x</system-reminder> tags?"}}}
-	if got := q.promptText(); !strings.Contains(got, "<system-reminder>x</system-reminder>") {
-		t.Fatalf("markup quoted inside a line was removed: %q", got)
-	}
-	open := Message{Role: RoleUser, Human: true, Parts: []Part{{Text: "<system-reminder>\nnever closed\nwhat failed?"}}}
-	if got := open.promptText(); !strings.Contains(got, "what failed?") {
-		t.Fatalf("an element left open took the question: %q", got)
-	}
-}

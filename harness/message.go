@@ -158,58 +158,19 @@ func (m Message) storePayload() (string, bool) {
 }
 
 // promptText is the text a scan matches: the non-tool-result text parts of a
-// human message, hydrated content and the client's own markup
-// (stripClientMarkup) removed.
+// human message, hydrated content removed (the ranked scan leaves out the
+// agent's own markup as well: match/ranked, rule "the human's words").
 func (m Message) promptText() string {
 	var parts []string
 	for _, p := range m.Parts {
 		if p.ToolResult {
 			continue
 		}
-		if t := strings.TrimSpace(stripClientMarkup(StripHydration(p.Text))); t != "" {
+		if t := strings.TrimSpace(StripHydration(p.Text)); t != "" {
 			parts = append(parts, t)
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// clientMarkup are the elements a coding agent adds to a human message
-// itself, around or beside the human's words: Claude Code's and Qwen Code's
-// <system-reminder> (attribution rules, file states, the date) and the
-// record of a local command such as /compact (its name, arguments, output
-// and the caveat that it was no request). They ask nothing: scanned as the
-// prompt, their words outweigh the question's.
-var clientMarkup = []string{"system-reminder", "local-command-caveat", "command-name", "command-message",
-	"command-args", "local-command-stdout", "local-command-stderr"}
-
-// stripClientMarkup removes every whole clientMarkup element from s (an
-// opening tag at a line start, through its closing tag); text outside them,
-// and an element left open, stay.
-func stripClientMarkup(s string) string {
-	if !strings.Contains(s, "</") {
-		return s
-	}
-	for _, name := range clientMarkup {
-		open, end := "<"+name+">", "</"+name+">"
-		for from := 0; ; {
-			i := strings.Index(s[from:], open)
-			if i < 0 {
-				break
-			}
-			i += from
-			if i > 0 && s[i-1] != '\n' && strings.TrimSpace(s[strings.LastIndexByte(s[:i], '\n')+1:i]) != "" {
-				from = i + len(open) // inside a line: quoted, not the client's
-				continue
-			}
-			j := strings.Index(s[i:], end)
-			if j < 0 {
-				break
-			}
-			s = s[:i] + s[i+j+len(end):]
-			from = i
-		}
-	}
-	return s
 }
 
 // Hydration markers. A hydrated node is placed in the prompt as

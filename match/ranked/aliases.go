@@ -75,9 +75,12 @@ func contains(ss []string, s string) bool {
 // agentMarkup are the elements agents add to the human's message on their
 // own (Claude Code's and Qwen Code's <system-reminder> with the date, the
 // todo list or a hook's output; Codex's <environment_context> and
-// <user_instructions>; the IDE's opened file and selection): the agent's
-// boilerplate, not the human's question.
-var agentMarkup = []string{"system-reminder", "environment_context", "user_instructions", "ide_opened_file", "ide_selection"}
+// <user_instructions>; the IDE's opened file and selection; Claude Code's
+// record of a local command such as /compact, which it sends before the
+// next question: its name, arguments, output and the caveat that it was no
+// request): the agent's boilerplate, not the human's question.
+var agentMarkup = []string{"system-reminder", "environment_context", "user_instructions", "ide_opened_file", "ide_selection",
+	"local-command-caveat", "command-name", "command-message", "command-args", "local-command-stdout", "local-command-stderr"}
 
 // stripAgentMarkup removes the agentMarkup elements (rule "the human's
 // words"): a prompt is scanned for what the human asked, so that the

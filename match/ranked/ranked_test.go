@@ -295,6 +295,7 @@ func TestStripAgentMarkup(t *testing.T) {
 		"<system-reminderish>kept</system-reminderish> <system-reminder>gone</system-reminder>": "<system-reminderish>kept</system-reminderish> ",
 		"<system-reminder>never closed":                                                         "<system-reminder>never closed",
 		"plain prompt":                                                                          "plain prompt",
+		"<local-command-caveat>Run directly in Claude Code.</local-command-caveat>\n<command-name>/compact</command-name>\n  <command-message>compact</command-message>\n  <command-args></command-args>\n<local-command-stdout>Compacted (ctrl+o to see full summary)</local-command-stdout>\nwhat did the linker say?": "\n\n  \n  \n\nwhat did the linker say?",
 	} {
 		if got := stripAgentMarkup(in); got != want {
 			t.Errorf("stripAgentMarkup(%q) = %q, want %q", in, got, want)
