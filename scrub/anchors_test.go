@@ -162,3 +162,33 @@ func BenchmarkExtraFindingsToolLog(b *testing.B) {
 		extraFindings(text)
 	}
 }
+
+// TestScrubSetKnownSameAsAddContext: ScrubSetKnown scrubs as ScrubSet and
+// learns, from the findings the scrub makes, exactly the values (and their
+// rules) that AddContext over texts[from:] learns, on sets of the secret
+// corpora, the look-alikes and short texts (whose findAll is memoized).
+func TestScrubSetKnownSameAsAddContext(t *testing.T) {
+	s := newTestScrubber(t)
+	texts := prefilterTexts(t)
+	texts = append(texts, "sess-1", "PASSWORD=hunter2hunter2", "app.py", "", "\xff\xfeDB_PASSWORD=s3cr3tV4lu3Xy9Q2")
+	learned := 0
+	for i := 0; i < len(texts); i += 5 {
+		set := texts[i:min(i+5, len(texts))]
+		from := i % 2
+		var want, got Known
+		for _, x := range set[from:] {
+			want.AddContext(s, x)
+		}
+		rs := s.ScrubSetKnown(set, &got, from)
+		if !reflect.DeepEqual(rs, s.ScrubSet(set)) {
+			t.Fatalf("set %d: ScrubSetKnown's results differ from ScrubSet's", i)
+		}
+		if !reflect.DeepEqual(got.values, want.values) {
+			t.Fatalf("set %d: learned %v, AddContext learns %v", i, got.values, want.values)
+		}
+		learned += want.Len()
+	}
+	if learned < 50 {
+		t.Fatalf("only %d values learned: the comparison tests little", learned)
+	}
+}
