@@ -190,15 +190,16 @@ func (s *Store) LearnSecrets(turns []Turn) error {
 // shareSession redacts, in the turns at positions want (the new turns of
 // a fold event), the values that the session's other turns revealed: those
 // of the turns this Store folded before (sessionSecrets) and those of
-// the other turns of this event, which it learns. ownOf returns the
-// values a turn reveals itself. It returns turns, or a copy with the
-// turns it changed. Callers hold s.mu.
-func (s *Store) shareSession(sc *scrub.Scrubber, turns []Turn, want []int, ownOf func(Turn) *scrub.Known) []Turn {
+// the other turns of this event, which it learns. ownOf(k, t) returns
+// the values t, the turn at want[k], reveals itself; it is called on every
+// CPU (once per k). It returns turns, or a copy with the turns it changed.
+// Callers hold s.mu.
+func (s *Store) shareSession(sc *scrub.Scrubber, turns []Turn, want []int, ownOf func(k int, t Turn) *scrub.Known) []Turn {
 	if sc == nil || len(want) == 0 {
 		return turns
 	}
 	own := make([]*scrub.Known, len(want))
-	parallel.Each(len(want), func(k int) { own[k] = ownOf(turns[want[k]]) })
+	parallel.Each(len(want), func(k int) { own[k] = ownOf(k, turns[want[k]]) })
 	ss := &s.secrets
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

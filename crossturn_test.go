@@ -1,6 +1,7 @@
 package contextfold
 
 import (
+	"bytes"
 	"encoding/base64"
 	"os"
 	"path/filepath"
@@ -365,5 +366,61 @@ func TestSplitSecretsKeepsLatestEnds(t *testing.T) {
 	}
 	if strings.Contains(r.Node.RawContent, v) {
 		t.Fatalf("the value after the previous event's 'KEY=' survived: %q", r.Node.RawContent)
+	}
+}
+
+// TestFoldScrubsOnceSameBytes: a fold event that scrubs its new turns once
+// (their own secret values read from their scrub's findings, the scrubbed
+// form kept for their nodes) writes every byte the fold that derived the
+// values by a second run of our rules writes (prepMemoMax 0: nothing
+// kept), whether a turn shows another's value (scrubbed again), reveals
+// one, or neither, with a session id defaulted or its own.
+func TestFoldScrubsOnceSameBytes(t *testing.T) {
+	v := "Tq7w" + "Xn2pLs9vKd4mRb8c"
+	b64 := base64.StdEncoding.EncodeToString([]byte(v))
+	turns := append(manyTurns(30),
+		Turn{StepID: 200, Summary: "printed the environment", RawContent: "$ env\nHOME=/root\nCLOUDFLARE_API_KEY=" + v + "\n"},
+		Turn{StepID: 201, Summary: "assistant", RawContent: "The key " + v + " is set."},
+		Turn{StepID: 202, SessionID: "own-session", Summary: "tool output", RawContent: "data:\n  key: " + b64 + "\npassword: hunter2hunter2x\n"},
+		Turn{StepID: 203, Summary: "DB_PASSWORD=s3cr3tV4lu3Xy9Q2", RawContent: "connected", Files: []string{"s3cr3tV4lu3Xy9Q2.txt"}},
+	)
+	fold := func() map[string][]byte {
+		dir := filepath.Join(t.TempDir(), "store") // file_path names it
+		s, err := Open(dir, Options{Clock: fixedClock, SessionID: "sess-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(turns[:20]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(turns[20:]); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{}
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				b, _ := os.ReadFile(p)
+				files[strings.TrimPrefix(p, dir)] = b
+			}
+			return nil
+		})
+		return files
+	}
+	once := fold()
+	defer func(m int) { prepMemoMax = m }(prepMemoMax)
+	prepMemoMax = 0
+	twice := fold()
+	if len(once) != len(twice) || len(once) < 34 {
+		t.Fatalf("%d files against %d", len(once), len(twice))
+	}
+	for name, b := range twice {
+		if !bytes.Equal(once[name], b) {
+			t.Fatalf("%s differs:\n%s\nwith a second run of the rules:\n%s", name, once[name], b)
+		}
+	}
+	for name, b := range once {
+		if bytes.Contains(b, []byte(v)) || bytes.Contains(b, []byte("s3cr3tV4lu3Xy9Q2")) {
+			t.Fatalf("%s holds a secret", name)
+		}
 	}
 }

@@ -28,5 +28,5 @@ func PrepareContentForTest(s *Store, t Turn) {
 	if err != nil {
 		panic(err)
 	}
-	prepareContent(t, s.opts.SessionID, sc, counter)
+	prepareContent(t, s.opts.SessionID, sc, counter, false)
 }

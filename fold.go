@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
@@ -235,17 +236,40 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// earlier one (crossturn.go).
 	// A secret a message boundary split is redacted on both sides first.
 	turns = s.splitSecrets(sc, turns, want)
-	turns = s.shareSession(sc, turns, want, func(t Turn) *scrub.Known {
+	// A new turn not prepared ahead is scrubbed here, its own values read
+	// from its scrub's findings (not our rules run over it once more), and
+	// what the scrub derived is kept for its node (scrubbed, the values
+	// other turns revealed change it and it is scrubbed again), up to
+	// prepMemoMax bytes of turns (past it, its values alone are derived,
+	// and its node prepared as it is written).
+	scrubbed := make([]*preparedContent, len(want))
+	var held atomic.Int64
+	turns = s.shareSession(sc, turns, want, func(k int, t Turn) *scrub.Known {
 		if t.own != nil {
 			return t.own // ShareSecrets computed them
 		}
 		if c := s.prep.get(t, sessionID, sc, counter); c != nil && c.own != nil {
 			return c.own
 		}
+		if n := int64(len(t.Summary) + len(t.RawContent)); held.Add(n) <= int64(prepMemoMax) {
+			c := prepareContent(t, sessionID, sc, counter, true)
+			scrubbed[k] = c
+			return c.own
+		}
 		return contextValues(sc, t)
 	})
+	ahead := make(map[int]*preparedContent, len(want))
+	for _, c := range scrubbed {
+		if c != nil {
+			ahead[c.in.StepID] = c
+		}
+	}
 	prep := newNodePrep(turns, want, func(t Turn) preparedNode {
-		return prepareNode(t, sessionID, sc, policyHash, now, counter, s.prep.take(t.StepID))
+		c := s.prep.take(t.StepID)
+		if c == nil {
+			c = ahead[t.StepID] // read-only here
+		}
+		return prepareNode(t, sessionID, sc, policyHash, now, counter, c)
 	})
 	defer prep.stop()
 	for i, t := range turns {

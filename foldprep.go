@@ -41,7 +41,7 @@ const prettyAheadMax = 256 << 10
 func prepareNode(t Turn, sessionID string, sc *scrub.Scrubber, policyHash, now string, counter tokens.Counter, ahead *preparedContent) preparedNode {
 	c := ahead
 	if c == nil || !c.matches(t, sessionID, sc, counter) {
-		c = prepareContent(t, sessionID, sc, counter)
+		c = prepareContent(t, sessionID, sc, counter, false)
 	}
 	var extra map[string]any
 	if c.redactions > 0 {
@@ -84,14 +84,23 @@ type preparedContent struct {
 	own *scrub.Known
 }
 
-// prepareContent derives t's preparedContent. Safe for concurrent use.
-func prepareContent(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter) *preparedContent {
+// prepareContent derives t's preparedContent; with own set (and
+// scrubbing on), its own values too: contextValues(sc, t), read from the
+// findings of t's scrub rather than by our rules run over its texts once
+// more. Safe for concurrent use.
+func prepareContent(t Turn, sessionID string, sc *scrub.Scrubber, counter tokens.Counter, own bool) *preparedContent {
 	c := &preparedContent{in: t, sessionID: sessionID, sc: sc, counter: counter.Name()}
+	from := 0 // t's texts whose context values are t's: all but a defaulted session id
 	if t.SessionID == "" {
-		t.SessionID = sessionID
+		t.SessionID, from = sessionID, 1
 	}
 	// Secrets are redacted in memory: the original never reaches disk.
-	c.t, c.redactions = scrubTurn(sc, t)
+	if own && sc != nil {
+		c.own = new(scrub.Known)
+		c.t, c.redactions = scrubTurnKnown(sc, t, c.own, from)
+	} else {
+		c.t, c.redactions = scrubTurn(sc, t)
+	}
 	c.tokens = counter.Count(c.t.Payload())
 	c.fields = projectFields(c.t)
 	return c
@@ -306,10 +315,7 @@ func (s *Store) Prepare(turns []Turn) []Turn {
 	for k, t := range turns {
 		c := s.prep.get(t, sessionID, sc, counter)
 		if c == nil {
-			c = prepareContent(t, sessionID, sc, counter)
-			if sc != nil {
-				c.own = contextValues(sc, t)
-			}
+			c = prepareContent(t, sessionID, sc, counter, true) // c.own as contextValues(sc, t)
 			if !s.prep.put(c) {
 				continue
 			}

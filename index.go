@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/internal/extract"
@@ -86,6 +87,18 @@ type record struct {
 	// extra holds the whole entry document when it has keys or value types
 	// beyond the standard ones; nil for the standard form.
 	extra map[string]any
+	// enc is the entry as recall_index.json holds it (encodeEntry), kept
+	// once written (writeEntry) so that the next rewrite of the index
+	// copies it rather than encoding it again; valid while evicted is
+	// enc's evicted (the only field of a record that changes after it is
+	// built). nil: not kept.
+	enc atomic.Pointer[encodedEntry]
+}
+
+// encodedEntry is a record's entry encoding (record.enc).
+type encodedEntry struct {
+	b       []byte
+	evicted bool // the record's evicted flag when b was encoded
 }
 
 // standardKeys are the keys of an index entry (spec §5).
@@ -117,7 +130,19 @@ type index struct {
 	// postBuf and visitBuf are scan buffers reused across scans, so that a
 	// scan over 100k nodes allocates little (guarded by the store's mutex).
 	postBuf, visitBuf []int32
+	// encBytes counts the bytes of entry encodings writeEntry kept in
+	// this index's records (record.enc), at most maxEncodedBytes.
+	encBytes atomic.Int64
 }
+
+// maxEncodedBytes bounds the bytes of entry encodings an index keeps
+// (record.enc; a variable for tests, 0: none), maxEncodedEntry those of
+// one entry kept: a rewrite of the index copies the kept ones (a fold
+// event's index rewrite encodes its new entries alone), the others are
+// encoded again each time.
+var maxEncodedBytes int64 = 16 << 20
+
+const maxEncodedEntry = 16 << 10
 
 func newIndex(createdAt string) *index {
 	ix := &index{
@@ -581,10 +606,34 @@ func (ix *index) encodeTo(b indexWriter) ([]entrySpan, error) {
 	return spans, nil
 }
 
-// writeEntry writes one entry in pretty form at depth 2. The standard form is
-// written directly in sorted key order; anything else through the generic
-// encoder.
+// writeEntry writes one entry in pretty form at depth 2 (encodeEntry): the
+// encoding the record keeps from an earlier write when its evicted flag is
+// the same, else encoded now, and kept within the index's bound
+// (maxEncodedBytes). The bytes are the same either way. Safe for
+// concurrent use (encodings of the same index race only to keep equal
+// bytes).
 func (ix *index) writeEntry(b indexWriter, r *record) error {
+	if e := r.enc.Load(); e != nil && e.evicted == r.evicted {
+		b.Write(e.b)
+		return nil
+	}
+	var buf bytes.Buffer
+	ev := r.evicted
+	if err := ix.encodeEntry(&buf, r); err != nil {
+		return err
+	}
+	if n := int64(buf.Len()); n <= maxEncodedEntry && ix.encBytes.Load()+n <= maxEncodedBytes {
+		ix.encBytes.Add(n)
+		r.enc.Store(&encodedEntry{b: buf.Bytes(), evicted: ev})
+	}
+	b.Write(buf.Bytes())
+	return nil
+}
+
+// encodeEntry writes one entry in pretty form at depth 2. The standard form
+// is written directly in sorted key order; anything else through the
+// generic encoder.
+func (ix *index) encodeEntry(b indexWriter, r *record) error {
 	if r.extra != nil {
 		doc := make(map[string]any, len(r.extra))
 		for k, v := range r.extra {

@@ -151,7 +151,14 @@ func (s *Store) Setting(key string) (any, bool) {
 // the turn (identifiers, extracted files, commands, errors, the index
 // entry) is derived from the result. It returns the clean turn and the
 // number of redactions.
-func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
+func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) { return scrubTurnKnown(sc, t, nil, 0) }
+
+// scrubTurnKnown is scrubTurn that also adds to own (when not nil) the
+// values the context of t's texts from the from-th on reveals as secrets
+// (texts in turnTexts' order: session id, summary, payload, files,
+// commands, errors), as contextValues does, from the scrub's own findings
+// (scrub.Scrubber.ScrubSetKnown).
+func scrubTurnKnown(sc *scrub.Scrubber, t Turn, own *scrub.Known, from int) (Turn, int) {
 	if sc == nil {
 		return t, 0
 	}
@@ -160,7 +167,7 @@ func scrubTurn(sc *scrub.Scrubber, t Turn) (Turn, int) {
 	for _, l := range lists {
 		texts = append(texts, l...)
 	}
-	rs := sc.ScrubSet(texts)
+	rs := sc.ScrubSetKnown(texts, own, from)
 	n := t.shared
 	for _, r := range rs {
 		n += r.Redactions

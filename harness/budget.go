@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/parallel"
 )
 
 // Defaults of the token-budget working set (Config.ContextBudget).
@@ -574,8 +575,15 @@ func (h *Harness) foldedRecords(conv []Message, ws *workset, entries map[int]*co
 	c.foldedList = nil
 	c.recordTokens, c.records, c.foldedTokens, c.foldedText = 0, 0, 0, 0
 	last := 0
+	var list []int
 	for _, i := range ws.folded.list() {
-		if ws.removed.has(i) || i >= len(conv) {
+		if !ws.removed.has(i) {
+			list = append(list, i)
+		}
+	}
+	h.projectRecords(conv, list, entries)
+	for _, i := range list {
+		if i >= len(conv) {
 			continue
 		}
 		last = i + 1
@@ -696,16 +704,70 @@ func (h *Harness) record(conv []Message, i int, e *contextfold.Entry) FoldedStep
 	if ok && conv[i].Key != 0 && st.key == conv[i].Key && st.step.Timestamp == e.FoldedAt {
 		return st.step
 	}
-	payload, _ := conv[i].storePayload()
-	fast := maphash.String(h.seed, payload)
-	if !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt {
-		m := conv[i]
-		m.Command = commandFor(conv, i)
-		st = newCachedStep(fast, project(m, e, h.ahead.files(i, m)))
+	fast, stale := h.recordStale(conv, i, e)
+	if stale {
+		st = h.projectRecord(conv, i, e, fast)
 	}
 	st.key = conv[i].Key
 	h.setRecord(i, st)
 	return st.step
+}
+
+// recordStale reports whether message i's record (folded as e) must be
+// projected anew by record (none cached, or one of another payload or
+// fold), with the hash of its payload.
+func (h *Harness) recordStale(conv []Message, i int, e *contextfold.Entry) (fast uint64, stale bool) {
+	st, ok := h.records[i]
+	payload, _ := conv[i].storePayload()
+	fast = maphash.String(h.seed, payload)
+	return fast, !ok || st.fast != fast || st.step.Timestamp != e.FoldedAt
+}
+
+// projectRecord projects message i, folded as e, into its record (project:
+// its target files read from its text unless prepared ahead). Safe for
+// concurrent use with itself: it reads conv and e and takes the files
+// prepared ahead under their lock.
+func (h *Harness) projectRecord(conv []Message, i int, e *contextfold.Entry, fast uint64) cachedStep {
+	m := conv[i]
+	m.Command = commandFor(conv, i)
+	return newCachedStep(fast, project(m, e, h.ahead.files(i, m)))
+}
+
+// projectRecords projects, in parallel, the records of the messages at
+// positions list (folded as entries) that record would project anew, and
+// caches them for record: a cold fold event's fifty new records are read
+// from their texts on every CPU rather than one after the other. The
+// records are the same (each is a function of its own message).
+func (h *Harness) projectRecords(conv []Message, list []int, entries map[int]*contextfold.Entry) {
+	type job struct {
+		i    int
+		e    *contextfold.Entry
+		fast uint64
+		st   cachedStep
+	}
+	var jobs []job
+	for _, i := range list {
+		e := entries[i]
+		if e == nil || i >= len(conv) {
+			continue
+		}
+		if st, ok := h.records[i]; ok && conv[i].Key != 0 && st.key == conv[i].Key && st.step.Timestamp == e.FoldedAt {
+			continue
+		}
+		if fast, stale := h.recordStale(conv, i, e); stale {
+			jobs = append(jobs, job{i: i, e: e, fast: fast})
+		}
+	}
+	if len(jobs) < 2 {
+		return // record projects it
+	}
+	parallel.Each(len(jobs), func(k int) {
+		jobs[k].st = h.projectRecord(conv, jobs[k].i, jobs[k].e, jobs[k].fast)
+	})
+	for _, j := range jobs {
+		j.st.key = conv[j.i].Key
+		h.setRecord(j.i, j.st)
+	}
 }
 
 // setRecord stores step i's record; a new text bumps recGen (what was

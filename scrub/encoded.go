@@ -249,7 +249,7 @@ func (s *Scrubber) base64Findings(text string, depth int) []Finding {
 			if dec, ok := decodeBase64Text(run); ok {
 				var fs []Finding
 				if depth > 0 {
-					fs = s.findAllDepth(dec, depth-1)
+					fs = s.findAllDepth(dec, depth-1, nil)
 				}
 				fs, _ = s.split(dec, fs)
 				if len(fs) > 0 {
@@ -319,7 +319,13 @@ func (k *Known) AddContext(s *Scrubber, text string) int {
 	if !utf8.ValidString(text) {
 		text = strings.ToValidUTF8(text, "\uFFFD")
 	}
-	fs, _ := s.split(text, extraFindings(text))
+	return k.addContextFindings(s, text, extraFindings(text))
+}
+
+// addContextFindings is AddContext of a valid UTF-8 text whose
+// extraFindings are extra.
+func (k *Known) addContextFindings(s *Scrubber, text string, extra []Finding) int {
+	fs, _ := s.split(text, extra)
 	n := 0
 	for _, f := range fs {
 		switch f.RuleID {

@@ -105,6 +105,14 @@ type extraRule struct {
 	// secret returns the secret span given the submatch indexes (relative
 	// to the candidate start), or ok=false to veto the candidate.
 	secret func(cand string, m []int) (start, end int, ok bool)
+	// oneLine: no match of re holds a line feed but as its last byte, no
+	// $ (nor \b, \z) of re can match where such a cut ends the input, and
+	// secret looks at the match alone. The candidate is then cut after
+	// the first line feed from its start: its matches are the same, and
+	// the regexp engine's setup, which clears state in proportion to its
+	// input (1 to 4 KiB, where a tool output's ':' or '=' gives a
+	// candidate every line), is paid for the line alone.
+	oneLine bool
 }
 
 var extraRules = []extraRule{
@@ -125,9 +133,10 @@ var extraRules = []extraRule{
 		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
 		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
 		// quote, a shell separator, or a JSON escape (\n, \t, \", …).
-		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
-		maxLen: 4096,
-		secret: envSecret,
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		maxLen:  4096,
+		secret:  envSecret,
+		oneLine: true,
 	},
 	{
 		id:      "contextfold-keyed-secret",
@@ -151,9 +160,10 @@ var extraRules = []extraRule{
 		// value after a blank (--token VALUE, --password 'VALUE'); the
 		// --name=VALUE form is contextfold-env-secret's. 1: name; value:
 		// 2 double-quoted, 3 single-quoted, 4 bare.
-		re:     regexp.MustCompile(`^--([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'\\;&|` + "`" + `]+))`),
-		maxLen: 1024,
-		secret: flagSecret,
+		re:      regexp.MustCompile(`^--([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'\\;&|` + "`" + `]+))`),
+		maxLen:  1024,
+		secret:  flagSecret,
+		oneLine: true,
 	},
 	{
 		id:      "contextfold-spaced-secret",
@@ -175,9 +185,10 @@ var extraRules = []extraRule{
 		// <password>VALUE</password> and the like (Maven settings.xml,
 		// .NET and Java configuration): 1: the tag, 2: the value, 3: the
 		// closing tag, which must be the same.
-		re:     regexp.MustCompile(`^<([A-Za-z_][A-Za-z0-9_.:-]*)>([^<>\r\n]+)</([A-Za-z_][A-Za-z0-9_.:-]*)>`),
-		maxLen: 1024,
-		secret: xmlSecret,
+		re:      regexp.MustCompile(`^<([A-Za-z_][A-Za-z0-9_.:-]*)>([^<>\r\n]+)</([A-Za-z_][A-Za-z0-9_.:-]*)>`),
+		maxLen:  1024,
+		secret:  xmlSecret,
+		oneLine: true,
 	},
 	{
 		id:      "contextfold-cookie",
@@ -288,9 +299,10 @@ var extraRules = []extraRule{
 		// '*', ':' and '\' escaped by '\'. 1: host, 2: the password,
 		// which runs to the end of the line, a quote, an escape, or an
 		// unescaped ':' (where libpq ends it too).
-		re:     regexp.MustCompile(`^([A-Za-z0-9._\[\]*%/-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
-		maxLen: 1024,
-		secret: pgpassSecret,
+		re:      regexp.MustCompile(`^([A-Za-z0-9._\[\]*%/-]+):(?:[0-9]{1,5}|\*):(?:\\.|[^:\s\\"'])+:(?:\\.|[^:\s\\"'])+:((?:\\[:\\]|[^:\s\\"'])+)(?:$|[\s"'\\:])`),
+		maxLen:  1024,
+		secret:  pgpassSecret,
+		oneLine: true,
 	},
 	{
 		id:      "contextfold-login-password",
@@ -358,17 +370,26 @@ var extraRules = []extraRule{
 
 // extraFindings runs our extra rules over text.
 func extraFindings(text string) []Finding {
+	if text == "" {
+		return nil
+	}
+	as := extraAnchors()
+	h := anchorHitsPool.Get().(*anchorHits)
+	defer h.release()
+	as.find(text, h)
 	var out []Finding
-	for _, r := range extraRules {
+	for ri, r := range extraRules {
 		last := -1 // candidate starts already tried
-		for _, a := range r.anchors {
-			for off := 0; off < len(text); {
-				k := strings.Index(text[off:], a)
-				if k < 0 {
-					break
+		for _, ak := range as.rule[ri] {
+			// The anchor's occurrences that do not overlap the one taken
+			// before, from the text's start (as strings.Index finds them
+			// one after the other).
+			off := 0
+			for _, p := range h.positions(ak) {
+				if p < off {
+					continue
 				}
-				p := off + k
-				off = p + len(a)
+				off = p + len(as.lits[ak])
 				b := r.begin(text, p)
 				if b < 0 || b == last {
 					continue
@@ -377,6 +398,11 @@ func extraFindings(text string) []Finding {
 				end := len(text)
 				if r.maxLen > 0 && b+r.maxLen < end {
 					end = b + r.maxLen
+				}
+				if r.oneLine {
+					if k := strings.IndexByte(text[b:end], '\n'); k >= 0 {
+						end = b + k + 1
+					}
 				}
 				cand := text[b:end]
 				m := r.re.FindStringSubmatchIndex(cand)

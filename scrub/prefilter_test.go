@@ -120,9 +120,9 @@ func TestPrefilterSameFindings(t *testing.T) {
 		if !reflect.DeepEqual(with, without) {
 			t.Fatalf("text %q: gitleaks found\n%q\nwith the prefilter, and\n%q\nwithout", text, with, without)
 		}
-		f1 := s.findAllDepth(text, base64Depth) // not memoized (findAll)
+		f1 := s.findAllDepth(text, base64Depth, nil) // not memoized (findAll)
 		prefilterOff = true
-		f2 := s.findAllDepth(text, base64Depth)
+		f2 := s.findAllDepth(text, base64Depth, nil)
 		prefilterOff = false
 		if !reflect.DeepEqual(f1, f2) {
 			t.Fatalf("text %q: Find gives %v with the prefilter, %v without", text, f1, f2)
@@ -140,7 +140,7 @@ func TestShortFindMemo(t *testing.T) {
 	secret := "GITHUB_TOKEN=" + g.value("GHP")
 	long := "tool output\n" + strings.Repeat("x", maxShortFind) + "\nthe value is " + secret[len("GITHUB_TOKEN="):] + "\n"
 	for _, text := range []string{secret, "fold-event-3", "tool bash $ go test ./pkg3"} {
-		want := s.findAllDepth(text, base64Depth)
+		want := s.findAllDepth(text, base64Depth, nil)
 		for range 3 {
 			if got := s.Find(text); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
 				t.Fatalf("Find(%q) = %v, want %v", text, got, want)

@@ -121,12 +121,29 @@ func (s *Scrubber) Find(text string) []Finding {
 // the slice.
 func (s *Scrubber) findAll(text string) []Finding {
 	if len(text) > maxShortFind {
-		return s.findAllDepth(text, base64Depth)
+		return s.findAllDepth(text, base64Depth, nil)
 	}
+	return s.findShort(text)
+}
+
+// findAllExtra is findAll, with extra: extraFindings(text), which findAll
+// computes on the way for a text longer than maxShortFind (and which is
+// computed here for a shorter one, whose findAll is memoized). Callers
+// must not modify all.
+func (s *Scrubber) findAllExtra(text string) (all, extra []Finding) {
+	if len(text) > maxShortFind {
+		all = s.findAllDepth(text, base64Depth, &extra)
+		return all, extra
+	}
+	return s.findShort(text), extraFindings(text)
+}
+
+// findShort is findAll of a text of at most maxShortFind bytes, memoized.
+func (s *Scrubber) findShort(text string) []Finding {
 	if fs, ok := shortFinds.get(text); ok {
 		return fs
 	}
-	fs := s.findAllDepth(text, base64Depth)
+	fs := s.findAllDepth(text, base64Depth, nil)
 	fs = fs[:len(fs):len(fs)] // an append by a caller copies
 	shortFinds.put(text, fs)
 	return fs
@@ -170,9 +187,11 @@ func (fm *findMemo) put(text string, fs []Finding) {
 // (encoded.go).
 const base64Depth = 2
 
-// findAllDepth is findAll looking into depth levels of base64.
-func (s *Scrubber) findAllDepth(text string, depth int) []Finding {
-	fs := s.findWith(text, s.det, true)
+// findAllDepth is findAll looking into depth levels of base64; extra,
+// when not nil, receives extraFindings(text) (before they join the
+// others).
+func (s *Scrubber) findAllDepth(text string, depth int, extra *[]Finding) []Finding {
+	fs := s.findWith(text, s.det, true, extra)
 	if depth > 0 {
 		fs = append(fs, s.base64Findings(text, depth)...)
 		sortFindings(fs)
@@ -182,8 +201,9 @@ func (s *Scrubber) findAllDepth(text string, depth int) []Finding {
 }
 
 // findWith is findAll with the gitleaks rules of det, and our extra rules
-// when extra is set.
-func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool) []Finding {
+// when extra is set; extraOut, when not nil (extra set), receives
+// extraFindings(text), the extra rules' findings over the whole text.
+func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extraOut *[]Finding) []Finding {
 	if text == "" {
 		return nil
 	}
@@ -215,7 +235,11 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool) []Fin
 		}
 	}
 	if extra {
-		out = append(out, extraFindings(text)...)
+		whole := extraFindings(text)
+		if extraOut != nil {
+			*extraOut = whole
+		}
+		out = append(out, whole...)
 	}
 	out = append(out, repeatFindings(text, out)...)
 	// A redaction marker is not a secret, nor part of one: scrubbing is
@@ -256,7 +280,7 @@ func (s *Scrubber) settle(r Result, fired []Finding) Result {
 			if _, ok := s.rules[f.RuleID]; !ok {
 				continue
 			}
-			fs = append(fs, s.findWith(r.Text, ruleDetector(s.det, f.RuleID), false)...)
+			fs = append(fs, s.findWith(r.Text, ruleDetector(s.det, f.RuleID), false, nil)...)
 		}
 		if len(fs) == 0 {
 			return r
@@ -382,7 +406,15 @@ func (s *Scrubber) Scrub(text string) Result {
 // item split off its "token=", a file name cut from its line), but what the
 // payload's context revealed is still redacted there. The results are in
 // the order of texts; deterministic for given texts.
-func (s *Scrubber) ScrubSet(texts []string) []Result {
+func (s *Scrubber) ScrubSet(texts []string) []Result { return s.ScrubSetKnown(texts, nil, 0) }
+
+// ScrubSetKnown is ScrubSet that also adds to k (when not nil) the values
+// the context of texts[from:] reveals as secrets, each text in order, as
+// k.AddContext(s, text) would: from the findings of our rules the scrub
+// makes anyway, rather than a second run of those rules over every text
+// (a fold event derives both for every new turn). The results are
+// ScrubSet's, and k holds what the AddContext calls would have given it.
+func (s *Scrubber) ScrubSetKnown(texts []string, k *Known, from int) []Result {
 	clean := make([]string, len(texts))
 	found := make([][]Finding, len(texts))
 	known := map[string]string{} // secret value → rule
@@ -391,7 +423,13 @@ func (s *Scrubber) ScrubSet(texts []string) []Result {
 			t = strings.ToValidUTF8(t, "\uFFFD")
 		}
 		clean[i] = t
-		found[i] = s.Find(t)
+		if k == nil || i < from {
+			found[i] = s.Find(t)
+		} else {
+			all, extra := s.findAllExtra(t)
+			found[i], _ = s.split(t, all)
+			k.addContextFindings(s, t, extra)
+		}
 		for _, f := range found[i] {
 			v := t[f.Start:f.End]
 			if _, ok := known[v]; !ok && len(v) >= minRepeatLen {

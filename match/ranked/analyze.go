@@ -3,6 +3,7 @@ package ranked
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -207,6 +208,10 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 	if c == "" {
 		return
 	}
+	if !strings.ContainsFunc(c, isJoiner) {
+		a.word(c, emit) // one word (most chunks): no compound, no list
+		return
+	}
 	words := strings.FieldsFunc(c, isJoiner)
 	if len(words) > 1 {
 		whole := extract.FoldTerm(c)
@@ -295,6 +300,15 @@ func (a *analyzer) word(w string, emit func(Term)) {
 		}
 		return
 	}
+	shared := !a.query && docWordsMax > 0
+	if shared {
+		if v, ok := docWords.m.Load(w); ok {
+			for _, t := range *v.(*[]Term) {
+				emit(t)
+			}
+			return
+		}
+	}
 	if len(a.words) >= stemMemoMax {
 		a.wordTerms(w, emit)
 		return
@@ -308,6 +322,50 @@ func (a *analyzer) word(w string, emit func(Term)) {
 		a.words = make(map[string][2]int32)
 	}
 	a.words[w] = [2]int32{start, int32(len(a.terms))}
+	if shared {
+		docWords.put(w, a.terms[start:])
+	}
+}
+
+// docWords memoizes, across the documents of the process, the terms a
+// word (not CJK) of a long document emits (wordTerms; a document's, not a
+// prompt's: KindPlain differs): a pure function of the word, and the tool
+// outputs of a session repeat their words ("line", "compiled", "error",
+// file names), so that a fold event's fifty new nodes analyse most of
+// their words once per process rather than once per node. At most
+// docWordsMax words of at most docWordMaxLen bytes; the memo starts again
+// when full. Its words and terms are copies: it holds no document's text.
+// Safe for concurrent use (the analyses of a fold event's nodes run in
+// parallel).
+var docWords wordMemo
+
+// wordMemo is docWords' type.
+type wordMemo struct {
+	m sync.Map     // word → *[]Term
+	n atomic.Int64 // words stored since the memo was last emptied
+}
+
+// docWordsMax bounds the words docWords holds (0: no memo; a variable
+// for tests), docWordMaxLen the bytes of a word it keeps.
+var docWordsMax, docWordMaxLen = int64(16 << 10), 64
+
+// put keeps terms as w's (copies of both), unless w is longer than
+// docWordMaxLen; a full memo is emptied first.
+func (dw *wordMemo) put(w string, terms []Term) {
+	if len(w) > docWordMaxLen {
+		return
+	}
+	if dw.n.Add(1) > docWordsMax {
+		dw.m.Clear()
+		dw.n.Store(1)
+	}
+	w = strings.Clone(w)
+	c := make([]Term, len(terms))
+	for i, t := range terms {
+		// Every term of a word is derived from it (wordTerms: Src is w).
+		c[i] = Term{Text: strings.Clone(t.Text), Kind: t.Kind, Src: w}
+	}
+	dw.m.Store(w, &c)
 }
 
 // wordTerms is word for a word without CJK characters, without the memo.

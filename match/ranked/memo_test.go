@@ -12,7 +12,8 @@ import (
 
 // The stem memo changes no term: every turn of the bundled transcripts (the
 // mini-swe-agent corpus included) analyses to the same terms with the memo
-// and without it, as a document and as a prompt.
+// and without it, as a document and as a prompt, the memo of words across
+// documents (docWords) included, and with memos that fill up.
 func TestStemMemoSameTerms(t *testing.T) {
 	var files []string
 	filepath.WalkDir("../../ingest/testdata/transcripts", func(p string, d os.DirEntry, err error) error {
@@ -43,9 +44,13 @@ func TestStemMemoSameTerms(t *testing.T) {
 			}
 		}
 	}
+	// The memo across documents (docWords) is off with memo 0, and starts
+	// empty otherwise: each text reads the words of the texts before it.
 	analyse := func(memo int, texts []string) (docs, queries [][]Term) {
-		defer func(m, f int) { stemMemoMax, stemMemoFrom = m, f }(stemMemoMax, stemMemoFrom)
-		stemMemoMax, stemMemoFrom = memo, 0 // every text through the memo
+		defer func(m, f int, d int64) { stemMemoMax, stemMemoFrom, docWordsMax = m, f, d }(stemMemoMax, stemMemoFrom, docWordsMax)
+		stemMemoMax, stemMemoFrom, docWordsMax = memo, 0, int64(memo) // every text through the memo
+		docWords.m.Clear()
+		docWords.n.Store(0)
 		for _, s := range texts {
 			docs = append(docs, Analyze(s))
 			var q []Term
