@@ -169,6 +169,11 @@ type Params struct {
 	// in the term table, which took BenchmarkScanAfterFold from 0.6–1.4 to
 	// 3.6–6.8 ms a scan.
 	Typo float64
+	// Related: rule "related words" (related.go), the weight (× the lower
+	// of the word's idf and its own) of a word WordNet relates to a prompt
+	// word (a derivationally related form, a synonym of its most frequent
+	// sense), at most relatedMax per word, in the word's group (0: off).
+	Related float64
 	// ChatOwn: rule "a chat repeats, it does not update" (label.go): intent
 	// ownership never supersedes a chat turn, a node whose summary opens
 	// with a speaker label that is no agent role (user, assistant, tool,
@@ -365,6 +370,9 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	}
 	if p.Typo > 0 {
 		q.terms = ix.typoTerms(q.terms, best, order, p)
+	}
+	if p.Related > 0 {
+		q.terms = ix.relatedTerms(q.terms, best, order, p)
 	}
 	for _, text := range order {
 		if t := best[text]; t.Kind == KindAlias && !primaryKnown[t.Src] && aliasWeight[t.Src] > 0 {
@@ -1114,7 +1122,7 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 	pk.Long = float64(d.tokens) > longNode*ix.tokensTotal/float64(max(ix.live, 1))
 	held := make([]float64, q.groups) // by group: a deterministic sum order
 	for i, t := range q.terms {
-		if m.own[i] > 0 && (!secondary(t.kind) || t.kind == KindAlias || t.kind == KindTypo) {
+		if m.own[i] > 0 && (!secondary(t.kind) || t.kind == KindAlias || t.kind == KindTypo || t.kind == KindRelated) {
 			held[t.group] = math.Max(held[t.group], t.weight)
 			pk.Special = pk.Special || t.special
 			pk.Rare = pk.Rare || (ix.live > rareDF && t.df <= rareDF)
@@ -1147,6 +1155,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 			why += " (name in tool output for " + strconv.Quote(t.src) + ")"
 		case KindTypo:
 			why += " (one edit from " + strconv.Quote(t.src) + `, rule "typos")`
+		case KindRelated:
+			why += " (related to " + strconv.Quote(t.src) + `, rule "related words")`
 		default:
 			if !strings.EqualFold(t.src, t.text) && t.src != "" {
 				why += " (stem of " + strconv.Quote(t.src) + ")"
