@@ -1051,7 +1051,10 @@ func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32)
 // word exists in the archive, the prompt asks for something new; rule
 // "instructions"), nor when most of the prompt's content words
 // are news to the archive ("write a haiku about autumn leaves": the
-// archive never saw haiku or autumn; rule "news to the archive").
+// archive never saw haiku or autumn; rule "news to the archive"). A
+// related word (rule "related words") is not one of the prompt's words
+// here: a node saying "write" and "fall" does not hold two words of the
+// haiku prompt through autumn's synonym.
 func (ix *Index) passes(q *Query, m *match, p Params) bool {
 	groups := map[int]bool{}
 	uncommon := false
@@ -1060,7 +1063,9 @@ func (ix *Index) passes(q *Query, m *match, p Params) bool {
 			if t.special && m.own[i] > 0 {
 				return true
 			}
-			groups[t.group] = true
+			if t.kind != KindRelated { // rule "related words": the prompt's own words
+				groups[t.group] = true
+			}
 			uncommon = uncommon || float64(t.df) <= p.Common*float64(ix.live)
 		}
 	}
