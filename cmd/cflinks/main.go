@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,7 +95,7 @@ func build(db *wordnet.DB, minTags int) ([]byte, int, int) {
 		related := append(db.Derived(l, 0, "+", `\`), db.FirstSynonyms(l)...)
 		for _, w := range related {
 			t := stemOf(w)
-			if t == "" || t == s || contains(links[s], t) {
+			if t == "" || t == s || slices.Contains(links[s], t) {
 				continue
 			}
 			links[s] = append(links[s], t)
@@ -116,13 +117,4 @@ func build(db *wordnet.DB, minTags int) ([]byte, int, int) {
 	w.Write(raw.Bytes())
 	w.Close()
 	return gz.Bytes(), len(keys), n
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -290,7 +291,7 @@ func (db *DB) Derived(lemma string, maxSenses int, symbols ...string) []string {
 				continue
 			}
 			for _, p := range s.Pointers {
-				if p.Src == 0 || p.Src > len(s.Words) || s.Words[p.Src-1] != lemma || !hasSymbol(symbols, p.Symbol) {
+				if p.Src == 0 || p.Src > len(s.Words) || s.Words[p.Src-1] != lemma || !slices.Contains(symbols, p.Symbol) {
 					continue
 				}
 				t := db.synsets[p.Target]
@@ -334,27 +335,9 @@ func (db *DB) FirstSynonyms(lemma string) []string {
 	}
 	var out []string
 	for _, w := range s.Words {
-		if w != lemma && !contains(out, w) {
+		if w != lemma && !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	}
 	return out
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func hasSymbol(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
