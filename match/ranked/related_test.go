@@ -118,15 +118,12 @@ func TestRelatedTermsBounded(t *testing.T) {
 // (0.5), on the generated agent store (3,000 nodes) and on a generated
 // chat of 3,000 turns of common words, many of which have related words
 // the chat also says (job / occupation / work, child / kid, married /
-// marriage / wedding …), asked questions of those words.
+// marriage / wedding …), asked questions of those words. Each store is
+// built in its own sub-benchmark (-bench 'RelatedScan/chat/' builds only
+// the chat).
 func BenchmarkRelatedScan(b *testing.B) {
-	g := testgen.New(31)
-	agent := NewIndex()
-	for _, tn := range g.Turns(0, 3000) {
-		agent.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
-	}
 	words := strings.Fields("job occupation work worker child kid children married marriage wedding husband wife painting painter paint art picture photo photograph sad unhappy upset happy glad trip journey travel country nation land hobby pursuit music musical song friend buddy mother mom father dad house home car dog puppy cat game book read write story movie film school teacher class study family party dinner food cook cooking garden flower beach park summer winter")
-	chat := NewIndex()
+	questions := []string{"What is Caroline's job?", "Is Melanie married?", "What did Caroline paint for her child?", "Why was Melanie sad after the trip?", "Which country did they travel to?", "What hobby does Caroline have?"}
 	x := uint32(1)
 	next := func(n int) int { x = x*1664525 + 1013904223; return int(x>>8) % n }
 	chatTurn := func(i int) string {
@@ -137,69 +134,49 @@ func BenchmarkRelatedScan(b *testing.B) {
 		}
 		return sb.String()
 	}
-	for i := range 3000 {
-		s := chatTurn(i)
-		chat.Add(i, fmt.Sprint(i), 12, s[:min(100, len(s))], s)
-	}
-	questions := []string{"What is Caroline's job?", "Is Melanie married?", "What did Caroline paint for her child?", "Why was Melanie sad after the trip?", "Which country did they travel to?", "What hobby does Caroline have?"}
+	g := testgen.New(31)
 	for _, c := range []struct {
-		name    string
-		ix      *Index
-		prompt  func(i int) string
-		addTurn func(i int)
+		name   string
+		build  func(ix *Index, from, n int) // adds nodes from..from+n-1
+		prompt func(i int) string
 	}{
-		{"agent", agent, g.Prompt, func(i int) {
-			tn := g.Turn(3000 + i)
-			agent.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
-		}},
-		{"chat", chat, func(i int) string { return questions[i%len(questions)] }, func(i int) {
-			s := chatTurn(3000 + i)
-			chat.Add(3000+i, fmt.Sprint(3000+i), 12, s[:min(100, len(s))], s)
-		}},
-	} {
-		for _, w := range []float64{0, 0.5} {
-			p := DefaultParams()
-			p.Related = w
-			name := c.name + "/off"
-			if w > 0 {
-				name = c.name + "/on"
+		{"agent", func(ix *Index, from, n int) {
+			for _, tn := range g.Turns(from, n) {
+				ix.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
 			}
-			b.Run(name, func(b *testing.B) {
-				for i := range 20 {
-					c.ix.Scan(c.prompt(i), p)
+		}, g.Prompt},
+		{"chat", func(ix *Index, from, n int) {
+			for i := from; i < from+n; i++ {
+				s := chatTurn(i)
+				ix.Add(i, fmt.Sprint(i), 12, s[:min(100, len(s))], s)
+			}
+		}, func(i int) string { return questions[i%len(questions)] }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ix := NewIndex()
+			c.build(ix, 0, 3000)
+			next := 3000
+			for _, w := range []float64{0, 0.5} {
+				p := DefaultParams()
+				p.Related = w
+				name := "off"
+				if w > 0 {
+					name = "on"
 				}
-				b.ResetTimer()
-				for i := 0; b.Loop(); i++ {
-					b.StopTimer()
-					c.addTurn(i + int(w*1e6))
-					b.StartTimer()
-					c.ix.Scan(c.prompt(i%20), p)
-				}
-			})
-		}
-	}
-}
-
-// A related word is no word of the prompt for the cut-off's count of the
-// words a node shares with it: the instruction "write a haiku about
-// autumn leaves" hydrates nothing from a session that says "leaves" and
-// "fall" (autumn's first-sense synonym) and never "autumn" (one of the
-// agent corpus's sessions did, before this rule of the cut-off).
-func TestRelatedWordIsNoPromptWord(t *testing.T) {
-	if !slices.Contains(Related("autumn"), "fall") {
-		t.Skipf("autumn's related words %q hold no fall", Related("autumn"))
-	}
-	ix := NewIndex()
-	for i := range 40 {
-		s := fmt.Sprintf("assistant: ran the build step %d, tests pass", i)
-		if i%10 == 3 {
-			s = fmt.Sprintf("assistant: the loop leaves early and the loader will fall back to defaults (%d)", i)
-		}
-		ix.Add(i, fmt.Sprint(i), 12, s, s)
-	}
-	p := DefaultParams()
-	p.Related = 0.5
-	if r := ix.Scan("write a haiku about autumn leaves", p); len(r.Picks) > 0 {
-		t.Fatalf("picks %+v, want none", r.Picks)
+				b.Run(name, func(b *testing.B) {
+					for i := range 20 {
+						ix.Scan(c.prompt(i), p)
+					}
+					b.ResetTimer()
+					for i := 0; b.Loop(); i++ {
+						b.StopTimer()
+						c.build(ix, next, 1)
+						next++
+						b.StartTimer()
+						ix.Scan(c.prompt(i%20), p)
+					}
+				})
+			}
+		})
 	}
 }
