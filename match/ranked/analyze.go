@@ -70,13 +70,19 @@ const (
 	// changed or two swapped. Query side only; like an alias it joins its
 	// word's group and never counts for coverage or intent ownership.
 	KindTypo
+	// KindRelated is a word WordNet relates to a prompt word: a
+	// derivationally related form or a synonym of its most frequent sense
+	// (rule "related words", related.go, Params.Related). Query side
+	// only; like a typo it joins its word's group and never counts for
+	// coverage or intent ownership.
+	KindRelated
 )
 
 // secondary reports whether terms of kind k are extra forms of a word that
 // its primary term already counts (fuzzy prefixes, identifier parts, plain
 // forms): they never add to the prompt's information or coverage.
 func secondary(k Kind) bool {
-	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge || k == KindAlias || k == KindTypo
+	return k == KindFuzzy || k == KindPart || k == KindPlain || k == KindCJKEdge || k == KindAlias || k == KindTypo || k == KindRelated
 }
 
 // plainForms hands out the transformer that removes the combining marks of
@@ -104,7 +110,7 @@ func plain(w string) string {
 }
 
 // kindWeight is the query-side weight of a matched term of each kind.
-var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35, KindNumber: 0.3, KindAlias: 0.8, KindTypo: 0.6}
+var kindWeight = [...]float64{KindWord: 1, KindCompound: 1.2, KindPart: 0.5, KindFuzzy: 0.25, KindCJK: 0.7, KindPlain: 0.6, KindCJKEdge: 0.35, KindNumber: 0.3, KindAlias: 0.8, KindTypo: 0.6, KindRelated: 0.5}
 
 // fuzzyPrefix marks fuzzy terms so that they never collide with words.
 const fuzzyPrefix = "\x01"
