@@ -114,9 +114,7 @@ type Index struct {
 	shareErr    string
 
 	// scratch, reused across queries (guarded by mu)
-	acc          []float64
-	tmp          []float32
-	seen         []bool
+	cells        []scoreCell // the posting walk's per-doc sums (Index.score)
 	ctx          []float64
 	inSet        []bool // the topic context's set (Index.score), false between scans
 	touched      []int32
@@ -293,7 +291,7 @@ func (ix *Index) reset() {
 	ix.vocab, ix.byStep, ix.spost, ix.pcache, ix.puse = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache, fresh.puse
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
-	ix.acc, ix.tmp, ix.seen, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil, nil
+	ix.cells, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil
 	ix.inSet = nil
 	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0

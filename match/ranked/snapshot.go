@@ -205,28 +205,44 @@ func (s *snapFile) postings(k int) []posting {
 	// grew a 90,000-posting list through 20 copies), with a sixteenth
 	// more room for the postings folds append to it (Index.insert).
 	n := varintEnds(b) / 2
-	out := make([]posting, 0, n+n/16)
-	last := -1
-	for len(b) > 0 && !s.bad {
-		dd, n1 := binary.Uvarint(b)
-		if n1 <= 0 {
-			break
+	out := make([]posting, n, n+n/16)
+	last, i := -1, 0
+	for k := range out {
+		// The common case, a delta and a frequency of one byte each (a
+		// term held at most 127 times in a node at most 128 positions
+		// after the previous holder), is decoded in place; every other
+		// posting goes through binary.Uvarint and its checks, so that a
+		// list decodes to the same postings, and a corrupt one fails the
+		// same way, as with Uvarint alone (a one-byte delta cannot pass
+		// s.n unless the position does, which is checked below).
+		var d int
+		var tf uint64
+		if i+1 < len(b) && (b[i]|b[i+1])&0x80 == 0 {
+			d, tf = last+1+int(b[i]), uint64(b[i+1])
+			i += 2
+		} else {
+			dd, n1 := binary.Uvarint(b[i:])
+			if n1 <= 0 {
+				s.bad = true
+				return nil
+			}
+			var n2 int
+			tf, n2 = binary.Uvarint(b[i+n1:])
+			if n2 <= 0 || tf > 65535 || dd > uint64(s.n) {
+				s.bad = true
+				return nil
+			}
+			d = last + 1 + int(dd)
+			i += n1 + n2
 		}
-		tf, n2 := binary.Uvarint(b[n1:])
-		if n2 <= 0 || tf == 0 || tf > 65535 || dd > uint64(s.n) {
+		if tf == 0 || d >= s.n {
 			s.bad = true
 			return nil
 		}
-		b = b[n1+n2:]
-		d := last + 1 + int(dd)
-		if d >= s.n {
-			s.bad = true
-			return nil
-		}
-		out = append(out, posting{doc: int32(d), tf: uint16(tf)})
+		out[k] = posting{doc: int32(d), tf: uint16(tf)}
 		last = d
 	}
-	if len(b) != 0 {
+	if i != len(b) {
 		s.bad = true
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/contextfold/contextfold"
@@ -456,5 +457,57 @@ func TestPostingsCacheKeepsRecent(t *testing.T) {
 	}
 	if held != ix.pcount || held > pcacheMax {
 		t.Errorf("pcache holds %d postings, pcount %d, bound %d", held, ix.pcount, pcacheMax)
+	}
+}
+
+// Every posting list decodes from a snapshot to the list the index held
+// when it wrote it, whatever the widths of its varints: one-byte deltas
+// and frequencies (snapFile.postings' fast path), frequencies over 127,
+// and gaps between holders of over 127 nodes, where the decoder takes
+// binary.Uvarint.
+func TestSnapshotPostingsDecode(t *testing.T) {
+	const n = 3000
+	mem := NewIndex()
+	for d := range n {
+		text := fmt.Sprintf("node%d", d%97)
+		switch {
+		case d%3 == 0 && d < 1500: // dense: one-byte deltas, tf 1..200
+			text += strings.Repeat(" dense", 1+d%200)
+		case d%211 == 0: // sparse: two-byte deltas
+			text += " sparse sparse"
+		}
+		if d == 0 || d == n-1 { // a gap of n-1
+			text += " farapart"
+		}
+		mem.Add(d, fmt.Sprint(d), 10, "s", text)
+	}
+	snap := reopen(t, mem)
+	if snap.snap == nil {
+		t.Fatal("not a snapshot index")
+	}
+	checked := 0
+	for text, id := range mem.vocab {
+		sid, ok := snap.termID(text)
+		if !ok {
+			t.Fatalf("term %q not in the snapshot", text)
+		}
+		want, got := mem.rawPostings(id), snap.snap.postings(int(sid))
+		if snap.snap.bad || !slices.Equal(want, got) {
+			t.Fatalf("term %q: %d postings decoded (bad %v), want %d", text, len(got), snap.snap.bad, len(want))
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Fatalf("only %d terms", checked)
+	}
+	for _, word := range []string{"dense", "sparse", "farapart"} {
+		ps := mem.rawPostings(mem.vocab[Analyze(word)[0].Text])
+		wide := false
+		for i, p := range ps {
+			wide = wide || p.tf > 127 || (i > 0 && p.doc-ps[i-1].doc > 128)
+		}
+		if !wide {
+			t.Errorf("%q has no posting of a wide varint: the test checks nothing of the slow path", word)
+		}
 	}
 }

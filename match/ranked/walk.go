@@ -69,23 +69,24 @@ func (ix *Index) norms(p Params) ([]float64, []uint64) {
 	return ix.norm, ix.askBits
 }
 
-// walk adds the scores of term t's postings into ix.tmp (the best of the
+// walk adds the scores of term t's postings into ix.cells' tmp (the best of the
 // group so far per doc), appending every doc it gives a first score to
 // groupTouched, and returns it. Only docs of steps below before (every doc
 // when before < 0) are scored. A question turn scores Asker × its own
 // score and lends Answer × it to the turn after it (rule "a question lends
 // its terms to its answer"). Callers hold ix.mu.
 func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int32 {
-	tmp := ix.tmp
+	cells := ix.cells
 	mark := func(d int32, v float32) {
 		if d < 0 {
 			return
 		}
-		if tmp[d] == 0 {
+		c := &cells[d]
+		if c.tmp == 0 {
 			groupTouched = append(groupTouched, d)
 		}
-		if v > tmp[d] {
-			tmp[d] = v
+		if v > c.tmp {
+			c.tmp = v
 		}
 	}
 	ps := ix.postings(t.id)
@@ -123,11 +124,12 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 			}
 			continue
 		}
-		if tmp[d] == 0 {
+		c := &cells[d]
+		if c.tmp == 0 {
 			groupTouched = append(groupTouched, d)
 		}
-		if s > tmp[d] {
-			tmp[d] = s
+		if s > c.tmp {
+			c.tmp = s
 		}
 	}
 	return groupTouched
