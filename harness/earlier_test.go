@@ -101,4 +101,3 @@ func TestEarlierStoreHydratesWhenOwnSelectsNothing(t *testing.T) {
 		t.Fatalf("own store answering: hydrated %+v, earlier stores asked %d times", d.Hydrated, calls)
 	}
 }
-

@@ -250,5 +250,4 @@ func (s *Server) joinLineage(x *session, st *reqState, req *request) {
 		st.rec.Warnings = append(st.rec.Warnings, "the conversation's lineage not saved: "+err.Error())
 	}
 	x.lineage = earlier
-	x.earlier, x.earlierOpen = nil, false
 }
