@@ -26,7 +26,10 @@
 //     revision it covers and its SHA-256; never trusted (match/ranked
 //     verifies it against the index and rebuilds on any mismatch) and
 //     never written inside a fold's transaction (match/ranked/shared.go
-//     says when it is written).
+//     says when it is written);
+//   - cf_proxy_sessions (schema version 2) and cf_proxy_lineages (schema
+//     version 4): the proxy's shared sessions (proxy/pgsessions), not the
+//     store's.
 //
 // Writes are transactions. The store lock is the session row itself: a
 // writer's first statement is an upsert of its cf_sessions row that bumps

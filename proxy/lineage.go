@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -98,9 +99,9 @@ func toolNames(tools []byte) []string {
 	return names
 }
 
-// lineageKey is the file name of a lineage: a digest of the API, the
-// client's conversation id and the tools' names (the id itself never
-// reaches disk).
+// lineageKey is the name of a lineage (its file name; its key in a shared
+// backend's lineage table): a digest of the API, the client's conversation
+// id and the tools' names (the id itself is never stored).
 func lineageKey(api, header, value string, tools []string) string {
 	h := sha256.New()
 	for _, s := range append([]string{api, strings.ToLower(header), value}, tools...) {
@@ -167,14 +168,37 @@ func (l *lineages) join(key, id string) (earlier []string, err error) {
 // earlierNames are the stores a session of lineage earlier (session ids,
 // oldest first) may read, newest first: its own earlier generations, then
 // each earlier session's generations, at most MaxEarlierStores.
+// With Options.Shared, a generation is named by the session and its
+// number (dirs holds ""), and the earlier sessions' generations come from
+// the shared backend (SharedLineages; none without it).
 func (s *Server) earlierNames(id string, gen int, earlier []string) (names []string, dirs []string) {
 	add := func(sid string, g int) bool {
-		dir := filepath.Join(s.opts.Dir, sid, "g"+strconv.Itoa(g))
-		if _, err := os.Stat(filepath.Join(dir, contextfold.IndexFile)); err != nil {
-			return true
+		name, dir := sid+"/g"+strconv.Itoa(g), ""
+		if s.opts.Shared == nil {
+			dir = filepath.Join(s.opts.Dir, sid, "g"+strconv.Itoa(g))
+			if _, err := os.Stat(filepath.Join(dir, contextfold.IndexFile)); err != nil {
+				return true
+			}
 		}
-		names, dirs = append(names, sid+"/g"+strconv.Itoa(g)), append(dirs, dir)
+		names, dirs = append(names, name), append(dirs, dir)
 		return len(names) < MaxEarlierStores
+	}
+	latest := func(sid string) int { return latestGeneration(filepath.Join(s.opts.Dir, sid)) }
+	if s.opts.Shared != nil {
+		book, _ := s.opts.Shared.(SharedLineages)
+		latest = func(sid string) int {
+			if book == nil {
+				return 0
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+			defer cancel()
+			g, err := book.Generation(ctx, sid)
+			if err != nil {
+				s.log.Warn("contextfold proxy: an earlier session's generation not read", "session", sid, "err", err)
+				return 0
+			}
+			return g
+		}
 	}
 	for g := gen - 1; g >= 1; g-- {
 		if !add(id, g) {
@@ -182,7 +206,7 @@ func (s *Server) earlierNames(id string, gen int, earlier []string) (names []str
 		}
 	}
 	for i := len(earlier) - 1; i >= 0; i-- {
-		for g := latestGeneration(filepath.Join(s.opts.Dir, earlier[i])); g >= 1; g-- {
+		for g := latest(earlier[i]); g >= 1; g-- {
 			if !add(earlier[i], g) {
 				return
 			}
@@ -204,6 +228,21 @@ func (s *Server) earlierStores(x *session) []harness.EarlierStore {
 	}
 	x.earlierOpen = true
 	names, dirs := s.earlierNames(x.id, x.gen, x.lineage)
+	if s.opts.Shared != nil {
+		// The shared backend opens each store once per replica and keeps
+		// it: the same Store object the session of that store uses here.
+		for _, name := range names {
+			sid, g, _ := strings.Cut(name, "/g")
+			gen, _ := strconv.Atoi(g)
+			st, err := s.opts.Shared.Open(sid, gen)
+			if err != nil {
+				s.log.Warn("contextfold proxy: an earlier store of the session not opened", "session", x.id, "store", name, "err", err)
+				continue
+			}
+			x.earlier = append(x.earlier, harness.EarlierStore{Name: name, Store: st})
+		}
+		return x.earlier
+	}
 	for i, dir := range dirs {
 		// A session still in memory lends its store: one Store object per
 		// directory in the process, so the ranked index (one per
@@ -233,7 +272,9 @@ func (s *Server) earlierStores(x *session) []harness.EarlierStore {
 // joinLineage puts the session in the lineage of req (LineageHeaders and
 // its tools), once per session object; the earlier sessions it finds are
 // what earlierStores opens. Without a conversation id the session reads
-// only its own earlier generations.
+// only its own earlier generations. The lineage is the directory's
+// (lineages) or, with Options.Shared, the shared backend's
+// (SharedLineages; a backend without it keeps none).
 func (s *Server) joinLineage(x *session, st *reqState, req *request) {
 	x.earlierMu.Lock()
 	defer x.earlierMu.Unlock()
@@ -245,7 +286,20 @@ func (s *Server) joinLineage(x *session, st *reqState, req *request) {
 		return
 	}
 	key := lineageKey(string(req.api), st.lineageHeader, st.lineageValue, toolNames(req.tools))
-	earlier, err := s.lin.join(key, x.id)
+	var earlier []string
+	var err error
+	if s.opts.Shared != nil {
+		book, ok := s.opts.Shared.(SharedLineages)
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+		earlier, err = book.JoinLineage(ctx, key, x.id)
+		cancel()
+		earlier = slices.DeleteFunc(earlier, func(id string) bool { return !validSession.MatchString(id) })
+	} else {
+		earlier, err = s.lin.join(key, x.id)
+	}
 	if err != nil {
 		st.rec.Warnings = append(st.rec.Warnings, "the conversation's lineage not saved: "+err.Error())
 	}

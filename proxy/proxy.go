@@ -1019,7 +1019,7 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 		cfg.Now = s.opts.Clock // the idle time of the provider's cache (Config.CacheTTL)
 	}
 	sess := &session{id: id, gen: gen, dir: dir}
-	if s.opts.Shared == nil && !s.opts.NoLineage {
+	if !s.opts.NoLineage {
 		cfg.Earlier = func() []harness.EarlierStore { return s.earlierStores(sess) }
 	}
 	sess.h = harness.New(store, cfg)

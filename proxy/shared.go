@@ -34,6 +34,21 @@ type SharedSessions interface {
 	Lock(ctx context.Context, id string) (SessionLease, error)
 }
 
+// SharedLineages is implemented by a SharedSessions that also keeps the
+// conversations' lineages (lineage.go) where every replica sees them, so
+// that a compacted or rewritten conversation reaches the stores of its
+// earlier lives whichever replica served them. A SharedSessions without it
+// gives each session its own earlier generations only. pgsessions.Sessions
+// implements it. Implementations must be safe for concurrent use.
+type SharedLineages interface {
+	// JoinLineage puts session id into lineage key (once) and returns the
+	// sessions that joined it before id, oldest first.
+	JoinLineage(ctx context.Context, key, id string) (earlier []string, err error)
+	// Generation returns the current store generation of session id (0:
+	// no such session).
+	Generation(ctx context.Context, id string) (int, error)
+}
+
 // SessionLease is a held session lease. Exactly one of Commit and Release
 // ends it; Release after Commit does nothing.
 type SessionLease interface {
@@ -105,6 +120,7 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	if err != nil {
 		return nil, nil, err
 	}
+	s.joinLineage(sess, st, req)
 	if err := syncIn(sess, lease); err != nil {
 		return sess, nil, err
 	}
@@ -123,6 +139,7 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	if isDiverged(err) {
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 		if sess, err = s.session(st, sid, sess.gen+1); err == nil {
+			s.joinLineage(sess, st, req)
 			d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 		}
 	}

@@ -88,6 +88,16 @@ var migrations = []string{
 		FOREIGN KEY (session_id, kind) REFERENCES cf_snapshots (session_id, kind)
 	);
 	ALTER TABLE cf_snapshot_chunks ALTER COLUMN data SET STORAGE EXTERNAL;`,
+	// 4: the conversations' lineages of the proxy's shared sessions
+	// (proxy.SharedLineages, proxy/pgsessions): per lineage key (a digest
+	// of the API, the client's conversation id and the tools' names; the
+	// id itself is never stored), the proxy session ids that joined it,
+	// oldest first.
+	`CREATE TABLE cf_proxy_lineages (
+		key        text PRIMARY KEY,
+		sessions   text[] NOT NULL,
+		updated_at timestamptz NOT NULL DEFAULT now()
+	);`,
 }
 
 // SchemaVersion is the schema version this build migrates databases to.

@@ -177,6 +177,44 @@ func (s *Sessions) Lock(ctx context.Context, id string) (proxy.SessionLease, err
 	return l, nil
 }
 
+// LineageTable holds the conversations' lineages of the shared sessions
+// (proxy.SharedLineages): one row per lineage key, the proxy session ids
+// that joined it, oldest first. Schema version 4.
+const LineageTable = "cf_proxy_lineages"
+
+// JoinLineage puts proxy session id into lineage key (once) and returns
+// the sessions that joined it before id, oldest first (proxy.SharedLineages).
+// One statement: replicas joining one lineage at once are serialised by
+// the row, and each session is listed once.
+func (s *Sessions) JoinLineage(ctx context.Context, key, id string) ([]string, error) {
+	var ids []string
+	err := s.pool.QueryRow(ctx, `INSERT INTO `+LineageTable+` AS l (key, sessions) VALUES ($1, ARRAY[$2::text])
+		ON CONFLICT (key) DO UPDATE SET
+			sessions = CASE WHEN $2::text = ANY (l.sessions) THEN l.sessions ELSE array_append(l.sessions, $2::text) END,
+			updated_at = now()
+		RETURNING sessions`, key, id).Scan(&ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range ids {
+		if x == id {
+			return ids[:i], nil
+		}
+	}
+	return ids, nil
+}
+
+// Generation returns the current store generation of proxy session id (0:
+// the database has no such session) (proxy.SharedLineages).
+func (s *Sessions) Generation(ctx context.Context, id string) (int, error) {
+	var gen int
+	err := s.pool.QueryRow(ctx, `SELECT generation FROM `+Table+` WHERE session = $1`, id).Scan(&gen)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return gen, err
+}
+
 type lease struct {
 	tx   pgx.Tx
 	id   string
