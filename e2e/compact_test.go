@@ -281,3 +281,65 @@ func TestCodexCompactAfterFoldEvent(t *testing.T) {
 func TestCodexRemoteCompactAfterFoldEvent(t *testing.T) {
 	codexCompactAfterFoldEvent(t, codexOpenAISetup, true)
 }
+
+// TestQwenCodeCompressAfterFoldEvent runs Qwen Code's /compress (0.24.4
+// runs it in `qwen -p`) after fold events, then a question about step 0.
+// Qwen Code compresses with the model: the history and its compression
+// prompt, then a request under a summarizer's system prompt with the whole
+// history and no tools; the conversation after it starts with the summary
+// appended to its first user message, so a new proxy session. Every
+// request must pass (status 200, every tool call answered). Qwen Code
+// sends no conversation id (no header, no "user" or "metadata" field, no
+// id in the messages), so the new session has no lineage and the question
+// cannot reach the nodes folded before /compress: that is logged, not
+// failed (docs/proxy.md).
+func TestQwenCodeCompressAfterFoldEvent(t *testing.T) {
+	bin := agentBin(t, "qwen")
+	up := scripted.NewWith(lifecycleScript(), thinkingOptions)
+	defer up.Close()
+	px := newProxyBudget(t, up, qwenLifecycleBudget)
+	home, work := t.TempDir(), t.TempDir()
+	env := qwenSetup(t, home, px.http.URL+"/v1")
+	if out := runQwen(t, bin, work, env, runPrompt, false); !strings.Contains(out, "Build session done: ran 13 steps") {
+		t.Fatalf("the session did not finish: %q", tail(out, 500))
+	}
+	n := len(px.records())
+	out := runQwen(t, bin, work, env, "/compress", true)
+	t.Logf("/compress: %q", tail(out, 300))
+	m := len(px.records())
+	answer := lastLine(runQwen(t, bin, work, env, askPrompt(probes[0]), true))
+	recs := px.records()
+	if m == n {
+		t.Fatalf("/compress sent no request: %q", out)
+	}
+	sessions := map[string]bool{}
+	folds, fromEarlier := 0, 0
+	for i, r := range recs {
+		if r.Status != 200 {
+			t.Errorf("request %d: status %d %v", i, r.Status, r.Warnings)
+		}
+		sessions[r.Session+"/g"+strconv.Itoa(r.Generation)] = true
+		if r.WorkingSet != nil && r.WorkingSet.FoldEvent && i < n {
+			folds++
+		}
+		for _, h := range r.Hydrated {
+			if h.From != "" {
+				fromEarlier++
+			}
+		}
+	}
+	for _, q := range up.ModelRequests(scripted.Chat) {
+		checkChatPairs(t, q.Body)
+	}
+	if b := checkBinding(t, up); b.Rejected != 0 {
+		t.Errorf("the model rejected %d requests", b.Rejected)
+	}
+	if folds == 0 {
+		t.Errorf("no fold event before /compress")
+	}
+	t.Logf("%d requests (%d for /compress), stores %v, %d fold events before /compress, %d nodes hydrated from an earlier store; the question got %q",
+		len(recs), m-n, sessions, folds, fromEarlier, answer)
+	if !strings.HasPrefix(answer, "SEEN "+probes[0].Name) {
+		t.Logf("KNOWN GAP: Qwen Code sends no conversation id, so the conversation after /compress has no lineage and the node folded before it is out of reach")
+	}
+}
