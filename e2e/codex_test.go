@@ -15,8 +15,9 @@ import (
 // codexSetup writes $HOME/.codex/config.toml pointing Codex at baseURL
 // (…/v1) on the Responses API, with update checks, analytics, feedback and
 // the features that call home off, and returns the environment to run it
-// with.
-func codexSetup(t *testing.T, home, baseURL string) []string {
+// with. top are more top-level settings (TOML lines), e.g. an
+// auto-compaction limit.
+func codexSetup(t *testing.T, home, baseURL string, top ...string) []string {
 	t.Helper()
 	dir := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -25,6 +26,7 @@ func codexSetup(t *testing.T, home, baseURL string) []string {
 	cfg := fmt.Sprintf(`model = "gpt-5-codex"
 model_provider = "contextfold"
 check_for_update_on_startup = false
+%s
 
 [analytics]
 enabled = false
@@ -50,7 +52,7 @@ env_key = "CONTEXTFOLD_E2E_KEY"
 wire_api = "responses"
 request_max_retries = 1
 stream_max_retries = 1
-`, baseURL)
+`, strings.Join(top, "\n"), baseURL)
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

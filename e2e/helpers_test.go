@@ -124,6 +124,14 @@ type agentRun struct {
 	Took           time.Duration
 }
 
+// agentEnv is the environment an agent runs with: PATH, a plain terminal,
+// every outside host through the sentinel (loopback direct), then env.
+func agentEnv(env []string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
+		"HTTP_PROXY=" + outside.url, "HTTPS_PROXY=" + outside.url, "http_proxy=" + outside.url, "https_proxy=" + outside.url,
+		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}, env...)
+}
+
 // runAgent runs bin with args in dir, with exactly env as its environment
 // (plus PATH), bounded by timeout.
 func runAgent(t *testing.T, timeout time.Duration, dir string, env []string, bin string, args ...string) agentRun {
@@ -132,9 +140,7 @@ func runAgent(t *testing.T, timeout time.Duration, dir string, env []string, bin
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1",
-		"HTTP_PROXY=" + outside.url, "HTTPS_PROXY=" + outside.url, "http_proxy=" + outside.url, "https_proxy=" + outside.url,
-		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost"}, env...)
+	cmd.Env = agentEnv(env)
 	cmd.WaitDelay = 5 * time.Second
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se

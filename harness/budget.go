@@ -189,8 +189,23 @@ type WorkingSet struct {
 }
 
 // pinEnd returns the end of the pinned prefix: Config.PinMessages, or
-// through the first human message (the task statement).
+// through the first human message (the task statement), and through the
+// last message with Message.Pin.
 func (h *Harness) pinEnd(conv []Message) int {
+	k := h.pinStart(conv)
+	// The pinned prefix reaches through the last message that must stay
+	// (Message.Pin): it stands for the history before it.
+	for i := len(conv) - 1; i >= k; i-- {
+		if conv[i].Pin {
+			return i + 1
+		}
+	}
+	return k
+}
+
+// pinStart is the pinned prefix by position: Config.PinMessages, or the
+// system messages and the leading messages through the first human one.
+func (h *Harness) pinStart(conv []Message) int {
 	if h.cfg.PinMessages > 0 {
 		return min(h.cfg.PinMessages, len(conv))
 	}

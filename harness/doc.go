@@ -33,6 +33,8 @@
 //
 //   - Pinned: system messages, and the leading messages through the first
 //     human message (the task statement; Config.PinMessages to pin more),
+//     and everything through the last Message.Pin message (an opaque
+//     summary of the history before it, such as a compaction item),
 //     are never folded. Neither is the hot tail (the last HotWindow
 //     messages) nor the message carrying the latest human prompt.
 //   - While the conversation fits, nothing changes: a short session goes out

@@ -58,6 +58,13 @@ type Message struct {
 	// after the message that made the calls, and the two leave the prompt
 	// together or not at all.
 	AnswersTool bool
+	// Pin is true for a message the working set must keep as it is: an
+	// opaque summary of the history before it that the client resends in
+	// that history's place (the Responses API's "compaction" item, which
+	// Codex sends after a remote compaction). Under a token budget the
+	// pinned prefix reaches through the last such message, so no fold
+	// event folds or removes it or anything before it.
+	Pin bool
 	// Tokens is what the whole message takes on the wire, in tokens; 0
 	// means counted from its parts. The proxy sets it.
 	Tokens int

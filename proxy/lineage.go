@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
@@ -50,6 +51,18 @@ var LineageHeaders = []string{"X-Claude-Code-Session-Id", "Session-Id", "Session
 // name cannot be a session's (a session name starts with a letter or a
 // digit).
 const LineageDir = ".lineage"
+
+// MaxLineageFiles bounds the lineage files kept in LineageDir. A new
+// lineage that takes their number past it prunes them down to seven eighths
+// of it: first the lineages none of whose sessions has a directory under
+// Options.Dir any more (their stores were removed: nothing left to read),
+// then the least recently used (by modification time: a file is rewritten
+// when a session joins its lineage, and touched when a session of it is
+// opened again). A pruned lineage is forgotten: its sessions' stores stay,
+// but a later session of that conversation no longer reads them. Each file
+// is a few hundred bytes; about three lineages a conversation (its own and
+// its side requests').
+const MaxLineageFiles = 1024
 
 // MaxEarlierStores bounds the earlier stores a session scans (its own
 // earlier generations first, then the lineage's earlier sessions, each
@@ -114,6 +127,7 @@ func lineageKey(api, header, value string, tools []string) string {
 // LineageDir. Safe for concurrent use.
 type lineages struct {
 	dir string
+	max int // the bound of the lineage files; 0 means MaxLineageFiles
 	mu  sync.Mutex
 	mem map[string][]string // key → session ids, oldest first
 }
@@ -130,6 +144,7 @@ func (l *lineages) join(key, id string) (earlier []string, err error) {
 	}
 	ids, ok := l.mem[key]
 	path := filepath.Join(l.dir, LineageDir, key+".json")
+	created := false // the lineage had no file: a new one is written
 	if !ok {
 		if data, rerr := fsutil.ReadFileMax(path, 1<<20); rerr == nil {
 			var f struct {
@@ -142,12 +157,18 @@ func (l *lineages) join(key, id string) (earlier []string, err error) {
 					}
 				}
 			}
-		} else if !errors.Is(rerr, fs.ErrNotExist) {
+		} else if errors.Is(rerr, fs.ErrNotExist) {
+			created = true
+		} else {
 			err = rerr
 		}
 	}
 	if i := slices.Index(ids, id); i >= 0 {
 		l.mem[key] = ids
+		// A session of the lineage opened again: the lineage is in use
+		// (MaxLineageFiles keeps the most recently used).
+		now := time.Now()
+		_ = os.Chtimes(path, now, now)
 		return slices.Clone(ids[:i]), err
 	}
 	earlier = slices.Clone(ids)
@@ -162,7 +183,96 @@ func (l *lineages) join(key, id string) (earlier []string, err error) {
 	if werr := writeRename(path, append(data, '\n')); werr != nil {
 		return earlier, werr
 	}
+	if created {
+		l.prune(key)
+	}
 	return earlier, err
+}
+
+// prune bounds the lineage files (MaxLineageFiles): past the bound, it
+// removes those whose sessions are all gone from the store directory, then
+// the least recently modified, down to seven eighths of the bound, and
+// forgets them in memory too. keep (the lineage just written) stays. It
+// runs under l.mu. A file it cannot read or remove is left as it is.
+func (l *lineages) prune(keep string) {
+	bound := l.max
+	if bound <= 0 {
+		bound = MaxLineageFiles
+	}
+	dir := filepath.Join(l.dir, LineageDir)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type file struct {
+		key  string
+		mod  time.Time
+		gone bool
+	}
+	var files []file
+	for _, de := range des {
+		key, ok := strings.CutSuffix(de.Name(), ".json")
+		if !ok || !strings.HasPrefix(key, "l-") || !de.Type().IsRegular() {
+			continue // a temporary file of writeRename, or not ours
+		}
+		if info, err := de.Info(); err == nil {
+			files = append(files, file{key: key, mod: info.ModTime()})
+		}
+	}
+	if len(files) <= bound {
+		return
+	}
+	target := bound - bound/8
+	for i := range files {
+		if files[i].key == keep {
+			continue
+		}
+		data, err := fsutil.ReadFileMax(filepath.Join(dir, files[i].key+".json"), 1<<20)
+		if err != nil {
+			continue
+		}
+		var f struct {
+			Sessions []string `json:"sessions"`
+		}
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		files[i].gone = true
+		for _, sid := range f.Sessions {
+			if !validSession.MatchString(sid) {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(l.dir, sid)); err == nil {
+				files[i].gone = false
+				break
+			}
+		}
+	}
+	// Gone first, then the least recently used (the key orders files of
+	// one modification time, so the same files go on every system).
+	sort.Slice(files, func(i, j int) bool {
+		a, b := files[i], files[j]
+		if a.gone != b.gone {
+			return a.gone
+		}
+		if !a.mod.Equal(b.mod) {
+			return a.mod.Before(b.mod)
+		}
+		return a.key < b.key
+	})
+	n := len(files)
+	for _, f := range files {
+		if n <= target {
+			break
+		}
+		if f.key == keep {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, f.key+".json")) == nil {
+			delete(l.mem, f.key)
+			n--
+		}
+	}
 }
 
 // earlierNames are the stores a session of lineage earlier (session ids,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contextfold/contextfold/harness"
 )
@@ -199,5 +200,77 @@ func TestLineageIDHeaders(t *testing.T) {
 		if (v != "") != c.want {
 			t.Errorf("%s: %q read %q", c.name, c.value, v)
 		}
+	}
+}
+
+// TestLineageFilesBounded: past the bound, a new lineage prunes the
+// lineage files to seven eighths of it, those whose sessions are all gone
+// first, then the least recently used; a lineage whose session was opened
+// again counts as used; the lineage just written stays; a pruned lineage
+// is forgotten in memory too, and starts anew.
+func TestLineageFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	l := &lineages{dir: dir, max: 8}
+	key := func(i int) string { return lineageKey("chat", "Session-Id", "conv-"+itoa(i), []string{"bash"}) }
+	sid := func(i int) string { return "s-" + itoa(i) }
+	path := func(i int) string { return filepath.Join(dir, LineageDir, key(i)+".json") }
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 8; i++ {
+		if err := os.MkdirAll(filepath.Join(dir, sid(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.join(key(i), sid(i)); err != nil {
+			t.Fatal(err)
+		}
+		// Modification times in the order of the lineages, hours apart.
+		at := old.Add(time.Duration(i) * time.Hour)
+		if err := os.Chtimes(path(i), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Lineage 5's store was removed; lineage 0's session is opened again
+	// after a restart (a new lineages object): it is in use.
+	if err := os.RemoveAll(filepath.Join(dir, sid(5))); err != nil {
+		t.Fatal(err)
+	}
+	l = &lineages{dir: dir, max: 8}
+	if earlier, err := l.join(key(0), sid(0)); err != nil || len(earlier) != 0 {
+		t.Fatalf("join again: %v %v", earlier, err)
+	}
+	for i := 1; i < 8; i++ {
+		if _, err := l.join(key(i), sid(i)); err != nil { // into memory; touches them
+			t.Fatal(err)
+		}
+		at := old.Add(time.Duration(i) * time.Hour)
+		if err := os.Chtimes(path(i), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.join(key(8), sid(8)); err != nil { // the ninth: past the bound
+		t.Fatal(err)
+	}
+	var kept []int
+	for i := 0; i <= 8; i++ {
+		if _, err := os.Stat(path(i)); err == nil {
+			kept = append(kept, i)
+		}
+	}
+	// 9 files, pruned to 7: lineage 5 (sessions gone), then lineage 1 (the
+	// least recently used; lineage 0 was used after it).
+	if want := []int{0, 2, 3, 4, 6, 7, 8}; !slices.Equal(kept, want) {
+		t.Fatalf("lineage files kept %v, want %v", kept, want)
+	}
+	for _, i := range []int{1, 5} {
+		if _, ok := l.mem[key(i)]; ok {
+			t.Errorf("lineage %d pruned but still in memory", i)
+		}
+	}
+	// Lineage 1 is forgotten: its next session reads nothing earlier.
+	if earlier, err := l.join(key(1), "s-1b"); err != nil || len(earlier) != 0 {
+		t.Fatalf("a pruned lineage's next session: earlier %v, %v", earlier, err)
+	}
+	// A kept lineage still lists its sessions.
+	if earlier, err := l.join(key(2), "s-2b"); err != nil || !slices.Equal(earlier, []string{sid(2)}) {
+		t.Fatalf("a kept lineage's next session: earlier %v, %v", earlier, err)
 	}
 }

@@ -26,6 +26,9 @@ import (
 //     input_text parts, foldable like a tool result of the other two APIs.
 //   - reasoning items (encrypted_content, summaries) and every other item
 //     type: passed through byte for byte, never folded.
+//   - a "compaction" item (Codex's remote compaction: the opaque history
+//     it replaces) is also pinned (harness.Message.Pin): no fold event
+//     folds it, leaves it out or leaves out anything before it.
 //
 // A request with "previous_response_id" continues a conversation the
 // provider holds: the client does not resend it, so there is nothing to
@@ -182,8 +185,16 @@ func (r *request) responsesItem(i int, typ, role string, f []field) {
 			parts = append(parts, "(encrypted reasoning "+stringField(b, f, "id")+")")
 		}
 		r.addPart(i, harness.Part{Text: "[reasoning]\n" + strings.Join(parts, "\n"), Reasoning: true}, r.elems[i])
+	case typ == "compaction":
+		// Codex's remote compaction: the Responses API returns this
+		// opaque item (encrypted_content) for a compaction_trigger, and
+		// Codex resends it in place of the history it compacted. It is
+		// that history: pinned, never folded or left out.
+		m.Role = harness.RoleAssistant
+		m.Pin = true
 	default:
-		// item_reference, web_search_call, …: kept as they are.
+		// item_reference, web_search_call, compaction_trigger, …: kept
+		// as they are.
 		m.Role = harness.RoleAssistant
 	}
 }

@@ -208,6 +208,8 @@ func (t *Turn) responses(top map[string]json.RawMessage) error {
 			}
 		case strings.HasSuffix(typ, "_call_output"):
 			t.Results = append(t.Results, outputText(it["output"]))
+		case typ == "compaction_trigger" && i == len(items)-1:
+			t.Compact = true
 		}
 	}
 	return nil

@@ -22,6 +22,11 @@
 // after a prefix change are dropped and reported; on Chat Completions every
 // reply carries reasoning_content. [Server.Binding] counts it all.
 //
+// On the Responses API a request whose last input item is a
+// compaction_trigger (Codex's remote compaction) is answered with one
+// opaque compaction item; a compaction item sent back must be one the
+// server returned, byte for byte, or the request is answered 400.
+//
 // A Server is safe for concurrent use.
 package scripted
 
@@ -95,6 +100,11 @@ type Turn struct {
 	Stream bool
 	// Model is the requested model name.
 	Model string
+	// Compact is true for a Responses request whose last input item is
+	// {"type":"compaction_trigger"} (Codex's remote compaction): the
+	// reply's Text is the summary, and the response's one output item is
+	// a "compaction" item carrying it opaquely (Server.compaction).
+	Compact bool
 }
 
 // HasTool reports whether the request offers the named tool.
@@ -151,6 +161,9 @@ type Server struct {
 	reqs  []Request
 	seq   int
 	stats BindingStats
+	// compacted holds the encrypted_content of every compaction item
+	// returned.
+	compacted map[string]bool
 	// needs maps the id of each output item of a Responses reply stored
 	// (store on) with a reasoning item to that reasoning item's id.
 	needs map[string]string
@@ -208,6 +221,13 @@ type BindingStats struct {
 	ReasoningSigned  int // returned by the model
 	ReasoningItems   int // sent back in requests
 	ReasoningDropped int // dropped after a prefix change (always reported)
+	// Compactions counts the compaction items returned (remote
+	// compaction, Turn.Compact); CompactionsBack the compaction items sent
+	// back in requests, each verified byte for byte; CompactionRejected
+	// the requests answered 400 for a compaction item the server never
+	// returned (or returned otherwise), as the API answers 400 for
+	// encrypted content it cannot read.
+	Compactions, CompactionsBack, CompactionRejected int
 	// ReasoningRejected counts requests answered 400 because an input item
 	// with the id of an output item (store on) came without the reasoning
 	// item its response produced with it (Server.missingReasoning).
@@ -321,6 +341,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			out.transformations = j.Check.Transformations()
 		}
 	case Responses:
+		if msg := s.badCompaction(body); msg != "" {
+			s.count(func(b *BindingStats) { b.CompactionRejected++ })
+			rec.Status = http.StatusBadRequest
+			s.record(rec)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeJSON(w, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": "input", "code": "invalid_encrypted_content"}})
+			return
+		}
 		if msg := s.missingReasoning(body); msg != "" {
 			s.count(func(b *BindingStats) { b.ReasoningRejected++ })
 			rec.Status = http.StatusBadRequest
@@ -343,7 +372,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec.Reply = s.script(turn)
 	n := s.next()
-	if !s.opts.NoThinking && wantsReasoning(rec.API, body) {
+	if !s.opts.NoThinking && !turn.Compact && wantsReasoning(rec.API, body) {
 		out.text = thinkingText(turn, rec.Reply, n)
 		var err error
 		switch rec.API {
@@ -367,6 +396,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			out = reasoningOut{transformations: out.transformations}
 		}
 	}
+	if turn.Compact {
+		out = reasoningOut{transformations: out.transformations, compaction: s.compaction(n, rec.Reply.Text)}
+	}
 	s.record(rec)
 	inTok := len(body) / 4
 	switch rec.API {
@@ -387,6 +419,51 @@ type reasoningOut struct {
 	id       string // reasoning item id (Responses API)
 	// transformations are the response's input_transformations (none: nil).
 	transformations []map[string]any
+	// compaction is the encrypted_content of the reply's one compaction
+	// item (Responses API, Turn.Compact; "" for none).
+	compaction string
+}
+
+// compaction returns the encrypted_content of the n-th reply's compaction
+// item, holding summary, and remembers it: a request that sends it back
+// must send it byte for byte (badCompaction).
+func (s *Server) compaction(n int, summary string) string {
+	c := fmt.Sprintf("cfcompact.%06d.%s", n, base64.RawURLEncoding.EncodeToString([]byte(summary)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.compacted == nil {
+		s.compacted = map[string]bool{}
+	}
+	s.compacted[c] = true
+	s.stats.Compactions++
+	return c
+}
+
+// badCompaction is the Responses API's check of the compaction items a
+// request sends back: each must carry encrypted_content the server
+// returned. It returns the 400 message for the first that does not, or
+// "", and counts the items sent back.
+func (s *Server) badCompaction(body []byte) string {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal(body, &req)
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(req.Input, &items) != nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, it := range items {
+		if str(it["type"]) != "compaction" {
+			continue
+		}
+		if !s.compacted[str(it["encrypted_content"])] {
+			return fmt.Sprintf("The encrypted content of input[%d] (compaction) could not be verified.", i)
+		}
+		s.stats.CompactionsBack++
+	}
+	return ""
 }
 
 // thinkingText is the model's reasoning for a reply: deterministic for the

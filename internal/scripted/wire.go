@@ -150,7 +150,9 @@ func writeChat(w http.ResponseWriter, t *Turn, r Reply, n, inTok int, out reason
 func writeResponses(w http.ResponseWriter, t *Turn, r Reply, n, inTok int, out reasoningOut) {
 	id := fmt.Sprintf("resp_scripted_%06d", n)
 	var output []map[string]any
-	if len(r.Calls) > 0 {
+	if out.compaction != "" {
+		output = []map[string]any{{"type": "compaction", "id": fmt.Sprintf("cmp_scripted_%06d", n), "encrypted_content": out.compaction}}
+	} else if len(r.Calls) > 0 {
 		for i, c := range r.Calls {
 			output = append(output, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_scripted_%06d_%d", n, i),
 				"call_id": fmt.Sprintf("call_scripted_%06d_%d", n, i), "name": c.Name, "arguments": args(c), "status": "completed"})
@@ -209,6 +211,8 @@ func writeResponses(w http.ResponseWriter, t *Turn, r Reply, n, inTok int, out r
 			ev("response.reasoning_summary_text.done", map[string]any{"item_id": itemID, "output_index": i, "summary_index": 0, "text": out.text})
 			ev("response.reasoning_summary_part.done", map[string]any{"item_id": itemID, "output_index": i, "summary_index": 0,
 				"part": map[string]any{"type": "summary_text", "text": out.text}})
+		case "compaction":
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": it})
 		case "function_call":
 			added := map[string]any{}
 			for k, v := range it {
