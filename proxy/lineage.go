@@ -137,6 +137,11 @@ type lineages struct {
 // read starts the lineage anew; one that cannot be written keeps it in
 // memory only (err says so).
 func (l *lineages) join(key, id string) (earlier []string, err error) {
+	if l.dir == "" {
+		// Never the working directory: a proxy without Options.Dir keeps
+		// its lineages in its shared backend (SharedLineages) or none.
+		return nil, errors.New("no --dir for the lineage files")
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mem == nil {
