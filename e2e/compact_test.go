@@ -133,8 +133,8 @@ func codexThread(t *testing.T, up *scripted.Server) string {
 // pointed at baseURL (openai_base_url) instead of a provider of its own:
 // Codex 0.171 then compacts remotely (a compaction_trigger input item, a
 // compaction output item) and tries a WebSocket first (GET …/responses
-// with an Upgrade, answered 404 by the scripted model; Codex falls back to
-// HTTP).
+// with an Upgrade: the proxy answers 426, the scripted model 404; Codex
+// falls back to HTTP).
 func codexOpenAISetup(t *testing.T, home, baseURL string) []string {
 	t.Helper()
 	env := codexSetup(t, home, baseURL)
@@ -187,6 +187,7 @@ func codexCompactAfterFoldEvent(t *testing.T, setup func(t *testing.T, home, bas
 		b      scripted.BindingStats
 		kinds  map[string]int
 		answer string
+		socket int // WebSocket upgrades the model received
 	}
 	play := func(base func(up *scripted.Server) string) (r run) {
 		up := scripted.NewWith(codexCompactScript(), thinkingOptions)
@@ -200,6 +201,11 @@ func codexCompactAfterFoldEvent(t *testing.T, setup func(t *testing.T, home, bas
 		codexCompact(t, bin, work, env, codexThread(t, up))
 		r.answer = lastLine(runCodex(t, bin, work, env, askPrompt(probes[0]), true))
 		r.b = up.Binding()
+		for _, q := range up.Requests() {
+			if strings.EqualFold(q.Header.Get("Upgrade"), "websocket") {
+				r.socket++
+			}
+		}
 		r.kinds = map[string]int{}
 		for _, q := range up.ModelRequests(scripted.Responses) {
 			k := compactKind(q)
@@ -232,6 +238,12 @@ func codexCompactAfterFoldEvent(t *testing.T, setup func(t *testing.T, home, bas
 		if remote && (r.b.Compactions == 0 || r.b.CompactionsBack == 0) {
 			t.Errorf("%s: %d compaction items returned, %d sent back: not a remote compaction", name, r.b.Compactions, r.b.CompactionsBack)
 		}
+	}
+	// The built-in OpenAI provider tries a WebSocket first: the proxy
+	// answers it 426, so Codex's requests come over HTTP, through it.
+	t.Logf("WebSocket upgrades the model received: straight %d, through the proxy %d", direct.socket, proxied.socket)
+	if proxied.socket != 0 {
+		t.Errorf("through the proxy the model received %d WebSocket upgrades: the session could bypass the proxy", proxied.socket)
 	}
 	rejected := func(b scripted.BindingStats) int { return b.Rejected + b.ReasoningRejected + b.CompactionRejected }
 	if rejected(proxied.b) > rejected(direct.b) {

@@ -143,6 +143,13 @@ type Options struct {
 	// session then never reads the stores of its earlier lives (its own
 	// earlier generations, the sessions a /compact left behind).
 	NoLineage bool
+	// PassWebSockets forwards a WebSocket upgrade of a model API path (Codex's
+	// Responses WebSocket transport, GET …/responses with Upgrade: websocket)
+	// to the upstream as it is. The socket then carries the whole session,
+	// unfolded and unscanned, past the proxy. Off (the default), such an
+	// upgrade is answered 426 Upgrade Required, the answer on which Codex
+	// falls back to HTTP at once, so its requests come through the proxy.
+	PassWebSockets bool
 	// BodyReadTimeout is how long a client may take to send a whole
 	// request body; 0 means DefaultBodyReadTimeout, a negative value means
 	// no limit. A slower API request is answered 408 and its connection
@@ -587,6 +594,21 @@ func apiOf(r *http.Request) (API, bool) {
 	return "", false
 }
 
+// modelSocket reports whether r asks to upgrade a model API path to a
+// WebSocket (Codex's Responses WebSocket transport: GET …/v1/responses with
+// Upgrade: websocket).
+func modelSocket(r *http.Request) bool {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return false
+	}
+	for _, p := range []string{PathAnthropic, PathOpenAI, PathResponses} {
+		if strings.HasSuffix(strings.TrimSuffix(r.URL.Path, "/"), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // ServeHTTP handles one client request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == PathStats && r.Method == http.MethodGet {
@@ -601,6 +623,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serving--
 		s.mu.Unlock()
 	}()
+	if !s.opts.PassWebSockets && modelSocket(r) {
+		s.reject(w, APIResponses, http.StatusUpgradeRequired, "a WebSocket to a model API would carry the session past the proxy unfolded; send the requests over HTTP (POST), or start the proxy with --pass-websockets")
+		return
+	}
 	api, ok := apiOf(r)
 	if !ok {
 		s.mu.Lock()

@@ -43,6 +43,7 @@ func newProxyCmd(g *globals) *cobra.Command {
 		bodyTimeout                             time.Duration
 		softLimit                               bool
 		lineage                                 bool
+		passWebSockets                          bool
 		allowedHosts                            []string
 		matchName, scrubSettings                string
 	)
@@ -173,7 +174,7 @@ Point a client at it:
 			ranked.SetRejectLog(func(line string) { logger.Warn(line) })
 			opts := proxy.Options{Dir: dir, Upstream: upstream, AnthropicUpstream: anthropicUp,
 				OpenAIUpstream: openaiUp, Harness: cfg, MaxBodyBytes: maxBody, MaxMessages: maxMessages, Logger: logger,
-				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout, NoSoftMemoryLimit: !softLimit, NoLineage: !lineage,
+				MaxInFlightBytes: maxInFlight, BodyReadTimeout: bodyTimeout, NoSoftMemoryLimit: !softLimit, NoLineage: !lineage, PassWebSockets: passWebSockets,
 				AllowedHosts: allowedHosts, AnyHost: !loopback, ScrubAllowlist: allow}
 			where := dir
 			if storeURL != "" {
@@ -256,6 +257,7 @@ Point a client at it:
 	f.Int64Var(&maxBody, "max-body-bytes", proxy.DefaultMaxBodyBytes, "largest request body accepted, in bytes (larger: 413)")
 	f.IntVar(&maxMessages, "max-messages", proxy.DefaultMaxMessages, "most messages (Responses API: input items) a request may have (more: 413; every message of a conversation not seen before may become a cold node of the request's fold event; -1: no limit)")
 	f.Int64Var(&maxInFlight, "max-inflight-bytes", proxy.DefaultMaxInFlightBytes, "budget of the estimated memory of the requests in flight, in bytes: 3 × each body + 2 × the bytes of its conversation not read before; past it 503 with Retry-After; while a request folds a conversation not read before, the estimates (above the memory in use before) are also the process's soft memory limit unless GOMEMLIMIT is set or --soft-memory-limit=false (a request alone is always served; at least --max-body-bytes; -1: no budget)")
+	f.BoolVar(&passWebSockets, "pass-websockets", false, "forward a WebSocket upgrade of a model API path (Codex's Responses WebSocket transport) to the upstream: the socket then carries the session unfolded. Off: answered 426, on which Codex uses HTTP through the proxy")
 	f.BoolVar(&lineage, "lineage", true, "when a client rewrites its conversation (Claude Code's /compact, an edited or rewound history) and the new conversation's own store selects nothing for a question, scan the stores it left behind, read-only: the earlier generations of the session and the sessions with the same client conversation id (X-Claude-Code-Session-Id, Codex's session-id) and tools")
 	f.BoolVar(&softLimit, "soft-memory-limit", true, "while a request folds a conversation not read before, set the Go runtime's soft memory limit to the memory in use before plus the --max-inflight-bytes estimates of such requests, so that garbage is collected within the estimate (never when GOMEMLIMIT is set)")
 	f.DurationVar(&bodyTimeout, "body-read-timeout", proxy.DefaultBodyReadTimeout, "longest time a client may take to send a request body (slower: 408; 0: no limit)")
