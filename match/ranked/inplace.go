@@ -49,24 +49,24 @@ type longList struct {
 	b    []byte     // the list's bytes in the snapshot (its chunks verified)
 	n    int        // its postings (varintEnds / 2)
 	skip []skipMark // postings 0, skipEvery, 2·skipEvery, …; nil until a look-up
-	// rows: the look-ups of candidate rows (Index.longRow) made in it;
-	// dense, from the denseAfter-th on: each snapshot doc's frequency in
-	// it (denseOver: denseOver or more, read from the list), nil until then.
-	rows  int
+	// dense: each snapshot doc's frequency in it (denseOver: denseOver or
+	// more, read from the list); nil when the list has none.
 	dense []uint8
 }
 
-// A long list a scan's candidates are looked up in again and again (the
-// common words of a session's prompts) gets a table of its frequencies by
-// doc (one byte a snapshot doc, 100 KB at 100k nodes): a candidate's
-// frequency is then one read, where a look-up from its mark read a mark
-// and a block of the list at random places (about 0.2-0.4 µs each, ~1,000
-// a scan at 100k nodes). At most denseMax bytes of such tables an index.
-const (
-	denseAfter = 8
-	denseMax   = 16 << 20
-	denseOver  = 255
-)
+// The long lists a scan's candidates are looked up in get, while an index
+// holds less than denseMax bytes of them, a table of their frequencies by
+// doc (one byte a snapshot doc, 100 KB at 100k nodes), written by the
+// pass that records the marks: a candidate's frequency is then one read,
+// where a look-up from its mark reads a mark and a block of the list at
+// random places (about 0.2-0.4 µs each, ~1,000 a scan at 100k nodes). The
+// first lists a process looks up are those of the common words of its
+// prompts.
+const denseOver = 255
+
+// denseMax bounds the bytes of an index's frequency tables (a variable:
+// tests set it to 0).
+var denseMax = 16 << 20
 
 // longOf returns snapshot term id's list read in place, nil when it is
 // shorter than longMin postings (or the snapshot is corrupt: s.bad).
@@ -119,7 +119,12 @@ func (ix *Index) count(id int32) int {
 
 // marks records l's skip marks, decoding every posting with the checks of
 // snapFile.postings; false (and s marked bad) when the list is corrupt.
-func (l *longList) marks(s *snapFile) bool {
+// With t, it writes each posting's frequency (capped at denseOver) at its
+// doc in t (len(t) == s.n).
+// A block of skipEvery postings whose deltas and frequencies are all one
+// byte (nearly every block) is checked and summed a word at a time
+// (fastBlock); any other posting is decoded one by one.
+func (l *longList) marks(s *snapFile, t []uint8) bool {
 	if l.skip != nil {
 		return true
 	}
@@ -127,6 +132,21 @@ func (l *longList) marks(s *snapFile) bool {
 	skip := make([]skipMark, 0, (l.n+skipEvery-1)/skipEvery)
 	last, i := -1, 0
 	for k := 0; k < l.n; k++ {
+		if k%skipEvery == 0 && k+skipEvery <= l.n && i+2*skipEvery <= len(b) {
+			if d, ok := fastBlock(b[i:i+2*skipEvery], last); ok {
+				if d >= s.n {
+					s.bad = true
+					return false
+				}
+				skip = append(skip, skipMark{doc: int32(last + 1 + int(b[i])), off: uint32(i)})
+				if t != nil {
+					oneByteTable(t, b[i:i+2*skipEvery], int32(last))
+				}
+				last, i = d, i+2*skipEvery
+				k += skipEvery - 1
+				continue
+			}
+		}
 		start := i
 		var d int
 		var tf uint64
@@ -155,6 +175,9 @@ func (l *longList) marks(s *snapFile) bool {
 		if k%skipEvery == 0 {
 			skip = append(skip, skipMark{doc: int32(d), off: uint32(start)})
 		}
+		if t != nil {
+			t[d] = uint8(min(tf, denseOver))
+		}
 		last = d
 	}
 	if i != len(b) {
@@ -163,6 +186,38 @@ func (l *longList) marks(s *snapFile) bool {
 	}
 	l.skip = skip
 	return true
+}
+
+// fastBlock decodes the skipEvery postings of bytes b (2·skipEvery of
+// them) after the posting of doc last when each delta and frequency is one
+// byte and no frequency is 0: the doc of the last posting, true. Otherwise
+// false (the caller decodes them one by one). A word holds four postings:
+// their bytes' high bits all clear, the frequency bytes (odd) none zero,
+// and the deltas (even) summed in 16-bit lanes by one multiplication.
+func fastBlock(b []byte, last int) (int, bool) {
+	const (
+		high  = 0x8080808080808080
+		lanes = 0x00ff00ff00ff00ff
+		seven = 0x007f007f007f007f
+		eight = 0x0080008000800080
+		sum   = 0x0001000100010001
+	)
+	var or, lanesSum uint64
+	for j := 0; j+8 <= len(b); j += 8 {
+		w := le.Uint64(b[j:])
+		if ((w>>8)&lanes+seven)&eight != eight {
+			return 0, false
+		}
+		or |= w
+		lanesSum += w & lanes
+	}
+	// A high bit set anywhere fails the block; when none is, every delta
+	// lane is under 128, their sum over the block's words under 2^16.
+	if or&high != 0 {
+		return 0, false
+	}
+	d := last + skipEvery + int((lanesSum*sum)>>48)
+	return d, true
 }
 
 // wide decodes the posting at b[i:] of a list marks checked, after the
@@ -271,7 +326,7 @@ func (ix *Index) longTF(id int32, l *longList, d int32) (uint16, bool) {
 	if d >= ix.base {
 		return tfIn(ix.spost[id], d), true
 	}
-	if !l.marks(ix.snap) {
+	if !l.marks(ix.snap, nil) {
 		return 0, false
 	}
 	tf, _ := l.tfFrom(0, d)
@@ -291,12 +346,18 @@ func tfIn(ps []posting, d int32) uint16 {
 // id's long list l, for the docs l holds (row is zero before); false when
 // the list is corrupt. Callers hold ix.mu.
 func (ix *Index) longRow(id int32, l *longList, look []int32, row []uint16) bool {
-	if !l.marks(ix.snap) {
+	if l.dense == nil && ix.denseBytes+int(ix.base) <= denseMax {
+		// The pass that writes the table records the marks (again, when a
+		// single look-up made them: Index.longTF).
+		t := make([]uint8, ix.base)
+		l.skip = nil
+		if !l.marks(ix.snap, t) {
+			return false
+		}
+		l.dense = t
+		ix.denseBytes += len(t)
+	} else if !l.marks(ix.snap, nil) {
 		return false
-	}
-	if l.rows++; l.dense == nil && l.rows >= denseAfter && ix.denseBytes+int(ix.base) <= denseMax {
-		l.dense = l.table(int(ix.base))
-		ix.denseBytes += len(l.dense)
 	}
 	k := 0
 	for j, d := range look {
@@ -317,20 +378,20 @@ func (ix *Index) longRow(id int32, l *longList, look []int32, row []uint16) bool
 	return true
 }
 
-// table returns l's frequencies by doc of the n snapshot docs, capped at
-// denseOver. l.marks has succeeded.
-func (l *longList) table(n int) []uint8 {
-	t := make([]uint8, n)
-	b := l.b
-	doc, j := int32(-1), 0
-	for range l.n {
-		var tf uint16
-		if (b[j]|b[j+1])&0x80 == 0 {
-			doc, tf, j = doc+1+int32(b[j]), uint16(b[j+1]), j+2
-		} else {
-			doc, tf, j = wide(b, j, doc)
-		}
-		t[doc] = uint8(min(tf, denseOver))
+// oneByteTable writes into t the frequencies of the postings of b, deltas
+// and frequencies of one byte each (fastBlock), after the posting of doc
+// last: four postings a word.
+func oneByteTable(t []uint8, b []byte, last int32) {
+	doc := last
+	for j := 0; j+8 <= len(b); j += 8 {
+		w := le.Uint64(b[j:])
+		doc += 1 + int32(w&0x7f)
+		t[doc] = uint8(w >> 8)
+		doc += 1 + int32(w>>16&0x7f)
+		t[doc] = uint8(w >> 24)
+		doc += 1 + int32(w>>32&0x7f)
+		t[doc] = uint8(w >> 40)
+		doc += 1 + int32(w>>48&0x7f)
+		t[doc] = uint8(w >> 56)
 	}
-	return t
 }

@@ -68,10 +68,9 @@ func checkLong(t *testing.T, stage string, ix *Index) int {
 				t.Fatalf("%s: term %d doc %d: tf %d (ok %v), want %d", stage, id, d, tf, ok, tfIn(want, int32(d)))
 			}
 		}
-		// Three passes: the later rows read the frequency table
-		// (denseAfter rows), "beta"'s frequencies over denseOver the list.
-		for pass := range 3 * 4 {
-			step := []int{1, 3, 17, 400}[pass%4]
+		// The rows read the frequency table (when denseMax allows it;
+		// "beta"'s frequencies over denseOver from the list).
+		for _, step := range []int{1, 3, 17, 400} {
 			var look []int32
 			for d := step / 2; d < len(all); d += step {
 				look = append(look, int32(d))
@@ -86,8 +85,8 @@ func checkLong(t *testing.T, stage string, ix *Index) int {
 				}
 			}
 		}
-		if l.dense == nil {
-			t.Fatalf("%s: term %d: no frequency table after %d rows", stage, id, l.rows)
+		if (l.dense != nil) != (denseMax > 0) {
+			t.Fatalf("%s: term %d: frequency table %v, budget %d", stage, id, l.dense != nil, denseMax)
 		}
 	}
 	return long
@@ -97,6 +96,14 @@ func checkLong(t *testing.T, stage string, ix *Index) int {
 // the widths of its varints, with the delta's postings after it; an index
 // with a dead doc decodes its lists again (they are filtered).
 func TestLongListsReadInPlace(t *testing.T) {
+	defer func(v int) { denseMax = v }(denseMax)
+	for _, budget := range []int{denseMax, 0} {
+		denseMax = budget
+		t.Run(fmt.Sprintf("tables%d", budget), testLongListsReadInPlace)
+	}
+}
+
+func testLongListsReadInPlace(t *testing.T) {
 	const n = 3000
 	_, ix := longIndex(t, n)
 	long := checkLong(t, "snapshot", ix)
@@ -127,10 +134,17 @@ func TestLongListCorruptIsAMiss(t *testing.T) {
 	for range longMin {
 		good = append(good, 0, 1)
 	}
+	midZero := slices.Clone(good)
+	midZero[2*37+1] = 0    // a zero frequency inside a block of one-byte postings
+	s := &snapFile{n: 100} // docs 0..1023 of a snapshot of 100 docs
+	if l := (&longList{b: good, n: longMin}); l.marks(s, make([]uint8, 100)) || !s.bad {
+		t.Errorf("docs past the snapshot's in a block of one-byte postings: marked (bad %v)", s.bad)
+	}
 	for _, c := range []struct {
 		name string
 		b    []byte
 	}{
+		{"zero tf in a block", midZero},
 		{"zero tf", append(slices.Clone(good[:len(good)-1]), 0)},
 		{"past the docs", append(slices.Clone(good[:len(good)-2]), 0x80, 0x40, 1)},
 		{"bytes left", append(slices.Clone(good), 0x80)},
@@ -138,13 +152,14 @@ func TestLongListCorruptIsAMiss(t *testing.T) {
 	} {
 		s := &snapFile{n: longMin + 10}
 		l := &longList{b: c.b, n: varintEnds(c.b) / 2}
-		if l.marks(s) || !s.bad {
+		if l.marks(s, nil) || !s.bad {
 			t.Errorf("%s: marked (bad %v)", c.name, s.bad)
 		}
 	}
-	s := &snapFile{n: longMin}
+	s = &snapFile{n: longMin}
 	l := &longList{b: good, n: longMin}
-	if !l.marks(s) || s.bad || len(l.skip) != longMin/skipEvery {
+	tab := make([]uint8, longMin)
+	if !l.marks(s, tab) || s.bad || len(l.skip) != longMin/skipEvery || slices.ContainsFunc(tab, func(f uint8) bool { return f != 1 }) {
 		t.Errorf("a good list: bad %v, %d marks", s.bad, len(l.skip))
 	}
 }
