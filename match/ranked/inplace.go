@@ -12,8 +12,8 @@ import (
 // (Index.detailAll). At 100k nodes such a list is 10,000 to 90,000
 // postings, and decoding it from the snapshot for that (Index.postings)
 // was most of a process's first scans: 200 of them decoded 13.2M postings
-// of 434 common terms, allocated 112 MB for them, and the collector's
-// cycles that allocation set off cost as many instructions again.
+// of 434 common terms and allocated 112 MB for them (with the collector's
+// work and the page faults of that memory).
 //
 // A snapshot list of at least longMin postings is instead read where it
 // lies in the snapshot (longList): its length is counted from its bytes
