@@ -91,10 +91,16 @@ type Index struct {
 	nterms int32
 	spost  map[int32][]posting
 	pcache map[int32][]posting
-	pcount int              // postings held in pcache, bounded by pcacheMax
-	puse   map[int32]uint64 // when each pcache list was last used (ptick)
-	ptick  uint64
-	src    *contextfold.Store // the store last refreshed against (to rebuild)
+	// long: the snapshot lists of at least longMin postings, read in
+	// place when not in pcache (inplace.go); a nil entry: the list is
+	// shorter. At most one entry a term, half a byte a posting once
+	// marked.
+	long       map[int32]*longList
+	denseBytes int              // the long lists' frequency tables (longList.dense), bounded by denseMax
+	pcount     int              // postings held in pcache, bounded by pcacheMax
+	puse       map[int32]uint64 // when each pcache list was last used (ptick)
+	ptick      uint64
+	src        *contextfold.Store // the store last refreshed against (to rebuild)
 	// snapID identifies the snapshot file this index's delta frames are
 	// appended to (the one it was opened from or last wrote; zero: none).
 	snapID snapIdentity
@@ -135,7 +141,7 @@ type Index struct {
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}, puse: map[int32]uint64{}, maxStep: -1}
+	return &Index{vocab: map[string]int32{}, byStep: map[int]int32{}, spost: map[int32][]posting{}, pcache: map[int32][]posting{}, long: map[int32]*longList{}, puse: map[int32]uint64{}, maxStep: -1}
 }
 
 // termID returns the id of an indexed term (false: unknown).
@@ -289,6 +295,7 @@ func (ix *Index) reset() {
 	}
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache, ix.puse = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache, fresh.puse
+	ix.long, ix.denseBytes = fresh.long, 0
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
 	ix.cells, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil

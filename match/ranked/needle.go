@@ -355,23 +355,46 @@ func (ix *Index) needleLocked(terms []string, before, limit int) []int32 {
 		}
 		ids = append(ids, id)
 	}
-	lists := make([][]posting, len(ids))
+	// Each term's postings, decoded or a long list read in place
+	// (inplace.go); the shortest is walked, the others looked up.
+	type termList struct {
+		id int32
+		ps []posting
+		l  *longList
+		n  int
+	}
+	lists := make([]termList, len(ids))
 	for i, id := range ids {
-		lists[i] = ix.postings(id)
-		if len(lists[i]) == 0 {
+		ps, l := ix.list(id)
+		lists[i] = termList{id: id, ps: ps, l: l, n: len(ps)}
+		if l != nil {
+			lists[i].n = l.n + len(ix.spost[id])
+		}
+		if lists[i].n == 0 {
 			return nil
 		}
 	}
-	sort.Slice(lists, func(a, b int) bool { return len(lists[a]) < len(lists[b]) })
+	sort.Slice(lists, func(a, b int) bool { return lists[a].n < lists[b].n })
+	first := lists[0].ps
+	if lists[0].l != nil {
+		first = ix.postings(lists[0].id)
+	}
 	var out []int32
-	for _, p := range lists[0] {
+	for _, p := range first {
 		d := p.doc
 		if ix.docs[d].dead || before >= 0 && ix.docs[d].step >= before {
 			continue
 		}
 		all := true
 		for _, l := range lists[1:] {
-			if !hasDoc(l, d) {
+			held := false
+			if l.l != nil {
+				tf, ok := ix.longTF(l.id, l.l, d)
+				held = ok && tf > 0
+			} else {
+				held = hasDoc(l.ps, d)
+			}
+			if !held {
 				all = false
 				break
 			}

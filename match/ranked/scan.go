@@ -429,19 +429,10 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	return q
 }
 
-// liveDF is the number of live docs holding term id.
+// liveDF is the number of live docs holding term id (a long list is
+// counted, not decoded: Index.count).
 func (ix *Index) liveDF(id int32) int {
-	ps := ix.postings(id)
-	if ix.live == len(ix.docs) {
-		return len(ps)
-	}
-	n := 0
-	for _, p := range ps {
-		if !ix.docs[p.doc].dead {
-			n++
-		}
-	}
-	return n
+	return ix.count(id)
 }
 
 // sat is the BM25+ saturation of a term held tf times by doc d, the term
@@ -564,7 +555,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// it has a rarer term that does (else they are walked: a prompt of
 	// common terms only is judged by Index.passes, not dropped here).
 	common := func(t qterm) bool {
-		return ix.live >= commonMinNodes && float64(len(ix.postings(t.id))) > p.FindCommon*float64(ix.live)
+		return ix.live >= commonMinNodes && float64(ix.count(t.id)) > p.FindCommon*float64(ix.live)
 	}
 	skipCommon := false
 	for _, t := range q.terms {
@@ -764,9 +755,13 @@ func scratch[E any](s []E, n int) []E {
 }
 
 // tf is the frequency of term id in doc d (binary search: postings ascend
-// by doc).
+// by doc; a long list is looked up in place, Index.longTF).
 func (ix *Index) tf(id int32, d int32) uint16 {
-	ps := ix.postings(id)
+	ps, l := ix.list(id)
+	if l != nil {
+		tf, _ := ix.longTF(id, l, d)
+		return tf
+	}
 	lo, hi := 0, len(ps)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)

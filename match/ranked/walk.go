@@ -165,8 +165,12 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 	tfs = slices.Grow(tfs, nl*len(q.terms))[:nl*len(q.terms)]
 	clear(tfs)
 	for i, t := range q.terms {
-		ps := ix.postings(t.id)
+		ps, l := ix.list(t.id)
 		row := tfs[i*nl : (i+1)*nl]
+		if l != nil {
+			ix.longRow(t.id, l, look, row)
+			continue
+		}
 		pos := 0
 		for j, d := range look {
 			if pos = seek(ps, pos, d); pos == len(ps) {
