@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
 	"github.com/contextfold/contextfold/schema"
@@ -184,26 +183,20 @@ func (pm *prepMemo) put(c *preparedContent) bool {
 // nodePrep prepares the new turns of a batch ahead of its writes, on up to
 // GOMAXPROCS goroutines (scrubbing and extraction dominate a fold event's
 // CPU time): get(i) returns turn i's preparedNode in the batch's order. At
-// most prepAhead nodes per worker are prepared and not yet taken, so that
-// a batch of large turns holds a bounded number of documents at once. A
-// node no worker has begun when get asks for it is prepared by get itself:
-// on a machine whose CPUs are busy with other processes the batch never
-// waits for a worker to be scheduled that has not started its node.
+// most prepAhead nodes are prepared and not yet taken, so that a batch of
+// large turns holds a bounded number of documents at once.
 type nodePrep struct {
 	prepare func(Turn) preparedNode
 	turns   []Turn
-	want    []int             // the positions prepared ahead, ascending
 	slots   map[int]*prepSlot // by turn position, read-only once built; nil: prepared inline by get
-	next    atomic.Int64      // the next index of want a worker claims
-	tokens  chan struct{}     // one per node a worker prepared (or is preparing) and get has not taken
+	tokens  chan struct{}     // one per node prepared (or being) and not taken
 	quit    chan struct{}
 	wg      sync.WaitGroup
 }
 
 type prepSlot struct {
-	claimed atomic.Bool // by a worker or by get
-	done    chan struct{}
-	p       preparedNode
+	done chan struct{}
+	p    preparedNode
 }
 
 // prepAhead bounds the nodes prepared ahead per worker.
@@ -212,7 +205,7 @@ const prepAhead = 2
 // newNodePrep starts preparing the turns at positions want (ascending).
 // stop must be called once the batch is done with it.
 func newNodePrep(turns []Turn, want []int, prepare func(Turn) preparedNode) *nodePrep {
-	np := &nodePrep{prepare: prepare, turns: turns, want: want}
+	np := &nodePrep{prepare: prepare, turns: turns}
 	workers := min(runtime.GOMAXPROCS(0), len(want))
 	if workers <= 1 {
 		return np // one node, or one CPU: prepared inline, as it is taken
@@ -223,27 +216,31 @@ func newNodePrep(turns []Turn, want []int, prepare func(Turn) preparedNode) *nod
 	}
 	np.tokens = make(chan struct{}, workers*prepAhead)
 	np.quit = make(chan struct{})
+	jobs := make(chan int)
+	np.wg.Add(1)
+	go func() { // hands out positions in order, while tokens allow
+		defer np.wg.Done()
+		defer close(jobs)
+		for _, i := range want {
+			select {
+			case np.tokens <- struct{}{}:
+			case <-np.quit:
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-np.quit:
+				return
+			}
+		}
+	}()
 	for range workers {
 		np.wg.Add(1)
 		go func() {
 			defer np.wg.Done()
-			for {
-				select { // a token first: at most workers*prepAhead ahead of get
-				case np.tokens <- struct{}{}:
-				case <-np.quit:
-					return
-				}
-				k := int(np.next.Add(1) - 1)
-				if k >= len(np.want) {
-					<-np.tokens
-					return
-				}
-				sl := np.slots[np.want[k]]
-				if !sl.claimed.CompareAndSwap(false, true) {
-					<-np.tokens // get prepared it itself
-					continue
-				}
-				sl.p = np.prepare(turns[np.want[k]])
+			for i := range jobs {
+				sl := np.slots[i]
+				sl.p = np.prepare(turns[i])
 				close(sl.done)
 			}
 		}()
@@ -252,11 +249,10 @@ func newNodePrep(turns []Turn, want []int, prepare func(Turn) preparedNode) *nod
 }
 
 // get returns the prepared node of the turn at position i (one of want),
-// preparing it here when no worker has begun it, else waiting for it.
-// Called by one goroutine, in ascending order of i.
+// waiting for it. Called by one goroutine, in ascending order of i.
 func (np *nodePrep) get(i int) preparedNode {
 	sl, ok := np.slots[i]
-	if !ok || sl.claimed.CompareAndSwap(false, true) {
+	if !ok {
 		return np.prepare(np.turns[i])
 	}
 	<-sl.done

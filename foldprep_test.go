@@ -11,12 +11,11 @@ import (
 )
 
 // TestNodePrepOrderAndBound: nodePrep hands back every wanted turn's node in
-// the batch's order whatever order its workers finish in, prepares each
-// once (by a worker, or by get when no worker has begun it), never prepares
-// more than prepAhead per worker ahead of what was taken, besides the one
-// get prepares itself (a batch of large turns holds a bounded number of
-// documents), and stops cleanly with nodes prepared and not taken. Run it
-// with -race: the workers and the taker share its slots.
+// the batch's order whatever order its workers finish in, never prepares
+// more than prepAhead per worker ahead of what was taken (a batch of large
+// turns holds a bounded number of documents), and stops cleanly with nodes
+// prepared and not taken. Run it with -race: the workers and the taker
+// share its slots.
 func TestNodePrepOrderAndBound(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	turns := make([]Turn, 40)
@@ -29,9 +28,7 @@ func TestNodePrepOrderAndBound(t *testing.T) {
 	}
 	var started, taken atomic.Int64
 	var maxAhead atomic.Int64
-	calls := make([]atomic.Int32, len(turns))
 	prepare := func(tr Turn) preparedNode {
-		calls[tr.StepID-1000].Add(1)
 		ahead := started.Add(1) - taken.Load()
 		for {
 			m := maxAhead.Load()
@@ -53,15 +50,9 @@ func TestNodePrepOrderAndBound(t *testing.T) {
 		}
 	}
 	np.stop()
-	for _, i := range want {
-		if n := calls[i].Load(); n != 1 {
-			t.Errorf("position %d prepared %d times, want once", i, n)
-		}
-	}
 	// get releases its node's place before the taker counts it taken, so
-	// the count sees at most one node more than the places (one taker),
-	// and one more when get prepares a node itself.
-	if got, bound := maxAhead.Load(), int64(4*prepAhead+2); got > bound {
+	// the count sees at most one node more than the places (one taker).
+	if got, bound := maxAhead.Load(), int64(4*prepAhead+1); got > bound {
 		t.Errorf("%d nodes prepared ahead of the taker, want at most %d", got, bound)
 	}
 	// Stopped early: the workers end without anyone taking their nodes.
@@ -71,18 +62,6 @@ func TestNodePrepOrderAndBound(t *testing.T) {
 	np.stop()
 	if n := started.Load(); n > int64(1+4*prepAhead) {
 		t.Errorf("%d nodes prepared after an early stop, want at most %d", n, 1+4*prepAhead)
-	}
-	// Workers that never run (none scheduled yet, the CPUs busy): get
-	// prepares every node itself, in order, and returns.
-	np = &nodePrep{prepare: prepare, turns: turns, want: want, slots: map[int]*prepSlot{},
-		tokens: make(chan struct{}, 4*prepAhead), quit: make(chan struct{})}
-	for _, i := range want {
-		np.slots[i] = &prepSlot{done: make(chan struct{})}
-	}
-	for _, i := range want {
-		if p := np.get(i); p.t.StepID != turns[i].StepID {
-			t.Fatalf("no worker: position %d got step %d", i, p.t.StepID)
-		}
 	}
 }
 

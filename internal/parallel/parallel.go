@@ -8,14 +8,11 @@ import (
 )
 
 // Each calls f(k) for every k in [0, n), each k once, on up to GOMAXPROCS
-// goroutines, the caller's among them (inline, in order, when that is one
-// goroutine or n < 2), and returns once every call returned. f must write
-// only k's own results, so the outcome does not depend on the scheduling.
-// Items are handed out in ascending order from a shared counter: a slow
-// item does not hold back the others, and the caller takes items too, so
-// that on a machine whose CPUs are busy with other processes the work
-// never waits for a goroutine to be scheduled that has not started yet
-// (only for the items already begun).
+// goroutines (inline, in order, when that is one goroutine or n < 2), and
+// returns once every call returned. f must write only k's own results, so
+// the outcome does not depend on the scheduling. Items are handed out in
+// ascending order from a shared counter: a slow item does not hold back
+// the others.
 func Each(n int, f func(k int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
@@ -26,18 +23,14 @@ func Each(n int, f func(k int)) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	loop := func() {
-		for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
-			f(k)
-		}
-	}
-	for range workers - 1 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			loop()
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				f(k)
+			}
 		}()
 	}
-	loop()
 	wg.Wait()
 }
