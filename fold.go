@@ -385,6 +385,13 @@ func (s *Store) writeNode(step int, path string, doc map[string]any, pretty []by
 			write = func(w io.Writer) error { _, err := w.Write(pretty); return err }
 		}
 		if s.nodes != nil {
+			if pretty == nil && s.nodes.HoldAll {
+				// A node too large to render ahead (prettyAheadMax) is
+				// streamed to a spare as before, not held whole in memory
+				// besides its document (held only when no spare is left).
+				s.nodes.HoldAll = false
+				defer func() { s.nodes.HoldAll = true }()
+			}
 			return s.nodes.Add(path, 0o644, write)
 		}
 		return fsutil.WriteFileAtomicFunc(path, 0o644, write)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -378,5 +379,49 @@ func TestFoldDeferredKeepsIndexVersion(t *testing.T) {
 	}
 	if next, _ := s.IndexVersion(); next == after {
 		t.Errorf("the version %q did not change with an eviction", next)
+	}
+}
+
+// TestFoldDeferredStreamsLargeNodes: a deferred fold holds its small nodes
+// in memory, but a node too large to render ahead (over 256 KiB) is
+// streamed into a spare on the fold's path, as before HoldAll: it is never
+// held whole in memory besides its document while a spare is left.
+func TestFoldDeferredStreamsLargeNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FillSpares(4, nil); err != nil {
+		t.Fatal(err)
+	}
+	turns := deferGen.SmallTurns(2, 3)
+	big := deferGen.SmallTurn(5)
+	big.RawContent = strings.Repeat("a line of a long build log\n", 12000) // 324 KB
+	turns = append(turns, big)
+	spareGlob := filepath.Join(dir, contextfold.ColdNodesDir, fsutil.SparePrefix+"*")
+	var written int
+	c, err := s.FoldBatchEachDeferred(turns, func(i int, _ *contextfold.FoldResult) {
+		if i == 3 {
+			spares, _ := filepath.Glob(spareGlob)
+			for _, f := range spares {
+				if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
+					written++
+				}
+			}
+		}
+	})
+	if err != nil || c == nil {
+		t.Fatalf("deferred fold: %v, commit %v", err, c)
+	}
+	if written != 1 {
+		t.Fatalf("%d spares written on the fold's path, want 1 (the large node)", written)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Hydrate(5)
+	if err != nil || h.RawContent != big.RawContent {
+		t.Fatalf("the large node: %v", err)
 	}
 }
