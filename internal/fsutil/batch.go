@@ -122,7 +122,7 @@ type FileBatch struct {
 	// in memory while the held files stay within DeferCreates bytes, a
 	// spare left or not: Commit then writes each into a spare of its pool
 	// (Spares, LastSpares) or, when none is left, a temporary file it
-	// creates, on several goroutines, before any sync. So the caller's
+	// creates, before any sync. So the caller's
 	// path does no file system call for the batch at all (opening a
 	// spare, its chmod and its write all change its inode, and each may
 	// wait for the file system's journal): a caller that overlaps Commit
@@ -351,9 +351,10 @@ func (b *FileBatch) create(p *batchFile, spares *SpareFiles) (*os.File, error) {
 
 // createHeld writes the files held in memory (DeferCreates, HoldAll) to
 // their temporary files, in the order added, the last file's last, and
-// records each as written (open, for the next sync). The files are
-// written on up to syncWorkers goroutines, at most MaxUnsynced at a time
-// (the descriptors the batch holds open stay bounded). On an error the
+// records each as written (open, for the next sync), one after the other
+// (creations in one directory wait for its lock: done at once they burn
+// CPU spinning on it), at most MaxUnsynced between two sync waves (the
+// descriptors the batch holds open stay bounded). On an error the
 // files written are recorded (Abort removes them) and the first error,
 // in the order added, is returned.
 func (b *FileBatch) createHeld() error {
@@ -375,7 +376,9 @@ func (b *FileBatch) createHeld() error {
 		todo = todo[len(chunk):]
 		files := make([]*os.File, len(chunk))
 		errs := make([]error, len(chunk))
-		each(len(chunk), func(k int) { files[k], errs[k] = b.create(chunk[k].p, chunk[k].spares) })
+		for k, h := range chunk {
+			files[k], errs[k] = b.create(h.p, h.spares)
+		}
 		var first error
 		for k, h := range chunk {
 			if errs[k] != nil {

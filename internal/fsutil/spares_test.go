@@ -384,7 +384,7 @@ func TestFileBatchLastFails(t *testing.T) {
 // Add and AddLast, spares or not (the spares stay empty and in the pool,
 // Buffered holds every file's bytes); Commit writes the files into the
 // spares (their inodes become the targets') and creates temporary files
-// for the rest, on several goroutines and in waves of at most MaxUnsynced
+// for the rest, in waves of at most MaxUnsynced
 // open files, and names every target with its exact bytes and permissions,
 // the last file after the others, passing the crash points in order. Past
 // DeferCreates bytes the files are written at once, into spares first.
