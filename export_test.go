@@ -8,6 +8,16 @@ func SetLargeStoreModeForTest() (restore func()) {
 	return func() { JournalThreshold, JournalMaxOps, IndexCacheThreshold = jt, jm, ct }
 }
 
+// SetDeferBytesForTest sets the bytes of nodes a deferred fold holds in
+// memory (deferCreateBytes; 0: every node written on the fold's path, into
+// spares while there are); it returns a function restoring the default.
+// Tests only.
+func SetDeferBytesForTest(n int) (restore func()) {
+	old := deferCreateBytes
+	deferCreateBytes = n
+	return func() { deferCreateBytes = old }
+}
+
 // cacheFileOf is where s keeps the snapshot of its index: the per-user
 // cache directory (TestMain points it into a temporary directory).
 func cacheFileOf(s *Store) string { return s.cachePaths()[0] }

@@ -190,9 +190,12 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// (FillSpares): no file is created on the fold's path.
 	nodes := fsutil.FileBatch{Spares: s.spares, LastSpares: s.rootSpares}
 	if deferred {
-		// The files no spare is left for are created by the deferred
-		// commit, off the caller's path (deferCreateBytes).
-		nodes.DeferCreates = deferCreateBytes
+		// The nodes' bytes (and the rewritten index's) are held in memory
+		// and written by the deferred commit, into the spares or into
+		// files it creates when none is left, off the caller's path
+		// (deferCreateBytes): the fold event's path makes no file system
+		// call for them.
+		nodes.DeferCreates, nodes.HoldAll = deferCreateBytes, true
 	}
 	defer func() {
 		if !handedOff {
@@ -356,16 +359,19 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 }
 
 // deferCreateBytes bounds the bytes of cold nodes (and of the rewritten
-// index) a deferred fold (FoldBatchEachDeferred) holds in memory when it
-// finds no spare file to write them into (FillSpares made too few, or
-// none yet): their temporary files are created and written by the
-// deferred commit, before its syncs, so that the inode allocations (a
-// millisecond or more each on a busy ext4) overlap the caller's other work
-// (the proxy's upstream call) instead of delaying the fold's return. Until
-// the commit writes them they exist only in memory: a crash leaves nothing
-// of them, and a read of such a node meanwhile is served those bytes
-// (nodeBytes). Past the bound the files are created on the fold's path.
-const deferCreateBytes = 16 << 20
+// index) a deferred fold (FoldBatchEachDeferred) holds in memory: every
+// node is held (fsutil.FileBatch.HoldAll), and the deferred commit writes
+// each into a spare file (FillSpares) or, when none is left, a temporary
+// file it creates, before its syncs, so that the file system's work (an
+// inode allocation is a millisecond or more on a busy ext4; opening a
+// spare, its chmod and its write each change its inode and may wait for
+// the journal) overlaps the caller's other work (the proxy's upstream
+// call) instead of delaying the fold's return. Until the commit writes
+// them they exist only in memory: a crash leaves nothing of them, and a
+// read of such a node meanwhile is served those bytes (nodeBytes). Past
+// the bound the nodes are written on the fold's path (into spares while
+// there are).
+var deferCreateBytes = 16 << 20 // a variable for tests (SetDeferBytesForTest)
 
 // writeNode writes a new cold node: to a temporary file of the batch
 // being folded (s.nodes: named and made durable by commitNodes, before the
@@ -379,6 +385,13 @@ func (s *Store) writeNode(step int, path string, doc map[string]any, pretty []by
 			write = func(w io.Writer) error { _, err := w.Write(pretty); return err }
 		}
 		if s.nodes != nil {
+			if pretty == nil && s.nodes.HoldAll {
+				// A node too large to render ahead (prettyAheadMax) is
+				// streamed to a spare as before, not held whole in memory
+				// besides its document (held only when no spare is left).
+				s.nodes.HoldAll = false
+				defer func() { s.nodes.HoldAll = true }()
+			}
 			return s.nodes.Add(path, 0o644, write)
 		}
 		return fsutil.WriteFileAtomicFunc(path, 0o644, write)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,8 +61,10 @@ func holdCommit(t *testing.T, point string) (reached <-chan struct{}, release fu
 // reader of the directory sees none of it; a writer of this Store waits
 // for the commit; once it is done the nodes are named, and the store
 // validates clean with both batches. The batch's nodes are written into
-// spare files (FillSpares) on the fold's path.
+// spare files (FillSpares) on the fold's path, as past the bytes a
+// deferred fold holds in memory (set to none here).
 func TestFoldDeferredServesPendingNodes(t *testing.T) {
+	defer contextfold.SetDeferBytesForTest(0)()
 	dir := filepath.Join(t.TempDir(), ".contextfold")
 	s := openDeferred(t, dir)
 	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
@@ -110,9 +114,11 @@ func TestFoldDeferredServesPendingNodes(t *testing.T) {
 
 // TestFoldDeferredServesHeldNodes is TestFoldDeferredServesPendingNodes
 // without spare files: the deferred fold holds its nodes in memory and the
-// commit creates their files. Stopped at its first file's write, no node
-// and no temporary file of the batch is on disk, and this Store hydrates
-// every node of the batch from memory, verified; the rest as there.
+// commit creates their files. When the fold returns, no node and no
+// temporary file of the batch is on disk; stopped at its first file's
+// write (the commit writes several at once), no node is named, and this
+// Store hydrates every node of the batch from memory, verified; the rest
+// as there.
 func TestFoldDeferredServesHeldNodes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".contextfold")
 	s := openDeferred(t, dir)
@@ -120,20 +126,100 @@ func TestFoldDeferredServesHeldNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	reached, release := holdCommit(t, fsutil.BatchFirstWritten)
-	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 6), func(int, *contextfold.FoldResult) {})
+	var onReturn []string
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 6), func(i int, _ *contextfold.FoldResult) {
+		if i == 5 { // the last node: every one is encoded, the commit not begun
+			onReturn, _ = filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, ".*"))
+		}
+	})
 	if err != nil || c == nil {
 		t.Fatalf("deferred fold: %v, commit %v", err, c)
 	}
+	if len(onReturn) != 0 {
+		t.Fatalf("on the fold's path: temporary files %v, want none", onReturn)
+	}
 	select {
 	case <-reached:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute): // only a hang reaches it
 		t.Fatal("the deferred commit never wrote its first file")
 	}
-	if tmps, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, ".*")); len(tmps) != 1 {
-		t.Fatalf("at the commit's first write: temporary files %v, want the first only", tmps)
+	if tmps, _ := filepath.Glob(filepath.Join(dir, contextfold.ColdNodesDir, ".*")); len(tmps) < 1 || len(tmps) > 6 {
+		t.Fatalf("at the commit's first write: temporary files %v, want 1 to 6", tmps)
 	}
 	servesPending(t, s, 2, 8)
 	pendingThenClean(t, s, dir, c, release)
+}
+
+// TestFoldDeferredWritesSparesInCommit: a deferred fold with spare files
+// (FillSpares) writes none of them on its path (each spare is empty when
+// its last node is handed over), this Store hydrates every node from
+// memory while the commit is stopped before its first write, and the
+// commit writes the nodes into the spares: the named nodes are the
+// spares' inodes, no spare is left, and the store validates clean.
+func TestFoldDeferredWritesSparesInCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FillSpares(6, nil); err != nil {
+		t.Fatal(err)
+	}
+	spareGlob := filepath.Join(dir, contextfold.ColdNodesDir, fsutil.SparePrefix+"*")
+	spares, _ := filepath.Glob(spareGlob)
+	var spareFiles []os.FileInfo
+	for _, f := range spares {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spareFiles = append(spareFiles, fi)
+	}
+	if len(spareFiles) < 6 {
+		t.Fatalf("%d spares, want 6 at least", len(spareFiles))
+	}
+	reached, release := holdCommit(t, fsutil.BatchFirstWritten)
+	var written []string
+	c, err := s.FoldBatchEachDeferred(deferGen.SmallTurns(2, 6), func(i int, _ *contextfold.FoldResult) {
+		if i == 5 {
+			for _, f := range spares {
+				if fi, err := os.Stat(f); err != nil || fi.Size() != 0 {
+					written = append(written, f)
+				}
+			}
+		}
+	})
+	if err != nil || c == nil {
+		t.Fatalf("deferred fold: %v, commit %v", err, c)
+	}
+	if len(written) != 0 {
+		t.Fatalf("spares written on the fold's path: %v", written)
+	}
+	select {
+	case <-reached:
+	case <-time.After(time.Minute): // only a hang reaches it
+		t.Fatal("the deferred commit never wrote its first file")
+	}
+	servesPending(t, s, 2, 8)
+	release()
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for step := 2; step < 8; step++ {
+		fi, err := os.Stat(s.NodePath(step))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(spareFiles, func(sp os.FileInfo) bool { return os.SameFile(sp, fi) }) {
+			t.Errorf("step %d was not written into a spare", step)
+		}
+	}
+	if left, _ := filepath.Glob(spareGlob); len(left) != len(spares)-6 {
+		t.Errorf("spares left %v, want %d", left, len(spares)-6)
+	}
+	if rep, err := openDeferred(t, dir).Validate(); err != nil || !rep.OK() {
+		t.Fatalf("validate after the commit: %+v, %v", rep, err)
+	}
 }
 
 // servesPending checks that s hydrates steps [from, to) of deferGen while
@@ -293,5 +379,49 @@ func TestFoldDeferredKeepsIndexVersion(t *testing.T) {
 	}
 	if next, _ := s.IndexVersion(); next == after {
 		t.Errorf("the version %q did not change with an eviction", next)
+	}
+}
+
+// TestFoldDeferredStreamsLargeNodes: a deferred fold holds its small nodes
+// in memory, but a node too large to render ahead (over 256 KiB) is
+// streamed into a spare on the fold's path, as before HoldAll: it is never
+// held whole in memory besides its document while a spare is left.
+func TestFoldDeferredStreamsLargeNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s := openDeferred(t, dir)
+	if _, err := s.FoldBatch(deferGen.SmallTurns(0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FillSpares(4, nil); err != nil {
+		t.Fatal(err)
+	}
+	turns := deferGen.SmallTurns(2, 3)
+	big := deferGen.SmallTurn(5)
+	big.RawContent = strings.Repeat("a line of a long build log\n", 12000) // 324 KB
+	turns = append(turns, big)
+	spareGlob := filepath.Join(dir, contextfold.ColdNodesDir, fsutil.SparePrefix+"*")
+	var written int
+	c, err := s.FoldBatchEachDeferred(turns, func(i int, _ *contextfold.FoldResult) {
+		if i == 3 {
+			spares, _ := filepath.Glob(spareGlob)
+			for _, f := range spares {
+				if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
+					written++
+				}
+			}
+		}
+	})
+	if err != nil || c == nil {
+		t.Fatalf("deferred fold: %v, commit %v", err, c)
+	}
+	if written != 1 {
+		t.Fatalf("%d spares written on the fold's path, want 1 (the large node)", written)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Hydrate(5)
+	if err != nil || h.RawContent != big.RawContent {
+		t.Fatalf("the large node: %v", err)
 	}
 }

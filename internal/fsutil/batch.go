@@ -2,6 +2,7 @@ package fsutil
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,18 @@ type FileBatch struct {
 	// returns its bytes for a reader. A write error of its content (the
 	// disk full) is then Commit's.
 	DeferCreates int
+	// HoldAll, with DeferCreates, holds every file Add or AddLast writes
+	// in memory while the held files stay within DeferCreates bytes, a
+	// spare left or not: Commit then writes each into a spare of its pool
+	// (Spares, LastSpares) or, when none is left, a temporary file it
+	// creates, before any sync. So the caller's
+	// path does no file system call for the batch at all (opening a
+	// spare, its chmod and its write all change its inode, and each may
+	// wait for the file system's journal): a caller that overlaps Commit
+	// with other work (a deferred fold commit: with the upstream call)
+	// leaves all of it to Commit. What a crash leaves is what DeferCreates
+	// leaves of a held file: nothing.
+	HoldAll bool
 
 	pending  []batchFile // written, not renamed yet (the last file excluded)
 	last     *batchFile  // the last file (AddLast), written, not renamed yet
@@ -244,11 +257,16 @@ func (b *FileBatch) written(f *os.File) error {
 
 // write writes a file's temporary file (a spare of spares, or a new one)
 // and returns it open; on an error it is removed. A file that finds no
-// spare while the batch may hold more in memory (DeferCreates) is
-// returned as its bytes instead (f nil), created by Commit.
+// spare (with HoldAll: any file) while the batch may hold more in memory
+// (DeferCreates) is returned as its bytes instead (f nil), written by
+// Commit.
 func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, write func(w io.Writer) error) (_ *os.File, _ []byte, err error) {
 	dir := filepath.Dir(path)
-	f, ok := spares.take(dir)
+	var f *os.File
+	ok := false
+	if !b.HoldAll || b.DeferCreates <= b.held {
+		f, ok = spares.take(dir)
+	}
 	var content []byte // rendered ahead of its file (DeferCreates)
 	if !ok {
 		if b.DeferCreates > b.held {
@@ -265,9 +283,14 @@ func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, wri
 				return nil, buf.Bytes(), nil
 			}
 			content = buf.Bytes() // past the bytes held: its file now
+			if b.HoldAll {
+				f, ok = spares.take(dir)
+			}
 		}
-		if f, err = os.CreateTemp(dir, "."+filepath.Base(path)); err != nil {
-			return nil, nil, err
+		if !ok {
+			if f, err = os.CreateTemp(dir, "."+filepath.Base(path)); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	defer func() {
@@ -294,14 +317,24 @@ func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, wri
 	return f, nil, nil
 }
 
-// create creates and writes the temporary file of p, a file held in memory
-// (DeferCreates), and records it as written (open, for the next sync).
-func (b *FileBatch) create(p *batchFile) error {
-	f, err := os.CreateTemp(filepath.Dir(p.path), "."+filepath.Base(p.path))
-	if err != nil {
-		return err
+// create writes p, a file held in memory (DeferCreates, HoldAll), to a
+// spare of spares (HoldAll) or, when none is left, a temporary file it
+// creates, and returns it open (not recorded: createHeld does). On an error
+// the file is removed.
+func (b *FileBatch) create(p *batchFile, spares *SpareFiles) (*os.File, error) {
+	dir := filepath.Dir(p.path)
+	var f *os.File
+	ok := false
+	if b.HoldAll {
+		f, ok = spares.take(dir)
 	}
-	err = f.Chmod(p.perm)
+	if !ok {
+		var err error
+		if f, err = os.CreateTemp(dir, "."+filepath.Base(p.path)); err != nil {
+			return nil, err
+		}
+	}
+	err := f.Chmod(p.perm)
 	if err == nil {
 		cw := &checkedWriter{w: WrapWriter(f), path: p.path}
 		if _, err = cw.Write(p.buf); err == nil {
@@ -311,27 +344,85 @@ func (b *FileBatch) create(p *batchFile) error {
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return err
+		return nil, err
 	}
-	p.tmp, p.f = f.Name(), f
-	b.held -= len(p.buf)
-	return b.written(f)
+	return f, nil
 }
 
-// createHeld creates the temporary files of the files held in memory
-// (DeferCreates), in the order added, the last file's last.
+// createHeld writes the files held in memory (DeferCreates, HoldAll) to
+// their temporary files, in the order added, the last file's last, and
+// records each as written (open, for the next sync), one after the other
+// (creations in one directory wait for its lock: done at once they burn
+// CPU spinning on it), at most MaxUnsynced between two sync waves (the
+// descriptors the batch holds open stay bounded). On an error the
+// files written are recorded (Abort removes them) and the first error,
+// in the order added, is returned.
 func (b *FileBatch) createHeld() error {
+	type heldFile struct {
+		p      *batchFile
+		spares *SpareFiles
+	}
+	var todo []heldFile
 	for i := range b.pending {
 		if p := &b.pending[i]; p.tmp == "" {
-			if err := b.create(p); err != nil {
-				return err
-			}
+			todo = append(todo, heldFile{p, b.Spares})
 		}
 	}
 	if b.last != nil && b.last.tmp == "" {
-		return b.create(b.last)
+		todo = append(todo, heldFile{b.last, b.LastSpares})
+	}
+	for len(todo) > 0 {
+		chunk := todo[:min(len(todo), max(MaxUnsynced-len(b.unsynced), 1))]
+		todo = todo[len(chunk):]
+		files := make([]*os.File, len(chunk))
+		errs := make([]error, len(chunk))
+		for k, h := range chunk {
+			files[k], errs[k] = b.create(h.p, h.spares)
+		}
+		var first error
+		for k, h := range chunk {
+			if errs[k] != nil {
+				first = cmp.Or(first, errs[k])
+				continue
+			}
+			h.p.tmp, h.p.f = files[k].Name(), files[k]
+			b.held -= len(h.p.buf)
+			if first != nil {
+				b.unsynced = append(b.unsynced, files[k]) // closed by Abort
+				continue
+			}
+			if err := b.written(files[k]); err != nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return first
+		}
 	}
 	return nil
+}
+
+// each calls f(0) … f(n-1) on up to syncWorkers goroutines (on the
+// caller's alone when n is 1) and returns when every call has.
+func each(n int, f func(k int)) {
+	if w := min(n, syncWorkers); w <= 1 {
+		for k := range n {
+			f(k)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(n, syncWorkers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := int(next.Add(1) - 1); k < n; k = int(next.Add(1) - 1) {
+				f(k)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // syncOpen syncs and closes the open files, concurrently.
@@ -352,7 +443,7 @@ func (b *FileBatch) syncOpen() error {
 // and returns the first error, naming its file.
 func syncFiles(files []*os.File) error {
 	errs := make([]error, len(files))
-	one := func(i int) {
+	each(len(files), func(i int) {
 		f := files[i]
 		if err := f.Sync(); err != nil {
 			errs[i] = fmt.Errorf("fsync %s: %w", f.Name(), err)
@@ -360,25 +451,7 @@ func syncFiles(files []*os.File) error {
 		if err := f.Close(); err != nil && errs[i] == nil {
 			errs[i] = err
 		}
-	}
-	if n := min(len(files), syncWorkers); n <= 1 {
-		for i := range files {
-			one(i)
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
-					one(i)
-				}
-			}()
-		}
-		wg.Wait()
-	}
+	})
 	return errors.Join(errs...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -376,5 +377,129 @@ func TestFileBatchLastFails(t *testing.T) {
 	b.Abort()
 	if got := names(t, root); len(got) != 3 || b.Len() != 0 {
 		t.Errorf("after Abort: %v, Len %d", got, b.Len())
+	}
+}
+
+// TestFileBatchHoldAll: with HoldAll a batch writes nothing on the path of
+// Add and AddLast, spares or not (the spares stay empty and in the pool,
+// Buffered holds every file's bytes); Commit writes the files into the
+// spares (their inodes become the targets') and creates temporary files
+// for the rest, in waves of at most MaxUnsynced
+// open files, and names every target with its exact bytes and permissions,
+// the last file after the others, passing the crash points in order. Past
+// DeferCreates bytes the files are written at once, into spares first.
+func TestFileBatchHoldAll(t *testing.T) {
+	defer func(n int) { MaxUnsynced = n }(MaxUnsynced)
+	MaxUnsynced = 4 // 9 files and the last: three waves
+	var points []string
+	CrashPoint = func(p string) { points = append(points, p) }
+	defer func() { CrashPoint = nil }()
+
+	dir, root := t.TempDir(), t.TempDir()
+	p, rp := NewSpareFiles(dir), NewSpareFiles(root)
+	if _, err := p.Fill(6, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.Fill(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	spares := map[uint64]bool{}
+	for _, d := range []string{dir, root} {
+		for _, n := range spareNames(t, d) {
+			spares[inode(t, filepath.Join(d, n))] = true
+		}
+	}
+	b := FileBatch{Spares: p, LastSpares: rp, DeferCreates: 1 << 20, HoldAll: true}
+	addN(t, &b, dir, 0, 9)
+	last := filepath.Join(root, "index.json")
+	if err := b.AddLast(last, 0o640, func(w io.Writer) error { _, err := io.WriteString(w, "the index"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); len(got) != 6 || p.Len() != 6 || rp.Len() != 1 || len(spareNames(t, root)) != 1 {
+		t.Fatalf("before Commit: %v in the directory, %d and %d spares in the pools: want the 6 and 1 spares untouched", got, p.Len(), rp.Len())
+	}
+	for _, n := range spareNames(t, dir) {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err != nil || fi.Size() != 0 {
+			t.Fatalf("spare %s written before Commit: %v, %v", n, fi, err)
+		}
+	}
+	if held := b.Buffered(); len(held) != 9 || len(b.Temporaries()) != 0 || b.Len() != 10 || len(points) != 0 {
+		t.Fatalf("Buffered %d files, Temporaries %v, Len %d, crash points %v: want 9, none, 10, none", len(held), b.Temporaries(), b.Len(), points)
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); len(got) != 9 || p.Len() != 0 || rp.Len() != 0 {
+		t.Fatalf("after Commit: %v, pools %d and %d: want the 9 targets, both pools empty", got, p.Len(), rp.Len())
+	}
+	fromSpare := 0
+	for i := range 9 {
+		path := filepath.Join(dir, fmt.Sprintf("step_%06d.json", i))
+		data, err := os.ReadFile(path)
+		if err != nil || string(data) != strings.Repeat(fmt.Sprint(i%10), 50+i) {
+			t.Fatalf("%s: %q, %v", path, data, err)
+		}
+		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+			t.Fatalf("%s: mode %v, want 0644", path, fi.Mode())
+		}
+		if spares[inode(t, path)] {
+			fromSpare++
+		}
+	}
+	if fromSpare != 6 {
+		t.Fatalf("%d targets are spares' inodes, want 6", fromSpare)
+	}
+	if data, err := os.ReadFile(last); err != nil || string(data) != "the index" || !spares[inode(t, last)] {
+		t.Fatalf("last file: %q, %v (from its spare: %v)", data, err, spares[inode(t, last)])
+	}
+	if got := names(t, root); len(got) != 1 {
+		t.Fatalf("store root after Commit: %v", got)
+	}
+	want := []string{BatchFirstWritten, BatchWritten, BatchSynced, BatchRenamedFirst, BatchRenamed, BatchDirSynced, BatchLastRenamed}
+	if fmt.Sprint(points) != fmt.Sprint(want) {
+		t.Errorf("crash points %v, want %v", points, want)
+	}
+
+	// Past DeferCreates bytes: written at once, into the spares first.
+	dir = t.TempDir()
+	p = NewSpareFiles(dir)
+	if _, err := p.Fill(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	b = FileBatch{Spares: p, DeferCreates: 60, HoldAll: true} // the first file (50 bytes) held
+	addN(t, &b, dir, 0, 3)
+	if got := names(t, dir); len(got) != 2 || p.Len() != 0 || len(b.Buffered()) != 1 || len(b.Temporaries()) != 2 {
+		t.Fatalf("past the bytes held: %v, pool %d, Buffered %d, Temporaries %v", got, p.Len(), len(b.Buffered()), b.Temporaries())
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, dir); len(got) != 3 {
+		t.Fatalf("after Commit: %v", got)
+	}
+
+	// A failing write at Commit: its error, every file it wrote removed.
+	dir = t.TempDir()
+	p = NewSpareFiles(dir)
+	if _, err := p.Fill(2, nil); err != nil {
+		t.Fatal(err)
+	}
+	b = FileBatch{Spares: p, DeferCreates: 1 << 20, HoldAll: true}
+	addN(t, &b, dir, 0, 6)
+	old := WrapWriter
+	var calls atomic.Int64
+	WrapWriter = func(w io.Writer) io.Writer {
+		if calls.Add(1) == 5 {
+			return failWriter{}
+		}
+		return w
+	}
+	err := b.Commit()
+	WrapWriter = old
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Commit with a failing write returned %v, want ENOSPC", err)
+	}
+	if got := names(t, dir); len(got) != 0 || b.Len() != 0 {
+		t.Fatalf("after a failed Commit: %v, Len %d", got, b.Len())
 	}
 }
