@@ -154,19 +154,11 @@ func (l *longList) marks(s *snapFile, t []uint8) bool {
 			d, tf = last+1+int(b[i]), uint64(b[i+1])
 			i += 2
 		} else {
-			dd, n1 := binary.Uvarint(b[i:])
-			if n1 <= 0 {
+			var ok bool
+			if d, tf, i, ok = s.widePosting(b, i, last); !ok {
 				s.bad = true
 				return false
 			}
-			var n2 int
-			tf, n2 = binary.Uvarint(b[i+n1:])
-			if n2 <= 0 || tf > 65535 || dd > uint64(s.n) {
-				s.bad = true
-				return false
-			}
-			d = last + 1 + int(dd)
-			i += n1 + n2
 		}
 		if tf == 0 || d >= s.n {
 			s.bad = true

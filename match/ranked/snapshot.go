@@ -192,6 +192,22 @@ func (s *snapFile) find(text string) int32 {
 	return -1
 }
 
+// widePosting decodes the posting at b[i:] that is not one byte of delta
+// and one of frequency, after the holder last: its document, frequency and
+// the offset after it; false when its uvarints are cut or out of range
+// (the caller marks the snapshot bad).
+func (s *snapFile) widePosting(b []byte, i, last int) (d int, tf uint64, next int, ok bool) {
+	dd, n1 := binary.Uvarint(b[i:])
+	if n1 <= 0 {
+		return 0, 0, i, false
+	}
+	tf, n2 := binary.Uvarint(b[i+n1:])
+	if n2 <= 0 || tf > 65535 || dd > uint64(s.n) {
+		return 0, 0, i, false
+	}
+	return last + 1 + int(dd), tf, i + n1 + n2, true
+}
+
 // postings decodes term k's postings (nil and s bad when corrupt).
 func (s *snapFile) postings(k int) []posting {
 	lo, hi := s.u64(secPostOff, k), s.u64(secPostOff, k+1)
@@ -221,19 +237,11 @@ func (s *snapFile) postings(k int) []posting {
 			d, tf = last+1+int(b[i]), uint64(b[i+1])
 			i += 2
 		} else {
-			dd, n1 := binary.Uvarint(b[i:])
-			if n1 <= 0 {
+			var ok bool
+			if d, tf, i, ok = s.widePosting(b, i, last); !ok {
 				s.bad = true
 				return nil
 			}
-			var n2 int
-			tf, n2 = binary.Uvarint(b[i+n1:])
-			if n2 <= 0 || tf > 65535 || dd > uint64(s.n) {
-				s.bad = true
-				return nil
-			}
-			d = last + 1 + int(dd)
-			i += n1 + n2
 		}
 		if tf == 0 || d >= s.n {
 			s.bad = true
