@@ -174,7 +174,17 @@ func TestCacheRejectsDamage(t *testing.T) {
 			st   fileStamp
 		}{flip(off + n - 1), st}
 	}
+	// The sound store's answers, taken before any case rewrites the cache
+	// file in place: a store reads its snapshot lazily, and one opened
+	// before would read the damaged bytes later (the store's own writers
+	// replace the file by a rename, never in place).
+	queries := []string{"service3 ValueError token4", "pkg2/handler_14.go token14 service0", "step touched"}
 	want := mustOpen(t, s.Dir())
+	wantScan, wantRecall := map[string]*ScanResult{}, map[string][]RecallHit{}
+	for _, q := range queries {
+		wantScan[q], _ = want.Scan(q)
+		wantRecall[q], _ = want.Recall(q)
+	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			if ix, err := decodeCache(c.data, c.st, nil); err == nil && ix.base.verifyAll() {
@@ -184,13 +194,13 @@ func TestCacheRejectsDamage(t *testing.T) {
 			// back to the JSON when a query meets the damage).
 			os.WriteFile(cacheFileOf(s), c.data, 0o644)
 			got := mustOpen(t, s.Dir())
-			for _, q := range []string{"service3 ValueError token4", "pkg2/handler_14.go token14 service0", "step touched"} {
-				ws, _ := want.Scan(q)
+			for _, q := range queries {
+				ws := wantScan[q]
 				gs, err := got.Scan(q)
 				if err != nil || !reflect.DeepEqual(ws, gs) {
 					t.Errorf("scan %q: %v\n%+v\n%+v", q, err, ws, gs)
 				}
-				wr, _ := want.Recall(q)
+				wr := wantRecall[q]
 				gr, err := got.Recall(q)
 				if err != nil || !reflect.DeepEqual(wr, gr) {
 					t.Errorf("recall %q: %v", q, err)
