@@ -14,7 +14,6 @@ import (
 
 	"github.com/contextfold/contextfold/internal/pgtest"
 	"github.com/contextfold/contextfold/internal/scripted"
-	"github.com/contextfold/contextfold/proxy"
 )
 
 // lineageRequest posts an Anthropic Messages body of msgs offering the
@@ -141,7 +140,6 @@ func TestCompactedConversationReadsItsEarlierStoreAcrossReplicas(t *testing.T) {
 	if rev1 != rev0 {
 		t.Fatalf("hydrating from the earlier store wrote to it: revision %d → %d", rev0, rev1)
 	}
-	var _ proxy.SharedLineages = (*Sessions)(nil)
 }
 
 // poolOf is a pool to the database of dbURL, closed with the test.

@@ -177,6 +177,9 @@ func (s *Sessions) Lock(ctx context.Context, id string) (proxy.SessionLease, err
 	return l, nil
 }
 
+// Sessions keeps the conversations' lineages too.
+var _ proxy.SharedLineages = (*Sessions)(nil)
+
 // LineageTable holds the conversations' lineages of the shared sessions
 // (proxy.SharedLineages): one row per lineage key, the proxy session ids
 // that joined it, oldest first. Schema version 4.
