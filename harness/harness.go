@@ -564,6 +564,31 @@ func (h *Harness) DispatchWith(conv []Message, o DispatchOptions) (*Dispatch, er
 	return h.dispatch(conv, o.FixedTokens)
 }
 
+// Agrees reports whether conv agrees with the store's folded history:
+// every folded step is a position of conv that still holds the content it
+// was folded from (as PreTurnDispatch checks before a dispatch). It folds,
+// hydrates and changes no working set. Errors: a *DivergedError
+// (ErrHistoryDiverged) at the first step that disagrees; a store error when
+// the recall index cannot be read. Safe for concurrent use.
+func (h *Harness) Agrees(conv []Message) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	entries, err := h.entryMap()
+	if err != nil {
+		return err
+	}
+	for step, e := range entries {
+		if step < 0 || step >= len(conv) {
+			return &DivergedError{StepID: step, Reason: fmt.Sprintf("the conversation has %d messages", len(conv))}
+		}
+		payload, ok := conv[step].storePayload()
+		if !ok || !h.sameAsIndexed(conv, step, payload, e) {
+			return &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
+		}
+	}
+	return nil
+}
+
 // foldedHost reports whether the message at host is among folded (ascending
 // by Index): its record replaces it in the forwarded body, and an earlier
 // hydration it carried goes with it.

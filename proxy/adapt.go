@@ -54,6 +54,9 @@ type request struct {
 	points  []appendAt // per message: where hydrated content goes
 	stream  bool
 	seed    []byte // the start of the conversation, for the derived session id
+	// seedMsgs is how many messages seed holds: those up to and with the
+	// first user message.
+	seedMsgs int
 	tools   []byte // the "tools" array as sent (lineage.go), nil without one
 	// passReason, when set, says why the body is forwarded unchanged
 	// without folding (see responses.go); chained marks a Responses request
@@ -257,6 +260,7 @@ func parseDigested(api API, body []byte, blocks []uint64, c *parseCache) (*reque
 	for i := 0; i < n; i++ {
 		r.seed = append(r.seed, '\n')
 		r.seed = append(r.seed, body[elems[i].start:elems[i].end]...)
+		r.seedMsgs = i + 1
 		if r.roles[i] == "user" {
 			break
 		}

@@ -268,6 +268,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	families map[string]*family // derived session ids' branches (branch.go)
 	stats    Stats
 	cache    *parseCache // message elements parsed before
 	lin      lineages    // the conversations' lineages (lineage.go)
@@ -421,6 +422,9 @@ type reqState struct {
 	// lineageHeader and lineageValue are the client's conversation id
 	// (LineageHeaders), "" without one.
 	lineageHeader, lineageValue string
+	// family is the derived session id of a request without HeaderSession
+	// (branch.go), "" with one or with Options.Shared.
+	family string
 	// clientTokens is the client body's count when the dispatch measured it.
 	clientTokens int
 	// clientRunes and outRunes are the code points of the client's and the
@@ -493,7 +497,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s is not a directory (give a directory path, --dir)", opts.Dir)
 		}
 	}
-	s := &Server{opts: opts, sessions: map[string]*session{}, log: opts.Logger, cache: newParseCache(), lin: lineages{dir: opts.Dir}}
+	s := &Server{opts: opts, sessions: map[string]*session{}, families: map[string]*family{}, log: opts.Logger, cache: newParseCache(), lin: lineages{dir: opts.Dir}}
 	s.bgIdle = sync.NewCond(&s.mu)
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -693,6 +697,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if sid == "" {
 			sid = req.sessionID()
+			if s.opts.Shared == nil {
+				st.family = sid
+				s.mu.Lock()
+				sid = s.routeDerived(sid, req.msgs) // branch.go
+				s.mu.Unlock()
+			}
 		} else {
 			sid = s.scrub.SafeName(sid) // a token as a session name never reaches disk, stats or logs
 		}
@@ -790,20 +800,32 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		s.cache.remember(req, sess.h.CounterName())
 		d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
 		if errors.Is(err, harness.ErrHistoryDiverged) {
-			// The client rewrote its history: continue in a new store.
-			st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
-			if sess, err = s.session(st, sid, sess.gen+1); err == nil {
-				s.joinLineage(sess, st, req)
-				d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
+			if st.family != "" {
+				// Another conversation with the same start, or this one
+				// rewritten: a branch its history agrees with, or a new one.
+				st.rec.Warnings = append(st.rec.Warnings, "history diverged, another branch of the derived session: "+err.Error())
+				sess, d, err = s.divergedBranch(st, req, fixed, sess.id)
+			} else {
+				// The client rewrote its history: continue in a new store.
+				st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
+				if sess, err = s.session(st, sid, sess.gen+1); err == nil {
+					s.joinLineage(sess, st, req)
+					d, err = dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
+				}
 			}
 		}
 		if err == nil {
 			st.plan = planWire(sess, req, d)
+			if st.family != "" {
+				s.mu.Lock()
+				s.noteBranch(st.family, sess.id, req.msgs)
+				s.mu.Unlock()
+			}
 		}
 	}
 	st.rec.Session = sid
 	if sess != nil {
-		st.rec.Generation = sess.gen
+		st.rec.Session, st.rec.Generation = sess.id, sess.gen
 	}
 	if err != nil {
 		st.rec.Warnings = append(st.rec.Warnings, "dispatch failed, forwarded unchanged: "+err.Error())
