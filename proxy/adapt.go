@@ -57,7 +57,7 @@ type request struct {
 	// seedMsgs is how many messages seed holds: those up to and with the
 	// first user message.
 	seedMsgs int
-	tools   []byte // the "tools" array as sent (lineage.go), nil without one
+	tools    []byte // the "tools" array as sent (lineage.go), nil without one
 	// passReason, when set, says why the body is forwarded unchanged
 	// without folding (see responses.go); chained marks a Responses request
 	// continuing a provider-held conversation.
