@@ -36,9 +36,10 @@ import (
 //     the proxy cannot tell a rewritten conversation from another client's.
 //
 // Requests with HeaderSession keep their session; there a divergence is a
-// new generation of it. A PostgreSQL fleet (Options.Shared) keeps one
-// session per derived id, as before (the branches' prefixes are in one
-// replica's memory).
+// new generation of it. A PostgreSQL fleet (Options.Shared) branches alike
+// (shared.go, sharedBranch): a replica routes by the last requests it
+// served; a request that diverges on a replica that did not serve its
+// branch finds it in the backend.
 
 // maxBranches bounds the branches a family keeps routing for (the least
 // recently used leaves the family; its store stays on disk); maxFamilies

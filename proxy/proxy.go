@@ -423,8 +423,13 @@ type reqState struct {
 	// (LineageHeaders), "" without one.
 	lineageHeader, lineageValue string
 	// family is the derived session id of a request without HeaderSession
-	// (branch.go), "" with one or with Options.Shared.
+	// (branch.go), "" with one.
 	family string
+	// measured: the dispatch measured the request (fixedTokens: what is
+	// not its messages: system prompt, tools, framing), for a dispatch in
+	// another session of its family (sharedBranch).
+	measured    bool
+	fixedTokens int
 	// clientTokens is the client body's count when the dispatch measured it.
 	clientTokens int
 	// clientRunes and outRunes are the code points of the client's and the
@@ -697,12 +702,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if sid == "" {
 			sid = req.sessionID()
-			if s.opts.Shared == nil {
-				st.family = sid
-				s.mu.Lock()
-				sid = s.routeDerived(sid, req.msgs) // branch.go
-				s.mu.Unlock()
-			}
+			st.family = sid
+			s.mu.Lock()
+			sid = s.routeDerived(sid, req.msgs) // branch.go
+			s.mu.Unlock()
 		} else {
 			sid = s.scrub.SafeName(sid) // a token as a session name never reaches disk, stats or logs
 		}
@@ -816,12 +819,12 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 		}
 		if err == nil {
 			st.plan = planWire(sess, req, d)
-			if st.family != "" {
-				s.mu.Lock()
-				s.noteBranch(st.family, sess.id, req.msgs)
-				s.mu.Unlock()
-			}
 		}
+	}
+	if err == nil && st.family != "" {
+		s.mu.Lock()
+		s.noteBranch(st.family, sess.id, req.msgs)
+		s.mu.Unlock()
 	}
 	st.rec.Session = sid
 	if sess != nil {

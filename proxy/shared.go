@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/contextfold/contextfold"
@@ -107,8 +108,27 @@ func commitOut(sess *session, lease SessionLease) error {
 	return nil
 }
 
-// sharedDispatch is dispatch for a shared session: under its lease.
+// sharedDispatch is dispatch for a shared session: under its lease. A
+// derived session id's request that diverges from its branch goes on in
+// another branch (branch.go; sharedBranch) when the backend keeps lineages
+// (it tells which branches exist), else in a new generation.
 func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request, sid string) (*session, *harness.Dispatch, error) {
+	book, branches := s.opts.Shared.(SharedLineages)
+	branches = branches && st.family != ""
+	sess, d, err := s.sharedDispatchIn(ctx, st, req, sid, false, !branches)
+	if branches && isDiverged(err) {
+		st.rec.Warnings = append(st.rec.Warnings, "history diverged, another branch of the derived session: "+err.Error())
+		return s.sharedBranch(ctx, st, req, sid, book)
+	}
+	return sess, d, err
+}
+
+// sharedDispatchIn dispatches req in shared session sid under its lease.
+// probe: sid is another branch of req's family (sharedBranch), which takes
+// req only if it folded past the conversation's start and req agrees with
+// it. newGen: a divergence goes on in a new generation of sid; else it is
+// returned (ErrHistoryDiverged) with nothing committed.
+func (s *Server) sharedDispatchIn(ctx context.Context, st *reqState, req *request, sid string, probe, newGen bool) (*session, *harness.Dispatch, error) {
 	lctx, cancel := context.WithTimeout(ctx, leaseTimeout)
 	defer cancel()
 	lease, err := s.opts.Shared.Lock(lctx, sid)
@@ -120,7 +140,6 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	if err != nil {
 		return nil, nil, err
 	}
-	s.joinLineage(sess, st, req)
 	if err := syncIn(sess, lease); err != nil {
 		return sess, nil, err
 	}
@@ -132,11 +151,24 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 			sess.ver.Store(-1)
 		}
 	}()
-	total, fixed := req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
-	st.clientTokens, st.clientRunes = total, req.runes
-	s.cache.remember(req, sess.h.CounterName())
+	if !st.measured {
+		var total int
+		total, st.fixedTokens = req.measure(sess.h.CountTokens, sess.h.HeuristicCounter(), sess.h.CounterName())
+		st.clientTokens, st.clientRunes, st.measured = total, req.runes, true
+		s.cache.remember(req, sess.h.CounterName())
+	}
+	fixed := st.fixedTokens
+	if probe {
+		if !foldedPast(sess, req.seedMsgs) {
+			return sess, nil, &harness.DivergedError{StepID: req.seedMsgs, Reason: "the branch folded nothing after the conversation's start"}
+		}
+		if err := sess.h.Agrees(req.msgs); err != nil {
+			return sess, nil, err
+		}
+	}
+	s.joinLineage(sess, st, req)
 	d, err := dispatchFor(sess, req, fixed+stickyTokens(sess, req, sess.h.CountTokens))
-	if isDiverged(err) {
+	if isDiverged(err) && newGen {
 		st.rec.Warnings = append(st.rec.Warnings, "history diverged, new session store: "+err.Error())
 		if sess, err = s.session(st, sid, sess.gen+1); err == nil {
 			s.joinLineage(sess, st, req)
@@ -152,6 +184,41 @@ func (s *Server) sharedDispatch(ctx context.Context, st *reqState, req *request,
 	}
 	ok = true
 	return sess, d, nil
+}
+
+// sharedBranch dispatches req, which diverged from shared session from of
+// its family, in the first other branch of the family that folded past
+// its start and agrees with it, else in a new branch: the family's
+// branches are numbered densely (newBranchID), so the first number the
+// backend has no session for ends the search and names the new branch.
+func (s *Server) sharedBranch(ctx context.Context, st *reqState, req *request, from string, book SharedLineages) (*session, *harness.Dispatch, error) {
+	fam := st.family
+	for n := 1; n <= maxBranches+1; n++ {
+		id := fam
+		if n > 1 {
+			id = fam + "-b" + strconv.Itoa(n)
+		}
+		if id == from {
+			continue
+		}
+		gctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+		gen, err := book.Generation(gctx, id)
+		cancel()
+		if err != nil {
+			return nil, nil, err
+		}
+		if gen == 0 {
+			if n == 1 {
+				continue // the family's first branch is always its own id
+			}
+			return s.sharedDispatchIn(ctx, st, req, id, false, true)
+		}
+		sess, d, err := s.sharedDispatchIn(ctx, st, req, id, true, false)
+		if !isDiverged(err) {
+			return sess, d, err
+		}
+	}
+	return nil, nil, fmt.Errorf("the derived session %s has %d branches, none agreeing with this conversation", fam, maxBranches)
 }
 
 // sharedPostTurn evicts what d hydrated, under the session's lease.
