@@ -577,12 +577,17 @@ func (h *Harness) Agrees(conv []Message) error {
 	if err != nil {
 		return err
 	}
-	for step, e := range entries {
+	steps := make([]int, 0, len(entries))
+	for step := range entries {
+		steps = append(steps, step)
+	}
+	sort.Ints(steps) // the first step that disagrees, whatever the map's order
+	for _, step := range steps {
 		if step < 0 || step >= len(conv) {
 			return &DivergedError{StepID: step, Reason: fmt.Sprintf("the conversation has %d messages", len(conv))}
 		}
 		payload, ok := conv[step].storePayload()
-		if !ok || !h.sameAsIndexed(conv, step, payload, e) {
+		if !ok || !h.sameAsIndexed(conv, step, payload, entries[step]) {
 			return &DivergedError{StepID: step, Reason: "the message differs from the folded content"}
 		}
 	}
