@@ -302,6 +302,28 @@ func (s *Store) ReadColdNodeBytes(step int) ([]byte, error) {
 	return s.nodeBytes(step, s.NodePath(step))
 }
 
+// AppendColdNodeBytes is ReadColdNodeBytes appending the node's bytes to
+// buf: a node file is read into buf's spare capacity when it has room (a
+// caller reading many nodes reuses one buffer instead of allocating one a
+// node); a backend store's copy, or a node whose file is still being
+// committed, is appended. It returns the extended buffer; on an error,
+// buf unchanged and ReadColdNodeBytes's error. Safe for concurrent use as
+// the store is (on distinct buffers).
+func (s *Store) AppendColdNodeBytes(buf []byte, step int) ([]byte, error) {
+	path := s.NodePath(step)
+	if s.be == nil {
+		out, err := fsutil.AppendFileMax(buf, path, MaxFileBytes)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return out, err
+		}
+	}
+	data, err := s.nodeBytes(step, path)
+	if err != nil {
+		return buf, err
+	}
+	return append(buf, data...), nil
+}
+
 // ParseColdNode parses bytes ReadColdNodeBytes returned for step, with
 // ReadColdNode's errors (an *IntegrityCheckError naming the node's file
 // for bytes that are not a cold node). Not verified.

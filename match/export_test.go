@@ -9,5 +9,14 @@ func SetNeedleByteCheck(on bool) bool {
 	return was
 }
 
+// SetNeedleBuf makes the needle stage's buffers n bytes (nodes that do
+// not fit in what is left of one are read into their own) and returns the
+// previous size. Not safe while scans run.
+func SetNeedleBuf(n int) int {
+	was := needleBuf
+	needleBuf, needleBufs = n, newNeedleBufs()
+	return was
+}
+
 // NeedleDecodes returns how many nodes the needle stage has decoded.
 func NeedleDecodes() int64 { return needleDecodes.Load() }

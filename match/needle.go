@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -95,6 +96,12 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 	}
 	byStep := map[int]*needleNode{}
 	reads := map[int]*nodeRead{}
+	// The nodes' bytes go into one buffer (those that fit in what is left
+	// of it; the others each into their own), reused by the next scan: no
+	// node's bytes outlive this call (a payload is decoded into a copy).
+	bufp := needleBufs.Get().(*[]byte)
+	buf := (*bufp)[:0]
+	defer needleBufs.Put(bufp)
 	for _, nd := range needles {
 		cands := ix.NeedleCandidates(nd, before, maxNeedleCandidates)
 		if len(cands) > maxNeedleNodes && cands[0].Whole {
@@ -113,7 +120,14 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 					continue // a pasted log of tokens: the ranking weighs the rest
 				}
 				r = &nodeRead{}
-				r.data, r.err = s.ReadColdNodeBytes(c.Step)
+				free := buf[len(buf):]
+				var data []byte
+				if data, r.err = s.AppendColdNodeBytes(free, c.Step); r.err == nil {
+					if len(data) > 0 && cap(free) > 0 && &data[0] == &free[:1][0] {
+						buf = buf[:len(buf)+len(data)] // read into the buffer
+					}
+					r.data = data[:len(data):len(data)]
+				}
 				reads[c.Step] = r
 			}
 			// A node whose bytes cannot hold the needle holds it in its
@@ -175,6 +189,19 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 	return out
 }
 
+// needleBufs holds the buffers the needle stage reads nodes into
+// (*[]byte of needleBuf bytes), one a scan at a time.
+var needleBufs = newNeedleBufs()
+
+func newNeedleBufs() *sync.Pool {
+	return &sync.Pool{New: func() any { b := make([]byte, 0, needleBuf); return &b }}
+}
+
+// needleBuf is the size of a needle stage's buffer, in bytes: the ~12
+// nodes a scan of the 100k bench store reads (9 KB each on average) fit.
+// A variable: tests make it small.
+var needleBuf = 256 << 10
+
 // needleByteCheck: the needle stage decodes a node only when its bytes may
 // hold the needle (nodeRead.mayHold; tests compare both ways).
 var needleByteCheck = true
@@ -223,7 +250,23 @@ func (r *nodeRead) mayHold(nd string) bool {
 	}
 	// A view of the bytes, not a copy: ContainsFold keeps no part of it.
 	text := unsafe.String(unsafe.SliceData(r.data), len(r.data))
-	return ranked.ContainsFold(text, nd) || strings.Contains(text, `\u`) || strings.Contains(text, `\/`)
+	return ranked.ContainsFold(text, nd) || escapeMayHold(text)
+}
+
+// escapeMayHold reports whether text holds \u or \/ (strings.Contains of
+// each), in one pass over its backslashes: a node's bytes are mostly
+// searched in vain, and two searches read them twice.
+func escapeMayHold(text string) bool {
+	for i := 0; ; {
+		j := strings.IndexByte(text[i:], '\\')
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if i < len(text) && (text[i] == 'u' || text[i] == '/') {
+			return true
+		}
+	}
 }
 
 // plainNeedle reports whether every byte of nd is printable ASCII other

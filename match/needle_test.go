@@ -494,7 +494,8 @@ func TestNeedleSplitByLongLineCut(t *testing.T) {
 // file writes it with (a slash as \/, an underscore as \u005f: valid
 // JSON another writer may produce), up to case, or in the summary only; a
 // torn file is judged as before; the 30 nodes holding the phrase's words
-// but not the phrase are not decoded.
+// but not the phrase are not decoded. The same with a needle buffer too
+// small for most nodes.
 func TestNeedleByteCheckSameScans(t *testing.T) {
 	s := newStore(t, `{"matching": "ranked"}`)
 	g := testgen.New(77)
@@ -563,6 +564,17 @@ func TestNeedleByteCheckSameScans(t *testing.T) {
 	for i, p := range prompts {
 		if !reflect.DeepEqual(fast[i], full[i]) {
 			t.Errorf("%q: with the byte check\n%+v\nwithout\n%+v", p, fast[i], full[i])
+		}
+	}
+	// The nodes' bytes are read into a buffer reused scan after scan;
+	// with one that holds a node or two (the rest read each into its own)
+	// nothing changes either.
+	was := match.SetNeedleBuf(700)
+	small, _ := run(true)
+	match.SetNeedleBuf(was)
+	for i, p := range prompts {
+		if !reflect.DeepEqual(small[i], full[i]) {
+			t.Errorf("%q: with a small buffer\n%+v\nwithout the byte check\n%+v", p, small[i], full[i])
 		}
 	}
 	for i, want := range []int{40, 80, 120, 160} {

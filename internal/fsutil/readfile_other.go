@@ -11,6 +11,16 @@ import (
 // ReadFile is os.ReadFile for a regular file (see the unix version).
 func ReadFile(path string) ([]byte, error) { return ReadFileMax(path, -1) }
 
+// AppendFileMax is ReadFileMax appending the file's bytes to buf (see the
+// unix version); on an error, buf unchanged.
+func AppendFileMax(buf []byte, path string, max int64) ([]byte, error) {
+	data, err := ReadFileMax(path, max)
+	if err != nil {
+		return buf, err
+	}
+	return append(buf, data...), nil
+}
+
 // ReadFileMax reads a regular file of at most max bytes (see the unix
 // version).
 func ReadFileMax(path string, max int64) ([]byte, error) {

@@ -5,6 +5,7 @@ package fsutil
 import (
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 )
 
@@ -24,7 +25,24 @@ func ReadFile(path string) ([]byte, error) { return ReadFileMax(path, -1) }
 // The file is opened O_NONBLOCK: a FIFO in its place returns at once (and is
 // refused as ErrNotRegular, as a device, socket or directory is). A file
 // that grows past max while it is read is refused too.
-func ReadFileMax(path string, max int64) ([]byte, error) {
+func ReadFileMax(path string, max int64) ([]byte, error) { return appendFileMax(nil, path, max) }
+
+// AppendFileMax is ReadFileMax appending the file's bytes to buf (into its
+// spare capacity when it has room for the file: a caller reading many
+// small files, such as the ranked scan's needle stage, reuses one buffer
+// instead of allocating one a file). It returns the extended buffer; on
+// an error, buf unchanged and ReadFileMax's error. Safe for concurrent
+// use (on distinct buffers).
+func AppendFileMax(buf []byte, path string, max int64) ([]byte, error) {
+	out, err := appendFileMax(buf, path, max)
+	if err != nil {
+		return buf, err
+	}
+	return out, nil
+}
+
+// appendFileMax is AppendFileMax returning nil on an error.
+func appendFileMax(buf []byte, path string, max int64) ([]byte, error) {
 	fd, err := openNonblock(path)
 	if err != nil {
 		return nil, err
@@ -41,11 +59,17 @@ func ReadFileMax(path string, max int64) ([]byte, error) {
 	if max >= 0 && size > max {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: size, Limit: max}}
 	}
-	buf := make([]byte, 0, size+1) // +1: the read that sees the end
+	start := len(buf)
+	switch {
+	case buf == nil:
+		buf = make([]byte, 0, size+1) // +1: the read that sees the end
+	case int64(cap(buf)-start) < size+1:
+		buf = slices.Grow(buf, int(size)+1) // amortised: a buffer reused for many files
+	}
 	for {
 		if len(buf) == cap(buf) {
-			if max >= 0 && int64(len(buf)) > max {
-				return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: int64(len(buf)), Limit: max}}
+			if max >= 0 && int64(len(buf)-start) > max {
+				return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: int64(len(buf) - start), Limit: max}}
 			}
 			buf = append(buf, 0)[:len(buf)]
 		}
@@ -57,8 +81,8 @@ func ReadFileMax(path string, max int64) ([]byte, error) {
 			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
 		if n == 0 {
-			if max >= 0 && int64(len(buf)) > max {
-				return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: int64(len(buf)), Limit: max}}
+			if max >= 0 && int64(len(buf)-start) > max {
+				return nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: int64(len(buf) - start), Limit: max}}
 			}
 			return buf, nil
 		}

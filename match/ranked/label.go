@@ -41,16 +41,10 @@ func labelOf(summary string) string {
 	if i <= 0 || i > maxLabelBytes {
 		return ""
 	}
-	words := strings.Fields(s[:i])
-	if len(words) == 0 || len(words) > maxLabelWords {
+	if _, ok := labelWords(s[:i], func(r rune, _ bool) bool {
+		return unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_-.@'", r)
+	}); !ok {
 		return ""
-	}
-	for _, w := range words {
-		for _, r := range w {
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-.@'", r) {
-				return ""
-			}
-		}
 	}
 	return s[:i]
 }

@@ -608,6 +608,10 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			i = m
 		}
 	}
+	// Once the heap is full, worst is its root's score: most touched docs
+	// score below it and are passed over on that one comparison (better
+	// decides the rest, ties by step, as before).
+	worst := 0.0
 	for _, d := range touched {
 		switch {
 		case len(h) < k:
@@ -620,9 +624,14 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				h[i], h[parent] = h[parent], h[i]
 				i = parent
 			}
+			if len(h) == k {
+				worst = cells[h[0]].acc
+			}
+		case cells[d].acc < worst:
 		case better(d, h[0]):
 			h[0] = d
 			down(0)
+			worst = cells[h[0]].acc
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })

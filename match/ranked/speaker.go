@@ -42,21 +42,45 @@ func speakerOf(summary string) string {
 	if i <= 0 {
 		return ""
 	}
-	words := strings.Fields(s[:i])
-	if len(words) == 0 || len(words) > maxLabelWords {
+	first, ok := labelWords(s[:i], func(r rune, starts bool) bool {
+		return (!starts || unicode.IsUpper(r)) && (unicode.IsLetter(r) || r == '\'' || r == '-')
+	})
+	if !ok {
 		return ""
 	}
-	for _, w := range words {
-		if r, _ := utf8.DecodeRuneInString(w); !unicode.IsUpper(r) {
-			return ""
-		}
-		for _, r := range w {
-			if !unicode.IsLetter(r) && r != '\'' && r != '-' {
-				return ""
+	return first
+}
+
+// labelWords reports whether s is one to maxLabelWords words (as
+// strings.Fields splits it: runs of runes that are not unicode.IsSpace)
+// whose every rune passes valid (starts: the rune opens its word), and
+// returns the first word. One pass over s, nothing allocated: the labels
+// of a scan's candidates are read for every candidate.
+func labelWords(s string, valid func(r rune, starts bool) bool) (string, bool) {
+	n, start, first := 0, -1, ""
+	for i, r := range s {
+		if unicode.IsSpace(r) {
+			if start >= 0 && n == 1 {
+				first = s[start:i]
 			}
+			start = -1
+			continue
+		}
+		starts := start < 0
+		if starts {
+			if n++; n > maxLabelWords {
+				return "", false
+			}
+			start = i
+		}
+		if !valid(r, starts) {
+			return "", false
 		}
 	}
-	return words[0]
+	if start >= 0 && n == 1 {
+		first = s[start:]
+	}
+	return first, n > 0
 }
 
 // namedWords returns the prompt's words that start with an upper-case
