@@ -63,6 +63,11 @@ type branch struct {
 	keys []uint64
 }
 
+// known reports whether the branch's last request is known by its prefix
+// keys (routeDerived can route to it); a key 0 is a message whose key was
+// not computed.
+func (b *branch) known() bool { return len(b.keys) > 0 && b.keys[len(b.keys)-1] != 0 }
+
 // sharedPrefix returns how many leading messages msgs has in common with
 // the request whose prefix keys are keys. A PrefixKey stands for its
 // message and every one before it, so agreement is monotone in the length
@@ -139,7 +144,7 @@ func (s *Server) dropOldestFamily() {
 
 // branchCandidates returns the other sessions of family fam that a request
 // which diverged from session from may belong to: the family's branches
-// whose last request is not known in this process and the family's stores
+// whose last request is not known (branch.known) and the family's stores
 // on disk that no branch names, at most maxBranches. s.mu is held.
 func (s *Server) branchCandidates(fam, from string) []string {
 	known := map[string]bool{from: true}
@@ -147,7 +152,7 @@ func (s *Server) branchCandidates(fam, from string) []string {
 	if f := s.families[fam]; f != nil {
 		for _, b := range f.branches {
 			known[b.id] = true
-			if b.id != from && b.keys == nil {
+			if b.id != from && !b.known() {
 				out = append(out, b.id)
 			}
 		}
