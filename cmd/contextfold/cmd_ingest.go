@@ -103,6 +103,9 @@ before anything is written.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
+			if len(res.Turns) == 0 {
+				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", path, res.Format, res.Messages)
+			}
 			var turns []contextfold.Turn
 			skipped := 0
 			for _, t := range res.Turns {

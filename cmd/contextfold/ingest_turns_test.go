@@ -67,3 +67,30 @@ func TestIngestTooManyTurnsRefused(t *testing.T) {
 		t.Fatalf("folded %d turns, want 12", rep.Folded)
 	}
 }
+
+// TestIngestNoTurnsRefused ingests transcripts that parse but hold no turn
+// (an OpenAI body with an empty messages array, a Claude Code session file
+// holding only its summary record): exit 1, an error saying the transcript
+// holds no turns, and no store created. Before: exit 0 ("nothing folded")
+// with an empty store directory left behind, while a bare empty array was
+// already refused.
+func TestIngestNoTurnsRefused(t *testing.T) {
+	for name, body := range map[string]string{
+		"messages.json":  `{"messages":[]}`,
+		"session.jsonl":  `{"type":"summary","summary":"Ledger fix","leafUuid":"0b5c8e0e-3c1a-4c55-9a57-2f4f1b0c9d11"}` + "\n",
+		"anthropic.json": `{"model":"claude-x","messages":[]}`,
+	} {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "s")
+		out, errs, code := cli(t, "", "--dir", dir, "ingest", p)
+		if code != 1 || !strings.Contains(errs, "holds no turns") || !strings.Contains(errs, "nothing was written") {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit 1 saying it holds no turns", name, code, errs, out)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: a refused ingest left %s behind (%v)", name, dir, err)
+		}
+	}
+}
