@@ -7,7 +7,8 @@
 // threshold) into the store, replaces each folded turn in the outgoing
 // conversation by its folded-step record (the hot projection, spec §8), scans
 // the latest human prompt against the recall index (only in the request whose
-// latest message is that prompt; a scaffold's observation sent as a user
+// latest message is that prompt, or an assistant prefill after it; a
+// scaffold's observation sent as a user
 // message is no prompt: [IsObservation] knows the openings of known
 // scaffolds, and [PromptIndex] also skips a user message filled from the
 // template of another one after an action written in text), hydrates the

@@ -1147,16 +1147,38 @@ func (h *Harness) hydrate(conv []Message, d *Dispatch) (scanned bool) {
 }
 
 // promptIsLatest reports whether the human prompt at index p is the
-// conversation's latest message, but for system messages after it: a
-// client may append its own instructions after the prompt (Claude Code's
-// announcement of deferred tools after /compact), which answer nothing
-// and make the request no less the prompt's first.
+// conversation's latest message, but for system messages after it and an
+// assistant prefill: a client may append its own instructions after the
+// prompt (Claude Code's announcement of deferred tools after /compact),
+// which answer nothing and make the request no less the prompt's first;
+// and a request may end with the start of the answer it wants continued
+// (an assistant message without tool calls or reasoning, the last one but
+// for system messages), which the model has not answered yet either.
 func promptIsLatest(conv []Message, p int) bool {
 	if p < 0 {
 		return false
 	}
+	prefill := false
 	for _, m := range conv[p+1:] {
-		if m.Role != RoleSystem {
+		switch {
+		case m.Role == RoleSystem:
+		case m.Role == RoleAssistant && !prefill && isPrefill(m):
+			prefill = true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isPrefill reports whether an assistant message can be a prefill: it
+// makes no tool call and carries no reasoning, only text.
+func isPrefill(m Message) bool {
+	if m.Tool != "" || m.Command != "" {
+		return false
+	}
+	for _, pt := range m.Parts {
+		if pt.Reasoning || !pt.Foldable {
 			return false
 		}
 	}

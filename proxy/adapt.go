@@ -661,6 +661,20 @@ func (r *request) measure(count func(string) int, heuristic bool, counter string
 		}
 		msgs += m.Tokens
 	}
+	if len(r.elems) == 0 && len(r.msgs) == 1 && len(r.spans) == 1 && len(r.spans[0]) == 1 {
+		// A Responses input string (responsesString): the request's one
+		// message is the string, so it counts as the message, not also in
+		// the fixed tokens.
+		m, sp := &r.msgs[0], r.spans[0][0]
+		if heuristic {
+			m.Tokens = max(1, runeCount(b[sp.start:sp.end])/4)
+		} else {
+			m.Tokens = cnt(b[sp.start:sp.end])
+		}
+		m.Parts = append([]harness.Part(nil), m.Parts...) // never write into a parse shared with a cache
+		m.Parts[0].Tokens = m.Tokens
+		msgs += m.Tokens
+	}
 	if heuristic {
 		r.runes = runes + runeCount(b[pos:])
 		total = max(1, r.runes/4)

@@ -18,6 +18,20 @@ import (
 
 func init() { commands = append(commands, newIngestCmd) }
 
+// DefaultMaxIngestTurns bounds the turns one ingest folds (--max-turns).
+// Folding a batch holds every turn's cold node, index entry and
+// preparation until the batch is written: about ingestTurnKiB KiB a turn
+// however short it is (measured: 100,000 two-token turns peaked at 925 MB
+// resident, 1,000,000 at 9 GB and 400 s), so a transcript of a million
+// one-line messages (a 42 MB file, well under MaxTranscriptBytes) would
+// take all the memory of a workstation. 100,000 is twice the proxy's
+// DefaultMaxMessages, past any agent session a model's context holds.
+const DefaultMaxIngestTurns = 100000
+
+// ingestTurnKiB is the memory one folded turn holds during an ingest, in
+// KiB (see DefaultMaxIngestTurns).
+const ingestTurnKiB = 9
+
 // ingestReport is the closing report of an ingest.
 type ingestReport struct {
 	File           string           `json:"file"`
@@ -36,7 +50,7 @@ type ingestReport struct {
 
 func newIngestCmd(g *globals) *cobra.Command {
 	var format string
-	var minTokens int
+	var minTokens, maxTurns int
 	c := &cobra.Command{
 		Use:   "ingest PATH [--format auto|claude-code|openai|anthropic|swe-agent|mini-swe-agent|openhands|aider]",
 		Short: "Fold a real agent session (Claude Code, OpenAI, Anthropic, SWE-agent, …) into the store",
@@ -63,7 +77,10 @@ with the list of accepted formats, and so is binary input (an executable, an
 archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
 file of at most 512 MiB (the transcript is parsed in memory; a larger one is
 refused before it is read) or a pipe such as <(zcat session.jsonl.gz), read
-up to the same limit; a turn's payload is at most 64 MiB.`,
+up to the same limit; a turn's payload is at most 64 MiB. At most --max-turns
+turns (default 100,000) are folded in one ingest: folding holds about 9 KiB
+of memory per turn, however short, so a transcript of more turns is refused
+before anything is written.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
   contextfold --dir /tmp/s ingest messages.json --json`,
@@ -72,6 +89,9 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 			f, err := ingest.ParseFormat(format)
 			if err != nil {
 				return usagef("%v", err)
+			}
+			if maxTurns == 0 || maxTurns < -1 {
+				return usagef("--max-turns %d: give the most turns one ingest may fold, 1 or more (default %d), or -1 for no limit", maxTurns, DefaultMaxIngestTurns)
 			}
 			path := args[0]
 			if fi, err := os.Stat(path); err != nil {
@@ -83,23 +103,31 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
+			if len(res.Turns) == 0 {
+				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", path, res.Format, res.Messages)
+			}
+			var turns []contextfold.Turn
+			skipped := 0
+			for _, t := range res.Turns {
+				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID}
+				if contextfold.TokenEstimate(ct.Payload()) < minTokens {
+					skipped++
+					continue
+				}
+				turns = append(turns, ct)
+			}
+			if maxTurns >= 0 && len(turns) > maxTurns {
+				return usagef("%s: %d turns to fold, more than --max-turns %d (folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. Give --max-turns %d (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
+					path, len(turns), maxTurns, ingestTurnKiB, len(turns), len(turns)*ingestTurnKiB>>10, len(turns))
+			}
 			s, err := g.openStore()
 			if err != nil {
 				return err
 			}
 			rep := ingestReport{File: path, Format: string(res.Format), Messages: res.Messages, Turns: len(res.Turns),
-				Replaced: res.Replaced, Problems: res.Problems, Store: s.Dir()}
+				Replaced: res.Replaced, Problems: res.Problems, Store: s.Dir(), Skipped: skipped}
 			if rep.Problems == nil {
 				rep.Problems = []ingest.Problem{}
-			}
-			var turns []contextfold.Turn
-			for _, t := range res.Turns {
-				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID}
-				if contextfold.TokenEstimate(ct.Payload()) < minTokens {
-					rep.Skipped++
-					continue
-				}
-				turns = append(turns, ct)
 			}
 			// A value one turn's context marks as a secret is redacted
 			// in the other turns too (a later echo of it, bare).
@@ -162,6 +190,7 @@ up to the same limit; a turn's payload is at most 64 MiB.`,
 	}
 	c.Flags().StringVar(&format, "format", "auto", "input format: auto, claude-code, openai, anthropic, swe-agent, mini-swe-agent, openhands, aider")
 	c.Flags().IntVar(&minTokens, "min-tokens", 0, "fold only turns whose payload is at least this many tokens")
+	c.Flags().IntVar(&maxTurns, "max-turns", DefaultMaxIngestTurns, "most turns one ingest folds (more: refused, nothing written; -1: no limit)")
 	return c
 }
 

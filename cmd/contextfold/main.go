@@ -135,6 +135,12 @@ by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 		if g.store != "" && g.dir != "" {
 			return usagef("--store and --dir both name the store: give one of them (--store takes a directory or a postgres:// URL)")
 		}
+		if err := checkStoreScheme("--store", g.store); err != nil {
+			return err
+		}
+		if g.store == "" && g.dir == "" {
+			return checkStoreScheme("$"+EnvStore, os.Getenv(EnvStore))
+		}
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -188,6 +194,37 @@ func (g *globals) storeURL() string {
 		}
 	}
 	return ""
+}
+
+// checkStoreScheme refuses a store value (of --store or $CONTEXTFOLD_STORE,
+// named by what) that starts with a URL scheme other than postgres:// or
+// postgresql:// (file://, mysql://, a mistyped postgress://): it would
+// otherwise name a relative directory ("file:/…") in the working
+// directory. Only the scheme is shown, never the rest (it may hold a
+// password). A path with "://" further on (./a://b) is a directory.
+func checkStoreScheme(what, v string) error {
+	if pgstore.IsURL(v) {
+		return nil
+	}
+	scheme, _, ok := strings.Cut(v, "://")
+	if !ok || scheme == "" || !isURLScheme(scheme) {
+		return nil
+	}
+	return usagef("%s %s://…: not a store this build can open; %s takes a directory path or a PostgreSQL URL postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME (or postgresql://, in lower case); for a directory, give its path (not a file:// URL)", what, scheme, what)
+}
+
+// isURLScheme reports whether s has the form of a URL scheme (RFC 3986: a
+// letter, then letters, digits, '+', '-' or '.').
+func isURLScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // EnvStore names the store like --store: a directory or a postgres:// URL.
