@@ -524,3 +524,59 @@ func TestStopSharesSecretsWithLaterStops(t *testing.T) {
 		t.Errorf("these files hold the value an earlier Stop's turn revealed: %v", held)
 	}
 }
+
+// TestStopFoldsALongTranscriptInBatches: a first Stop on a transcript of
+// more new turns than hooks.StopBatchTurns folds them all (in batches), and a
+// value that a late turn reveals as a secret is redacted in an early turn
+// of another batch, as one fold event of them all would.
+func TestStopFoldsALongTranscriptInBatches(t *testing.T) {
+	v := "Zq8v" + "Lm3xPw7nKc2tRb5j"
+	dir := filepath.Join(t.TempDir(), "store")
+	tr := filepath.Join(t.TempDir(), "transcript.jsonl")
+	var b strings.Builder
+	prev := ""
+	add := func(typ string, msg map[string]any) {
+		uuid := fmt.Sprintf("%s-%d", typ[:1], b.Len())
+		line, _ := json.Marshal(map[string]any{"type": typ, "uuid": uuid, "parentUuid": prev, "sessionId": "s-long",
+			"timestamp": "2026-03-02T11:00:00.000Z", "message": msg})
+		b.Write(line)
+		b.WriteByte('\n')
+		prev = uuid
+	}
+	add("user", map[string]any{"role": "user", "content": "is " + v + " still the token we deploy with?"})
+	for i := 0; b.Len() < 1<<30 && i < hooks.StopBatchTurns+40; i++ {
+		if i%2 == 0 {
+			add("assistant", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("checked item %d", i)}}})
+		} else {
+			add("user", map[string]any{"role": "user", "content": fmt.Sprintf("next item %d", i)})
+		}
+	}
+	add("assistant", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_env", "name": "Bash", "input": map[string]any{"command": "env"}}}})
+	add("user", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_env", "content": "HOME=/root\nCLOUDFLARE_API_KEY=" + v + "\nPATH=/usr/bin"}}})
+	if err := os.WriteFile(tr, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := json.Marshal(map[string]any{"session_id": "s-long", "transcript_path": tr, "cwd": t.TempDir(), "hook_event_name": "Stop"})
+	if r := hookRaw(t, dir, "Stop", stop); r.code != 0 {
+		t.Fatalf("Stop: %+v", r)
+	}
+	var held []string
+	nodes := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if strings.HasPrefix(d.Name(), "step_") {
+				nodes++
+			}
+			if data, _ := os.ReadFile(p); strings.Contains(string(data), v) {
+				held = append(held, d.Name())
+			}
+		}
+		return nil
+	})
+	if nodes <= hooks.StopBatchTurns {
+		t.Fatalf("%d cold nodes, want more than one batch (%d)", nodes, hooks.StopBatchTurns)
+	}
+	if len(held) > 0 {
+		t.Errorf("these files hold the value a turn of a later batch revealed: %v", held)
+	}
+}

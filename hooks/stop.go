@@ -79,22 +79,40 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	if err := store.LearnSecrets(folded); err != nil {
 		return nil, err
 	}
-	results, err := store.FoldBatch(turns)
-	if err != nil {
-		return nil, err
+	if len(turns) > StopBatchTurns {
+		// Folded in batches, so that the memory a batch holds per turn
+		// is bounded; the values any new turn reveals are learnt first, as
+		// one fold event of them all would share them.
+		if err := store.LearnSecrets(turns); err != nil {
+			return nil, err
+		}
 	}
-	for _, r := range results {
-		if r.AlreadyIndexed {
-			rep.Existing++ // folded meanwhile by a concurrent hook
-		} else {
-			rep.Folded++
-			if n, ok := r.Node.Doc["redactions"].(int); ok {
-				rep.Redacted += n
+	for len(turns) > 0 {
+		n := min(len(turns), StopBatchTurns)
+		results, err := store.FoldBatch(turns[:n])
+		if err != nil {
+			return rep, err
+		}
+		for _, r := range results {
+			if r.AlreadyIndexed {
+				rep.Existing++ // folded meanwhile by a concurrent hook
+			} else {
+				rep.Folded++
+				if n, ok := r.Node.Doc["redactions"].(int); ok {
+					rep.Redacted += n
+				}
 			}
 		}
+		turns = turns[n:]
 	}
 	return rep, nil
 }
+
+// StopBatchTurns is the most new turns FoldTranscript folds in one batch
+// (one durable fold of the store): a first Stop on a long transcript folds
+// it in batches of this many turns, each holding its turns' nodes in
+// memory until written (about 9 KiB a turn however short it is).
+const StopBatchTurns = 4096
 
 // SessionStart returns the session's folded-step records (IPCF §8) as a
 // compact page table, newest steps kept when the table exceeds
