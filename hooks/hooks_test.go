@@ -504,19 +504,7 @@ func TestStopSharesSecretsWithLaterStops(t *testing.T) {
 			t.Fatalf("Stop %d: %+v", k+1, r)
 		}
 	}
-	var held []string
-	nodes := 0
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if strings.HasPrefix(d.Name(), "step_") {
-				nodes++
-			}
-			if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
-				held = append(held, d.Name())
-			}
-		}
-		return nil
-	})
+	nodes, held := storeFilesHolding(dir, v)
 	if nodes < 4 {
 		t.Fatalf("%d cold nodes, want 4: the later Stop did not fold the new turn", nodes)
 	}
@@ -560,23 +548,28 @@ func TestStopFoldsALongTranscriptInBatches(t *testing.T) {
 	if r := hookRaw(t, dir, "Stop", stop); r.code != 0 {
 		t.Fatalf("Stop: %+v", r)
 	}
-	var held []string
-	nodes := 0
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if strings.HasPrefix(d.Name(), "step_") {
-				nodes++
-			}
-			if data, _ := os.ReadFile(p); strings.Contains(string(data), v) {
-				held = append(held, d.Name())
-			}
-		}
-		return nil
-	})
+	nodes, held := storeFilesHolding(dir, v)
 	if nodes <= hooks.StopBatchTurns {
 		t.Fatalf("%d cold nodes, want more than one batch (%d)", nodes, hooks.StopBatchTurns)
 	}
 	if len(held) > 0 {
 		t.Errorf("these files hold the value a turn of a later batch revealed: %v", held)
 	}
+}
+
+// storeFilesHolding returns how many cold nodes the store at dir holds and
+// the names of its files that hold v.
+func storeFilesHolding(dir, v string) (nodes int, held []string) {
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if strings.HasPrefix(d.Name(), "step_") {
+				nodes++
+			}
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), v) {
+				held = append(held, d.Name())
+			}
+		}
+		return nil
+	})
+	return nodes, held
 }
