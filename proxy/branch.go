@@ -240,7 +240,12 @@ func (s *Server) divergedBranch(st *reqState, req *request, fixed int, from stri
 	s.mu.Unlock()
 	for _, id := range cands {
 		c, err := s.session(st, id, 0)
-		if err != nil || !foldedPast(c, req.seedMsgs) {
+		if err != nil {
+			// Reported, not fatal: the request goes on in another branch.
+			st.rec.Warnings = append(st.rec.Warnings, "a branch of the derived session not opened: "+err.Error())
+			continue
+		}
+		if !foldedPast(c, req.seedMsgs) {
 			continue
 		}
 		if err := c.h.Agrees(req.msgs); err != nil {
