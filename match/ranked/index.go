@@ -727,9 +727,12 @@ func analyseDoc(text string) analysed {
 	var a analysed
 	at := map[string]int{}
 	n, nspec := 0, 0
-	analyzeInto(text, func(t Term) {
+	// Each distinct chunk of a long text is analysed once, its terms
+	// counted by its occurrences (analyzeCounted): the same terms, order
+	// and counts as one term at a time (TestAnalyseDocCountedSame).
+	analyzeCounted(text, func(t Term, k int) {
 		if t.Kind != KindFuzzy && t.Kind != KindCompound && t.Kind != KindPlain {
-			n++
+			n += k
 		}
 		i, ok := at[t.Text]
 		if !ok {
@@ -741,7 +744,7 @@ func analyseDoc(text string) analysed {
 			}
 			a.terms = append(a.terms, analysedTerm{text: t.Text, specific: sp})
 		}
-		a.terms[i].tf++
+		a.terms[i].tf += k
 	})
 	a.length = float64(max(n, 1))
 	a.question = n <= maxQuestionWords && isQuestion(text)
