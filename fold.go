@@ -411,6 +411,11 @@ func (s *Store) writeNode(step int, path string, doc map[string]any, pretty []by
 		if pretty != nil {
 			write = func(w io.Writer) error { _, err := w.Write(pretty); return err }
 		}
+		if s.nodes != nil && pretty != nil {
+			// Rendered ahead: a held node keeps these very bytes (no copy
+			// on the fold's path).
+			return s.nodes.AddBytes(path, 0o644, pretty)
+		}
 		if s.nodes != nil {
 			if pretty == nil && s.nodes.HoldAll {
 				// A node too large to render ahead (prettyAheadMax) is
