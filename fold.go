@@ -90,7 +90,7 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 // It is called from the folding goroutine and must not call the Store.
 func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) ([]*FoldResult, error) {
 	results := make([]*FoldResult, len(turns))
-	if _, err := s.foldBatch(turns, progress, func(i int, r *FoldResult) { results[i] = r }, false); err != nil {
+	if _, err := s.foldBatch(turns, progress, func(i int, r *FoldResult) { results[i] = r }, foldNow); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -105,7 +105,7 @@ func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) 
 // index commit, so it must not call the Store; on an error, results
 // already handed to each may not be indexed (the index is what counts).
 func (s *Store) FoldBatchEach(turns []Turn, each func(i int, r *FoldResult)) error {
-	_, err := s.foldBatch(turns, nil, each, false)
+	_, err := s.foldBatch(turns, nil, each, foldNow)
 	return err
 }
 
@@ -137,10 +137,37 @@ func (s *Store) FoldBatchEach(turns []Turn, each func(i int, r *FoldResult)) err
 // batch is not indexed, its named nodes are orphans the next fold of their
 // steps adopts): the caller must not answer as if the batch were folded.
 func (s *Store) FoldBatchEachDeferred(turns []Turn, each func(i int, r *FoldResult)) (*FoldCommit, error) {
-	return s.foldBatch(turns, nil, each, true)
+	return s.foldBatch(turns, nil, each, foldDeferred)
 }
 
-func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), deferred bool) (*FoldCommit, error) {
+// FoldBatchEachHeld is FoldBatchEachDeferred with the durable part held
+// until the returned FoldCommit's Start (or Wait, or any operation of this
+// Store that waits for the commit: a fold, an eviction, Sync,
+// WaitDurable). A caller with more work on its path after the fold (the
+// proxy: the scan, the records, the rewrite of the forwarded body) starts
+// it once that work is done, so that the commit's file system work (writing
+// the held nodes into their files, a kernel's CPU time on a machine of two
+// cores) does not compete with it; the upstream call then overlaps it. A
+// crash before Start leaves the store as before the batch: the nodes exist
+// only in memory until then. Errors: those of FoldBatchEachDeferred.
+func (s *Store) FoldBatchEachHeld(turns []Turn, each func(i int, r *FoldResult)) (*FoldCommit, error) {
+	return s.foldBatch(turns, nil, each, foldHeld)
+}
+
+// foldMode is how foldBatch commits its last commit group: on its own
+// goroutine before it returns (foldNow), left running (foldDeferred:
+// FoldBatchEachDeferred) or left waiting for FoldCommit.Start (foldHeld:
+// FoldBatchEachHeld).
+type foldMode int
+
+const (
+	foldNow foldMode = iota
+	foldDeferred
+	foldHeld
+)
+
+func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), mode foldMode) (*FoldCommit, error) {
+	deferred := mode != foldNow
 	if err := checkPayloadSizes(turns); err != nil {
 		return nil, err
 	}
@@ -355,7 +382,7 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 		return nil, s.flush()
 	}
 	handedOff = true
-	return s.deferCommit(c, &nodes, ix, l), nil
+	return s.deferCommit(c, &nodes, ix, l, mode == foldHeld), nil
 }
 
 // deferCreateBytes bounds the bytes of cold nodes (and of the rewritten
@@ -383,6 +410,11 @@ func (s *Store) writeNode(step int, path string, doc map[string]any, pretty []by
 		write := func(w io.Writer) error { return canonjson.WritePretty(w, doc) }
 		if pretty != nil {
 			write = func(w io.Writer) error { _, err := w.Write(pretty); return err }
+		}
+		if s.nodes != nil && pretty != nil {
+			// Rendered ahead: a held node keeps these very bytes (no copy
+			// on the fold's path).
+			return s.nodes.AddBytes(path, 0o644, pretty)
 		}
 		if s.nodes != nil {
 			if pretty == nil && s.nodes.HoldAll {

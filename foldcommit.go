@@ -3,6 +3,7 @@ package contextfold
 import (
 	"errors"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/fsutil"
@@ -16,26 +17,45 @@ type FoldCommit struct {
 	done    chan struct{}
 	err     error
 	durable time.Time
+	// start is closed when the durable part may begin (Start); nil: it
+	// begins at once.
+	start     chan struct{}
+	startOnce sync.Once
 }
 
-// Wait blocks until the commit is done and returns its error (a
-// *StoreFileError naming the file whose sync or rename failed, with the
-// remedy); nil once every node of the batch and the index that names them
-// are durable.
+// Start lets a held commit (FoldBatchEachHeld) begin its durable part: its
+// writes, syncs and renames. Idempotent; nothing for a commit that was not
+// held or a nil FoldCommit. Wait, and every operation of the Store that
+// waits for the commit (a fold, an eviction, Sync, WaitDurable), start it
+// too, so a held commit never waits for a Start no one calls before it is
+// needed. Safe for concurrent use.
+func (c *FoldCommit) Start() {
+	if c == nil || c.start == nil {
+		return
+	}
+	c.startOnce.Do(func() { close(c.start) })
+}
+
+// Wait starts the commit (Start) and blocks until it is done, returning
+// its error (a *StoreFileError naming the file whose sync or rename
+// failed, with the remedy); nil once every node of the batch and the
+// index that names them are durable.
 func (c *FoldCommit) Wait() error {
 	if c == nil {
 		return nil
 	}
+	c.Start()
 	<-c.done
 	return c.err
 }
 
-// Done is closed when the commit is done (nil FoldCommit: a closed
-// channel).
+// Done starts the commit (Start) and returns a channel closed when it is
+// done (nil FoldCommit: a closed channel).
 func (c *FoldCommit) Done() <-chan struct{} {
 	if c == nil {
 		return closedChan
 	}
+	c.Start()
 	return c.done
 }
 
@@ -178,14 +198,20 @@ func (s *Store) beginCommit(nodes *fsutil.FileBatch, ix *index, ops []journalOp,
 // Until then s.pending is set: loadIndex serves the in-memory index ix
 // (which holds the batch) without looking at the disk, lock waits for the
 // commit. Callers hold s.mu and the store lock.
-func (s *Store) deferCommit(c *groupCommit, nodes *fsutil.FileBatch, ix *index, l unlocker) *FoldCommit {
+func (s *Store) deferCommit(c *groupCommit, nodes *fsutil.FileBatch, ix *index, l unlocker, held bool) *FoldCommit {
 	fc := &FoldCommit{done: make(chan struct{})}
+	if held {
+		fc.start = make(chan struct{})
+	}
 	ver := s.indexVersionLocked(ix)
 	s.pending = fc
 	s.pendingMu.Lock()
 	s.pendingTmp, s.pendingBuf = nodes.Temporaries(), nodes.Buffered()
 	s.pendingMu.Unlock()
 	go func() {
+		if fc.start != nil {
+			<-fc.start
+		}
 		err := c.durable()
 		s.mu.Lock()
 		err = c.settle(err)
@@ -226,6 +252,7 @@ func (s *Store) waitPending() {
 	for s.pending != nil {
 		p := s.pending
 		s.mu.Unlock()
+		p.Start()
 		<-p.done
 		s.mu.Lock()
 	}

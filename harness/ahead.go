@@ -222,15 +222,16 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 // snapshot (a file create, a write of the whole index and its syncs, in
 // the per-user cache) left to the work after the response (PrepareAhead):
 // a fold event's path writes the cold nodes and the recall index, and the
-// snapshot's delta only. With Config.OverlapDurability the batch's syncs
-// and renames are left running and d.Durable holds them. Callers hold h.mu.
+// snapshot's delta only. With Config.OverlapDurability the batch's writes,
+// syncs and renames are held and d.Durable holds them (StartDurable).
+// Callers hold h.mu.
 func (h *Harness) foldBatch(turns []contextfold.Turn, d *Dispatch) error {
 	mode := h.matchMode()
 	match.DeferSnapshotSaves(h.store, mode)
 	var err error
 	if h.cfg.OverlapDurability {
 		var c *contextfold.FoldCommit
-		c, err = match.FoldBatchDeferred(h.store, mode, turns)
+		c, err = match.FoldBatchHeld(h.store, mode, turns)
 		if c != nil {
 			d.Durable = c
 		}

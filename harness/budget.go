@@ -824,7 +824,14 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		return true
 	}
 	// Phase 1: records in place, oldest first.
-	var toFold []contextfold.Turn
+	// The turns to fold, by message: built after the choice, on every
+	// CPU (turnOf summarises each; its summary is a pure function of the
+	// message), in this order.
+	type foldIn struct {
+		i       int
+		payload string
+	}
+	var folds []foldIn
 	pending := map[int]bool{}
 	for i := pin; i < tail && need > 0; i++ {
 		m := conv[i]
@@ -840,7 +847,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 			continue
 		}
 		if entries[i] == nil {
-			toFold = append(toFold, h.turnOf(conv, i, payload))
+			folds = append(folds, foldIn{i, payload})
 			pending[i] = true
 		}
 		ws.folded.add(i)
@@ -894,7 +901,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		for i := g.a; i < g.b; i++ {
 			if entries[i] == nil && !pending[i] {
 				if payload, ok := conv[i].storePayload(); ok {
-					toFold = append(toFold, h.turnOf(conv, i, payload))
+					folds = append(folds, foldIn{i, payload})
 					pending[i] = true
 				}
 			}
@@ -904,6 +911,8 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		}
 		need -= save
 	}
+	toFold := make([]contextfold.Turn, len(folds))
+	parallel.Each(len(folds), func(k int) { toFold[k] = h.turnOf(conv, folds[k].i, folds[k].payload) })
 	if len(toFold) > 0 {
 		h.learnIndexedSecrets(conv, entries, d)
 		// h.foldBatch: the ranked scan takes these nodes' text from the
@@ -946,7 +955,9 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 	return first, entries, nil
 }
 
-// turnOf is the store turn of message i.
+// turnOf is the store turn of message i. It only reads h (the prepared
+// summaries under their own lock): safe to call from several goroutines
+// at once under h.mu.
 func (h *Harness) turnOf(conv []Message, i int, payload string) contextfold.Turn {
 	m := conv[i]
 	m.Command = commandFor(conv, i)

@@ -97,11 +97,13 @@ type Config struct {
 	// once a human turn; it must not call back into the harness.
 	Earlier func() []EarlierStore
 	// OverlapDurability, when set, lets a dispatch return once its fold
-	// event's cold nodes and index are written, their syncs and renames
-	// still running (contextfold.Store.FoldBatchEachDeferred): the caller
-	// sends the request on and must call Dispatch.WaitDurable before it
-	// answers anything that relied on the fold event. Unset: a dispatch
-	// returns with its fold event durable.
+	// event's cold nodes and index are encoded, held in memory, their
+	// writes, syncs and renames not begun
+	// (contextfold.Store.FoldBatchEachHeld): the caller starts them
+	// (Dispatch.StartDurable) once the rest of its path is done, sends the
+	// request on and must call Dispatch.WaitDurable (which starts them too)
+	// before it answers anything that relied on the fold event. Unset: a
+	// dispatch returns with its fold event durable.
 	OverlapDurability bool
 }
 
@@ -284,13 +286,23 @@ type Dispatch struct {
 	// (WorkingSet.FoldHeld), a move of the fold boundary with the fixed
 	// window (Boundary stays where the session's last request left it).
 	FoldHeld bool
-	// Durable is the durable part of the dispatch's fold event still
-	// running (Config.OverlapDurability), nil when none: see WaitDurable.
+	// Durable is the durable part of the dispatch's fold event, held or
+	// running (Config.OverlapDurability), nil when none: see StartDurable
+	// and WaitDurable.
 	Durable *contextfold.FoldCommit
 }
 
-// WaitDurable waits until the dispatch's fold event is durable
-// (Config.OverlapDurability) and returns the commit's error: a
+// StartDurable starts the durable part of the dispatch's fold event
+// (Config.OverlapDurability), held until then so that its file system
+// work does not compete with the caller's path (the rewrite of the
+// request): a caller calls it once the request is ready to go on.
+// Idempotent; nothing when the dispatch left nothing to make durable.
+// Safe for concurrent use.
+func (d *Dispatch) StartDurable() { d.Durable.Start() }
+
+// WaitDurable starts the durable part of the dispatch's fold event
+// (StartDurable), waits until it is durable (Config.OverlapDurability)
+// and returns the commit's error: a
 // *contextfold.StoreFileError when a sync or rename failed. The fold event
 // is then not in the store (its nodes are at most orphans), so the request
 // must not be answered as if it were: a caller answers an error and lets
@@ -661,9 +673,16 @@ func (h *Harness) promptHolds(conv []Message, d *Dispatch) func(step int) (heldN
 }
 
 // dispatch is DispatchRequest's body; h.mu is held.
-func (h *Harness) dispatch(conv []Message, fixedTokens int) (*Dispatch, error) {
+func (h *Harness) dispatch(conv []Message, fixedTokens int) (_ *Dispatch, err error) {
 	h.ahead.gen.Add(1) // a preparation under way yields (PrepareAhead)
 	d := &Dispatch{PromptIndex: h.promptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
+	defer func() {
+		if err != nil {
+			// The caller gets no Dispatch to start a fold event's held
+			// durable part with: it starts here.
+			d.StartDurable()
+		}
+	}()
 	entries, err := h.entryMap()
 	if err != nil {
 		return nil, err

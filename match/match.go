@@ -182,6 +182,20 @@ func FoldBatch(s *contextfold.Store, mode Mode, turns []contextfold.Turn) error 
 // returned commit (nil: nothing left running) before it relies on the
 // batch being stored.
 func FoldBatchDeferred(s *contextfold.Store, mode Mode, turns []contextfold.Turn) (*contextfold.FoldCommit, error) {
+	return foldBatchLeft(s, mode, turns, s.FoldBatchEachDeferred)
+}
+
+// FoldBatchHeld is FoldBatchDeferred with the batch's durable part held
+// until the returned commit's Start (contextfold.Store.FoldBatchEachHeld):
+// the caller starts it once the rest of its path is done, and waits for it
+// before it relies on the batch being stored (Wait starts it too).
+func FoldBatchHeld(s *contextfold.Store, mode Mode, turns []contextfold.Turn) (*contextfold.FoldCommit, error) {
+	return foldBatchLeft(s, mode, turns, s.FoldBatchEachHeld)
+}
+
+// foldBatchLeft is FoldBatch through fold, a fold that leaves the batch's
+// durable part to its returned commit.
+func foldBatchLeft(s *contextfold.Store, mode Mode, turns []contextfold.Turn, fold func([]contextfold.Turn, func(int, *contextfold.FoldResult)) (*contextfold.FoldCommit, error)) (*contextfold.FoldCommit, error) {
 	each := func(int, *contextfold.FoldResult) {}
 	if mode == Ranked {
 		each = func(_ int, r *contextfold.FoldResult) {
@@ -190,7 +204,7 @@ func FoldBatchDeferred(s *contextfold.Store, mode Mode, turns []contextfold.Turn
 			}
 		}
 	}
-	c, err := s.FoldBatchEachDeferred(turns, each)
+	c, err := fold(turns, each)
 	if mode == Ranked {
 		_, _ = ranked.For(s) // also after an error: nodes written before it are indexed
 	}

@@ -747,6 +747,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st.rec.Overhead = time.Since(st.start)
 	st.rec.Durable = st.rec.Overhead // unless a fold event's commit still runs (waitDurable)
+	if st.dispatch != nil {
+		// The fold event's durable part, held while the request was
+		// rewritten, overlaps the upstream call from here.
+		st.dispatch.StartDurable()
+	}
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
 	r.Header.Del("Content-Length")

@@ -208,7 +208,21 @@ func (e *LastFileError) Unwrap() error { return e.Err }
 // an error the temporary file is removed and the batch's other files are
 // kept.
 func (b *FileBatch) Add(path string, perm os.FileMode, write func(w io.Writer) error) error {
-	f, buf, err := b.write(b.Spares, path, perm, write)
+	return b.add(path, perm, write, nil)
+}
+
+// AddBytes is Add for a file whose bytes are rendered already (content):
+// a file the batch holds in memory (DeferCreates, HoldAll) holds content
+// itself, not a copy, so the caller must not change it afterwards. The
+// files and their bytes are those of Add with a write of content.
+func (b *FileBatch) AddBytes(path string, perm os.FileMode, content []byte) error {
+	return b.add(path, perm, func(w io.Writer) error { _, err := w.Write(content); return err }, content)
+}
+
+// add is Add, with the file's bytes when they are rendered already (ready,
+// nil: write renders them).
+func (b *FileBatch) add(path string, perm os.FileMode, write func(w io.Writer) error, ready []byte) error {
+	f, buf, err := b.write(b.Spares, path, perm, write, ready)
 	if err != nil {
 		return err
 	}
@@ -230,7 +244,7 @@ func (b *FileBatch) AddLast(path string, perm os.FileMode, write func(w io.Write
 	if b.last != nil {
 		return fmt.Errorf("write %s: the batch already has a last file (%s) not committed", path, b.last.path)
 	}
-	f, buf, err := b.write(b.LastSpares, path, perm, write)
+	f, buf, err := b.write(b.LastSpares, path, perm, write, nil)
 	if err != nil {
 		return err
 	}
@@ -260,7 +274,7 @@ func (b *FileBatch) written(f *os.File) error {
 // spare (with HoldAll: any file) while the batch may hold more in memory
 // (DeferCreates) is returned as its bytes instead (f nil), written by
 // Commit.
-func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, write func(w io.Writer) error) (_ *os.File, _ []byte, err error) {
+func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, write func(w io.Writer) error, ready []byte) (_ *os.File, _ []byte, err error) {
 	dir := filepath.Dir(path)
 	var f *os.File
 	ok := false
@@ -270,19 +284,23 @@ func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, wri
 	var content []byte // rendered ahead of its file (DeferCreates)
 	if !ok {
 		if b.DeferCreates > b.held {
-			var buf bytes.Buffer
-			cw := &checkedWriter{w: &buf, path: path}
-			if err := write(cw); err != nil {
-				return nil, nil, err
+			content = ready
+			if content == nil {
+				var buf bytes.Buffer
+				cw := &checkedWriter{w: &buf, path: path}
+				if err := write(cw); err != nil {
+					return nil, nil, err
+				}
+				if cw.err != nil {
+					return nil, nil, cw.err
+				}
+				content = buf.Bytes()
 			}
-			if cw.err != nil {
-				return nil, nil, cw.err
+			if b.held+len(content) <= b.DeferCreates {
+				b.held += len(content)
+				return nil, content, nil
 			}
-			if b.held+buf.Len() <= b.DeferCreates {
-				b.held += buf.Len()
-				return nil, buf.Bytes(), nil
-			}
-			content = buf.Bytes() // past the bytes held: its file now
+			// past the bytes held: its file now
 			if b.HoldAll {
 				f, ok = spares.take(dir)
 			}

@@ -3,6 +3,7 @@
 package fsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -501,5 +502,41 @@ func TestFileBatchHoldAll(t *testing.T) {
 	}
 	if got := names(t, dir); len(got) != 0 || b.Len() != 0 {
 		t.Fatalf("after a failed Commit: %v, Len %d", got, b.Len())
+	}
+}
+
+// TestFileBatchAddBytes: a file added as its bytes (AddBytes) is held as
+// those very bytes while the batch may hold it (no copy: Buffered returns
+// the caller's slice), and written at once past DeferCreates, into a
+// spare; either way Commit names it with exactly those bytes, as Add does.
+func TestFileBatchAddBytes(t *testing.T) {
+	dir := t.TempDir()
+	p := NewSpareFiles(dir)
+	if _, err := p.Fill(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := FileBatch{Spares: p, DeferCreates: 60, HoldAll: true}
+	held, past := []byte(strings.Repeat("a", 50)), []byte(strings.Repeat("b", 50))
+	heldPath, pastPath := filepath.Join(dir, "step_000000.json"), filepath.Join(dir, "step_000001.json")
+	if err := b.AddBytes(heldPath, 0o644, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddBytes(pastPath, 0o644, past); err != nil { // past the 60 bytes held: into the spare now
+		t.Fatal(err)
+	}
+	buf := b.Buffered()
+	if got := buf[heldPath]; len(buf) != 1 || len(got) != len(held) || &got[0] != &held[0] {
+		t.Fatalf("Buffered %d files, %s held as a copy or not at all", len(buf), heldPath)
+	}
+	if p.Len() != 0 || len(b.Temporaries()) != 1 {
+		t.Fatalf("past the bytes held: pool %d, Temporaries %v: want the spare taken", p.Len(), b.Temporaries())
+	}
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]byte{heldPath: held, pastPath: past} {
+		if data, err := os.ReadFile(path); err != nil || !bytes.Equal(data, want) {
+			t.Fatalf("%s: %q, %v", path, data, err)
+		}
 	}
 }

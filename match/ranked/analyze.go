@@ -167,6 +167,14 @@ func analyzeInto(text string, emit func(Term)) { analyzeText(text, false, emit) 
 func analyzeQuery(text string, emit func(Term)) { analyzeText(text, true, emit) }
 
 func analyzeText(text string, query bool, emit func(Term)) {
+	text = analysedPart(text)
+	a := &analyzer{env: snowball.NewEnv(""), query: query, memo: len(text) >= stemMemoFrom}
+	eachChunk(text, func(c string) { a.chunk(c, emit) })
+}
+
+// analysedPart is the part of text that is analysed: its first
+// maxAnalyzeBytes bytes, cut on a rune boundary.
+func analysedPart(text string) string {
 	if len(text) > maxAnalyzeBytes {
 		cut := maxAnalyzeBytes
 		for cut > 0 && !utf8.RuneStart(text[cut]) {
@@ -174,8 +182,12 @@ func analyzeText(text string, query bool, emit func(Term)) {
 		}
 		text = text[:cut]
 	}
-	a := &analyzer{env: snowball.NewEnv(""), query: query, memo: len(text) >= stemMemoFrom}
-	// Chunks: maximal runs of word characters and joiners.
+	return text
+}
+
+// eachChunk calls f with each chunk of text, in order: the maximal runs of
+// word characters and joiners.
+func eachChunk(text string, f func(c string)) {
 	start := -1
 	for i, r := range text {
 		if isChunkRune(r) {
@@ -185,14 +197,64 @@ func analyzeText(text string, query bool, emit func(Term)) {
 			continue
 		}
 		if start >= 0 {
-			a.chunk(text[start:i], emit)
+			f(text[start:i])
 			start = -1
 		}
 	}
 	if start >= 0 {
-		a.chunk(text[start:], emit)
+		f(text[start:])
 	}
 }
+
+// analyzeCounted is analyzeInto for a caller that needs the terms' order
+// of first occurrence and their counts only (analyseDoc): it calls emit(t,
+// k) where analyzeInto would call emit(t) k times, k for each occurrence
+// of t's chunk. A chunk's terms are a pure function of the chunk
+// (analyzer.chunk), so a text of stemMemoFrom bytes or more (a tool
+// output, which repeats its chunks) has each distinct chunk analysed once
+// and emitted with its count, in the order of the chunks' first
+// occurrences; a term's first occurrence is then its first chunk's
+// first, as in analyzeInto. At most countedChunksMax distinct chunks are
+// held: past it those held are emitted and the count starts again (a
+// chunk seen before the flush adds to terms already there). A shorter text
+// is analysed as analyzeInto does, each term with k = 1. Deterministic;
+// safe for concurrent use.
+func analyzeCounted(text string, emit func(t Term, k int)) {
+	text = analysedPart(text)
+	a := &analyzer{env: snowball.NewEnv(""), memo: len(text) >= stemMemoFrom}
+	if !a.memo {
+		eachChunk(text, func(c string) { a.chunk(c, func(t Term) { emit(t, 1) }) })
+		return
+	}
+	at := make(map[string]int32, 256)
+	var order []string
+	var counts []int
+	flush := func() {
+		for k, c := range order {
+			n := counts[k]
+			a.chunk(c, func(t Term) { emit(t, n) })
+		}
+		clear(at)
+		order, counts = order[:0], counts[:0]
+	}
+	eachChunk(text, func(c string) {
+		if k, ok := at[c]; ok {
+			counts[k]++
+			return
+		}
+		if len(order) >= countedChunksMax {
+			flush()
+		}
+		at[c] = int32(len(order))
+		order = append(order, c)
+		counts = append(counts, 1)
+	})
+	flush()
+}
+
+// countedChunksMax bounds the distinct chunks analyzeCounted holds at once
+// (a variable for tests).
+var countedChunksMax = 1 << 16
 
 func isJoiner(r rune) bool {
 	switch r {

@@ -322,3 +322,86 @@ func TestDeferredSavesWaitForCompact(t *testing.T) {
 		t.Fatal("an index not deferring its saves left the snapshot to Compact")
 	}
 }
+
+// A refresh that changes the index while Compact writes its files (without
+// the index's lock) makes Compact drop them: the snapshot on disk and its
+// delta, which holds the refresh's changes, stay as they were, no
+// temporary file is left, the compaction stays due, and the next Compact
+// writes a snapshot from which a new process reads nothing and answers as
+// an index built afresh.
+func TestCompactRacedByRefresh(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := testgen.New(11)
+	if _, err := s.FoldBatch(g.SmallTurns(0, 300)); err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex()
+	ix.dir = dir
+	if err := ix.Refresh(s); err != nil { // a first build: written at once
+		t.Fatal(err)
+	}
+	ix.DeferSaves()
+	if _, err := s.FoldBatch(g.SmallTurns(300, 2*saveEvery)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if !ix.CompactDue() {
+		t.Fatal("no compaction is due after 2×saveEvery new nodes")
+	}
+	snapPath := cachePath(dir, false)
+	snapBytes, _ := os.ReadFile(snapPath)
+	var deltaBytes []byte
+	defer func() { compactWritten = nil }()
+	compactWritten = func() {
+		compactWritten = nil
+		if _, err := s.FoldBatch(g.SmallTurns(300+2*saveEvery, 3)); err != nil {
+			t.Error(err)
+		}
+		if err := ix.Refresh(s); err != nil { // not blocked: Compact holds no lock here
+			t.Error(err)
+		}
+		deltaBytes, _ = os.ReadFile(deltaPath(snapPath))
+	}
+	ix.Compact()
+	if !ix.CompactDue() {
+		t.Fatal("a compaction raced by a refresh is no longer due")
+	}
+	if now, _ := os.ReadFile(snapPath); !bytes.Equal(now, snapBytes) {
+		t.Fatal("a compaction raced by a refresh replaced the snapshot")
+	}
+	if now, _ := os.ReadFile(deltaPath(snapPath)); !bytes.Equal(now, deltaBytes) || len(now) <= deltaHead {
+		t.Fatalf("the delta changed under a dropped compaction (%d bytes, %d after the refresh)", len(now), len(deltaBytes))
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(snapPath), ".*.tmp*")); len(tmp) > 0 {
+		t.Fatalf("temporary files left: %v", tmp)
+	}
+	ix.Compact()
+	if ix.CompactDue() {
+		t.Fatal("still due after a second Compact")
+	}
+	if dl, err := os.ReadFile(deltaPath(snapPath)); err != nil || len(dl) != deltaHead {
+		t.Fatalf("delta after Compact: %d bytes, %v", len(dl), err)
+	}
+	next := load(dir)
+	if next == nil {
+		t.Fatal("the compacted snapshot does not load")
+	}
+	next.dir = dir
+	if err := next.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	if next.read != 0 {
+		t.Fatalf("the next process read %d nodes, want none", next.read)
+	}
+	fresh := NewIndex()
+	if err := fresh.Refresh(s); err != nil {
+		t.Fatal(err)
+	}
+	sameAnswers(t, "compacted after a raced compaction", g, fresh, next)
+}

@@ -2,7 +2,9 @@ package ranked
 
 import (
 	"cmp"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/backend"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/internal/parallel"
 )
 
@@ -597,16 +600,105 @@ func (ix *Index) CompactDue() bool {
 // Compact writes the snapshot a refresh left due (DeferSaves), which
 // empties the delta; nothing when none is due. Best effort, as every
 // snapshot write: a failure costs only time in the next process. It holds
-// the index's lock while it writes (scans wait). Safe for concurrent use.
+// the index's lock while it lays the snapshot out, not while it writes and
+// syncs the snapshot's file and its new empty delta (their temporary
+// files): a refresh or a scan (a fold event's, which may arrive meanwhile)
+// waits only for the layout and the renames. When a refresh changed the
+// index meanwhile, the files are dropped and the compaction stays due (the
+// delta holds the refresh's changes, bound to the snapshot on disk). A
+// crash leaves the old snapshot and delta, or the new snapshot with either
+// delta (an old delta bound to another snapshot is ignored), as a
+// compaction under the lock does. Safe for concurrent use.
 func (ix *Index) Compact() {
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if !ix.compactDue || ix.dir == "" {
 		ix.compactDue = false
+		ix.mu.Unlock()
 		return
 	}
-	ix.save(ix.dir, false)
+	path := cachePath(ix.dir, true)
+	if path == "" || sharedStore(ix.src) != nil {
+		// A shared snapshot goes to its store whole, under the lock.
+		ix.save(ix.dir, false)
+		ix.unsaved, ix.compactDue = 0, false
+		ix.mu.Unlock()
+		return
+	}
+	enc, ok := ix.buildSnapshot()
+	if !ok {
+		ix.unsaved, ix.compactDue = 0, false // as save: nothing written
+		ix.mu.Unlock()
+		return
+	}
+	version, live, unsaved := ix.version, ix.live, ix.unsaved
+	ix.mu.Unlock()
+
+	id := enc.identity()
+	snapTmp, err := syncedTemp(path, enc.writeTo)
+	if err != nil {
+		return // best effort: still due
+	}
+	deltaTmp, err := syncedTemp(deltaPath(path), func(w io.Writer) error { _, err := w.Write(id.header()); return err })
+	if err != nil {
+		_ = os.Remove(snapTmp)
+		return
+	}
+	if compactWritten != nil {
+		compactWritten()
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.compactDue || ix.version != version || ix.live != live || ix.unsaved != unsaved {
+		// A refresh (or another compaction) changed the index meanwhile.
+		_ = os.Remove(snapTmp)
+		_ = os.Remove(deltaTmp)
+		return
+	}
+	if os.Rename(snapTmp, path) != nil {
+		_ = os.Remove(snapTmp)
+		_ = os.Remove(deltaTmp)
+		return
+	}
+	ix.snapID = id
+	if os.Rename(deltaTmp, deltaPath(path)) != nil {
+		_ = os.Remove(deltaTmp)
+		_ = os.Remove(deltaPath(path))
+	}
+	_ = fsutil.SyncDir(filepath.Dir(path))
+	for _, old := range oldCacheNames {
+		_ = os.Remove(filepath.Join(filepath.Dir(path), old))
+		_ = os.Remove(filepath.Join(filepath.Dir(path), old+".delta"))
+	}
 	ix.unsaved, ix.compactDue = 0, false
+}
+
+// compactWritten, when set (tests), is called by Compact between the
+// writes of its temporary files and the renames, without the lock.
+var compactWritten func()
+
+// syncedTemp writes a temporary file beside path with write's bytes,
+// syncs and closes it, and returns its name (removed on an error).
+func syncedTemp(path string, write func(w io.Writer) error) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	err = f.Chmod(0o600)
+	if err == nil {
+		err = write(f)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return "", err
+	}
+	return name, nil
 }
 
 // analyseChunk is the number of entries refresh reads and analyses ahead
@@ -727,9 +819,12 @@ func analyseDoc(text string) analysed {
 	var a analysed
 	at := map[string]int{}
 	n, nspec := 0, 0
-	analyzeInto(text, func(t Term) {
+	// Each distinct chunk of a long text is analysed once, its terms
+	// counted by its occurrences (analyzeCounted): the same terms, order
+	// and counts as one term at a time (TestAnalyseDocCountedSame).
+	analyzeCounted(text, func(t Term, k int) {
 		if t.Kind != KindFuzzy && t.Kind != KindCompound && t.Kind != KindPlain {
-			n++
+			n += k
 		}
 		i, ok := at[t.Text]
 		if !ok {
@@ -741,7 +836,7 @@ func analyseDoc(text string) analysed {
 			}
 			a.terms = append(a.terms, analysedTerm{text: t.Text, specific: sp})
 		}
-		a.terms[i].tf++
+		a.terms[i].tf += k
 	})
 	a.length = float64(max(n, 1))
 	a.question = n <= maxQuestionWords && isQuestion(text)
