@@ -231,7 +231,15 @@ func (h *Harness) foldBatch(turns []contextfold.Turn, d *Dispatch) error {
 	var err error
 	if h.cfg.OverlapDurability {
 		var c *contextfold.FoldCommit
-		c, err = match.FoldBatchHeld(h.store, mode, turns)
+		if mode == match.Ranked && !h.scanAfter {
+			// Nothing on this request's path reads the ranked index after
+			// the fold: its refresh (the new nodes' analyses) is left to
+			// Dispatch.RefreshIndex or the next scan.
+			c, err = match.FoldBatchHeldIndexLater(h.store, mode, turns)
+			d.indexLater, d.indexMode = h.store, mode
+		} else {
+			c, err = match.FoldBatchHeld(h.store, mode, turns)
+		}
 		if c != nil {
 			d.Durable = c
 		}

@@ -751,6 +751,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The fold event's durable part, held while the request was
 		// rewritten, overlaps the upstream call from here.
 		st.dispatch.StartDurable()
+		if st.dispatch.IndexLater() {
+			// The ranked index's analyses of the fold event's nodes,
+			// which nothing on this path read, while the upstream works
+			// too (the next scan would make them otherwise).
+			s.background(st.dispatch.RefreshIndex)
+		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
