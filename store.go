@@ -101,6 +101,10 @@ type Store struct {
 	// evPending are the events Evict kept for the next write of the log
 	// (Options.EvictionLogBatch).
 	evPending []Eviction
+	// evWrite, when not nil, is closed once the write of kept eviction
+	// events under way (WriteKeptEvictions, without s.mu, with the store's
+	// lock) is done.
+	evWrite chan struct{}
 	// nodes, while a directory store folds a batch, holds the cold nodes
 	// written and not yet committed (writeNode, commitNodes).
 	nodes *fsutil.FileBatch

@@ -1602,6 +1602,13 @@ func (s *Server) finish(st *reqState) {
 			if err != nil {
 				st.rec.Warnings = append(st.rec.Warnings, "evict failed: "+err.Error())
 			}
+			if store := st.sess.h.Store(); s.opts.Shared == nil && s.opts.Dir != "" {
+				// The eviction log's batch written off the response's
+				// path once half full, so that the eviction that fills it
+				// (above, before the response's last bytes reach the
+				// client) seldom writes it there.
+				s.background(func() { _, _ = store.WriteKeptEvictions(EvictionLogBatch / 2) })
+			}
 		}
 		if st.wsOut != nil && st.sess != nil {
 			s.cacheAccount(st.sess, st)
