@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
@@ -81,37 +82,58 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 // writeEvictions appends evs to the eviction log and writes it. Callers
 // hold s.mu and the store lock.
 func (s *Store) writeEvictions(evs []Eviction) error {
-	path := s.storePath(EvictionLogFile)
-	data, appended := s.appendToCachedEvictionLog(evs)
-	onlyEvicted := appended
-	if !appended {
-		logDoc, err := s.readEvictionLogDoc()
-		if err != nil {
-			return err
-		}
-		events, _ := logDoc["evicted"].([]any)
-		for _, ev := range evs {
-			events = append(events, map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})
-		}
-		logDoc["evicted"] = events
-		onlyEvicted = len(logDoc) == 1
-		if data, err = canonjson.Pretty(logDoc); err != nil {
-			return err
-		}
-		if err := schema.Validate(schema.EvictionLog, data); err != nil {
-			return &StoreFileError{File: path, Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
-		}
+	data, onlyEvicted, err := s.evictionLogWith(evs)
+	if err != nil {
+		return err
 	}
 	s.evLog = evictionLogCache{}
-	if err := s.writeStoreFile(EvictionLogFile, data); err != nil {
-		return s.storeErr(path, err, "free disk space or fix the permissions of the store directory")
+	err = s.writeStoreFile(EvictionLogFile, data)
+	s.wroteEvictions(data, onlyEvicted, err)
+	if err != nil {
+		return s.storeErr(s.storePath(EvictionLogFile), err, "free disk space or fix the permissions of the store directory")
+	}
+	return nil
+}
+
+// evictionLogWith returns the bytes of the eviction log with evs appended,
+// and whether "evicted" is the log's only key (its bytes can be cached).
+// Callers hold s.mu and the store lock.
+func (s *Store) evictionLogWith(evs []Eviction) (_ []byte, onlyEvicted bool, _ error) {
+	data, appended := s.appendToCachedEvictionLog(evs)
+	if appended {
+		return data, true, nil
+	}
+	logDoc, err := s.readEvictionLogDoc()
+	if err != nil {
+		return nil, false, err
+	}
+	events, _ := logDoc["evicted"].([]any)
+	for _, ev := range evs {
+		events = append(events, map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})
+	}
+	logDoc["evicted"] = events
+	if data, err = canonjson.Pretty(logDoc); err != nil {
+		return nil, false, err
+	}
+	if err := schema.Validate(schema.EvictionLog, data); err != nil {
+		return nil, false, &StoreFileError{File: s.storePath(EvictionLogFile), Err: err, Remedy: "the eviction log does not follow its schema; restore it from a backup"}
+	}
+	return data, len(logDoc) == 1, nil
+}
+
+// wroteEvictions ends a write of the eviction log as data (err: the
+// write's error, turned into a *StoreFileError): the bytes are cached for
+// the next append when the write succeeded. Callers hold s.mu.
+func (s *Store) wroteEvictions(data []byte, onlyEvicted bool, err error) {
+	s.evLog = evictionLogCache{}
+	if err != nil {
+		return
 	}
 	if s.be == nil && onlyEvicted {
-		if st, err := stampOf(path); err == nil && st.ok {
+		if st, err := stampOf(s.storePath(EvictionLogFile)); err == nil && st.ok {
 			s.evLog = evictionLogCache{stamp: st, data: data}
 		}
 	}
-	return nil
 }
 
 // Sync waits for a fold batch still committing (FoldBatchEachDeferred)
@@ -137,6 +159,65 @@ func (s *Store) Sync() error {
 	}
 	s.evPending = nil
 	return nil
+}
+
+// WriteKeptEvictions writes the eviction events kept for a batch
+// (Options.EvictionLogBatch) when they are at least atLeast (and at least
+// one), as the eviction that fills the batch would, and reports whether
+// it wrote. A caller that evicts on a request's path (the proxy evicts a
+// turn's hydrated nodes once the upstream's response is read, before its
+// last bytes reach the client) calls it off that path with part of the
+// batch, so that the batch's write (the whole log, atomically, with its
+// fsyncs) seldom falls to an eviction on the path. The write holds the
+// store's lock but not its in-process lock while the file is written and
+// synced: the Store's reads (the index, its entries and version, the
+// nodes) and evictions of steps already evicted go on meanwhile, and what
+// takes the store's lock (a fold, an eviction that changes the index,
+// Sync) waits for it, as for a deferred fold's commit. EvictionLog waits
+// for it too. What a crash may lose is unchanged: at most
+// EvictionLogBatch-1 repeated events. Safe for concurrent use.
+//
+// Errors: *StoreFileError (the events stay kept for the next write).
+func (s *Store) WriteKeptEvictions(atLeast int) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	atLeast = max(atLeast, 1)
+	if s.be != nil || len(s.evPending) < atLeast {
+		return false, nil
+	}
+	l, err := s.lock() // waits for a commit under way (s.mu released meanwhile)
+	if err != nil {
+		return false, err
+	}
+	if len(s.evPending) < atLeast {
+		l.Unlock()
+		return false, nil
+	}
+	n := len(s.evPending)
+	data, onlyEvicted, err := s.evictionLogWith(s.evPending[:n:n])
+	if err != nil {
+		l.Unlock()
+		return false, err
+	}
+	// The file's write and syncs without s.mu, s.evWrite set meanwhile:
+	// what takes the store's lock waits for it (waitPending). The events
+	// stay kept (EvictionLog reads them) until the file holds them.
+	done := make(chan struct{})
+	s.evWrite = done
+	s.evLog = evictionLogCache{}
+	s.mu.Unlock()
+	err = s.writeStoreFile(EvictionLogFile, data)
+	s.mu.Lock()
+	s.wroteEvictions(data, onlyEvicted, err)
+	if err == nil {
+		s.evPending = slices.Delete(s.evPending, 0, n) // the events kept meanwhile stay
+	} else {
+		err = s.storeErr(s.storePath(EvictionLogFile), err, "free disk space or fix the permissions of the store directory")
+	}
+	s.evWrite = nil
+	l.Unlock()
+	close(done)
+	return err == nil, err
 }
 
 // evictionLogCache is the eviction log as this process last wrote it
@@ -219,6 +300,15 @@ func (s *Store) readEvictionLogDoc() (map[string]any, error) {
 // EvictionLog returns every eviction event in log order, the ones kept for
 // a batch (Options.EvictionLogBatch) last.
 func (s *Store) EvictionLog() ([]Eviction, error) {
+	s.mu.Lock()
+	for w := s.evWrite; w != nil; w = s.evWrite {
+		// A write of kept events under way (WriteKeptEvictions): the
+		// events are in the file once it is done.
+		s.mu.Unlock()
+		<-w
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
 	evs, err := s.evictionEvents()
 	if err != nil {
 		return nil, err

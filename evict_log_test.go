@@ -2,11 +2,13 @@ package contextfold
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // wantEvictionLog is the log the slow path writes: canonjson.Pretty of
@@ -168,5 +170,101 @@ func TestEvictionLogBatch(t *testing.T) {
 	}
 	if _, err := batched.Evict(999); err == nil {
 		t.Fatal("an unknown step was evicted")
+	}
+}
+
+// TestWriteKeptEvictions: the events kept for a batch are written off the
+// evicting path once there are enough (and not before); while the file is
+// written and synced the store's reads and the evictions it keeps go on,
+// a fold waits for the write, EvictionLog reads every event once, and the
+// final log is byte for byte the unbatched store's.
+func TestWriteKeptEvictions(t *testing.T) {
+	open := func(batch int) *Store {
+		s, err := Open(filepath.Join(t.TempDir(), ".contextfold"), Options{Clock: fixedClock, EvictionLogBatch: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(DemoTurns()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	batched, plain := open(8), open(0)
+	evict := func(steps ...int) {
+		t.Helper()
+		for _, step := range steps {
+			for _, s := range []*Store{batched, plain} {
+				if _, err := s.Evict(step); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	onDisk := func() int {
+		t.Helper()
+		other, err := Open(batched.Dir(), Options{Clock: fixedClock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := other.EvictionLog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	evict(137, 137, 137, 137) // the first written, three kept
+	if wrote, err := batched.WriteKeptEvictions(4); wrote || err != nil || onDisk() != 1 {
+		t.Fatalf("3 kept events written at 4 (%v, %v): %d on disk", wrote, err, onDisk())
+	}
+	evict(137) // four kept
+	at, goOn := make(chan struct{}), make(chan struct{})
+	fsutil.CrashPoint = func(p string) {
+		if p == fsutil.AtomicRenamed {
+			close(at)
+			<-goOn
+		}
+	}
+	t.Cleanup(func() { fsutil.CrashPoint = nil })
+	wrote := make(chan error, 1)
+	go func() {
+		ok, err := batched.WriteKeptEvictions(4)
+		if err == nil && !ok {
+			err = errors.New("nothing written")
+		}
+		wrote <- err
+	}()
+	<-at // the log is renamed into place, its directory not synced
+	fsutil.CrashPoint = nil
+	// Meanwhile: reads, and an eviction of an evicted step (kept).
+	if e, err := batched.Entry(137); err != nil || !e.Evicted {
+		t.Fatalf("entry during the write: %v %v", e, err)
+	}
+	evict(137)
+	folded := make(chan error, 1)
+	go func() {
+		_, err := batched.FoldBatch([]Turn{{StepID: 900, RawContent: "ok  example.com/pkg900\n"}})
+		folded <- err
+	}()
+	close(goOn)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-folded; err != nil {
+		t.Fatal(err)
+	}
+	if n := onDisk(); n != 5 {
+		t.Fatalf("%d events on disk after the write, want 5", n)
+	}
+	own, err := batched.EvictionLog()
+	if err != nil || len(own) != 6 {
+		t.Fatalf("the store reads %d events of its own (%v), want 6", len(own), err)
+	}
+	if err := batched.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(batched.Dir(), EvictionLogFile))
+	want, _ := os.ReadFile(filepath.Join(plain.Dir(), EvictionLogFile))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after Sync the log is\n%s\nthe unbatched one\n%s", got, want)
 	}
 }

@@ -247,13 +247,19 @@ type versionAlias struct {
 }
 
 // waitPending waits, s.mu held on entry and on return (released while
-// waiting), until no deferred commit is running.
+// waiting), until no deferred commit is running, nor a write of kept
+// eviction events (WriteKeptEvictions): both hold the store's lock.
 func (s *Store) waitPending() {
-	for s.pending != nil {
-		p := s.pending
-		s.mu.Unlock()
-		p.Start()
-		<-p.done
+	for s.pending != nil || s.evWrite != nil {
+		if p := s.pending; p != nil {
+			s.mu.Unlock()
+			p.Start()
+			<-p.done
+		} else {
+			w := s.evWrite
+			s.mu.Unlock()
+			<-w
+		}
 		s.mu.Lock()
 	}
 }

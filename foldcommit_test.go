@@ -497,3 +497,59 @@ func TestFoldHeldWaitsForStart(t *testing.T) {
 		t.Fatalf("after the commits: passed %d of 14, findings %+v", rep.Passed, rep.Findings)
 	}
 }
+
+// TestFoldHeldIndexSameBytes: a held fold's recall index, encoded straight
+// into the buffer the batch holds it in (fsutil.HeldBuffer, sized from the
+// index it replaces), is byte for byte the index a fold streams to its file,
+// batch after batch, and so are the cold nodes.
+func TestFoldHeldIndexSameBytes(t *testing.T) {
+	streamed := openDeferred(t, filepath.Join(t.TempDir(), "a", ".contextfold"))
+	held := openDeferred(t, filepath.Join(t.TempDir(), "b", ".contextfold"))
+	from := 0
+	for _, n := range []int{3, 40, 1, 60, 7} {
+		turns := deferGen.SmallTurns(from, n)
+		from += n
+		if _, err := streamed.FoldBatch(turns); err != nil {
+			t.Fatal(err)
+		}
+		c, err := held.FoldBatchEachHeld(turns, func(int, *contextfold.FoldResult) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		a, err := os.ReadFile(filepath.Join(streamed.Dir(), contextfold.IndexFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(held.Dir(), contextfold.IndexFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Fatalf("after %d turns the held fold's index differs (%d bytes, streamed %d)", from, len(b), len(a))
+		}
+	}
+	nodes := func(s *contextfold.Store) map[string][]byte {
+		out := map[string][]byte{}
+		m, _ := filepath.Glob(filepath.Join(s.Dir(), contextfold.ColdNodesDir, "step_*.json"))
+		for _, p := range m {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[filepath.Base(p)] = b
+		}
+		return out
+	}
+	a, b := nodes(streamed), nodes(held)
+	if len(a) != from || len(b) != from {
+		t.Fatalf("%d and %d cold nodes, want %d", len(a), len(b), from)
+	}
+	for name, want := range a {
+		if !bytes.Equal(b[name], want) {
+			t.Errorf("%s differs", name)
+		}
+	}
+}

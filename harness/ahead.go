@@ -35,6 +35,9 @@ type aheadState struct {
 	// summaryHits and filesHits count the prepared summaries and files
 	// used (for tests).
 	summaryHits, filesHits int
+	// turnsDone, when not nil, is called by a preparation once its turns
+	// are prepared, before it makes spare files (for tests).
+	turnsDone func()
 }
 
 // aheadMax bounds the bytes of message text the prepared turns hold (a
@@ -127,10 +130,11 @@ type aheadIn struct {
 // dispatch of the harness: once one has begun it stops after its current
 // few messages and hands the rest back (a later PrepareAhead prepares
 // them), so that it never competes with a fold event for the CPU. The work
-// also makes, first, the store's spare files for the cold nodes of a next
-// fold event (Store.FillSpares: as many as the messages a fold may fold, or
-// the last fold event's nodes), yielding the same way. Cost on the caller's
-// path: one pass over conv, no hashing.
+// then makes the store's spare files for the cold nodes of a next fold
+// event (Store.FillSpares: as many as the messages a fold may fold, or the
+// last fold event's nodes), yielding the same way, and last the ranked
+// index's snapshot a fold left due. Cost on the caller's path: one pass
+// over conv, no hashing.
 func (h *Harness) PrepareAhead(conv []Message) func() {
 	h.mu.Lock()
 	var in []aheadIn
@@ -169,16 +173,12 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 	}
 	later := func() bool { return h.ahead.gen.Load() != gen }
 	return func() {
-		if spares {
-			// The files a fold event writes its cold nodes into, made
-			// first (they save the fold more than a preparation does).
-			// Like the preparation they yield to a later dispatch, which
-			// they would slow down (the kernel's inode allocation is CPU
-			// work): a fold that finds too few creates its own files, and
-			// the next response's work makes the rest. An error leaves the
-			// fold to create its files.
-			_ = h.store.FillSpares(foldable, later)
-		}
+		// The turns first: what is prepared is off the next fold event's
+		// path (its scrub, projection and analysis), while the spare files
+		// only spare its durable part, which runs after the request is
+		// forwarded (Dispatch.StartDurable), so that an agent whose next
+		// request comes quickly finds its turns prepared rather than its
+		// files made.
 		for k := 0; k < len(in); k += aheadChunk {
 			if later() {
 				// A later request is being dispatched: the CPU is its; the
@@ -208,6 +208,18 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 			}
 			match.Prepare(h.store, mode, turns)
 		}
+		if h.ahead.turnsDone != nil {
+			h.ahead.turnsDone()
+		}
+		if spares {
+			// The files a fold event's durable part writes its cold nodes
+			// into. Like the preparation they yield to a later dispatch,
+			// which they would slow down (the kernel's inode allocation is
+			// CPU work): a fold that finds too few creates its own files,
+			// and the next response's work makes the rest. An error leaves
+			// the fold to create its files.
+			_ = h.store.FillSpares(foldable, later)
+		}
 		if compact {
 			if later() {
 				h.ahead.compact.Store(true) // the next response's work writes it
@@ -231,7 +243,15 @@ func (h *Harness) foldBatch(turns []contextfold.Turn, d *Dispatch) error {
 	var err error
 	if h.cfg.OverlapDurability {
 		var c *contextfold.FoldCommit
-		c, err = match.FoldBatchHeld(h.store, mode, turns)
+		if mode == match.Ranked && !h.scanAfter {
+			// Nothing on this request's path reads the ranked index after
+			// the fold: its refresh (the new nodes' analyses) is left to
+			// Dispatch.RefreshIndex or the next scan.
+			c, err = match.FoldBatchHeldIndexLater(h.store, mode, turns)
+			d.indexLater, d.indexMode = h.store, mode
+		} else {
+			c, err = match.FoldBatchHeld(h.store, mode, turns)
+		}
 		if c != nil {
 			d.Durable = c
 		}

@@ -197,3 +197,54 @@ func TestPrepareAheadYields(t *testing.T) {
 		t.Fatal("prepared messages were handed over again")
 	}
 }
+
+// A preparation prepares its turns before it makes the spare files of the
+// next fold event: a request dispatched once the turns are prepared finds
+// them so (they are off its fold event's path), and the spares, which
+// spare only the fold event's durable part (after the request is
+// forwarded), are left to a later preparation.
+func TestPrepareAheadTurnsBeforeSpares(t *testing.T) {
+	h := newHarness(t, Config{ContextBudget: 9000})
+	conv := aheadConv(40)
+	d, err := h.DispatchRequest(conv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.WorkingSet.FoldEvent {
+		t.Fatal("no fold event: the store has no cold_nodes/ for spares")
+	}
+	conv = aheadConv(50)
+	if _, err := h.DispatchRequest(conv, 0); err != nil {
+		t.Fatal(err)
+	}
+	work := h.PrepareAhead(conv)
+	if work == nil {
+		t.Fatal("nothing to prepare")
+	}
+	spares := func() []string {
+		m, _ := filepath.Glob(filepath.Join(h.Store().Dir(), contextfold.ColdNodesDir, ".spare-*"))
+		return m
+	}
+	if n := len(spares()); n != 0 {
+		t.Fatalf("%d spare files before the preparation", n)
+	}
+	prepared := -1
+	h.ahead.turnsDone = func() {
+		prepared = len(h.ahead.turns)
+		h.ahead.gen.Add(1) // a dispatch begins
+	}
+	work()
+	if prepared < 10 {
+		t.Fatalf("%d turns prepared before the spare files, want the 10 new tool calls and outputs and more", prepared)
+	}
+	if n := len(spares()); n != 0 {
+		t.Fatalf("%d spare files made after a dispatch began", n)
+	}
+	h.ahead.turnsDone = nil
+	if again := h.PrepareAhead(conv); again != nil {
+		again()
+	}
+	if len(spares()) == 0 {
+		t.Fatal("the next preparation made no spare files")
+	}
+}

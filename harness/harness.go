@@ -290,6 +290,10 @@ type Dispatch struct {
 	// running (Config.OverlapDurability), nil when none: see StartDurable
 	// and WaitDurable.
 	Durable *contextfold.FoldCommit
+	// indexLater is the store whose ranked index the fold event left to
+	// be refreshed (RefreshIndex), nil when none.
+	indexLater *contextfold.Store
+	indexMode  match.Mode
 }
 
 // StartDurable starts the durable part of the dispatch's fold event
@@ -310,6 +314,25 @@ func (d *Dispatch) StartDurable() { d.Durable.Start() }
 // when the dispatch folded nothing or folded durably before returning.
 func (d *Dispatch) WaitDurable() error { return d.Durable.Wait() }
 
+// IndexLater reports whether the dispatch's fold event left the ranked
+// index to be refreshed (Config.OverlapDurability, on a request whose
+// dispatch scanned nothing after its fold): RefreshIndex does it, off the
+// request's path.
+func (d *Dispatch) IndexLater() bool { return d.indexLater != nil }
+
+// RefreshIndex analyses the cold nodes of the dispatch's fold event and
+// adds them to the store's ranked index (match.RefreshIndex), when the
+// fold event left that to later (IndexLater); nothing otherwise. A caller
+// runs it off the request's path, once the forwarded request is ready (the
+// proxy: while the upstream works). The index answers the same whether or
+// not it runs: any scan refreshes it first; it only spares the next scan
+// that work. Safe for concurrent use, also with the Harness's calls.
+func (d *Dispatch) RefreshIndex() {
+	if d.indexLater != nil {
+		match.RefreshIndex(d.indexLater, d.indexMode)
+	}
+}
+
 // Harness runs the turn lifecycle over one store (one conversation). It is
 // safe for concurrent use; calls are serialised.
 type Harness struct {
@@ -327,6 +350,11 @@ type Harness struct {
 	// inPrompt: what the request under way carries of earlier hydrations
 	// (DispatchWith).
 	inPrompt []PromptHydration
+	// scanAfter: the dispatch under way may scan the ranked index after a
+	// fold (its request ends with the human prompt, promptIsLatest), so a
+	// fold refreshes the index at once rather than leaving it to later
+	// (foldBatch, Dispatch.RefreshIndex).
+	scanAfter bool
 	// movedFrom is the first message whose fixed-window fold changed at the
 	// dispatch under way (folded now and not at the last dispatch, or the
 	// reverse), or -1; lastFolded lists the messages folded at the last one.
@@ -676,6 +704,7 @@ func (h *Harness) promptHolds(conv []Message, d *Dispatch) func(step int) (heldN
 func (h *Harness) dispatch(conv []Message, fixedTokens int) (_ *Dispatch, err error) {
 	h.ahead.gen.Add(1) // a preparation under way yields (PrepareAhead)
 	d := &Dispatch{PromptIndex: h.promptIndex(conv), Boundary: h.Boundary(len(conv)), HydrationIndex: -1}
+	h.scanAfter = promptIsLatest(conv, d.PromptIndex)
 	defer func() {
 		if err != nil {
 			// The caller gets no Dispatch to start a fold event's held

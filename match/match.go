@@ -193,6 +193,39 @@ func FoldBatchHeld(s *contextfold.Store, mode Mode, turns []contextfold.Turn) (*
 	return foldBatchLeft(s, mode, turns, s.FoldBatchEachHeld)
 }
 
+// FoldBatchHeldIndexLater is FoldBatchHeld leaving the ranked index
+// (Ranked mode) as it was: the new nodes' texts are handed to it
+// (ranked.FoldedNodeLater) but neither analysed nor indexed until its next
+// refresh, which any scan of the store makes first (ranked.For), or
+// RefreshIndex. A caller whose path scans nothing after the fold (a proxy's
+// fold event on a request that does not end with the human prompt) calls
+// it and refreshes the index once the rest of its path is done (while the
+// upstream works), so that the analyses of the new nodes (a few
+// milliseconds of CPU for a fold event of 50 nodes) are not on that path.
+// The index's answers are the same either way: a scan always refreshes
+// before it reads. Safe for concurrent use as the Store is.
+func FoldBatchHeldIndexLater(s *contextfold.Store, mode Mode, turns []contextfold.Turn) (*contextfold.FoldCommit, error) {
+	if mode != Ranked {
+		return FoldBatchHeld(s, mode, turns)
+	}
+	return s.FoldBatchEachHeld(turns, func(_ int, r *contextfold.FoldResult) {
+		if !r.AlreadyIndexed {
+			ranked.FoldedNodeLater(s, r.Node)
+		}
+	})
+}
+
+// RefreshIndex brings s's ranked index (Ranked mode; nothing in Exact) up
+// to date with the store on the caller's goroutine: the nodes a fold
+// handed over (FoldBatchHeldIndexLater) are analysed, on every CPU, and
+// indexed. An error is left to the next scan, which reports it. Safe for
+// concurrent use.
+func RefreshIndex(s *contextfold.Store, mode Mode) {
+	if mode == Ranked {
+		_, _ = ranked.For(s)
+	}
+}
+
 // foldBatchLeft is FoldBatch through fold, a fold that leaves the batch's
 // durable part to its returned commit.
 func foldBatchLeft(s *contextfold.Store, mode Mode, turns []contextfold.Turn, fold func([]contextfold.Turn, func(int, *contextfold.FoldResult)) (*contextfold.FoldCommit, error)) (*contextfold.FoldCommit, error) {

@@ -751,6 +751,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The fold event's durable part, held while the request was
 		// rewritten, overlaps the upstream call from here.
 		st.dispatch.StartDurable()
+		if st.dispatch.IndexLater() {
+			// The ranked index's analyses of the fold event's nodes,
+			// which nothing on this path read, while the upstream works
+			// too (the next scan would make them otherwise).
+			s.background(st.dispatch.RefreshIndex)
+		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(out))
 	r.ContentLength = int64(len(out))
@@ -1595,6 +1601,13 @@ func (s *Server) finish(st *reqState) {
 			}
 			if err != nil {
 				st.rec.Warnings = append(st.rec.Warnings, "evict failed: "+err.Error())
+			}
+			if store := st.sess.h.Store(); s.opts.Shared == nil && s.opts.Dir != "" {
+				// The eviction log's batch written off the response's
+				// path once half full, so that the eviction that fills it
+				// (above, before the response's last bytes reach the
+				// client) seldom writes it there.
+				s.background(func() { _, _ = store.WriteKeptEvictions(EvictionLogBatch / 2) })
 			}
 		}
 		if st.wsOut != nil && st.sess != nil {

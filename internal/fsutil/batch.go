@@ -269,6 +269,14 @@ func (b *FileBatch) written(f *os.File) error {
 	return nil
 }
 
+// HeldBuffer is what a FileBatch passes to a file's write function when
+// it holds the file's bytes in memory (HoldAll, DeferCreates) rather than
+// writing them to the file: a bytes.Buffer, so that the function may write
+// into it directly, without a buffer of its own in between, and size it
+// at once (Grow) when it knows about how large the file will be. Its
+// writes never fail. Not safe for concurrent use.
+type HeldBuffer struct{ bytes.Buffer }
+
 // write writes a file's temporary file (a spare of spares, or a new one)
 // and returns it open; on an error it is removed. A file that finds no
 // spare (with HoldAll: any file) while the batch may hold more in memory
@@ -286,13 +294,9 @@ func (b *FileBatch) write(spares *SpareFiles, path string, perm os.FileMode, wri
 		if b.DeferCreates > b.held {
 			content = ready
 			if content == nil {
-				var buf bytes.Buffer
-				cw := &checkedWriter{w: &buf, path: path}
-				if err := write(cw); err != nil {
+				var buf HeldBuffer // a memory write is never short
+				if err := write(&buf); err != nil {
 					return nil, nil, err
-				}
-				if cw.err != nil {
-					return nil, nil, cw.err
 				}
 				content = buf.Bytes()
 			}

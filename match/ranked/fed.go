@@ -91,7 +91,7 @@ func Folded(s *contextfold.Store, rs []*contextfold.FoldResult) {
 	defer fed.Unlock()
 	for _, r := range rs {
 		if r != nil && !r.AlreadyIndexed {
-			feed(dir, r.Node)
+			feed(dir, r.Node, true)
 		}
 	}
 }
@@ -104,11 +104,27 @@ func FoldedNode(s *contextfold.Store, n *contextfold.ColdNode) {
 	}
 	fed.Lock()
 	defer fed.Unlock()
-	feed(s.Dir(), n)
+	feed(s.Dir(), n, true)
 }
 
-// feed records n's text for the store at dir. Callers hold fed.
-func feed(dir string, n *contextfold.ColdNode) {
+// FoldedNodeLater is FoldedNode without starting the node's analysis: the
+// next Refresh analyses it (on every CPU, with the other new nodes), or
+// takes the analysis PrepareAnalysis made ahead. A caller whose path does
+// not read the index before its next Refresh (a proxy's fold event that
+// scans nothing after it) calls it, so that the analyses do not compete
+// with the rest of that path for the CPU. Safe for concurrent use.
+func FoldedNodeLater(s *contextfold.Store, n *contextfold.ColdNode) {
+	if s == nil || n == nil {
+		return
+	}
+	fed.Lock()
+	defer fed.Unlock()
+	feed(s.Dir(), n, false)
+}
+
+// feed records n's text for the store at dir, its analysis started in the
+// background when start is set. Callers hold fed.
+func feed(dir string, n *contextfold.ColdNode, start bool) {
 	if n == nil || n.ArtifactSHA256 == "" || fed.bytes+len(n.Summary)+len(n.RawContent) > fedMax {
 		return
 	}
@@ -125,7 +141,7 @@ func feed(dir string, n *contextfold.ColdNode) {
 	}
 	text := n.Summary + "\n" + n.RawContent
 	an := takePrepared(dir, n.StepID, text)
-	if an == nil && fed.an < fedAnalysesMax {
+	if an == nil && start && fed.an < fedAnalysesMax {
 		an = startAnalysis(text)
 	}
 	if an != nil {
