@@ -318,11 +318,37 @@ func (ix *Index) longTF(id int32, l *longList, d int32) (uint16, bool) {
 	if d >= ix.base {
 		return tfIn(ix.spost[id], d), true
 	}
-	if !l.marks(ix.snap, nil) {
+	if !ix.marked(l) {
 		return 0, false
+	}
+	if l.dense != nil {
+		if tf := l.dense[d]; tf < denseOver {
+			return uint16(tf), true
+		}
 	}
 	tf, _ := l.tfFrom(0, d)
 	return tf, true
+}
+
+// marked makes l's marks (longList.marks) and, while the index holds less
+// than denseMax bytes of them, its table of frequencies in the same pass:
+// whichever look-up comes first (the needle stage's, Index.longTF, now
+// runs before the scan's, Index.longRow), the list is read once. False
+// when the list is corrupt. Callers hold ix.mu.
+func (ix *Index) marked(l *longList) bool {
+	if l.dense == nil && ix.denseBytes+int(ix.base) <= denseMax {
+		// The pass that writes the table records the marks (again, when
+		// they were made without one: the table's budget was spent then).
+		t := make([]uint8, ix.base)
+		l.skip = nil
+		if !l.marks(ix.snap, t) {
+			return false
+		}
+		l.dense = t
+		ix.denseBytes += len(t)
+		return true
+	}
+	return l.marks(ix.snap, nil)
 }
 
 // tfIn is the frequency of doc d in ps (ascending doc; 0: not held).
@@ -338,17 +364,7 @@ func tfIn(ps []posting, d int32) uint16 {
 // id's long list l, for the docs l holds (row is zero before); false when
 // the list is corrupt. Callers hold ix.mu.
 func (ix *Index) longRow(id int32, l *longList, look []int32, row []uint16) bool {
-	if l.dense == nil && ix.denseBytes+int(ix.base) <= denseMax {
-		// The pass that writes the table records the marks (again, when a
-		// single look-up made them: Index.longTF).
-		t := make([]uint8, ix.base)
-		l.skip = nil
-		if !l.marks(ix.snap, t) {
-			return false
-		}
-		l.dense = t
-		ix.denseBytes += len(t)
-	} else if !l.marks(ix.snap, nil) {
+	if !ix.marked(l) {
 		return false
 	}
 	k := 0
