@@ -20,3 +20,11 @@ func SetNeedleBuf(n int) int {
 
 // NeedleDecodes returns how many nodes the needle stage has decoded.
 func NeedleDecodes() int64 { return needleDecodes.Load() }
+
+// SetNeedlesBeside turns on or off the needle stage's reads beside the
+// ranked scan and returns the previous setting. Not safe while scans run.
+func SetNeedlesBeside(on bool) bool {
+	was := needlesBeside
+	needlesBeside = on
+	return was
+}

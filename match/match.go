@@ -307,6 +307,10 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	if err != nil {
 		return nil, err
 	}
+	// The needle stage (rule "exact needles", below) reads and checks its
+	// nodes beside the ranked scan: it needs the scan's superseded steps
+	// only to order its nodes (needleStage.nodes).
+	needles := startNeedles(s, ix, prompt, before, needlesBeside)
 	r := ix.ScanPicksBefore(prompt, params, before) // the picks and the superseded steps only
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
@@ -349,7 +353,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for _, p := range r.Superseded {
 		superseded[p.Step] = true
 	}
-	for _, n := range needleNodes(s, ix, prompt, before, superseded) {
+	for _, n := range needles.nodes(superseded) {
 		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
 		if len(res.Selected) == 0 || cost <= remaining {

@@ -90,10 +90,87 @@ func (n *needleNode) count(level int) int {
 // token in another case inside a longer one ("typevar-name-mismatch" for
 // "TypeVar").
 func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before int, superseded map[int]bool) []*needleNode {
+	return startNeedles(s, ix, prompt, before, false).nodes(superseded)
+}
+
+// needleStage is the needle stage of one scan under way: the needles'
+// candidates were looked up in the index (ranked.Index.NeedleCandidates,
+// under the index's lock) when it started; reading and checking the
+// candidates' nodes (store reads, no lock of the index) runs beside the
+// ranked scan when started with beside, so that a scan's wall time is
+// not the sum of the two on a machine with a core free. The nodes found
+// are the same either way: the reads and checks are the same, in the
+// same order, and only nodes orders them.
+type needleStage struct {
+	byStep map[int]*needleNode
+	done   chan struct{} // closed when byStep is complete; nil when it is already
+}
+
+// needlesBeside: a ranked scan's needle stage reads and checks its nodes
+// beside the scan (startNeedles; tests compare both ways).
+var needlesBeside = true
+
+// startNeedles starts the needle stage of prompt (see needleNodes). With
+// beside, the candidates' nodes are read and checked in a goroutine of
+// their own (nodes waits for it); else before startNeedles returns.
+func startNeedles(s *contextfold.Store, ix *ranked.Index, prompt string, before int, beside bool) *needleStage {
+	st := &needleStage{}
 	needles := ranked.Needles(prompt)
 	if len(needles) == 0 {
-		return nil
+		return st
 	}
+	cands := make([][]ranked.NeedleCandidate, len(needles))
+	found := false
+	for i, nd := range needles {
+		cands[i] = ix.NeedleCandidates(nd, before, maxNeedleCandidates)
+		found = found || len(cands[i]) > 0
+	}
+	if !found {
+		return st
+	}
+	if !beside {
+		st.byStep = checkNeedles(s, needles, cands)
+		return st
+	}
+	st.done = make(chan struct{})
+	go func() {
+		defer close(st.done)
+		st.byStep = checkNeedles(s, needles, cands)
+	}()
+	return st
+}
+
+// nodes waits for the stage's checks and returns its nodes, ordered, the
+// superseded ones updated by a newer node left out (see needleNodes).
+func (st *needleStage) nodes(superseded map[int]bool) []*needleNode {
+	if st.done != nil {
+		<-st.done
+	}
+	var out []*needleNode
+	for _, n := range st.byStep {
+		if !(superseded[n.step] && updated(n, st.byStep)) {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		for _, level := range []int{heldFolded, heldExact, heldInSummary} {
+			if cx, cy := x.count(level), y.count(level); cx != cy {
+				return cx > cy
+			}
+		}
+		if x.tokens != y.tokens {
+			return x.tokens > y.tokens
+		}
+		return x.step > y.step
+	})
+	return out
+}
+
+// checkNeedles reads the candidates of each needle (cands[i] those of
+// needles[i]) and returns the nodes holding them, by step (see
+// needleNodes). It reads the store only: safe beside a scan of the index.
+func checkNeedles(s *contextfold.Store, needles []string, cands [][]ranked.NeedleCandidate) map[int]*needleNode {
 	byStep := map[int]*needleNode{}
 	reads := map[int]*nodeRead{}
 	// The nodes' bytes go into one buffer (those that fit in what is left
@@ -102,8 +179,8 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 	bufp := needleBufs.Get().(*[]byte)
 	buf := (*bufp)[:0]
 	defer needleBufs.Put(bufp)
-	for _, nd := range needles {
-		cands := ix.NeedleCandidates(nd, before, maxNeedleCandidates)
+	for i, nd := range needles {
+		cands := cands[i]
 		if len(cands) > maxNeedleNodes && cands[0].Whole {
 			continue // its own term is in more nodes: not rare
 		}
@@ -168,25 +245,7 @@ func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before i
 			n.how[nd] = h.how
 		}
 	}
-	var out []*needleNode
-	for _, n := range byStep {
-		if !(superseded[n.step] && updated(n, byStep)) {
-			out = append(out, n)
-		}
-	}
-	sort.Slice(out, func(a, b int) bool {
-		x, y := out[a], out[b]
-		for _, level := range []int{heldFolded, heldExact, heldInSummary} {
-			if cx, cy := x.count(level), y.count(level); cx != cy {
-				return cx > cy
-			}
-		}
-		if x.tokens != y.tokens {
-			return x.tokens > y.tokens
-		}
-		return x.step > y.step
-	})
-	return out
+	return byStep
 }
 
 // needleBufs holds the buffers the needle stage reads nodes into

@@ -577,6 +577,16 @@ func TestNeedleByteCheckSameScans(t *testing.T) {
 			t.Errorf("%q: with a small buffer\n%+v\nwithout the byte check\n%+v", p, small[i], full[i])
 		}
 	}
+	// The needle stage reads and checks its nodes beside the ranked scan;
+	// after it, the same.
+	beside := match.SetNeedlesBeside(false)
+	after, _ := run(true)
+	match.SetNeedlesBeside(beside)
+	for i, p := range prompts {
+		if !reflect.DeepEqual(after[i], fast[i]) {
+			t.Errorf("%q: the needle stage after the scan\n%+v\nbeside it\n%+v", p, after[i], fast[i])
+		}
+	}
 	for i, want := range []int{40, 80, 120, 160} {
 		if sel := fast[i].scan.Selected; len(sel) == 0 || sel[0].StepID != want {
 			t.Errorf("%q: selected %v, want step %d first", prompts[i], steps(sel), want)

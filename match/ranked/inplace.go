@@ -132,17 +132,17 @@ func (l *longList) marks(s *snapFile, t []uint8) bool {
 	skip := make([]skipMark, 0, (l.n+skipEvery-1)/skipEvery)
 	last, i := -1, 0
 	for k := 0; k < l.n; k++ {
-		if k%skipEvery == 0 && k+skipEvery <= l.n && i+2*skipEvery <= len(b) {
-			if d, ok := fastBlock(b[i:i+2*skipEvery], last); ok {
+		if k%skipEvery == 0 && k+skipEvery <= l.n && i+blockBytes <= len(b) {
+			if d, ok := fastBlock(b[i:i+blockBytes], last); ok {
 				if d >= s.n {
 					s.bad = true
 					return false
 				}
 				skip = append(skip, skipMark{doc: int32(last + 1 + int(b[i])), off: uint32(i)})
 				if t != nil {
-					oneByteTable(t, b[i:i+2*skipEvery], int32(last))
+					oneByteTable(t, b[i:i+blockBytes], int32(last))
 				}
-				last, i = d, i+2*skipEvery
+				last, i = d, i+blockBytes
 				k += skipEvery - 1
 				continue
 			}
@@ -185,7 +185,9 @@ func (l *longList) marks(s *snapFile, t []uint8) bool {
 // byte and no frequency is 0: the doc of the last posting, true. Otherwise
 // false (the caller decodes them one by one). A word holds four postings:
 // their bytes' high bits all clear, the frequency bytes (odd) none zero,
-// and the deltas (even) summed in 16-bit lanes by one multiplication.
+// and the deltas (even) summed in 16-bit lanes by one multiplication. The
+// block's four words are read at once (one bounds check, the constants
+// held in registers).
 func fastBlock(b []byte, last int) (int, bool) {
 	const (
 		high  = 0x8080808080808080
@@ -194,23 +196,26 @@ func fastBlock(b []byte, last int) (int, bool) {
 		eight = 0x0080008000800080
 		sum   = 0x0001000100010001
 	)
-	var or, lanesSum uint64
-	for j := 0; j+8 <= len(b); j += 8 {
-		w := le.Uint64(b[j:])
-		if ((w>>8)&lanes+seven)&eight != eight {
-			return 0, false
-		}
-		or |= w
-		lanesSum += w & lanes
-	}
+	b = b[:blockBytes]
+	w0, w1, w2, w3 := le.Uint64(b[0:]), le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
+	// A frequency lane plus 0x7f has bit 7 set when the frequency is 1 to
+	// 0x80 (a larger one has its high bit set, which fails the block too).
+	tfs := ((w0>>8)&lanes + seven) & ((w1>>8)&lanes + seven) & ((w2>>8)&lanes + seven) & ((w3>>8)&lanes + seven)
 	// A high bit set anywhere fails the block; when none is, every delta
 	// lane is under 128, their sum over the block's words under 2^16.
-	if or&high != 0 {
+	if tfs&eight != eight || (w0|w1|w2|w3)&high != 0 {
 		return 0, false
 	}
-	d := last + skipEvery + int((lanesSum*sum)>>48)
-	return d, true
+	lanesSum := w0&lanes + w1&lanes + w2&lanes + w3&lanes
+	return last + skipEvery + int((lanesSum*sum)>>48), true
 }
+
+// blockBytes is the bytes of a block of skipEvery one-byte postings: four
+// words (fastBlock and oneByteTable read four).
+const blockBytes = 2 * skipEvery
+
+var _ [blockBytes - 32]struct{} // skipEvery is 16: fastBlock reads 4 words
+var _ [32 - blockBytes]struct{}
 
 // wide decodes the posting at b[i:] of a list marks checked, after the
 // posting of doc last, one of whose varints is wider than a byte: its
@@ -318,11 +323,37 @@ func (ix *Index) longTF(id int32, l *longList, d int32) (uint16, bool) {
 	if d >= ix.base {
 		return tfIn(ix.spost[id], d), true
 	}
-	if !l.marks(ix.snap, nil) {
+	if !ix.marked(l) {
 		return 0, false
+	}
+	if l.dense != nil {
+		if tf := l.dense[d]; tf < denseOver {
+			return uint16(tf), true
+		}
 	}
 	tf, _ := l.tfFrom(0, d)
 	return tf, true
+}
+
+// marked makes l's marks (longList.marks) and, while the index holds less
+// than denseMax bytes of them, its table of frequencies in the same pass:
+// whichever look-up comes first (the needle stage's, Index.longTF, now
+// runs before the scan's, Index.longRow), the list is read once. False
+// when the list is corrupt. Callers hold ix.mu.
+func (ix *Index) marked(l *longList) bool {
+	if l.dense == nil && ix.denseBytes+int(ix.base) <= denseMax {
+		// The pass that writes the table records the marks (again, when
+		// they were made without one: the table's budget was spent then).
+		t := make([]uint8, ix.base)
+		l.skip = nil
+		if !l.marks(ix.snap, t) {
+			return false
+		}
+		l.dense = t
+		ix.denseBytes += len(t)
+		return true
+	}
+	return l.marks(ix.snap, nil)
 }
 
 // tfIn is the frequency of doc d in ps (ascending doc; 0: not held).
@@ -338,17 +369,7 @@ func tfIn(ps []posting, d int32) uint16 {
 // id's long list l, for the docs l holds (row is zero before); false when
 // the list is corrupt. Callers hold ix.mu.
 func (ix *Index) longRow(id int32, l *longList, look []int32, row []uint16) bool {
-	if l.dense == nil && ix.denseBytes+int(ix.base) <= denseMax {
-		// The pass that writes the table records the marks (again, when a
-		// single look-up made them: Index.longTF).
-		t := make([]uint8, ix.base)
-		l.skip = nil
-		if !l.marks(ix.snap, t) {
-			return false
-		}
-		l.dense = t
-		ix.denseBytes += len(t)
-	} else if !l.marks(ix.snap, nil) {
+	if !ix.marked(l) {
 		return false
 	}
 	k := 0
@@ -370,20 +391,27 @@ func (ix *Index) longRow(id int32, l *longList, look []int32, row []uint16) bool
 	return true
 }
 
-// oneByteTable writes into t the frequencies of the postings of b, deltas
-// and frequencies of one byte each (fastBlock), after the posting of doc
-// last: four postings a word.
+// oneByteTable writes into t the frequencies of the block of postings b
+// (blockBytes), deltas and frequencies of one byte each (fastBlock), after
+// the posting of doc last: four postings a word.
 func oneByteTable(t []uint8, b []byte, last int32) {
-	doc := last
-	for j := 0; j+8 <= len(b); j += 8 {
-		w := le.Uint64(b[j:])
-		doc += 1 + int32(w&0x7f)
-		t[doc] = uint8(w >> 8)
-		doc += 1 + int32(w>>16&0x7f)
-		t[doc] = uint8(w >> 24)
-		doc += 1 + int32(w>>32&0x7f)
-		t[doc] = uint8(w >> 40)
-		doc += 1 + int32(w>>48&0x7f)
-		t[doc] = uint8(w >> 56)
-	}
+	b = b[:blockBytes]
+	doc := tableWord(t, le.Uint64(b[0:]), last)
+	doc = tableWord(t, le.Uint64(b[8:]), doc)
+	doc = tableWord(t, le.Uint64(b[16:]), doc)
+	tableWord(t, le.Uint64(b[24:]), doc)
+}
+
+// tableWord writes into t the frequencies of the four one-byte postings
+// of word w after the posting of doc, and returns the last one's doc.
+func tableWord(t []uint8, w uint64, doc int32) int32 {
+	doc += 1 + int32(w&0x7f)
+	t[doc] = uint8(w >> 8)
+	doc += 1 + int32(w>>16&0x7f)
+	t[doc] = uint8(w >> 24)
+	doc += 1 + int32(w>>32&0x7f)
+	t[doc] = uint8(w >> 40)
+	doc += 1 + int32(w>>48&0x7f)
+	t[doc] = uint8(w >> 56)
+	return doc
 }
