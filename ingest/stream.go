@@ -337,6 +337,17 @@ func (l *lineReader) next() ([]byte, error) {
 		if l.limit >= 0 && n > l.limit {
 			return nil, &RecordTooLargeError{What: fmt.Sprintf("line %d", l.n+1), Limit: l.limit}
 		}
+		if need := len(line) + len(chunk); need > cap(line) {
+			// Grow by doubling, but never past the limit: a line refused
+			// at the limit holds 1.5 times the limit at most, not 3.
+			c := max(2*cap(line), need)
+			if l.limit >= 0 {
+				c = min(c, int(l.limit)+1)
+			}
+			grown := make([]byte, len(line), max(c, need))
+			copy(grown, line)
+			line = grown
+		}
 		line = append(line, chunk...)
 		switch err {
 		case nil:
