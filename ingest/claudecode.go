@@ -90,7 +90,7 @@ func jsonKind(b []byte) string {
 // parseClaudeCode parses a Claude Code session JSONL file.
 func (p *parser) parseClaudeCode(data []byte) error {
 	lines := p.readJSONL(data)
-	if len(lines) == 0 && len(p.res.Problems) > 0 {
+	if len(lines) == 0 && p.problems() > 0 {
 		return p.noClaudeRecord()
 	}
 	record := p.claudeRecords()
@@ -107,7 +107,7 @@ func (p *parser) parseClaudeCode(data []byte) error {
 // record.
 func (p *parser) noClaudeRecord() error {
 	return fmt.Errorf("ingest: claude-code: no readable JSON record in %d line(s) (first problem, line %d: %s); check that the file is a Claude Code session JSONL or use --format auto",
-		len(p.res.Problems), p.res.Problems[0].Line, p.res.Problems[0].Message)
+		p.problems(), p.res.Problems[0].Line, p.res.Problems[0].Message)
 }
 
 // claudeRecords returns the function that turns the well-formed records of

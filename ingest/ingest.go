@@ -78,8 +78,11 @@ type Result struct {
 	Format   Format    // the format that was parsed
 	Messages int       // records/messages read (well-formed JSONL records, array elements, Aider turns)
 	Turns    []Turn    // in step order, unique StepIDs, ascending
-	Problems []Problem // bad lines that were skipped
-	Replaced int       // lone surrogates / invalid UTF-8 sequences replaced by U+FFFD
+	Problems []Problem // bad lines that were skipped, the first MaxProblems of them
+	// ProblemsOmitted counts the bad lines skipped past the first
+	// MaxProblems, which Problems leaves out.
+	ProblemsOmitted int
+	Replaced        int // lone surrogates / invalid UTF-8 sequences replaced by U+FFFD
 }
 
 // ErrUnknownFormat is wrapped by the error [Detect] returns for unrecognised input.
@@ -184,6 +187,7 @@ type parser struct {
 	// deferred are problems reported after those of the lines (an
 	// OpenHands run's, once every line was read)
 	deferred []Problem
+	omitted  int // problems past MaxProblems, in either list
 	last     int // the last step id passed on
 }
 
@@ -227,17 +231,41 @@ func (p *parser) add(d draft) {
 	p.res.Turns = append(p.res.Turns, t)
 }
 
+// MaxProblems is the most problems a Result lists; past them only
+// Result.ProblemsOmitted counts. A file of a million torn lines (a few
+// MB) held a million problems, 150 bytes each, and printed them all.
+const MaxProblems = 100
+
 func (p *parser) problem(line int, format string, args ...any) {
+	if len(p.res.Problems) >= MaxProblems {
+		p.omitted++
+		return
+	}
 	p.res.Problems = append(p.res.Problems, Problem{Line: line, Message: fmt.Sprintf(format, args...)})
 }
+
+// deferProblem reports a problem listed after those of the lines (see
+// parser.deferred).
+func (p *parser) deferProblem(line int, format string, args ...any) {
+	if len(p.deferred) >= MaxProblems {
+		p.omitted++
+		return
+	}
+	p.deferred = append(p.deferred, Problem{Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// problems is the count of problems reported so far, listed or not.
+func (p *parser) problems() int { return len(p.res.Problems) + len(p.deferred) + p.omitted }
 
 // finish makes every problem valid UTF-8 and Turns non-nil.
 func (p *parser) finish() {
 	if p.res.Turns == nil {
 		p.res.Turns = []Turn{}
 	}
-	p.res.Problems = append(p.res.Problems, p.deferred...)
-	p.deferred = nil
+	room := min(MaxProblems-len(p.res.Problems), len(p.deferred))
+	p.res.Problems = append(p.res.Problems, p.deferred[:room]...)
+	p.res.ProblemsOmitted = p.omitted + len(p.deferred) - room
+	p.deferred, p.omitted = nil, 0
 	for i := range p.res.Problems {
 		p.res.Problems[i].Message = validText(p.res.Problems[i].Message)
 	}

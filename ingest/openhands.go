@@ -36,7 +36,7 @@ func (p *parser) parseOpenHands(data []byte) error {
 	if lines == nil {
 		lines = p.readJSONL(data)
 	}
-	if len(lines) == 0 && len(p.res.Problems) > 0 {
+	if len(lines) == 0 && p.problems() > 0 {
 		return p.noOpenHandsRun()
 	}
 	run := p.openHandsRuns()
@@ -53,7 +53,7 @@ func (p *parser) parseOpenHands(data []byte) error {
 // run.
 func (p *parser) noOpenHandsRun() error {
 	return fmt.Errorf("ingest: openhands: no readable JSON run in %d line(s) (first problem, line %d: %s); check that the file is OpenHands output JSONL or use --format auto",
-		len(p.res.Problems), p.res.Problems[0].Line, p.res.Problems[0].Message)
+		p.problems(), p.res.Problems[0].Line, p.res.Problems[0].Message)
 }
 
 // openHandsRuns returns the function that turns the runs of an OpenHands
@@ -66,7 +66,7 @@ func (p *parser) openHandsRuns() func(l jsonLine) {
 		events, isArr := decodeArr(hist)
 		if !ok || !isArr {
 			// After the lines' own problems, as when every line was read first.
-			p.deferred = append(p.deferred, Problem{Line: l.line, Message: "JSON object without a \"history\" array is not an OpenHands run; skipped"})
+			p.deferProblem(l.line, "JSON object without a \"history\" array is not an OpenHands run; skipped")
 			return
 		}
 		session := l.obj.scalar("instance_id")
@@ -81,7 +81,7 @@ func (p *parser) openHandsRuns() func(l jsonLine) {
 			d.SessionID = session
 			o, ok := decodeObj(raw)
 			if !ok {
-				p.deferred = append(p.deferred, Problem{Line: l.line, Message: fmt.Sprintf("history[%d] of this run is not an event object; skipped", i)})
+				p.deferProblem(l.line, "history[%d] of this run is not an event object; skipped", i)
 				continue
 			}
 			openHandsEvent(&d, o)

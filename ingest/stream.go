@@ -439,7 +439,7 @@ func (s *streamer) jsonl(f Format) error {
 		readable++
 		each(l)
 	}
-	if p.err == nil && readable == 0 && len(p.res.Problems) > 0 {
+	if p.err == nil && readable == 0 && p.problems() > 0 {
 		if f == FormatClaudeCode {
 			return p.noClaudeRecord()
 		}

@@ -255,3 +255,40 @@ func TestRecordLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemsBounded: a transcript of many bad lines lists the first
+// MaxProblems of them and counts the rest, in the order the whole-input
+// parser reports them (an OpenHands run's own problems after those of the
+// lines). Before: every bad line was held as a problem, 150 bytes each (a
+// 10 MB file of five million torn lines took 1.2 GB) and printed.
+func TestProblemsBounded(t *testing.T) {
+	const bad = 5000
+	var cc strings.Builder
+	cc.WriteString(`{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n")
+	for i := 0; i < bad; i++ {
+		cc.WriteString("x\n")
+	}
+	res, err := Parse([]byte(cc.String()), FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != MaxProblems || res.ProblemsOmitted != bad-MaxProblems || res.Problems[MaxProblems-1].Line != MaxProblems+1 || len(res.Turns) != 1 {
+		t.Fatalf("%d problems listed, %d omitted, last listed line %d, %d turns; want %d, %d, line %d, 1 turn",
+			len(res.Problems), res.ProblemsOmitted, res.Problems[len(res.Problems)-1].Line, len(res.Turns), MaxProblems, bad-MaxProblems, MaxProblems+1)
+	}
+	// Only bad lines: the error counts them all.
+	if _, err := Parse([]byte(strings.Repeat("x\n", bad)), FormatClaudeCode); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in %d line(s)", bad)) {
+		t.Fatalf("all lines bad: %v", err)
+	}
+	// OpenHands: runs without history and bad lines interleaved.
+	var oh strings.Builder
+	for i := 0; i < 300; i++ {
+		oh.WriteString(`{"instance_id":"x"}` + "\n" + "y\n")
+		oh.WriteString(`{"instance_id":"x","history":[1,{"id":1,"source":"agent","action":"run","args":{"command":"ls"}}]}` + "\n")
+	}
+	sameParse(t, "openhands problems", []byte(oh.String()), FormatOpenHands)
+	res, err = Parse([]byte(oh.String()), FormatOpenHands)
+	if err != nil || len(res.Problems) != MaxProblems || res.ProblemsOmitted != 900-MaxProblems {
+		t.Fatalf("openhands: %v, %d listed, %d omitted", err, len(res.Problems), res.ProblemsOmitted)
+	}
+}

@@ -49,6 +49,7 @@ type ingestReport struct {
 	SummaryTokens  int              `json:"summary_tokens"`
 	Replaced       int              `json:"replaced_invalid_characters"`
 	Problems       []ingest.Problem `json:"problems"`
+	ProblemsMore   int              `json:"problems_omitted"` // bad lines skipped past the ingest.MaxProblems listed
 	Store          string           `json:"store"`
 }
 
@@ -161,7 +162,7 @@ the ingest before anything is written.`,
 				return err
 			}
 			rep := ingestReport{File: path, Format: string(res.Format), Messages: res.Messages, Turns: all,
-				Replaced: res.Replaced, Problems: res.Problems, Store: s.Dir(), Skipped: skipped}
+				Replaced: res.Replaced, Problems: res.Problems, ProblemsMore: res.ProblemsOmitted, Store: s.Dir(), Skipped: skipped}
 			if rep.Problems == nil {
 				rep.Problems = []ingest.Problem{}
 			}
@@ -210,6 +211,9 @@ the ingest before anything is written.`,
 			}
 			for _, p := range rep.Problems {
 				fmt.Fprintf(out, "  skipped line %d: %s\n", p.Line, p.Message)
+			}
+			if rep.ProblemsMore > 0 {
+				fmt.Fprintf(out, "  … and %d more bad lines skipped (only the first %d are listed)\n", rep.ProblemsMore, len(rep.Problems))
 			}
 			if rep.Folded == 0 {
 				switch {
