@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -290,5 +291,56 @@ func TestProblemsBounded(t *testing.T) {
 	res, err = Parse([]byte(oh.String()), FormatOpenHands)
 	if err != nil || len(res.Problems) != MaxProblems || res.ProblemsOmitted != 900-MaxProblems {
 		t.Fatalf("openhands: %v, %d listed, %d omitted", err, len(res.Problems), res.ProblemsOmitted)
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r interface {
+		ReadAt([]byte, int64) (int, error)
+	}
+	n int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestStreamReadsNoFurther: once the Turn callback stops a JSONL or Aider
+// parse, the rest of the transcript is not read: the bytes read are those
+// of the turns parsed plus the reader's buffers (64 KiB each), not the
+// file's length. A JSON document is read once in full, one element at a
+// time, to detect its format and check it, then again up to the stop.
+func TestStreamReadsNoFurther(t *testing.T) {
+	const lines, stop = 200000, 1000
+	var cc, md strings.Builder
+	for i := 0; i < lines; i++ {
+		fmt.Fprintf(&cc, `{"type":"user","uuid":"u%d","message":{"role":"user","content":"m%d"}}`+"\n", i, i)
+		fmt.Fprintf(&md, "#### q%d\nanswer %d\n", i, i)
+	}
+	for name, data := range map[string]string{"claude-code": cc.String(), "aider": md.String()} {
+		c := &countingReaderAt{r: strings.NewReader(data)}
+		seen := 0
+		s := newStreamer(io.NewSectionReader(c, 0, int64(len(data))), Options{Turn: func(Turn) error {
+			if seen++; seen > stop {
+				return errors.New("stop")
+			}
+			return nil
+		}})
+		if _, err := s.parse(); err == nil {
+			t.Fatalf("%s: not stopped", name)
+		}
+		perTurn := int64(len(data)) / int64(lines)
+		if name == "aider" {
+			perTurn /= 2 // a question and its answer are two turns
+		}
+		// The head, the first line, then the parse: each at most a 64 KiB
+		// buffer past what it used.
+		bound := 4*(64<<10) + 2*int64(stop+1)*perTurn
+		if c.n > bound || c.n >= int64(len(data))/10 {
+			t.Errorf("%s: %d of %d bytes read to parse %d turns; want at most %d", name, c.n, len(data), stop+1, bound)
+		}
 	}
 }
