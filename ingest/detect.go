@@ -199,10 +199,13 @@ type chatCounts struct {
 
 // add counts one element of a messages array.
 func (c *chatCounts) add(raw json.RawMessage) {
-	m, ok := decodeObj(raw)
-	if !ok {
-		return
+	if m, ok := decodeObj(raw); ok {
+		c.addObj(m)
 	}
+}
+
+// addObj counts one element of a messages array that is an object.
+func (c *chatCounts) addObj(m obj) {
 	if !m.has("role") {
 		return
 	}

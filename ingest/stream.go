@@ -527,7 +527,7 @@ func (a *arrScan) add(raw json.RawMessage, di *docInfo) {
 	if a.first == nil {
 		a.first = o
 	}
-	a.chat.add(raw)
+	a.chat.addObj(o)
 }
 
 // objectFormat is objectFormat on the scanned object.
