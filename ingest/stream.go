@@ -206,17 +206,17 @@ func (s *streamer) run() error {
 		return s.aider()
 	case FormatOpenHands:
 		if c == '{' {
-			one, _, err := s.firstLine(int64(i))
+			// A pretty-printed document is one run, not JSONL.
+			di, err := s.scan()
 			if err != nil {
 				return err
 			}
-			if !one {
-				// A pretty-printed document is one run, not JSONL.
-				di, err := s.scan()
+			if di.valid && !di.bare {
+				one, _, err := s.firstLine(int64(i))
 				if err != nil {
 					return err
 				}
-				if di.valid && !di.bare {
+				if !one {
 					return s.whole(f)
 				}
 			}
@@ -263,22 +263,27 @@ func (s *streamer) run() error {
 		}
 		return s.doc(d, di, "")
 	case '{':
-		one, more, err := s.firstLine(int64(i))
+		// One JSON document, or JSONL: a first line that is a JSON value
+		// by itself, then more (the whole is then not valid JSON).
+		di, err := s.scan()
 		if err != nil {
 			return err
 		}
-		if one && more {
+		if !di.valid {
+			one, more, err := s.firstLine(int64(i))
+			if err != nil {
+				return err
+			}
+			if !one || !more {
+				return s.whole(f) // truncated, or a syntax error: named exactly
+			}
 			d, err := s.detectJSONL()
 			if err != nil {
 				return err
 			}
 			return s.jsonl(d)
 		}
-		di, err := s.scan()
-		if err != nil {
-			return err
-		}
-		if !di.valid || di.odd {
+		if di.odd {
 			return s.whole(f)
 		}
 		d, ok := di.objectFormat()
@@ -286,10 +291,14 @@ func (s *streamer) run() error {
 		case !ok || d == FormatClaudeCode:
 			return s.whole(f)
 		case d == FormatOpenHands:
+			one, _, err := s.firstLine(int64(i))
+			if err != nil {
+				return err
+			}
 			if !one {
 				return s.whole(f) // a pretty-printed run
 			}
-			return s.jsonl(d)
+			return s.jsonl(d) // one line: JSONL of one run
 		}
 		key := "messages"
 		if d == FormatSWEAgent {
@@ -572,6 +581,11 @@ func (di *docInfo) objectFormat() (Format, bool) {
 	return "", false
 }
 
+// keptMembers are the top-level members of a document whose values
+// detection or parsing reads (objectFormat, isClaudeRecord, a
+// mini-swe-agent session id); of the others only the presence counts.
+var keptMembers = map[string]bool{"trajectory_format": true, "instance_id": true, "info": true, "type": true}
+
 // docReader decodes a JSON document one token or value at a time, each
 // value (a record) at most limit bytes.
 type docReader struct {
@@ -613,6 +627,7 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 func (s *streamer) newDoc() *docReader {
 	br := &budgetReader{r: bufio.NewReaderSize(s.body(), 64<<10), allow: -1}
 	dec := json.NewDecoder(br)
+	dec.UseNumber() // a number token is kept as written: 1e999 is no error
 	return &docReader{dec: dec, br: br, base: s.base, limit: s.limit}
 }
 
@@ -642,6 +657,35 @@ func (d *docReader) value(what func() string) (json.RawMessage, error) {
 		return nil, &RecordTooLargeError{What: fmt.Sprintf("%s (from byte %d)", what(), at), Limit: d.limit}
 	}
 	return raw, err
+}
+
+// skip reads the next value token by token, holding one token at a time
+// (each at most the limit). clean is false when a string in it (a key
+// included) holds U+FFFD, which may stand for bytes the decoder replaced.
+func (d *docReader) skip() (clean bool, err error) {
+	clean = true
+	depth := 0
+	for {
+		t, err := d.token()
+		if err != nil {
+			return clean, err
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			if v == '[' || v == '{' {
+				depth++
+			} else {
+				depth--
+			}
+		case string:
+			if strings.ContainsRune(v, utf8.RuneError) {
+				clean = false
+			}
+		}
+		if depth == 0 {
+			return clean, nil
+		}
+	}
 }
 
 // elements reads the elements of the array whose '[' was just read,
@@ -738,6 +782,19 @@ func (s *streamer) scan() (*docInfo, error) {
 				}
 				continue
 			}
+			if !keptMembers[k] {
+				// Only its presence counts: walked, never held (a
+				// SWE-agent "trajectory" repeats the history).
+				clean, err := d.skip()
+				if err != nil {
+					return fail(err)
+				}
+				if !clean {
+					di.odd = true // U+FFFD in a string: replaced, or as written?
+				}
+				di.top[k] = json.RawMessage("null")
+				continue
+			}
 			raw, err := d.value(func() string { return fmt.Sprintf("the value of %q", k) })
 			if err != nil {
 				return fail(err)
@@ -827,7 +884,7 @@ func (s *streamer) doc(f Format, di *docInfo, key string) error {
 			}
 			continue
 		}
-		if _, err := d.value(func() string { return fmt.Sprintf("the value of %q", k) }); err != nil {
+		if _, err := d.skip(); err != nil {
 			return changed(err)
 		}
 	}

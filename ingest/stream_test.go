@@ -344,3 +344,28 @@ func TestStreamReadsNoFurther(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordLimitSkipsUnreadMembers: a member of a document the parser
+// does not read (a SWE-agent "trajectory", which repeats the history) is
+// walked one token at a time, never held, so it may be larger than the
+// record limit; only its single strings are held to it (and the limit's slack).
+func TestRecordLimitSkipsUnreadMembers(t *testing.T) {
+	var traj strings.Builder
+	for i := 0; i < 200; i++ {
+		if i > 0 {
+			traj.WriteByte(',')
+		}
+		fmt.Fprintf(&traj, `{"action":"ls %d","observation":"%s"}`, i, strings.Repeat("o", 100))
+	}
+	data := `{"trajectory":[` + traj.String() + `],"history":[{"role":"system","content":"s"},{"role":"assistant","content":"t","action":"ls"}],"info":{}}`
+	res, err := ParseWith([]byte(data), Options{MaxRecordBytes: 1024})
+	if err != nil || res.Format != FormatSWEAgent || len(res.Turns) != 2 {
+		t.Fatalf("a trajectory of %d bytes under a 1 KiB record limit: %v %+v", traj.Len(), err, res)
+	}
+	sameParse(t, "trajectory", []byte(data), FormatAuto)
+	long := strings.Replace(data, `"ls 0"`, `"`+strings.Repeat("l", 16<<10)+`"`, 1)
+	var tooLarge *RecordTooLargeError
+	if _, err := ParseWith([]byte(long), Options{MaxRecordBytes: 1024}); !errors.As(err, &tooLarge) {
+		t.Fatalf("a 16 KiB string in the trajectory under a 1 KiB limit: %v", err)
+	}
+}
