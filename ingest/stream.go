@@ -27,11 +27,13 @@ type Options struct {
 	Format Format
 	// MaxRecordBytes bounds one record, in bytes: a JSONL line (a Claude
 	// Code record, an OpenHands run), an element of a JSON document's
-	// messages or history array or another top-level value of the
-	// document, an Aider turn (its lines). A larger record refuses the
-	// whole parse with a *RecordTooLargeError as soon as the limit is
-	// passed, before the record is held. 0 means DefaultMaxRecordBytes,
-	// -1 no limit.
+	// messages or history array, the document's info, instance_id, type
+	// or trajectory_format value, any one token (a string) of its other
+	// members, which are walked and never held, an Aider turn (its
+	// lines). A larger record refuses the whole parse with a
+	// *RecordTooLargeError as soon as the limit (plus 4 KiB of slack for
+	// a token) is passed, before the record is held. 0 means
+	// DefaultMaxRecordBytes, -1 no limit.
 	MaxRecordBytes int64
 	// Turn, when set, receives each turn in step order as soon as it is
 	// parsed, and Result.Turns stays empty: a caller that keeps only what

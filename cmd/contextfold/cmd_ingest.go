@@ -94,9 +94,10 @@ refused with nothing written:
                         ingest: folding holds about 9 KiB of memory per turn,
                         however short, so the parse stops at turn N+1.
   --max-record-bytes N  a record — a JSONL line, one message of a JSON
-                        document (or another top-level value), an Aider
-                        turn — is at most N bytes (default 128 MiB): parsing
-                        one holds a few times its size. -1: no limit.
+                        document (or its "info" object, or one string
+                        elsewhere in it), an Aider turn — is at most N bytes
+                        (default 128 MiB): parsing one holds a few times its
+                        size. -1: no limit.
 
 A turn's payload is at most 64 MiB, whatever the limits; a larger one refuses
 the ingest before anything is written.`,
