@@ -213,7 +213,10 @@ func (s *streamer) run() error {
 			if err != nil {
 				return err
 			}
-			if di.valid && !di.bare {
+			if !di.bare || !di.valid {
+				// A first line that is no JSON value by itself: a
+				// pretty-printed run (perhaps with trailing white space
+				// a JSON decoder refuses), or a torn first line.
 				one, _, err := s.firstLine(int64(i))
 				if err != nil {
 					return err
