@@ -207,6 +207,9 @@ func (s *streamer) run() error {
 	case FormatAider:
 		return s.aider()
 	case FormatOpenHands:
+		if odd && i >= 0 {
+			return s.whole(f) // "\f{…}": TrimSpace would find a document
+		}
 		if c == '{' {
 			// A pretty-printed document is one run, not JSONL.
 			di, err := s.scan()

@@ -369,3 +369,25 @@ func TestRecordLimitSkipsUnreadMembers(t *testing.T) {
 		t.Fatalf("a 16 KiB string in the trajectory under a 1 KiB limit: %v", err)
 	}
 }
+
+// TestStreamMatchesWholeOddWhiteSpace: white space that bytes.TrimSpace
+// skips and a JSON decoder refuses (form feed, vertical tab, U+00A0,
+// U+0085), before or after a document or JSONL, in every format.
+func TestStreamMatchesWholeOddWhiteSpace(t *testing.T) {
+	docs := []string{
+		"{\n\"history\":[{\"id\":0,\"source\":\"agent\",\"action\":\"run\",\"args\":{\"command\":\"ls\"}}]}",
+		`{"history":[{"id":0,"source":"agent","action":"run","args":{"command":"ls"}}]}`,
+		"[{\"role\":\"user\",\"content\":\"a\"}]",
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"user\",\"uuid\":\"v\",\"message\":{\"content\":\"ho\"}}",
+		"{\n}",
+	}
+	for _, ws := range []string{"\f", "\v", "\u00a0", "\u0085", "\n\f\n"} {
+		for i, d := range docs {
+			for _, in := range []string{ws + d, d + ws, ws + d + ws} {
+				for _, f := range append([]Format{FormatAuto}, Formats()...) {
+					sameParse(t, fmt.Sprintf("doc %d with %q", i, ws), []byte(in), f)
+				}
+			}
+		}
+	}
+}
