@@ -37,9 +37,12 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hooks: reading the transcript: %w", err)
 	}
-	rep := &FoldReport{Dir: dir, Turns: len(res.Turns), Problems: len(res.Problems)}
+	rep := &FoldReport{Dir: dir, Turns: len(res.Turns), Problems: len(res.Problems) + res.ProblemsOmitted}
 	for _, p := range res.Problems {
 		opts.diagf("transcript line %d skipped: %s", p.Line, p.Message)
+	}
+	if res.ProblemsOmitted > 0 {
+		opts.diagf("%d more transcript lines skipped", res.ProblemsOmitted)
 	}
 	store, err := contextfold.Open(dir, contextfold.Options{SessionID: in.SessionID})
 	if err != nil {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -32,56 +33,96 @@ func aiderLineKind(line string) (byte, string) {
 func (p *parser) parseAider(data []byte) {
 	text, n := sanitize(string(data))
 	p.res.Replaced += n
-	type block struct {
-		kind  byte
-		lines []string
-	}
-	var blocks []block
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		k, body := aiderLineKind(line)
-		if k == 0 {
-			if len(blocks) > 0 {
-				b := &blocks[len(blocks)-1]
-				b.lines = append(b.lines, "")
-			}
-			continue
+	a := p.aiderTurns(-1)
+	for i, line := range strings.Split(text, "\n") {
+		if p.err != nil {
+			return
 		}
-		if k == 'S' || len(blocks) == 0 || blocks[len(blocks)-1].kind != k || blocks[len(blocks)-1].kind == 'S' {
-			blocks = append(blocks, block{kind: k})
-		}
-		b := &blocks[len(blocks)-1]
-		b.lines = append(b.lines, strings.TrimRight(body, " \t"))
+		_ = a.line(i+1, line)
 	}
-	p.res.Messages = len(blocks)
-	for i, b := range blocks {
-		body := strings.Trim(strings.Join(b.lines, "\n"), "\n")
-		d := draft{}
-		d.StepID = i
-		d.source = body
-		switch b.kind {
-		case 'S':
-			d.Role, d.Kind, d.label = "system", "system", "session"
-		case 'U':
-			d.Role, d.Kind = "user", "prompt"
-		case 'T':
-			d.Role, d.Kind = "tool", "observation"
-			var rest []string
-			for _, l := range b.lines {
-				if c, ok := strings.CutPrefix(l, "Running "); ok && d.Command == "" && strings.TrimSpace(c) != "" {
-					d.Tool, d.Command = "shell", strings.TrimSpace(c)
-				}
-				if !strings.HasPrefix(l, "Tokens: ") {
-					rest = append(rest, l)
-				}
+	a.end()
+}
+
+// aiderParse turns the lines of an Aider chat history, given in file order,
+// into turns: a turn is passed on when the next one starts (or at end).
+type aiderParse struct {
+	p     *parser
+	limit int64 // most bytes of lines one turn may hold (< 0: none)
+	kind  byte  // the open turn's kind (0: none yet)
+	first int   // the line the open turn starts at
+	size  int64 // bytes of its lines
+	lines []string
+	n     int // turns started
+}
+
+func (p *parser) aiderTurns(limit int64) *aiderParse { return &aiderParse{p: p, limit: limit} }
+
+// line takes line n (1-based; valid UTF-8, without its newline). The error
+// is a *RecordTooLargeError for a turn past the limit.
+func (a *aiderParse) line(n int, line string) error {
+	line = strings.TrimSuffix(line, "\r")
+	k, body := aiderLineKind(line)
+	if k == 0 {
+		if a.kind != 0 {
+			if a.size++; a.limit >= 0 && a.size > a.limit {
+				return &RecordTooLargeError{What: fmt.Sprintf("the Aider turn starting at line %d", a.first), Limit: a.limit}
 			}
-			if hasAlnum(strings.Join(rest, "\n")) {
-				d.source = strings.Join(rest, "\n")
-			}
-		default:
-			d.Role, d.Kind = "assistant", "response"
+			a.lines = append(a.lines, "")
 		}
-		d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), body)
-		p.add(d)
+		return nil
 	}
+	if k == 'S' || a.kind == 0 || a.kind != k || a.kind == 'S' {
+		a.flush()
+		a.kind, a.first, a.size, a.n = k, n, 0, a.n+1
+	}
+	body = strings.TrimRight(body, " \t")
+	a.size += int64(len(body)) + 1
+	if a.limit >= 0 && a.size > a.limit {
+		return &RecordTooLargeError{What: fmt.Sprintf("the Aider turn starting at line %d", a.first), Limit: a.limit}
+	}
+	a.lines = append(a.lines, body)
+	return nil
+}
+
+// end passes on the last turn and counts the turns read.
+func (a *aiderParse) end() {
+	a.flush()
+	a.p.res.Messages = a.n
+}
+
+// flush passes on the open turn, if any.
+func (a *aiderParse) flush() {
+	if a.kind == 0 {
+		return
+	}
+	p := a.p
+	body := strings.Trim(strings.Join(a.lines, "\n"), "\n")
+	d := draft{}
+	d.StepID = a.n - 1
+	d.source = body
+	switch a.kind {
+	case 'S':
+		d.Role, d.Kind, d.label = "system", "system", "session"
+	case 'U':
+		d.Role, d.Kind = "user", "prompt"
+	case 'T':
+		d.Role, d.Kind = "tool", "observation"
+		var rest []string
+		for _, l := range a.lines {
+			if c, ok := strings.CutPrefix(l, "Running "); ok && d.Command == "" && strings.TrimSpace(c) != "" {
+				d.Tool, d.Command = "shell", strings.TrimSpace(c)
+			}
+			if !strings.HasPrefix(l, "Tokens: ") {
+				rest = append(rest, l)
+			}
+		}
+		if hasAlnum(strings.Join(rest, "\n")) {
+			d.source = strings.Join(rest, "\n")
+		}
+	default:
+		d.Role, d.Kind = "assistant", "response"
+	}
+	d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), body)
+	a.kind, a.lines = 0, nil
+	p.add(d)
 }

@@ -76,14 +76,27 @@ func (p *parser) parseChatDocument(data []byte, f Format) error {
 	}
 	p.res.Replaced += countReplacements(data)
 	p.res.Messages = len(msgs)
-	tools := map[string]toolInfo{}
+	message := p.chatMessages(f)
 	var lines []int
 	for i, raw := range msgs {
+		if p.err != nil {
+			break
+		}
 		o, ok := decodeObj(raw)
 		if !ok {
 			p.badElement(data, start, &lines, "messages", i, raw)
 			continue
 		}
+		message(i, o)
+	}
+	return nil
+}
+
+// chatMessages returns the function that turns message i of an OpenAI or
+// Anthropic messages array into a turn; messages are given in array order.
+func (p *parser) chatMessages(f Format) func(i int, o obj) {
+	tools := map[string]toolInfo{}
+	return func(i int, o obj) {
 		d := draft{}
 		d.StepID = i
 		if f == FormatAnthropic {
@@ -93,7 +106,6 @@ func (p *parser) parseChatDocument(data []byte, f Format) error {
 		}
 		p.add(d)
 	}
-	return nil
 }
 
 // anthropicMessage fills d from one Anthropic Messages API message.

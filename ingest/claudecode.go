@@ -29,29 +29,38 @@ func (p *parser) readJSONL(data []byte) []jsonLine {
 		} else {
 			rest = nil
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		trimmed := bytes.TrimSpace(line)
-		switch {
-		case len(line) == 0:
-			p.problem(n, "empty line; skipped")
-			continue
-		case len(trimmed) == 0:
-			p.problem(n, "whitespace-only line; skipped")
-			continue
+		if l, ok := p.jsonLine(n, line); ok {
+			out = append(out, l)
 		}
-		if !json.Valid(trimmed) {
-			p.problem(n, "not valid JSON (%s); line skipped, the record may be torn or cut short", jsonErr(trimmed))
-			continue
-		}
-		o, ok := decodeObj(trimmed)
-		if !ok {
-			p.problem(n, "a JSON %s where a JSON object record was expected; line skipped", jsonKind(trimmed))
-			continue
-		}
-		p.res.Replaced += countReplacements(trimmed)
-		out = append(out, jsonLine{line: n, raw: trimmed, obj: o})
 	}
 	return out
+}
+
+// jsonLine decodes line n (1-based, without its newline) of a JSONL file as
+// a JSON object; any other line (torn, empty, whitespace-only, not an
+// object) is reported as a Problem and ok is false.
+func (p *parser) jsonLine(n int, line []byte) (l jsonLine, ok bool) {
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case len(line) == 0:
+		p.problem(n, "empty line; skipped")
+		return l, false
+	case len(trimmed) == 0:
+		p.problem(n, "whitespace-only line; skipped")
+		return l, false
+	}
+	if !json.Valid(trimmed) {
+		p.problem(n, "not valid JSON (%s); line skipped, the record may be torn or cut short", jsonErr(trimmed))
+		return l, false
+	}
+	o, ok := decodeObj(trimmed)
+	if !ok {
+		p.problem(n, "a JSON %s where a JSON object record was expected; line skipped", jsonKind(trimmed))
+		return l, false
+	}
+	p.res.Replaced += countReplacements(trimmed)
+	return jsonLine{line: n, raw: trimmed, obj: o}, true
 }
 
 func jsonErr(b []byte) string {
@@ -81,24 +90,43 @@ func jsonKind(b []byte) string {
 // parseClaudeCode parses a Claude Code session JSONL file.
 func (p *parser) parseClaudeCode(data []byte) error {
 	lines := p.readJSONL(data)
-	if len(lines) == 0 && len(p.res.Problems) > 0 {
-		return fmt.Errorf("ingest: claude-code: no readable JSON record in %d line(s) (first problem, line %d: %s); check that the file is a Claude Code session JSONL or use --format auto",
-			len(p.res.Problems), p.res.Problems[0].Line, p.res.Problems[0].Message)
+	if len(lines) == 0 && p.problems() > 0 {
+		return p.noClaudeRecord()
 	}
+	record := p.claudeRecords()
+	for _, l := range lines {
+		if p.err != nil {
+			break
+		}
+		record(l)
+	}
+	return nil
+}
+
+// noClaudeRecord is the error for a Claude Code file without one readable
+// record.
+func (p *parser) noClaudeRecord() error {
+	return fmt.Errorf("ingest: claude-code: no readable JSON record in %d line(s) (first problem, line %d: %s); check that the file is a Claude Code session JSONL or use --format auto",
+		p.problems(), p.res.Problems[0].Line, p.res.Problems[0].Message)
+}
+
+// claudeRecords returns the function that turns the well-formed records of
+// a Claude Code session, given in file order, into turns.
+func (p *parser) claudeRecords() func(l jsonLine) {
 	seen := map[string]bool{}
 	tools := map[string]toolInfo{}
 	step := 0
-	for _, l := range lines {
+	return func(l jsonLine) {
 		p.res.Messages++
 		o := l.obj
 		typ := o.str("type")
 		if typ != "user" && typ != "assistant" && typ != "system" {
-			continue // queue-operation, file-history-snapshot, attachment, summary, unknown: not conversation turns
+			return // queue-operation, file-history-snapshot, attachment, summary, unknown: not conversation turns
 		}
 		uuid := o.str("uuid")
 		if uuid != "" {
 			if seen[uuid] {
-				continue // re-appended copy of a record already ingested
+				return // re-appended copy of a record already ingested
 			}
 			seen[uuid] = true
 		}
@@ -122,7 +150,6 @@ func (p *parser) parseClaudeCode(data []byte) error {
 		}
 		p.add(d)
 	}
-	return nil
 }
 
 func (p *parser) claudeSystem(d *draft, o obj) {

@@ -59,13 +59,32 @@ func Detect(data []byte) (Format, error) {
 
 // detectJSONL classifies a JSONL file by its first well-formed object lines.
 func detectJSONL(data []byte) (Format, error) {
-	seen := 0
-	for n, rest := 0, data; len(rest) > 0 && n < detectLines; n++ {
+	rest := data
+	return detectJSONLLines(func() ([]byte, bool, error) {
+		if len(rest) == 0 {
+			return nil, false, nil
+		}
 		line := rest
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
 			line, rest = rest[:i], rest[i+1:]
 		} else {
 			rest = nil
+		}
+		return line, true, nil
+	})
+}
+
+// detectJSONLLines is detectJSONL over the lines next returns in file order
+// (ok false at the end); it reads at most detectLines of them.
+func detectJSONLLines(next func() (line []byte, ok bool, err error)) (Format, error) {
+	seen := 0
+	for n := 0; n < detectLines; n++ {
+		line, ok, err := next()
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			break
 		}
 		o, ok := decodeObj(line)
 		if !ok {
@@ -166,46 +185,64 @@ var openAIParts = map[string]bool{
 // chatFormat decides between the OpenAI and Anthropic message layouts.
 // top is the enclosing object, if any.
 func chatFormat(msgs []json.RawMessage, top obj) (Format, bool) {
-	anthropic, openai, roles := 0, 0, 0
+	var c chatCounts
 	for _, raw := range msgs {
-		m, ok := decodeObj(raw)
+		c.add(raw)
+	}
+	return c.format(top)
+}
+
+// chatCounts tallies the evidence chatFormat weighs, one message at a time.
+type chatCounts struct {
+	anthropic, openai, roles int
+}
+
+// add counts one element of a messages array.
+func (c *chatCounts) add(raw json.RawMessage) {
+	if m, ok := decodeObj(raw); ok {
+		c.addObj(m)
+	}
+}
+
+// addObj counts one element of a messages array that is an object.
+func (c *chatCounts) addObj(m obj) {
+	if !m.has("role") {
+		return
+	}
+	c.roles++
+	switch m.str("role") {
+	case "tool", "function", "system", "developer":
+		c.openai++
+	}
+	if m.has("tool_calls") || m.has("tool_call_id") || m.has("function_call") {
+		c.openai++
+	}
+	for _, b := range m.arr("content") {
+		bo, ok := decodeObj(b)
 		if !ok {
 			continue
 		}
-		if !m.has("role") {
-			continue
-		}
-		roles++
-		switch m.str("role") {
-		case "tool", "function", "system", "developer":
-			openai++
-		}
-		if m.has("tool_calls") || m.has("tool_call_id") || m.has("function_call") {
-			openai++
-		}
-		for _, b := range m.arr("content") {
-			bo, ok := decodeObj(b)
-			if !ok {
-				continue
-			}
-			t := bo.str("type")
-			switch {
-			case anthropicBlocks[t]:
-				anthropic++
-			case openAIParts[t]:
-				openai++
-			case t == "image" && bo.has("source"):
-				anthropic++
-			}
+		t := bo.str("type")
+		switch {
+		case anthropicBlocks[t]:
+			c.anthropic++
+		case openAIParts[t]:
+			c.openai++
+		case t == "image" && bo.has("source"):
+			c.anthropic++
 		}
 	}
-	if roles == 0 {
+}
+
+// format is chatFormat's decision on the messages counted.
+func (c chatCounts) format(top obj) (Format, bool) {
+	if c.roles == 0 {
 		return "", false
 	}
 	switch {
-	case anthropic > openai:
+	case c.anthropic > c.openai:
 		return FormatAnthropic, true
-	case openai > anthropic:
+	case c.openai > c.anthropic:
 		return FormatOpenAI, true
 	case top != nil && (top.has("system") || top.has("stop_sequences") || top.has("thinking")):
 		return FormatAnthropic, true

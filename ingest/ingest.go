@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 // Format names a transcript layout accepted by [Parse].
@@ -80,8 +78,11 @@ type Result struct {
 	Format   Format    // the format that was parsed
 	Messages int       // records/messages read (well-formed JSONL records, array elements, Aider turns)
 	Turns    []Turn    // in step order, unique StepIDs, ascending
-	Problems []Problem // bad lines that were skipped
-	Replaced int       // lone surrogates / invalid UTF-8 sequences replaced by U+FFFD
+	Problems []Problem // bad lines that were skipped, the first MaxProblems of them
+	// ProblemsOmitted counts the bad lines skipped past the first
+	// MaxProblems, which Problems leaves out.
+	ProblemsOmitted int
+	Replaced        int // lone surrogates / invalid UTF-8 sequences replaced by U+FFFD
 }
 
 // ErrUnknownFormat is wrapped by the error [Detect] returns for unrecognised input.
@@ -100,9 +101,8 @@ func unknownFormat(why string) error {
 }
 
 // MaxTranscriptBytes is the largest transcript ParseFile reads: 512 MiB.
-// A transcript is parsed whole in memory (a few times its size), so a
-// larger one is refused before it is read (a regular file) or once past the
-// limit (a pipe); split the session, or ingest its parts.
+// A larger regular file is refused before it is read, a pipe once past the
+// limit; split the session, or ingest its parts.
 const MaxTranscriptBytes = 512 << 20
 
 // binaryFormat is the error for binary input (no --format reads it).
@@ -113,48 +113,32 @@ func binaryFormat(why string) error {
 // ParseFile reads path and parses it with [Parse]. path is a regular file
 // of at most MaxTranscriptBytes or a pipe (bash's <(…)); a directory, a
 // socket, or a larger input is refused with an error naming the limit.
-//
-// Binary input is refused after its first 64 KiB (binaryInput), not read
-// up to the limit: `ingest /dev/zero` held 512 MiB before refusing it.
+// It is [ParseFileWith] with no record limit, collecting every turn.
 func ParseFile(path string, f Format) (*Result, error) {
-	data, err := fsutil.ReadInputMaxHead(path, MaxTranscriptBytes, binarySniff, func(head []byte) error {
-		if why, ok := binaryInput(head); ok {
-			return fmt.Errorf("%s: %w", path, binaryFormat(why))
-		}
-		return nil
-	})
-	if errors.Is(err, ErrUnknownFormat) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ingest: read transcript: %w", err)
-	}
-	return parseRead(path, data, f)
+	return ParseFileWith(path, Options{Format: f, MaxRecordBytes: -1})
 }
 
 // ParseRegularFile is ParseFile for a path that must be a regular file (a
 // hook's transcript_path): a FIFO or a device is refused without being
 // opened for a blocking read.
 func ParseRegularFile(path string, f Format) (*Result, error) {
-	data, err := fsutil.ReadFileMax(path, MaxTranscriptBytes)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: read transcript: %w", err)
-	}
-	return parseRead(path, data, f)
-}
-
-func parseRead(path string, data []byte, f Format) (*Result, error) {
-	res, err := Parse(data, f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return res, nil
+	return ParseRegularFileWith(path, Options{Format: f, MaxRecordBytes: -1})
 }
 
 // Parse parses a transcript in format f (FormatAuto detects it). Bad lines of
 // line-oriented formats are skipped and reported in Result.Problems; an input
-// that cannot be read as f at all is an error.
+// that cannot be read as f at all is an error. It reads data as
+// [ParseFileWith] reads a file, with no record limit.
 func Parse(data []byte, f Format) (*Result, error) {
+	return ParseWith(data, Options{Format: f, MaxRecordBytes: -1})
+}
+
+// parseWhole is the parser that holds the whole transcript: what the
+// streaming parser (stream.go) falls back to for input only it reproduces
+// exactly (an error's wording, an unusual layout), and the reference the
+// streaming parser is tested against. data holds the input after the
+// caller's BOM check; p's result and emit are used as given.
+func (p *parser) parseWhole(data []byte, f Format) error {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if f == "" {
 		f = FormatAuto
@@ -162,13 +146,13 @@ func Parse(data []byte, f Format) (*Result, error) {
 	if f == FormatAuto {
 		d, err := Detect(data)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f = d
 	} else if why, ok := binaryInput(data); ok {
-		return nil, binaryFormat(why)
+		return binaryFormat(why)
 	}
-	p := &parser{res: &Result{Format: f}}
+	p.res.Format = f
 	var err error
 	switch f {
 	case FormatClaudeCode:
@@ -186,18 +170,25 @@ func Parse(data []byte, f Format) (*Result, error) {
 	case FormatAider:
 		p.parseAider(data)
 	default:
-		return nil, fmt.Errorf("ingest: unknown format %q; use one of: auto, %s", f, formatList())
+		return fmt.Errorf("ingest: unknown format %q; use one of: auto, %s", f, formatList())
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p.finish()
-	return p.res, nil
+	return p.err
 }
 
-// parser accumulates turns for one Parse call.
+// parser accumulates turns for one parse.
 type parser struct {
-	res *Result
+	res  *Result
+	emit func(Turn) error // when set, each turn goes here instead of res.Turns
+	err  error            // the first error emit returned: parsing stops
+	n    int              // turns passed on
+	// deferred are problems reported after those of the lines (an
+	// OpenHands run's, once every line was read)
+	deferred []Problem
+	omitted  int // problems past MaxProblems, in either list
+	last     int // the last step id passed on
 }
 
 // draft is a turn before its summary is computed.
@@ -207,45 +198,74 @@ type draft struct {
 	source string // text the summary line is extracted from
 }
 
+// add completes d (its summary, valid UTF-8 in every string) and passes it
+// on, in step order: a step id not above the last one passed on is
+// dropped. Cannot happen with the parsers of this package; kept as a guard
+// so that the documented ordering holds even for unforeseen input.
 func (p *parser) add(d draft) {
+	if p.err != nil {
+		return
+	}
 	if d.label == "" {
 		d.label = d.Role
 	}
 	t := d.Turn
-	t.Summary = summarize(d.label, t.Tool, t.Command, d.source, t.IsError)
+	if p.n > 0 && t.StepID <= p.last {
+		return
+	}
+	p.n++
+	p.last = t.StepID
+	t.Summary = validText(summarize(d.label, t.Tool, t.Command, d.source, t.IsError))
+	t.Role = validText(t.Role)
+	t.Kind = validText(t.Kind)
+	t.Tool = validText(t.Tool)
+	t.Command = validText(t.Command)
+	t.Payload = validText(t.Payload)
+	t.SessionID = validText(t.SessionID)
+	t.ID = validText(t.ID)
+	t.ParentID = validText(t.ParentID)
+	if p.emit != nil {
+		p.err = p.emit(t)
+		return
+	}
 	p.res.Turns = append(p.res.Turns, t)
 }
 
+// MaxProblems is the most problems a Result lists; past them only
+// Result.ProblemsOmitted counts. A file of a million torn lines (a few
+// MB) held a million problems, 150 bytes each, and printed them all.
+const MaxProblems = 100
+
 func (p *parser) problem(line int, format string, args ...any) {
+	if len(p.res.Problems) >= MaxProblems {
+		p.omitted++
+		return
+	}
 	p.res.Problems = append(p.res.Problems, Problem{Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
-// finish makes every string valid UTF-8 and enforces unique ascending step ids.
-func (p *parser) finish() {
-	turns := p.res.Turns[:0]
-	last := -1
-	for _, t := range p.res.Turns {
-		if len(turns) > 0 && t.StepID <= last {
-			// Cannot happen with the parsers above; kept as a guard so the
-			// documented ordering holds even for unforeseen input.
-			continue
-		}
-		last = t.StepID
-		t.Role = validText(t.Role)
-		t.Kind = validText(t.Kind)
-		t.Tool = validText(t.Tool)
-		t.Command = validText(t.Command)
-		t.Summary = validText(t.Summary)
-		t.Payload = validText(t.Payload)
-		t.SessionID = validText(t.SessionID)
-		t.ID = validText(t.ID)
-		t.ParentID = validText(t.ParentID)
-		turns = append(turns, t)
+// deferProblem reports a problem listed after those of the lines (see
+// parser.deferred).
+func (p *parser) deferProblem(line int, format string, args ...any) {
+	if len(p.deferred) >= MaxProblems {
+		p.omitted++
+		return
 	}
-	p.res.Turns = turns
+	p.deferred = append(p.deferred, Problem{Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// problems is the count of problems reported so far, listed or not.
+func (p *parser) problems() int { return len(p.res.Problems) + len(p.deferred) + p.omitted }
+
+// finish makes every problem valid UTF-8 and Turns non-nil.
+func (p *parser) finish() {
 	if p.res.Turns == nil {
 		p.res.Turns = []Turn{}
 	}
+	room := min(MaxProblems-len(p.res.Problems), len(p.deferred))
+	p.res.Problems = append(p.res.Problems, p.deferred[:room]...)
+	p.res.ProblemsOmitted = p.omitted + len(p.deferred) - room
+	p.deferred, p.omitted = nil, 0
 	for i := range p.res.Problems {
 		p.res.Problems[i].Message = validText(p.res.Problems[i].Message)
 	}

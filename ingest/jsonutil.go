@@ -17,30 +17,55 @@ import (
 // of an unexpected type never fails the whole record.
 type obj map[string]json.RawMessage
 
+// rawRef is a JSON value left undecoded, as json.RawMessage, but holding
+// the bytes of the input it was decoded from rather than a copy of them:
+// an object or array nested n deep is then held once, not n times (a 200
+// MB tool result inside message.content was copied at every level). The
+// input must not change while a value decoded from it is in use; the
+// parser never writes to its input.
+type rawRef []byte
+
+// UnmarshalJSON keeps data itself: json.Unmarshal passes a slice of its
+// input, which the caller owns.
+func (r *rawRef) UnmarshalJSON(data []byte) error {
+	*r = data
+	return nil
+}
+
 // decodeObj decodes raw as a JSON object; ok is false for anything else.
+// The values are slices of raw.
 func decodeObj(raw []byte) (obj, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false
 	}
-	var o obj
-	if err := json.Unmarshal(raw, &o); err != nil || o == nil {
+	var m map[string]rawRef
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, false
+	}
+	o := make(obj, len(m))
+	for k, v := range m {
+		o[k] = json.RawMessage(v)
 	}
 	return o, true
 }
 
 // decodeArr decodes raw as a JSON array; ok is false for anything else.
+// The elements are slices of raw.
 func decodeArr(raw []byte) ([]json.RawMessage, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, false
 	}
-	var a []json.RawMessage
+	var a []rawRef
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, false
 	}
-	return a, true
+	out := make([]json.RawMessage, len(a))
+	for i, v := range a {
+		out[i] = json.RawMessage(v)
+	}
+	return out, true
 }
 
 func (o obj) has(k string) bool { _, ok := o[k]; return ok }

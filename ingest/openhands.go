@@ -36,20 +36,44 @@ func (p *parser) parseOpenHands(data []byte) error {
 	if lines == nil {
 		lines = p.readJSONL(data)
 	}
-	if len(lines) == 0 && len(p.res.Problems) > 0 {
-		return fmt.Errorf("ingest: openhands: no readable JSON run in %d line(s) (first problem, line %d: %s); check that the file is OpenHands output JSONL or use --format auto",
-			len(p.res.Problems), p.res.Problems[0].Line, p.res.Problems[0].Message)
+	if len(lines) == 0 && p.problems() > 0 {
+		return p.noOpenHandsRun()
 	}
-	step := 0
+	run := p.openHandsRuns()
 	for _, l := range lines {
+		if p.err != nil {
+			break
+		}
+		run(l)
+	}
+	return nil
+}
+
+// noOpenHandsRun is the error for an OpenHands file without one readable
+// run.
+func (p *parser) noOpenHandsRun() error {
+	return fmt.Errorf("ingest: openhands: no readable JSON run in %d line(s) (first problem, line %d: %s); check that the file is OpenHands output JSONL or use --format auto",
+		p.problems(), p.res.Problems[0].Line, p.res.Problems[0].Message)
+}
+
+// openHandsRuns returns the function that turns the runs of an OpenHands
+// output file, given in file order, into turns; step ids continue across
+// runs.
+func (p *parser) openHandsRuns() func(l jsonLine) {
+	step := 0
+	return func(l jsonLine) {
 		hist, ok := l.obj["history"]
 		events, isArr := decodeArr(hist)
 		if !ok || !isArr {
-			p.problem(l.line, "JSON object without a \"history\" array is not an OpenHands run; skipped")
-			continue
+			// After the lines' own problems, as when every line was read first.
+			p.deferProblem(l.line, "JSON object without a \"history\" array is not an OpenHands run; skipped")
+			return
 		}
 		session := l.obj.scalar("instance_id")
 		for i, raw := range events {
+			if p.err != nil {
+				return
+			}
 			p.res.Messages++
 			d := draft{}
 			d.StepID = step
@@ -57,14 +81,13 @@ func (p *parser) parseOpenHands(data []byte) error {
 			d.SessionID = session
 			o, ok := decodeObj(raw)
 			if !ok {
-				p.problem(l.line, "history[%d] of this run is not an event object; skipped", i)
+				p.deferProblem(l.line, "history[%d] of this run is not an event object; skipped", i)
 				continue
 			}
 			openHandsEvent(&d, o)
 			p.add(d)
 		}
 	}
-	return nil
 }
 
 func openHandsEvent(d *draft, o obj) {

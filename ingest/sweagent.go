@@ -17,16 +17,29 @@ func (p *parser) parseSWEAgent(data []byte) error {
 	}
 	p.res.Replaced += countReplacements(data)
 	p.res.Messages = len(msgs)
-	tools := map[string]toolInfo{}
+	message := p.sweMessages()
 	var lines []int
-	var last toolInfo
-	afterAssistant := false
 	for i, raw := range msgs {
+		if p.err != nil {
+			break
+		}
 		o, ok := decodeObj(raw)
 		if !ok {
 			p.badElement(data, start, &lines, "history", i, raw)
 			continue
 		}
+		message(i, o)
+	}
+	return nil
+}
+
+// sweMessages returns the function that turns element i of a SWE-agent
+// "history" into a turn; elements are given in array order.
+func (p *parser) sweMessages() func(i int, o obj) {
+	tools := map[string]toolInfo{}
+	var last toolInfo
+	afterAssistant := false
+	return func(i int, o obj) {
 		d := draft{}
 		d.StepID = i
 		text := contentText(o["content"])
@@ -105,7 +118,6 @@ func (p *parser) parseSWEAgent(data []byte) error {
 		}
 		p.add(d)
 	}
-	return nil
 }
 
 // parseMiniSWEAgent parses a mini-swe-agent trajectory: "messages" with
@@ -122,15 +134,29 @@ func (p *parser) parseMiniSWEAgent(data []byte) error {
 	if top != nil {
 		session = top.str("instance_id")
 	}
+	message := p.miniMessages(session)
 	var lines []int
-	lastCmd := ""
-	afterAssistant := false
 	for i, raw := range msgs {
+		if p.err != nil {
+			break
+		}
 		o, ok := decodeObj(raw)
 		if !ok {
 			p.badElement(data, start, &lines, "messages", i, raw)
 			continue
 		}
+		message(i, o)
+	}
+	return nil
+}
+
+// miniMessages returns the function that turns element i of a
+// mini-swe-agent "messages" array into a turn; elements are given in array
+// order. session is the trajectory's instance_id.
+func (p *parser) miniMessages(session string) func(i int, o obj) {
+	lastCmd := ""
+	afterAssistant := false
+	return func(i int, o obj) {
 		d := draft{}
 		d.StepID = i
 		d.SessionID = session
@@ -176,7 +202,6 @@ func (p *parser) parseMiniSWEAgent(data []byte) error {
 		}
 		p.add(d)
 	}
-	return nil
 }
 
 // between returns the text between the first open tag and the next close tag.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -28,6 +29,9 @@ func init() { commands = append(commands, newIngestCmd) }
 // DefaultMaxMessages, past any agent session a model's context holds.
 const DefaultMaxIngestTurns = 100000
 
+// errTooManyTurns stops the parse of a transcript past --max-turns.
+var errTooManyTurns = errors.New("more turns than --max-turns")
+
 // ingestTurnKiB is the memory one folded turn holds during an ingest, in
 // KiB (see DefaultMaxIngestTurns).
 const ingestTurnKiB = 9
@@ -45,12 +49,14 @@ type ingestReport struct {
 	SummaryTokens  int              `json:"summary_tokens"`
 	Replaced       int              `json:"replaced_invalid_characters"`
 	Problems       []ingest.Problem `json:"problems"`
+	ProblemsMore   int              `json:"problems_omitted"` // bad lines skipped past the ingest.MaxProblems listed
 	Store          string           `json:"store"`
 }
 
 func newIngestCmd(g *globals) *cobra.Command {
 	var format string
 	var minTokens, maxTurns int
+	var maxRecord int64
 	c := &cobra.Command{
 		Use:   "ingest PATH [--format auto|claude-code|openai|anthropic|swe-agent|mini-swe-agent|openhands|aider]",
 		Short: "Fold a real agent session (Claude Code, OpenAI, Anthropic, SWE-agent, …) into the store",
@@ -75,12 +81,26 @@ in every other turn that shows it, bare or encoded.
 Bad lines in JSONL input are reported and skipped; unknown input is rejected
 with the list of accepted formats, and so is binary input (an executable, an
 archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
-file of at most 512 MiB (the transcript is parsed in memory; a larger one is
-refused before it is read) or a pipe such as <(zcat session.jsonl.gz), read
-up to the same limit; a turn's payload is at most 64 MiB. At most --max-turns
-turns (default 100,000) are folded in one ingest: folding holds about 9 KiB
-of memory per turn, however short, so a transcript of more turns is refused
-before anything is written.`,
+file of at most 512 MiB (a larger one is refused before it is read) or a pipe
+such as <(zcat session.jsonl.gz), read into memory up to the same limit.
+
+The transcript is read as a stream: a JSONL file (Claude Code, OpenHands) or
+an Aider history line by line, a JSON document's messages one at a time (a
+document is read twice: once to check it and detect its format, once to
+parse it). Two limits apply while it is read, and past either the ingest is
+refused with nothing written:
+
+  --max-turns N         at most N turns (default 100,000) are folded in one
+                        ingest: folding holds about 9 KiB of memory per turn,
+                        however short, so the parse stops at turn N+1.
+  --max-record-bytes N  a record — a JSONL line, one message of a JSON
+                        document (or its "info" object, or one string
+                        elsewhere in it), an Aider turn — is at most N bytes
+                        (default 128 MiB): parsing one holds a few times its
+                        size. -1: no limit.
+
+A turn's payload is at most 64 MiB, whatever the limits; a larger one refuses
+the ingest before anything is written.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
   contextfold --dir /tmp/s ingest messages.json --json`,
@@ -89,6 +109,9 @@ before anything is written.`,
 			f, err := ingest.ParseFormat(format)
 			if err != nil {
 				return usagef("%v", err)
+			}
+			if maxRecord == 0 || maxRecord < -1 {
+				return usagef("--max-record-bytes %d: give the largest record (a JSONL line, a message of a JSON document) one ingest reads, in bytes, 1 or more (default %d), or -1 for no limit", maxRecord, ingest.DefaultMaxRecordBytes)
 			}
 			if maxTurns == 0 || maxTurns < -1 {
 				return usagef("--max-turns %d: give the most turns one ingest may fold, 1 or more (default %d), or -1 for no limit", maxTurns, DefaultMaxIngestTurns)
@@ -99,33 +122,48 @@ before anything is written.`,
 			} else if fi.IsDir() {
 				return usagef("%s is a directory; ingest takes one session file", path)
 			}
-			res, err := ingest.ParseFile(path, f)
-			if err != nil {
-				return usagef("%v", err)
-			}
-			if len(res.Turns) == 0 {
-				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", path, res.Format, res.Messages)
-			}
+			// The turns are collected as they are parsed, and the parse
+			// stops at the first turn past --max-turns: a transcript of a
+			// million messages is refused after parsing --max-turns of
+			// them, holding their memory only.
 			var turns []contextfold.Turn
-			skipped := 0
-			for _, t := range res.Turns {
+			all, skipped, stoppedAt := 0, 0, -1
+			res, err := ingest.ParseFileWith(path, ingest.Options{Format: f, MaxRecordBytes: maxRecord, Turn: func(t ingest.Turn) error {
+				all++
 				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID}
 				if contextfold.TokenEstimate(ct.Payload()) < minTokens {
 					skipped++
-					continue
+					return nil
+				}
+				if maxTurns >= 0 && len(turns) >= maxTurns {
+					stoppedAt = t.StepID
+					return errTooManyTurns
 				}
 				turns = append(turns, ct)
+				return nil
+			}})
+			if errors.Is(err, errTooManyTurns) {
+				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
+					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
+					"Give a larger --max-turns (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
+					path, maxTurns+1, maxTurns, stoppedAt, ingestTurnKiB, maxTurns+1, (maxTurns+1)*ingestTurnKiB>>10)
 			}
-			if maxTurns >= 0 && len(turns) > maxTurns {
-				return usagef("%s: %d turns to fold, more than --max-turns %d (folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. Give --max-turns %d (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
-					path, len(turns), maxTurns, ingestTurnKiB, len(turns), len(turns)*ingestTurnKiB>>10, len(turns))
+			var tooLarge *ingest.RecordTooLargeError
+			if errors.As(err, &tooLarge) {
+				return usagef("%v; nothing was written", err)
+			}
+			if err != nil {
+				return usagef("%v", err)
+			}
+			if all == 0 {
+				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", path, res.Format, res.Messages)
 			}
 			s, err := g.openStore()
 			if err != nil {
 				return err
 			}
-			rep := ingestReport{File: path, Format: string(res.Format), Messages: res.Messages, Turns: len(res.Turns),
-				Replaced: res.Replaced, Problems: res.Problems, Store: s.Dir(), Skipped: skipped}
+			rep := ingestReport{File: path, Format: string(res.Format), Messages: res.Messages, Turns: all,
+				Replaced: res.Replaced, Problems: res.Problems, ProblemsMore: res.ProblemsOmitted, Store: s.Dir(), Skipped: skipped}
 			if rep.Problems == nil {
 				rep.Problems = []ingest.Problem{}
 			}
@@ -175,6 +213,9 @@ before anything is written.`,
 			for _, p := range rep.Problems {
 				fmt.Fprintf(out, "  skipped line %d: %s\n", p.Line, p.Message)
 			}
+			if rep.ProblemsMore > 0 {
+				fmt.Fprintf(out, "  … and %d more bad lines skipped (only the first %d are listed)\n", rep.ProblemsMore, len(rep.Problems))
+			}
 			if rep.Folded == 0 {
 				switch {
 				case rep.AlreadyIndexed > 0:
@@ -190,7 +231,8 @@ before anything is written.`,
 	}
 	c.Flags().StringVar(&format, "format", "auto", "input format: auto, claude-code, openai, anthropic, swe-agent, mini-swe-agent, openhands, aider")
 	c.Flags().IntVar(&minTokens, "min-tokens", 0, "fold only turns whose payload is at least this many tokens")
-	c.Flags().IntVar(&maxTurns, "max-turns", DefaultMaxIngestTurns, "most turns one ingest folds (more: refused, nothing written; -1: no limit)")
+	c.Flags().IntVar(&maxTurns, "max-turns", DefaultMaxIngestTurns, "most turns one ingest folds (more: refused as soon as the parse reaches one more, nothing written; -1: no limit)")
+	c.Flags().Int64Var(&maxRecord, "max-record-bytes", ingest.DefaultMaxRecordBytes, "largest record read, in bytes: a JSONL line, an element of a JSON document's messages array, an Aider turn (larger: refused, nothing written; -1: no limit)")
 	return c
 }
 

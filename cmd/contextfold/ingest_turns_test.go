@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/ingest"
 )
 
 // TestIngestTooManyTurnsRefused ingests transcripts of many one-line
@@ -92,5 +95,118 @@ func TestIngestNoTurnsRefused(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s: a refused ingest left %s behind (%v)", name, dir, err)
 		}
+	}
+}
+
+// TestIngestStopsReadingAtMaxTurns: the parse stops at the turn past
+// --max-turns, so what lies further in the transcript is never read. The
+// transcript's line 501 is past the record limit: with --max-turns 100 the
+// ingest is refused for its turns (the parse never reached line 501), with
+// --max-turns 1000 for the record (it did), and with a record limit above
+// that line's size and no turn limit it is folded whole. Before: the whole
+// file was decoded first, then the turns counted.
+func TestIngestStopsReadingAtMaxTurns(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 1000; i++ {
+		content := "m" + itoa(i)
+		if i == 500 {
+			content = strings.Repeat("x", 8192)
+		}
+		fmt.Fprintf(&b, `{"type":"user","uuid":"u%d","sessionId":"s","message":{"role":"user","content":%q}}`+"\n", i, content)
+	}
+	p := filepath.Join(t.TempDir(), "session.jsonl")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "s")
+	_, errs, code := cli(t, "", "--dir", dir, "ingest", p, "--max-turns", "100", "--max-record-bytes", "4096")
+	if code != 1 || !strings.Contains(errs, "101 turns to fold and more, past --max-turns 100") || !strings.Contains(errs, "stopped at step 100") || !strings.Contains(errs, "nothing was written") {
+		t.Fatalf("--max-turns 100: exit %d, stderr %q", code, errs)
+	}
+	_, errs, code = cli(t, "", "--dir", dir, "ingest", p, "--max-turns", "1000", "--max-record-bytes", "4096")
+	if code != 1 || !strings.Contains(errs, "line 501 is larger than the 4.0 KiB") || !strings.Contains(errs, "--max-record-bytes") || !strings.Contains(errs, "nothing was written") {
+		t.Fatalf("--max-turns 1000: exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a refused ingest left %s behind (%v)", dir, err)
+	}
+	for _, v := range []string{"0", "-2"} {
+		if _, errs, code := cli(t, "", "--dir", dir, "ingest", p, "--max-record-bytes", v); code != 1 || !strings.Contains(errs, "--max-record-bytes "+v) {
+			t.Fatalf("--max-record-bytes %s: exit %d, %q", v, code, errs)
+		}
+	}
+	out, errs, code := cli(t, "", "--json", "--dir", dir, "ingest", p, "--max-turns", "-1", "--max-record-bytes", "16384")
+	var rep struct {
+		Folded int `json:"turns_folded"`
+	}
+	if code != 0 {
+		t.Fatalf("raised limits: exit %d, %q", code, errs)
+	}
+	mustJSON(t, out, &rep)
+	if rep.Folded != 1000 {
+		t.Fatalf("folded %d turns, want 1000", rep.Folded)
+	}
+}
+
+// TestIngestRecordLimitEveryFormat: a record past --max-record-bytes is
+// refused, naming the record, the limit and the flag, in a JSON document
+// (an element of its messages array, another member) as in JSONL, an
+// OpenHands run and an Aider history; nothing is written.
+func TestIngestRecordLimitEveryFormat(t *testing.T) {
+	big := strings.Repeat("y", 3000)
+	for name, body := range map[string]string{
+		"messages.json":     `[{"role":"user","content":"hi"},{"role":"assistant","content":"` + big + `"}]`,
+		"anthropic.json":    `{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"` + big + `"}]}`,
+		"run.traj":          `{"info":{"submission":"` + big + `"},"history":[{"role":"system","content":"s"},{"role":"assistant","content":"t","action":"ls"}]}`,
+		"mini.traj.json":    `{"trajectory_format":"mini-swe-agent-1","messages":[{"role":"user","content":"` + big + `"}]}`,
+		"output.jsonl":      `{"instance_id":"x","history":[{"id":0,"source":"agent","action":"run","args":{"command":"` + big + `"}}]}` + "\n",
+		"chat.history.md":   "# aider chat started at 2025\n#### hi\n\n" + strings.Repeat(big[:60]+"\n", 50),
+		"claude-code.jsonl": `{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n" + `{"type":"user","uuid":"b","message":{"content":"` + big + `"}}` + "\n",
+	} {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "s")
+		_, errs, code := cli(t, "", "--dir", dir, "ingest", p, "--max-record-bytes", "2048")
+		if code != 1 || !strings.Contains(errs, "larger than the 2.0 KiB") || !strings.Contains(errs, "--max-record-bytes") || !strings.Contains(errs, "nothing was written") {
+			t.Errorf("%s: exit %d, stderr %q", name, code, errs)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: a refused ingest left %s behind (%v)", name, dir, err)
+		}
+		if _, errs, code := cli(t, "", "--dir", dir, "ingest", p); code != 0 {
+			t.Errorf("%s with the default limit: exit %d, %q", name, code, errs)
+		}
+	}
+}
+
+// TestIngestManyBadLinesListed: a transcript of a few good records among
+// many torn lines is ingested (exit 0) with the first ingest.MaxProblems
+// bad lines listed and the rest counted, in the JSON report and the text
+// one. Before: every bad line was held and printed (a 10 MB file of five
+// million torn lines took 1.2 GB and printed five million lines).
+func TestIngestManyBadLinesListed(t *testing.T) {
+	body := `{"type":"user","uuid":"a","sessionId":"s","message":{"role":"user","content":"hello"}}` + "\n" + strings.Repeat("{\"torn\n", 500)
+	p := filepath.Join(t.TempDir(), "session.jsonl")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cli(t, "", "--json", "--dir", filepath.Join(t.TempDir(), "s"), "ingest", p)
+	var rep struct {
+		Folded   int              `json:"turns_folded"`
+		Problems []map[string]any `json:"problems"`
+		More     int              `json:"problems_omitted"`
+	}
+	if code != 0 {
+		t.Fatalf("exit %d, %q", code, errs)
+	}
+	mustJSON(t, out, &rep)
+	if rep.Folded != 1 || len(rep.Problems) != ingest.MaxProblems || rep.More != 500-ingest.MaxProblems {
+		t.Fatalf("folded %d, %d problems listed, %d omitted; want 1, %d, %d", rep.Folded, len(rep.Problems), rep.More, ingest.MaxProblems, 500-ingest.MaxProblems)
+	}
+	out, _, code = cli(t, "", "--dir", filepath.Join(t.TempDir(), "s"), "ingest", p)
+	if code != 0 || strings.Count(out, "skipped line") != ingest.MaxProblems || !strings.Contains(out, "and 400 more bad lines skipped") {
+		t.Fatalf("exit %d, text report:\n%.2000s", code, out)
 	}
 }

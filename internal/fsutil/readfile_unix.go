@@ -129,6 +129,14 @@ func openNonblock(path string) (int, error) {
 		if err == syscall.EINTR {
 			continue
 		}
+		if err == syscall.ENXIO {
+			// open(2) of a Unix socket fails with ENXIO ("no such device
+			// or address"), which does not say what the path is.
+			var st syscall.Stat_t
+			if syscall.Stat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK {
+				return -1, notRegular("open", path, fs.ModeSocket)
+			}
+		}
 		if err != nil {
 			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 		}

@@ -1,10 +1,12 @@
 package fsutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 )
 
 // ErrNotRegular is wrapped (in an *fs.PathError) by the readers of this
@@ -204,4 +206,69 @@ func notRegular(op, path string, mode fs.FileMode) error {
 		kind = "a directory"
 	}
 	return &fs.PathError{Op: op, Path: path, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind)}
+}
+
+// OpenInputMax opens an input file the user named (a transcript) to be read
+// in place, as a section of Size bytes: a regular file of at most limit
+// bytes (a larger one is refused before it is read) is read where it lies,
+// its size fixed when it is opened (what a writer appends later is not
+// read); a stream — a pipe such as bash's <(…), a terminal, /dev/stdin — is
+// read into memory up to limit bytes, as ReadInputMaxHead reads it, since
+// it cannot be read twice. check gets the input's first headLen bytes (all
+// of it when shorter) before anything else is read; its error is returned
+// as is. A directory or a socket is refused with ErrNotRegular, a FIFO
+// without a writer with ErrEmptyPipe; the open never blocks. The caller
+// calls close when done with the section.
+func OpenInputMax(path string, limit int64, headLen int, check func(head []byte) error) (sec *io.SectionReader, close func() error, err error) {
+	f, fi, err := openInput(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		defer f.Close()
+		data, checkErr, err := readAllHead(f, limit, headLen, check)
+		if checkErr != nil {
+			return nil, nil, checkErr
+		}
+		if err != nil {
+			return nil, nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if len(data) == 0 && fi.Mode()&fs.ModeNamedPipe != 0 {
+			return nil, nil, &fs.PathError{Op: "read", Path: path, Err: ErrEmptyPipe}
+		}
+		return io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), func() error { return nil }, nil
+	}
+	return sectionOf(f, fi, path, limit, headLen, check)
+}
+
+// OpenRegularMax is OpenInputMax for a path that must be a regular file (a
+// hook's transcript_path): anything else is refused with ErrNotRegular
+// without being opened for a blocking read.
+func OpenRegularMax(path string, limit int64, headLen int, check func(head []byte) error) (sec *io.SectionReader, close func() error, err error) {
+	f, fi, err := OpenRegular(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sectionOf(f, fi, path, limit, headLen, check)
+}
+
+// sectionOf is the section of the open regular file f, checked as
+// OpenInputMax says; f is closed on an error.
+func sectionOf(f *os.File, fi fs.FileInfo, path string, limit int64, headLen int, check func(head []byte) error) (*io.SectionReader, func() error, error) {
+	size := fi.Size()
+	if limit >= 0 && size > limit {
+		f.Close()
+		return nil, nil, &fs.PathError{Op: "read", Path: path, Err: &TooLargeError{Size: size, Limit: limit}}
+	}
+	head := make([]byte, min(size, int64(max(headLen, 0))))
+	n, err := f.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		f.Close()
+		return nil, nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if err := check(head[:n]); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return io.NewSectionReader(f, 0, size), f.Close, nil
 }

@@ -64,3 +64,38 @@ func TestReadFileRefusesSpecialFilesAndLargeOnes(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestSocketRefusedByName: a Unix socket given as a file is refused at
+// once by every reader with ErrNotRegular saying it is a socket. Before:
+// "open …: no such device or address" (open(2)'s ENXIO), which names no
+// cause.
+func TestSocketRefusedByName(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sock") // short: a socket path is at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "s")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "it is a socket") {
+			t.Errorf("%s: %v; want ErrNotRegular saying it is a socket", name, err)
+		}
+	}
+	_, err = ReadFile(path)
+	check("ReadFile", err)
+	_, err = ReadInputMax(path, 1<<20)
+	check("ReadInputMax", err)
+	_, _, err = OpenInputMax(path, 1<<20, 0, func([]byte) error { return nil })
+	check("OpenInputMax", err)
+	_, _, err = OpenRegular(path)
+	check("OpenRegular", err)
+}

@@ -1,0 +1,402 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// parseWholeRef is the parser that holds the whole transcript, as Parse
+// was before it read a stream: the reference the streaming parser must
+// match.
+func parseWholeRef(data []byte, f Format) (*Result, error) {
+	if f == "" {
+		f = FormatAuto
+	}
+	p := &parser{res: &Result{Format: f}}
+	if err := p.parseWhole(data, f); err != nil {
+		return nil, err
+	}
+	p.finish()
+	return p.res, nil
+}
+
+// sameParse fails t when the streaming parse of data differs from the
+// whole-input parse in anything: the error's text, the format, every turn,
+// every problem, the counts.
+func sameParse(t testing.TB, name string, data []byte, f Format) {
+	t.Helper()
+	want, werr := parseWholeRef(data, f)
+	got, gerr := Parse(data, f)
+	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+		t.Fatalf("%s (%s): error %v, want %v", name, f, gerr, werr)
+	}
+	if werr != nil {
+		return
+	}
+	if got.Format != want.Format || got.Messages != want.Messages || got.Replaced != want.Replaced {
+		t.Fatalf("%s (%s): format %s messages %d replaced %d, want %s %d %d", name, f, got.Format, got.Messages, got.Replaced, want.Format, want.Messages, want.Replaced)
+	}
+	if !reflect.DeepEqual(got.Problems, want.Problems) {
+		t.Fatalf("%s (%s): problems\n%v\nwant\n%v", name, f, got.Problems, want.Problems)
+	}
+	if len(got.Turns) != len(want.Turns) {
+		t.Fatalf("%s (%s): %d turns, want %d", name, f, len(got.Turns), len(want.Turns))
+	}
+	for i := range want.Turns {
+		if got.Turns[i] != want.Turns[i] {
+			t.Fatalf("%s (%s): turn %d\n%+v\nwant\n%+v", name, f, i, got.Turns[i], want.Turns[i])
+		}
+	}
+}
+
+// transcriptFiles lists the bundled transcripts and, when the shared
+// folder is beside the repository, the shared ones and their corpus.
+func transcriptFiles(t testing.TB) []string {
+	var files []string
+	for _, root := range []string{"testdata", filepath.Join("..", "..", "shared", "transcripts")} {
+		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".md") || err == nil && strings.HasSuffix(path, ".aider.chat.history.md") {
+				files = append(files, path)
+			}
+			return nil
+		})
+	}
+	if len(files) < 10 {
+		t.Fatalf("only %d transcripts found", len(files))
+	}
+	return files
+}
+
+// TestStreamMatchesWhole: the streaming parser gives every bundled and
+// shared transcript (and variants: a byte order mark, CRLF line ends, a
+// pretty-printed or minified document, a truncated copy) the same result
+// as the parser that holds the whole input, in every format.
+func TestStreamMatchesWhole(t *testing.T) {
+	formats := append([]Format{FormatAuto}, Formats()...)
+	corpus := 0
+	for _, path := range transcriptFiles(t) {
+		if strings.Contains(filepath.ToSlash(path), "/corpus/") {
+			// Five of the 25 long runs: all of them took 25 s under the
+			// race detector. (Every one was also ingested by the binary
+			// before the streaming parser and after: identical stores.)
+			if corpus++; corpus > 5 {
+				continue
+			}
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants := map[string][]byte{
+			"":          data,
+			"+bom":      append([]byte(bom), data...),
+			"+crlf":     bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n")),
+			"+half":     data[:len(data)/2],
+			"+lead":     append([]byte("\n\n  "), data...),
+			"+trailing": append(append([]byte{}, data...), "\n\n \n"...),
+		}
+		var v any
+		if json.Unmarshal(data, &v) == nil {
+			pretty, _ := json.MarshalIndent(v, "", "  ")
+			variants["+pretty"] = pretty
+			var min bytes.Buffer
+			json.Compact(&min, data)
+			variants["+compact"] = min.Bytes()
+		}
+		if len(data) > 100<<10 {
+			// The long corpus runs: as they are, detected (the whole
+			// matrix over them takes a minute).
+			variants = map[string][]byte{"": data}
+		}
+		for suffix, d := range variants {
+			for _, f := range formats {
+				if len(data) > 100<<10 && f != FormatAuto {
+					continue
+				}
+				sameParse(t, path+suffix, d, f)
+			}
+		}
+	}
+}
+
+// TestStreamMatchesWholeEdges: inputs the streaming parser hands to the
+// whole-input parser, or reads in a way of its own, give the same result.
+func TestStreamMatchesWholeEdges(t *testing.T) {
+	for i, s := range []string{
+		"", " ", "\n\n", "\xef\xbb\xbf", "\xef\xbb\xbf\xef\xbb\xbf[]", "[]", "{}", "[1,2]", `[{"role":"user","content":"a"},3]`,
+		`{"messages":[{"role":"user","content":"a"}],"messages":[]}`,
+		`{"messages":{"role":"user"}}`, `{"history":"x","messages":[{"role":"user","content":"hi"}]}`,
+		`{"mess\u0061ges":[{"role":"user","content":"a\ud800"}],"system":"s"}`,
+		`{"\ud800":1,"messages":[{"role":"user","content":"a"}]}`,
+		"\u00a0[{\"role\":\"user\",\"content\":\"a\"}]", "[{\"role\":\"user\",\"content\":\"a\"}]\u00a0",
+		"[{\"role\":\"user\",\"content\":\"a\"}] x", "[{\"role\":\"user\",\"content\":\"a\"}]\n[]",
+		`{"type":"user","uuid":"u","message":{"content":"hi"}}`,
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}}\n\n{\"type\":\"user\",\"uuid\":\"v\",\"message\":{\"content\":\"ho\"}}\n",
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}} {}\n{\"type\":\"user\",\"uuid\":\"v\",\"message\":{\"content\":\"ho\"}}\n",
+		"{\"type\":\"us\n{\"type\":\"user\",\"uuid\":\"v\",\"message\":{\"content\":\"ho\"}}\n",
+		"{\"history\":[{\"id\":0,\"source\":\"agent\",\"action\":\"run\",\"args\":{\"command\":\"ls\"}}]}\n\n",
+		"{\n\"history\":[{\"id\":0,\"source\":\"agent\",\"action\":\"run\",\"args\":{\"command\":\"ls\"}}]}",
+		"\n{\"history\":[{\"id\":0,\"source\":\"agent\",\"action\":\"run\",\"args\":{\"command\":\"ls\"}}]}\n{\"history\":[]}",
+		`{"trajectory_format":"mini-swe-agent-1","instance_id":"i","messages":[{"role":"assistant","content":"x"}]}`,
+		`{"info":{"mini_version":"1"},"messages":[]}`, `{"history":[],"trajectory":[]}`, `{"history":[1,{"role":"user"}],"info":{}}`,
+		"# aider chat started at x\n#### hi\n> out\nreply\n\n\n", "intro\n# aider chat started at x\n#### hi\n", "  \n#### hi\r\nreply\xff\n",
+		"plain text", "[1e999]", `{"messages":[],"n":1e999}`, "[\"\\u00\"]", "{\"a\":[}",
+	} {
+		for _, f := range append([]Format{FormatAuto}, Formats()...) {
+			sameParse(t, fmt.Sprintf("edge %d %q", i, s), []byte(s), f)
+		}
+	}
+}
+
+// FuzzStreamMatchesWhole: for any input and format, the streaming parser
+// and the parser that holds the whole input agree.
+//
+//	go test ./ingest/ -run '^$' -fuzz FuzzStreamMatchesWhole -fuzztime 60s -fuzzminimizetime 3s
+func FuzzStreamMatchesWhole(f *testing.F) {
+	for _, s := range []string{
+		"[]", "{}", `{"messages":[{"role":"user","content":"\ud83d"}]}`,
+		`{"history":[{"role":"system","content":"s"},{"role":"assistant","content":"t","action":"ls"}]}`,
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}}\n[1]\n\n",
+		"# aider chat started at x\n#### hi\n> out\nreply\n",
+		`{"trajectory_format":"mini-swe-agent-1","messages":[{"role":"assistant","content":"x"}]}`,
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	formats := append([]Format{FormatAuto}, Formats()...)
+	f.Fuzz(func(t *testing.T, data []byte, fi uint8) {
+		sameParse(t, "fuzz", data, formats[int(fi)%len(formats)])
+	})
+}
+
+// TestStreamStopsAtTurn: a Turn callback's error stops the parse where it
+// is returned: the count of turns parsed is the count the callback let
+// through plus one, whatever the transcript's length, in every format, and
+// the error comes back as is.
+func TestStreamStopsAtTurn(t *testing.T) {
+	const n, stop = 5000, 100
+	gen := map[Format]func(i int) string{
+		FormatClaudeCode: func(i int) string {
+			return fmt.Sprintf(`{"type":"user","uuid":"u%d","sessionId":"s","message":{"role":"user","content":"m%d"}}`+"\n", i, i)
+		},
+		FormatOpenHands: nil,
+		FormatAider:     func(i int) string { return fmt.Sprintf("#### q%d\n\nanswer %d\n\n", i, i) },
+	}
+	docs := map[Format]string{
+		FormatOpenAI:       `[%s]`,
+		FormatAnthropic:    `{"system":"s","messages":[%s]}`,
+		FormatSWEAgent:     `{"info":{},"history":[%s]}`,
+		FormatMiniSWEAgent: `{"trajectory_format":"mini-swe-agent-1","messages":[%s]}`,
+	}
+	stopErr := errors.New("enough")
+	check := func(f Format, data []byte) {
+		t.Helper()
+		seen := 0
+		_, err := ParseWith(data, Options{Format: FormatAuto, Turn: func(Turn) error {
+			seen++
+			if seen > stop {
+				return stopErr
+			}
+			return nil
+		}})
+		if !errors.Is(err, stopErr) || seen != stop+1 {
+			t.Fatalf("%s: %d turns parsed, error %v; want %d and the callback's error", f, seen, err, stop+1)
+		}
+	}
+	for f, g := range gen {
+		if g == nil {
+			continue
+		}
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString(g(i))
+		}
+		check(f, []byte(b.String()))
+	}
+	var events strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			events.WriteByte(',')
+		}
+		fmt.Fprintf(&events, `{"id":%d,"source":"agent","action":"run","args":{"command":"ls %d"}}`, i, i)
+	}
+	check(FormatOpenHands, []byte(`{"instance_id":"x","history":[`+events.String()+"]}\n"+`{"instance_id":"y","history":[]}`+"\n"))
+	for f, layout := range docs {
+		var msgs strings.Builder
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				msgs.WriteByte(',')
+			}
+			fmt.Fprintf(&msgs, `{"role":"user","content":"m%d"}`, i)
+		}
+		check(f, []byte(fmt.Sprintf(layout, msgs.String())))
+	}
+}
+
+// TestRecordLimit: a record past MaxRecordBytes refuses the parse with a
+// *RecordTooLargeError naming the record and the flag, in every layout; a
+// limit above the record's size, or none, parses it.
+func TestRecordLimit(t *testing.T) {
+	big := strings.Repeat("x", 4096)
+	for name, data := range map[string]string{
+		"claude-code line": `{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n" + `{"type":"user","uuid":"b","message":{"content":"` + big + `"}}` + "\n",
+		"openai element":   `[{"role":"user","content":"hi"},{"role":"user","content":"` + big + `"}]`,
+		"swe-agent member": `{"info":{"submission":"` + big + `"},"history":[{"role":"user","content":"hi"}]}`,
+		"aider turn":       "#### hi\n\n" + strings.Repeat(big[:100]+"\n", 41),
+		"first line":       `{"messages":[{"role":"user","content":"` + big + `"}]}`,
+	} {
+		_, err := ParseWith([]byte(data), Options{MaxRecordBytes: 1024})
+		var tooLarge *RecordTooLargeError
+		if !errors.As(err, &tooLarge) || !strings.Contains(err.Error(), "--max-record-bytes") || !strings.Contains(err.Error(), "1.0 KiB") {
+			t.Errorf("%s: error %v; want a RecordTooLargeError naming the 1 KiB limit and --max-record-bytes", name, err)
+		}
+		for _, limit := range []int64{8192, -1} {
+			res, err := ParseWith([]byte(data), Options{MaxRecordBytes: limit})
+			if err != nil || len(res.Turns) == 0 {
+				t.Errorf("%s, limit %d: %v", name, limit, err)
+			}
+		}
+	}
+}
+
+// TestProblemsBounded: a transcript of many bad lines lists the first
+// MaxProblems of them and counts the rest, in the order the whole-input
+// parser reports them (an OpenHands run's own problems after those of the
+// lines). Before: every bad line was held as a problem, 150 bytes each (a
+// 10 MB file of five million torn lines took 1.2 GB) and printed.
+func TestProblemsBounded(t *testing.T) {
+	const bad = 5000
+	var cc strings.Builder
+	cc.WriteString(`{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n")
+	for i := 0; i < bad; i++ {
+		cc.WriteString("x\n")
+	}
+	res, err := Parse([]byte(cc.String()), FormatAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != MaxProblems || res.ProblemsOmitted != bad-MaxProblems || res.Problems[MaxProblems-1].Line != MaxProblems+1 || len(res.Turns) != 1 {
+		t.Fatalf("%d problems listed, %d omitted, last listed line %d, %d turns; want %d, %d, line %d, 1 turn",
+			len(res.Problems), res.ProblemsOmitted, res.Problems[len(res.Problems)-1].Line, len(res.Turns), MaxProblems, bad-MaxProblems, MaxProblems+1)
+	}
+	// Only bad lines: the error counts them all.
+	if _, err := Parse([]byte(strings.Repeat("x\n", bad)), FormatClaudeCode); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("in %d line(s)", bad)) {
+		t.Fatalf("all lines bad: %v", err)
+	}
+	// OpenHands: runs without history and bad lines interleaved.
+	var oh strings.Builder
+	for i := 0; i < 300; i++ {
+		oh.WriteString(`{"instance_id":"x"}` + "\n" + "y\n")
+		oh.WriteString(`{"instance_id":"x","history":[1,{"id":1,"source":"agent","action":"run","args":{"command":"ls"}}]}` + "\n")
+	}
+	sameParse(t, "openhands problems", []byte(oh.String()), FormatOpenHands)
+	res, err = Parse([]byte(oh.String()), FormatOpenHands)
+	if err != nil || len(res.Problems) != MaxProblems || res.ProblemsOmitted != 900-MaxProblems {
+		t.Fatalf("openhands: %v, %d listed, %d omitted", err, len(res.Problems), res.ProblemsOmitted)
+	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r interface {
+		ReadAt([]byte, int64) (int, error)
+	}
+	n int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestStreamReadsNoFurther: once the Turn callback stops a JSONL or Aider
+// parse, the rest of the transcript is not read: the bytes read are those
+// of the turns parsed plus the reader's buffers (64 KiB each), not the
+// file's length. A JSON document is read once in full, one element at a
+// time, to detect its format and check it, then again up to the stop.
+func TestStreamReadsNoFurther(t *testing.T) {
+	const lines, stop = 200000, 1000
+	var cc, md strings.Builder
+	for i := 0; i < lines; i++ {
+		fmt.Fprintf(&cc, `{"type":"user","uuid":"u%d","message":{"role":"user","content":"m%d"}}`+"\n", i, i)
+		fmt.Fprintf(&md, "#### q%d\nanswer %d\n", i, i)
+	}
+	for name, data := range map[string]string{"claude-code": cc.String(), "aider": md.String()} {
+		c := &countingReaderAt{r: strings.NewReader(data)}
+		seen := 0
+		s := newStreamer(io.NewSectionReader(c, 0, int64(len(data))), Options{Turn: func(Turn) error {
+			if seen++; seen > stop {
+				return errors.New("stop")
+			}
+			return nil
+		}})
+		if _, err := s.parse(); err == nil {
+			t.Fatalf("%s: not stopped", name)
+		}
+		perTurn := int64(len(data)) / int64(lines)
+		if name == "aider" {
+			perTurn /= 2 // a question and its answer are two turns
+		}
+		// The head, the first line, then the parse: each at most a 64 KiB
+		// buffer past what it used.
+		bound := 4*(64<<10) + 2*int64(stop+1)*perTurn
+		if c.n > bound || c.n >= int64(len(data))/10 {
+			t.Errorf("%s: %d of %d bytes read to parse %d turns; want at most %d", name, c.n, len(data), stop+1, bound)
+		}
+	}
+}
+
+// TestRecordLimitSkipsUnreadMembers: a member of a document the parser
+// does not read (a SWE-agent "trajectory", which repeats the history) is
+// walked one token at a time, never held, so it may be larger than the
+// record limit; only its single strings are held to it (and the limit's slack).
+func TestRecordLimitSkipsUnreadMembers(t *testing.T) {
+	var traj strings.Builder
+	for i := 0; i < 200; i++ {
+		if i > 0 {
+			traj.WriteByte(',')
+		}
+		fmt.Fprintf(&traj, `{"action":"ls %d","observation":"%s"}`, i, strings.Repeat("o", 100))
+	}
+	data := `{"trajectory":[` + traj.String() + `],"history":[{"role":"system","content":"s"},{"role":"assistant","content":"t","action":"ls"}],"info":{}}`
+	res, err := ParseWith([]byte(data), Options{MaxRecordBytes: 1024})
+	if err != nil || res.Format != FormatSWEAgent || len(res.Turns) != 2 {
+		t.Fatalf("a trajectory of %d bytes under a 1 KiB record limit: %v %+v", traj.Len(), err, res)
+	}
+	sameParse(t, "trajectory", []byte(data), FormatAuto)
+	long := strings.Replace(data, `"ls 0"`, `"`+strings.Repeat("l", 16<<10)+`"`, 1)
+	var tooLarge *RecordTooLargeError
+	if _, err := ParseWith([]byte(long), Options{MaxRecordBytes: 1024}); !errors.As(err, &tooLarge) {
+		t.Fatalf("a 16 KiB string in the trajectory under a 1 KiB limit: %v", err)
+	}
+}
+
+// TestStreamMatchesWholeOddWhiteSpace: white space that bytes.TrimSpace
+// skips and a JSON decoder refuses (form feed, vertical tab, U+00A0,
+// U+0085), before or after a document or JSONL, in every format.
+func TestStreamMatchesWholeOddWhiteSpace(t *testing.T) {
+	docs := []string{
+		"{\n\"history\":[{\"id\":0,\"source\":\"agent\",\"action\":\"run\",\"args\":{\"command\":\"ls\"}}]}",
+		`{"history":[{"id":0,"source":"agent","action":"run","args":{"command":"ls"}}]}`,
+		"[{\"role\":\"user\",\"content\":\"a\"}]",
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"user\",\"uuid\":\"v\",\"message\":{\"content\":\"ho\"}}",
+		"{\n}",
+	}
+	for _, ws := range []string{"\f", "\v", "\u00a0", "\u0085", "\n\f\n"} {
+		for i, d := range docs {
+			for _, in := range []string{ws + d, d + ws, ws + d + ws} {
+				for _, f := range append([]Format{FormatAuto}, Formats()...) {
+					sameParse(t, fmt.Sprintf("doc %d with %q", i, ws), []byte(in), f)
+				}
+			}
+		}
+	}
+}
