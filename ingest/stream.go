@@ -388,16 +388,18 @@ func (l *lineReader) next() ([]byte, error) {
 // offset i, its first byte that is not white space) is a JSON value by
 // itself (one), and whether a line that is not blank follows it (more):
 // then the input is JSONL, not one JSON document. A first line past the
-// record limit is taken for not a value (the document scan judges it).
+// record limit refuses the parse with its *RecordTooLargeError.
 func (s *streamer) firstLine(i int64) (one, more bool, err error) {
 	body := s.body()
 	lr := newLineReader(io.NewSectionReader(body, i, body.Size()-i), s.limit)
 	line, err := lr.next()
-	var tooLarge *RecordTooLargeError
-	if errors.As(err, &tooLarge) || err == io.EOF {
+	if err == io.EOF {
 		return false, false, nil
 	}
 	if err != nil {
+		// A first line past the record limit (a *RecordTooLargeError)
+		// refuses the parse as any other line would: the whole-input
+		// parser would hold it, and every record, whatever the limit.
 		return false, false, err
 	}
 	if !json.Valid(bytes.TrimSpace(line)) {

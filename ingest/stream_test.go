@@ -400,3 +400,42 @@ func TestStreamMatchesWholeOddWhiteSpace(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordLimitFirstLine: a JSONL transcript whose first line is past
+// MaxRecordBytes is refused like any other line, even when every string
+// in it is short (so the document scan, which holds only single tokens to
+// the limit, lets it through). Before: the first line's size sent the
+// parse to the whole-input parser, which holds no record to the limit,
+// and a 20 MB first line of short content blocks was folded under
+// --max-record-bytes 1000000.
+func TestRecordLimitFirstLine(t *testing.T) {
+	var blocks strings.Builder
+	for i := 0; i < 100; i++ {
+		if i > 0 {
+			blocks.WriteByte(',')
+		}
+		fmt.Fprintf(&blocks, `{"type":"text","text":"block %d %s"}`, i, strings.Repeat("w", 100))
+	}
+	cc := `{"type":"user","uuid":"a","message":{"role":"user","content":[` + blocks.String() + `]}}` + "\n" +
+		`{"type":"user","uuid":"b","message":{"role":"user","content":"hi"}}` + "\n"
+	oh := `{"instance_id":"i1","history":[` + strings.Repeat(`{"id":1,"source":"user","action":"message","message":"`+strings.Repeat("m", 100)+`","args":{"content":"c"}},`, 100) +
+		`{"id":2,"source":"agent","action":"finish","message":"done","args":{}}]}` + "\n" +
+		`{"instance_id":"i2","history":[{"id":1,"source":"user","action":"message","message":"m","args":{"content":"c"}}]}` + "\n"
+	for _, c := range []struct {
+		name string
+		data string
+		f    Format
+	}{
+		{"claude-code, auto", cc, FormatAuto},
+		{"openhands, auto", oh, FormatAuto},
+		{"openhands", oh, FormatOpenHands},
+	} {
+		var tooLarge *RecordTooLargeError
+		if _, err := ParseWith([]byte(c.data), Options{Format: c.f, MaxRecordBytes: 1024}); !errors.As(err, &tooLarge) || tooLarge.What != "line 1" {
+			t.Errorf("%s: a first line of %d bytes under a 1 KiB record limit: %v; want a RecordTooLargeError for line 1", c.name, strings.Index(c.data, "\n"), err)
+		}
+		if res, err := ParseWith([]byte(c.data), Options{Format: c.f, MaxRecordBytes: -1}); err != nil || len(res.Turns) == 0 {
+			t.Errorf("%s, no limit: %v", c.name, err)
+		}
+	}
+}
