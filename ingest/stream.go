@@ -139,7 +139,7 @@ func newStreamer(src *io.SectionReader, o Options) *streamer {
 	if f == "" {
 		f = FormatAuto
 	}
-	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn}, src: src, limit: limit, f: f}
+	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn, lineLimit: limit}, src: src, limit: limit, f: f}
 }
 
 func (s *streamer) parse() (*Result, error) {

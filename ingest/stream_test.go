@@ -439,3 +439,24 @@ func TestRecordLimitFirstLine(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordLimitTornFirstLine: a JSONL transcript whose first line is
+// torn is parsed by the whole-input parser (for the wording of its
+// problems), and its lines are still held to MaxRecordBytes. Before: a
+// torn first line lifted the limit from every line after it.
+func TestRecordLimitTornFirstLine(t *testing.T) {
+	big := strings.Repeat(`{"type":"text","text":"`+strings.Repeat("w", 100)+`"},`, 100)
+	data := `{"type":"user","uuid":"x` + "\n" +
+		`{"type":"user","uuid":"a","message":{"role":"user","content":[` + big + `{"type":"text","text":"end"}]}}` + "\n" +
+		`{"type":"user","uuid":"b","message":{"role":"user","content":"hi"}}` + "\n"
+	for _, f := range []Format{FormatAuto, FormatClaudeCode} {
+		var tooLarge *RecordTooLargeError
+		if _, err := ParseWith([]byte(data), Options{Format: f, MaxRecordBytes: 1024}); !errors.As(err, &tooLarge) || tooLarge.What != "line 2" {
+			t.Errorf("%s: a torn first line, then a line of %d bytes under a 1 KiB record limit: %v; want a RecordTooLargeError for line 2", f, len(big), err)
+		}
+		res, err := ParseWith([]byte(data), Options{Format: f, MaxRecordBytes: 1 << 20})
+		if err != nil || len(res.Turns) != 2 || len(res.Problems) != 1 {
+			t.Errorf("%s, a 1 MiB limit: %v %+v", f, err, res)
+		}
+	}
+}
