@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -458,5 +459,29 @@ func TestRecordLimitTornFirstLine(t *testing.T) {
 		if err != nil || len(res.Turns) != 2 || len(res.Problems) != 1 {
 			t.Errorf("%s, a 1 MiB limit: %v %+v", f, err, res)
 		}
+	}
+}
+
+// TestCompressedInputNamed: a compressed transcript (ingest session.jsonl.gz)
+// is refused as binary with the kind of compression named and the way to
+// read it (decompress into standard input), for every input path.
+func TestCompressedInputNamed(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(`{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n"))
+	w.Close()
+	for name, c := range map[string]struct{ data, want string }{
+		"gzip":  {gz.String(), "gzip"},
+		"zstd":  {"\x28\xb5\x2f\xfd" + strings.Repeat("\x00", 60), "zstd"},
+		"xz":    {"\xfd7zXZ\x00" + strings.Repeat("\x01", 60), "xz"},
+		"bzip2": {"BZh91AY&SY\x00" + strings.Repeat("\x01", 60), "bzip2"},
+	} {
+		_, err := ParseWith([]byte(c.data), Options{})
+		if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), c.want+"-compressed") || !strings.Contains(err.Error(), "| contextfold ingest -") {
+			t.Errorf("%s: %v; want the %s compression named and a pipe into ingest -", name, err, c.want)
+		}
+	}
+	if _, err := ParseWith([]byte("\x00\x01\x02"), Options{}); err == nil || strings.Contains(err.Error(), "compressed") {
+		t.Errorf("binary input that is not compressed: %v", err)
 	}
 }
