@@ -485,3 +485,26 @@ func TestCompressedInputNamed(t *testing.T) {
 		t.Errorf("binary input that is not compressed: %v", err)
 	}
 }
+
+// TestTranscriptShrunkWhileRead: a transcript that is cut short after it
+// was opened (an agent rewriting its .traj.json in place: truncated, then
+// written again) is refused as changed while it was read, not as binary
+// input. The section below claims the size the file had when opened and
+// serves fewer bytes, as the file does once truncated. Before: the bytes
+// never read stayed zero and the error was "the input is binary, not a
+// transcript (a NUL byte at offset 36889)".
+func TestTranscriptShrunkWhileRead(t *testing.T) {
+	doc := `{"info":{},"messages":[` + strings.Repeat(`{"role":"user","content":"hello there"},`, 200) + `{"role":"user","content":"end"}]}`
+	rewritten := `{"info":{},"messages":[{"role":"user","content":"rewritten"}]}`
+	for name, now := range map[string]string{
+		"emptied":   "",
+		"rewritten": rewritten,
+		"cut":       doc[:len(doc)/2],
+	} {
+		sec := io.NewSectionReader(strings.NewReader(now), 0, int64(len(doc)))
+		_, err := newStreamer(sec, Options{}).parse()
+		if !errors.Is(err, errChanged) {
+			t.Errorf("%s: %v; want %v", name, err, errChanged)
+		}
+	}
+}
