@@ -276,7 +276,7 @@ func binaryInput(data []byte) (why string, binary bool) {
 		head = head[:binarySniff]
 	}
 	if i := bytes.IndexByte(head, 0); i >= 0 {
-		return fmt.Sprintf("the input is binary, not a transcript (a NUL byte at offset %d)", i), true
+		return fmt.Sprintf("the input is binary, not a transcript (a NUL byte at offset %d)%s", i, compressedHint(head)), true
 	}
 	bad := 0
 	for i := 0; i < len(head); {
@@ -287,7 +287,24 @@ func binaryInput(data []byte) (why string, binary bool) {
 		i += n
 	}
 	if len(head) >= 64 && bad*3 > len(head) {
-		return fmt.Sprintf("the input is binary, not a transcript (%d of its first %d bytes are not UTF-8 text)", bad, len(head)), true
+		return fmt.Sprintf("the input is binary, not a transcript (%d of its first %d bytes are not UTF-8 text)%s", bad, len(head), compressedHint(head)), true
 	}
 	return "", false
+}
+
+// compressedHint names the compression of binary input that starts with
+// the magic number of a compressed stream (a session.jsonl.gz), and how to
+// ingest it: decompressed into standard input. Else "".
+func compressedHint(head []byte) string {
+	for _, c := range []struct{ magic, name, tool string }{
+		{"\x1f\x8b", "gzip", "zcat"},
+		{"\x28\xb5\x2f\xfd", "zstd", "zstdcat"},
+		{"\xfd7zXZ\x00", "xz", "xzcat"},
+		{"BZh", "bzip2", "bzcat"},
+	} {
+		if bytes.HasPrefix(head, []byte(c.magic)) {
+			return fmt.Sprintf("; it is %s-compressed: decompress it first, e.g. %s FILE | contextfold ingest -", c.name, c.tool)
+		}
+	}
+	return ""
 }

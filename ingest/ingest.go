@@ -153,6 +153,11 @@ func (p *parser) parseWhole(data []byte, f Format) error {
 		return binaryFormat(why)
 	}
 	p.res.Format = f
+	if f == FormatClaudeCode || f == FormatOpenHands {
+		if err := checkLines(data, p.lineLimit); err != nil {
+			return err
+		}
+	}
 	var err error
 	switch f {
 	case FormatClaudeCode:
@@ -182,8 +187,14 @@ func (p *parser) parseWhole(data []byte, f Format) error {
 type parser struct {
 	res  *Result
 	emit func(Turn) error // when set, each turn goes here instead of res.Turns
-	err  error            // the first error emit returned: parsing stops
-	n    int              // turns passed on
+	// lineLimit, when above 0, bounds each line of a JSONL transcript
+	// (claude-code, openhands) that parseWhole reads, in bytes without
+	// the newline: Options.MaxRecordBytes, for the inputs the streaming
+	// parser leaves to the whole-input parser (a torn first line). A line
+	// is a record, or part of one (a pretty-printed OpenHands run).
+	lineLimit int64
+	err       error // the first error emit returned: parsing stops
+	n         int   // turns passed on
 	// deferred are problems reported after those of the lines (an
 	// OpenHands run's, once every line was read)
 	deferred []Problem
@@ -269,4 +280,23 @@ func (p *parser) finish() {
 	for i := range p.res.Problems {
 		p.res.Problems[i].Message = validText(p.res.Problems[i].Message)
 	}
+}
+
+// checkLines returns a *RecordTooLargeError for the first line of data
+// longer than limit bytes (without its newline); limit <= 0: no limit.
+func checkLines(data []byte, limit int64) error {
+	if limit <= 0 {
+		return nil
+	}
+	for n := 1; len(data) > 0; n++ {
+		end := bytes.IndexByte(data, '\n')
+		if end < 0 {
+			end = len(data)
+		}
+		if int64(end) > limit {
+			return &RecordTooLargeError{What: fmt.Sprintf("line %d", n), Limit: limit}
+		}
+		data = data[min(end+1, len(data)):]
+	}
+	return nil
 }

@@ -139,7 +139,7 @@ func newStreamer(src *io.SectionReader, o Options) *streamer {
 	if f == "" {
 		f = FormatAuto
 	}
-	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn}, src: src, limit: limit, f: f}
+	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn, lineLimit: limit}, src: src, limit: limit, f: f}
 }
 
 func (s *streamer) parse() (*Result, error) {
@@ -163,7 +163,7 @@ func (s *streamer) whole(f Format) error {
 	data := s.data
 	if data == nil {
 		data = make([]byte, s.src.Size())
-		if _, err := s.src.ReadAt(data, 0); err != nil && err != io.EOF {
+		if err := readAll(s.src, data, 0); err != nil {
 			return err
 		}
 	}
@@ -185,7 +185,7 @@ func (s *streamer) run() error {
 	}
 	body := s.body()
 	head := make([]byte, min(body.Size(), binarySniff))
-	if _, err := body.ReadAt(head, 0); err != nil && err != io.EOF {
+	if err := readAll(body, head, 0); err != nil {
 		return err
 	}
 	if why, ok := binaryInput(head); ok {
@@ -388,16 +388,18 @@ func (l *lineReader) next() ([]byte, error) {
 // offset i, its first byte that is not white space) is a JSON value by
 // itself (one), and whether a line that is not blank follows it (more):
 // then the input is JSONL, not one JSON document. A first line past the
-// record limit is taken for not a value (the document scan judges it).
+// record limit refuses the parse with its *RecordTooLargeError.
 func (s *streamer) firstLine(i int64) (one, more bool, err error) {
 	body := s.body()
 	lr := newLineReader(io.NewSectionReader(body, i, body.Size()-i), s.limit)
 	line, err := lr.next()
-	var tooLarge *RecordTooLargeError
-	if errors.As(err, &tooLarge) || err == io.EOF {
+	if err == io.EOF {
 		return false, false, nil
 	}
 	if err != nil {
+		// A first line past the record limit (a *RecordTooLargeError)
+		// refuses the parse as any other line would: the whole-input
+		// parser would hold it, and every record, whatever the limit.
 		return false, false, err
 	}
 	if !json.Valid(bytes.TrimSpace(line)) {
@@ -826,8 +828,23 @@ func (s *streamer) scan() (*docInfo, error) {
 	return di, nil
 }
 
+// readAll fills buf from r at off. The input's size is the one it had when
+// it was opened, so a short read means the file was cut short since (an
+// agent rewriting it in place): errChanged, not bytes left zero that would
+// read as binary input.
+func readAll(r io.ReaderAt, buf []byte, off int64) error {
+	n, err := r.ReadAt(buf, off)
+	if n < len(buf) {
+		if err == nil || err == io.EOF {
+			return errChanged
+		}
+		return err
+	}
+	return nil
+}
+
 // errChanged is returned when the second read of a document does not find
-// what the first did.
+// what the first did, or the input is shorter than it was when opened.
 var errChanged = errors.New("ingest: the transcript changed while it was read; ingest it again once the agent has stopped writing it")
 
 // doc parses the array key ("" for a bare array) of the scanned document

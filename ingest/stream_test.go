@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -397,6 +398,113 @@ func TestStreamMatchesWholeOddWhiteSpace(t *testing.T) {
 					sameParse(t, fmt.Sprintf("doc %d with %q", i, ws), []byte(in), f)
 				}
 			}
+		}
+	}
+}
+
+// TestRecordLimitFirstLine: a JSONL transcript whose first line is past
+// MaxRecordBytes is refused like any other line, even when every string
+// in it is short (so the document scan, which holds only single tokens to
+// the limit, lets it through). Before: the first line's size sent the
+// parse to the whole-input parser, which holds no record to the limit,
+// and a 20 MB first line of short content blocks was folded under
+// --max-record-bytes 1000000.
+func TestRecordLimitFirstLine(t *testing.T) {
+	var blocks strings.Builder
+	for i := 0; i < 100; i++ {
+		if i > 0 {
+			blocks.WriteByte(',')
+		}
+		fmt.Fprintf(&blocks, `{"type":"text","text":"block %d %s"}`, i, strings.Repeat("w", 100))
+	}
+	cc := `{"type":"user","uuid":"a","message":{"role":"user","content":[` + blocks.String() + `]}}` + "\n" +
+		`{"type":"user","uuid":"b","message":{"role":"user","content":"hi"}}` + "\n"
+	oh := `{"instance_id":"i1","history":[` + strings.Repeat(`{"id":1,"source":"user","action":"message","message":"`+strings.Repeat("m", 100)+`","args":{"content":"c"}},`, 100) +
+		`{"id":2,"source":"agent","action":"finish","message":"done","args":{}}]}` + "\n" +
+		`{"instance_id":"i2","history":[{"id":1,"source":"user","action":"message","message":"m","args":{"content":"c"}}]}` + "\n"
+	for _, c := range []struct {
+		name string
+		data string
+		f    Format
+	}{
+		{"claude-code, auto", cc, FormatAuto},
+		{"openhands, auto", oh, FormatAuto},
+		{"openhands", oh, FormatOpenHands},
+	} {
+		var tooLarge *RecordTooLargeError
+		if _, err := ParseWith([]byte(c.data), Options{Format: c.f, MaxRecordBytes: 1024}); !errors.As(err, &tooLarge) || tooLarge.What != "line 1" {
+			t.Errorf("%s: a first line of %d bytes under a 1 KiB record limit: %v; want a RecordTooLargeError for line 1", c.name, strings.Index(c.data, "\n"), err)
+		}
+		if res, err := ParseWith([]byte(c.data), Options{Format: c.f, MaxRecordBytes: -1}); err != nil || len(res.Turns) == 0 {
+			t.Errorf("%s, no limit: %v", c.name, err)
+		}
+	}
+}
+
+// TestRecordLimitTornFirstLine: a JSONL transcript whose first line is
+// torn is parsed by the whole-input parser (for the wording of its
+// problems), and its lines are still held to MaxRecordBytes. Before: a
+// torn first line lifted the limit from every line after it.
+func TestRecordLimitTornFirstLine(t *testing.T) {
+	big := strings.Repeat(`{"type":"text","text":"`+strings.Repeat("w", 100)+`"},`, 100)
+	data := `{"type":"user","uuid":"x` + "\n" +
+		`{"type":"user","uuid":"a","message":{"role":"user","content":[` + big + `{"type":"text","text":"end"}]}}` + "\n" +
+		`{"type":"user","uuid":"b","message":{"role":"user","content":"hi"}}` + "\n"
+	for _, f := range []Format{FormatAuto, FormatClaudeCode} {
+		var tooLarge *RecordTooLargeError
+		if _, err := ParseWith([]byte(data), Options{Format: f, MaxRecordBytes: 1024}); !errors.As(err, &tooLarge) || tooLarge.What != "line 2" {
+			t.Errorf("%s: a torn first line, then a line of %d bytes under a 1 KiB record limit: %v; want a RecordTooLargeError for line 2", f, len(big), err)
+		}
+		res, err := ParseWith([]byte(data), Options{Format: f, MaxRecordBytes: 1 << 20})
+		if err != nil || len(res.Turns) != 2 || len(res.Problems) != 1 {
+			t.Errorf("%s, a 1 MiB limit: %v %+v", f, err, res)
+		}
+	}
+}
+
+// TestCompressedInputNamed: a compressed transcript (ingest session.jsonl.gz)
+// is refused as binary with the kind of compression named and the way to
+// read it (decompress into standard input), for every input path.
+func TestCompressedInputNamed(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(`{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n"))
+	w.Close()
+	for name, c := range map[string]struct{ data, want string }{
+		"gzip":  {gz.String(), "gzip"},
+		"zstd":  {"\x28\xb5\x2f\xfd" + strings.Repeat("\x00", 60), "zstd"},
+		"xz":    {"\xfd7zXZ\x00" + strings.Repeat("\x01", 60), "xz"},
+		"bzip2": {"BZh91AY&SY\x00" + strings.Repeat("\x01", 60), "bzip2"},
+	} {
+		_, err := ParseWith([]byte(c.data), Options{})
+		if !errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), c.want+"-compressed") || !strings.Contains(err.Error(), "| contextfold ingest -") {
+			t.Errorf("%s: %v; want the %s compression named and a pipe into ingest -", name, err, c.want)
+		}
+	}
+	if _, err := ParseWith([]byte("\x00\x01\x02"), Options{}); err == nil || strings.Contains(err.Error(), "compressed") {
+		t.Errorf("binary input that is not compressed: %v", err)
+	}
+}
+
+// TestTranscriptShrunkWhileRead: a transcript that is cut short after it
+// was opened (an agent rewriting its .traj.json in place: truncated, then
+// written again) is refused as changed while it was read, not as binary
+// input. The section below claims the size the file had when opened and
+// serves fewer bytes, as the file does once truncated. Before: the bytes
+// never read stayed zero and the error was "the input is binary, not a
+// transcript (a NUL byte at offset 36889)".
+func TestTranscriptShrunkWhileRead(t *testing.T) {
+	doc := `{"info":{},"messages":[` + strings.Repeat(`{"role":"user","content":"hello there"},`, 200) + `{"role":"user","content":"end"}]}`
+	rewritten := `{"info":{},"messages":[{"role":"user","content":"rewritten"}]}`
+	for name, now := range map[string]string{
+		"emptied":   "",
+		"rewritten": rewritten,
+		"cut":       doc[:len(doc)/2],
+	} {
+		sec := io.NewSectionReader(strings.NewReader(now), 0, int64(len(doc)))
+		_, err := newStreamer(sec, Options{}).parse()
+		if !errors.Is(err, errChanged) {
+			t.Errorf("%s: %v; want %v", name, err, errChanged)
 		}
 	}
 }

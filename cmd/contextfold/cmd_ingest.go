@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
+	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 func init() { commands = append(commands, newIngestCmd) }
@@ -81,8 +83,10 @@ in every other turn that shows it, bare or encoded.
 Bad lines in JSONL input are reported and skipped; unknown input is rejected
 with the list of accepted formats, and so is binary input (an executable, an
 archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
-file of at most 512 MiB (a larger one is refused before it is read) or a pipe
-such as <(zcat session.jsonl.gz), read into memory up to the same limit.
+file of at most 512 MiB (a larger one is refused before it is read), a pipe
+such as <(zcat session.jsonl.gz), or - for standard input (zcat
+session.jsonl.gz | contextfold ingest -); a pipe or standard input is read
+into memory up to the same limit.
 
 The transcript is read as a stream: a JSONL file (Claude Code, OpenHands) or
 an Aider history line by line, a JSON document's messages one at a time (a
@@ -103,7 +107,8 @@ A turn's payload is at most 64 MiB, whatever the limits; a larger one refuses
 the ingest before anything is written.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
-  contextfold --dir /tmp/s ingest messages.json --json`,
+  contextfold --dir /tmp/s ingest messages.json --json
+  zcat session.jsonl.gz | contextfold ingest -`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := ingest.ParseFormat(format)
@@ -117,10 +122,12 @@ the ingest before anything is written.`,
 				return usagef("--max-turns %d: give the most turns one ingest may fold, 1 or more (default %d), or -1 for no limit", maxTurns, DefaultMaxIngestTurns)
 			}
 			path := args[0]
-			if fi, err := os.Stat(path); err != nil {
-				return usagef("cannot read %s: %v", path, err)
-			} else if fi.IsDir() {
-				return usagef("%s is a directory; ingest takes one session file", path)
+			if path != "-" {
+				if fi, err := os.Stat(path); err != nil {
+					return usagef("cannot read %s: %v", path, err)
+				} else if fi.IsDir() {
+					return usagef("%s is a directory; ingest takes one session file, or - for standard input", path)
+				}
 			}
 			// The turns are collected as they are parsed, and the parse
 			// stops at the first turn past --max-turns: a transcript of a
@@ -128,7 +135,7 @@ the ingest before anything is written.`,
 			// them, holding their memory only.
 			var turns []contextfold.Turn
 			all, skipped, stoppedAt := 0, 0, -1
-			res, err := ingest.ParseFileWith(path, ingest.Options{Format: f, MaxRecordBytes: maxRecord, Turn: func(t ingest.Turn) error {
+			opts := ingest.Options{Format: f, MaxRecordBytes: maxRecord, Turn: func(t ingest.Turn) error {
 				all++
 				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID}
 				if contextfold.TokenEstimate(ct.Payload()) < minTokens {
@@ -141,7 +148,13 @@ the ingest before anything is written.`,
 				}
 				turns = append(turns, ct)
 				return nil
-			}})
+			}}
+			var res *ingest.Result
+			if path == "-" {
+				res, err = parseStdin(cmd.InOrStdin(), opts)
+			} else {
+				res, err = ingest.ParseFileWith(path, opts)
+			}
 			if errors.Is(err, errTooManyTurns) {
 				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
 					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
@@ -359,4 +372,34 @@ func progressFunc(w io.Writer, total int, what string, quiet bool) func(done, to
 	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionThrottle(100_000_000))
 	return func(done, _ int) { _ = bar.Set(done) }
+}
+
+// errBinaryHead ends the read of a standard input whose first bytes hold a
+// NUL byte: ingest.ParseWith refuses them as binary without the rest.
+var errBinaryHead = errors.New("binary input")
+
+// parseStdin reads a transcript of at most ingest.MaxTranscriptBytes from
+// stdin (ingest -) into memory and parses it as o says; binary input is
+// refused after its first 64 KiB, a larger input once past the limit.
+// Errors name "standard input" as ParseFileWith's name the path.
+func parseStdin(stdin io.Reader, o ingest.Options) (*ingest.Result, error) {
+	var head []byte
+	data, err := fsutil.ReadAllMaxHead(stdin, ingest.MaxTranscriptBytes, 64<<10, func(h []byte) error {
+		if bytes.IndexByte(h, 0) >= 0 {
+			head = bytes.Clone(h)
+			return errBinaryHead
+		}
+		return nil
+	})
+	if errors.Is(err, errBinaryHead) {
+		data, err = head, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ingest: read transcript from standard input: %w", err)
+	}
+	res, err := ingest.ParseWith(data, o)
+	if err != nil {
+		return nil, fmt.Errorf("standard input: %w", err)
+	}
+	return res, nil
 }
