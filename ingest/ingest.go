@@ -69,8 +69,8 @@ type Turn struct {
 
 // Problem is a skipped or bad input line, for the closing report.
 type Problem struct {
-	Line    int    // 1-based line number in the input; 0 when unknown
-	Message string // what was wrong and what was done about it
+	Line    int    `json:"line"`    // 1-based line number in the input; 0 when unknown
+	Message string `json:"message"` // what was wrong and what was done about it
 }
 
 // Result is the outcome of parsing one transcript.

@@ -205,6 +205,10 @@ func TestIngestManyBadLinesListed(t *testing.T) {
 	if rep.Folded != 1 || len(rep.Problems) != ingest.MaxProblems || rep.More != 500-ingest.MaxProblems {
 		t.Fatalf("folded %d, %d problems listed, %d omitted; want 1, %d, %d", rep.Folded, len(rep.Problems), rep.More, ingest.MaxProblems, 500-ingest.MaxProblems)
 	}
+	// A problem's keys are snake_case as every other key of the report.
+	if p := rep.Problems[0]; len(p) != 2 || p["line"] != float64(2) || p["message"] == nil {
+		t.Errorf("a problem in the JSON report: %v; want the keys line (2) and message", p)
+	}
 	out, _, code = cli(t, "", "--dir", filepath.Join(t.TempDir(), "s"), "ingest", p)
 	if code != 0 || strings.Count(out, "skipped line") != ingest.MaxProblems || !strings.Contains(out, "and 400 more bad lines skipped") {
 		t.Fatalf("exit %d, text report:\n%.2000s", code, out)
