@@ -573,3 +573,51 @@ func storeFilesHolding(dir, v string) (nodes int, held []string) {
 	})
 	return nodes, held
 }
+
+// TestStopSkipsATurnTooLargeToFold: one turn whose payload is past
+// contextfold.MaxPayloadBytes (a 65 MiB tool output) is not folded and is
+// named on stderr; the transcript's other turns, before and after it, are
+// folded. Before, the whole Stop failed on it, and so did every later Stop
+// of the session: nothing of it was ever folded again.
+func TestStopSkipsATurnTooLargeToFold(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	tr := filepath.Join(t.TempDir(), "transcript.jsonl")
+	f, err := os.Create(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, n := "", 0
+	add := func(typ string, msg map[string]any) {
+		n++
+		uuid := fmt.Sprintf("%s-%d", typ[:1], n)
+		line, _ := json.Marshal(map[string]any{"type": typ, "uuid": uuid, "parentUuid": prev, "sessionId": "s-big",
+			"timestamp": "2026-03-02T11:00:00.000Z", "message": msg})
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		prev = uuid
+	}
+	add("user", map[string]any{"role": "user", "content": "dump the build cache listing"})
+	add("assistant", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_ls", "name": "Bash", "input": map[string]any{"command": "ls -R /cache"}}}})
+	add("user", map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_ls",
+		"content": strings.Repeat("cache/obj ", contextfold.MaxPayloadBytes/10+1024)}}})
+	add("assistant", map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "the listing is huge; the port is 5433"}}})
+	add("user", map[string]any{"role": "user", "content": "which port again?"})
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stop, _ := json.Marshal(map[string]any{"session_id": "s-big", "transcript_path": tr, "cwd": t.TempDir(), "hook_event_name": "Stop"})
+	for round := 1; round <= 2; round++ {
+		r := hookRaw(t, dir, "Stop", stop)
+		if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "not folded") || !strings.Contains(r.stderr, "MaxPayloadBytes") {
+			t.Fatalf("Stop %d: %+v", round, r)
+		}
+	}
+	nodes, held := storeFilesHolding(dir, "the port is 5433")
+	if nodes < 3 || len(held) == 0 {
+		t.Fatalf("%d cold nodes, the turn after the large one in %v: the other turns were not folded", nodes, held)
+	}
+	if _, big := storeFilesHolding(dir, "cache/obj cache/obj"); len(big) > 0 {
+		t.Errorf("the turn too large to fold reached the store: %v", big)
+	}
+}

@@ -18,6 +18,10 @@ type FoldReport struct {
 	Existing int // already in the store (skipped)
 	Redacted int // secrets redacted before folding
 	Problems int // unreadable transcript lines skipped
+	// TooLarge lists the steps not folded because their payload is past
+	// contextfold.MaxPayloadBytes (in transcript order): the other new
+	// turns are folded, and every later Stop skips these again.
+	TooLarge []int
 }
 
 // FoldTranscript folds the turns of the session's transcript that the store
@@ -70,6 +74,14 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 		if have[t.StepID] {
 			rep.Existing++
 			folded = append(folded, ct)
+			continue
+		}
+		if len(ct.Payload()) > contextfold.MaxPayloadBytes {
+			// One turn the store refuses (a 100 MB tool output) must not
+			// keep the session's other turns, this Stop's and every
+			// later one's, from being folded.
+			rep.TooLarge = append(rep.TooLarge, t.StepID)
+			opts.diagf("%v: not folded", &contextfold.PayloadTooLargeError{StepID: t.StepID, Size: len(ct.Payload())})
 			continue
 		}
 		turns = append(turns, ct)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/hooks"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/match"
 )
 
@@ -116,6 +117,11 @@ would take as "block").`,
 			default: // Stop, SubagentStop, PreCompact
 				var rep *hooks.FoldReport
 				rep, err = hooks.FoldTranscript(in, opts)
+				if err == nil && len(rep.TooLarge) > 0 && !verbose {
+					// Said whether or not -v: these turns are never archived.
+					fmt.Fprintf(stderr, "contextfold: warning: steps %v not folded: their payload is larger than the %s a turn may fold (MaxPayloadBytes); the other turns were folded\n",
+						rep.TooLarge, fsutil.ByteSize(contextfold.MaxPayloadBytes))
+				}
 				if err == nil && verbose {
 					fmt.Fprintf(stderr, "contextfold: folded %d new turns (%d already stored, %d secrets redacted) into %s\n",
 						rep.Folded, rep.Existing, rep.Redacted, rep.Dir)
