@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -59,4 +60,57 @@ func FuzzExtractTurn(f *testing.F) {
 	f.Add("   ", "$ ls\nfoo")
 	f.Add("HTTP", "\n503")
 	f.Fuzz(func(t *testing.T, sum, pay string) { checkExtractTurn(t, sum, pay) })
+}
+
+// TestExtractTurnRecycledCollectors: extractions that share the recycled
+// collectors on several goroutines at once, small turns between a turn of
+// more distinct terms than a recycled collector keeps (collectorKeepMax),
+// give what one extraction alone gives, empty lists as empty (not nil)
+// slices, and no later extraction writes into a result kept before.
+func TestExtractTurnRecycledCollectors(t *testing.T) {
+	var big strings.Builder
+	for i := range collectorKeepMax / 2 { // some 3 distinct identifiers a line
+		fmt.Fprintf(&big, "$ go test ./pkg%d\nsrc/mod%d/file%d.go: ValueError%d\n", i, i%97, i, i)
+	}
+	type turn struct{ summary, payload string }
+	turns := []turn{{"bash $ go test ./...", big.String()}, {"", ""}, {"note", "nothing here"}}
+	for i := range 30 {
+		var b strings.Builder
+		for j := range 5 + 20*i {
+			fmt.Fprintf(&b, "ok  github.com/acme/pkg%d/sub%d.go %d.%03ds KeyError\n", j%13, i, i, j)
+		}
+		turns = append(turns, turn{"tool bash", b.String()})
+	}
+	want := make([]Terms, len(turns))
+	for k, tu := range turns {
+		want[k] = ExtractTurn(tu.summary, tu.payload)
+	}
+	if n := len(want[0].Identifiers); n <= collectorKeepMax {
+		t.Fatalf("the large turn has %d identifiers, not more than %d", n, collectorKeepMax)
+	}
+	if w := want[1]; w.Identifiers == nil || w.Files == nil || w.Commands == nil || w.Errors == nil {
+		t.Fatalf("an empty turn's lists: %#v, want empty slices", w)
+	}
+	errs := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			var kept []Terms
+			for k := range 3 * len(turns) {
+				tu := turns[(k+g)%len(turns)]
+				kept = append(kept, ExtractTurn(tu.summary, tu.payload))
+			}
+			for k, got := range kept {
+				if !reflect.DeepEqual(got, want[(k+g)%len(turns)]) {
+					errs <- fmt.Sprintf("goroutine %d, turn %d: extraction differs", g, (k+g)%len(turns))
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
 }

@@ -226,9 +226,10 @@ func analyzeCounted(text string, emit func(t Term, k int)) {
 		eachChunk(text, func(c string) { a.chunk(c, func(t Term) { emit(t, 1) }) })
 		return
 	}
-	at := make(map[string]int32, 256)
-	var order []string
-	var counts []int
+	sc := countScratches.Get().(*countScratch)
+	defer sc.release()
+	at, order, counts := sc.at, sc.order[:0], sc.counts[:0]
+	defer func() { sc.order, sc.counts = order, counts }()
 	flush := func() {
 		for k, c := range order {
 			n := counts[k]
@@ -250,6 +251,36 @@ func analyzeCounted(text string, emit func(t Term, k int)) {
 		counts = append(counts, 1)
 	})
 	flush()
+}
+
+// countScratch is analyzeCounted's working memory: the distinct chunks
+// held (a chunk's index in order), in order of first occurrence, and their
+// counts. It is recycled (countScratches): a fold event analyses some 50
+// nodes, and growing these anew for each was a third of what the ranked
+// analysis allocated (BenchmarkFoldEvent in package proxy).
+type countScratch struct {
+	at     map[string]int32
+	order  []string
+	counts []int
+}
+
+var countScratches = sync.Pool{New: func() any { return &countScratch{at: make(map[string]int32, 256)} }}
+
+// scratchKeepMax is the most distinct chunks (or terms, docScratch) a
+// recycled scratch may have held: a larger one (a large log's) is dropped
+// rather than kept in the pool with its map's memory.
+const scratchKeepMax = 1 << 13
+
+// release empties sc (no string of a text stays referenced) and gives it
+// back to the pool unless it grew past scratchKeepMax.
+func (sc *countScratch) release() {
+	if cap(sc.order) > scratchKeepMax {
+		return
+	}
+	clear(sc.at)
+	clear(sc.order[:cap(sc.order)])
+	sc.order, sc.counts = sc.order[:0], sc.counts[:0]
+	countScratches.Put(sc)
 }
 
 // countedChunksMax bounds the distinct chunks analyzeCounted holds at once

@@ -103,3 +103,57 @@ func TestAnalyseDocCountedSame(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyseDocRecycledScratch: analyses that share the recycled working
+// memory (countScratch, docScratch) on several goroutines at once, small
+// texts between texts of more distinct chunks than a recycled scratch may
+// keep (scratchKeepMax), give the analysis of one term at a time, and
+// no later analysis writes into a node's terms.
+func TestAnalyseDocRecycledScratch(t *testing.T) {
+	var big strings.Builder
+	for i := range 3 * scratchKeepMax {
+		fmt.Fprintf(&big, "step%d failed at pkg/mod%d/file%d.go:%d\n", i, i%97, i, i%400)
+	}
+	texts := []string{big.String(), "what is it?", ""}
+	for i := range 40 {
+		var b strings.Builder
+		for j := range 30 + 40*i {
+			fmt.Fprintf(&b, "ok github.com/acme/pkg%d %d.%03ds running tests\n", j%13, i, j)
+		}
+		texts = append(texts, b.String())
+	}
+	want := make([]analysed, len(texts))
+	for k, s := range texts {
+		want[k] = analyseDocOneByOne(s)
+	}
+	errs := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			var kept []analysed
+			for round := range 3 {
+				for k := range texts {
+					k := (k + g + round) % len(texts)
+					got := analyseDoc(texts[k])
+					if !reflect.DeepEqual(got, want[k]) {
+						errs <- fmt.Sprintf("goroutine %d, text %d: analysis differs", g, k)
+						return
+					}
+					kept = append(kept, got)
+				}
+			}
+			for i, a := range kept {
+				k := (i%len(texts) + g + i/len(texts)) % len(texts)
+				if !reflect.DeepEqual(a, want[k]) {
+					errs <- fmt.Sprintf("goroutine %d: a kept analysis of text %d changed", g, k)
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for range 4 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+}

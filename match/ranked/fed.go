@@ -139,10 +139,9 @@ func feed(dir string, n *contextfold.ColdNode, start bool) {
 			fed.an--
 		}
 	}
-	text := n.Summary + "\n" + n.RawContent
-	an := takePrepared(dir, n.StepID, text)
+	an := takePrepared(dir, n.StepID, n.Summary, n.RawContent)
 	if an == nil && start && fed.an < fedAnalysesMax {
-		an = startAnalysis(text)
+		an = startAnalysis(n.Summary + "\n" + n.RawContent)
 	}
 	if an != nil {
 		fed.an++
@@ -176,7 +175,19 @@ func (n fedNode) text(e *contextfold.Entry) (string, bool) {
 	if n.artifact == "" || n.artifact != e.ArtifactSHA256 || !utf8.ValidString(n.summary) || !utf8.ValidString(n.raw) {
 		return "", false
 	}
+	if n.an != nil && joinedIs(n.an.text, n.summary, n.raw) {
+		// The analysed text itself (the same bytes, no copy of the
+		// payload on the refresh's path; analysis finds it at once).
+		return n.an.text, true
+	}
 	return n.summary + "\n" + n.raw, true
+}
+
+// joinedIs reports whether text is summary + "\n" + raw, without making
+// the concatenation.
+func joinedIs(text, summary, raw string) bool {
+	k := len(summary)
+	return len(text) == k+1+len(raw) && text[k] == '\n' && text[:k] == summary && text[k+1:] == raw
 }
 
 // Analyses prepared ahead of a fold (PrepareAnalysis), by store directory
@@ -236,8 +247,8 @@ func PrepareAnalysis(s *contextfold.Store, step int, text string) {
 }
 
 // takePrepared removes step's prepared analysis at dir and returns it when
-// it is of text (nil otherwise).
-func takePrepared(dir string, step int, text string) *fedAnalysis {
+// it is of the text summary + "\n" + raw (nil otherwise).
+func takePrepared(dir string, step int, summary, raw string) *fedAnalysis {
 	prepared.Lock()
 	defer prepared.Unlock()
 	an := prepared.m[dir][step]
@@ -249,7 +260,7 @@ func takePrepared(dir string, step int, text string) *fedAnalysis {
 	if len(prepared.m[dir]) == 0 {
 		delete(prepared.m, dir)
 	}
-	if an.text != text {
+	if !joinedIs(an.text, summary, raw) {
 		return nil
 	}
 	return an

@@ -3,7 +3,9 @@ package ranked
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/testgen"
@@ -90,5 +92,34 @@ func TestFedTextsBuildTheSameIndex(t *testing.T) {
 	}
 	if !bytes.Equal(encoded(t, viaFed), encoded(t, fromDisk)) {
 		t.Fatal("after more folds the indexes differ")
+	}
+}
+
+// TestFedTextIsTheAnalysedText: a fed node whose analysis was made of its
+// very text (summary, "\n", payload) hands Refresh that analysed string
+// (no second concatenation of the payload), and any other text is joined
+// anew; joinedIs tells the two apart without joining.
+func TestFedTextIsTheAnalysedText(t *testing.T) {
+	for _, c := range []struct {
+		text, summary, raw string
+		want               bool
+	}{
+		{"s\nr", "s", "r", true}, {"\n", "", "", true}, {"s\nr\n", "s", "r\n", true}, {"s\nr", "s\nr", "", false},
+		{"s r", "s", "r", false}, {"s\nx", "s", "r", false}, {"t\nr", "s", "r", false}, {"s\nr", "s", "rr", false}, {"", "", "", false},
+	} {
+		if got := joinedIs(c.text, c.summary, c.raw); got != c.want {
+			t.Errorf("joinedIs(%q, %q, %q) = %v, want %v", c.text, c.summary, c.raw, got, c.want)
+		}
+	}
+	e := &contextfold.Entry{ArtifactSHA256: "a"}
+	an := &fedAnalysis{text: strings.Repeat("x", 10) + "\n" + "payload", done: make(chan struct{})}
+	n := fedNode{artifact: "a", summary: strings.Repeat("x", 10), raw: "payload", an: an}
+	got, ok := n.text(e)
+	if !ok || got != an.text || unsafe.StringData(got) != unsafe.StringData(an.text) {
+		t.Fatalf("text of a node analysed from its own text: %q %v, not the analysed string", got, ok)
+	}
+	n.an = &fedAnalysis{text: "other", done: make(chan struct{})}
+	if got, ok := n.text(e); !ok || got != an.text {
+		t.Fatalf("text of a node analysed from another text: %q %v, want %q", got, ok, an.text)
 	}
 }

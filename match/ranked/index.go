@@ -815,9 +815,34 @@ type analysed struct {
 	question bool
 }
 
+// docScratch is analyseDoc's working memory: each distinct term's index
+// in terms, and the terms as they are found (copied to a slice of their
+// own length at the end). Recycled (docScratches) as countScratch is.
+type docScratch struct {
+	at    map[string]int
+	terms []analysedTerm
+}
+
+var docScratches = sync.Pool{New: func() any { return &docScratch{at: make(map[string]int, 256)} }}
+
+// release empties sc and gives it back to the pool unless it grew past
+// scratchKeepMax.
+func (sc *docScratch) release() {
+	if cap(sc.terms) > scratchKeepMax {
+		return
+	}
+	clear(sc.at)
+	clear(sc.terms[:cap(sc.terms)])
+	sc.terms = sc.terms[:0]
+	docScratches.Put(sc)
+}
+
 func analyseDoc(text string) analysed {
 	var a analysed
-	at := map[string]int{}
+	sc := docScratches.Get().(*docScratch)
+	defer sc.release()
+	at := sc.at
+	a.terms = sc.terms[:0]
 	n, nspec := 0, 0
 	// Each distinct chunk of a long text is analysed once, its terms
 	// counted by its occurrences (analyzeCounted): the same terms, order
@@ -838,6 +863,10 @@ func analyseDoc(text string) analysed {
 		}
 		a.terms[i].tf += k
 	})
+	sc.terms, a.terms = a.terms, nil
+	if len(sc.terms) > 0 {
+		a.terms = slices.Clone(sc.terms)
+	}
 	a.length = float64(max(n, 1))
 	a.question = n <= maxQuestionWords && isQuestion(text)
 	return a
