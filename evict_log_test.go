@@ -107,17 +107,7 @@ func BenchmarkEvictLongSession(b *testing.B) {
 // written log is whole (schema-valid, the slow path's bytes), and the
 // final log is byte for byte the unbatched store's.
 func TestEvictionLogBatch(t *testing.T) {
-	open := func(batch int) *Store {
-		s, err := Open(filepath.Join(t.TempDir(), ".contextfold"), Options{Clock: fixedClock, EvictionLogBatch: batch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.FoldBatch(DemoTurns()); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	batched, plain := open(4), open(0)
+	batched, plain := demoStoreBatched(t, 4), demoStoreBatched(t, 0)
 	onDisk := func(s *Store) []Eviction {
 		t.Helper()
 		other, err := Open(s.Dir(), Options{Clock: fixedClock})
@@ -179,17 +169,7 @@ func TestEvictionLogBatch(t *testing.T) {
 // a fold waits for the write, EvictionLog reads every event once, and the
 // final log is byte for byte the unbatched store's.
 func TestWriteKeptEvictions(t *testing.T) {
-	open := func(batch int) *Store {
-		s, err := Open(filepath.Join(t.TempDir(), ".contextfold"), Options{Clock: fixedClock, EvictionLogBatch: batch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.FoldBatch(DemoTurns()); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	batched, plain := open(8), open(0)
+	batched, plain := demoStoreBatched(t, 8), demoStoreBatched(t, 0)
 	evict := func(steps ...int) {
 		t.Helper()
 		for _, step := range steps {
@@ -267,4 +247,18 @@ func TestWriteKeptEvictions(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("after Sync the log is\n%s\nthe unbatched one\n%s", got, want)
 	}
+}
+
+// demoStoreBatched is a new store holding the demo turns, its eviction log
+// batched by batch events (Options.EvictionLogBatch; 0: unbatched).
+func demoStoreBatched(t *testing.T, batch int) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), ".contextfold"), Options{Clock: fixedClock, EvictionLogBatch: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FoldBatch(DemoTurns()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -285,25 +285,7 @@ func TestDeferredSavesWaitForCompact(t *testing.T) {
 	if now, _ := os.ReadFile(snapPath); bytes.Equal(now, snapBytes) {
 		t.Fatal("Compact did not rewrite the snapshot")
 	}
-	if dl, err := os.ReadFile(deltaPath(snapPath)); err != nil || len(dl) != deltaHead {
-		t.Fatalf("delta after Compact: %d bytes, %v", len(dl), err)
-	}
-	next := load(dir)
-	if next == nil {
-		t.Fatal("the compacted snapshot does not load")
-	}
-	next.dir = dir
-	if err := next.Refresh(s); err != nil {
-		t.Fatal(err)
-	}
-	if next.read != 0 {
-		t.Fatalf("the next process read %d nodes, want none", next.read)
-	}
-	fresh := NewIndex()
-	if err := fresh.Refresh(s); err != nil {
-		t.Fatal(err)
-	}
-	sameAnswers(t, "compacted snapshot", g, fresh, next)
+	checkCompacted(t, "compacted snapshot", dir, snapPath, s, g)
 
 	// The same refresh without DeferSaves writes the snapshot itself.
 	plain := load(dir)
@@ -385,23 +367,31 @@ func TestCompactRacedByRefresh(t *testing.T) {
 	if ix.CompactDue() {
 		t.Fatal("still due after a second Compact")
 	}
+	checkCompacted(t, "compacted after a raced compaction", dir, snapPath, s, g)
+}
+
+// checkCompacted checks the store's snapshot at snapPath after a Compact:
+// its delta is empty (its header alone), a new process (load) refreshing
+// from s reads no node, and it answers as an index built afresh.
+func checkCompacted(t *testing.T, stage, dir, snapPath string, s *contextfold.Store, g testgen.Gen) {
+	t.Helper()
 	if dl, err := os.ReadFile(deltaPath(snapPath)); err != nil || len(dl) != deltaHead {
-		t.Fatalf("delta after Compact: %d bytes, %v", len(dl), err)
+		t.Fatalf("%s: delta after Compact: %d bytes, %v", stage, len(dl), err)
 	}
 	next := load(dir)
 	if next == nil {
-		t.Fatal("the compacted snapshot does not load")
+		t.Fatalf("%s: the compacted snapshot does not load", stage)
 	}
 	next.dir = dir
 	if err := next.Refresh(s); err != nil {
 		t.Fatal(err)
 	}
 	if next.read != 0 {
-		t.Fatalf("the next process read %d nodes, want none", next.read)
+		t.Fatalf("%s: the next process read %d nodes, want none", stage, next.read)
 	}
 	fresh := NewIndex()
 	if err := fresh.Refresh(s); err != nil {
 		t.Fatal(err)
 	}
-	sameAnswers(t, "compacted after a raced compaction", g, fresh, next)
+	sameAnswers(t, stage, g, fresh, next)
 }
