@@ -27,10 +27,7 @@ func TestIngestStandardInput(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("ingest -: %d %s", code, errs)
 	}
-	var rep struct {
-		Format string `json:"format"`
-		Folded int    `json:"turns_folded"`
-	}
+	var rep ingestJSON
 	mustJSON(t, out, &rep)
 	if rep.Format != "claude-code" || rep.Folded != 47 {
 		t.Fatalf("ingest -: %+v", rep)

@@ -59,9 +59,7 @@ func TestIngestTooManyTurnsRefused(t *testing.T) {
 		t.Fatalf("a refused ingest left %s behind (%v)", dir, err)
 	}
 	out, errs, code := cli(t, "", "--json", "--dir", dir, "ingest", small, "--max-turns", "12")
-	var rep struct {
-		Folded int `json:"turns_folded"`
-	}
+	var rep ingestJSON
 	if code != 0 {
 		t.Fatalf("--max-turns 12 on 12 turns: exit %d, %q", code, errs)
 	}
@@ -136,9 +134,7 @@ func TestIngestStopsReadingAtMaxTurns(t *testing.T) {
 		}
 	}
 	out, errs, code := cli(t, "", "--json", "--dir", dir, "ingest", p, "--max-turns", "-1", "--max-record-bytes", "16384")
-	var rep struct {
-		Folded int `json:"turns_folded"`
-	}
+	var rep ingestJSON
 	if code != 0 {
 		t.Fatalf("raised limits: exit %d, %q", code, errs)
 	}
