@@ -3,13 +3,9 @@ package ranked
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/contextfold/contextfold/ingest"
 )
 
 // analyseDocOneByOne is analyseDoc one term at a time (analyzeInto), as it
@@ -49,20 +45,7 @@ func analyseDocOneByOne(text string) analysed {
 // versions, paths and CJK, more than maxSpecific specific terms, and with
 // the distinct chunks held flushed every few chunks.
 func TestAnalyseDocCountedSame(t *testing.T) {
-	var texts []string
-	filepath.WalkDir("../../ingest/testdata/transcripts", func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".md") && !strings.HasSuffix(p, ".history.md") {
-			return nil
-		}
-		res, err := ingest.ParseFile(p, ingest.FormatAuto)
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		for _, tu := range res.Turns {
-			texts = append(texts, tu.Summary+"\n"+tu.Payload)
-		}
-		return nil
-	})
+	texts := transcriptTexts(t, 0)
 	if len(texts) < 50 {
 		t.Fatalf("only %d transcript turns", len(texts))
 	}
