@@ -1607,7 +1607,14 @@ func (s *Server) finish(st *reqState) {
 				// path once half full, so that the eviction that fills it
 				// (above, before the response's last bytes reach the
 				// client) seldom writes it there.
-				s.background(func() { _, _ = store.WriteKeptEvictions(EvictionLogBatch / 2) })
+				// A failed write keeps the events for the next one; it is
+				// said, as the request's record is already made.
+				sid := st.sess.id
+				s.background(func() {
+					if _, err := store.WriteKeptEvictions(EvictionLogBatch / 2); err != nil {
+						s.log.Warn("contextfold proxy: eviction log batch not written; its events are kept for the next write", "session", sid, "err", err)
+					}
+				})
 			}
 		}
 		if st.wsOut != nil && st.sess != nil {
