@@ -140,6 +140,10 @@ type Index struct {
 	// without a store), for rule "the prompt's words together"
 	// (proximity.go); nil otherwise.
 	texts map[int32]string
+	// typo: the filter of rule "typos" over the terms (typofilter.go),
+	// built by its first scan with the rule on (nil: not yet).
+	typo      *termFilter
+	typoBuild *typoBuild // a large snapshot's filter being built (typoFilter)
 }
 
 // NewIndex returns an empty index.
@@ -293,8 +297,8 @@ func (ix *Index) recoverSnapshot() bool {
 // counters and the shared snapshot's state starts afresh. Callers hold
 // ix.mu.
 func (ix *Index) reset() {
-	if ix.snap != nil && ix.snap.unmap != nil {
-		ix.snap.unmap()
+	if ix.snap != nil {
+		ix.snap.close()
 	}
 	fresh := NewIndex()
 	ix.vocab, ix.byStep, ix.spost, ix.pcache, ix.puse = fresh.vocab, fresh.byStep, fresh.spost, fresh.pcache, fresh.puse
@@ -307,6 +311,7 @@ func (ix *Index) reset() {
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	ix.snapID = snapIdentity{}
 	ix.texts = nil
+	ix.typo, ix.typoBuild = nil, nil
 }
 
 // Scan ranks the store's nodes for a prompt and chooses the ones to
@@ -884,6 +889,9 @@ func (ix *Index) insert(d doc, a analysed) {
 			// which the vocabulary would otherwise keep whole.
 			ix.vocab[strings.Clone(t.text)] = tid
 			ix.post = append(ix.post, nil)
+			if ix.typo != nil && typoKey(t.text) {
+				addTerm(ix.typo, t.text)
+			}
 		}
 		if t.specific {
 			d.specific = append(d.specific, tid)

@@ -162,12 +162,13 @@ type Params struct {
 	// Typo: rule "typos" (typo.go), the weight (× idf) of a term of the
 	// archive one edit from a prompt word's stem of at least typoMinLen
 	// letters, held by at most max(rareDF, a quarter of) the nodes that
-	// hold the word itself (0: off). Off by default: it passes the recall
-	// test of docs/matching.md ("Deciding a rule": on top of ChatOwn, 41
-	// evidence turns won against 24 lost, p 0.046, all on the set with
-	// typos) but each prompt word's ~50 × length variants are looked up
-	// in the term table, which took BenchmarkScanAfterFold from 0.6–1.4 to
-	// 3.6–6.8 ms a scan.
+	// hold the word itself (0: off). 0.6 under the decision rule of
+	// docs/matching.md ("Deciding a rule": 43 evidence turns won against
+	// 25 lost over the chat sets, p 0.039, the noisy set's typos; no set
+	// losing; the agent sets' hits unchanged at 0.5 % more corpus
+	// tokens). Its variants are found through a filter of the archive's
+	// terms (typofilter.go); looking each up in the term table took a
+	// scan five times as long.
 	Typo float64
 	// Related: rule "related words" (related.go), the weight (× the lower
 	// of the word's idf and its own) of a word WordNet relates to a prompt
@@ -203,7 +204,7 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, SkipLabel: true,
-		ChatOwn: true, AnswerType: 0.3}
+		ChatOwn: true, AnswerType: 0.3, Typo: 0.6}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.

@@ -178,8 +178,8 @@ func openFor(s *contextfold.Store) *Index {
 	}
 	ix, reason := loadShared(s, ss, dir)
 	if ix != nil {
-		if local != nil && local.snap != nil && local.snap.unmap != nil && local.snap != ix.snap {
-			local.snap.unmap()
+		if local != nil && local.snap != nil && local.snap != ix.snap {
+			local.snap.close()
 		}
 		ix.source = "shared"
 		return ix

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // The ranked index snapshot: a term-sorted, memory-mapped file in the
@@ -79,6 +81,20 @@ type snapFile struct {
 	total   float64
 	checked []uint64
 	bad     bool
+	// users: background readers of the mapping (the filter of rule
+	// "typos", typoBuild); close stops them (stop) and waits for them
+	// before unmapping.
+	users sync.WaitGroup
+	stop  atomic.Bool
+}
+
+// close unmaps the file once its background readers have stopped.
+func (s *snapFile) close() {
+	s.stop.Store(true)
+	s.users.Wait()
+	if s.unmap != nil {
+		s.unmap()
+	}
 }
 
 var le = binary.LittleEndian

@@ -19,19 +19,26 @@ import "strings"
 // typoMinLen is the shortest stem, in letters, that looks up its typos.
 const typoMinLen = 5
 
+// typoMaxLen is the longest stem, in letters, that looks up its typos: a
+// word's variants cost time in its length squared (a prompt of one
+// word of a million letters), and a word past it is no word a person
+// misspells.
+const typoMaxLen = typoDelMaxLen - 1
+
 // typoMaxVariants bounds the variants a prompt word adds.
 const typoMaxVariants = 4
 
 // typoTerms appends to terms the typo variants of the prompt's words.
 // Callers hold ix.mu.
 func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, p Params) []qterm {
+	filter := ix.typoFilter()
 	known := map[string]int{} // term text → index in terms
 	for i, t := range terms {
 		known[t.text] = i
 	}
 	for _, text := range order {
 		t := best[text]
-		if t.Kind != KindWord || len(text) < typoMinLen || !lowerASCII(text) {
+		if t.Kind != KindWord || len(text) < typoMinLen || len(text) > typoMaxLen || !lowerASCII(text) {
 			continue
 		}
 		dfWord := 0
@@ -40,7 +47,7 @@ func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, 
 		}
 		limit := max(rareDF, dfWord/4)
 		n := 0
-		edits1(text, func(v string) bool {
+		try := func(v string) bool {
 			if _, ok := best[v]; ok {
 				return true
 			}
@@ -60,7 +67,12 @@ func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, 
 			terms = append(terms, qterm{id: id, text: v, src: t.Src, kind: KindTypo, weight: p.Typo * w, df: df})
 			n++
 			return n < typoMaxVariants
-		})
+		}
+		if filter != nil {
+			typoVariants(text, filter, try)
+		} else {
+			edits1(text, try)
+		}
 	}
 	return terms
 }

@@ -2,8 +2,12 @@ package ranked
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/internal/testgen"
 )
 
 // Rule "typos" (Params.Typo, off by default): a turn that misspells the
@@ -69,5 +73,233 @@ func TestEdits1(t *testing.T) {
 	edits1("abc", func(string) bool { n++; return n < 3 })
 	if n != 3 {
 		t.Errorf("stopped after %d, want 3", n)
+	}
+}
+
+// BenchmarkTypoScan is BenchmarkScanAfterFold's turn (3,000 generated
+// agent nodes opened from a snapshot, a fold of one node, then a timed
+// scan) with rule "typos" off and on: what the rule costs a scan.
+func BenchmarkTypoScan(b *testing.B) {
+	g := testgen.New(31)
+	mem := NewIndex()
+	for _, tn := range g.Turns(0, 3000) {
+		mem.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
+	}
+	mem.mu.Lock()
+	data, ok := mem.encodeSnapshot()
+	mem.mu.Unlock()
+	if !ok {
+		b.Fatal("encode failed")
+	}
+	next := 3000
+	for _, w := range []float64{0, 0.6} {
+		name := "off"
+		if w > 0 {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			ix, err := decodeSnapshot(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := DefaultParams()
+			p.Typo = w
+			for i := range 20 {
+				ix.Scan(g.Prompt(i), p)
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				tn := g.Turn(next)
+				next++
+				ix.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
+				b.StartTimer()
+				ix.Scan(g.Prompt(i%20), p)
+			}
+		})
+	}
+}
+
+// typoVariants offers, in edits1's order, every variant an archive holds:
+// filtered by the term filter and by membership, the two enumerations
+// give the same sequence (first occurrences, the word itself left out),
+// for random words and random vocabularies holding many of their
+// variants and many strings that are none.
+func TestTypoVariantsMatchEdits1(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	letters := "abcdeeilmnorst" // few letters: many repeats, swaps of equal letters
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[r.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	for trial := range 300 {
+		w := word(typoMinLen + r.IntN(6))
+		held := map[string]bool{}
+		var all []string
+		edits1(w, func(v string) bool { all = append(all, v); return true })
+		for _, v := range all {
+			if r.IntN(8) == 0 {
+				held[v] = true
+			}
+		}
+		for range 2000 {
+			held[word(3+r.IntN(10))] = true
+		}
+		var z filterSize
+		for v := range held {
+			if typoKey(v) {
+				z.count(len(v))
+			}
+		}
+		f := z.filter()
+		for v := range held {
+			if typoKey(v) {
+				addTerm(f, v)
+			}
+		}
+		var want, got []string
+		edits1(w, func(v string) bool {
+			if held[v] {
+				want = append(want, v)
+			}
+			return true
+		})
+		seen := map[string]bool{w: true}
+		typoVariants(w, f, func(v string) bool {
+			if held[v] && !seen[v] {
+				seen[v] = true
+				got = append(got, v)
+			}
+			return true
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d, word %q:\n got  %q\n want %q", trial, w, got, want)
+		}
+	}
+}
+
+// The filter holds the terms added after it was built (insert), and is
+// built again when they outgrow it: a misspelling folded after the first
+// scan with the rule on is found by the next.
+func TestTypoFilterFollowsAdds(t *testing.T) {
+	ix := NewIndex()
+	for i := range 30 {
+		s := fmt.Sprintf("%s: the weather was fine on day %d", []string{"melanie", "caroline"}[i%2], i)
+		ix.Add(i, fmt.Sprint(i), 12, s, s)
+	}
+	on := DefaultParams()
+	on.Typo = 0.6
+	prompt := "What did Caroline say about pottery?"
+	ix.Scan(prompt, on)
+	built := ix.typo
+	if built == nil {
+		t.Fatal("no filter after a scan with the rule on")
+	}
+	ix.Add(30, "a", 12, "s", "caroline: that potery class was so much fun")
+	r := ix.Scan(prompt, on)
+	if len(r.Picks) == 0 || r.Picks[0].Step != 30 {
+		t.Fatalf("added misspelling not found: %+v", r.Picks)
+	}
+	for i := range built.terms.cap + 10 {
+		s := fmt.Sprintf("melanie: zzword%s", strings.Repeat(string(rune('a'+i%26)), 1+i/26))
+		ix.Add(100+i, fmt.Sprint(100+i), 12, s, s)
+	}
+	ix.Add(5000, "b", 12, "s", "melanie: the pottary wheel spun")
+	r = ix.Scan(prompt, on)
+	if ix.typo == built {
+		t.Fatal("filter not built again past its capacity")
+	}
+	found := false
+	for _, p := range r.Picks {
+		found = found || p.Step == 5000
+	}
+	if !found {
+		t.Fatalf("misspelling added past the filter's capacity not found: %+v", r.Picks)
+	}
+}
+
+// A snapshot too large for the first scan to build its filter has it
+// built beside the scans: the scans before it is ready look each variant
+// up, and every scan answers as an index whose filter was built in place.
+// Closing the snapshot while it is built waits for the builder.
+func TestTypoFilterBuiltInBackground(t *testing.T) {
+	old := typoSyncTerms
+	typoSyncTerms = 10
+	defer func() { typoSyncTerms = old }()
+	g := testgen.New(5)
+	mem := NewIndex()
+	words := strings.Fields("pottery painting gardening adoption counseling marathon photography volunteering")
+	for i, tn := range g.Turns(0, 400) {
+		text := tn.Summary + "\n" + tn.RawContent
+		if i%7 == 0 { // a misspelt word: a letter dropped
+			w := words[i%len(words)]
+			text += " " + w[:3] + w[4:]
+		}
+		mem.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, text)
+	}
+	mem.mu.Lock()
+	data, ok := mem.encodeSnapshot()
+	mem.mu.Unlock()
+	if !ok {
+		t.Fatal("encode failed")
+	}
+	open := func() *Index {
+		ix, err := decodeSnapshot(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	p := DefaultParams()
+	p.Typo = 0.6
+	prompts := []string{}
+	for _, w := range words {
+		prompts = append(prompts, "what did we say about "+w+"?")
+	}
+	ref := open()
+	typoSyncTerms = 1 << 30
+	var want []string
+	for _, q := range prompts {
+		want = append(want, fmt.Sprint(ref.Scan(q, p).Picks))
+	}
+	if ref.typo == nil {
+		t.Fatal("reference index built no filter")
+	}
+	typoSyncTerms = 10
+	bg := open()
+	for i, q := range prompts {
+		if got := fmt.Sprint(bg.Scan(q, p).Picks); got != want[i] {
+			t.Fatalf("prompt %q while building:\n got  %s\n want %s", q, got, want[i])
+		}
+	}
+	bg.mu.Lock()
+	b := bg.typoBuild
+	bg.mu.Unlock()
+	if b != nil {
+		b.snap.users.Wait() // the builder has stored its filter
+	}
+	for i, q := range prompts {
+		if got := fmt.Sprint(bg.Scan(q, p).Picks); got != want[i] {
+			t.Fatalf("prompt %q after the build:\n got  %s\n want %s", q, got, want[i])
+		}
+	}
+	bg.mu.Lock()
+	installed := bg.typo != nil && bg.typoBuild == nil
+	bg.mu.Unlock()
+	if !installed {
+		t.Fatal("background filter not installed")
+	}
+	// Closing while a build runs: reset waits for it, under -race.
+	cl := open()
+	cl.Scan(prompts[0], p)
+	cl.mu.Lock()
+	started := cl.typoBuild != nil
+	cl.reset()
+	cl.mu.Unlock()
+	if !started {
+		t.Fatal("no background build started")
 	}
 }
