@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -505,6 +506,100 @@ func TestTranscriptShrunkWhileRead(t *testing.T) {
 		_, err := newStreamer(sec, Options{}).parse()
 		if !errors.Is(err, errChanged) {
 			t.Errorf("%s: %v; want %v", name, err, errChanged)
+		}
+	}
+}
+
+// allocated returns the bytes and the count of allocations f made.
+func allocated(f func()) (bytes, count uint64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc, after.Mallocs - before.Mallocs
+}
+
+// TestElementRefusedWhileRead: an element of a messages array past the
+// record limit is refused as a JSONL line is, holding at most about 1.5
+// times the limit and allocating about twice it in all, however large the
+// element. Before: a json.Decoder buffered it, its buffer doubling past the
+// limit (a 200 MB element under the 128 MiB default peaked at 420 MB).
+func TestElementRefusedWhileRead(t *testing.T) {
+	const limit = 1 << 20
+	big := strings.Repeat("x", 8*limit)
+	for name, data := range map[string]string{
+		"bare array": `[{"role":"user","content":"hi"},{"role":"user","content":"` + big + `"}]`,
+		"messages":   `{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"user","content":"` + big + `"}]}`,
+		"jsonl line": `{"type":"user","uuid":"a","message":{"content":"hi"}}` + "\n" + `{"type":"user","uuid":"b","message":{"content":"` + big + `"}}` + "\n",
+	} {
+		in := []byte(data)
+		var err error
+		n, _ := allocated(func() { _, err = ParseWith(in, Options{MaxRecordBytes: limit}) })
+		var tooLarge *RecordTooLargeError
+		if !errors.As(err, &tooLarge) || !strings.Contains(err.Error(), "--max-record-bytes") {
+			t.Fatalf("%s: %v; want a RecordTooLargeError", name, err)
+		}
+		// Twice the limit, the reader's 64 KiB buffers and the rest.
+		if bound := uint64(2*limit + 512<<10); n > bound {
+			t.Errorf("%s: %d bytes allocated to refuse an element of %d bytes under a limit of %d; want at most %d", name, n, len(big), limit, bound)
+		}
+	}
+}
+
+// TestScanDoesNotDecodeEachMessage: the first read of a JSON document
+// (checking it, tallying the OpenAI and Anthropic evidence) reads each
+// message without decoding it into a map: 3 allocations a message (its
+// bytes, the tally's). Before: 42 (a json.Decoder's value, a map, its
+// values, the content blocks'), which made the first read of a million
+// messages take 2.2 s of the 2.5 s a parse stopped by --max-turns took.
+func TestScanDoesNotDecodeEachMessage(t *testing.T) {
+	const n, stop = 20000, 10
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"text","text":"m%d"}],"name":"u"}`, i)
+	}
+	b.WriteByte(']')
+	data := []byte(b.String())
+	errStop := errors.New("stop")
+	_, count := allocated(func() {
+		seen := 0
+		_, err := ParseWith(data, Options{Turn: func(Turn) error {
+			if seen++; seen > stop {
+				return errStop
+			}
+			return nil
+		}})
+		if !errors.Is(err, errStop) {
+			t.Fatal(err)
+		}
+	})
+	if perMessage := float64(count) / n; perMessage > 4 {
+		t.Errorf("%.1f allocations a message to read %d messages and stop at the %dth; want at most 4", perMessage, n, stop+1)
+	}
+}
+
+// TestAddValidMatchesAdd: the tally read without a map counts as the one
+// over decoded objects, repeated and escaped keys included.
+func TestAddValidMatchesAdd(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `{"role":"user"}`, `{"role":"tool"}`, `{"rol\u0065":"tool"}`, `{"role":"t\u006fol"}`,
+		`{"role":"tool","role":"user"}`, `{"role":"user","role":1}`, `{"role":null,"tool_calls":[]}`,
+		`{"role":"user","content":[{"type":"tool_use"},{"type":"image","source":{}},{"type":"image"},{"type":"refusal"},1,"x",[]]}`,
+		`{"role":"user","content":[{"type":"tool_use","type":"text"},{"typ\u0065":"thinking"}]}`,
+		`{"role":"user","content":{"type":"tool_use"}}`, `{"role":"assistant","function_call":{"name":"f"}, "content":"x"}`,
+		`{"role":"us\"er","content":[{"source":"s","type":"image"}] , "tool_call_id" : "1" }`,
+		`{"role":"ütool","content":[{"type":"input_text"}]}`,
+	} {
+		var want, got chatCounts
+		want.add(json.RawMessage(s))
+		got.addValid([]byte(s))
+		if got != want {
+			t.Errorf("%s: %+v, want %+v", s, got, want)
 		}
 	}
 }
