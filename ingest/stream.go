@@ -74,7 +74,15 @@ func (e *RecordTooLargeError) Error() string {
 // whose first line is torn, a messages array holding a non-object, an
 // unusual layout — is read whole, as ParseFile always did.
 func ParseFileWith(path string, o Options) (*Result, error) {
-	sec, closeFn, err := fsutil.OpenInputMax(path, MaxTranscriptBytes, binarySniff, binaryCheck(path))
+	f, fi, err := fsutil.OpenInput(path)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: read transcript: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		defer f.Close()
+		return parseStream(path, f, fi, o)
+	}
+	sec, closeFn, err := fsutil.SectionOf(f, fi, path, MaxTranscriptBytes, binarySniff, binaryCheck(path))
 	return parseOpened(path, sec, closeFn, err, o)
 }
 
@@ -125,6 +133,10 @@ type streamer struct {
 	base  int64             // the offset after the byte order mark, if any
 	limit int64             // MaxRecordBytes (-1: none)
 	f     Format
+	// stream, when set, is what src reads: a stream spooled as it is
+	// read, whose size src does not know (src's Size is the largest a
+	// transcript may be).
+	stream *spool
 }
 
 func newStreamer(src *io.SectionReader, o Options) *streamer {
@@ -162,7 +174,15 @@ func (s *streamer) body() *io.SectionReader {
 func (s *streamer) whole(f Format) error {
 	data := s.data
 	if data == nil {
-		data = make([]byte, s.src.Size())
+		size := s.src.Size()
+		if s.stream != nil {
+			n, err := s.stream.size()
+			if err != nil {
+				return err
+			}
+			size = n
+		}
+		data = make([]byte, size)
 		if err := readAll(s.src, data, 0); err != nil {
 			return err
 		}
@@ -185,7 +205,13 @@ func (s *streamer) run() error {
 	}
 	body := s.body()
 	head := make([]byte, min(body.Size(), binarySniff))
-	if err := readAll(body, head, 0); err != nil {
+	if s.stream != nil {
+		n, err := body.ReadAt(head, 0) // a stream's size is not known
+		if err != nil && err != io.EOF {
+			return err
+		}
+		head = head[:n]
+	} else if err := readAll(body, head, 0); err != nil {
 		return err
 	}
 	if why, ok := binaryInput(head); ok {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
-	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 func init() { commands = append(commands, newIngestCmd) }
@@ -374,30 +372,13 @@ func progressFunc(w io.Writer, total int, what string, quiet bool) func(done, to
 	return func(done, _ int) { _ = bar.Set(done) }
 }
 
-// errBinaryHead ends the read of a standard input whose first bytes hold a
-// NUL byte: ingest.ParseWith refuses them as binary without the rest.
-var errBinaryHead = errors.New("binary input")
-
-// parseStdin reads a transcript of at most ingest.MaxTranscriptBytes from
-// stdin (ingest -) into memory and parses it as o says; binary input is
-// refused after its first 64 KiB, a larger input once past the limit.
+// parseStdin parses the transcript read from stdin (ingest -) as o says,
+// as a stream (ingest.ParseReaderWith: about one record held, the rest
+// spooled to a temporary file); binary input is refused after its first
+// 64 KiB, a larger input than ingest.MaxTranscriptBytes once past it.
 // Errors name "standard input" as ParseFileWith's name the path.
 func parseStdin(stdin io.Reader, o ingest.Options) (*ingest.Result, error) {
-	var head []byte
-	data, err := fsutil.ReadAllMaxHead(stdin, ingest.MaxTranscriptBytes, 64<<10, func(h []byte) error {
-		if bytes.IndexByte(h, 0) >= 0 {
-			head = bytes.Clone(h)
-			return errBinaryHead
-		}
-		return nil
-	})
-	if errors.Is(err, errBinaryHead) {
-		data, err = head, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ingest: read transcript from standard input: %w", err)
-	}
-	res, err := ingest.ParseWith(data, o)
+	res, err := ingest.ParseReaderWith(stdin, o)
 	if err != nil {
 		return nil, fmt.Errorf("standard input: %w", err)
 	}
