@@ -194,6 +194,9 @@ type parser struct {
 	// is a record, or part of one (a pretty-printed OpenHands run).
 	lineLimit int64
 	err       error // the first error emit returned: parsing stops
+	// maxTurns, when above 0, is Options.MaxTurns: the turn past it
+	// stops the parse with a *TooManyTurnsError
+	maxTurns int
 	n         int   // turns passed on
 	// deferred are problems reported after those of the lines (an
 	// OpenHands run's, once every line was read)
@@ -222,6 +225,10 @@ func (p *parser) add(d draft) {
 	}
 	t := d.Turn
 	if p.n > 0 && t.StepID <= p.last {
+		return
+	}
+	if p.maxTurns > 0 && p.n >= p.maxTurns {
+		p.err = &TooManyTurnsError{Limit: p.maxTurns, Step: t.StepID}
 		return
 	}
 	p.n++

@@ -27,6 +27,9 @@ type docReader struct {
 	off   int64 // bytes consumed, from the document's first byte
 	base  int64 // the document's offset in the input
 	limit int64 // the record limit, in bytes (-1: none)
+	// scratch, when not nil, is the buffer value reads into, reused from
+	// one value to the next (see elements)
+	scratch []byte
 }
 
 // errSyntax is what docReader returns for input that is not valid JSON;
@@ -160,6 +163,14 @@ func (d *docReader) value(what func() string, depth int) ([]byte, error) {
 	at := d.base + d.off
 	scalar := c != '{' && c != '[' && c != '"'
 	var out []byte
+	if d.scratch != nil {
+		out = d.scratch[:0]
+		defer func() {
+			if cap(out) <= 1<<20 {
+				d.scratch = out // a larger one is not kept for the next
+			}
+		}()
+	}
 	nest, inStr, esc := 0, false, false
 	for done := false; !done; {
 		b, err := d.buffered()
@@ -349,8 +360,14 @@ func validClean(s string) bool { return !strings.ContainsRune(s, utf8.RuneError)
 // elements reads the elements of the array whose '[' was just read (at
 // nesting depth, the array included), calling each with every element's
 // bytes until it returns false or an error, and the closing ']' when it
-// never did. name names the array in errors.
-func (d *docReader) elements(name string, depth int, each func(i int, raw []byte) (bool, error)) (stopped bool, err error) {
+// never did. name names the array in errors. With reuse, an element's
+// bytes are valid only until each returns (they are read into one buffer,
+// a million small messages allocated a million).
+func (d *docReader) elements(name string, depth int, reuse bool, each func(i int, raw []byte) (bool, error)) (stopped bool, err error) {
+	if reuse {
+		d.scratch = []byte{}
+		defer func() { d.scratch = nil }()
+	}
 	first := true
 	for i := 0; ; i++ {
 		ok, err := d.more(&first, ']')

@@ -42,6 +42,28 @@ type Options struct {
 	// wrapped with the path by the file readers (errors.Is finds it).
 	// Turn is called from the goroutine that called the parse function.
 	Turn func(Turn) error
+	// MaxTurns, when above 0, is the most turns the parse passes on: at
+	// the first turn past it the parse stops with a *TooManyTurnsError
+	// (nothing more is read, that turn is not passed on). In a JSON
+	// messages array every message object is one turn, so the first read
+	// of a document (which checks it and detects its format) stops as soon
+	// as it has counted MaxTurns+1 of them, before the second read parses
+	// any: a bare array (auto-detected once one message has a "role"), or
+	// the "messages" or "history" array of a document whose Format is
+	// given. The rest of such a document is not read, so a syntax error
+	// past that point is not reported.
+	MaxTurns int
+}
+
+// TooManyTurnsError reports a transcript of more turns than
+// Options.MaxTurns; the parse stopped at the first turn past it.
+type TooManyTurnsError struct {
+	Limit int // Options.MaxTurns
+	Step  int // the step id of the first turn past the limit
+}
+
+func (e *TooManyTurnsError) Error() string {
+	return fmt.Sprintf("ingest: more than %d turns: reading stopped at step %d, the turn past the limit", e.Limit, e.Step)
 }
 
 // RecordTooLargeError reports a record of the transcript past
@@ -151,7 +173,7 @@ func newStreamer(src *io.SectionReader, o Options) *streamer {
 	if f == "" {
 		f = FormatAuto
 	}
-	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn, lineLimit: limit}, src: src, limit: limit, f: f}
+	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn, lineLimit: limit, maxTurns: o.MaxTurns}, src: src, limit: limit, f: f}
 }
 
 func (s *streamer) parse() (*Result, error) {
@@ -551,7 +573,24 @@ type arrScan struct {
 	first obj        // the first element that is an object
 }
 
-func (a *arrScan) add(raw []byte, di *docInfo) error {
+// turnPerElement reports whether every object element of the array key
+// of the document ("": a bare array) is one turn, whatever the rest of
+// the document holds: a bare array (the only layout a detected document
+// may have and stay a bare array: openai or anthropic, one turn a
+// message), or the messages or history array of a given Format.
+func (s *streamer) turnPerElement(key string) bool {
+	switch s.f {
+	case FormatAuto, FormatOpenAI, FormatAnthropic, FormatMiniSWEAgent:
+		return key == "" || key == "messages" && s.f != FormatAuto
+	case FormatSWEAgent:
+		return key == "" || key == "history"
+	}
+	return false
+}
+
+// add counts the element raw, which it does not keep; detect says whether
+// the format is to be detected (a.first and a.chat counted).
+func (a *arrScan) add(raw []byte, di *docInfo, detect bool) error {
 	a.n++
 	if !json.Valid(raw) {
 		return errSyntax
@@ -560,8 +599,11 @@ func (a *arrScan) add(raw []byte, di *docInfo) error {
 		di.odd = true // the whole-input parser reports its line
 		return nil
 	}
+	if !detect {
+		return nil
+	}
 	if a.first == nil {
-		a.first, _ = decodeObj(raw)
+		a.first, _ = decodeObj(bytes.Clone(raw))
 	}
 	a.chat.addValid(raw)
 	return nil
@@ -635,12 +677,28 @@ func (s *streamer) scan() (*docInfo, error) {
 		}
 		return nil, err
 	}
-	tally := func(a *arrScan) func(int, []byte) (bool, error) {
-		return func(_ int, raw []byte) (bool, error) {
-			if err := a.add(raw, di); err != nil {
+	// The OpenAI and Anthropic evidence, and the first element, count
+	// only when the format is to be detected.
+	detect := s.f == FormatAuto
+	tally := func(a *arrScan, key string) func(int, []byte) (bool, error) {
+		turns, past := 0, -1
+		counted := s.p.maxTurns > 0 && s.turnPerElement(key)
+		return func(i int, raw []byte) (bool, error) {
+			if err := a.add(raw, di, detect); err != nil {
 				return false, err
 			}
 			di.replaced += countReplacements(raw)
+			if counted && raw[0] == '{' {
+				// Each message object is a turn, whatever the format:
+				// past the limit the parse is refused, once a detected
+				// array is known to hold chat messages (a "role").
+				if turns++; turns == s.p.maxTurns+1 {
+					past = i
+				}
+			}
+			if past >= 0 && (!detect || a.chat.roles > 0) {
+				return false, &TooManyTurnsError{Limit: s.p.maxTurns, Step: past}
+			}
 			return true, nil
 		}
 	}
@@ -654,7 +712,7 @@ func (s *streamer) scan() (*docInfo, error) {
 		di.bare = true
 		a := &arrScan{}
 		di.arrays[""] = a
-		if _, err := d.elements("", 1, tally(a)); err != nil {
+		if _, err := d.elements("", 1, true, tally(a, "")); err != nil {
 			return fail(err)
 		}
 	case '{':
@@ -687,7 +745,7 @@ func (s *streamer) scan() (*docInfo, error) {
 				d.discard(1)
 				a := &arrScan{}
 				di.arrays[k] = a
-				if _, err := d.elements(k, 2, tally(a)); err != nil {
+				if _, err := d.elements(k, 2, true, tally(a, k)); err != nil {
 					return fail(err)
 				}
 				continue
@@ -780,7 +838,7 @@ func (s *streamer) doc(f Format, di *docInfo, key string) error {
 			return errChanged
 		}
 		d.discard(1)
-		_, err := d.elements("", 1, each)
+		_, err := d.elements("", 1, false, each)
 		return changed(err)
 	}
 	if c != '{' {
@@ -807,10 +865,10 @@ func (s *streamer) doc(f Format, di *docInfo, key string) error {
 			}
 			d.discard(1)
 			if k == key {
-				_, err := d.elements(k, 2, each)
+				_, err := d.elements(k, 2, false, each)
 				return changed(err)
 			}
-			if _, err := d.elements(k, 2, func(int, []byte) (bool, error) { return true, nil }); err != nil {
+			if _, err := d.elements(k, 2, true, func(int, []byte) (bool, error) { return true, nil }); err != nil {
 				return changed(err)
 			}
 			continue

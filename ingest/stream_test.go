@@ -578,8 +578,8 @@ func TestScanDoesNotDecodeEachMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if perMessage := float64(count) / n; perMessage > 4 {
-		t.Errorf("%.1f allocations a message to read %d messages and stop at the %dth; want at most 4", perMessage, n, stop+1)
+	if perMessage := float64(count) / n; perMessage > 3 {
+		t.Errorf("%.1f allocations a message to read %d messages and stop at the %dth; want at most 3", perMessage, n, stop+1)
 	}
 }
 
@@ -600,6 +600,85 @@ func TestAddValidMatchesAdd(t *testing.T) {
 		got.addValid([]byte(s))
 		if got != want {
 			t.Errorf("%s: %+v, want %+v", s, got, want)
+		}
+	}
+}
+
+// TestMaxTurnsStopsFirstRead: with Options.MaxTurns, a JSON messages
+// array is refused by the first read as soon as it has counted one message
+// object more than the limit: the rest is not read (before, the first read
+// went through the whole document, a million messages, to detect its
+// format before the second read reached the turn past the limit). The
+// refusal names the step the turn-by-turn refusal names, in every layout
+// it applies to, and in the others the limit applies turn by turn.
+func TestMaxTurnsStopsFirstRead(t *testing.T) {
+	const n, limit = 100000, 100
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"role":"user","content":"m%d"}`, i)
+	}
+	b.WriteByte(']')
+	data := b.String()
+	c := &countingReaderAt{r: strings.NewReader(data)}
+	_, err := newStreamer(io.NewSectionReader(c, 0, int64(len(data))), Options{MaxTurns: limit}).parse()
+	var many *TooManyTurnsError
+	if !errors.As(err, &many) || many.Step != limit || many.Limit != limit {
+		t.Fatalf("%v; want a TooManyTurnsError at step %d", err, limit)
+	}
+	if c.n > 4*(64<<10) {
+		t.Fatalf("%d of %d bytes read to refuse the turn past %d", c.n, len(data), limit)
+	}
+
+	msgs := func(ms ...string) string { return strings.Join(ms, ",") }
+	u, r, x := `{"role":"user","content":"a"}`, `{"content":"no role"}`, `7`
+	for _, doc := range []string{
+		"[" + msgs(u, u, u, u) + "]",
+		"[" + msgs(r, r, r, u, u) + "]",
+		"[" + msgs(r, r, r, r) + "]",
+		"[" + msgs(u, x, u, x, u, u) + "]",
+		"[" + msgs(u, u, u, u) + "] x",
+		"[" + msgs(u, u, u, u) + ",]",
+		`{"messages":[` + msgs(u, u, u, u) + `]}`,
+		`{"system":"s","messages":[` + msgs(u, u, u, u) + `],"messages":[]}`,
+		`{"history":[` + msgs(u, u, x, u, u) + `],"info":{}}`,
+		`{"trajectory_format":"mini-swe-agent-1","instance_id":"i","messages":[` + msgs(u, u, u, u) + `]}`,
+		"{\"type\":\"user\",\"uuid\":\"a\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"user\",\"uuid\":\"b\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"user\",\"uuid\":\"c\",\"message\":{\"content\":\"hi\"}}\n",
+		"#### a\n\nb\n\n#### c\n\nd\n",
+	} {
+		for _, f := range append([]Format{FormatAuto}, Formats()...) {
+			for limit := 1; limit <= 3; limit++ {
+				// The reference: the limit applied turn by turn, by the
+				// caller.
+				seen, step := 0, -1
+				errStop := errors.New("stop")
+				_, werr := ParseWith([]byte(doc), Options{Format: f, Turn: func(t Turn) error {
+					if seen++; seen > limit {
+						step = t.StepID
+						return errStop
+					}
+					return nil
+				}})
+				_, gerr := ParseWith([]byte(doc), Options{Format: f, MaxTurns: limit})
+				var many *TooManyTurnsError
+				switch {
+				case errors.Is(werr, errStop):
+					if !errors.As(gerr, &many) || many.Step != step {
+						t.Errorf("%s (%s, %d): %v; want a TooManyTurnsError at step %d", doc, f, limit, gerr, step)
+					}
+				case errors.As(gerr, &many):
+					// Refused by the first read before a syntax error
+					// or a repeated array past the limit is read.
+					if werr == nil && !strings.Contains(doc, `"messages":[]`) {
+						t.Errorf("%s (%s, %d): %v; the turn-by-turn parse gave %d turns and no error", doc, f, limit, gerr, seen)
+					}
+				case (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error():
+					t.Errorf("%s (%s, %d): %v; want %v", doc, f, limit, gerr, werr)
+				}
+			}
 		}
 	}
 }

@@ -147,13 +147,23 @@ the ingest before anything is written.`,
 				turns = append(turns, ct)
 				return nil
 			}}
+			if minTokens <= 0 && maxTurns > 0 {
+				// Every turn counts: the parser refuses the one past
+				// the limit itself, and a JSON document's first read
+				// stops there (a million messages are not all read).
+				opts.MaxTurns = maxTurns
+			}
 			var res *ingest.Result
 			if path == "-" {
 				res, err = parseStdin(cmd.InOrStdin(), opts)
 			} else {
 				res, err = ingest.ParseFileWith(path, opts)
 			}
-			if errors.Is(err, errTooManyTurns) {
+			var many *ingest.TooManyTurnsError
+			if errors.As(err, &many) {
+				stoppedAt = many.Step
+			}
+			if errors.Is(err, errTooManyTurns) || many != nil {
 				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
 					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
 					"Give a larger --max-turns (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
