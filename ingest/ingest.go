@@ -197,7 +197,7 @@ type parser struct {
 	// maxTurns, when above 0, is Options.MaxTurns: the turn past it
 	// stops the parse with a *TooManyTurnsError
 	maxTurns int
-	n         int   // turns passed on
+	n        int // turns passed on
 	// deferred are problems reported after those of the lines (an
 	// OpenHands run's, once every line was read)
 	deferred []Problem
