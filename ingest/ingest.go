@@ -101,8 +101,9 @@ func unknownFormat(why string) error {
 }
 
 // MaxTranscriptBytes is the largest transcript ParseFile reads: 512 MiB.
-// A larger regular file is refused before it is read, a pipe once past the
-// limit; split the session, or ingest its parts.
+// A larger regular file is refused before it is read, a pipe or standard
+// input (ParseReaderWith) once past the limit; split the session, or
+// ingest its parts.
 const MaxTranscriptBytes = 512 << 20
 
 // binaryFormat is the error for binary input (no --format reads it).
@@ -194,10 +195,10 @@ type parser struct {
 	// is a record, or part of one (a pretty-printed OpenHands run).
 	lineLimit int64
 	err       error // the first error emit returned: parsing stops
+	n         int   // turns passed on
 	// maxTurns, when above 0, is Options.MaxTurns: the turn past it
 	// stops the parse with a *TooManyTurnsError
 	maxTurns int
-	n        int // turns passed on
 	// deferred are problems reported after those of the lines (an
 	// OpenHands run's, once every line was read)
 	deferred []Problem

@@ -31,9 +31,9 @@ type Options struct {
 	// or trajectory_format value, any one token (a string) of its other
 	// members, which are walked and never held, an Aider turn (its
 	// lines). A larger record refuses the whole parse with a
-	// *RecordTooLargeError as soon as the limit (plus 4 KiB of slack for
-	// a token) is passed, before the record is held. 0 means
-	// DefaultMaxRecordBytes, -1 no limit.
+	// *RecordTooLargeError as soon as limit+1 bytes of it are read, having
+	// held at most 1.5 times the limit. 0 means DefaultMaxRecordBytes, -1
+	// no limit.
 	MaxRecordBytes int64
 	// Turn, when set, receives each turn in step order as soon as it is
 	// parsed, and Result.Turns stays empty: a caller that keeps only what
@@ -82,15 +82,17 @@ func (e *RecordTooLargeError) Error() string {
 // ParseFileWith reads path and parses it as o says. path is a regular file
 // of at most MaxTranscriptBytes, read as a stream in place (the memory a
 // parse holds is about one record, plus the turns when o.Turn is nil), or
-// a pipe (bash's <(…)), read into memory up to the same limit; a
-// directory, a socket, or a larger input is refused with an error naming
-// the limit. Binary input is refused after its first 64 KiB.
+// a pipe (bash's <(…)), read as [ParseReaderWith] reads one (parsed as it
+// is read, spooled to a temporary file past its first MiB, up to the same
+// limit); a directory, a socket, or a larger input is refused with an
+// error naming the limit. Binary input is refused after its first 64 KiB.
 //
 // JSONL (claude-code, openhands) and Aider input is read once, line by
-// line, and no further than o.Turn lets it. A JSON document (openai,
-// anthropic, swe-agent, mini-swe-agent) is read twice: once in full, one
-// element at a time, to check it and to detect its format (the layout
-// depends on every message), then up to where o.Turn stops it. Input that
+// line, and no further than o.Turn and o.MaxTurns let it. A JSON document
+// (openai, anthropic, swe-agent, mini-swe-agent) is read twice, one
+// element at a time: once to check it and to detect its format (OpenAI or
+// Anthropic depends on every message), in full unless o.MaxTurns stops it
+// (see Options.MaxTurns), then up to where o.Turn stops it. Input that
 // only the parser holding the whole transcript reproduces exactly — an
 // invalid or truncated document (for the error's wording), a JSONL file
 // whose first line is torn, a messages array holding a non-object, an

@@ -84,13 +84,15 @@ archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
 file of at most 512 MiB (a larger one is refused before it is read), a pipe
 such as <(zcat session.jsonl.gz), or - for standard input (zcat
 session.jsonl.gz | contextfold ingest -); a pipe or standard input is read
-into memory up to the same limit.
+as a stream up to the same limit, what was read past its first MiB kept in
+a temporary file in $TMPDIR that is removed at once.
 
 The transcript is read as a stream: a JSONL file (Claude Code, OpenHands) or
 an Aider history line by line, a JSON document's messages one at a time (a
 document is read twice: once to check it and detect its format, once to
-parse it). Two limits apply while it is read, and past either the ingest is
-refused with nothing written:
+parse it; without --min-tokens the first read stops at the message past
+--max-turns). Two limits apply while it is read, and past either the ingest
+is refused with nothing written:
 
   --max-turns N         at most N turns (default 100,000) are folded in one
                         ingest: folding holds about 9 KiB of memory per turn,
