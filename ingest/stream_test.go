@@ -651,34 +651,64 @@ func TestMaxTurnsStopsFirstRead(t *testing.T) {
 	} {
 		for _, f := range append([]Format{FormatAuto}, Formats()...) {
 			for limit := 1; limit <= 3; limit++ {
-				// The reference: the limit applied turn by turn, by the
-				// caller.
-				seen, step := 0, -1
-				errStop := errors.New("stop")
-				_, werr := ParseWith([]byte(doc), Options{Format: f, Turn: func(t Turn) error {
-					if seen++; seen > limit {
-						step = t.StepID
-						return errStop
-					}
-					return nil
-				}})
-				_, gerr := ParseWith([]byte(doc), Options{Format: f, MaxTurns: limit})
-				var many *TooManyTurnsError
-				switch {
-				case errors.Is(werr, errStop):
-					if !errors.As(gerr, &many) || many.Step != step {
-						t.Errorf("%s (%s, %d): %v; want a TooManyTurnsError at step %d", doc, f, limit, gerr, step)
-					}
-				case errors.As(gerr, &many):
-					// Refused by the first read before a syntax error
-					// or a repeated array past the limit is read.
-					if werr == nil && !strings.Contains(doc, `"messages":[]`) {
-						t.Errorf("%s (%s, %d): %v; the turn-by-turn parse gave %d turns and no error", doc, f, limit, gerr, seen)
-					}
-				case (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error():
-					t.Errorf("%s (%s, %d): %v; want %v", doc, f, limit, gerr, werr)
-				}
+				sameRefusal(t, doc, f, limit)
 			}
 		}
 	}
+}
+
+// sameRefusal fails t when ParseWith with MaxTurns limit refuses doc at
+// another step than the limit applied turn by turn by the caller's Turn
+// callback, or gives another error or none where the callback's parse
+// gives one (but for a refusal by the first read of a document before a
+// syntax error, or a repeated array, further on).
+func sameRefusal(t *testing.T, doc string, f Format, limit int) {
+	t.Helper()
+	seen, step := 0, -1
+	errStop := errors.New("stop")
+	_, werr := ParseWith([]byte(doc), Options{Format: f, Turn: func(t Turn) error {
+		if seen++; seen > limit {
+			step = t.StepID
+			return errStop
+		}
+		return nil
+	}})
+	_, gerr := ParseWith([]byte(doc), Options{Format: f, MaxTurns: limit})
+	var many *TooManyTurnsError
+	switch {
+	case errors.Is(werr, errStop):
+		if !errors.As(gerr, &many) || many.Step != step {
+			t.Errorf("%q (%s, %d): %v; want a TooManyTurnsError at step %d", doc, f, limit, gerr, step)
+		}
+	case errors.As(gerr, &many):
+		// Refused by the first read before a syntax error or a
+		// repeated array past the limit is read.
+		if werr == nil && strings.Count(doc, `"messages"`)+strings.Count(doc, `"history"`) < 2 {
+			t.Errorf("%q (%s, %d): %v; the turn-by-turn parse gave %d turns and no error", doc, f, limit, gerr, seen)
+		}
+	case (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error():
+		t.Errorf("%q (%s, %d): %v; want %v", doc, f, limit, gerr, werr)
+	}
+}
+
+// FuzzMaxTurnsMatchesTurnByTurn: for any input, format and limit,
+// Options.MaxTurns refuses the parse where the limit applied turn by turn
+// does (see sameRefusal).
+//
+//	go test ./ingest/ -run '^$' -fuzz FuzzMaxTurnsMatchesTurnByTurn -fuzztime 60s -fuzzminimizetime 3s
+func FuzzMaxTurnsMatchesTurnByTurn(f *testing.F) {
+	for _, s := range []string{
+		`[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]`,
+		`[{"content":"a"},7,{"role":"user","content":"b"},{"role":"user","content":"c"}]`,
+		`{"history":[{"role":"system","content":"s"},{"role":"assistant","content":"t","action":"ls"},{"role":"user","content":"o"}]}`,
+		`{"trajectory_format":"mini-swe-agent-1","messages":[{"role":"assistant","content":"x"},{"role":"user","content":"y"}]}`,
+		"{\"type\":\"user\",\"uuid\":\"u\",\"message\":{\"content\":\"hi\"}}\n{\"type\":\"user\",\"uuid\":\"v\",\"message\":{\"content\":\"hi\"}}\n",
+		"#### a\n\nb\n\n#### c\n",
+	} {
+		f.Add([]byte(s), uint8(0), uint8(1))
+	}
+	formats := append([]Format{FormatAuto}, Formats()...)
+	f.Fuzz(func(t *testing.T, data []byte, fi, limit uint8) {
+		sameRefusal(t, string(data), formats[int(fi)%len(formats)], 1+int(limit)%4)
+	})
 }
