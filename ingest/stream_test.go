@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // parseWholeRef is the parser that holds the whole transcript, as Parse
@@ -32,11 +33,20 @@ func parseWholeRef(data []byte, f Format) (*Result, error) {
 
 // sameParse fails t when the streaming parse of data differs from the
 // whole-input parse in anything: the error's text, the format, every turn,
-// every problem, the counts.
+// every problem, the counts; data read from a stream (ParseReaderWith) or
+// held (Parse).
 func sameParse(t testing.TB, name string, data []byte, f Format) {
 	t.Helper()
+	sameParseOf(t, name, data, f, func() (*Result, error) { return Parse(data, f) })
+	sameParseOf(t, name+" (stream)", data, f, func() (*Result, error) {
+		return ParseReaderWith(iotest.HalfReader(bytes.NewReader(data)), Options{Format: f, MaxRecordBytes: -1})
+	})
+}
+
+func sameParseOf(t testing.TB, name string, data []byte, f Format, parse func() (*Result, error)) {
+	t.Helper()
 	want, werr := parseWholeRef(data, f)
-	got, gerr := Parse(data, f)
+	got, gerr := parse()
 	if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
 		t.Fatalf("%s (%s): error %v, want %v", name, f, gerr, werr)
 	}
