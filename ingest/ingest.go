@@ -101,8 +101,9 @@ func unknownFormat(why string) error {
 }
 
 // MaxTranscriptBytes is the largest transcript ParseFile reads: 512 MiB.
-// A larger regular file is refused before it is read, a pipe once past the
-// limit; split the session, or ingest its parts.
+// A larger regular file is refused before it is read, a pipe or standard
+// input (ParseReaderWith) once past the limit; split the session, or
+// ingest its parts.
 const MaxTranscriptBytes = 512 << 20
 
 // binaryFormat is the error for binary input (no --format reads it).
@@ -195,6 +196,9 @@ type parser struct {
 	lineLimit int64
 	err       error // the first error emit returned: parsing stops
 	n         int   // turns passed on
+	// maxTurns, when above 0, is Options.MaxTurns: the turn past it
+	// stops the parse with a *TooManyTurnsError
+	maxTurns int
 	// deferred are problems reported after those of the lines (an
 	// OpenHands run's, once every line was read)
 	deferred []Problem
@@ -222,6 +226,10 @@ func (p *parser) add(d draft) {
 	}
 	t := d.Turn
 	if p.n > 0 && t.StepID <= p.last {
+		return
+	}
+	if p.maxTurns > 0 && p.n >= p.maxTurns {
+		p.err = &TooManyTurnsError{Limit: p.maxTurns, Step: t.StepID}
 		return
 	}
 	p.n++

@@ -31,9 +31,9 @@ type Options struct {
 	// or trajectory_format value, any one token (a string) of its other
 	// members, which are walked and never held, an Aider turn (its
 	// lines). A larger record refuses the whole parse with a
-	// *RecordTooLargeError as soon as the limit (plus 4 KiB of slack for
-	// a token) is passed, before the record is held. 0 means
-	// DefaultMaxRecordBytes, -1 no limit.
+	// *RecordTooLargeError as soon as limit+1 bytes of it are read, having
+	// held at most 1.5 times the limit. 0 means DefaultMaxRecordBytes, -1
+	// no limit.
 	MaxRecordBytes int64
 	// Turn, when set, receives each turn in step order as soon as it is
 	// parsed, and Result.Turns stays empty: a caller that keeps only what
@@ -42,6 +42,28 @@ type Options struct {
 	// wrapped with the path by the file readers (errors.Is finds it).
 	// Turn is called from the goroutine that called the parse function.
 	Turn func(Turn) error
+	// MaxTurns, when above 0, is the most turns the parse passes on: at
+	// the first turn past it the parse stops with a *TooManyTurnsError
+	// (nothing more is read, that turn is not passed on). In a JSON
+	// messages array every message object is one turn, so the first read
+	// of a document (which checks it and detects its format) stops as soon
+	// as it has counted MaxTurns+1 of them, before the second read parses
+	// any: a bare array (auto-detected once one message has a "role"), or
+	// the "messages" or "history" array of a document whose Format is
+	// given. The rest of such a document is not read, so a syntax error
+	// past that point is not reported.
+	MaxTurns int
+}
+
+// TooManyTurnsError reports a transcript of more turns than
+// Options.MaxTurns; the parse stopped at the first turn past it.
+type TooManyTurnsError struct {
+	Limit int // Options.MaxTurns
+	Step  int // the step id of the first turn past the limit
+}
+
+func (e *TooManyTurnsError) Error() string {
+	return fmt.Sprintf("ingest: more than %d turns: reading stopped at step %d, the turn past the limit", e.Limit, e.Step)
 }
 
 // RecordTooLargeError reports a record of the transcript past
@@ -60,21 +82,31 @@ func (e *RecordTooLargeError) Error() string {
 // ParseFileWith reads path and parses it as o says. path is a regular file
 // of at most MaxTranscriptBytes, read as a stream in place (the memory a
 // parse holds is about one record, plus the turns when o.Turn is nil), or
-// a pipe (bash's <(…)), read into memory up to the same limit; a
-// directory, a socket, or a larger input is refused with an error naming
-// the limit. Binary input is refused after its first 64 KiB.
+// a pipe (bash's <(…)), read as [ParseReaderWith] reads one (parsed as it
+// is read, spooled to a temporary file past its first MiB, up to the same
+// limit); a directory, a socket, or a larger input is refused with an
+// error naming the limit. Binary input is refused after its first 64 KiB.
 //
 // JSONL (claude-code, openhands) and Aider input is read once, line by
-// line, and no further than o.Turn lets it. A JSON document (openai,
-// anthropic, swe-agent, mini-swe-agent) is read twice: once in full, one
-// element at a time, to check it and to detect its format (the layout
-// depends on every message), then up to where o.Turn stops it. Input that
+// line, and no further than o.Turn and o.MaxTurns let it. A JSON document
+// (openai, anthropic, swe-agent, mini-swe-agent) is read twice, one
+// element at a time: once to check it and to detect its format (OpenAI or
+// Anthropic depends on every message), in full unless o.MaxTurns stops it
+// (see Options.MaxTurns), then up to where o.Turn stops it. Input that
 // only the parser holding the whole transcript reproduces exactly — an
 // invalid or truncated document (for the error's wording), a JSONL file
 // whose first line is torn, a messages array holding a non-object, an
 // unusual layout — is read whole, as ParseFile always did.
 func ParseFileWith(path string, o Options) (*Result, error) {
-	sec, closeFn, err := fsutil.OpenInputMax(path, MaxTranscriptBytes, binarySniff, binaryCheck(path))
+	f, fi, err := fsutil.OpenInput(path)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: read transcript: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		defer f.Close()
+		return parseStream(path, f, fi, o)
+	}
+	sec, closeFn, err := fsutil.SectionOf(f, fi, path, MaxTranscriptBytes, binarySniff, binaryCheck(path))
 	return parseOpened(path, sec, closeFn, err, o)
 }
 
@@ -125,6 +157,10 @@ type streamer struct {
 	base  int64             // the offset after the byte order mark, if any
 	limit int64             // MaxRecordBytes (-1: none)
 	f     Format
+	// stream, when set, is what src reads: a stream spooled as it is
+	// read, whose size src does not know (src's Size is the largest a
+	// transcript may be).
+	stream *spool
 }
 
 func newStreamer(src *io.SectionReader, o Options) *streamer {
@@ -139,7 +175,7 @@ func newStreamer(src *io.SectionReader, o Options) *streamer {
 	if f == "" {
 		f = FormatAuto
 	}
-	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn, lineLimit: limit}, src: src, limit: limit, f: f}
+	return &streamer{p: &parser{res: &Result{Format: f}, emit: o.Turn, lineLimit: limit, maxTurns: o.MaxTurns}, src: src, limit: limit, f: f}
 }
 
 func (s *streamer) parse() (*Result, error) {
@@ -162,7 +198,15 @@ func (s *streamer) body() *io.SectionReader {
 func (s *streamer) whole(f Format) error {
 	data := s.data
 	if data == nil {
-		data = make([]byte, s.src.Size())
+		size := s.src.Size()
+		if s.stream != nil {
+			n, err := s.stream.size()
+			if err != nil {
+				return err
+			}
+			size = n
+		}
+		data = make([]byte, size)
 		if err := readAll(s.src, data, 0); err != nil {
 			return err
 		}
@@ -185,7 +229,13 @@ func (s *streamer) run() error {
 	}
 	body := s.body()
 	head := make([]byte, min(body.Size(), binarySniff))
-	if err := readAll(body, head, 0); err != nil {
+	if s.stream != nil {
+		n, err := body.ReadAt(head, 0) // a stream's size is not known
+		if err != nil && err != io.EOF {
+			return err
+		}
+		head = head[:n]
+	} else if err := readAll(body, head, 0); err != nil {
 		return err
 	}
 	if why, ok := binaryInput(head); ok {
@@ -354,18 +404,7 @@ func (l *lineReader) next() ([]byte, error) {
 		if l.limit >= 0 && n > l.limit {
 			return nil, &RecordTooLargeError{What: fmt.Sprintf("line %d", l.n+1), Limit: l.limit}
 		}
-		if need := len(line) + len(chunk); need > cap(line) {
-			// Grow by doubling, but never past the limit: a line refused
-			// at the limit holds 1.5 times the limit at most, not 3.
-			c := max(2*cap(line), need)
-			if l.limit >= 0 {
-				c = min(c, int(l.limit)+1)
-			}
-			grown := make([]byte, len(line), max(c, need))
-			copy(grown, line)
-			line = grown
-		}
-		line = append(line, chunk...)
+		line = appendCapped(line, chunk, l.limit)
 		switch err {
 		case nil:
 			l.n++
@@ -536,17 +575,40 @@ type arrScan struct {
 	first obj        // the first element that is an object
 }
 
-func (a *arrScan) add(raw json.RawMessage, di *docInfo) {
+// turnPerElement reports whether every object element of the array key
+// of the document ("": a bare array) is one turn, whatever the rest of
+// the document holds: a bare array (the only layout a detected document
+// may have and stay a bare array: openai or anthropic, one turn a
+// message), or the messages or history array of a given Format.
+func (s *streamer) turnPerElement(key string) bool {
+	switch s.f {
+	case FormatAuto, FormatOpenAI, FormatAnthropic, FormatMiniSWEAgent:
+		return key == "" || key == "messages" && s.f != FormatAuto
+	case FormatSWEAgent:
+		return key == "" || key == "history"
+	}
+	return false
+}
+
+// add counts the element raw, which it does not keep; detect says whether
+// the format is to be detected (a.first and a.chat counted).
+func (a *arrScan) add(raw []byte, di *docInfo, detect bool) error {
 	a.n++
-	o, ok := decodeObj(raw)
-	if !ok {
+	if !json.Valid(raw) {
+		return errSyntax
+	}
+	if raw[0] != '{' {
 		di.odd = true // the whole-input parser reports its line
-		return
+		return nil
+	}
+	if !detect {
+		return nil
 	}
 	if a.first == nil {
-		a.first = o
+		a.first, _ = decodeObj(bytes.Clone(raw))
 	}
-	a.chat.addObj(o)
+	a.chat.addValid(raw)
+	return nil
 }
 
 // objectFormat is objectFormat on the scanned object.
@@ -596,140 +658,12 @@ func (di *docInfo) objectFormat() (Format, bool) {
 // mini-swe-agent session id); of the others only the presence counts.
 var keptMembers = map[string]bool{"trajectory_format": true, "instance_id": true, "info": true, "type": true}
 
-// docReader decodes a JSON document one token or value at a time, each
-// value (a record) at most limit bytes.
-type docReader struct {
-	dec   *json.Decoder
-	br    *budgetReader
-	base  int64 // the document's offset in the input
-	limit int64
-}
-
-// budgetSlack is what a record's read allows past the limit: the white
-// space and separator before the value. The record itself is then held to
-// the limit exactly.
-const budgetSlack = 4 << 10
-
-// errBudget is what budgetReader returns past its allowance.
-var errBudget = errors.New("record budget spent")
-
-// budgetReader reads r up to allow bytes in all (allow < 0: no bound).
-type budgetReader struct {
-	r     io.Reader
-	pos   int64
-	allow int64
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.allow >= 0 {
-		if b.pos >= b.allow {
-			return 0, errBudget
-		}
-		if rem := b.allow - b.pos; int64(len(p)) > rem {
-			p = p[:rem]
-		}
-	}
-	n, err := b.r.Read(p)
-	b.pos += int64(n)
-	return n, err
-}
-
-func (s *streamer) newDoc() *docReader {
-	br := &budgetReader{r: bufio.NewReaderSize(s.body(), 64<<10), allow: -1}
-	dec := json.NewDecoder(br)
-	dec.UseNumber() // a number token is kept as written: 1e999 is no error
-	return &docReader{dec: dec, br: br, base: s.base, limit: s.limit}
-}
-
-// budget lets the decoder read one more record's worth.
-func (d *docReader) budget() {
-	if d.limit >= 0 {
-		d.br.allow = d.dec.InputOffset() + d.limit + budgetSlack
-	}
-}
-
-func (d *docReader) token() (json.Token, error) {
-	d.budget()
-	t, err := d.dec.Token()
-	if errors.Is(err, errBudget) {
-		return nil, &RecordTooLargeError{What: fmt.Sprintf("the JSON token at byte %d", d.base+d.dec.InputOffset()), Limit: d.limit}
-	}
-	return t, err
-}
-
-// value decodes the next value; what names it for the error past the limit.
-func (d *docReader) value(what func() string) (json.RawMessage, error) {
-	d.budget()
-	at := d.base + d.dec.InputOffset()
-	var raw json.RawMessage
-	err := d.dec.Decode(&raw)
-	if errors.Is(err, errBudget) || err == nil && d.limit >= 0 && int64(len(raw)) > d.limit {
-		return nil, &RecordTooLargeError{What: fmt.Sprintf("%s (from byte %d)", what(), at), Limit: d.limit}
-	}
-	return raw, err
-}
-
-// skip reads the next value token by token, holding one token at a time
-// (each at most the limit). clean is false when a string in it (a key
-// included) holds U+FFFD, which may stand for bytes the decoder replaced.
-func (d *docReader) skip() (clean bool, err error) {
-	clean = true
-	depth := 0
-	for {
-		t, err := d.token()
-		if err != nil {
-			return clean, err
-		}
-		switch v := t.(type) {
-		case json.Delim:
-			if v == '[' || v == '{' {
-				depth++
-			} else {
-				depth--
-			}
-		case string:
-			if strings.ContainsRune(v, utf8.RuneError) {
-				clean = false
-			}
-		}
-		if depth == 0 {
-			return clean, nil
-		}
-	}
-}
-
-// elements reads the elements of the array whose '[' was just read,
-// calling each until it returns false, and the closing ']' when each
-// never did. name names the array in errors.
-func (d *docReader) elements(name string, each func(i int, raw json.RawMessage) bool) (stopped bool, err error) {
-	for i := 0; ; i++ {
-		d.budget() // More reads ahead
-		if !d.dec.More() {
-			break
-		}
-		raw, err := d.value(func() string {
-			if name == "" {
-				return fmt.Sprintf("element %d of the JSON array", i)
-			}
-			return fmt.Sprintf("%s[%d]", name, i)
-		})
-		if err != nil {
-			return false, err
-		}
-		if !each(i, raw) {
-			return true, nil
-		}
-	}
-	_, err = d.token()
-	return false, err
-}
-
 // invalid reports whether err says the document is not valid JSON (its
 // syntax, its end), as against a record past the limit or a read error.
 func invalid(err error) bool {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	return errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return errors.Is(err, errSyntax) || errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // scan reads the whole document once, one record at a time: whether it is
@@ -745,49 +679,75 @@ func (s *streamer) scan() (*docInfo, error) {
 		}
 		return nil, err
 	}
-	tok, err := d.token()
+	// The OpenAI and Anthropic evidence, and the first element, count
+	// only when the format is to be detected.
+	detect := s.f == FormatAuto
+	tally := func(a *arrScan, key string) func(int, []byte) (bool, error) {
+		turns, past := 0, -1
+		counted := s.p.maxTurns > 0 && s.turnPerElement(key)
+		return func(i int, raw []byte) (bool, error) {
+			if err := a.add(raw, di, detect); err != nil {
+				return false, err
+			}
+			di.replaced += countReplacements(raw)
+			if counted && raw[0] == '{' {
+				// Each message object is a turn, whatever the format:
+				// past the limit the parse is refused, once a detected
+				// array is known to hold chat messages (a "role").
+				if turns++; turns == s.p.maxTurns+1 {
+					past = i
+				}
+			}
+			if past >= 0 && (!detect || a.chat.roles > 0) {
+				return false, &TooManyTurnsError{Limit: s.p.maxTurns, Step: past}
+			}
+			return true, nil
+		}
+	}
+	c, err := d.peek()
 	if err != nil {
 		return fail(err)
 	}
-	switch tok {
-	case json.Delim('['):
+	switch c {
+	case '[':
+		d.discard(1)
 		di.bare = true
 		a := &arrScan{}
 		di.arrays[""] = a
-		if _, err := d.elements("", func(_ int, raw json.RawMessage) bool {
-			a.add(raw, di)
-			di.replaced += countReplacements(raw)
-			return true
-		}); err != nil {
+		if _, err := d.elements("", 1, true, tally(a, "")); err != nil {
 			return fail(err)
 		}
-	case json.Delim('{'):
+	case '{':
+		d.discard(1)
 		di.top = obj{}
-		for d.budget(); d.dec.More(); d.budget() {
-			kt, err := d.token()
+		for first := true; ; {
+			more, err := d.more(&first, '}')
 			if err != nil {
 				return fail(err)
 			}
-			k, _ := kt.(string)
-			if _, dup := di.top[k]; dup || di.arrays[k] != nil || strings.ContainsRune(k, utf8.RuneError) {
+			if !more {
+				break
+			}
+			k, err := d.key(1)
+			if err != nil {
+				return fail(err)
+			}
+			if _, dup := di.top[k]; dup || di.arrays[k] != nil || !validClean(k) {
 				di.odd = true // the last value wins; a key's bad text counts as replaced
 			}
 			if k == "messages" || k == "history" {
-				t, err := d.token()
+				c, err := d.peek()
 				if err != nil {
 					return fail(err)
 				}
-				if t != json.Delim('[') {
+				if c != '[' {
 					di.odd = true // held whole by the whole-input parser
 					return di, nil
 				}
+				d.discard(1)
 				a := &arrScan{}
 				di.arrays[k] = a
-				if _, err := d.elements(k, func(_ int, raw json.RawMessage) bool {
-					a.add(raw, di)
-					di.replaced += countReplacements(raw)
-					return true
-				}); err != nil {
+				if _, err := d.elements(k, 2, true, tally(a, k)); err != nil {
 					return fail(err)
 				}
 				continue
@@ -795,7 +755,7 @@ func (s *streamer) scan() (*docInfo, error) {
 			if !keptMembers[k] {
 				// Only its presence counts: walked, never held (a
 				// SWE-agent "trajectory" repeats the history).
-				clean, err := d.skip()
+				clean, err := d.skip(1)
 				if err != nil {
 					return fail(err)
 				}
@@ -805,26 +765,24 @@ func (s *streamer) scan() (*docInfo, error) {
 				di.top[k] = json.RawMessage("null")
 				continue
 			}
-			raw, err := d.value(func() string { return fmt.Sprintf("the value of %q", k) })
+			raw, err := d.value(func() string { return fmt.Sprintf("the value of %q", k) }, 1)
 			if err != nil {
 				return fail(err)
+			}
+			if !json.Valid(raw) {
+				return fail(errSyntax)
 			}
 			di.top[k] = raw
 			di.replaced += countReplacements(raw)
 		}
-		if _, err := d.token(); err != nil {
-			return fail(err)
-		}
 	default:
 		return di, nil
 	}
-	if _, err := d.token(); err != io.EOF {
-		if err == nil || invalid(err) {
-			return di, nil // something follows the document
-		}
-		return nil, err
+	ok, err := d.end()
+	if err != nil {
+		return fail(err)
 	}
-	di.valid = true
+	di.valid = ok // else something follows the document
 	return di, nil
 }
 
@@ -864,56 +822,63 @@ func (s *streamer) doc(f Format, di *docInfo, key string) error {
 	default:
 		message = p.miniMessages(di.top.str("instance_id"))
 	}
-	each := func(i int, raw json.RawMessage) bool {
+	each := func(i int, raw []byte) (bool, error) {
 		o, ok := decodeObj(raw)
 		if !ok {
-			p.err = errChanged
-			return false
+			return false, errChanged
 		}
 		message(i, o)
-		return p.err == nil
+		return p.err == nil, nil
 	}
 	d := s.newDoc()
-	tok, err := d.token()
+	c, err := d.peek()
 	if err != nil {
 		return changed(err)
 	}
 	if key == "" {
-		if tok != json.Delim('[') {
+		if c != '[' {
 			return errChanged
 		}
-		_, err := d.elements("", each)
+		d.discard(1)
+		_, err := d.elements("", 1, false, each)
 		return changed(err)
 	}
-	if tok != json.Delim('{') {
+	if c != '{' {
 		return errChanged
 	}
-	for d.budget(); d.dec.More(); d.budget() {
-		kt, err := d.token()
+	d.discard(1)
+	for first := true; ; {
+		more, err := d.more(&first, '}')
 		if err != nil {
 			return changed(err)
 		}
-		k, _ := kt.(string)
+		if !more {
+			return errChanged // the scan found the array
+		}
+		k, err := d.key(1)
+		if err != nil {
+			return changed(err)
+		}
 		if k == "messages" || k == "history" {
-			if t, err := d.token(); err != nil {
+			if c, err := d.peek(); err != nil {
 				return changed(err)
-			} else if t != json.Delim('[') {
+			} else if c != '[' {
 				return errChanged
 			}
+			d.discard(1)
 			if k == key {
-				_, err := d.elements(k, each)
+				_, err := d.elements(k, 2, false, each)
 				return changed(err)
 			}
-			if _, err := d.elements(k, func(int, json.RawMessage) bool { return true }); err != nil {
+			if _, err := d.elements(k, 2, true, func(int, []byte) (bool, error) { return true, nil }); err != nil {
 				return changed(err)
 			}
 			continue
 		}
-		if _, err := d.skip(); err != nil {
+		if _, err := d.skip(1); err != nil {
 			return changed(err)
 		}
 	}
-	return errChanged
 }
 
 // changed maps a decoding error of the second read to errChanged; a record

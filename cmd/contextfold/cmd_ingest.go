@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
-	"github.com/contextfold/contextfold/internal/fsutil"
 )
 
 func init() { commands = append(commands, newIngestCmd) }
@@ -86,13 +84,15 @@ archive: a NUL byte in its first 64 KiB), whatever --format says. PATH is a
 file of at most 512 MiB (a larger one is refused before it is read), a pipe
 such as <(zcat session.jsonl.gz), or - for standard input (zcat
 session.jsonl.gz | contextfold ingest -); a pipe or standard input is read
-into memory up to the same limit.
+as a stream up to the same limit, what was read past its first MiB kept in
+a temporary file in $TMPDIR that is removed at once.
 
 The transcript is read as a stream: a JSONL file (Claude Code, OpenHands) or
 an Aider history line by line, a JSON document's messages one at a time (a
 document is read twice: once to check it and detect its format, once to
-parse it). Two limits apply while it is read, and past either the ingest is
-refused with nothing written:
+parse it; without --min-tokens the first read stops at the message past
+--max-turns). Two limits apply while it is read, and past either the ingest
+is refused with nothing written:
 
   --max-turns N         at most N turns (default 100,000) are folded in one
                         ingest: folding holds about 9 KiB of memory per turn,
@@ -149,13 +149,23 @@ the ingest before anything is written.`,
 				turns = append(turns, ct)
 				return nil
 			}}
+			if minTokens <= 0 && maxTurns > 0 {
+				// Every turn counts: the parser refuses the one past
+				// the limit itself, and a JSON document's first read
+				// stops there (a million messages are not all read).
+				opts.MaxTurns = maxTurns
+			}
 			var res *ingest.Result
 			if path == "-" {
 				res, err = parseStdin(cmd.InOrStdin(), opts)
 			} else {
 				res, err = ingest.ParseFileWith(path, opts)
 			}
-			if errors.Is(err, errTooManyTurns) {
+			var many *ingest.TooManyTurnsError
+			if errors.As(err, &many) {
+				stoppedAt = many.Step
+			}
+			if errors.Is(err, errTooManyTurns) || many != nil {
 				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
 					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
 					"Give a larger --max-turns (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
@@ -374,30 +384,13 @@ func progressFunc(w io.Writer, total int, what string, quiet bool) func(done, to
 	return func(done, _ int) { _ = bar.Set(done) }
 }
 
-// errBinaryHead ends the read of a standard input whose first bytes hold a
-// NUL byte: ingest.ParseWith refuses them as binary without the rest.
-var errBinaryHead = errors.New("binary input")
-
-// parseStdin reads a transcript of at most ingest.MaxTranscriptBytes from
-// stdin (ingest -) into memory and parses it as o says; binary input is
-// refused after its first 64 KiB, a larger input once past the limit.
+// parseStdin parses the transcript read from stdin (ingest -) as o says,
+// as a stream (ingest.ParseReaderWith: about one record held, the rest
+// spooled to a temporary file); binary input is refused after its first
+// 64 KiB, a larger input than ingest.MaxTranscriptBytes once past it.
 // Errors name "standard input" as ParseFileWith's name the path.
 func parseStdin(stdin io.Reader, o ingest.Options) (*ingest.Result, error) {
-	var head []byte
-	data, err := fsutil.ReadAllMaxHead(stdin, ingest.MaxTranscriptBytes, 64<<10, func(h []byte) error {
-		if bytes.IndexByte(h, 0) >= 0 {
-			head = bytes.Clone(h)
-			return errBinaryHead
-		}
-		return nil
-	})
-	if errors.Is(err, errBinaryHead) {
-		data, err = head, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ingest: read transcript from standard input: %w", err)
-	}
-	res, err := ingest.ParseWith(data, o)
+	res, err := ingest.ParseReaderWith(stdin, o)
 	if err != nil {
 		return nil, fmt.Errorf("standard input: %w", err)
 	}

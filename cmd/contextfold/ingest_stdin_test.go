@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/ingest"
 )
 
 // TestIngestStandardInput: PATH "-" reads the transcript from standard
@@ -54,5 +60,44 @@ func TestIngestStandardInput(t *testing.T) {
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Errorf("ingest - of %q left a store: %v", in, err)
 		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestIngestStandardInputStreamed: standard input is parsed as it is read,
+// so a transcript refused by --max-turns is read no further than the turn
+// past the limit (and a few chunks of the reader). Before: it was read
+// whole into memory, up to 512 MiB, before the first turn was parsed.
+func TestIngestStandardInputStreamed(t *testing.T) {
+	var b bytes.Buffer
+	for i := 0; i < 100000; i++ {
+		fmt.Fprintf(&b, `{"type":"user","uuid":"u%d","sessionId":"s","message":{"role":"user","content":"m%d"}}`+"\n", i, i)
+	}
+	size := b.Len()
+	c := &countingReader{r: &b}
+	seen := 0
+	errStop := errors.New("stop")
+	_, err := parseStdin(c, ingest.Options{Turn: func(ingest.Turn) error {
+		if seen++; seen > 100 {
+			return errStop
+		}
+		return nil
+	}})
+	if !errors.Is(err, errStop) || !strings.Contains(err.Error(), "standard input") {
+		t.Fatalf("%v", err)
+	}
+	if c.n > 1<<20 {
+		t.Fatalf("%d of %d bytes of standard input read to parse 101 turns; want at most 1 MiB", c.n, size)
 	}
 }

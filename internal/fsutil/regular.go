@@ -252,6 +252,20 @@ func OpenRegularMax(path string, limit int64, headLen int, check func(head []byt
 	return sectionOf(f, fi, path, limit, headLen, check)
 }
 
+// OpenInput opens an input file the user named as OpenInputMax does —
+// anything but a directory or a socket, without blocking, then set
+// blocking — and returns it with its fstat, for a caller that reads a
+// stream (fi not a regular file) its own way and passes a regular file to
+// SectionOf. The caller closes f.
+func OpenInput(path string) (f *os.File, fi fs.FileInfo, err error) { return openInput(path) }
+
+// SectionOf is the section of the regular file f that OpenInput opened at
+// path, checked as OpenInputMax checks it; f is closed on an error, else
+// by the close returned.
+func SectionOf(f *os.File, fi fs.FileInfo, path string, limit int64, headLen int, check func(head []byte) error) (*io.SectionReader, func() error, error) {
+	return sectionOf(f, fi, path, limit, headLen, check)
+}
+
 // sectionOf is the section of the open regular file f, checked as
 // OpenInputMax says; f is closed on an error.
 func sectionOf(f *os.File, fi fs.FileInfo, path string, limit int64, headLen int, check func(head []byte) error) (*io.SectionReader, func() error, error) {
