@@ -80,11 +80,12 @@ func (n *needleNode) count(level int) int {
 // needles a node's payload holds, then by the number it holds as the
 // prompt writes them (case kept: "Appropriately" over "appropriately"),
 // then by the number its summary alone holds, then fullest evidence first
-// (rule "the output, not the echo": the node with the most tokens — the
-// tool output over the command that produced it and the restatement after
-// it — then the newer step). A node that cannot be read is kept only when
-// it holds the needle's own term (its summary and payload hold the needle,
-// up to case).
+// (rule "the output, not the echo": a tool's output before the call that
+// asked for it and the assistant's note restating it, whatever their
+// length — a call writing a script or a long reasoning is no fuller
+// evidence — then the node with the most tokens, then the newer step). A
+// node that cannot be read is kept only when it holds the needle's own
+// term (its summary and payload hold the needle, up to case).
 //
 // Intent ownership (CONF-13) holds as the spec states it, an older node
 // never stands in for a newer one: a node the ranked scan superseded
@@ -175,6 +176,9 @@ func (st *needleStage) nodes(superseded map[int]bool) []*needleNode {
 				if cx, cy := x.count(level), y.count(level); cx != cy {
 					return cx > cy
 				}
+			}
+			if tx, ty := x.isOutput(), y.isOutput(); tx != ty {
+				return tx
 			}
 			if x.tokens != y.tokens {
 				return x.tokens > y.tokens
@@ -358,6 +362,13 @@ func plainNeedle(nd string) bool {
 		}
 	}
 	return nd != ""
+}
+
+// isOutput reports whether n is a tool's output (its summary opens with
+// the agent role "tool"): the evidence itself, where the call that asked
+// for it and the assistant's note restating it only quote the token.
+func (n *needleNode) isOutput() bool {
+	return ranked.RoleOf(n.summary) == "tool"
 }
 
 // why is the needle pick's explanation.

@@ -85,3 +85,45 @@ func testNeedlesAgain(t *testing.T, n int) {
 		}
 	}
 }
+
+// Rule "the output, not the echo" when the call and the restatement are
+// the longer nodes: a tool call writing a script (a heredoc of 120 lines
+// naming the token once) and an assistant's long reasoning quoting it are
+// both fuller than the 80-line output, and the output still comes first,
+// for every class. Before, the needle stage ordered by size alone and put
+// the script or the reasoning first (the end-of-session questions of
+// `cfeval questions`: requests `1.26.20` and `dXNlcjpwYXNz`, matplotlib
+// `UnpickleableCanvas`).
+func TestExactNeedlesOutputBeforeLongCall(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	var cases []needleCase
+	for _, c := range needleCases(2) {
+		if c.decoys == nil {
+			cases = append(cases, c)
+		}
+	}
+	turns, outputs := plantNeedles(testgen.New(2), 1000, cases)
+	for i, c := range cases {
+		out := outputs[i]
+		var script, thought strings.Builder
+		script.WriteString("[assistant tool_call bash]\n$ cat <<'EOF' > check.py\n")
+		for l := 0; l < 120; l++ {
+			if l == 60 {
+				fmt.Fprintf(&script, "EXPECTED = %q\n", c.token)
+				continue
+			}
+			fmt.Fprintf(&script, "def step_%d(x): return x + %d\n", l, l)
+		}
+		script.WriteString("EOF\n")
+		turns[out-1] = contextfold.Turn{StepID: out - 1, Summary: "assistant bash $ cat <<'EOF' > check.py", RawContent: script.String()}
+		for l := 0; l < 100; l++ {
+			fmt.Fprintf(&thought, "Reasoning step %d about the scheduler and its queue.\n", l)
+		}
+		fmt.Fprintf(&thought, "So %s is what the handler check reported.\n", c.token)
+		turns[out+1] = contextfold.Turn{StepID: out + 1, Summary: "assistant: So " + c.token + " is what the check reported", RawContent: thought.String()}
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	checkNeedles(t, s, cases, outputs)
+}

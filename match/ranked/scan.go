@@ -1320,3 +1320,16 @@ func specific(w string) bool {
 	}
 	return inner && lower
 }
+
+// RoleOf returns the agent role a node's summary opens with ("tool",
+// "assistant", "user" or "system", as package ingest and the proxy write
+// them: "tool bash $ ls: …", "assistant: …"), or "" for any other summary
+// (a chat speaker's, a heading).
+func RoleOf(summary string) string {
+	f, _, _ := strings.Cut(summary, " ")
+	f = strings.ToLower(strings.TrimSuffix(f, ":"))
+	if roles[f] {
+		return f
+	}
+	return ""
+}
