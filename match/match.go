@@ -356,7 +356,13 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for _, n := range needles.nodes(superseded) {
 		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
-		if len(res.Selected) == 0 || cost <= remaining {
+		// A node a newer one updates (intent ownership) comes after it
+		// and never stands in for it: it is hydrated only beside it.
+		updaterIn := n.updatedBy == nil
+		for _, u := range n.updatedBy {
+			updaterIn = updaterIn || admitted[u]
+		}
+		if updaterIn && (len(res.Selected) == 0 || cost <= remaining) {
 			admitted[n.step] = true
 			res.Selected = append(res.Selected, pick)
 			remaining -= cost

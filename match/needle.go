@@ -49,6 +49,10 @@ type needleNode struct {
 	summary string
 	held    []string       // the needles it holds, in the prompt's needle order
 	how     map[string]int // needle → heldInSummary, heldFolded or heldExact
+	// updatedBy are the newer needle nodes that update this one (intent
+	// ownership, see needleNodes): it comes after every node not updated,
+	// and is hydrated only when one of them is. Nil when none does.
+	updatedBy []int
 }
 
 // count returns how many of the needles n holds at least as strongly as
@@ -76,19 +80,26 @@ func (n *needleNode) count(level int) int {
 // needles a node's payload holds, then by the number it holds as the
 // prompt writes them (case kept: "Appropriately" over "appropriately"),
 // then by the number its summary alone holds, then fullest evidence first
-// (rule "the output, not the echo": the node with the most tokens — the
-// tool output over the command that produced it and the restatement after
-// it — then the newer step). A node that cannot be read is kept only when
-// it holds the needle's own term (its summary and payload hold the needle,
-// up to case).
+// (rule "the output, not the echo": a tool's output before the call that
+// asked for it and the assistant's note restating it, whatever their
+// length — a call writing a script or a long reasoning is no fuller
+// evidence — then the node with the most tokens, then the newer step). A
+// node that cannot be read is kept only when it holds the needle's own
+// term (its summary and payload hold the needle, up to case).
 //
-// Intent ownership (CONF-13) holds: a node the ranked scan superseded
-// (superseded[step]) is left out when a node more than echoSpan steps
-// newer holds every needle it holds, each at least as strongly — a later
-// update of the fact, not the restatement of an output, nor a node that
-// holds a part of a quoted phrase ("set_fill" of "def set_fill") or the
-// token in another case inside a longer one ("typevar-name-mismatch" for
-// "TypeVar").
+// Intent ownership (CONF-13) holds as the spec states it, an older node
+// never stands in for a newer one: a node the ranked scan superseded
+// (superseded[step]) that a node more than echoSpan steps newer holds
+// every needle of, each at least as strongly — a later update of the
+// fact, not the restatement of an output, nor a node that holds a part of
+// a quoted phrase ("set_fill" of "def set_fill") or the token in another
+// case inside a longer one ("typevar-name-mismatch" for "TypeVar") — comes
+// after every node no newer one updates (updatedBy), and the scan
+// hydrates it only beside one of its updaters, within the budget. It was
+// left out before; but the user quoted the token, and an agent session
+// mentions a path, a version or an identifier it works on again and
+// again, so the newest mention (a later build that passed, a note) hid
+// the output that answers ("why did internal/ratelimit fail to build?").
 func needleNodes(s *contextfold.Store, ix *ranked.Index, prompt string, before int, superseded map[int]bool) []*needleNode {
 	return startNeedles(s, ix, prompt, before, false).nodes(superseded)
 }
@@ -146,25 +157,38 @@ func (st *needleStage) nodes(superseded map[int]bool) []*needleNode {
 	if st.done != nil {
 		<-st.done
 	}
-	var out []*needleNode
+	var out, later []*needleNode
 	for _, n := range st.byStep {
-		if !(superseded[n.step] && updated(n, st.byStep)) {
+		n.updatedBy = nil
+		if superseded[n.step] {
+			n.updatedBy = updaters(n, st.byStep)
+		}
+		if n.updatedBy == nil {
 			out = append(out, n)
+		} else {
+			later = append(later, n)
 		}
 	}
-	sort.Slice(out, func(a, b int) bool {
-		x, y := out[a], out[b]
-		for _, level := range []int{heldFolded, heldExact, heldInSummary} {
-			if cx, cy := x.count(level), y.count(level); cx != cy {
-				return cx > cy
+	order := func(ns []*needleNode) {
+		sort.Slice(ns, func(a, b int) bool {
+			x, y := ns[a], ns[b]
+			for _, level := range []int{heldFolded, heldExact, heldInSummary} {
+				if cx, cy := x.count(level), y.count(level); cx != cy {
+					return cx > cy
+				}
 			}
-		}
-		if x.tokens != y.tokens {
-			return x.tokens > y.tokens
-		}
-		return x.step > y.step
-	})
-	return out
+			if tx, ty := x.isOutput(), y.isOutput(); tx != ty {
+				return tx
+			}
+			if x.tokens != y.tokens {
+				return x.tokens > y.tokens
+			}
+			return x.step > y.step
+		})
+	}
+	order(out)
+	order(later)
+	return append(out, later...)
 }
 
 // checkNeedles reads the candidates of each needle (cands[i] those of
@@ -340,6 +364,13 @@ func plainNeedle(nd string) bool {
 	return nd != ""
 }
 
+// isOutput reports whether n is a tool's output (its summary opens with
+// the agent role "tool"): the evidence itself, where the call that asked
+// for it and the assistant's note restating it only quote the token.
+func (n *needleNode) isOutput() bool {
+	return ranked.RoleOf(n.summary) == "tool"
+}
+
 // why is the needle pick's explanation.
 func (n *needleNode) why() []string {
 	out := make([]string, 0, len(n.held))
@@ -349,9 +380,11 @@ func (n *needleNode) why() []string {
 	return out
 }
 
-// updated reports whether a node more than echoSpan steps newer than n
-// holds every needle n holds, each at least as strongly as n does.
-func updated(n *needleNode, nodes map[int]*needleNode) bool {
+// updaters returns the steps of the nodes more than echoSpan steps newer
+// than n that hold every needle n holds, each at least as strongly as n
+// does, in ascending order (nil when none).
+func updaters(n *needleNode, nodes map[int]*needleNode) []int {
+	var out []int
 	for _, m := range nodes {
 		if m.step <= n.step+echoSpan {
 			continue
@@ -364,8 +397,9 @@ func updated(n *needleNode, nodes map[int]*needleNode) bool {
 			}
 		}
 		if all {
-			return true
+			out = append(out, m.step)
 		}
 	}
-	return false
+	sort.Ints(out)
+	return out
 }

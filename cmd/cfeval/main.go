@@ -4,6 +4,7 @@
 //	go run ./cmd/cfeval locomo [-file F] [-budget 5] [-n 0] [-combined] [-undated] [-uneven] [-reword] [-noisy [-noisy-parts P]] [-misses]
 //	go run ./cmd/cfeval probes [-dir ingest/testdata/transcripts]
 //	go run ./cmd/cfeval corpus [-dir ingest/testdata/transcripts/mini-swe-agent/corpus] [-per 0]
+//	go run ./cmd/cfeval questions [-q internal/matcheval/testdata/endq-questions.jsonl] [-dir ingest/testdata/transcripts] [-v]
 //	go run ./cmd/cfeval paired -params B [-base A] [-file F] [-sets locomo,uneven,reword,noisy,combined] [-agents=true]
 package main
 
@@ -23,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired|questions [flags]")
 		os.Exit(1)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -39,6 +40,7 @@ func main() {
 	noisyParts := fs.String("noisy-parts", "", "locomo -noisy: only these parts, comma-separated (handles,filler,typos,abbrev; default all; threads: another conversation's turns interleaved, only by name)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
+	qfile := fs.String("q", "internal/matcheval/testdata/endq-questions.jsonl", "questions: JSON-lines file of hand-written end-of-session questions (matcheval.Question), sessions relative to -dir")
 	verbose := fs.Bool("v", false, "print every probe that misses")
 	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
 	baseJSON := fs.String("base", "", `paired: the reference setting A, as -params (default ranked.DefaultParams()); -params is B`)
@@ -98,8 +100,18 @@ func main() {
 			fail(err)
 		}
 		fmt.Print(rep.Format(*verbose))
+	case "questions":
+		qs, err := matcheval.LoadQuestions(*qfile)
+		if err != nil {
+			fail(err)
+		}
+		rs, err := matcheval.RunQuestions(qs, *dir, tmp)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Print(matcheval.FormatQuestions(rs, *verbose))
 	default:
-		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired [flags]")
+		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired|questions [flags]")
 		os.Exit(1)
 	}
 }

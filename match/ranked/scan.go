@@ -198,13 +198,36 @@ type Params struct {
 	// docs/matching.md ("Deciding a rule"): 27 evidence turns won against
 	// 9 lost over the chat sets (p 0.004), the agent sets unchanged.
 	AnswerType float64
+	// FirstAsks: rule "a first asks for the oldest". A prompt that asks
+	// for the first or original one ("what did the first run print?",
+	// "where was it defined originally?": the words first, original,
+	// originally, initial, initially, not inside an identifier) supersedes
+	// nothing: intent ownership keeps the newest node of an entity, the
+	// opposite of what such a prompt asks. Chat turns are untouched (ChatOwn
+	// already exempts them). On: of the hand-written end-of-session
+	// questions (`cfeval questions`), 11 say first or originally; 5 more
+	// reach the model (52 → 57 of 80), at 986 → 1217 tokens a question
+	// over all 80 (the prompts that say it hydrate more); LoCoMo and its
+	// noisy set byte-identical, `cfeval probes` unchanged, `cfeval corpus`
+	// 1155 → 1156 tokens a probe.
+	FirstAsks bool
+	// OwnRole: intent ownership takes only a newer node of the same agent
+	// role (RoleOf: a tool output for a tool output, an assistant's note
+	// for an assistant's note) for an update of an older one; a node of no
+	// role is unaffected. Off: the end-of-session questions gain (52 → 58
+	// of 80 with FirstAsks off, 57 → 62 with it on, at 1217 → 1529 tokens
+	// a question) but, measured before the needle changes beside it,
+	// `cfeval probes` spent 467 → 533 tokens a probe and `cfeval corpus`
+	// 1042 → 1177, for no hit (both are at 100 %): over the 5 % a rule
+	// may cost.
+	OwnRole bool
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, SkipLabel: true,
-		ChatOwn: true, AnswerType: 0.3, Typo: 0.6}
+		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.
@@ -240,6 +263,8 @@ type Query struct {
 	// when: the prompt asks for a time (rule "a when-question is answered
 	// by a time", when.go).
 	when bool
+	// first: the prompt asks for the first or original one (FirstAsks).
+	first bool
 }
 
 // newWork are the imperative verbs that open a request for new work
@@ -405,6 +430,7 @@ func (ix *Index) query(prompt string, p Params) *Query {
 	}
 	q.instruction = isInstruction(prompt)
 	q.when = asksWhen(prompt)
+	q.first = asksFirst(prompt)
 	// The rarest terms first; ties by text (deterministic).
 	sort.Slice(q.terms, func(a, b int) bool {
 		if q.terms[a].weight != q.terms[b].weight {
@@ -831,7 +857,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 	superseded := map[int32]bool{}
 	labels := labelTerms{}
 	for _, c := range cands {
-		if p.Supersede && c.mask != 0 && !(p.ChatOwn && ix.chatTurn(c.doc)) && ix.superseded(c, cands, p, labels) {
+		if p.Supersede && !(p.FirstAsks && q.first) && c.mask != 0 && !(p.ChatOwn && ix.chatTurn(c.doc)) && ix.superseded(c, cands, p, labels) {
 			superseded[c.doc] = true
 			if len(res.Superseded) < 10 {
 				if explain {
@@ -1110,8 +1136,12 @@ func (ix *Index) passes(q *Query, m *match, p Params) bool {
 // holds.
 func (ix *Index) superseded(c *match, cands []*match, p Params, labels labelTerms) bool {
 	step := ix.docs[c.doc].step
+	role := ""
+	if p.OwnRole {
+		role = RoleOf(ix.summaryOf(c.doc))
+	}
 	for _, o := range cands {
-		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask && ix.sameEntity(c, o, p, labels) {
+		if o != c && ix.docs[o.doc].step > step && o.mask&c.mask == c.mask && (role == "" || RoleOf(ix.summaryOf(o.doc)) == role) && ix.sameEntity(c, o, p, labels) {
 			return true
 		}
 	}
@@ -1320,4 +1350,35 @@ func specific(w string) bool {
 		}
 	}
 	return inner && lower
+}
+
+// RoleOf returns the agent role a node's summary opens with ("tool",
+// "assistant", "user" or "system", as package ingest and the proxy write
+// them: "tool bash $ ls: …", "assistant: …"), or "" for any other summary
+// (a chat speaker's, a heading).
+func RoleOf(summary string) string {
+	f, _, _ := strings.Cut(summary, " ")
+	f = strings.ToLower(strings.TrimSuffix(f, ":"))
+	if roles[f] {
+		return f
+	}
+	return ""
+}
+
+// firstWords ask for the oldest of several (rule "a first asks for the
+// oldest", Params.FirstAsks).
+var firstWords = map[string]bool{"first": true, "original": true, "originally": true, "initial": true, "initially": true}
+
+// asksFirst reports whether the prompt asks for the first or original one:
+// it holds one of firstWords as a word of its own, not as a part of an
+// identifier or a path (first_name, test-first, docs/first.md).
+func asksFirst(prompt string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(prompt), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-./'`", r)
+	}) {
+		if firstWords[strings.TrimRight(w, ".'")] {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,129 @@
+package match_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/testgen"
+	"github.com/contextfold/contextfold/match"
+)
+
+// plantNeedlesAgain plants every case as plantNeedles does (the call, the
+// output holding the token's line, the restatement) and then mentions the
+// token again in two later nodes (four and seven steps after the output:
+// a re-run's log holding the token on another line, an assistant's note),
+// as an agent session does with a path or a version it works on: the
+// token is held by five nodes, the answer line by the output only.
+func plantNeedlesAgain(g testgen.Gen, n int, cases []needleCase) ([]contextfold.Turn, []int) {
+	turns, outputs := plantNeedles(g, n, cases)
+	for i, c := range cases {
+		out := outputs[i]
+		turns[out+4] = contextfold.Turn{StepID: out + 4, Summary: "tool: rerun output",
+			RawContent: fmt.Sprintf("[tool observation bash]\nrerun: %s still listed, nothing new\n", c.token)}
+		turns[out+7] = contextfold.Turn{StepID: out + 7, Summary: "assistant: moving on from " + c.token,
+			RawContent: fmt.Sprintf("I will leave %s as it is and look at the scheduler next.\n", c.token)}
+	}
+	return turns, outputs
+}
+
+// Rule "exact needles" for a token held by two to five nodes: the line of
+// the output that holds it reaches the model even though newer nodes
+// mention the token again (intent ownership orders them first, and the
+// output follows within the budget). Before, the output was superseded by
+// the newer mentions and never hydrated: a user quoting a path, a version
+// or an identifier the agent kept working on got the later mentions and
+// not the output that answers (the end-of-session questions of
+// `cfeval questions`: ledger `internal/ratelimit`, `RedisAddr`,
+// requests `proxy_from_url`).
+func TestExactNeedlesHeldAgainEveryClass(t *testing.T) {
+	testNeedlesAgain(t, 1000)
+}
+
+// The same at 100,000 nodes: run with CONTEXTFOLD_BENCH_LARGE=1.
+func TestExactNeedlesHeldAgainEveryClassLarge(t *testing.T) {
+	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
+		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
+	}
+	testNeedlesAgain(t, 100_000)
+}
+
+func testNeedlesAgain(t *testing.T, n int) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	var cases []needleCase
+	for _, c := range needleCases(uint64(n) + 1) {
+		if c.decoys == nil {
+			cases = append(cases, c)
+		}
+	}
+	turns, outputs := plantNeedlesAgain(testgen.New(uint64(n)+1), n, cases)
+	for i := 0; i < len(turns); i += 5000 {
+		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range cases {
+		prompt := fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		found := false
+		for _, p := range res.Selected {
+			got = append(got, p.StepID)
+			h, err := match.Hydrate(s, p.StepID, prompt, match.Ranked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = found || strings.Contains(h.Content, c.line)
+		}
+		if !found {
+			t.Errorf("%s %s: hydrated steps %v, none holding the output %d's line %q", c.class, c.quoted, got, outputs[i], c.line)
+		}
+	}
+}
+
+// Rule "the output, not the echo" when the call and the restatement are
+// the longer nodes: a tool call writing a script (a heredoc of 120 lines
+// naming the token once) and an assistant's long reasoning quoting it are
+// both fuller than the 80-line output, and the output still comes first,
+// for every class. Before, the needle stage ordered by size alone and put
+// the script or the reasoning first (the end-of-session questions of
+// `cfeval questions`: requests `1.26.20` and `dXNlcjpwYXNz`, matplotlib
+// `UnpickleableCanvas`).
+func TestExactNeedlesOutputBeforeLongCall(t *testing.T) {
+	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	var cases []needleCase
+	for _, c := range needleCases(2) {
+		if c.decoys == nil {
+			cases = append(cases, c)
+		}
+	}
+	turns, outputs := plantNeedles(testgen.New(2), 1000, cases)
+	for i, c := range cases {
+		out := outputs[i]
+		var script, thought strings.Builder
+		script.WriteString("[assistant tool_call bash]\n$ cat <<'EOF' > check.py\n")
+		for l := 0; l < 120; l++ {
+			if l == 60 {
+				fmt.Fprintf(&script, "EXPECTED = %q\n", c.token)
+				continue
+			}
+			fmt.Fprintf(&script, "def step_%d(x): return x + %d\n", l, l)
+		}
+		script.WriteString("EOF\n")
+		turns[out-1] = contextfold.Turn{StepID: out - 1, Summary: "assistant bash $ cat <<'EOF' > check.py", RawContent: script.String()}
+		for l := 0; l < 100; l++ {
+			fmt.Fprintf(&thought, "Reasoning step %d about the scheduler and its queue.\n", l)
+		}
+		fmt.Fprintf(&thought, "So %s is what the handler check reported.\n", c.token)
+		turns[out+1] = contextfold.Turn{StepID: out + 1, Summary: "assistant: So " + c.token + " is what the check reported", RawContent: thought.String()}
+	}
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	checkNeedles(t, s, cases, outputs)
+}
