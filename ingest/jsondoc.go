@@ -161,7 +161,6 @@ func (d *docReader) value(what func() string, depth int) ([]byte, error) {
 		return nil, errSyntax
 	}
 	at := d.base + d.off
-	scalar := c != '{' && c != '[' && c != '"'
 	var out []byte
 	if d.scratch != nil {
 		out = d.scratch[:0]
@@ -171,56 +170,27 @@ func (d *docReader) value(what func() string, depth int) ([]byte, error) {
 			}
 		}()
 	}
-	nest, inStr, esc := 0, false, false
+	v := startValue(c)
 	for done := false; !done; {
 		b, err := d.buffered()
-		if err == io.EOF && scalar && len(out) > 0 {
+		if err == io.EOF && v.scalar && len(out) > 0 {
 			break // a number or literal at the end of the input
 		}
 		if err != nil {
 			return nil, unexpected(err)
 		}
 		i := 0
-	scan:
 		for ; i < len(b); i++ {
-			ch := b[i]
-			if inStr {
-				switch {
-				case esc:
-					esc = false
-				case ch == '\\':
-					esc = true
-				case ch == '"':
-					inStr = false
-					if nest == 0 {
-						i++
-						done = true
-						break scan
-					}
-				}
-				continue
-			}
-			if scalar {
-				switch ch {
-				case ' ', '\t', '\n', '\r', ',', ':', ']', '}', '[', '{', '"':
-					done = true
-					break scan
-				}
-				continue
-			}
-			switch ch {
-			case '"':
-				inStr = true
-			case '{', '[':
-				if nest++; depth+nest > maxNesting {
-					return nil, errSyntax
-				}
-			case '}', ']':
-				if nest--; nest <= 0 {
+			stop, take := v.step(b[i])
+			if stop {
+				if take {
 					i++
-					done = true
-					break scan
 				}
+				done = true
+				break
+			}
+			if depth+v.nest > maxNesting {
+				return nil, errSyntax
 			}
 		}
 		if d.limit >= 0 && int64(len(out)+i) > d.limit {
@@ -410,43 +380,63 @@ func valueEnd(raw []byte, i int) int {
 	if i >= len(raw) {
 		return i
 	}
-	nest, inStr, esc := 0, false, false
-	scalar := raw[i] != '{' && raw[i] != '[' && raw[i] != '"'
+	v := startValue(raw[i])
 	for ; i < len(raw); i++ {
-		ch := raw[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case ch == '\\':
-				esc = true
-			case ch == '"':
-				inStr = false
-				if nest == 0 {
-					return i + 1
-				}
-			}
-			continue
-		}
-		if scalar {
-			switch ch {
-			case ' ', '\t', '\n', '\r', ',', ':', ']', '}':
-				return i
-			}
-			continue
-		}
-		switch ch {
-		case '"':
-			inStr = true
-		case '{', '[':
-			nest++
-		case '}', ']':
-			if nest--; nest == 0 {
+		if stop, take := v.step(raw[i]); stop {
+			if take {
 				return i + 1
 			}
+			return i
 		}
 	}
 	return i
+}
+
+// valueScan follows the bytes of one JSON value to its end: a string's
+// escapes, the nesting of objects and arrays, where a number or literal
+// stops. Its input is the value's bytes from its first (startValue).
+type valueScan struct {
+	nest               int // objects and arrays open
+	inStr, esc, scalar bool
+}
+
+// startValue begins the scan of a value whose first byte is first.
+func startValue(first byte) valueScan {
+	return valueScan{scalar: first != '{' && first != '[' && first != '"'}
+}
+
+// step reads ch, the value's next byte. stop: the value has ended, with
+// ch (take) or before it (a number or literal ends at the byte after it).
+func (v *valueScan) step(ch byte) (stop, take bool) {
+	if v.inStr {
+		switch {
+		case v.esc:
+			v.esc = false
+		case ch == '\\':
+			v.esc = true
+		case ch == '"':
+			v.inStr = false
+			return v.nest == 0, true
+		}
+		return false, false
+	}
+	if v.scalar {
+		switch ch {
+		case ' ', '\t', '\n', '\r', ',', ':', ']', '}', '[', '{', '"':
+			return true, false
+		}
+		return false, false
+	}
+	switch ch {
+	case '"':
+		v.inStr = true
+	case '{', '[':
+		v.nest++
+	case '}', ']':
+		v.nest--
+		return v.nest <= 0, true
+	}
+	return false, false
 }
 
 // eachValue calls f with each element of the valid JSON array raw, or
