@@ -12,7 +12,7 @@ import (
 )
 
 // encoded returns ix's snapshot bytes.
-func encoded(t *testing.T, ix *Index) []byte {
+func encoded(t testing.TB, ix *Index) []byte {
 	t.Helper()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()

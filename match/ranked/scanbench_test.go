@@ -15,17 +15,7 @@ import (
 // it costs.
 func BenchmarkScanAfterFold(b *testing.B) {
 	g := testgen.New(31)
-	mem := NewIndex()
-	for _, tn := range g.Turns(0, 3000) {
-		mem.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
-	}
-	mem.mu.Lock()
-	data, ok := mem.encodeSnapshot()
-	mem.mu.Unlock()
-	if !ok {
-		b.Fatal("encode failed")
-	}
-	ix, err := decodeSnapshot(data)
+	ix, err := decodeSnapshot(generatedSnapshot(b, g, 3000))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,4 +31,12 @@ func BenchmarkScanAfterFold(b *testing.B) {
 		b.StartTimer()
 		ix.Scan(g.Prompt(i%20), p)
 	}
+}
+
+// generatedSnapshot returns the snapshot bytes of an index of n generated
+// agent nodes of g.
+func generatedSnapshot(tb testing.TB, g testgen.Gen, n int) []byte {
+	mem := NewIndex()
+	addTurns(mem, g.Turns(0, n), "")
+	return encoded(tb, mem)
 }

@@ -81,16 +81,7 @@ func TestEdits1(t *testing.T) {
 // scan) with rule "typos" off and on: what the rule costs a scan.
 func BenchmarkTypoScan(b *testing.B) {
 	g := testgen.New(31)
-	mem := NewIndex()
-	for _, tn := range g.Turns(0, 3000) {
-		mem.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, tn.Summary+"\n"+tn.RawContent)
-	}
-	mem.mu.Lock()
-	data, ok := mem.encodeSnapshot()
-	mem.mu.Unlock()
-	if !ok {
-		b.Fatal("encode failed")
-	}
+	data := generatedSnapshot(b, g, 3000)
 	next := 3000
 	for _, w := range []float64{0, 0.6} {
 		name := "off"
@@ -240,12 +231,7 @@ func TestTypoFilterBuiltInBackground(t *testing.T) {
 		}
 		mem.Add(tn.StepID, fmt.Sprint(tn.StepID), 10+len(tn.RawContent)/4, tn.Summary, text)
 	}
-	mem.mu.Lock()
-	data, ok := mem.encodeSnapshot()
-	mem.mu.Unlock()
-	if !ok {
-		t.Fatal("encode failed")
-	}
+	data := encoded(t, mem)
 	open := func() *Index {
 		ix, err := decodeSnapshot(data)
 		if err != nil {
