@@ -161,6 +161,12 @@ the ingest before anything is written.`,
 			} else {
 				res, err = ingest.ParseFileWith(path, opts)
 			}
+			// The refusals below name the input as the parser's errors
+			// do: standard input for "-".
+			name := path
+			if path == "-" {
+				name = "standard input"
+			}
 			var many *ingest.TooManyTurnsError
 			if errors.As(err, &many) {
 				stoppedAt = many.Step
@@ -169,7 +175,7 @@ the ingest before anything is written.`,
 				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
 					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
 					"Give a larger --max-turns (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
-					path, maxTurns+1, maxTurns, stoppedAt, ingestTurnKiB, maxTurns+1, (maxTurns+1)*ingestTurnKiB>>10)
+					name, maxTurns+1, maxTurns, stoppedAt, ingestTurnKiB, maxTurns+1, (maxTurns+1)*ingestTurnKiB>>10)
 			}
 			var tooLarge *ingest.RecordTooLargeError
 			if errors.As(err, &tooLarge) {
@@ -179,7 +185,7 @@ the ingest before anything is written.`,
 				return usagef("%v", err)
 			}
 			if all == 0 {
-				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", path, res.Format, res.Messages)
+				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", name, res.Format, res.Messages)
 			}
 			s, err := g.openStore()
 			if err != nil {
