@@ -308,18 +308,23 @@ func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, 
 	if stored == "" {
 		stored = "(unreadable)"
 	}
-	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, path, c.OfferedSession)
+	input, stem := path, fileStem(path)
+	if path == "-" {
+		input, stem = "standard input", "stdin"
+	}
+	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, input, c.OfferedSession)
 	name := c.OfferedSession
 	if name == contextfold.DefaultSessionID {
 		// The file names no session (an OpenAI message list, an older .traj,
-		// an Aider history): the store is named after the file, so that the
-		// next such file does not collide there again.
-		name = fileStem(path)
+		// an Aider history): the store is named after the file (standard
+		// input: "stdin", not "-"), so that the next such file does not
+		// collide there again.
+		name = stem
 	}
 	if stored == c.OfferedSession {
 		what = fmt.Sprintf("different turns of session %q (was the transcript rewritten?)", stored)
 		if stored == contextfold.DefaultSessionID {
-			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", path, stored)
+			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", input, stored)
 		}
 	}
 	return usagef("%s already holds %s; %d of the %d turns to fold have step ids the store holds with other content (the first: step %d). "+
