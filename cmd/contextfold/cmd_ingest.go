@@ -161,6 +161,12 @@ the ingest before anything is written.`,
 			} else {
 				res, err = ingest.ParseFileWith(path, opts)
 			}
+			// The refusals below name the input as the parser's errors
+			// do: standard input for "-".
+			name := path
+			if path == "-" {
+				name = "standard input"
+			}
 			var many *ingest.TooManyTurnsError
 			if errors.As(err, &many) {
 				stoppedAt = many.Step
@@ -169,7 +175,7 @@ the ingest before anything is written.`,
 				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
 					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
 					"Give a larger --max-turns (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
-					path, maxTurns+1, maxTurns, stoppedAt, ingestTurnKiB, maxTurns+1, (maxTurns+1)*ingestTurnKiB>>10)
+					name, maxTurns+1, maxTurns, stoppedAt, ingestTurnKiB, maxTurns+1, (maxTurns+1)*ingestTurnKiB>>10)
 			}
 			var tooLarge *ingest.RecordTooLargeError
 			if errors.As(err, &tooLarge) {
@@ -179,7 +185,7 @@ the ingest before anything is written.`,
 				return usagef("%v", err)
 			}
 			if all == 0 {
-				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", path, res.Format, res.Messages)
+				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", name, res.Format, res.Messages)
 			}
 			s, err := g.openStore()
 			if err != nil {
@@ -302,18 +308,23 @@ func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, 
 	if stored == "" {
 		stored = "(unreadable)"
 	}
-	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, path, c.OfferedSession)
+	input, stem := path, fileStem(path)
+	if path == "-" {
+		input, stem = "standard input", "stdin"
+	}
+	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, input, c.OfferedSession)
 	name := c.OfferedSession
 	if name == contextfold.DefaultSessionID {
 		// The file names no session (an OpenAI message list, an older .traj,
-		// an Aider history): the store is named after the file, so that the
-		// next such file does not collide there again.
-		name = fileStem(path)
+		// an Aider history): the store is named after the file (standard
+		// input: "stdin", not "-"), so that the next such file does not
+		// collide there again.
+		name = stem
 	}
 	if stored == c.OfferedSession {
 		what = fmt.Sprintf("different turns of session %q (was the transcript rewritten?)", stored)
 		if stored == contextfold.DefaultSessionID {
-			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", path, stored)
+			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", input, stored)
 		}
 	}
 	return usagef("%s already holds %s; %d of the %d turns to fold have step ids the store holds with other content (the first: step %d). "+

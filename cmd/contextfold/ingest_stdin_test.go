@@ -101,3 +101,53 @@ func TestIngestStandardInputStreamed(t *testing.T) {
 		t.Fatalf("%d of %d bytes of standard input read to parse 101 turns; want at most 1 MiB", c.n, size)
 	}
 }
+
+// TestIngestStandardInputErrorsNameIt: every refusal of standard input
+// names it "standard input", as the parser's errors do, not "-" (the
+// refusals past --max-turns and of a transcript holding no turn said
+// "contextfold: -: ..."); nothing is written.
+func TestIngestStandardInputErrorsNameIt(t *testing.T) {
+	data, err := os.ReadFile("../../ingest/testdata/transcripts/claude-code/ledger-api-session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, stdin string
+		args        []string
+	}{
+		{"max-turns", string(data), []string{"--max-turns", "3"}},
+		{"max-turns with min-tokens", string(data), []string{"--max-turns", "1", "--min-tokens", "1"}},
+		{"no turns", `{"instance_id":"x","history":[]}` + "\n", []string{"--format", "openhands"}},
+	} {
+		dir := filepath.Join(t.TempDir(), "s")
+		_, errs, code := cli(t, c.stdin, append([]string{"--dir", dir, "ingest", "-"}, c.args...)...)
+		if code == 0 || !strings.HasPrefix(errs, "contextfold: standard input: ") {
+			t.Errorf("%s: exit %d, %q; want a refusal naming standard input", c.name, code, errs)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s: the store was written (%v)", c.name, err)
+		}
+	}
+}
+
+// TestIngestStandardInputOtherSession: standard input holding another
+// session than the store's is refused with a store of its own to ingest it
+// into that is no directory named "-" (it suggested --dir
+// STORE/sessions/-, and said "nor - name their session"); following the
+// suggestion ingests it.
+func TestIngestStandardInputOtherSession(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	first := `[{"role":"user","content":"set the port to 5433"},{"role":"assistant","content":"done"}]`
+	other := `[{"role":"user","content":"rename the billing table"},{"role":"assistant","content":"renamed"}]`
+	if _, errs, code := cli(t, first, "--dir", dir, "ingest", "-"); code != 0 {
+		t.Fatalf("first ingest: %d %s", code, errs)
+	}
+	_, errs, code := cli(t, other, "--dir", dir, "ingest", "-")
+	want := "contextfold --dir " + filepath.Join(dir, "sessions", "stdin") + " ingest -"
+	if code == 0 || !strings.Contains(errs, "nor standard input name their session") || !strings.HasSuffix(strings.TrimSpace(errs), want) {
+		t.Fatalf("exit %d, %q; want a refusal naming standard input, ending %q", code, errs, want)
+	}
+	if _, errs, code := cli(t, other, "--dir", filepath.Join(dir, "sessions", "stdin"), "ingest", "-"); code != 0 {
+		t.Fatalf("the suggested ingest: %d %s", code, errs)
+	}
+}

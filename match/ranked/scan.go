@@ -1278,7 +1278,8 @@ type Hit struct {
 	Score float64 // total score (idf units)
 	// Coverage is the distinct primary prompt terms the node holds itself,
 	// plus each prompt word it holds only through an alias ("linker" held
-	// as ld or collect2, aliases.go), counted once per word.
+	// as ld or collect2, aliases.go) or misspelt ("pottery" held as
+	// "potery", rule "typos"), counted once per word.
 	Coverage int
 	Summary  string
 	Evicted  bool
@@ -1310,8 +1311,8 @@ func (ix *Index) recallLocked(query string, p Params) []Hit {
 
 // coverage is the reported coverage of candidate c (Hit.Coverage): the
 // primary terms in c.mask, plus one for each prompt word that c holds only
-// through an alias term. c.mask itself is left as it is (it drives
-// supersede and intent ownership).
+// through an alias term or misspelt (a typo variant, rule "typos"). c.mask
+// itself is left as it is (it drives supersede and intent ownership).
 func (ix *Index) coverage(q *Query, c *match) int {
 	n := bits.OnesCount64(c.mask)
 	var viaPrimary, viaAlias map[string]bool
@@ -1324,7 +1325,7 @@ func (ix *Index) coverage(q *Query, c *match) int {
 		}
 	}
 	for _, t := range q.terms {
-		if t.kind == KindAlias && !viaPrimary[t.src] && !viaAlias[t.src] && ix.tf(t.id, c.doc) > 0 {
+		if (t.kind == KindAlias || t.kind == KindTypo) && !viaPrimary[t.src] && !viaAlias[t.src] && ix.tf(t.id, c.doc) > 0 {
 			if viaAlias == nil {
 				viaAlias = map[string]bool{}
 			}

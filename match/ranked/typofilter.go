@@ -222,7 +222,17 @@ func (ix *Index) startTypoBuild() {
 	b := &typoBuild{snap: ix.snap}
 	ix.typoBuild = b
 	ix.typo = nil
-	s, extra := ix.snap, len(ix.post)
+	// Room for the terms folded since the snapshot, as they are: a term
+	// of n letters adds n keys to dels (typoFilter adds them when the
+	// build is done; sized by a guess of 8 keys a term, long ones filled
+	// it, and every scan started one more build that ended full).
+	var extra filterSize
+	for text, id := range ix.vocab {
+		if id >= ix.nterms && typoKey(text) {
+			extra.count(len(text))
+		}
+	}
+	s := ix.snap
 	s.users.Add(1)
 	go func() {
 		defer s.users.Done()
@@ -255,12 +265,12 @@ func (ix *Index) typoFilterNow() *termFilter {
 }
 
 // snapshotTermFilter builds the filter of snapshot s's terms, with room
-// for extra more, from the term table's bytes as they are: it runs
+// for the extra keys (the terms folded since) and a quarter more, from the term table's bytes as they are: it runs
 // without the index's mutex, so it reads only the immutable mapping, not
 // verifying it (a corrupt table is refused by the scans that read it, and
 // the index is built again). It stops early, failed, when s is closed
 // (snapFile.close) or a term's bounds are out of the table.
-func snapshotTermFilter(s *snapFile, extra int) *termFilter {
+func snapshotTermFilter(s *snapFile, extra filterSize) *termFilter {
 	failed := &termFilter{failed: true}
 	offs, terms := s.secs[secTermOff], s.secs[secTerm]
 	if len(offs) < 4*(s.nterms+1) {
@@ -287,8 +297,8 @@ func snapshotTermFilter(s *snapFile, extra int) *termFilter {
 	if !each(func(b []byte) { z.count(len(b)) }) {
 		return failed
 	}
-	z.terms += extra
-	z.dels += extra * 8
+	z.terms += extra.terms
+	z.dels += extra.dels
 	f := z.filter()
 	if !each(func(b []byte) { addTerm(f, b) }) {
 		return failed
