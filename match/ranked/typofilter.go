@@ -265,9 +265,9 @@ func (ix *Index) typoFilterNow() *termFilter {
 }
 
 // snapshotTermFilter builds the filter of snapshot s's terms, with room
-// for the extra keys (the terms folded since) and a quarter more, from the term table's bytes as they are: it runs
-// without the index's mutex, so it reads only the immutable mapping, not
-// verifying it (a corrupt table is refused by the scans that read it, and
+// for the extra keys (the terms folded since) and a quarter more, from
+// the term table's bytes as they are: it runs without the index's mutex,
+// so it reads only the immutable mapping, not verifying it (a corrupt table is refused by the scans that read it, and
 // the index is built again). It stops early, failed, when s is closed
 // (snapFile.close) or a term's bounds are out of the table.
 func snapshotTermFilter(s *snapFile, extra filterSize) *termFilter {
