@@ -172,7 +172,10 @@ the ingest before anything is written.`,
 				stoppedAt = many.Step
 			}
 			if errors.Is(err, errTooManyTurns) || many != nil {
-				return usagef("%s: %d turns to fold and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
+				// The limit is on the transcript's turns, the ones the
+				// store already holds included (a re-ingest reads them
+				// again): the message says so, not "turns to fold".
+				return usagef("%s: the transcript holds %d turns and more, past --max-turns %d: reading stopped at step %d, the rest was not parsed "+
 					"(folding holds about %d KiB of memory per turn, however short: %d turns would take about %d MiB); nothing was written. "+
 					"Give a larger --max-turns (or -1 for no limit) if the machine has the memory, or --min-tokens N to fold only the larger turns",
 					name, maxTurns+1, maxTurns, stoppedAt, ingestTurnKiB, maxTurns+1, (maxTurns+1)*ingestTurnKiB>>10)

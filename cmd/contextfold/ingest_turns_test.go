@@ -118,7 +118,7 @@ func TestIngestStopsReadingAtMaxTurns(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "s")
 	_, errs, code := cli(t, "", "--dir", dir, "ingest", p, "--max-turns", "100", "--max-record-bytes", "4096")
-	if code != 1 || !strings.Contains(errs, "101 turns to fold and more, past --max-turns 100") || !strings.Contains(errs, "stopped at step 100") || !strings.Contains(errs, "nothing was written") {
+	if code != 1 || !strings.Contains(errs, "the transcript holds 101 turns and more, past --max-turns 100") || !strings.Contains(errs, "stopped at step 100") || !strings.Contains(errs, "nothing was written") {
 		t.Fatalf("--max-turns 100: exit %d, stderr %q", code, errs)
 	}
 	_, errs, code = cli(t, "", "--dir", dir, "ingest", p, "--max-turns", "1000", "--max-record-bytes", "4096")
