@@ -182,7 +182,6 @@ func missCause(holders []int, focusedAway bool, ex *match.Explain) string {
 // output-first rate, and every miss with its cause.
 func FormatQuestions(rs []QuestionResult, verbose bool) string {
 	var b strings.Builder
-	type tally struct{ n, hits, out, outOf, tokens int }
 	byClass, bySession := map[string]*tally{}, map[string]*tally{}
 	var all tally
 	add := func(m map[string]*tally, k string, r QuestionResult) {
@@ -191,34 +190,12 @@ func FormatQuestions(rs []QuestionResult, verbose bool) string {
 			t = &tally{}
 			m[k] = t
 		}
-		for _, t := range []*tally{t} {
-			t.n++
-			t.tokens += r.Tokens
-			if r.Hit {
-				t.hits++
-			}
-			if r.Output >= 0 {
-				t.outOf++
-				if r.OutputFirst {
-					t.out++
-				}
-			}
-		}
+		t.add(r)
 	}
 	for _, r := range rs {
 		add(byClass, r.Class, r)
 		add(bySession, r.Session, r)
-		all.n++
-		all.tokens += r.Tokens
-		if r.Hit {
-			all.hits++
-		}
-		if r.Output >= 0 {
-			all.outOf++
-			if r.OutputFirst {
-				all.out++
-			}
-		}
+		all.add(r)
 	}
 	fmt.Fprintf(&b, "end-of-session questions: %d, answer line hydrated %d (%.1f %%), output first %d / %d, %.0f tokens a question\n",
 		all.n, all.hits, 100*float64(all.hits)/float64(max(1, all.n)), all.out, all.outOf, float64(all.tokens)/float64(max(1, all.n)))
@@ -267,4 +244,22 @@ func (q *Question) answeredBy(content string) bool {
 		}
 	}
 	return false
+}
+
+// tally counts questions, hits, outputs put first (of those with an
+// output node) and hydrated tokens, for the questions report.
+type tally struct{ n, hits, out, outOf, tokens int }
+
+func (t *tally) add(r QuestionResult) {
+	t.n++
+	t.tokens += r.Tokens
+	if r.Hit {
+		t.hits++
+	}
+	if r.Output >= 0 {
+		t.outOf++
+		if r.OutputFirst {
+			t.out++
+		}
+	}
 }
