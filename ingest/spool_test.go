@@ -94,15 +94,8 @@ func TestReaderReadsNoFurther(t *testing.T) {
 	data := bigJSONL(200000)
 	const stop = 1000
 	c := &countingReader{r: bytes.NewReader(data)}
-	seen := 0
-	errStop := errors.New("stop")
-	_, err := ParseReaderWith(c, Options{Turn: func(Turn) error {
-		if seen++; seen > stop {
-			return errStop
-		}
-		return nil
-	}})
-	if !errors.Is(err, errStop) {
+	_, err := ParseReaderWith(c, Options{Turn: stopAfter(stop)})
+	if !errors.Is(err, errStopTurns) {
 		t.Fatal(err)
 	}
 	if bound := int64(4*(256<<10)) + 2*int64(stop+1)*int64(len(data)/200000); c.n > bound {

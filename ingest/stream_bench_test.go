@@ -25,7 +25,6 @@ func BenchmarkParseStop(b *testing.B) {
 		fmt.Fprintf(&oa, `{"role":"user","content":"m%d"}`, i)
 	}
 	oa.WriteByte(']')
-	errStop := errors.New("stop")
 	for _, in := range []struct {
 		name string
 		data []byte
@@ -33,14 +32,8 @@ func BenchmarkParseStop(b *testing.B) {
 		b.Run(in.name+"/stream", func(b *testing.B) {
 			b.SetBytes(int64(len(in.data)))
 			for i := 0; i < b.N; i++ {
-				seen := 0
-				_, err := ParseWith(in.data, Options{Turn: func(Turn) error {
-					if seen++; seen > stop {
-						return errStop
-					}
-					return nil
-				}})
-				if !errors.Is(err, errStop) {
+				_, err := ParseWith(in.data, Options{Turn: stopAfter(stop)})
+				if !errors.Is(err, errStopTurns) {
 					b.Fatal(err)
 				}
 			}

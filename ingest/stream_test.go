@@ -343,13 +343,7 @@ func TestStreamReadsNoFurther(t *testing.T) {
 	}
 	for name, data := range map[string]string{"claude-code": cc.String(), "aider": md.String()} {
 		c := &countingReaderAt{r: strings.NewReader(data)}
-		seen := 0
-		s := newStreamer(io.NewSectionReader(c, 0, int64(len(data))), Options{Turn: func(Turn) error {
-			if seen++; seen > stop {
-				return errors.New("stop")
-			}
-			return nil
-		}})
+		s := newStreamer(io.NewSectionReader(c, 0, int64(len(data))), Options{Turn: stopAfter(stop)})
 		if _, err := s.parse(); err == nil {
 			t.Fatalf("%s: not stopped", name)
 		}
@@ -575,16 +569,9 @@ func TestScanDoesNotDecodeEachMessage(t *testing.T) {
 	}
 	b.WriteByte(']')
 	data := []byte(b.String())
-	errStop := errors.New("stop")
 	_, count := allocated(func() {
-		seen := 0
-		_, err := ParseWith(data, Options{Turn: func(Turn) error {
-			if seen++; seen > stop {
-				return errStop
-			}
-			return nil
-		}})
-		if !errors.Is(err, errStop) {
+		_, err := ParseWith(data, Options{Turn: stopAfter(stop)})
+		if !errors.Is(err, errStopTurns) {
 			t.Fatal(err)
 		}
 	})
@@ -721,4 +708,19 @@ func FuzzMaxTurnsMatchesTurnByTurn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, fi, limit uint8) {
 		sameRefusal(t, string(data), formats[int(fi)%len(formats)], 1+int(limit)%4)
 	})
+}
+
+// errStopTurns is the error a stopAfter callback stops a parse with.
+var errStopTurns = errors.New("stop")
+
+// stopAfter returns an Options.Turn callback that lets n turns through
+// and stops the parse at the next one with errStopTurns.
+func stopAfter(n int) func(Turn) error {
+	seen := 0
+	return func(Turn) error {
+		if seen++; seen > n {
+			return errStopTurns
+		}
+		return nil
+	}
 }
