@@ -381,6 +381,13 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
 	}
 	for _, p := range picks {
+		if p.Freed && needled {
+			// Rule "an output is updated by its re-run" (ranked.Params.Rerun)
+			// freed it from intent ownership; with an exact needle
+			// hydrated, the needle's nodes are the evidence, and the
+			// broader match keeps the newest node of an entity, as before.
+			continue
+		}
 		if np := needlePick[p.Step]; np != nil {
 			// The ranked scan picked a needle node too: its terms, score and
 			// reasons join the needle pick's.
