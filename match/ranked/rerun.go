@@ -19,10 +19,12 @@ import "strings"
 // run again: a test run after a fix, a grep after an edit, the same lines
 // read again. So a tool's output is superseded only by a newer output of
 // the same command (the text its summary gives after "$ ", an "[error]"
-// mark aside); when either summary names no command (Claude Code's Read
-// and Edit, OpenHands' editor), by any newer tool output. Nodes that are
-// no tool output (the assistant's notes, the user's prompts) are
-// superseded as before.
+// mark aside): an output of no command (OpenHands' editor view after a
+// `grep -r`) is no re-run of one. An output whose summary names no command
+// (Claude Code's Read and Edit, OpenHands' editor) is superseded by any
+// newer tool output, as it was by any newer node. Nodes that are no tool
+// output (the assistant's notes, the user's prompts) are superseded as
+// before.
 
 // rerunOf is what rule "an output is updated by its re-run" knows of an
 // older candidate: whether it is a tool's output, and its command ("" when
@@ -42,7 +44,7 @@ func newRerunOf(summary string) *rerunOf {
 // every prompt term of the older node and shares an entity with it is an
 // update of it under the rule: always, when the older node is no tool
 // output; else when the newer is a tool output of the same command, or
-// either names none.
+// of any command when the older names none.
 func (r *rerunOf) updatedBy(summary string) bool {
 	if !r.tool {
 		return true
@@ -50,8 +52,7 @@ func (r *rerunOf) updatedBy(summary string) bool {
 	if RoleOf(summary) != "tool" {
 		return false
 	}
-	c := commandOf(summary)
-	return r.command == "" || c == "" || c == r.command
+	return r.command == "" || commandOf(summary) == r.command
 }
 
 // commandOf returns the command a tool node's summary names, as package
