@@ -446,7 +446,9 @@ type Explain struct {
 }
 
 // ExplainRanked runs a ranked scan and reports what the cut-off and intent
-// ownership left out.
+// ownership left out (Superseded: the ranked scan's superseded candidates,
+// then the picks it freed under rule "an output is updated by its re-run"
+// that an exact needle kept out).
 func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
 	res, err := Scan(s, prompt, Ranked)
 	if err != nil {
@@ -477,7 +479,16 @@ func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
 		}
 		return out
 	}
-	return &Explain{Result: res, CutOff: conv(r.CutOff), Superseded: conv(r.Superseded)}, nil
+	// A pick rule "an output is updated by its re-run" freed and the scan
+	// left out behind an exact needle (ranked.Pick.Freed) is superseded,
+	// as intent ownership has it there.
+	sup := append([]ranked.Pick{}, r.Superseded...)
+	for _, p := range r.Picks {
+		if p.Freed {
+			sup = append(sup, p)
+		}
+	}
+	return &Explain{Result: res, CutOff: conv(r.CutOff), Superseded: conv(sup)}, nil
 }
 
 // Recall is recall in the given mode. Exact: exactly s.Recall(query).
