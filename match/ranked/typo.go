@@ -46,6 +46,7 @@ func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, 
 			dfWord = terms[i].df
 		}
 		limit := max(rareDF, dfWord/4)
+		word := p.TypoWords && IsWord(text)
 		n := 0
 		try := func(v string) bool {
 			if _, ok := best[v]; ok {
@@ -58,6 +59,9 @@ func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, 
 			df := ix.liveDF(id)
 			if df == 0 || df > limit {
 				return true
+			}
+			if word && IsWord(v) {
+				return true // rule "two words are no typo" (lexicon.go)
 			}
 			w := ix.idf(df)
 			if dfWord > 0 {
