@@ -333,3 +333,43 @@ func TestTypoTwoWordsAreNoTypo(t *testing.T) {
 		}
 	}
 }
+
+// The embedded dictionary of rule "two words are no typo" is sorted and
+// without duplicates, as its binary search needs, and the search finds
+// every line of it and nothing between or around them.
+func TestLexiconSearch(t *testing.T) {
+	text := lexicon()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) < 10000 || !strings.HasSuffix(text, "\n") {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for i, l := range lines {
+		if i > 0 && lines[i-1] >= l {
+			t.Fatalf("line %d %q after %q: not sorted or duplicated", i, l, lines[i-1])
+		}
+		if !IsWord(l) {
+			t.Fatalf("%q not found", l)
+		}
+		for _, miss := range []string{l + "a", l[:len(l)-1], "0" + l, l + "~"} {
+			if !slices.Contains(lines, miss) && IsWord(miss) {
+				t.Fatalf("%q found", miss)
+			}
+		}
+		if i > 2000 {
+			break // the misses' slices.Contains is linear
+		}
+	}
+	for _, w := range []string{"", "a", "zzzzzzzz", "\n"} {
+		if IsWord(w) {
+			t.Errorf("%q found", w)
+		}
+	}
+	for _, small := range []string{"", "b\n", "b\nd\n", "b\nd\nf\n"} {
+		for _, w := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+			want := strings.Contains("\n"+small, "\n"+w+"\n")
+			if got := inSortedLines(small, w); got != want {
+				t.Errorf("inSortedLines(%q, %q) = %v", small, w, got)
+			}
+		}
+	}
+}
