@@ -42,6 +42,7 @@ func main() {
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
 	qfile := fs.String("q", "internal/matcheval/testdata/endq-questions.jsonl", "questions: JSON-lines file of hand-written end-of-session questions (matcheval.Question), sessions relative to -dir")
 	verbose := fs.Bool("v", false, "print every probe that misses")
+	qtypos := fs.Bool("typos", false, "questions: misspell one plain word of each question by one edit (matcheval.MisspellQuestions)")
 	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
 	baseJSON := fs.String("base", "", `paired: the reference setting A, as -params (default ranked.DefaultParams()); -params is B`)
 	sets := fs.String("sets", "locomo,uneven,reword,noisy,combined", "paired: the chat sets, comma-separated (locomo, uneven, reword, noisy, noisy-uneven, reword-uneven, combined, combined-noisy), all undated")
@@ -104,6 +105,9 @@ func main() {
 		qs, err := matcheval.LoadQuestions(*qfile)
 		if err != nil {
 			fail(err)
+		}
+		if *qtypos {
+			qs = matcheval.MisspellQuestions(qs)
 		}
 		rs, err := matcheval.RunQuestions(qs, *dir, tmp)
 		if err != nil {

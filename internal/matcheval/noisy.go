@@ -181,18 +181,24 @@ func typos(text string, r *rand.Rand) string {
 		if !letters {
 			continue
 		}
-		k := 1 + r.IntN(len(rs)-2) // an inner letter
-		switch r.IntN(3) {
-		case 0:
-			rs[k], rs[k+1] = rs[k+1], rs[k]
-		case 1:
-			rs = append(rs[:k], rs[k+1:]...)
-		default:
-			rs = append(rs[:k+1], rs[k:]...)
-		}
-		words[i] = string(rs) + tail
+		words[i] = string(misspell(rs, r)) + tail
 	}
 	return strings.Join(words, " ")
+}
+
+// misspell makes one edit to a word of three letters or more: two inner
+// letters swapped, an inner letter dropped, or one doubled.
+func misspell(rs []rune, r *rand.Rand) []rune {
+	k := 1 + r.IntN(len(rs)-2) // an inner letter
+	switch r.IntN(3) {
+	case 0:
+		rs[k], rs[k+1] = rs[k+1], rs[k]
+	case 1:
+		rs = append(rs[:k], rs[k+1:]...)
+	default:
+		rs = append(rs[:k+1], rs[k:]...)
+	}
+	return rs
 }
 
 // interleave puts runs of one to three of other's turns (their dia_ids

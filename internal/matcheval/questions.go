@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -77,6 +78,41 @@ func LoadQuestions(path string) ([]Question, error) {
 		out = append(out, q)
 	}
 	return out, sc.Err()
+}
+
+// MisspellQuestions returns the questions with one word of each misspelt,
+// as a user typing fast does: a plain word of five lower-case letters or
+// more (a–z, outside quotes and backquotes: never the token a question
+// quotes), drawn by a generator seeded with the question's index, gets
+// one edit of the noisy chat set's kind (two inner letters swapped, an
+// inner letter dropped, or one doubled). A question with no such word is
+// unchanged. The same questions give the same misspellings.
+func MisspellQuestions(qs []Question) []Question {
+	out := make([]Question, len(qs))
+	for i, q := range qs {
+		r := rand.New(rand.NewPCG(uint64(i), 0x7e11_0b5e))
+		words := strings.Split(q.Q, " ")
+		var plain []int
+		quoted := false
+		for j, w := range words {
+			opens := strings.Count(w, "`") + strings.Count(w, `"`)
+			core, _ := trimTail(w)
+			if !quoted && opens == 0 && len(core) >= 5 && strings.Trim(core, "abcdefghijklmnopqrstuvwxyz") == "" {
+				plain = append(plain, j)
+			}
+			if opens%2 == 1 {
+				quoted = !quoted
+			}
+		}
+		if len(plain) > 0 {
+			j := plain[r.IntN(len(plain))]
+			core, tail := trimTail(words[j])
+			words[j] = string(misspell([]rune(core), r)) + tail
+			q.Q = strings.Join(words, " ")
+		}
+		out[i] = q
+	}
+	return out
 }
 
 // RunQuestions folds each session the questions name (every turn, into a

@@ -70,3 +70,44 @@ func checkAnswerable(t *testing.T, qs []Question) {
 		}
 	}
 }
+
+// MisspellQuestions misspells exactly one plain word of a question by one
+// edit, never the token it quotes, and the same questions give the same
+// misspellings.
+func TestMisspellQuestions(t *testing.T) {
+	qs := []Question{
+		{Q: "what did the reproduction script print for `pottery_classes`?"},
+		{Q: `where is "DECL(pattern);" defined in parser.c?`},
+		{Q: "why did it fail?"}, // no word of five letters
+	}
+	a, b := MisspellQuestions(qs), MisspellQuestions(qs)
+	for i := range qs {
+		if a[i].Q != b[i].Q {
+			t.Fatalf("not deterministic: %q / %q", a[i].Q, b[i].Q)
+		}
+		was, now := strings.Split(qs[i].Q, " "), strings.Split(a[i].Q, " ")
+		if len(was) != len(now) {
+			t.Fatalf("%q → %q: words added or lost", qs[i].Q, a[i].Q)
+		}
+		changed := 0
+		for j := range was {
+			if was[j] == now[j] {
+				continue
+			}
+			changed++
+			if strings.ContainsAny(was[j], "`\"") {
+				t.Errorf("%q → %q: the quoted token changed", qs[i].Q, a[i].Q)
+			}
+			if d := len(was[j]) - len(now[j]); d < -1 || d > 1 {
+				t.Errorf("%q → %q: more than one edit", was[j], now[j])
+			}
+		}
+		want := 1
+		if i == 2 {
+			want = 0
+		}
+		if changed != want {
+			t.Errorf("%q → %q: %d words changed, want %d", qs[i].Q, a[i].Q, changed, want)
+		}
+	}
+}

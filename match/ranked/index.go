@@ -144,6 +144,9 @@ type Index struct {
 	// built by its first scan with the rule on (nil: not yet).
 	typo      *termFilter
 	typoBuild *typoBuild // a large snapshot's filter being built (typoFilter)
+	// typoAsks counts the scans that wanted a large snapshot's filter
+	// before one was built: the second starts the build (typoFilter).
+	typoAsks int
 }
 
 // NewIndex returns an empty index.

@@ -54,7 +54,6 @@ func load(dir string) *Index {
 		return nil
 	}
 	ix.snap.unmap = unmap
-	ix.startTypoBuild() // rule "typos"' filter, ready for the first scans
 	// The changes since the snapshot, as analysed nodes (delta.go): the
 	// nodes folded since are not read again.
 	ix.snapID = identityOf(data)

@@ -170,6 +170,11 @@ type Params struct {
 	// terms (typofilter.go); looking each up in the term table took a
 	// scan five times as long.
 	Typo float64
+	// TypoWords: rule "two words are no typo" (lexicon.go), a guard of
+	// rule "typos": a prompt word and an archive term one edit apart that
+	// are both words of an English dictionary (SCOWL to size 60) are two
+	// words, and the term is no variant of the word.
+	TypoWords bool
 	// Related: rule "related words" (related.go), the weight (× the lower
 	// of the word's idf and its own) of a word WordNet relates to a prompt
 	// word (a derivationally related form, a synonym of its most frequent
@@ -243,7 +248,7 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, SkipLabel: true,
-		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, Rerun: true}
+		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.

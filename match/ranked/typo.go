@@ -46,6 +46,7 @@ func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, 
 			dfWord = terms[i].df
 		}
 		limit := max(rareDF, dfWord/4)
+		asked := 0 // rule "two words are no typo": 1 the word is a word, -1 not (0: not looked up yet)
 		n := 0
 		try := func(v string) bool {
 			if _, ok := best[v]; ok {
@@ -58,6 +59,17 @@ func (ix *Index) typoTerms(terms []qterm, best map[string]Term, order []string, 
 			df := ix.liveDF(id)
 			if df == 0 || df > limit {
 				return true
+			}
+			if p.TypoWords { // rule "two words are no typo" (lexicon.go)
+				if asked == 0 {
+					asked = -1
+					if IsWord(text) {
+						asked = 1
+					}
+				}
+				if asked == 1 && IsWord(v) {
+					return true
+				}
 			}
 			w := ix.idf(df)
 			if dfWord > 0 {

@@ -12,8 +12,9 @@ import (
 )
 
 // A snapshot opened from the per-user cache (load, as a proxy or an MCP
-// server opens it at start) starts the filter of rule "typos" beside the
-// scans; scans and folds arriving at once, before and while it is built,
+// server opens it at start) has the filter of rule "typos" built beside
+// the scans from its second scan (the first, a one-shot command's only
+// one, starts nothing); scans and folds arriving at once, before and while it is built,
 // race neither with the builder nor with each other (go test -race), and
 // once every fold is in, each scan answers as an index whose filter was
 // built in place: a misspelling folded while the filter was being built
@@ -54,11 +55,19 @@ func TestTypoFilterConcurrentAfterLoad(t *testing.T) {
 	if ix == nil {
 		t.Fatal("snapshot not loaded")
 	}
-	ix.mu.Lock()
-	started := ix.typoBuild != nil
-	ix.mu.Unlock()
-	if !started {
-		t.Fatal("load started no background build of the filter")
+	building := func() bool {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		return ix.typoBuild != nil
+	}
+	// A one-shot command scans once: neither opening the snapshot nor its
+	// first scan starts a build it would not use.
+	if building() {
+		t.Fatal("load started a background build of the filter")
+	}
+	ix.Scan(prompts[0], p)
+	if building() {
+		t.Fatal("the first scan started a background build of the filter")
 	}
 	var wg sync.WaitGroup
 	for w := range 4 {
@@ -81,6 +90,9 @@ func TestTypoFilterConcurrentAfterLoad(t *testing.T) {
 	wg.Wait()
 	ix.mu.Lock()
 	b := ix.typoBuild
+	if b == nil && ix.typo == nil {
+		t.Error("scans after the first started no background build of the filter")
+	}
 	ix.mu.Unlock()
 	if b != nil {
 		b.snap.users.Wait() // the builder has stored its filter

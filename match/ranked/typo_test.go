@@ -281,11 +281,95 @@ func TestTypoFilterBuiltInBackground(t *testing.T) {
 	// Closing while a build runs: reset waits for it, under -race.
 	cl := open()
 	cl.Scan(prompts[0], p)
+	cl.Scan(prompts[1], p) // the second scan starts the build
 	cl.mu.Lock()
 	started := cl.typoBuild != nil
 	cl.reset()
 	cl.mu.Unlock()
 	if !started {
 		t.Fatal("no background build started")
+	}
+}
+
+// Rule "two words are no typo" (Params.TypoWords): for every pair of
+// English words one edit apart, a prompt asking about one finds no node
+// that holds only the other; a misspelling that is no word is still
+// found, on either side.
+func TestTypoTwoWordsAreNoTypo(t *testing.T) {
+	pairs := [][2]string{{"token", "taken"}, {"patch", "match"}, {"model", "mode"}, {"field", "yield"},
+		{"print", "point"}, {"class", "clash"}, {"string", "strange"}, {"change", "hang"}}
+	for _, pr := range pairs {
+		asked, held := Analyze(pr[0])[0].Text, Analyze(pr[1])[0].Text
+		if !IsWord(asked) || !IsWord(held) {
+			t.Fatalf("%q or %q not in the dictionary", asked, held)
+		}
+		ix := NewIndex()
+		for i := range 30 {
+			s := fmt.Sprintf("tool bash: ran the suite again, %d passed", i)
+			ix.Add(i, fmt.Sprint(i), 12, s, s)
+		}
+		ix.Add(40, "x", 12, "s", "tool bash: the "+pr[1]+" was read from settings.py")
+		prompt := "what about the " + pr[0] + "?"
+		off := DefaultParams()
+		off.TypoWords = false
+		if r := ix.Scan(prompt, off); len(r.Picks) == 0 || r.Picks[0].Step != 40 {
+			t.Fatalf("%q without the guard: picks %+v, want 40 (%q one edit away)", prompt, r.Picks, pr[1])
+		}
+		if r := ix.Scan(prompt, DefaultParams()); len(r.Picks) != 0 {
+			t.Errorf("%q: picks %+v, want none: %q is another word", prompt, r.Picks, pr[1])
+		}
+	}
+	// A misspelling that is no word: archive side and prompt side.
+	ix := NewIndex()
+	for i := range 30 {
+		s := fmt.Sprintf("tool bash: ran the suite again, %d passed", i)
+		ix.Add(i, fmt.Sprint(i), 12, s, s)
+	}
+	ix.Add(40, "x", 12, "s", "tool bash: the pottery order was read from settings.py")
+	ix.Add(41, "y", 12, "s", "assistant: the serializr handles it")
+	for prompt, want := range map[string]int{"what about the potery?": 40, "what about the serializer?": 41} {
+		if r := ix.Scan(prompt, DefaultParams()); len(r.Picks) == 0 || r.Picks[0].Step != want {
+			t.Errorf("%q: picks %+v, want %d first", prompt, r.Picks, want)
+		}
+	}
+}
+
+// The embedded dictionary of rule "two words are no typo" is sorted and
+// without duplicates, as its binary search needs, and the search finds
+// every line of it and nothing between or around them.
+func TestLexiconSearch(t *testing.T) {
+	text := lexicon()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) < 10000 || !strings.HasSuffix(text, "\n") {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for i, l := range lines {
+		if i > 0 && lines[i-1] >= l {
+			t.Fatalf("line %d %q after %q: not sorted or duplicated", i, l, lines[i-1])
+		}
+		if !IsWord(l) {
+			t.Fatalf("%q not found", l)
+		}
+		for _, miss := range []string{l + "a", l[:len(l)-1], "0" + l, l + "~"} {
+			if !slices.Contains(lines, miss) && IsWord(miss) {
+				t.Fatalf("%q found", miss)
+			}
+		}
+		if i > 2000 {
+			break // the misses' slices.Contains is linear
+		}
+	}
+	for _, w := range []string{"", "a", "zzzzzzzz", "\n"} {
+		if IsWord(w) {
+			t.Errorf("%q found", w)
+		}
+	}
+	for _, small := range []string{"", "b\n", "b\nd\n", "b\nd\nf\n"} {
+		for _, w := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+			want := strings.Contains("\n"+small, "\n"+w+"\n")
+			if got := inSortedLines(small, w); got != want {
+				t.Errorf("inSortedLines(%q, %q) = %v", small, w, got)
+			}
+		}
 	}
 }
