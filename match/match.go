@@ -381,6 +381,13 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
 	}
 	for _, p := range picks {
+		if p.Freed && needled {
+			// Rule "an output is updated by its re-run" (ranked.Params.Rerun)
+			// freed it from intent ownership; with an exact needle
+			// hydrated, the needle's nodes are the evidence, and the
+			// broader match keeps the newest node of an entity, as before.
+			continue
+		}
 		if np := needlePick[p.Step]; np != nil {
 			// The ranked scan picked a needle node too: its terms, score and
 			// reasons join the needle pick's.
@@ -439,7 +446,9 @@ type Explain struct {
 }
 
 // ExplainRanked runs a ranked scan and reports what the cut-off and intent
-// ownership left out.
+// ownership left out (Superseded: the ranked scan's superseded candidates,
+// then the picks it freed under rule "an output is updated by its re-run"
+// that an exact needle kept out).
 func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
 	res, err := Scan(s, prompt, Ranked)
 	if err != nil {
@@ -470,7 +479,16 @@ func ExplainRanked(s *contextfold.Store, prompt string) (*Explain, error) {
 		}
 		return out
 	}
-	return &Explain{Result: res, CutOff: conv(r.CutOff), Superseded: conv(r.Superseded)}, nil
+	// A pick rule "an output is updated by its re-run" freed and the scan
+	// left out behind an exact needle (ranked.Pick.Freed) is superseded,
+	// as intent ownership has it there.
+	sup := append([]ranked.Pick{}, r.Superseded...)
+	for _, p := range r.Picks {
+		if p.Freed {
+			sup = append(sup, p)
+		}
+	}
+	return &Explain{Result: res, CutOff: conv(r.CutOff), Superseded: conv(sup)}, nil
 }
 
 // Recall is recall in the given mode. Exact: exactly s.Recall(query).

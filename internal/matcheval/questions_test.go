@@ -7,18 +7,38 @@ import (
 )
 
 // The hand-written end-of-session questions (testdata/endq-questions.jsonl,
-// run by `cfeval questions`) stay answerable: every session is a bundled
+// run by `cfeval questions`, and the held-out set endq-heldout.jsonl, run
+// by `cfeval questions -q`) stay answerable: every session is a bundled
 // transcript, every answer is text of a turn older than the session's
 // last ten (folded out of the prompt by then), and the output step named
-// holds it.
+// holds it. The held-out set uses no session of the other.
 func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
-	qs, err := LoadQuestions(filepath.Join("testdata", "endq-questions.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	tuned := map[string]bool{}
+	for _, f := range []struct {
+		name string
+		min  int
+	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}} {
+		t.Run(f.name, func(t *testing.T) {
+			qs, err := LoadQuestions(filepath.Join("testdata", f.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(qs) < f.min {
+				t.Fatalf("%d questions, want at least %d", len(qs), f.min)
+			}
+			for _, q := range qs {
+				if f.name == "endq-questions.jsonl" {
+					tuned[q.Session] = true
+				} else if tuned[q.Session] {
+					t.Errorf("%s: held-out question %q on a session of endq-questions.jsonl", q.Session, q.Q)
+				}
+			}
+			checkAnswerable(t, qs)
+		})
 	}
-	if len(qs) < 60 {
-		t.Fatalf("%d questions, want at least 60", len(qs))
-	}
+}
+
+func checkAnswerable(t *testing.T, qs []Question) {
 	turnsOf := map[string][]string{}
 	for _, q := range qs {
 		texts, ok := turnsOf[q.Session]
