@@ -616,7 +616,11 @@ func (s *Store) lock() (unlocker, error) {
 	}
 	l, err := fsutil.LockFile(filepath.Join(s.dir, lockFile))
 	if err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, lockFile), Err: err, Remedy: "check the permissions of the store directory"}
+		remedy := "check the permissions of the store directory"
+		if errors.Is(err, fsutil.ErrNotRegular) {
+			remedy = "remove it: it is the store's lock file, an empty regular file contextfold creates again"
+		}
+		return nil, &StoreFileError{File: filepath.Join(s.dir, lockFile), Err: err, Remedy: remedy}
 	}
 	if !s.swept {
 		s.swept = true
