@@ -14,6 +14,9 @@ import (
 //     such as postgres://user:pass@host/db, mysql://…, redis://:pass@host,
 //     https://user:token@git.example.com. Gitleaks has no general rule for
 //     database URLs. Only the password is redacted; user and host stay.
+//   - contextfold-url-signature: the signature of a pre-signed URL
+//     (X-Amz-Signature, X-Goog-Signature, CloudFront's Signature, an Azure
+//     SAS token's sig) as a query parameter; gitleaks has no rule for it.
 //   - contextfold-env-secret: a .env or shell style assignment NAME=value
 //     (also "export NAME=value" and "--name=value") whose name ends in a
 //     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, AUTH, CREDENTIALS,
@@ -129,6 +132,20 @@ var extraRules = []extraRule{
 		secret: func(c string, m []int) (int, int, bool) {
 			return m[2], m[3], !isPlaceholder(c[m[2]:m[3]])
 		},
+	},
+	{
+		id:      "contextfold-url-signature",
+		anchors: []string{"ignature=", "IGNATURE=", "sig="},
+		begin:   urlSignatureStart,
+		// The signature of a pre-signed URL, a bearer credential until it
+		// expires: S3's and GCS's X-Amz-Signature and X-Goog-Signature,
+		// CloudFront's Signature, an Azure SAS token's sig, as a query
+		// parameter (after '?', '&', "&amp;", "%26" or \u0026). 1: the
+		// value, 16+ characters of a URL's query (percent escapes kept).
+		re:      regexp.MustCompile(`^(?i:x-amz-signature|x-goog-signature|signature|sig)=([A-Za-z0-9%+/=_.~-]{16,})`),
+		maxLen:  4096,
+		oneLine: true,
+		secret:  func(c string, m []int) (int, int, bool) { return m[2], m[3], true },
 	},
 	{
 		id:      "contextfold-env-secret",
@@ -581,6 +598,35 @@ func envNameStart(text string, p int) int {
 		return -1
 	}
 	return b
+}
+
+// urlSignatureNames are the query parameters contextfold-url-signature
+// reads, longest first.
+var urlSignatureNames = []string{"x-goog-signature", "x-amz-signature", "signature", "sig"}
+
+// urlSignatureStart returns where the signature parameter whose anchor is
+// at p starts, when it is a URL query parameter: the name (one of
+// urlSignatureNames, any case) follows '?', '&', "&amp;", "%26" or the
+// JSON escape \u0026.
+func urlSignatureStart(text string, p int) int {
+	eq := strings.IndexByte(text[p:], '=')
+	if eq < 0 {
+		return -1
+	}
+	eq += p
+	for _, n := range urlSignatureNames {
+		b := eq - len(n)
+		if b < 1 || !strings.EqualFold(text[b:eq], n) {
+			continue
+		}
+		head := text[:b]
+		if c := head[len(head)-1]; c == '?' || c == '&' || strings.HasSuffix(head, "&amp;") ||
+			strings.HasSuffix(head, "%26") || strings.HasSuffix(head, `\u0026`) {
+			return b
+		}
+		return -1
+	}
+	return -1
 }
 
 // namedSecretStart accepts a name member's key (contextfold-named-secret)

@@ -69,6 +69,8 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-cookie", pre: "Cookie: theme=dark; session_id=", secret: pw},
 		{rule: "contextfold-auth-header", pre: `Header.Set("Authorization", "Bearer `, secret: pw, post: `")`},
 		{rule: "contextfold-named-secret", pre: `{"name": "DB_PASSWORD", "value": "`, secret: punct, post: `"}`},
+		{rule: "contextfold-url-signature", pre: "https://b.s3.amazonaws.com/k.tgz?X-Amz-Expires=900&X-Amz-Signature=", secret: pw},
+		{rule: "contextfold-url-signature", pre: "https://a.blob.core.windows.net/c/f?sv=2022-11-02&se=2026-03-02&sig=", secret: pw + "%3D"},
 		{rule: "contextfold-named-secret", pre: "- name: API_TOKEN\n  value: ", secret: pw},
 		{rule: "contextfold-env-secret", pre: `os.environ["STRIPE_API_KEY"] = "`, secret: pw, post: `"`},
 		{rule: "contextfold-env-secret", pre: `ENV[ 'DEPLOY_TOKEN' ] = '`, secret: punct, post: `'`},
