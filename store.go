@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/cachedir"
@@ -165,8 +166,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil && !fi.IsDir():
 		return nil, &StoreFileError{File: abs, Err: errors.New("is not a directory"), Remedy: "give --dir a directory path"}
+	case errors.Is(err, syscall.ELOOP):
+		// Every later step would say something else (a file that
+		// exists, a store that does not, a permission).
+		return nil, &StoreFileError{File: abs, Err: errors.New("is a symbolic link that loops (too many levels of symbolic links)"),
+			Remedy: "remove the link, or make it point at a directory"}
 	}
 	if opts.Clock == nil {
 		opts.Clock = SystemClock

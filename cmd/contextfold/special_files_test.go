@@ -157,3 +157,29 @@ func treeDigest(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// TestStoreDirSymlinkLoop: a store directory that is a symbolic link loop
+// is named as one, with the remedy, by every command, which exits 1 (mcp
+// too, before it serves). Before, each said something else: "check the
+// permissions of the store directory" (status, scan), "the directory does
+// not exist" (repair), "mkdir …: file exists" (fold), and mcp served a
+// store that could never be written.
+func TestStoreDirSymlinkLoop(t *testing.T) {
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	if err := os.Symlink(b, a); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	os.Symlink(a, b)
+	payload := filepath.Join(tmp, "p.txt")
+	os.WriteFile(payload, []byte("make: *** [all] Error 2\n"), 0o644)
+	transcript := filepath.Join(tmp, "s.jsonl")
+	os.WriteFile(transcript, []byte(`{"type":"user","message":{"role":"user","content":"run the tests"}}`+"\n"), 0o644)
+	for _, args := range [][]string{{"status"}, {"validate"}, {"repair"}, {"scan", "error"}, {"hydrate", "1"},
+		{"fold", "1", "build failed", "--file", payload}, {"ingest", transcript}, {"mcp"}} {
+		_, errs, code := cliWithin(t, hangWait, append([]string{"--dir", a}, args...)...)
+		if code != 1 || !strings.Contains(errs, a) || !strings.Contains(errs, "symbolic link that loops") || !strings.Contains(errs, "remove the link") {
+			t.Errorf("%v: exit %d, %q (want exit 1 naming %s as a symbolic link loop, with the remedy)", args, code, errs, a)
+		}
+	}
+}
