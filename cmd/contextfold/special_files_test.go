@@ -183,3 +183,36 @@ func TestStoreDirSymlinkLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionLogNotRegular: an eviction log that is a FIFO, a link to
+// /dev/zero or a directory makes evict fail at once, naming the file, what
+// it is and the remedy (move it aside or remove it), not "check the
+// permissions of the store directory"; the store is left as it was.
+func TestEvictionLogNotRegular(t *testing.T) {
+	for _, kind := range []string{"fifo", "devzero", "dir"} {
+		dir := demoDir(t)
+		p := filepath.Join(dir, "eviction_log.json")
+		os.Remove(p)
+		var err error
+		switch kind {
+		case "fifo":
+			err = syscall.Mkfifo(p, 0o644)
+		case "devzero":
+			err = os.Symlink("/dev/zero", p)
+		case "dir":
+			err = os.Mkdir(p, 0o755)
+		}
+		if err != nil {
+			t.Skipf("%s: %v", kind, err)
+		}
+		before := treeDigest(t, dir)
+		_, errs, code := cliWithin(t, hangWait, "--dir", dir, "evict", "137")
+		if code != 1 || !strings.Contains(errs, "eviction_log.json") || !strings.Contains(errs, "not a regular file") ||
+			!strings.Contains(errs, "remove it") || strings.Contains(errs, "permissions") {
+			t.Errorf("eviction_log.json a %s: evict: exit %d, %q", kind, code, errs)
+		}
+		if after := treeDigest(t, dir); after != before {
+			t.Errorf("eviction_log.json a %s: the store changed", kind)
+		}
+	}
+}
