@@ -13,17 +13,38 @@ import "strings"
 
 // argvView returns the view of text in which each separator between two
 // string elements of an array (a quote, blanks, ',', blanks, the same
-// quote: `", "`, `','`) is one blank, or ok=false when text has none, or
-// no element that starts with '-' (an option: without one there is no
-// command line to read).
+// quote: `", "`, `','`), and each line break between two items of a YAML
+// sequence ("- --token" then "- VALUE"), is one blank, or ok=false when
+// text has none, or no element that starts with '-' (an option: without
+// one there is no command line to read).
 func argvView(text string) (v decodedView, ok bool) {
-	if len(text) > 1<<30 || !strings.Contains(text, `"-`) && !strings.Contains(text, `'-`) {
+	yaml := strings.Contains(text, "- -")
+	if len(text) > 1<<30 || !strings.Contains(text, `"-`) && !strings.Contains(text, `'-`) && !yaml {
 		return v, false
 	}
 	var b strings.Builder
 	last := 0 // text bytes before last are in b
 	for i := 0; i < len(text); i++ {
 		q := text[i]
+		if q == '\n' && yaml {
+			// A YAML sequence's next item ("args:" then "- --token",
+			// "- VALUE" on the lines below), after an item.
+			j := i + 1
+			for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+				j++
+			}
+			if j+1 < len(text) && text[j] == '-' && text[j+1] == ' ' && seqItemLine(text, i) {
+				if b.Len() == 0 {
+					b.Grow(len(text))
+				}
+				b.WriteString(text[last:i])
+				v.esc = append(v.esc, escapeSpan{v0: b.Len(), v1: b.Len() + 1, t0: i, t1: j + 2})
+				b.WriteByte(' ')
+				last = j + 2
+				i = j + 1
+			}
+			continue
+		}
 		if q != '"' && q != '\'' {
 			continue
 		}
@@ -56,6 +77,16 @@ func argvView(text string) (v decodedView, ok bool) {
 	b.WriteString(text[last:])
 	v.text = b.String()
 	return v, true
+}
+
+// seqItemLine reports whether the line that ends at text[end] (a line
+// feed) is a YAML sequence item: blanks, then "- ".
+func seqItemLine(text string, end int) bool {
+	k := strings.LastIndexByte(text[:end], '\n') + 1
+	for k < end && (text[k] == ' ' || text[k] == '\t') {
+		k++
+	}
+	return k+1 < end && text[k] == '-' && text[k+1] == ' '
 }
 
 func isBlankOrBreak(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
