@@ -96,6 +96,13 @@ func shareInto(sc *scrub.Scrubber, t Turn, all, own *scrub.Known) (Turn, bool) {
 	for _, x := range turnTexts(t) {
 		k.AddFound(sc, x)
 	}
+	return redactTurn(t, &k), true
+}
+
+// redactTurn returns t with the values of k redacted in every field (session
+// id, summary, payload, files, commands, errors), counted in its shared
+// redactions.
+func redactTurn(t Turn, k *scrub.Known) Turn {
 	shared := 0
 	red := func(x string) string {
 		y, n := k.Redact(x)
@@ -116,7 +123,7 @@ func shareInto(sc *scrub.Scrubber, t Turn, all, own *scrub.Known) (Turn, bool) {
 	c.SessionID, c.Summary, c.RawContent = red(t.SessionID), red(t.Summary), red(t.RawContent)
 	c.Files, c.Commands, c.Errors = list(t.Files), list(t.Commands), list(t.Errors)
 	c.shared += shared
-	return c, true
+	return c
 }
 
 // contextValues returns the values t's context reveals as secrets
@@ -382,16 +389,27 @@ func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Tur
 		if cut < 0 {
 			continue
 		}
+		// What the joined line shows as secrets (the secret across the
+		// joint, whole and as its two parts, and the others of the two
+		// lines: the part replaced may hold one of the turn's own, as
+		// "API_TOKEN=…" after a token the joint cut) is redacted in
+		// every field of the two turns, and learnt for the session's
+		// later turns: a summary repeating the value held it.
+		var k scrub.Known
+		k.AddFound(sc, seam)
+		k.AddValue(seam[cut:at], "contextfold-split-secret")
+		k.AddValue(seam[at:end], "contextfold-split-secret")
 		if cut < at && inBatch {
 			a := cur(j)
 			n := len(a.RawContent) - (at - cut)
 			a.RawContent = a.RawContent[:n] + "[REDACTED:contextfold-split-secret]"
 			a.shared++
-			set(j, a)
+			set(j, redactTurn(a, &k))
 		}
 		b.RawContent = "[REDACTED:contextfold-split-secret]" + b.RawContent[min(end-at, len(b.RawContent)):]
 		b.shared++
-		set(i, b)
+		set(i, redactTurn(b, &k))
+		ss.learn(&k)
 	}
 	// The ends of this event's latest turns, as given, for the next event
 	// (seamTailsMax in all: the highest steps).

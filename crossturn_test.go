@@ -424,3 +424,56 @@ func TestFoldScrubsOnceSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitSecretRedactedInEveryField: when a message boundary cuts a
+// secret, what the joined line shows is redacted in every field of the two
+// turns, not only in the payload's part: the summary that repeats the value
+// ("deployed with key …" after "export DEPLOY_API_KEY=" | value), and a
+// turn's own secret that the replaced part held ("API_TOKEN=…" just after a
+// token the joint joined: MCP fold_turn's summary kept it). Before, the
+// summary reached the cold node and recall_index.json.
+func TestSplitSecretRedactedInEveryField(t *testing.T) {
+	v := "Zk4p" + "Q9vLm2xT7wRb5nYc"
+	w := "tK3mP9qR2sV8wX4y" + "Z7aB1cD5eF0gH6j"
+	aws := "wJalrXUtnFEMI/K7MDENG/bPxRfiCYz9Xk3Lm8Qp"
+	cases := map[string][]Turn{
+		"assign": {
+			{StepID: 1, Summary: "shell", RawContent: "$ export DEPLOY_API_KEY="},
+			{StepID: 2, Summary: "deployed with key " + v, RawContent: v + "\n$ ./deploy.sh\nok"},
+		},
+		"mcp": {
+			{StepID: 5, Summary: "clone", RawContent: "aws_secret_access_key = " + aws},
+			{StepID: 6, Summary: "thinking " + w, RawContent: "API_TOKEN=" + w},
+		},
+	}
+	for name, turns := range cases {
+		for _, each := range []bool{false, true} {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if each {
+				for _, tn := range turns {
+					if _, err := s.Fold(tn); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else if _, err := s.FoldBatch(turns); err != nil {
+				t.Fatal(err)
+			}
+			filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+				if err != nil || fi.IsDir() {
+					return nil
+				}
+				b, _ := os.ReadFile(p)
+				for _, n := range []string{v, w, aws} {
+					if strings.Contains(string(b), n) {
+						t.Errorf("%s each=%v: %s holds %s", name, each, filepath.Base(p), n)
+					}
+				}
+				return nil
+			})
+		}
+	}
+}

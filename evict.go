@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/schema"
 )
 
@@ -282,6 +283,9 @@ func (s *Store) readEvictionLogDoc() (map[string]any, error) {
 	data, err := s.readStoreFile(EvictionLogFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]any{"evicted": []any{}}, nil
+	}
+	if errors.Is(err, fsutil.ErrNotRegular) {
+		return nil, s.storeErr(path, err, "move it aside and restore the log from a backup, or remove it to start a new eviction log")
 	}
 	if err != nil {
 		return nil, s.storeErr(path, err, "check the permissions of the store directory")

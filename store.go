@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/contextfold/contextfold/internal/cachedir"
@@ -165,8 +166,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+	fi, err := os.Stat(abs)
+	switch {
+	case err == nil && !fi.IsDir():
 		return nil, &StoreFileError{File: abs, Err: errors.New("is not a directory"), Remedy: "give --dir a directory path"}
+	case errors.Is(err, syscall.ELOOP):
+		// Every later step would say something else (a file that
+		// exists, a store that does not, a permission).
+		return nil, &StoreFileError{File: abs, Err: errors.New("is a symbolic link that loops (too many levels of symbolic links)"),
+			Remedy: "remove the link, or make it point at a directory"}
 	}
 	if opts.Clock == nil {
 		opts.Clock = SystemClock
@@ -616,7 +624,11 @@ func (s *Store) lock() (unlocker, error) {
 	}
 	l, err := fsutil.LockFile(filepath.Join(s.dir, lockFile))
 	if err != nil {
-		return nil, &StoreFileError{File: filepath.Join(s.dir, lockFile), Err: err, Remedy: "check the permissions of the store directory"}
+		remedy := "check the permissions of the store directory"
+		if errors.Is(err, fsutil.ErrNotRegular) {
+			remedy = "remove it: it is the store's lock file, an empty regular file contextfold creates again"
+		}
+		return nil, &StoreFileError{File: filepath.Join(s.dir, lockFile), Err: err, Remedy: remedy}
 	}
 	if !s.swept {
 		s.swept = true

@@ -96,6 +96,7 @@ func UserPromptSubmit(in *Input, opts Options) (*Output, error) {
 // digit) that no pick covers: those no archived node holds ("not in the
 // archive"), and apart those that archived nodes hold although none of them
 // was picked for this prompt (the scan preferred nodes matching more terms).
+// A term of a secret the prompt shows is named in neither.
 func reportUnmatched(store *contextfold.Store, scan *contextfold.ScanResult, idPicks []contextfold.ScanPick, prompt string, opts Options) {
 	if opts.Diag == nil {
 		return
@@ -108,11 +109,21 @@ func reportUnmatched(store *contextfold.Store, scan *contextfold.ScanResult, idP
 			}
 		}
 	}
+	// A term of a secret the prompt shows (a token, the pieces of a
+	// password cut at its punctuation) is never echoed: the terms are
+	// looked for in the prompt as a fold would store it.
+	stored := ""
+	if st, n, err := store.ScrubbedTurn(contextfold.Turn{Summary: prompt}); err == nil && n > 0 {
+		stored = strings.ToLower(st.Summary)
+	}
 	var missing, unpicked []string
 	seen := map[string]bool{}
 	for _, t := range append(slices.Clone(scan.QueryTerms), idTokens(scan.QueryTerms, prompt)...) {
 		t = strings.ToLower(t)
 		if covered[t] || seen[t] || !strings.ContainsAny(t, "0123456789") {
+			continue
+		}
+		if stored != "" && !strings.Contains(stored, t) {
 			continue
 		}
 		seen[t] = true

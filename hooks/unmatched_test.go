@@ -56,3 +56,32 @@ func TestUnmatchedIDsAreOnlyThoseNotArchived(t *testing.T) {
 		t.Errorf("inArchivedText: absent %v, found %v", absent, found)
 	}
 }
+
+// TestUnmatchedNeverEchoesASecret: the prompt's id-like terms reported on
+// the diagnostics are never those of a secret the prompt shows (a token,
+// the pieces of a password the tokenizer cut at its punctuation): the
+// report reads the prompt as a fold would store it. Before, "not in the
+// archive: ghp_…, kp2, kp2#lx7wv, lx7wv, qq8r" went to stderr.
+func TestUnmatchedNeverEchoesASecret(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, _ := contextfold.Open(dir, contextfold.Options{})
+	if _, err := s.FoldBatch([]contextfold.Turn{{StepID: 1, Summary: "build 7740 passed", RawContent: "ok 12 packages"}}); err != nil {
+		t.Fatal(err)
+	}
+	tok := "ghp_" + "Z9rT2vX9kL4mN8pB3cF6hJ1wZ5sD0gY2aE7q"
+	pw := "Qq8r!Kp2" + "#Lx7Wv"
+	prompt := "is build 7741 using token " + tok + " and DB_PASSWORD=" + pw + "?"
+	var diag bytes.Buffer
+	if _, err := UserPromptSubmit(&Input{HookEventName: EventUserPromptSubmit, Prompt: prompt, SessionID: "s1"}, Options{Dir: dir, Diag: &diag}); err != nil {
+		t.Fatal(err)
+	}
+	low := strings.ToLower(diag.String())
+	for _, piece := range []string{strings.ToLower(tok), "z9rt2vx9", "qq8r", "kp2", "lx7wv"} {
+		if strings.Contains(low, piece) {
+			t.Errorf("the diagnostics echo %q of a secret: %q", piece, diag.String())
+		}
+	}
+	if !strings.Contains(diag.String(), "7741") {
+		t.Errorf("7741 is in no node but not reported: %q", diag.String())
+	}
+}

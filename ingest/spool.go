@@ -166,7 +166,7 @@ func ParseReaderWith(r io.Reader, o Options) (*Result, error) {
 	s.stream = sp
 	res, err := s.parse()
 	if err != nil && sp.err == err {
-		return nil, fmt.Errorf("ingest: read transcript: %w", err)
+		return nil, readErr(err)
 	}
 	return res, err
 }
@@ -187,7 +187,7 @@ func parseStream(path string, f *os.File, fi fs.FileInfo, o Options) (*Result, e
 	case err == nil:
 		return res, nil
 	case sp.err == err: // the stream's: a read error, past the size limit, the spool file's
-		return nil, fmt.Errorf("ingest: read transcript: %w", &fs.PathError{Op: "read", Path: path, Err: err})
+		return nil, readErr(&fs.PathError{Op: "read", Path: path, Err: err})
 	}
 	return nil, fmt.Errorf("%s: %w", path, err)
 }

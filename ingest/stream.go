@@ -139,7 +139,7 @@ func parseOpened(path string, sec *io.SectionReader, closeFn func() error, err e
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ingest: read transcript: %w", err)
+		return nil, readErr(err)
 	}
 	defer closeFn()
 	res, err := newStreamer(sec, o).parse()
@@ -147,6 +147,16 @@ func parseOpened(path string, sec *io.SectionReader, closeFn func() error, err e
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return res, nil
+}
+
+// readErr is the error of a transcript that could not be read; one past
+// MaxTranscriptBytes says what to do.
+func readErr(err error) error {
+	var tl *fsutil.TooLargeError
+	if errors.As(err, &tl) {
+		return fmt.Errorf("ingest: read transcript: %w (a transcript is at most %s, MaxTranscriptBytes: split it at record boundaries, e.g. 'split -l 100000' for JSONL, and ingest each part into a store of its own, --dir: a part's step ids start at 1)", err, fsutil.ByteSize(tl.Limit))
+	}
+	return fmt.Errorf("ingest: read transcript: %w", err)
 }
 
 // streamer parses one transcript from a section it may read more than once.

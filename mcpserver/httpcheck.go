@@ -15,7 +15,8 @@ import (
 // StdioTransportWith: a POST body must be one JSON-RPC 2.0 message of at
 // most maxFrame bytes (≤ 0: DefaultMaxFrameBytes) whose id the SDK can echo
 // exactly. A body that fails is answered here, before the SDK decodes it:
-// 413 past the limit, else 400, with a JSON-RPC error body (-32700 or
+// 413 past the limit (at once, the body unread and the connection closed,
+// when its Content-Length claims more), else 400, with a JSON-RPC error body (-32700 or
 // -32600; the message's own id when valid, else null). Other methods pass
 // as they are. The returned handler is safe for concurrent use. It sets no
 // read deadline: NewHTTPServer's handler also bounds the time a body takes.
@@ -34,6 +35,14 @@ func checkHTTP(next http.Handler, maxFrame int, bodyTimeout time.Duration) http.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > int64(maxFrame) {
+			// Refused on its claim, before a byte of the body is read
+			// (a 2 GiB Content-Length waited for the body timeout).
+			w.Header().Set("Connection", "close")
+			writeRPCError(w, http.StatusRequestEntityTooLarge, json.RawMessage("null"), -32600, fmt.Sprintf(
+				"Invalid Request: a message of %d bytes (its Content-Length) is over the frame limit of %d bytes (raise it with contextfold mcp --max-frame-bytes, or send less per call)", r.ContentLength, maxFrame))
 			return
 		}
 		rc := http.NewResponseController(w)

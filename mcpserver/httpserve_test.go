@@ -117,3 +117,27 @@ func TestHTTPSlowClientsAreCut(t *testing.T) {
 		t.Errorf("a normal client: %d %s", r.StatusCode, b)
 	}
 }
+
+// TestHTTPClaimedBodyPastTheLimit: a POST whose Content-Length claims more
+// than the frame limit (2 GiB) is answered 413 with a JSON-RPC error before
+// any of its body is read, and the connection is closed. Before, the
+// server waited for the 2 GiB to arrive (until the body timeout: a minute
+// by default) before refusing it.
+func TestHTTPClaimedBodyPastTheLimit(t *testing.T) {
+	addr := serveLoopback(t, mcpserver.HTTPOptions{BodyReadTimeout: 10 * hangWait})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n{", addr, int64(2)<<30)
+	c.SetReadDeadline(time.Now().Add(hangWait))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no response to a 2 GiB claim: %v", err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "frame limit") || !strings.Contains(string(msg), "-32600") || !resp.Close {
+		t.Errorf("a 2 GiB claim: %d close=%v %s", resp.StatusCode, resp.Close, msg)
+	}
+}

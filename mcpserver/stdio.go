@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,8 +292,11 @@ var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 // id to answer with (the message's own when valid, else null).
 func checkLine(line []byte) (request bool, id json.RawMessage, code int, msg string) {
 	null := json.RawMessage("null")
-	if len(bytes.TrimSpace(line)) == 0 || !json.Valid(line) {
+	if len(bytes.TrimSpace(line)) == 0 {
 		return false, null, -32700, "Parse error: the line is not JSON"
+	}
+	if !json.Valid(line) {
+		return false, null, -32700, "Parse error: the line is not JSON" + notJSONReason(line)
 	}
 	trimmed := bytes.TrimSpace(line)
 	switch trimmed[0] {
@@ -403,3 +408,19 @@ func (cw *countingWriter) tooLong(n, max int) {
 	cw.errorReply(json.RawMessage("null"), -32600, fmt.Sprintf(
 		"Invalid Request: a line of more than %d bytes (%d read) is over the frame limit of %d bytes; it was skipped (raise it with contextfold mcp --max-frame-bytes, or send less per call)", max, n, max))
 }
+
+// notJSONReason says why line is not JSON when the reason helps: valid
+// JSON nested deeper than the decoder reads (a 2M-deep array) is not a
+// syntax error of the client's.
+func notJSONReason(line []byte) string {
+	var raw json.RawMessage
+	err := json.Unmarshal(line, &raw)
+	var se *json.SyntaxError
+	if err == nil || !errors.As(err, &se) || !strings.Contains(se.Error(), "exceeded max depth") {
+		return ""
+	}
+	return fmt.Sprintf(": it is nested deeper than the %d levels a message may have (at byte offset %d)", maxJSONDepth, se.Offset)
+}
+
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000

@@ -172,6 +172,9 @@ func TestStdioRefusesWhatIsNotARequest(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":11,"method":"tools/list","params":"x"}`, -32600, "11", "params"},
 		{`{"jsonrpc":"2.0","id":12}`, -32600, "12", "method"},
 		{`{"jsonrpc":"2.0"`, -32700, "null", "not JSON"},
+		// Valid JSON nested past the decoder's depth: said so (before:
+		// "not JSON" alone, for a line that is).
+		{`{"jsonrpc":"2.0","id":13,"method":"tools/list","params":{"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, -32700, "null", "nested deeper than"},
 	} {
 		w.send(c.line)
 		r := w.next()

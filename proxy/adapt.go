@@ -348,9 +348,16 @@ func (r *request) event(i int, e toolEvent) {
 // earlier call with the result's id, found by looking back: usually the
 // message before).
 func (r *request) resolveTools(from int) {
-	// Many new messages (a first request): one map of the calls so far.
+	// Many new events (a first request, or one message holding many tool
+	// calls and results): one map of the calls so far. Counted in events,
+	// not messages: callBefore scans back over every event, so 10^5 calls
+	// and their results in two messages were 10^10 comparisons.
 	var tools map[string]toolRef
-	if len(r.events)-from > 64 {
+	n := 0
+	for _, evs := range r.events[from:] {
+		n += len(evs)
+	}
+	if n > 64 {
 		tools = map[string]toolRef{}
 		for _, evs := range r.events[:from] {
 			for _, e := range evs {

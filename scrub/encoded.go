@@ -353,6 +353,12 @@ func (k *Known) AddFound(s *Scrubber, text string) int {
 	return n
 }
 
+// AddValue adds v, a secret value rule revealed, unless it is shorter than
+// minRepeatLen bytes or already there, and reports whether it was new (1)
+// or not (0): a caller that cut a secret apart (the two parts of a token a
+// message boundary split) has it share each part.
+func (k *Known) AddValue(v, rule string) int { return k.add(v, rule) }
+
 // Merge adds the values of other to k.
 func (k *Known) Merge(other *Known) {
 	for v, r := range other.values {

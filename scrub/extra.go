@@ -14,6 +14,9 @@ import (
 //     such as postgres://user:pass@host/db, mysql://…, redis://:pass@host,
 //     https://user:token@git.example.com. Gitleaks has no general rule for
 //     database URLs. Only the password is redacted; user and host stay.
+//   - contextfold-url-signature: the signature of a pre-signed URL
+//     (X-Amz-Signature, X-Goog-Signature, CloudFront's Signature, an Azure
+//     SAS token's sig) as a query parameter; gitleaks has no rule for it.
 //   - contextfold-env-secret: a .env or shell style assignment NAME=value
 //     (also "export NAME=value" and "--name=value") whose name ends in a
 //     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, AUTH, CREDENTIALS,
@@ -56,6 +59,10 @@ import (
 //     token68 run (RFC 9110 §11.2) of 8+ characters that is not a plain
 //     lower-case word and not a placeholder, or of 4+ with a digit after a
 //     scheme (minAuthCredential).
+//   - contextfold-named-secret: the same names and vetting, as a name
+//     member followed by a value member: a container's environment entry
+//     ({"name": "DB_PASSWORD", "value": …}, YAML "- name: …" then
+//     "value: …") or a CloudFormation ParameterKey and ParameterValue.
 //   - contextfold-flag-secret and contextfold-xml-secret: the same names
 //     and value vetting, as a command-line option with its value after a
 //     blank (--token VALUE, --password 'VALUE') and as an XML element
@@ -127,13 +134,29 @@ var extraRules = []extraRule{
 		},
 	},
 	{
+		id:      "contextfold-url-signature",
+		anchors: []string{"ignature=", "IGNATURE=", "sig="},
+		begin:   urlSignatureStart,
+		// The signature of a pre-signed URL, a bearer credential until it
+		// expires: S3's and GCS's X-Amz-Signature and X-Goog-Signature,
+		// CloudFront's Signature, an Azure SAS token's sig, as a query
+		// parameter (after '?', '&', "&amp;", "%26" or \u0026). 1: the
+		// value, 16+ characters of a URL's query (percent escapes kept).
+		re:      regexp.MustCompile(`^(?i:x-amz-signature|x-goog-signature|signature|sig)=([A-Za-z0-9%+/=_.~-]{16,})`),
+		maxLen:  4096,
+		oneLine: true,
+		secret:  func(c string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
 		id:      "contextfold-env-secret",
 		anchors: []string{"="},
 		begin:   envNameStart,
 		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
 		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
 		// quote, a shell separator, or a JSON escape (\n, \t, \", …).
-		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*=[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		// The name may be a quoted subscript: os.environ["NAME"] = …,
+		// ENV['NAME'] = …, headers[\"X-Api-Key\"] = … (envNameStart).
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'][ \t]*\])?[ \t]*=[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen:  4096,
 		secret:  envSecret,
 		oneLine: true,
@@ -150,6 +173,23 @@ var extraRules = []extraRule{
 		// indented line.
 		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
+		secret: envSecret,
+	},
+	{
+		id:      "contextfold-named-secret",
+		anchors: []string{"name", "Name", "NAME", "ParameterKey"},
+		begin:   namedSecretStart,
+		// A secret named by one member and held by the next: a container
+		// environment entry ({"name": "DB_PASSWORD", "value": "…"} in a
+		// Kubernetes manifest, an ECS task definition or Azure app
+		// settings; "- name: DB_PASSWORD" then "  value: …" in YAML) or a
+		// CloudFormation parameter (ParameterKey, ParameterValue). The
+		// members are quoted (plain or JSON-escaped) or bare keys, the
+		// value member follows the name member after a ',' and blanks or
+		// line breaks (raw or escaped). 1: the name; value: 2
+		// double-quoted, 3 single-quoted, 4 escaped-quoted, 5 bare.
+		re:     regexp.MustCompile(`^(?:[Nn]ame|NAME|ParameterKey)(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*,?(?:[ \t]|\r?\n|\\[nrt])*(?:\\?["'])?(?:[Vv]alue|VALUE|ParameterValue)(?:\\?["'])?[ \t]*[:=][ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		maxLen: 1024,
 		secret: envSecret,
 	},
 	{
@@ -541,6 +581,10 @@ func envNameStart(text string, p int) int {
 	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
 		j--
 	}
+	// A quoted subscript: ["NAME"] =, ['NAME'] =, [\"NAME\"] =.
+	if k := subscriptNameEnd(text, j); k >= 0 {
+		j = k
+	}
 	b := j
 	for b > 0 && j-b < 256 && (isWordByte(text[b-1]) || text[b-1] == '.' || text[b-1] == '-') {
 		b--
@@ -554,6 +598,85 @@ func envNameStart(text string, p int) int {
 		return -1
 	}
 	return b
+}
+
+// urlSignatureNames are the query parameters contextfold-url-signature
+// reads, longest first.
+var urlSignatureNames = []string{"x-goog-signature", "x-amz-signature", "signature", "sig"}
+
+// urlSignatureStart returns where the signature parameter whose anchor is
+// at p starts, when it is a URL query parameter: the name (one of
+// urlSignatureNames, any case) follows '?', '&', "&amp;", "%26" or the
+// JSON escape \u0026.
+func urlSignatureStart(text string, p int) int {
+	eq := strings.IndexByte(text[p:], '=')
+	if eq < 0 {
+		return -1
+	}
+	eq += p
+	for _, n := range urlSignatureNames {
+		b := eq - len(n)
+		if b < 1 || !strings.EqualFold(text[b:eq], n) {
+			continue
+		}
+		head := text[:b]
+		if c := head[len(head)-1]; c == '?' || c == '&' || strings.HasSuffix(head, "&amp;") ||
+			strings.HasSuffix(head, "%26") || strings.HasSuffix(head, `\u0026`) {
+			return b
+		}
+		return -1
+	}
+	return -1
+}
+
+// namedSecretStart accepts a name member's key (contextfold-named-secret)
+// that starts a word: "name", 'name', \"name\", a bare YAML key.
+func namedSecretStart(text string, p int) int {
+	if p > 0 && isWordByte(text[p-1]) && escapeBefore(text, p) == 0 {
+		return -1
+	}
+	return p
+}
+
+// subscriptNameEnd returns where the name of a quoted subscript ending at j
+// ends (j just after its ']': text[:j] ends in ["NAME"], ['NAME'] or
+// [\"NAME\"], blanks allowed before the ']'), or -1 when text[:j] does not
+// end in one. The quote must be the one that opened the subscript.
+func subscriptNameEnd(text string, j int) int {
+	if j == 0 || text[j-1] != ']' {
+		return -1
+	}
+	k := j - 1
+	for k > 0 && (text[k-1] == ' ' || text[k-1] == '\t') {
+		k--
+	}
+	if k == 0 || (text[k-1] != '"' && text[k-1] != '\'') {
+		return -1
+	}
+	q := text[k-1]
+	end := k - 1
+	esc := end > 0 && text[end-1] == '\\'
+	if esc {
+		end--
+	}
+	b := end
+	for b > 0 && end-b < 256 && (isWordByte(text[b-1]) || text[b-1] == '.' || text[b-1] == '-') {
+		b--
+	}
+	open := b - 1
+	if esc {
+		open--
+	}
+	if b == end || open < 1 || text[b-1] != q || (esc && text[b-2] != '\\') {
+		return -1
+	}
+	for open > 0 && (text[open-1] == ' ' || text[open-1] == '\t') {
+		open--
+	}
+	if open < 1 || text[open-1] != '[' {
+		return -1
+	}
+	return end
 }
 
 // keyNameStart walks back from ':' over blanks, the closing quote of a
@@ -603,7 +726,24 @@ func maybeSecretName(name string) bool {
 		k--
 	}
 	last := strings.ToUpper(name[k:])
-	return isSecretWord(last) || last == "KEY" || last == "ID"
+	return isSecretWord(last) || last == "KEY" || last == "ID" || joinedQualifiedKey(last)
+}
+
+// joinedQualifiedKey reports whether the upper-case name component c is a
+// qualifier of keyQualifiers joined to KEY, as a camelCase name writes it:
+// SECRETACCESSKEY (AWS STS's "SecretAccessKey"), ACCESSKEY, PRIVATEKEY,
+// SIGNINGKEY.
+func joinedQualifiedKey(c string) bool {
+	rest, ok := strings.CutSuffix(c, "KEY")
+	if !ok {
+		return false
+	}
+	for q := range keyQualifiers {
+		if strings.HasSuffix(rest, q) {
+			return true
+		}
+	}
+	return false
 }
 
 // secretSuffixes are the secret words that also make a name component
@@ -1147,7 +1287,7 @@ func acceptEnvSecret(name, value string) bool {
 		// case, a prefix); "auth = parsed.auth" is code.
 		return len(parts) >= 2 && name == strings.ToUpper(name)
 	}
-	if isSecretWord(last) {
+	if isSecretWord(last) || joinedQualifiedKey(last) {
 		// Shell's PWD/OLDPWD hold paths, excluded by isPlaceholder.
 		return true
 	}

@@ -225,6 +225,7 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 			fs := s.gitleaksFindings(det, v.text)
 			if extra {
 				fs = append(fs, extraFindings(v.text)...)
+				fs = append(fs, argvFindings(v.text)...)
 			}
 			for _, f := range fs {
 				f.Start, f.End = v.span(f.Start, f.End)
@@ -240,6 +241,9 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 			*extraOut = whole
 		}
 		out = append(out, whole...)
+		// An argument vector written as an array of strings (argv.go):
+		// ["sshpass", "-p", "…"], over the whole text as our rules are.
+		out = append(out, argvFindings(text)...)
 	}
 	out = append(out, repeatFindings(text, out)...)
 	// A redaction marker is not a secret, nor part of one: scrubbing is

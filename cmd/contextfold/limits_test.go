@@ -23,7 +23,8 @@ func sparseFile(t *testing.T, path string, size int64) {
 // read (sparse files: nothing is allocated). A 2 GiB cold node in the store
 // makes hydrate and validate name it (before: hydrate read all 2 GiB, and 8
 // GiB ended in Go's fatal out-of-memory); an 8 GiB transcript and a 100 MiB
-// --file are refused by ingest and fold, and nothing is written.
+// --file are refused by ingest and fold, and nothing is written. The
+// transcript's refusal says what to do (before: the limit alone).
 func TestSizeLimitsAreClearErrors(t *testing.T) {
 	dir := demoDir(t)
 	node := filepath.Join(dir, "cold_nodes", "step_000137.json")
@@ -42,7 +43,7 @@ func TestSizeLimitsAreClearErrors(t *testing.T) {
 	sparseFile(t, huge, 8<<30)
 	fresh := filepath.Join(tmp, "store")
 	_, errs, code = cli(t, "", "--dir", fresh, "ingest", huge)
-	if code != 1 || !strings.Contains(errs, "8.0 GiB") || !strings.Contains(errs, "512.0 MiB") {
+	if code != 1 || !strings.Contains(errs, "8.0 GiB") || !strings.Contains(errs, "512.0 MiB") || !strings.Contains(errs, "split it") || !strings.Contains(errs, "a store of its own") {
 		t.Errorf("ingest of 8 GiB: exit %d %q", code, errs)
 	}
 	big := filepath.Join(tmp, "big.log")

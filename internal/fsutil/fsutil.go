@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -101,13 +102,51 @@ func SyncDir(dir string) error {
 type Lock struct{ f *flock.Flock }
 
 // LockFile takes the exclusive lock on path (created if needed), blocking
-// until it is free.
+// until it is free. A path that exists and is not a regular file (a FIFO,
+// a device or a link to one, a directory, a socket) is refused with an
+// *fs.PathError wrapping ErrNotRegular before it is opened: opening a FIFO
+// for reading would wait for a writer forever.
 func LockFile(path string) (*Lock, error) {
+	if err := checkLockTarget(path); err != nil {
+		return nil, err
+	}
 	f := flock.New(path)
 	if err := f.Lock(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	if err := checkLocked(f); err != nil {
+		return nil, err
+	}
 	return &Lock{f: f}, nil
+}
+
+// checkLockTarget refuses a lock file that exists and is not a regular file.
+func checkLockTarget(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular("lock", path, fi.Mode())
+	}
+	return nil
+}
+
+// checkLocked refuses, and releases, a lock whose file is not a regular
+// file (one put in its place between checkLockTarget and the open).
+func checkLocked(f *flock.Flock) error {
+	fi, err := f.Stat()
+	if err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", f.Path(), err)
+	}
+	return notRegular("lock", f.Path(), fi.Mode())
 }
 
 // RLockExisting takes a shared lock on an existing lock file, opened
@@ -117,6 +156,9 @@ func LockFile(path string) (*Lock, error) {
 // writer ever ran), and ok false when the timeout passed.
 func RLockExisting(path string, timeout time.Duration) (l *Lock, ok bool, err error) {
 	if _, err := os.Stat(path); err != nil {
+		return nil, false, err
+	}
+	if err := checkLockTarget(path); err != nil {
 		return nil, false, err
 	}
 	f := flock.New(path, flock.SetFlag(os.O_RDONLY))
@@ -130,6 +172,9 @@ func RLockExisting(path string, timeout time.Duration) (l *Lock, ok bool, err er
 	if !got {
 		f.Close()
 		return nil, false, nil
+	}
+	if err := checkLocked(f); err != nil {
+		return nil, false, err
 	}
 	return &Lock{f: f}, true, nil
 }
