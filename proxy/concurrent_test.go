@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/match"
 )
 
@@ -22,10 +24,15 @@ import (
 // pkg1…), and a human prompt that names one of them (pkg7), so that the
 // request is a fold event and its scan hydrates the folded output of pkg7.
 func concurrentFirstBody(api API, steps int) []byte {
+	return concurrentFirstBodyAsking(api, steps, "why did the pkg7 module fail to compile?")
+}
+
+// concurrentFirstBodyAsking is concurrentFirstBody with another prompt.
+func concurrentFirstBodyAsking(api API, steps int, prompt string) []byte {
 	type msg = map[string]any
 	var items []any
 	add := func(m msg) { items = append(items, m) }
-	const task, prompt = "Fix the parser so that every package builds.", "why did the pkg7 module fail to compile?"
+	const task = "Fix the parser so that every package builds."
 	top := msg{"model": "m", "stream": false}
 	key := "messages"
 	switch api {
@@ -306,4 +313,104 @@ func jsonStrings(t *testing.T, b []byte) []string {
 	}
 	walk(v)
 	return out
+}
+
+// TestConcurrentFirstRequestsAnsweredOnceDurable sends the first request of
+// a new session n times at once with a prompt that hydrates nothing, and
+// holds the fold event's durable part (after its nodes' fsyncs, before
+// their renames) until all n requests reached the upstream: the requests
+// dispatched after the fold event relied on it (their forwarded bodies
+// carry its records and page table) without evicting anything of it. Each
+// client must get its response only once that fold event is durable, as
+// the request that made it does: when a client has its answer, the recall
+// index on disk names every folded step. Before, those requests were
+// answered at once, while the fold event's commit could still fail.
+func TestConcurrentFirstRequestsAnsweredOnceDurable(t *testing.T) {
+	const n = 4
+	all := make(chan struct{}) // closed once the n requests reached the upstream
+	var once sync.Once
+	setCrashPoint(t, func(p string) {
+		if p == fsutil.BatchSynced {
+			once.Do(func() { // the concurrent requests' fold event only
+				select {
+				case <-all:
+				case <-time.After(settleWait): // only a proxy that never forwards them reaches it
+				}
+			})
+		}
+	})
+	var mu sync.Mutex
+	arrived := 0
+	up := newUpstream(t)
+	up.handler = func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if arrived++; arrived == n {
+			close(all)
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, openaiReply)
+	}
+	cfg := harness.Config{ContextBudget: 3000, HotWindow: 2, MinFoldTokens: 50, Match: match.Ranked, PaybackRequests: -1}
+	tp := newProxy(t, up, cfg)
+	body := concurrentFirstBodyAsking(APIOpenAI, 30, "thanks, carry on with the remaining work")
+	indexed := func() int { // the steps the recall index on disk names
+		files, _ := filepath.Glob(filepath.Join(tp.dir, "*", "g1", contextfold.IndexFile))
+		if len(files) != 1 {
+			return 0
+		}
+		data, err := os.ReadFile(files[0])
+		if err != nil {
+			return 0
+		}
+		var ix struct {
+			Nodes map[string]json.RawMessage `json:"nodes"`
+		}
+		if err := json.Unmarshal(data, &ix); err != nil {
+			t.Error(err)
+		}
+		return len(ix.Nodes)
+	}
+	got := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(tp.http.URL+PathOpenAI, "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("request %d: status %d", i, resp.StatusCode)
+			}
+			got[i] = indexed()
+		}()
+	}
+	wg.Wait()
+	foldEvents := 0
+	for i := range n {
+		rec := tp.record(t, i+1)
+		if len(rec.StepsHydrated) > 0 || len(rec.Warnings) > 0 {
+			t.Errorf("request %d: hydrated %v, warnings %q; want neither", i+1, rec.StepsHydrated, rec.Warnings)
+		}
+		if rec.WorkingSet != nil && rec.WorkingSet.FoldEvent {
+			foldEvents++
+		}
+	}
+	if foldEvents != 1 {
+		t.Errorf("%d fold events, want 1", foldEvents)
+	}
+	want := indexed()
+	if want == 0 {
+		t.Fatal("the fold event indexed nothing")
+	}
+	for i, g := range got {
+		if g != want {
+			t.Errorf("client %d had its answer when the recall index on disk named %d steps; the fold event folded %d", i, g, want)
+		}
+	}
 }
