@@ -46,9 +46,16 @@ func (s *Store) Evict(step int) (*Eviction, error) {
 				return nil, &NodeNotFoundError{StepID: step}
 			}
 		}
-	} else if _, err := os.Stat(filepath.Join(s.dir, IndexFile)); errors.Is(err, fs.ErrNotExist) {
-		// Nothing is indexed: do not create a store just to say so.
-		return nil, &NodeNotFoundError{StepID: step}
+	} else if s.pending == nil {
+		// Nothing is indexed: do not create a store just to say so. Not
+		// while a fold batch of this Store is committing (deferCommit):
+		// its index is named only at the end of the commit, and the
+		// batch's nodes are indexed already (a proxy request of the
+		// session that began before the commit ended evicts the fold
+		// event's hydration); lock below waits for the commit.
+		if _, err := os.Stat(filepath.Join(s.dir, IndexFile)); errors.Is(err, fs.ErrNotExist) {
+			return nil, &NodeNotFoundError{StepID: step}
+		}
 	}
 	l, err := s.lock()
 	if err != nil {

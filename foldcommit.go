@@ -282,3 +282,17 @@ func (s *Store) WaitDurable() {
 	s.waitPending()
 	s.mu.Unlock()
 }
+
+// PendingCommit returns the durable part of the fold batch this Store left
+// committing (FoldBatchEachDeferred, FoldBatchEachHeld) and has not settled
+// yet, nil when none. Until it is done this Store serves that batch as
+// folded (its index, its nodes): a caller that read the store meanwhile
+// and must not act as if the batch were durable before it is (the proxy's
+// answer to a request dispatched while another request's fold event of the
+// session commits) waits for it (FoldCommit.Wait, which starts a held
+// commit). Safe for concurrent use.
+func (s *Store) PendingCommit() *FoldCommit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending
+}

@@ -498,6 +498,50 @@ func TestFoldHeldWaitsForStart(t *testing.T) {
 	}
 }
 
+// TestEvictDuringFirstHeldFold evicts a node of a new store's first fold
+// batch while its durable part is held (FoldBatchEachHeld): the recall
+// index is not on disk yet, but the batch is indexed, so the eviction
+// starts the commit, waits for it and evicts, with and without the
+// eviction log's batch. Before, Evict saw no recall_index.json and answered
+// "node not found" at once (the proxy's concurrent first requests of one
+// session: TestConcurrentFirstRequestsOfOneSession).
+func TestEvictDuringFirstHeldFold(t *testing.T) {
+	for _, batch := range []int{0, 32} {
+		dir := filepath.Join(t.TempDir(), ".contextfold")
+		s, err := contextfold.Open(dir, contextfold.Options{EvictionLogBatch: batch, Clock: func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.FoldBatchEachHeld(deferGen.SmallTurns(0, 4), func(int, *contextfold.FoldResult) {})
+		if err != nil || c == nil {
+			t.Fatalf("held fold: %v, commit %v", err, c)
+		}
+		if _, err := os.Stat(filepath.Join(dir, contextfold.IndexFile)); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the recall index is on disk before the held commit started (%v)", err)
+		}
+		ev, err := s.Evict(2)
+		if err != nil || ev == nil || ev.StepID != 2 {
+			t.Fatalf("batch %d: evicting a node of the held fold batch: %v, %+v", batch, err, ev)
+		}
+		if c.DurableAt().IsZero() {
+			t.Errorf("batch %d: the eviction did not wait for the commit", batch)
+		}
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		e, err := openDeferred(t, dir).Entry(2)
+		if err != nil || !e.Evicted {
+			t.Errorf("batch %d: step 2 after the eviction: %+v, %v", batch, e, err)
+		}
+		if evs, err := openDeferred(t, dir).EvictionLog(); err != nil || len(evs) != 1 {
+			t.Errorf("batch %d: eviction log %+v (%v), want one event", batch, evs, err)
+		}
+		if _, err := s.Evict(9); !errors.Is(err, contextfold.ErrNodeNotFound) {
+			t.Errorf("batch %d: evicting a step never folded: %v, want ErrNodeNotFound", batch, err)
+		}
+	}
+}
+
 // TestFoldHeldIndexSameBytes: a held fold's recall index, encoded straight
 // into the buffer the batch holds it in (fsutil.HeldBuffer, sized from the
 // index it replaces), is byte for byte the index a fold streams to its file,

@@ -288,7 +288,9 @@ type Dispatch struct {
 	FoldHeld bool
 	// Durable is the durable part of the dispatch's fold event, held or
 	// running (Config.OverlapDurability), nil when none: see StartDurable
-	// and WaitDurable.
+	// and WaitDurable. A dispatch that made no fold event while an earlier
+	// dispatch's was still committing (concurrent requests of one
+	// session) holds that one: its working set relies on it.
 	Durable *contextfold.FoldCommit
 	// indexLater is the store whose ranked index the fold event left to
 	// be refreshed (RefreshIndex), nil when none.
@@ -712,6 +714,12 @@ func (h *Harness) dispatch(conv []Message, fixedTokens int) (_ *Dispatch, err er
 			d.StartDurable()
 		}
 	}()
+	// A fold event of an earlier dispatch whose durable part still runs
+	// (Config.OverlapDurability: a concurrent request of the session): the
+	// store serves it as folded, so this dispatch relies on it and its
+	// caller waits for it as for its own (a fold event of this dispatch
+	// replaces it below: a fold waits for the commit before it).
+	d.Durable = h.store.PendingCommit()
 	entries, err := h.entryMap()
 	if err != nil {
 		return nil, err

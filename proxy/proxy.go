@@ -242,8 +242,10 @@ type RequestRecord struct {
 	// Durable is when the request's fold event was durable, from its
 	// arrival: its cold nodes and recall index are synced and named while
 	// the upstream works (docs/proxy.md "A fold event is one durable
-	// batch"), and the response is held until then. Overhead when nothing
-	// was left to make durable after forwarding.
+	// batch"), and the response is held until then. A request dispatched
+	// while another request's fold event of the session was committing
+	// (concurrent requests) relies on that one and waits for it likewise.
+	// Overhead when nothing was left to make durable after forwarding.
 	Durable time.Duration `json:"durable_ns"`
 }
 
@@ -469,7 +471,9 @@ func (st *reqState) waitDurable() error {
 			return
 		}
 		st.durErr = st.dispatch.WaitDurable()
-		st.rec.Durable = st.dispatch.Durable.DurableAt().Sub(st.start)
+		// Another request's fold event may have been durable before
+		// this one went upstream.
+		st.rec.Durable = max(st.rec.Durable, st.dispatch.Durable.DurableAt().Sub(st.start))
 	})
 	return st.durErr
 }

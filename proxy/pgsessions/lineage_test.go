@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/pgtest"
 	"github.com/contextfold/contextfold/internal/scripted"
 )
@@ -180,5 +183,73 @@ func TestRewrittenConversationReadsItsEarlierGeneration(t *testing.T) {
 	}
 	if !bytes.Contains(got[1].Body, []byte("frobnicator-7f3a.so")) || !bytes.Contains(got[1].Body, []byte(`from=\"sess-rw/g1\"`)) {
 		t.Fatalf("the rewritten conversation's question did not hydrate generation 1's turn:\n%.600s", got[1].Body)
+	}
+}
+
+// TestLineagesBounded: the lineage table is bounded like a directory
+// proxy's lineage files (MaxLineages, 8 here): a new lineage that takes it
+// past the bound prunes it to seven eighths of it, keeping the new lineage
+// and the most recently joined others (a join of an existing lineage makes
+// it recent again); a lineage still listed keeps its sessions, oldest
+// first. Before, cf_proxy_lineages only grew.
+func TestLineagesBounded(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.URL(t)
+	s, err := Connect(ctx, dbURL, func(string, string) (*contextfold.Store, error) { return nil, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.MaxLineages = 8
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	keys := func() []string {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT key FROM `+LineageTable+` ORDER BY key`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ks
+	}
+	for i := 1; i <= 8; i++ {
+		if _, err := s.JoinLineage(ctx, fmt.Sprintf("k%d", i), fmt.Sprintf("s%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		// Distinct times, oldest first, whatever the clock's resolution.
+		if _, err := pool.Exec(ctx, `UPDATE `+LineageTable+` SET updated_at = timestamptz '2026-01-01' + $2 * interval '1 minute' WHERE key = $1`,
+			fmt.Sprintf("k%d", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := keys(); len(got) != 8 {
+		t.Fatalf("at the bound: %v, want the 8 lineages", got)
+	}
+	// k1, the oldest, gains a session: the most recent now.
+	if earlier, err := s.JoinLineage(ctx, "k1", "s1b"); err != nil || !slices.Equal(earlier, []string{"s1"}) {
+		t.Fatalf("k1's second session: earlier %v, %v", earlier, err)
+	}
+	if _, err := s.JoinLineage(ctx, "k9", "s9"); err != nil {
+		t.Fatal(err)
+	}
+	// 9 > 8: down to 7, k9 and the 6 most recent others.
+	if got, want := keys(), []string{"k1", "k4", "k5", "k6", "k7", "k8", "k9"}; !slices.Equal(got, want) {
+		t.Errorf("after the bound was passed: %v, want %v", got, want)
+	}
+	if earlier, err := s.JoinLineage(ctx, "k1", "s1c"); err != nil || !slices.Equal(earlier, []string{"s1", "s1b"}) {
+		t.Errorf("k1 after the prune: earlier %v, %v; want its two sessions", earlier, err)
+	}
+	// A pruned lineage is forgotten: its next session starts it anew.
+	if earlier, err := s.JoinLineage(ctx, "k2", "s2b"); err != nil || len(earlier) != 0 {
+		t.Errorf("pruned k2 joined again: earlier %v, %v; want none", earlier, err)
+	}
+	if got := keys(); len(got) != 8 {
+		t.Errorf("after k2 came back: %d lineages %v, want 8 (at the bound, not past it)", len(got), got)
 	}
 }

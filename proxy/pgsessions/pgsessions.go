@@ -58,6 +58,10 @@ type Sessions struct {
 
 	mu     sync.Mutex
 	stores map[string]*contextfold.Store
+
+	// MaxLineages bounds the rows of LineageTable (JoinLineage); 0 means
+	// DefaultMaxLineages. Set it before the Sessions is used.
+	MaxLineages int
 }
 
 // DefaultMaxLeases is the size of the pool Connect opens unless the URL sets
@@ -185,10 +189,24 @@ var _ proxy.SharedLineages = (*Sessions)(nil)
 // that joined it, oldest first. Schema version 4.
 const LineageTable = "cf_proxy_lineages"
 
+// DefaultMaxLineages bounds the rows of LineageTable, as
+// proxy.MaxLineageFiles bounds a directory proxy's lineage files: a row is
+// a few hundred bytes, about three a conversation (its own lineage and its
+// side requests').
+const DefaultMaxLineages = proxy.MaxLineageFiles
+
 // JoinLineage puts proxy session id into lineage key (once) and returns
 // the sessions that joined it before id, oldest first (proxy.SharedLineages).
 // One statement: replicas joining one lineage at once are serialised by
-// the row, and each session is listed once.
+// the row, and each session is listed once. Each join sets the row's
+// updated_at, so a lineage is as recent as its last session opened on any
+// replica.
+//
+// The table is bounded (MaxLineages): a lineage that id starts (its only
+// session) and that takes the rows past the bound prunes them to seven
+// eighths of it, the least recently updated first (pruneLineages). A
+// pruned lineage is forgotten: its sessions' stores stay, but a later
+// session of that conversation no longer reads them.
 func (s *Sessions) JoinLineage(ctx context.Context, key, id string) ([]string, error) {
 	var ids []string
 	err := s.pool.QueryRow(ctx, `INSERT INTO `+LineageTable+` AS l (key, sessions) VALUES ($1, ARRAY[$2::text])
@@ -199,12 +217,43 @@ func (s *Sessions) JoinLineage(ctx context.Context, key, id string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	if len(ids) == 1 && ids[0] == id {
+		// A new lineage (or one of this session alone, joined again).
+		if err := s.pruneLineages(ctx, key); err != nil {
+			// No session joined it before id: nothing is lost but the bound.
+			return nil, fmt.Errorf("pgsessions: the lineage is saved, but bounding %s failed: %w", LineageTable, err)
+		}
+	}
 	for i, x := range ids {
 		if x == id {
 			return ids[:i], nil
 		}
 	}
 	return ids, nil
+}
+
+// pruneLineages deletes the least recently updated rows of LineageTable
+// but keep's down to seven eighths of MaxLineages when there are more than
+// MaxLineages (ties by key, so every replica deletes the same rows). Two
+// replicas pruning at once delete the same rows or fewer: the table stays
+// bounded.
+func (s *Sessions) pruneLineages(ctx context.Context, keep string) error {
+	bound := s.MaxLineages
+	if bound <= 0 {
+		bound = DefaultMaxLineages
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+LineageTable).Scan(&n); err != nil {
+		return err
+	}
+	if n <= bound {
+		return nil
+	}
+	target := bound - bound/8
+	_, err := s.pool.Exec(ctx, `DELETE FROM `+LineageTable+` WHERE key IN (
+		SELECT key FROM `+LineageTable+` WHERE key <> $1
+		ORDER BY updated_at DESC, key OFFSET $2)`, keep, max(target-1, 0))
+	return err
 }
 
 // Generation returns the current store generation of proxy session id (0:
