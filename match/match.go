@@ -855,8 +855,9 @@ func holdsAll(a, b []string) bool {
 // order, deterministic; picks is not modified.
 func outputFirst(picks []ranked.Pick) []ranked.Pick {
 	pos := make(map[int]int, len(picks))
+	role := make([]string, len(picks))
 	for i, p := range picks {
-		pos[p.Step] = i
+		pos[p.Step], role[i] = i, ranked.RoleOf(p.Summary)
 	}
 	out := make([]ranked.Pick, 0, len(picks))
 	moved := make([]bool, len(picks))
@@ -864,13 +865,13 @@ func outputFirst(picks []ranked.Pick) []ranked.Pick {
 		if moved[i] {
 			continue
 		}
-		if ranked.RoleOf(p.Summary) == "assistant" {
+		if role[i] == "assistant" {
 			best := -1
-			if j, ok := pos[p.Step+1]; ok && j > i && !moved[j] && outputOf(picks[j], p) && sharesTerm(picks[j].Terms, p.Terms) {
+			if j, ok := pos[p.Step+1]; ok && j > i && !moved[j] && role[j] == "tool" && sameCommand(picks[j], p) && sharesTerm(picks[j].Terms, p.Terms) {
 				best = j
 			}
 			for j := i + 1; best < 0 && j < len(picks); j++ {
-				if q := picks[j]; !moved[j] && ranked.RoleOf(q.Summary) == "tool" && covers(q.Terms, p.Terms) {
+				if !moved[j] && role[j] == "tool" && covers(picks[j].Terms, p.Terms) {
 					best = j
 				}
 			}
@@ -885,14 +886,11 @@ func outputFirst(picks []ranked.Pick) []ranked.Pick {
 	return out
 }
 
-// outputOf reports whether pick q, at the step after the assistant's pick
-// call, is a tool's output of call's command: a tool node whose summary
+// sameCommand reports whether tool output q, at the step after the
+// assistant's pick call, is the output of call's command: its summary
 // names the command call's names (ranked.CommandOf), or either names none
 // (Claude Code's Edit call and its result).
-func outputOf(q, call ranked.Pick) bool {
-	if ranked.RoleOf(q.Summary) != "tool" {
-		return false
-	}
+func sameCommand(q, call ranked.Pick) bool {
 	a, b := ranked.CommandOf(q.Summary), ranked.CommandOf(call.Summary)
 	return a == "" || b == "" || a == b
 }
