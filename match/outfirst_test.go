@@ -187,3 +187,53 @@ func pickSet(r *contextfold.ScanResult) []int {
 	slices.Sort(out)
 	return out
 }
+
+// BenchmarkOutputFirstScan is the ranked scan (match.Scan) of the
+// generated exchanges' questions on 1,000 nodes, with rule "an output
+// answers for its exchange" on and off: what the ordering costs a scan.
+func BenchmarkOutputFirstScan(b *testing.B) {
+	s := newStore(b, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	turns, cases := plantExchanges(testgen.New(1005), 1000)
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		b.Fatal(err)
+	}
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
+			p := ranked.DefaultParams()
+			p.OutputFirst = on
+			match.SetRankedParams(p)
+			defer match.SetRankedParams(ranked.DefaultParams())
+			for i := 0; b.Loop(); i++ {
+				if _, err := match.Scan(s, exchangePrompt(cases[i%len(cases)]), match.Ranked); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOutputFirstOrder is the rule alone: ordering the ranked picks
+// (ranked.Index.ScanPicksBefore) of the generated exchanges' questions on
+// 1,000 nodes, each question's picks in turn.
+func BenchmarkOutputFirstOrder(b *testing.B) {
+	s := newStore(b, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	turns, cases := plantExchanges(testgen.New(1005), 1000)
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		b.Fatal(err)
+	}
+	ix, err := ranked.For(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var picks [][]ranked.Pick
+	n := 0
+	for _, c := range cases {
+		r := ix.ScanPicksBefore(exchangePrompt(c), ranked.DefaultParams(), -1)
+		picks = append(picks, r.Picks)
+		n += len(r.Picks)
+	}
+	for i := 0; b.Loop(); i++ {
+		match.OutputFirstOrder(picks[i%len(picks)])
+	}
+	b.ReportMetric(float64(n)/float64(len(picks)), "picks/scan")
+}
