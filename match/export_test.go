@@ -1,5 +1,7 @@
 package match
 
+import "github.com/contextfold/contextfold/match/ranked"
+
 // SetNeedleByteCheck turns the needle stage's byte check on or off (the
 // stage then decodes every node it reads) and returns the previous
 // setting. Not safe while scans run.
@@ -28,3 +30,7 @@ func SetNeedlesBeside(on bool) bool {
 	needlesBeside = on
 	return was
 }
+
+// OutputFirstOrder is rule "an output answers for its exchange"
+// (outputFirst) on picks, for its benchmark.
+func OutputFirstOrder(picks []ranked.Pick) []ranked.Pick { return outputFirst(picks) }

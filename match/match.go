@@ -139,7 +139,8 @@ func SetRankedParams(p ranked.Params) { params = p }
 // Ranked: first the nodes holding a token the prompt quotes (rule "exact
 // needles", needleNodes: at most maxNeedleNodes per token, fullest first;
 // each admitted as below), then the ranked picks (rule "the output, not the
-// echo" applied, fullestFirst), best first, admitted against the same per-turn
+// echo" applied, fullestFirst, and rule "an output answers for its
+// exchange", outputFirst), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains —
 // for a pick over ranked.Params.FocusOver × the store's mean node, the
@@ -339,6 +340,9 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		}
 	}
 	picks = fullestFirst(picks)
+	if params.OutputFirst {
+		picks = outputFirst(picks)
+	}
 	for _, p := range r.Picks {
 		if p.IsCompanion {
 			picks = append(picks, p)
@@ -825,4 +829,108 @@ func holdsAll(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// outputFirst is rule "an output answers for its exchange"
+// (ranked.Params.OutputFirst), step 3 of the ranked scan beside
+// fullestFirst, for the picks of an agent session: an assistant's pick
+// (RoleOf "assistant": the call that ran a command, with the sentence the
+// agent wrote around it, or a note restating what a command printed) is
+// preceded by a later-ranked tool output that holds the evidence it
+// stands for —
+//   - its own output: the pick at the next step, a tool's output of the
+//     same command (when both summaries name one) that matched a prompt
+//     term the call matched; the call's sentence holds the question's
+//     words ("which version of urllib3 is installed in the environment?")
+//     and a length-normalised score puts it over the lines the command
+//     printed;
+//   - else the first later-ranked tool output holding every prompt term
+//     the assistant's pick matched (covers: a prefix form by a word it
+//     opens), at any distance and of any length (a note forty steps on
+//     restating an error).
+//
+// It only orders: every pick stays, each moved output directly before the
+// assistant's pick, which keeps its place otherwise; tool outputs, user
+// prompts and chat turns (no agent role) are never preceded. One pass in
+// order, deterministic; picks is not modified.
+func outputFirst(picks []ranked.Pick) []ranked.Pick {
+	pos := make(map[int]int, len(picks))
+	role := make([]string, len(picks))
+	for i, p := range picks {
+		pos[p.Step], role[i] = i, ranked.RoleOf(p.Summary)
+	}
+	out := make([]ranked.Pick, 0, len(picks))
+	moved := make([]bool, len(picks))
+	for i, p := range picks {
+		if moved[i] {
+			continue
+		}
+		if role[i] == "assistant" {
+			best := -1
+			if j, ok := pos[p.Step+1]; ok && j > i && !moved[j] && role[j] == "tool" && sameCommand(picks[j], p) && sharesTerm(picks[j].Terms, p.Terms) {
+				best = j
+			}
+			for j := i + 1; best < 0 && j < len(picks); j++ {
+				if !moved[j] && role[j] == "tool" && covers(picks[j].Terms, p.Terms) {
+					best = j
+				}
+			}
+			if best >= 0 {
+				moved[best] = true
+				out = append(out, picks[best])
+			}
+		}
+		moved[i] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// sameCommand reports whether tool output q, at the step after the
+// assistant's pick call, is the output of call's command: its summary
+// names the command call's names (ranked.CommandOf), or either names none
+// (Claude Code's Edit call and its result).
+func sameCommand(q, call ranked.Pick) bool {
+	a, b := ranked.CommandOf(q.Summary), ranked.CommandOf(call.Summary)
+	return a == "" || b == "" || a == b
+}
+
+// covers reports whether sorted terms a hold every term of sorted b, a
+// fuzzy prefix form of b ("dril*", ranked's "prefix of") also by a term
+// of a it opens: the tool output holding "DrilwenkSefrogd" holds its
+// parts "drilwenk" and "sefrogd" (identifier parts, no prefix forms),
+// the note holding the plain words holds "dril*" and "sefr*" besides.
+func covers(a, b []string) bool {
+	for _, t := range b {
+		if _, ok := slices.BinarySearch(a, t); ok {
+			continue
+		}
+		pre, fuzzy := strings.CutSuffix(t, "*")
+		if !fuzzy {
+			return false
+		}
+		i, _ := slices.BinarySearch(a, pre)
+		for ; i < len(a) && strings.HasPrefix(a[i], pre) && strings.HasSuffix(a[i], "*"); i++ {
+		}
+		if i == len(a) || !strings.HasPrefix(a[i], pre) {
+			return false
+		}
+	}
+	return true
+}
+
+// sharesTerm reports whether sorted terms a and b hold a term in common.
+func sharesTerm(a, b []string) bool {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			return true
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return false
 }

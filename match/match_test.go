@@ -12,7 +12,7 @@ import (
 	"github.com/contextfold/contextfold/match"
 )
 
-func newStore(t *testing.T, policy string) *contextfold.Store {
+func newStore(t testing.TB, policy string) *contextfold.Store {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), ".contextfold")
 	s, err := contextfold.Open(dir, contextfold.Options{Scrub: contextfold.ScrubOff})

@@ -55,6 +55,14 @@ func (r *rerunOf) updatedBy(summary string) bool {
 	return r.command == "" || commandOf(summary) == r.command
 }
 
+// CommandOf is the command a tool call's or a tool output's summary names
+// after "$ ", as package ingest and the proxy write it ("tool bash $ pytest
+// -x tests/: 3 failed" and "assistant bash $ pytest -x tests/: Let me run
+// the tests" → "pytest -x tests/"), the " [error]" mark of a failed run
+// taken off; "" when it names none. Package match pairs a call with its
+// output by it (rule "an output answers for its exchange").
+func CommandOf(summary string) string { return commandOf(summary) }
+
 // commandOf returns the command a tool node's summary names, as package
 // ingest and the proxy write it ("tool bash $ pytest -x tests/: 3 failed"
 // → "pytest -x tests/"; a summary whose command was cut ends in "…"), with

@@ -242,13 +242,27 @@ type Params struct {
 	// the held-out set 19 → 37 of 47; `cfeval probes` unchanged, `cfeval
 	// corpus` +0.7 % tokens a probe, chat untouched.
 	Rerun bool
+	// OutputFirst: rule "an output answers for its exchange" (package
+	// match, outputFirst). An assistant's pick (a call, or a note
+	// restating what a command printed) is preceded by the tool output
+	// that holds the evidence: its own output (the next step's tool node,
+	// of the same command) when that matched a prompt term the call did,
+	// else the first later-ranked tool output holding every prompt term
+	// it matched, at any distance. It only orders the picks the scan
+	// made (none is added or dropped; the per-turn budget admits them in
+	// the new order). Measured (docs/matching.md, "The output, not the
+	// echo"): output first 32 → 35 of the 80 end-of-session questions and
+	// 13 → 14 of the held-out 47, hits unchanged; `cfeval probes` and
+	// `cfeval corpus` byte-identical; chat untouched (no chat turn has an
+	// agent role).
+	OutputFirst bool
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, SkipLabel: true,
-		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true}
+		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true, OutputFirst: true}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.
