@@ -55,6 +55,13 @@ func (r *rerunOf) updatedBy(summary string) bool {
 	return r.command == "" || commandOf(summary) == r.command
 }
 
+// AsksFirst reports whether a prompt asks for the first or original one
+// (rule "a first asks for the oldest", Params.FirstAsks): it holds first,
+// original, originally, initial or initially as a word of its own, not
+// inside an identifier or a path. Package match orders a first-asking
+// prompt's re-runs oldest first by it (Params.FirstRunFirst).
+func AsksFirst(prompt string) bool { return asksFirst(prompt) }
+
 // CommandOf is the command a tool call's or a tool output's summary names
 // after "$ ", as package ingest and the proxy write it ("tool bash $ pytest
 // -x tests/: 3 failed" and "assistant bash $ pytest -x tests/: Let me run
