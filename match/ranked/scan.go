@@ -267,6 +267,14 @@ type Params struct {
 	// checked (hits 37 → 39, output first 14 → 15); probes and corpus
 	// unchanged.
 	FirstRunFirst bool
+	// RerunCall: with Rerun, a tool output whose summary names no command
+	// (Claude Code's Read, Grep, Edit: "tool Read: 1 services:") takes its
+	// call node's tool name and arguments for its command (callOf,
+	// callCommand: `Read: {"file_path":"/…/docker-compose.yml"}`), so a
+	// file read is updated only by a re-read of the same file, not by any
+	// newer tool output. Measured in docs/matching.md ("Intent ownership
+	// in an agent session").
+	RerunCall bool
 }
 
 // DefaultParams are the constants the ranked mode uses.
@@ -1214,11 +1222,19 @@ func (ix *Index) superseded(c *match, cands []*match, p Params, labels labelTerm
 			continue
 		}
 		if rerun == nil {
-			rerun = newRerunOf(ix.summaryOf(c.doc))
+			call, s := "", ix.summaryOf(c.doc)
+			if p.RerunCall && RoleOf(s) == "tool" && commandOf(s) == "" {
+				call = ix.callOf(c.doc)
+			}
+			rerun = newRerunOf(s, call)
 		}
 		// The rule's check first (two summaries), the shared entity (a
 		// merge of two term lists) only when it decides something.
-		if rerun.updatedBy(ix.summaryOf(o.doc)) {
+		call, s := "", ix.summaryOf(o.doc)
+		if rerun.called && RoleOf(s) == "tool" && commandOf(s) == "" {
+			call = ix.callOf(o.doc)
+		}
+		if rerun.updatedBy(s, call) {
 			if ix.sameEntity(c, o, p, labels) {
 				return true, true
 			}
