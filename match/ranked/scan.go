@@ -264,16 +264,19 @@ type Params struct {
 	// pick added or dropped; chat turns are no tool output and are never
 	// moved. Measured (docs/matching.md, "The first run first"): output
 	// first 35 → 36 of the 80 end-of-session questions, the held-out 47
-	// checked (hits 37 → 39, output first 14 → 15); probes and corpus
-	// unchanged.
+	// checked (hits 37 → 38, output first 14 as before); probes and
+	// corpus unchanged.
 	FirstRunFirst bool
 	// RerunCall: with Rerun, a tool output whose summary names no command
 	// (Claude Code's Read, Grep, Edit: "tool Read: 1 services:") takes its
 	// call node's tool name and arguments for its command (callOf,
 	// callCommand: `Read: {"file_path":"/…/docker-compose.yml"}`), so a
 	// file read is updated only by a re-read of the same file, not by any
-	// newer tool output. Measured in docs/matching.md ("Intent ownership
-	// in an agent session").
+	// newer tool output. Off: on the end-of-session questions (80, and
+	// the held-out 47) it changes no hit and no output first, at 1678 →
+	// 1679 tokens a question (the reads it frees); probes and corpus
+	// unchanged (docs/matching.md, "Intent ownership in an agent
+	// session").
 	RerunCall bool
 }
 
