@@ -343,6 +343,9 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	if params.OutputFirst {
 		picks = outputFirst(picks)
 	}
+	if params.FirstRunFirst && params.FirstAsks && ranked.AsksFirst(prompt) {
+		picks = firstRunFirst(picks)
+	}
 	for _, p := range r.Picks {
 		if p.IsCompanion {
 			picks = append(picks, p)
@@ -885,6 +888,65 @@ func outputFirst(picks []ranked.Pick) []ranked.Pick {
 	}
 	return out
 }
+
+// firstRunFirst is rule "the first run first" (ranked.Params.FirstRunFirst),
+// step 3 of the ranked scan after outputFirst, for a prompt that asks for
+// the first or original one (ranked.AsksFirst, the words rule "a first
+// asks for the oldest" reads): the picks that are runs — tool outputs of
+// a command (ranked.CommandOf, not "") of which the picks hold two
+// outputs or more — take the places the runs hold in picks, oldest step
+// first. "What did the first text build render?" is answered by the
+// first run ahead of its re-runs, which the scan ranks over it (a newer
+// node's score: the assistant's notes near it hold the question's words
+// too); the runs are ordered together, not command by command, since a
+// session's first run and its re-runs are often written differently
+// (`sphinx-build …`, then `rm -rf _build && sphinx-build …`, the `cat` of
+// the page after each). A tool output holding less than runShare of the
+// share of the prompt the fullest tool output holds is the run of
+// something else (another script re-run, matched on the prompt's
+// common words) and keeps its place; so does a command run once, and
+// every other pick; none is added or dropped.
+// Deterministic; picks is not modified.
+func firstRunFirst(picks []ranked.Pick) []ranked.Pick {
+	command := make([]string, len(picks))
+	best := 0.0 // the largest share of the prompt a tool output holds
+	for i, p := range picks {
+		if ranked.RoleOf(p.Summary) == "tool" {
+			command[i] = ranked.CommandOf(p.Summary)
+			best = max(best, p.Share)
+		}
+	}
+	outputs := map[string]int{} // command → its runs among picks
+	for i, p := range picks {
+		if command[i] != "" && p.Share < runShare*best {
+			command[i] = "" // a run of something else
+		}
+		if command[i] != "" {
+			outputs[command[i]]++
+		}
+	}
+	var at []int // the runs' places, in order
+	for i, c := range command {
+		if outputs[c] > 1 {
+			at = append(at, i)
+		}
+	}
+	runs := make([]ranked.Pick, len(at))
+	for k, i := range at {
+		runs[k] = picks[i]
+	}
+	slices.SortStableFunc(runs, func(a, b ranked.Pick) int { return a.Step - b.Step })
+	out := slices.Clone(picks)
+	for k, i := range at {
+		out[i] = runs[k]
+	}
+	return out
+}
+
+// runShare is the share of the fullest tool output's share of the prompt
+// (ranked.Pick.Share) a run must hold to be ordered with the others by
+// rule "the first run first".
+const runShare = 0.5
 
 // sameCommand reports whether tool output q, at the step after the
 // assistant's pick call, is the output of call's command: its summary

@@ -1,6 +1,9 @@
 package ranked
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // Rule "an output is updated by its re-run": which newer node updates
 // which older one, from their summaries as package ingest writes them.
@@ -24,7 +27,7 @@ func TestRerunUpdatedBy(t *testing.T) {
 		{`assistant: getdoc is on line 891`, grep, true},
 		{`user: fix getdoc`, `tool bash $ ls: a`, true},
 	} {
-		if got := newRerunOf(c.older).updatedBy(c.newer); got != c.want {
+		if got := newRerunOf(c.older, "").updatedBy(c.newer, ""); got != c.want {
 			t.Errorf("%q updated by %q: %v, want %v", c.older, c.newer, got, c.want)
 		}
 	}
@@ -38,5 +41,51 @@ func TestRerunUpdatedBy(t *testing.T) {
 		if got := commandOf(in); got != want {
 			t.Errorf("commandOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Params.RerunCall: a tool output whose summary names no command takes its
+// call's tool name and arguments (callOf pairs it with its call, by rank
+// where an assistant turn made several calls), so a Read is updated by a
+// re-read of the same file only; a call that shows no arguments gives
+// none, and the output is updated by any newer tool output as before.
+func TestRerunCallCommand(t *testing.T) {
+	ix := NewIndex()
+	for step, s := range []string{
+		`user: set it up`,
+		`assistant Read: {"file_path":"/w/docker-compose.yml"}`, // 1
+		`tool Read: 1 services:`,                                // 2
+		`assistant Read: {"file_path":"/w/a.go"}`,               // 3: two calls,
+		`assistant Grep: {"pattern":"Balance","path":"/w"}`,     // 4
+		`tool Read: 1 package a`,                                // 5: then their outputs
+		`tool Grep: /w/balance.go:14:func Balance(`,             // 6
+		`assistant Edit: Summing floats loses cents.`,           // 7
+		`tool Edit: The file /w/balance.go has been updated.`,   // 8
+		`assistant Read: {"file_path":"/w/docker-compose.yml"}`, // 9
+		`tool Read: 1 services:`,                                // 10
+		`assistant: done`,                                       // 11
+		`tool Read: 1 orphan`,                                   // 12: no call before it
+	} {
+		ix.Add(step, fmt.Sprint("r", step), 10, s, s)
+	}
+	compose := `Read: {"file_path":"/w/docker-compose.yml"}`
+	for step, want := range map[int]string{2: compose, 5: `Read: {"file_path":"/w/a.go"}`, 6: `Grep: {"pattern":"Balance","path":"/w"}`, 8: "", 10: compose, 12: ""} {
+		d, _ := ix.stepDoc(step)
+		if got := newRerunOf(ix.summaryOf(d), ix.callOf(d)).command; got != want {
+			t.Errorf("step %d: command %q, want %q", step, got, want)
+		}
+	}
+	at := func(step int) (string, string) {
+		d, _ := ix.stepDoc(step)
+		return ix.summaryOf(d), ix.callOf(d)
+	}
+	read := newRerunOf(at(2))
+	for step, want := range map[int]bool{5: false, 6: false, 8: false, 10: true, 11: false} {
+		if got := read.updatedBy(at(step)); got != want {
+			t.Errorf("the compose read updated by step %d: %v, want %v", step, got, want)
+		}
+	}
+	if edit := newRerunOf(at(8)); !edit.updatedBy(at(10)) {
+		t.Error("an Edit whose call shows no arguments is no longer updated by any newer tool output")
 	}
 }

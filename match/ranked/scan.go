@@ -256,13 +256,35 @@ type Params struct {
 	// `cfeval corpus` byte-identical; chat untouched (no chat turn has an
 	// agent role).
 	OutputFirst bool
+	// FirstRunFirst: rule "the first run first" (package match,
+	// firstRunFirst). With FirstAsks on, a prompt that asks for the first
+	// or original one (AsksFirst) gets its runs oldest first: the picks
+	// that are tool outputs of a command (CommandOf) the picks hold two
+	// outputs of or more, in the places the runs held. Ordering only, no
+	// pick added or dropped; chat turns are no tool output and are never
+	// moved. Measured (docs/matching.md, "The first run first"): output
+	// first 35 → 36 of the 80 end-of-session questions, the held-out 47
+	// checked (hits 37 → 38, output first 14 as before); probes and
+	// corpus unchanged.
+	FirstRunFirst bool
+	// RerunCall: with Rerun, a tool output whose summary names no command
+	// (Claude Code's Read, Grep, Edit: "tool Read: 1 services:") takes its
+	// call node's tool name and arguments for its command (callOf,
+	// callCommand: `Read: {"file_path":"/…/docker-compose.yml"}`), so a
+	// file read is updated only by a re-read of the same file, not by any
+	// newer tool output. Off: on the end-of-session questions (80, and
+	// the held-out 47) it changes no hit and no output first, at 1678 →
+	// 1679 tokens a question (the reads it frees); probes and corpus
+	// unchanged (docs/matching.md, "Intent ownership in an agent
+	// session").
+	RerunCall bool
 }
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, SkipLabel: true,
-		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true, OutputFirst: true}
+		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true, OutputFirst: true, FirstRunFirst: true}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.
@@ -1203,11 +1225,19 @@ func (ix *Index) superseded(c *match, cands []*match, p Params, labels labelTerm
 			continue
 		}
 		if rerun == nil {
-			rerun = newRerunOf(ix.summaryOf(c.doc))
+			call, s := "", ix.summaryOf(c.doc)
+			if p.RerunCall && RoleOf(s) == "tool" && commandOf(s) == "" {
+				call = ix.callOf(c.doc)
+			}
+			rerun = newRerunOf(s, call)
 		}
 		// The rule's check first (two summaries), the shared entity (a
 		// merge of two term lists) only when it decides something.
-		if rerun.updatedBy(ix.summaryOf(o.doc)) {
+		call, s := "", ix.summaryOf(o.doc)
+		if rerun.called && RoleOf(s) == "tool" && commandOf(s) == "" {
+			call = ix.callOf(o.doc)
+		}
+		if rerun.updatedBy(s, call) {
 			if ix.sameEntity(c, o, p, labels) {
 				return true, true
 			}
