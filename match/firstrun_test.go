@@ -94,7 +94,7 @@ func plantRuns(g testgen.Gen, n int) ([]contextfold.Turn, []runCase) {
 // orders: the picks are the same set with it and without; and a prompt
 // that does not ask for the first is ordered as without the rule.
 func TestFirstRunFirst(t *testing.T) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	turns, cases := plantRuns(testgen.New(1007), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		t.Fatal(err)
@@ -142,11 +142,8 @@ func TestFirstRunFirst(t *testing.T) {
 // With the rule off, no case's first pick is the first run: a re-run
 // comes first, and the test exercises the rule.
 func TestFirstRunFirstFailsWithoutRule(t *testing.T) {
-	p := ranked.DefaultParams()
-	p.FirstRunFirst = false
-	match.SetRankedParams(p)
-	defer match.SetRankedParams(ranked.DefaultParams())
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	withRankedParams(t, func(p *ranked.Params) { p.FirstRunFirst = false })
+	s := newStore(t, agentPolicy)
 	turns, cases := plantRuns(testgen.New(1007), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,21 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
 )
+
+// agentPolicy is the store settings of the generated agent-session tests:
+// a 300-token cap a node, a 700-token budget a turn, ranked matching.
+const agentPolicy = `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`
+
+// withRankedParams makes the ranked scan use the defaults as edit changes
+// them until the test ends.
+func withRankedParams(t testing.TB, edit func(*ranked.Params)) {
+	p := ranked.DefaultParams()
+	edit(&p)
+	match.SetRankedParams(p)
+	t.Cleanup(func() { match.SetRankedParams(ranked.DefaultParams()) })
+}
 
 func newStore(t testing.TB, policy string) *contextfold.Store {
 	t.Helper()

@@ -51,7 +51,7 @@ func TestExactNeedlesHeldAgainEveryClassLarge(t *testing.T) {
 }
 
 func testNeedlesAgain(t *testing.T, n int) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	var cases []needleCase
 	for _, c := range needleCases(uint64(n) + 1) {
 		if c.decoys == nil {
@@ -95,7 +95,7 @@ func testNeedlesAgain(t *testing.T, n int) {
 // `cfeval questions`: requests `1.26.20` and `dXNlcjpwYXNz`, matplotlib
 // `UnpickleableCanvas`).
 func TestExactNeedlesOutputBeforeLongCall(t *testing.T) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	var cases []needleCase
 	for _, c := range needleCases(2) {
 		if c.decoys == nil {

@@ -211,7 +211,7 @@ func TestExactNeedlesEveryClassLarge(t *testing.T) {
 }
 
 func testNeedles(t *testing.T, n int) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	cases := needleCases(uint64(n))
 	turns, outputs := plantNeedles(testgen.New(uint64(n)), n, cases)
 	for i := 0; i < len(turns); i += 5000 {
@@ -385,7 +385,7 @@ func TestQuotedPhraseOfCommonWords(t *testing.T) {
 // first — four different questions, the same nodes — and the token the
 // human quoted came after them or over the budget.
 func TestNeedlesIgnoreAgentMarkup(t *testing.T) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	cases := needleCases(21)[:12]
 	turns, outputs := plantNeedles(testgen.New(21), 1000, cases)
 	// The notes' tokens, each in a long node of its own.
@@ -450,7 +450,7 @@ func BenchmarkNeedleScan(b *testing.B) {
 // raised, and the window showed other pieces: 5 of the 14 offsets around
 // the first cut lost the token.
 func TestNeedleSplitByLongLineCut(t *testing.T) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	turns := testgen.New(3).SmallTurns(0, 120)
 	var b strings.Builder
 	for b.Len() < 8000 {

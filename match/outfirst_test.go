@@ -110,7 +110,7 @@ func TestOutputFirstEveryKindLarge(t *testing.T) {
 }
 
 func testExchanges(t *testing.T, n int) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(uint64(n)+5), n)
 	for i := 0; i < len(turns); i += 5000 {
 		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
@@ -153,11 +153,8 @@ func testExchanges(t *testing.T, n int) {
 // With the rule off, every case's first pick is the assistant's call or
 // note, not the output: the test exercises the rule.
 func TestOutputFirstFailsWithoutRule(t *testing.T) {
-	p := ranked.DefaultParams()
-	p.OutputFirst = false
-	match.SetRankedParams(p)
-	defer match.SetRankedParams(ranked.DefaultParams())
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	withRankedParams(t, func(p *ranked.Params) { p.OutputFirst = false })
+	s := newStore(t, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		t.Fatal(err)
@@ -192,17 +189,14 @@ func pickSet(r *contextfold.ScanResult) []int {
 // generated exchanges' questions on 1,000 nodes, with rule "an output
 // answers for its exchange" on and off: what the ordering costs a scan.
 func BenchmarkOutputFirstScan(b *testing.B) {
-	s := newStore(b, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(b, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		b.Fatal(err)
 	}
 	for _, on := range []bool{true, false} {
 		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
-			p := ranked.DefaultParams()
-			p.OutputFirst = on
-			match.SetRankedParams(p)
-			defer match.SetRankedParams(ranked.DefaultParams())
+			withRankedParams(b, func(p *ranked.Params) { p.OutputFirst = on })
 			for i := 0; b.Loop(); i++ {
 				if _, err := match.Scan(s, exchangePrompt(cases[i%len(cases)]), match.Ranked); err != nil {
 					b.Fatal(err)
@@ -216,7 +210,7 @@ func BenchmarkOutputFirstScan(b *testing.B) {
 // (ranked.Index.ScanPicksBefore) of the generated exchanges' questions on
 // 1,000 nodes, each question's picks in turn.
 func BenchmarkOutputFirstOrder(b *testing.B) {
-	s := newStore(b, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(b, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		b.Fatal(err)

@@ -105,11 +105,8 @@ func TestRerunCallFailsWithoutRule(t *testing.T) {
 }
 
 func testReads(t *testing.T, on bool) {
-	p := ranked.DefaultParams()
-	p.RerunCall = on
-	match.SetRankedParams(p)
-	defer match.SetRankedParams(ranked.DefaultParams())
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	withRankedParams(t, func(p *ranked.Params) { p.RerunCall = on })
+	s := newStore(t, agentPolicy)
 	turns, cases := plantReads(testgen.New(1009), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func TestOlderOutputHeldAgainEveryKindLarge(t *testing.T) {
 }
 
 func testReruns(t *testing.T, n int) {
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	s := newStore(t, agentPolicy)
 	turns, cases := plantReruns(testgen.New(uint64(n)+3), n)
 	for i := 0; i < len(turns); i += 5000 {
 		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
@@ -176,11 +176,8 @@ func testReruns(t *testing.T, n int) {
 // but the re-run: the test exercises the rule, not a store where nothing
 // supersedes.
 func TestOlderOutputHeldAgainFailsWithoutRule(t *testing.T) {
-	p := ranked.DefaultParams()
-	p.Rerun = false
-	match.SetRankedParams(p)
-	defer match.SetRankedParams(ranked.DefaultParams())
-	s := newStore(t, `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`)
+	withRankedParams(t, func(p *ranked.Params) { p.Rerun = false })
+	s := newStore(t, agentPolicy)
 	turns, cases := plantReruns(testgen.New(1003), 1000)
 	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
 		t.Fatal(err)
