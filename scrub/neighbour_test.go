@@ -173,3 +173,50 @@ func TestScrubSetSharesSecrets(t *testing.T) {
 		t.Errorf("ScrubSet of clean texts = %+v", got)
 	}
 }
+
+// TestScrubSetSplitValue: a list split on commas (fold --commands
+// "DB_PASSWORD=,VALUE", an option and its value as two items) puts a
+// secret's name in one text and its value in the next; ScrubSet reads the
+// two joined and redacts the value. Neighbours that name no secret, or
+// end in no operator, stay as they are.
+func TestScrubSetSplitValue(t *testing.T) {
+	sc := newScrubber(t)
+	pw := "Zr8!" + "kQ2#vLm9$w"
+	tok := "Wq7v" + "Tz3kLp9sR4xN"
+	for _, c := range [][]string{
+		{"export DB_PASSWORD=", pw},
+		{"DB_PASSWORD=", " " + tok, "make deploy"},
+		{"mysql -h db --password", pw, "shop"},
+		{"psql", "password:", tok},
+		{"ls -la", "--api-token", tok},
+	} {
+		for _, f := range c {
+			if sc.Scrub(f).Text != f {
+				t.Fatalf("%q alone is redacted: the test proves nothing", f)
+			}
+		}
+		rs := sc.ScrubSet(c)
+		for i, r := range rs {
+			if strings.Contains(r.Text, pw) || strings.Contains(r.Text, tok) {
+				t.Errorf("%q: item %d keeps the secret: %q", c, i, r.Text)
+			}
+			if !strings.Contains(c[i], pw) && !strings.Contains(c[i], tok) && r.Text != c[i] {
+				t.Errorf("%q: item %d changed: %q", c, i, r.Text)
+			}
+		}
+	}
+	for _, c := range [][]string{
+		{"BUILD_MODE=", "release-candidate-42"},
+		{"go test -run", "TestScrubSetSplitValue"},
+		{"--output", "report-2026-12-06.json"},
+		{"TOKEN_COUNT=", "12345678"},
+		{"make build", "DB_PASSWORD"},
+	} {
+		rs := sc.ScrubSet(c)
+		for i, r := range rs {
+			if r.Text != c[i] {
+				t.Errorf("%q: item %d changed: %q", c, i, r.Text)
+			}
+		}
+	}
+}
