@@ -263,8 +263,10 @@ var extraRules = []extraRule{
 		anchors: []string{"password", "passwd"},
 		begin:   netrcStart,
 		// .netrc: "machine HOST login USER password VALUE", on one line or
-		// several. 1: the value.
-		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+(\S+)`),
+		// several. 1: the value, quoted ("a b") or a run of non-blanks that
+		// ends before a JSON escape or a quote that closes a JSON string
+		// (\n"} or "} after it), not the JSON text's structure.
+		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+("[^"\r\n]+"|(?:[^\s"\\]|"[^\s,}\]:"\\]|\\[^nrtbfu"\\/\s])+)`),
 		maxLen: 1024,
 		secret: func(c string, m []int) (int, int, bool) { return m[2], m[3], !isPlaceholder(c[m[2]:m[3]]) },
 	},

@@ -220,3 +220,20 @@ func TestScrubSetSplitValue(t *testing.T) {
 		}
 	}
 }
+
+// TestNetrcPasswordKeepsJSON: a .netrc password inside a JSON string is
+// redacted up to the JSON escape or the closing quote after it; the JSON
+// text around it stays (it was swallowed up to the next blank).
+func TestNetrcPasswordKeepsJSON(t *testing.T) {
+	sc := newScrubber(t)
+	pw := "Zr8!" + "kQ2#vLm9$w"
+	for in, want := range map[string]string{
+		`{"stdout":"machine h\n  login u\n  password ` + pw + `\n"}`: `{"stdout":"machine h\n  login u\n  password [REDACTED:contextfold-netrc-password]\n"}`,
+		`{"cmd":"machine h login u password ` + pw + `"}`:            `{"cmd":"machine h login u password [REDACTED:contextfold-netrc-password]"}`,
+		"machine h login u password " + pw + `"x1`:                   "machine h login u password [REDACTED:contextfold-netrc-password]",
+	} {
+		if got := sc.Scrub(in).Text; got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
