@@ -480,14 +480,14 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-webhook-url",
-		anchors: []string{"hooks.slack.com/", "/api/webhooks/"},
+		anchors: []string{"hooks.slack.com/", "/webhooks/"},
 		begin:   func(_ string, p int) int { return p },
 		// The secret path of a Slack incoming webhook or workflow trigger
 		// (hooks.slack.com/services/T…/B…/…, /workflows/…, /triggers/…;
 		// gitleaks' slack-webhook-url stops after 56 characters) and the
-		// token of a Discord webhook (/api/webhooks/ID/TOKEN). 1: Slack's
-		// path, 2: Discord's token.
-		re:      regexp.MustCompile(`^(?:hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})|/api/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,100}))`),
+		// token of a Discord webhook (/api/webhooks/ID/TOKEN, also
+		// /api/v10/webhooks/…). 1: Slack's path, 2: Discord's token.
+		re:      regexp.MustCompile(`^(?:hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})|/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,100}))`),
 		maxLen:  512,
 		secret:  func(_ string, m []int) (int, int, bool) { return valueGroup(m, 1, 2) },
 		oneLine: true,
