@@ -150,6 +150,10 @@ func (g *fakeGen) value(key string) string {
 		v = g.pick(alnum, 8) + "." + g.pick(alnum+"-_", 32)
 	case "PUNCTPW": // a password with punctuation gitleaks' generic rule declines
 		v = g.pick(alnum, 5) + "!" + g.pick(alnum, 4) + "#" + g.pick(alnum, 3)
+	case "DOCKER_AUTH": // a config.json "auth": base64 of user:password
+		v = base64.StdEncoding.EncodeToString([]byte("deploy:" + g.pick(alnum, 14)))
+	case "DOCKER_AUTH_LOW": // the same, of a short lower-case password
+		v = base64.StdEncoding.EncodeToString([]byte("ci:" + g.pick("abcdefghijklmnopqrstuvwxyz", 7) + g.pick(digits, 2)))
 	case "ANTHROPIC":
 		v = "sk-" + "ant-api03-" + g.pick(alnum+"_-", 93) + "AA"
 	default:

@@ -83,6 +83,19 @@ import (
 //     mongosh -u …), not a port or a port mapping.
 //   - contextfold-stdin-password: echo PASSWORD | … --password-stdin.
 //   - contextfold-pgpass: the password field of a .pgpass line.
+//   - contextfold-curl-user: the password of curl's -u/--user USER:PASSWORD,
+//     also in an argument vector (gitleaks' curl-auth-user reads only a
+//     command line).
+//   - contextfold-userinfo-password: USER:PASSWORD@HOST with no scheme
+//     (admin:pw@db.internal:5432, git clone user:token@github.com/…).
+//   - contextfold-putty-private-key: the private lines of a PuTTY key file.
+//   - contextfold-google-oauth-token: a Google OAuth access token (ya29.…).
+//   - contextfold-webhook-url: a Slack webhook's or workflow trigger's
+//     secret path and a Discord webhook's token.
+//   - contextfold-plist-secret: <key>NAME</key><string>VALUE</string> in a
+//     property list, NAME vetted as in NAME=VALUE.
+//   - contextfold-docker-auth: a Docker config.json "auth" value, the
+//     base64 of USER:PASSWORD.
 //   - contextfold-llm-api-key: API keys with well-known prefixes
 //     sk-ant-<kind><NN>-…, sk-proj-…, sk-svcacct-…, sk-admin-… of 20+
 //     characters. Gitleaks only knows exact lengths and an embedded marker,
@@ -152,13 +165,16 @@ var extraRules = []extraRule{
 		anchors: []string{"="},
 		begin:   envNameStart,
 		// 1: name; value: 2 double-quoted, 3 single-quoted, 4 escaped-quoted
-		// (inside JSON text), 5 bare. A bare value ends at whitespace, a
+		// (inside JSON text), 6 bare. A bare value ends at whitespace, a
 		// quote, a shell separator, or a JSON escape (\n, \t, \", …).
 		// The name may be a quoted subscript: os.environ["NAME"] = …,
 		// ENV['NAME'] = …, headers[\"X-Api-Key\"] = … (envNameStart).
-		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'][ \t]*\])?[ \t]*=[ \t]*(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		// A double-quoted value may hold escaped quotes ("a\"b"); a bare
+		// value may hold shell-escaped blanks (a\ b); 5: an ANSI-C quoted
+		// value ($'p@ss\nword', bash), its escapes kept.
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'][ \t]*\])?[ \t]*=[ \t]*(?:"((?:[^"\\\r\n]|\\[^\r\n])*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|\$'((?:[^'\\\r\n]|\\[^\r\n])*)'|((?:[^\s"'\\;&|` + "`" + `]|\\[^nrtbfu"\\/\s]|\\[ \t])+))`),
 		maxLen:  4096,
-		secret:  envSecret,
+		secret:  keyedSecret(6),
 		oneLine: true,
 	},
 	{
@@ -247,8 +263,10 @@ var extraRules = []extraRule{
 		anchors: []string{"password", "passwd"},
 		begin:   netrcStart,
 		// .netrc: "machine HOST login USER password VALUE", on one line or
-		// several. 1: the value.
-		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+(\S+)`),
+		// several. 1: the value, quoted ("a b") or a run of non-blanks that
+		// ends before a JSON escape or a quote that closes a JSON string
+		// (\n"} or "} after it), not the JSON text's structure.
+		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+("[^"\r\n]+"|(?:[^\s"\\]|"[^\s,}\]:"\\]|\\[^nrtbfu"\\/\s])+)`),
 		maxLen: 1024,
 		secret: func(c string, m []int) (int, int, bool) { return m[2], m[3], !isPlaceholder(c[m[2]:m[3]]) },
 	},
@@ -405,6 +423,97 @@ var extraRules = []extraRule{
 		anchors: []string{"sk-"},
 		begin:   wordStart,
 		re:      regexp.MustCompile(`^sk-(?:ant-[a-z]+[0-9]{2}-|proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}`),
+	},
+	{
+		id:      "contextfold-curl-user",
+		anchors: []string{"curl"},
+		begin:   wordStart,
+		// curl's -u/--user USER:PASSWORD on the same command, also as an
+		// argument vector (["curl", "-u", "admin:…"], argv.go), which
+		// gitleaks' curl-auth-user does not read. 1: single-quoted, 2:
+		// double-quoted, 3: bare. The password is redacted (the whole
+		// value when it has no ':' or ends in one: a token as the user).
+		re:      regexp.MustCompile(`^curl(?:[ \t]+[^\s;&|]+)*?[ \t]+(?:-u|--user)(?:[ \t]+|=)?(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		maxLen:  512,
+		secret:  curlUserSecret,
+		oneLine: true,
+	},
+	{
+		id:      "contextfold-userinfo-password",
+		anchors: []string{"@"},
+		begin:   userinfoStart,
+		// USER:PASSWORD@HOST with no scheme (admin:pw@db.internal:5432,
+		// git clone user:token@github.com/org/repo): 1: the password,
+		// 2: the host, a name with a '.' or a port after it, or an IPv4
+		// address (userinfoSecret vets it).
+		re:      regexp.MustCompile(`^[A-Za-z0-9._%+-]+:([^\s:/@'"\\<>()\[\]{}]{3,})@([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*)(:[0-9]{1,5})?`),
+		maxLen:  1024,
+		secret:  userinfoSecret,
+		oneLine: true,
+	},
+	{
+		id:      "contextfold-putty-private-key",
+		anchors: []string{"Private-Lines:"},
+		begin:   func(_ string, p int) int { return p },
+		// The private part of a PuTTY key file (PuTTY-User-Key-File-2/3):
+		// the base64 lines after "Private-Lines: N". 1: the lines.
+		re:     regexp.MustCompile(`^Private-Lines:[ \t]*[0-9]+[ \t]*\r?\n((?:[A-Za-z0-9+/=]+[ \t]*(?:\r?\n|$))+)`),
+		maxLen: pemBodyMax,
+		secret: func(c string, m []int) (int, int, bool) {
+			e := m[3]
+			for e > m[2] && (c[e-1] == '\n' || c[e-1] == '\r' || c[e-1] == ' ' || c[e-1] == '\t') {
+				e--
+			}
+			return m[2], e, true
+		},
+	},
+	{
+		id:      "contextfold-google-oauth-token",
+		anchors: []string{"ya29."},
+		begin:   wordStart,
+		// A Google OAuth 2.0 access token (ya29.…): gitleaks has no rule
+		// for it, and its generic rule needs a secret-like key before it.
+		// The token may hold '.' between its runs, not at its end.
+		re:     regexp.MustCompile(`^ya29\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*`),
+		maxLen: 4096,
+		secret: func(c string, m []int) (int, int, bool) { return m[0], m[1], m[1] >= 25 },
+	},
+	{
+		id:      "contextfold-webhook-url",
+		anchors: []string{"hooks.slack.com/", "/webhooks/"},
+		begin:   func(_ string, p int) int { return p },
+		// The secret path of a Slack incoming webhook or workflow trigger
+		// (hooks.slack.com/services/T…/B…/…, /workflows/…, /triggers/…;
+		// gitleaks' slack-webhook-url stops after 56 characters) and the
+		// token of a Discord webhook (/api/webhooks/ID/TOKEN, also
+		// /api/v10/webhooks/…). 1: Slack's path, 2: Discord's token.
+		re:      regexp.MustCompile(`^(?:hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})|/webhooks/[0-9]{17,20}/([A-Za-z0-9_-]{60,100}))`),
+		maxLen:  512,
+		secret:  func(_ string, m []int) (int, int, bool) { return valueGroup(m, 1, 2) },
+		oneLine: true,
+	},
+	{
+		id:      "contextfold-plist-secret",
+		anchors: []string{"<key>"},
+		begin:   func(_ string, p int) int { return p },
+		// A property list's <key>NAME</key> followed by <string>VALUE</string>
+		// (macOS and iOS configuration, keychain exports), NAME vetted as
+		// NAME=VALUE is. 1: the name, 2: the value.
+		re:     regexp.MustCompile(`^<key>[ \t]*([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*</key>\s*<string>([^<>\r\n]+)</string>`),
+		maxLen: 1024,
+		secret: keyedSecret(2),
+	},
+	{
+		id:      "contextfold-docker-auth",
+		anchors: []string{`"auth"`},
+		begin:   func(_ string, p int) int { return p },
+		// A Docker or Podman config.json (auths) entry "auth": "BASE64",
+		// the base64 of USER:PASSWORD (dockerAuthSecret checks that it
+		// decodes to one). 1: the value.
+		re:      regexp.MustCompile(`^"auth"[ \t]*:[ \t]*"([A-Za-z0-9+/]{4,}={0,2})"`),
+		maxLen:  1024,
+		secret:  dockerAuthSecret,
+		oneLine: true,
 	},
 }
 
@@ -1341,4 +1450,101 @@ func isPlaceholder(v string) bool {
 		}
 	}
 	return same
+}
+
+// curlUserSecret returns the password of curl's -u USER:PASSWORD (the
+// whole value when it has no password: "-u TOKEN:" or "-u TOKEN"), unless
+// it is a placeholder. A value without ':' is a user alone (curl then
+// prompts for the password) unless it is a token: 16+ characters mixing
+// letters and digits.
+func curlUserSecret(c string, m []int) (int, int, bool) {
+	s, e, ok := valueGroup(m, 1, 3)
+	if !ok {
+		return 0, 0, false
+	}
+	v := c[s:e]
+	k := strings.IndexByte(v, ':')
+	switch {
+	case k < 0:
+		return s, e, len(v) >= 16 && hasLetterAndDigit(v) && !isPlaceholder(v)
+	case k == len(v)-1:
+		return s, e - 1, !isPlaceholder(v[:k])
+	}
+	return s + k + 1, e, !isPlaceholder(v[k+1:])
+}
+
+// userinfoStart walks back from '@' over a password and ':' to the user
+// before it, and returns where the user starts (-1 when there is no ':',
+// or when "//" precedes the user: a URL's).
+func userinfoStart(text string, p int) int {
+	j := p
+	for j > 0 && p-j < 256 && !isSpaceByte(text[j-1]) && strings.IndexByte(":/@'\"\\<>()[]{}", text[j-1]) < 0 {
+		j--
+	}
+	if j == 0 || text[j-1] != ':' || p-j < 3 {
+		return -1
+	}
+	b := j - 1
+	for b > 0 && j-1-b < 128 && (isWordByte(text[b-1]) || strings.IndexByte(".%+-", text[b-1]) >= 0) {
+		b--
+	}
+	if b == j-1 || b >= 2 && text[b-2:b] == "//" {
+		return -1 // a URL's user-info is contextfold-url-password's
+	}
+	return skipEscapeLetters(text, b, j-1)
+}
+
+// mailLabels are labels written before an e-mail address
+// ("mailto:bob@example.com", "Cc:bob@…"): not a user name.
+var mailLabels = map[string]bool{
+	"mailto": true, "email": true, "e-mail": true, "mail": true, "to": true, "cc": true, "bcc": true,
+	"from": true, "sender": true, "reply-to": true, "author": true, "contact": true, "xmpp": true, "sip": true,
+}
+
+// userinfoSecret vets USER:PASSWORD@HOST: the host has a letter and a '.'
+// or a port (db.internal, github.com, db:5432) or is an IPv4 address; the
+// user is not all digits (a time, 12:30@home) nor an e-mail label; the
+// password is not a placeholder; and HOST is not a digest algorithm
+// (image:tag@sha256:…).
+func userinfoSecret(c string, m []int) (int, int, bool) {
+	user := c[:m[2]-1]
+	pw, host := c[m[2]:m[3]], c[m[4]:m[5]]
+	if isPlaceholder(pw) || mailLabels[strings.ToLower(user)] || strings.Trim(user, "0123456789") == "" {
+		return 0, 0, false
+	}
+	h := strings.ToLower(host)
+	if strings.HasPrefix(h, "sha") || strings.HasPrefix(h, "blake") || strings.HasPrefix(h, "md5") {
+		return 0, 0, false
+	}
+	letter := strings.IndexFunc(host, func(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }) >= 0
+	switch {
+	case letter && (strings.IndexByte(host, '.') >= 0 || m[6] >= 0):
+	case !letter && strings.Count(host, ".") == 3:
+	default:
+		return 0, 0, false
+	}
+	return m[2], m[3], true
+}
+
+// dockerAuthSecret accepts a config.json "auth" value that decodes to
+// USER:PASSWORD with a password.
+func dockerAuthSecret(c string, m []int) (int, int, bool) {
+	v := c[m[2]:m[3]]
+	d, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		d, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "="))
+	}
+	if err != nil {
+		return 0, 0, false
+	}
+	k := strings.IndexByte(string(d), ':')
+	if k < 0 || k == len(d)-1 {
+		return 0, 0, false
+	}
+	for _, b := range d {
+		if b < 0x20 || b >= 0x7f {
+			return 0, 0, false
+		}
+	}
+	return m[2], m[3], true
 }

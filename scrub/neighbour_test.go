@@ -173,3 +173,67 @@ func TestScrubSetSharesSecrets(t *testing.T) {
 		t.Errorf("ScrubSet of clean texts = %+v", got)
 	}
 }
+
+// TestScrubSetSplitValue: a list split on commas (fold --commands
+// "DB_PASSWORD=,VALUE", an option and its value as two items) puts a
+// secret's name in one text and its value in the next; ScrubSet reads the
+// two joined and redacts the value. Neighbours that name no secret, or
+// end in no operator, stay as they are.
+func TestScrubSetSplitValue(t *testing.T) {
+	sc := newScrubber(t)
+	pw := "Zr8!" + "kQ2#vLm9$w"
+	tok := "Wq7v" + "Tz3kLp9sR4xN"
+	for _, c := range [][]string{
+		{"export DB_PASSWORD=", pw},
+		{"DB_PASSWORD=", " " + tok, "make deploy"},
+		{"mysql -h db --password", pw, "shop"},
+		{"psql", "password:", tok},
+		{"ls -la", "--api-token", tok},
+	} {
+		for _, f := range c {
+			if sc.Scrub(f).Text != f {
+				t.Fatalf("%q alone is redacted: the test proves nothing", f)
+			}
+		}
+		rs := sc.ScrubSet(c)
+		for i, r := range rs {
+			if strings.Contains(r.Text, pw) || strings.Contains(r.Text, tok) {
+				t.Errorf("%q: item %d keeps the secret: %q", c, i, r.Text)
+			}
+			if !strings.Contains(c[i], pw) && !strings.Contains(c[i], tok) && r.Text != c[i] {
+				t.Errorf("%q: item %d changed: %q", c, i, r.Text)
+			}
+		}
+	}
+	for _, c := range [][]string{
+		{"BUILD_MODE=", "release-candidate-42"},
+		{"go test -run", "TestScrubSetSplitValue"},
+		{"--output", "report-2026-12-06.json"},
+		{"TOKEN_COUNT=", "12345678"},
+		{"make build", "DB_PASSWORD"},
+	} {
+		rs := sc.ScrubSet(c)
+		for i, r := range rs {
+			if r.Text != c[i] {
+				t.Errorf("%q: item %d changed: %q", c, i, r.Text)
+			}
+		}
+	}
+}
+
+// TestNetrcPasswordKeepsJSON: a .netrc password inside a JSON string is
+// redacted up to the JSON escape or the closing quote after it; the JSON
+// text around it stays (it was swallowed up to the next blank).
+func TestNetrcPasswordKeepsJSON(t *testing.T) {
+	sc := newScrubber(t)
+	pw := "Zr8!" + "kQ2#vLm9$w"
+	for in, want := range map[string]string{
+		`{"stdout":"machine h\n  login u\n  password ` + pw + `\n"}`: `{"stdout":"machine h\n  login u\n  password [REDACTED:contextfold-netrc-password]\n"}`,
+		`{"cmd":"machine h login u password ` + pw + `"}`:            `{"cmd":"machine h login u password [REDACTED:contextfold-netrc-password]"}`,
+		"machine h login u password " + pw + `"x1`:                   "machine h login u password [REDACTED:contextfold-netrc-password]",
+	} {
+		if got := sc.Scrub(in).Text; got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

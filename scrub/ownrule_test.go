@@ -96,6 +96,18 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-jwt", secret: "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiJib2IifQ" + ".Wq7vTz3kLp9sR4xN"},
 		{rule: "contextfold-aws-access-key-id", secret: "AKIA" + "Q7V3TZ8KLP9SR4XN"},
 		{rule: "contextfold-llm-api-key", secret: "sk-" + "proj-" + pw + pw},
+		{rule: "contextfold-curl-user", pre: `["curl", "-s", "-u", "admin:`, secret: punct, post: `", "https://api.example.com"]`},
+		{rule: "contextfold-curl-user", pre: "curl -sS --user 'admin:", secret: pw, post: "' https://api.example.com"},
+		{rule: "contextfold-userinfo-password", pre: "psql admin:", secret: pw, post: "@db.internal:5432/app"},
+		{rule: "contextfold-userinfo-password", pre: "git clone ci:", secret: pw, post: "@github.com/acme/widget.git"},
+		{rule: "contextfold-putty-private-key", pre: "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1NTE5\nPrivate-Lines: 2\n", secret: key + "\n" + key + "==", post: "\nPrivate-MAC: 0f1e2d3c", needle: key},
+		{rule: "contextfold-google-oauth-token", secret: "ya29" + ".a0Af" + pw + "_" + pw},
+		{rule: "contextfold-webhook-url", pre: "https://hooks.slack.com/workflows/", secret: "T0" + "4ABCD/A0" + pw + "/" + pw + pw},
+		{rule: "contextfold-webhook-url", pre: "https://discord.com/api/webhooks/123456789012345678/", secret: pw + pw + pw + pw + pw},
+		{rule: "contextfold-plist-secret", pre: "<key>password</key>\n\t<string>", secret: punct, post: "</string>"},
+		{rule: "contextfold-docker-auth", pre: `{"auths": {"ghcr.io": {"auth": "`, secret: b64, post: `"}}}`},
+		{rule: "contextfold-env-secret", pre: `DB_PASS=ab\ cd\ `, secret: pw},
+		{rule: "contextfold-env-secret", pre: `PASSWORD=$'`, secret: punct + `\n` + pw, post: `'`},
 	}
 }
 
@@ -132,6 +144,18 @@ var ownLookAlikes = []string{
 	"The access_token expires in 3600 seconds",
 	"they key1234567890abc",
 	"client_secret ${CLIENT_SECRET}",
+	"mailto:bob@example.com",
+	"image nginx:1.25@sha256:0a1b2c3d4e5f",
+	"npm:lodash@4.17.21",
+	"at 12:30@home.example.org",
+	"y = x[1:n]@w.T",
+	"curl -u admin https://api.example.com",
+	"curl -u $USER:$TOKEN https://api.example.com",
+	`{"auth": "bearer"}`,
+	`"auth": "dG9rZW4="`,
+	"<key>PasswordPolicy</key><string>strict</string>",
+	"<key>CFBundleName</key><string>Widget</string>",
+	"see /api/webhooks/ for the list",
 }
 
 // TestOwnRulesEveryNeighbour crosses a sample of every one of our own

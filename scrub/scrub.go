@@ -434,6 +434,15 @@ func (s *Scrubber) ScrubSetKnown(texts []string, k *Known, from int) []Result {
 			found[i], _ = s.split(t, all)
 			k.addContextFindings(s, t, extra)
 		}
+	}
+	for i := 0; i+1 < len(clean); i++ {
+		if fs, _ := s.split(clean[i+1], splitValueFindings(clean[i], clean[i+1])); len(fs) > 0 {
+			fs = append(fs, found[i+1]...)
+			sortFindings(fs)
+			found[i+1] = dedupe(fs)
+		}
+	}
+	for i, t := range clean {
 		for _, f := range found[i] {
 			v := t[f.Start:f.End]
 			if _, ok := known[v]; !ok && len(v) >= minRepeatLen {
@@ -770,5 +779,46 @@ func (s *Scrubber) RuleExpressions() [][2]string {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// splitValueFindings returns the findings of our rules in next that hold
+// the value of an assignment or option prev ends with: a list split on
+// commas (fold --commands "DB_PASSWORD=,VALUE", ["--token", "VALUE"] as
+// two items) puts "NAME=" or "--token" in one text and the value in the
+// next. prev and next are read joined (with nothing after '=' or ':',
+// with a blank after an option); a finding that starts in next is mapped
+// back to it. prev must end in '=' or ':', or its last word must start
+// with '-'; otherwise nothing is joined.
+func splitValueFindings(prev, next string) []Finding {
+	p := strings.TrimRight(prev, " \t")
+	if p == "" || len(next) == 0 {
+		return nil
+	}
+	sep := ""
+	switch c := p[len(p)-1]; {
+	case c == '=' || c == ':':
+	default:
+		w := p[strings.LastIndexAny(p, " \t")+1:]
+		if !strings.HasPrefix(w, "-") || len(w) < 2 {
+			return nil
+		}
+		sep = " "
+	}
+	v := strings.TrimLeft(next, " \t")
+	off := len(next) - len(v) // blanks trimmed from next
+	if len(p) > 512 {
+		p = p[len(p)-512:] // the assignment, not the whole payload
+	}
+	head := p + sep
+	var out []Finding
+	for _, f := range extraFindings(head + v) {
+		if f.Start < len(head) || f.End > len(head)+len(v) {
+			continue
+		}
+		f.Start += off - len(head)
+		f.End += off - len(head)
+		out = append(out, f)
+	}
 	return out
 }
