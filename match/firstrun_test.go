@@ -94,11 +94,8 @@ func plantRuns(g testgen.Gen, n int) ([]contextfold.Turn, []runCase) {
 // orders: the picks are the same set with it and without; and a prompt
 // that does not ask for the first is ordered as without the rule.
 func TestFirstRunFirst(t *testing.T) {
-	s := newStore(t, agentPolicy)
 	turns, cases := plantRuns(testgen.New(1007), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		t.Fatal(err)
-	}
+	s := foldedAgentStore(t, turns)
 	off := ranked.DefaultParams()
 	off.FirstRunFirst = false
 	for _, c := range cases {
@@ -143,11 +140,8 @@ func TestFirstRunFirst(t *testing.T) {
 // comes first, and the test exercises the rule.
 func TestFirstRunFirstFailsWithoutRule(t *testing.T) {
 	withRankedParams(t, func(p *ranked.Params) { p.FirstRunFirst = false })
-	s := newStore(t, agentPolicy)
 	turns, cases := plantRuns(testgen.New(1007), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		t.Fatal(err)
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		res, err := match.Scan(s, firstRunPrompt(c), match.Ranked)
 		if err != nil {

@@ -17,6 +17,17 @@ import (
 // a 300-token cap a node, a 700-token budget a turn, ranked matching.
 const agentPolicy = `{"max_rehydration_tokens_per_call": 300, "max_rehydration_tokens_per_turn": 700, "matching": "ranked"}`
 
+// foldedAgentStore returns a new store of agentPolicy with turns folded
+// in ranked mode.
+func foldedAgentStore(t testing.TB, turns []contextfold.Turn) *contextfold.Store {
+	t.Helper()
+	s := newStore(t, agentPolicy)
+	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // withRankedParams makes the ranked scan use the defaults as edit changes
 // them until the test ends.
 func withRankedParams(t testing.TB, edit func(*ranked.Params)) {

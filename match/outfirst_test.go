@@ -154,11 +154,8 @@ func testExchanges(t *testing.T, n int) {
 // note, not the output: the test exercises the rule.
 func TestOutputFirstFailsWithoutRule(t *testing.T) {
 	withRankedParams(t, func(p *ranked.Params) { p.OutputFirst = false })
-	s := newStore(t, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		t.Fatal(err)
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		res, err := match.Scan(s, exchangePrompt(c), match.Ranked)
 		if err != nil {
@@ -189,11 +186,8 @@ func pickSet(r *contextfold.ScanResult) []int {
 // generated exchanges' questions on 1,000 nodes, with rule "an output
 // answers for its exchange" on and off: what the ordering costs a scan.
 func BenchmarkOutputFirstScan(b *testing.B) {
-	s := newStore(b, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		b.Fatal(err)
-	}
+	s := foldedAgentStore(b, turns)
 	for _, on := range []bool{true, false} {
 		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
 			withRankedParams(b, func(p *ranked.Params) { p.OutputFirst = on })
@@ -210,11 +204,8 @@ func BenchmarkOutputFirstScan(b *testing.B) {
 // (ranked.Index.ScanPicksBefore) of the generated exchanges' questions on
 // 1,000 nodes, each question's picks in turn.
 func BenchmarkOutputFirstOrder(b *testing.B) {
-	s := newStore(b, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		b.Fatal(err)
-	}
+	s := foldedAgentStore(b, turns)
 	ix, err := ranked.For(s)
 	if err != nil {
 		b.Fatal(err)

@@ -106,11 +106,8 @@ func TestRerunCallFailsWithoutRule(t *testing.T) {
 
 func testReads(t *testing.T, on bool) {
 	withRankedParams(t, func(p *ranked.Params) { p.RerunCall = on })
-	s := newStore(t, agentPolicy)
 	turns, cases := plantReads(testgen.New(1009), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		t.Fatal(err)
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		res, err := match.Scan(s, readPrompt(c), match.Ranked)
 		if err != nil {

@@ -177,11 +177,8 @@ func testReruns(t *testing.T, n int) {
 // supersedes.
 func TestOlderOutputHeldAgainFailsWithoutRule(t *testing.T) {
 	withRankedParams(t, func(p *ranked.Params) { p.Rerun = false })
-	s := newStore(t, agentPolicy)
 	turns, cases := plantReruns(testgen.New(1003), 1000)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		t.Fatal(err)
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		if c.kind == "re-run" {
 			continue
