@@ -103,16 +103,10 @@ func TestConcurrentFirstRequestsOfOneSession(t *testing.T) {
 		t.Run(string(api), func(t *testing.T) {
 			path := map[API]string{APIOpenAI: PathOpenAI, APIAnthropic: PathAnthropic, APIResponses: PathResponses}[api]
 			reply := map[API]string{APIOpenAI: openaiReply, APIAnthropic: anthropicReply, APIResponses: responsesReply}[api]
-			all := make(chan struct{}) // closed once the n requests reached the upstream
-			var mu sync.Mutex
-			arrived := 0
+			arrive, all := barrier(n)
 			up := newUpstream(t)
 			up.handler = func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				if arrived++; arrived == n {
-					close(all)
-				}
-				mu.Unlock()
+				arrive()
 				select {
 				case <-all:
 				case <-r.Context().Done():
@@ -327,7 +321,7 @@ func jsonStrings(t *testing.T, b []byte) []string {
 // answered at once, while the fold event's commit could still fail.
 func TestConcurrentFirstRequestsAnsweredOnceDurable(t *testing.T) {
 	const n = 4
-	all := make(chan struct{}) // closed once the n requests reached the upstream
+	arrive, all := barrier(n) // all: closed once the n requests reached the upstream
 	var once sync.Once
 	setCrashPoint(t, func(p string) {
 		if p == fsutil.BatchSynced {
@@ -339,15 +333,9 @@ func TestConcurrentFirstRequestsAnsweredOnceDurable(t *testing.T) {
 			})
 		}
 	})
-	var mu sync.Mutex
-	arrived := 0
 	up := newUpstream(t)
 	up.handler = func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if arrived++; arrived == n {
-			close(all)
-		}
-		mu.Unlock()
+		arrive()
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, openaiReply)
 	}
@@ -413,4 +401,19 @@ func TestConcurrentFirstRequestsAnsweredOnceDurable(t *testing.T) {
 			t.Errorf("client %d had its answer when the recall index on disk named %d steps; the fold event folded %d", i, g, want)
 		}
 	}
+}
+
+// barrier returns arrive, which each of n upstream requests calls once,
+// and a channel closed when the n-th has.
+func barrier(n int) (arrive func(), all <-chan struct{}) {
+	ch := make(chan struct{})
+	var mu sync.Mutex
+	arrived := 0
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if arrived++; arrived == n {
+			close(ch)
+		}
+	}, ch
 }
