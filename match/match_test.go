@@ -22,8 +22,10 @@ const agentPolicy = `{"max_rehydration_tokens_per_call": 300, "max_rehydration_t
 func foldedAgentStore(t testing.TB, turns []contextfold.Turn) *contextfold.Store {
 	t.Helper()
 	s := newStore(t, agentPolicy)
-	if err := match.FoldBatch(s, match.Ranked, turns); err != nil {
-		t.Fatal(err)
+	for i := 0; i < len(turns); i += 5000 {
+		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s
 }

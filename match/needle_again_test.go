@@ -51,7 +51,6 @@ func TestExactNeedlesHeldAgainEveryClassLarge(t *testing.T) {
 }
 
 func testNeedlesAgain(t *testing.T, n int) {
-	s := newStore(t, agentPolicy)
 	var cases []needleCase
 	for _, c := range needleCases(uint64(n) + 1) {
 		if c.decoys == nil {
@@ -59,11 +58,7 @@ func testNeedlesAgain(t *testing.T, n int) {
 		}
 	}
 	turns, outputs := plantNeedlesAgain(testgen.New(uint64(n)+1), n, cases)
-	for i := 0; i < len(turns); i += 5000 {
-		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := foldedAgentStore(t, turns)
 	for i, c := range cases {
 		prompt := fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
 		res, err := match.Scan(s, prompt, match.Ranked)

@@ -211,14 +211,9 @@ func TestExactNeedlesEveryClassLarge(t *testing.T) {
 }
 
 func testNeedles(t *testing.T, n int) {
-	s := newStore(t, agentPolicy)
 	cases := needleCases(uint64(n))
 	turns, outputs := plantNeedles(testgen.New(uint64(n)), n, cases)
-	for i := 0; i < len(turns); i += 5000 {
-		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := foldedAgentStore(t, turns)
 	checkNeedles(t, s, cases, outputs)
 }
 

@@ -110,13 +110,8 @@ func TestOutputFirstEveryKindLarge(t *testing.T) {
 }
 
 func testExchanges(t *testing.T, n int) {
-	s := newStore(t, agentPolicy)
 	turns, cases := plantExchanges(testgen.New(uint64(n)+5), n)
-	for i := 0; i < len(turns); i += 5000 {
-		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		prompt := exchangePrompt(c)
 		res, err := match.Scan(s, prompt, match.Ranked)

@@ -135,13 +135,8 @@ func TestOlderOutputHeldAgainEveryKindLarge(t *testing.T) {
 }
 
 func testReruns(t *testing.T, n int) {
-	s := newStore(t, agentPolicy)
 	turns, cases := plantReruns(testgen.New(uint64(n)+3), n)
-	for i := 0; i < len(turns); i += 5000 {
-		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		prompt := fmt.Sprintf("on which line is the %s class defined?", c.words)
 		res, err := match.Scan(s, prompt, match.Ranked)
