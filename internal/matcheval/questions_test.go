@@ -1,23 +1,26 @@
 package matcheval
 
 import (
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // The hand-written end-of-session questions (testdata/endq-questions.jsonl,
-// run by `cfeval questions`, and the held-out set endq-heldout.jsonl, run
-// by `cfeval questions -q`) stay answerable: every session is a bundled
-// transcript, every answer is text of a turn older than the session's
-// last ten (folded out of the prompt by then), and the output step named
-// holds it. The held-out set uses no session of the other.
+// run by `cfeval questions`, and the held-out set endq-heldout.jsonl and the
+// fresh set endq-fresh.jsonl, run by `cfeval questions -q`) stay
+// answerable: every session is a bundled transcript, every answer is text
+// of a turn older than the session's last ten (folded out of the prompt by
+// then), and the output step named holds it. The held-out set uses no
+// session of the first; the fresh set, written apart from both, covers
+// every bundled session.
 func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 	tuned := map[string]bool{}
 	for _, f := range []struct {
 		name string
 		min  int
-	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}} {
+	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}} {
 		t.Run(f.name, func(t *testing.T) {
 			qs, err := LoadQuestions(filepath.Join("testdata", f.name))
 			if err != nil {
@@ -29,12 +32,48 @@ func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 			for _, q := range qs {
 				if f.name == "endq-questions.jsonl" {
 					tuned[q.Session] = true
-				} else if tuned[q.Session] {
+				} else if f.name == "endq-heldout.jsonl" && tuned[q.Session] {
 					t.Errorf("%s: held-out question %q on a session of endq-questions.jsonl", q.Session, q.Q)
 				}
 			}
 			checkAnswerable(t, qs)
+			if f.name == "endq-fresh.jsonl" {
+				checkFreshSet(t, qs)
+			}
 		})
+	}
+}
+
+// checkFreshSet: the fresh set asks about every bundled transcript, and
+// each question's class is "natural", "vague" or a needle class.
+func checkFreshSet(t *testing.T, qs []Question) {
+	classes := map[string]bool{"natural": true, "vague": true}
+	for _, c := range NeedleClasses {
+		classes[c.Name] = true
+	}
+	asked := map[string]bool{}
+	for _, q := range qs {
+		asked[q.Session] = true
+		if !classes[q.Class] {
+			t.Errorf("%s %q: class %q is not natural, vague or a needle class", q.Session, q.Q, q.Class)
+		}
+	}
+	root := filepath.Join("..", "..", "ingest", "testdata", "transcripts")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "README.md" {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if !asked[filepath.ToSlash(rel)] {
+			t.Errorf("%s: no fresh question on this bundled transcript", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
