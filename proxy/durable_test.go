@@ -202,3 +202,107 @@ func TestFoldEventNotDurableAnswersError(t *testing.T) {
 		t.Errorf("after the retry: %d verified nodes (fold event of %d), findings %+v", rep.Passed, rec.StepsFolded, rep.Findings)
 	}
 }
+
+// TestFoldEventNotDurableRetryForwardedVerbatim is a full disk that stays
+// full: every fold event's durable part fails (cold_nodes/ is replaced by
+// a file once the nodes are synced, so their renames fail; the test puts
+// the directory back after each response, so that only the durable part
+// fails, as on a disk with room for the small files and not for the
+// nodes). The first request went upstream before its failure and is
+// answered 500. The client retries, as SDKs and agents do on a 500: the
+// retry commits its fold event before it goes out, the commit fails there,
+// and the request is forwarded with those messages verbatim and a
+// warning: answered 200. Before, every retry failed the same way after
+// reaching the upstream, until the agent gave up. Once the disk is
+// repaired the session folds again.
+func TestFoldEventNotDurableRetryForwardedVerbatim(t *testing.T) {
+	oneGroupFoldEvents(t)
+	var mu sync.Mutex
+	var cold string // set once the proxy's directory is known
+	full := true
+	setCrashPoint(t, func(p string) {
+		if p != fsutil.BatchSynced {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !full || cold == "" {
+			return
+		}
+		if err := os.Rename(cold, cold+".away"); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(cold, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	})
+	// putBack undoes the crash point's damage, if any.
+	putBack := func() {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := os.Stat(cold + ".away"); err != nil {
+			return
+		}
+		if err := os.Remove(cold); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(cold+".away", cold); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := newUpstream(t)
+	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
+	mu.Lock()
+	cold = filepath.Join(tp.dir, "full", "g1", contextfold.ColdNodesDir)
+	mu.Unlock()
+	body := foldEventBody(t)
+	hdr := map[string]string{HeaderSession: "full"}
+	if resp, out := post(t, tp.http.URL+PathOpenAI, body, hdr); resp.StatusCode != 500 {
+		t.Fatalf("status %d, want 500 (the fold event was not durable): %s", resp.StatusCode, out)
+	}
+	putBack()
+	// The disk is still full; the client retries.
+	resp, out := post(t, tp.http.URL+PathOpenAI, body, hdr)
+	putBack()
+	if resp.StatusCode != 200 {
+		t.Fatalf("retry with the disk still full: status %d, want 200 (forwarded verbatim): %s", resp.StatusCode, out)
+	}
+	rec := tp.record(t, 2)
+	if !strings.Contains(strings.Join(rec.Warnings, "\n"), "fold failed, those messages stay verbatim") ||
+		!strings.Contains(resp.Header.Get("X-Contextfold-Warning"), "fold failed") {
+		t.Errorf("the retry does not say its fold failed: record warnings %q, header %q", rec.Warnings, resp.Header.Get("X-Contextfold-Warning"))
+	}
+	up.mu.Lock()
+	last := up.reqs[len(up.reqs)-1].Body
+	up.mu.Unlock()
+	if len(last) < len(body)*9/10 {
+		t.Errorf("the retry forwarded %d bytes of a %d-byte request: messages left the prompt with nothing stored", len(last), len(body))
+	}
+	// The disk is repaired: the next request folds, durably.
+	mu.Lock()
+	full = false
+	mu.Unlock()
+	if resp, out := post(t, tp.http.URL+PathOpenAI, body, hdr); resp.StatusCode != 200 {
+		t.Fatalf("after the repair: status %d: %s", resp.StatusCode, out)
+	}
+	rec = tp.record(t, 3)
+	if rec.WorkingSet == nil || !rec.WorkingSet.FoldEvent || rec.StepsFolded+rec.StepsCollapsed == 0 {
+		t.Fatalf("after the repair the session did not fold: %+v", rec)
+	}
+	rep, err := tp.store(t, rec).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node files the failed commits had synced and not named are
+	// left as a crash leaves them (validate names them, repair --apply
+	// quarantines them); anything else is a finding.
+	for _, f := range rep.Findings {
+		if f.Kind != contextfold.KindTempFile {
+			t.Errorf("after the repair: %s: %s", f.Kind, f.Message)
+		}
+	}
+	if rep.Passed == 0 {
+		t.Errorf("after the repair no node verifies")
+	}
+}

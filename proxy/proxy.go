@@ -287,7 +287,19 @@ type Server struct {
 	bgIdle *sync.Cond
 	// serving counts the requests ServeHTTP is serving (Stats.Pending).
 	serving int
+	// syncFolds holds the ids of the sessions one of whose fold events
+	// could not be made durable after its request went upstream
+	// (durabilityFailed): their harness is opened again without
+	// Config.OverlapDurability, so that a store that still cannot be
+	// written (a full disk) fails the next fold event before the request
+	// goes out, and the request is forwarded with those messages verbatim
+	// (and a warning) instead of being answered 500 again. At most
+	// maxSyncFolds ids; past it the set starts afresh.
+	syncFolds map[string]bool
 }
+
+// maxSyncFolds bounds Server.syncFolds.
+const maxSyncFolds = 4096
 
 // background runs work on its own goroutine, counted so that Close waits
 // for it (it writes into session stores: spare node files).
@@ -1077,7 +1089,9 @@ func (s *Server) openSession(id string, gen int) (*session, error) {
 	// The fold event's syncs and renames run while the upstream works;
 	// the response waits for them (waitDurable). A backend store's
 	// transaction commits before the request goes out.
-	cfg.OverlapDurability = s.opts.Shared == nil
+	// A session whose fold event failed to become durable commits its
+	// fold events before the request goes out from then on (syncFolds).
+	cfg.OverlapDurability = s.opts.Shared == nil && !s.syncFolds[id]
 	if cfg.Match == "" {
 		cfg.Match = match.Ranked
 	}
@@ -1514,7 +1528,9 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 // relied on the fold event. The session leaves memory without its state
 // being saved: its store holds what it held before the fold event (at
 // most orphan nodes, adopted by the next fold), so the client's retry
-// finds the session as the store has it and folds again.
+// finds the session as the store has it and folds again, this time before
+// the request goes upstream (Server.syncFolds): a store that still cannot
+// be written leaves the turns verbatim and the retry is answered.
 func (s *Server) durabilityFailed(w http.ResponseWriter, r *http.Request, st *reqState, err error) {
 	api, _ := apiOf(r)
 	st.ahead = nil // nothing more for the session's store
@@ -1524,7 +1540,7 @@ func (s *Server) durabilityFailed(w http.ResponseWriter, r *http.Request, st *re
 	}
 	st.rec.Status = http.StatusInternalServerError
 	msg := "contextfold proxy: the session store could not make this request's fold event durable, so the response is withheld: " +
-		err.Error() + ". Send the request again (the proxy folds the turns again); if it keeps failing, check the disk of the proxy's --dir (free space, permissions) and run 'contextfold validate' on the session store"
+		err.Error() + ". Send the request again: the proxy folds the turns again before it forwards the request, and if the store still cannot be written it forwards those turns as they are, with a warning; check the disk of the proxy's --dir (free space, permissions) and run 'contextfold validate' on the session store"
 	st.rec.Warnings = append(st.rec.Warnings, "fold event not durable, response withheld: "+err.Error())
 	if r.Context().Err() == nil {
 		s.writeError(w, api, http.StatusInternalServerError, msg)
@@ -1556,10 +1572,14 @@ func (s *Server) discardSession(x *session) {
 	}
 	delete(s.sessions, x.id)
 	s.stats.Sessions = len(s.sessions)
+	if s.syncFolds == nil || len(s.syncFolds) >= maxSyncFolds {
+		s.syncFolds = map[string]bool{}
+	}
+	s.syncFolds[x.id] = true
 	x.logMu.Lock()
 	_ = x.closeLog()
 	x.logMu.Unlock()
-	s.log.Warn("contextfold proxy: a fold event was not made durable; the session's in-memory state is dropped and its next request folds again", "session", x.id)
+	s.log.Warn("contextfold proxy: a fold event was not made durable; the session's in-memory state is dropped and its next request folds again, before it goes upstream (a store still not writable leaves those messages verbatim, with a warning)", "session", x.id)
 }
 
 // upstreamHint names, for an error reaching the upstream, the base URL the
