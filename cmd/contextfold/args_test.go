@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
 )
 
 // TestWrongArgumentCountNamesTheUsage: a command given too few or too many
@@ -151,5 +154,44 @@ func TestProxyDirectoryNamesItsStores(t *testing.T) {
 	os.WriteFile(filepath.Join(other, "go.mod"), []byte("module x\n"), 0o644)
 	if _, errs, _ := cli(t, "", "--dir", other, "status"); strings.Contains(errs, "proxy") {
 		t.Errorf("a project directory is not a proxy's: %q", errs)
+	}
+}
+
+// TestHooksDirectoryNamesItsStores: in a project set up with the Claude
+// Code hooks, `contextfold status` reads the default ./.contextfold, which
+// holds only sessions/<session_id>/ (one store per session). It is refused
+// as before, but the error names the session store to give (before: "the
+// directory holds 1 entries but no recall_index.json", and "cd to the
+// project" for a user already in it). So is --dir .contextfold/sessions.
+func TestHooksDirectoryNamesItsStores(t *testing.T) {
+	project := t.TempDir()
+	sessions := filepath.Join(project, ".contextfold", "sessions")
+	older := filepath.Join(sessions, "0d7c2a41-aaaa-4bbb-8ccc-000000000001")
+	newer := filepath.Join(sessions, "f9211a28-ffd3-48d4-9583-b307aff94dc2")
+	if _, _, code := cli(t, "", "--dir", older, "fold", "3", "a folded turn"); code != 0 {
+		t.Fatal("fold")
+	}
+	if _, _, code := cli(t, "", "--dir", newer, "fold", "4", "a turn of the later session"); code != 0 {
+		t.Fatal("fold")
+	}
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(older, contextfold.IndexFile), past, past); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(project)
+	_, errs, code := cli(t, "", "status")
+	if code != 1 || !strings.Contains(errs, "Claude Code hooks") || !strings.Contains(errs, "--dir "+newer) {
+		t.Errorf("status in the project: %d %q", code, errs)
+	}
+	_, errs, code = cli(t, "", "--dir", sessions, "scan", "which turn")
+	if code != 1 || !strings.Contains(errs, "Claude Code hooks' directory of sessions") || !strings.Contains(errs, "--dir "+newer) {
+		t.Errorf("--dir sessions/: %d %q", code, errs)
+	}
+	// The MCP server of docs/agents.md (--dir "$PWD/.contextfold") beside
+	// the hooks serves that directory, where the hooks' stores are not:
+	// it says so on stderr, and serves (stdin ends at once here).
+	_, errs, code = cli(t, "", "mcp", "--quiet", "--dir", filepath.Join(project, ".contextfold"))
+	if code != 0 || !strings.Contains(errs, "is not a store") || !strings.Contains(errs, "--dir "+newer) {
+		t.Errorf("mcp at the hooks' directory: %d %q", code, errs)
 	}
 }

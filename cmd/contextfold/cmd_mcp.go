@@ -58,6 +58,13 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			}
 			if store.Backend() == nil {
 				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
+				if !isStore(store.Dir()) {
+					// The hooks' .contextfold (or a proxy's directory):
+					// its sessions' stores are below it, not served here.
+					if h := proxyStoresHint(store.Dir()); h != "" {
+						fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is not a store: %s; served as it is, it holds only what fold_turn folds into it\n", store.Dir(), h)
+					}
+				}
 			}
 			logOut := cmd.ErrOrStderr()
 			if quiet {

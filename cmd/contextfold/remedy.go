@@ -96,9 +96,46 @@ func proxyStoresHint(dir string) string {
 		}
 	}
 	if sessions == 0 {
-		return ""
+		return hookStoresHint(dir)
 	}
 	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s", sessions, latest)
+}
+
+// hookStoresHint recognises the Claude Code hooks' layout, for a --dir that
+// is not a store: a project's .contextfold, whose sessions/<session_id>/ are
+// the hooks' stores (one per session), or that sessions/ directory itself.
+// It is what `contextfold status` in a project set up with the hooks reads
+// by default. It returns what the directory is and the --dir of the session
+// store written last, or "" for any other directory; it reads at most a few
+// hundred directory entries.
+func hookStoresHint(dir string) string {
+	what, sdir := "the Claude Code hooks' directory of sessions", dir
+	if fi, err := os.Stat(filepath.Join(dir, "sessions")); err == nil && fi.IsDir() {
+		what, sdir = "a project directory of the Claude Code hooks, whose stores are sessions/<session_id>", filepath.Join(dir, "sessions")
+	}
+	ents, err := os.ReadDir(sdir)
+	if err != nil || len(ents) > 512 {
+		return ""
+	}
+	var latest string
+	var latestTime time.Time
+	n := 0
+	for _, e := range ents {
+		st := filepath.Join(sdir, e.Name())
+		if !e.IsDir() || !isStore(st) {
+			continue
+		}
+		n++
+		if fi, err := os.Stat(filepath.Join(st, contextfold.IndexFile)); err == nil && (latest == "" || fi.ModTime().After(latestTime)) {
+			latest, latestTime = st, fi.ModTime()
+		} else if latest == "" {
+			latest = st
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("it is %s (%d with a store): give one session's store, e.g. the latest written: --dir %s", what, n, latest)
 }
 
 // generationStores lists the store subdirectories g1, g2, … of a proxy
