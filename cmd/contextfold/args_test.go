@@ -195,3 +195,28 @@ func TestHooksDirectoryNamesItsStores(t *testing.T) {
 		t.Errorf("mcp at the hooks' directory: %d %q", code, errs)
 	}
 }
+
+// TestJSONErrorWhenTheParseStopsEarly: with --json an error is one JSON
+// object on stderr, also when an unknown command or flag stopped the
+// parse before --json was read (before: plain text, which a script
+// reading the JSON could not parse). "--json" after "--" is an argument.
+func TestJSONErrorWhenTheParseStopsEarly(t *testing.T) {
+	dir := t.TempDir() // an empty store: no note on stderr
+	for _, args := range [][]string{
+		{"validate", "--dir", dir, "--bogus", "--json"},
+		{"bogus", "--json"},
+		{"scan", "--dir", dir, "--match", "fuzzy", "--json", "which port"},
+	} {
+		out, errs, code := cli(t, "", args...)
+		var e struct {
+			Error    string `json:"error"`
+			ExitCode int    `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(errs), &e); err != nil || e.Error == "" || e.ExitCode != code || code != 1 || out != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q (%v)", args, code, out, errs, err)
+		}
+	}
+	if _, errs, code := cli(t, "", "bogus", "--", "--json"); code != 1 || strings.HasPrefix(strings.TrimSpace(errs), "{") {
+		t.Errorf("--json after --: exit %d, stderr %q", code, errs)
+	}
+}

@@ -81,6 +81,22 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// jsonAsked reports whether the command line asks for --json before any
+// "--": an unknown command or flag stops the parse before --json is read
+// (`contextfold validate --bogus --json`), and a script that asked for JSON
+// must get its error as JSON too.
+func jsonAsked(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}
+
 // run executes the command line and returns the exit code. It is the entry
 // point of the tests, which run it in-process and as a subprocess.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -91,7 +107,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		var se *silentExit
 		if !errors.As(err, &se) {
-			if g.jsonOut {
+			if g.jsonOut || jsonAsked(args) {
 				writeJSON(stderr, map[string]any{"error": err.Error(), "exit_code": exitCode(err)})
 			} else {
 				fmt.Fprintln(stderr, "contextfold: "+err.Error())
