@@ -342,6 +342,9 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 			w.FoldHeld, d.FoldHeld = true, true
 			return nil // DispatchHeld: no fold event on this request
 		}
+		if d.FoldFailed {
+			return nil // the store could not be written: no second attempt
+		}
 		// The floor over the budget: no fold event reaches the budget, so
 		// one is made only when it pays for itself at the depth it can
 		// reach (or the cache is idle and it costs nothing).
@@ -372,13 +375,18 @@ func (h *Harness) budgetDispatch(conv []Message, fixed int, d *Dispatch, entries
 					return err
 				}
 				entries = es
+				if first >= 0 {
+					if w.FirstChanged < 0 || first < w.FirstChanged {
+						w.FirstChanged = first
+					}
+					est = fixed + hyd + h.estimate(conv, ws)
+				}
+				if d.FoldFailed {
+					return nil // the store could not be written: no second attempt
+				}
 				if first < 0 {
 					break // nothing left to fold before end
 				}
-				if w.FirstChanged < 0 || first < w.FirstChanged {
-					w.FirstChanged = first
-				}
-				est = fixed + hyd + h.estimate(conv, ws)
 			}
 		}
 		return nil
@@ -919,6 +927,7 @@ func (h *Harness) foldEvent(conv []Message, ws *workset, entries map[int]*contex
 		// fold, not from disk, and no fold result is kept.
 		if err := h.foldBatch(toFold, d); err != nil {
 			d.Warnings = append(d.Warnings, "fold failed, those messages stay verbatim: "+err.Error())
+			d.FoldFailed = true
 		}
 		es, err := h.entryMap()
 		if err != nil {

@@ -286,6 +286,11 @@ type Dispatch struct {
 	// (WorkingSet.FoldHeld), a move of the fold boundary with the fixed
 	// window (Boundary stays where the session's last request left it).
 	FoldHeld bool
+	// FoldFailed is true when a fold of the dispatch's fold event failed
+	// (a store that cannot be written: Warnings names the error). Its
+	// messages stay verbatim, and the dispatch makes no further fold
+	// attempt: each would write the same nodes and fail the same way.
+	FoldFailed bool
 	// Durable is the durable part of the dispatch's fold event, held or
 	// running (Config.OverlapDurability), nil when none: see StartDurable
 	// and WaitDurable. A dispatch that made no fold event while an earlier

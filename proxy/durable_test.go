@@ -273,6 +273,21 @@ func TestFoldEventNotDurableRetryForwardedVerbatim(t *testing.T) {
 		!strings.Contains(resp.Header.Get("X-Contextfold-Warning"), "fold failed") {
 		t.Errorf("the retry does not say its fold failed: record warnings %q, header %q", rec.Warnings, resp.Header.Get("X-Contextfold-Warning"))
 	}
+	// One fold attempt, one warning: not one per pass of the fold event
+	// (there were 24, each writing the same nodes again), and the
+	// over-budget warning blames the store, not the budget.
+	failed := 0
+	for _, w := range rec.Warnings {
+		if strings.HasPrefix(w, "fold failed") {
+			failed++
+		}
+		if strings.HasPrefix(w, "over the context budget") && strings.Contains(w, "raise --context-budget") {
+			t.Errorf("the over-budget warning of a failed fold event names the budget as the remedy: %q", w)
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d fold-failed warnings, want 1: %q", failed, rec.Warnings)
+	}
 	up.mu.Lock()
 	last := up.reqs[len(up.reqs)-1].Body
 	up.mu.Unlock()

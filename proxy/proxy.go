@@ -754,7 +754,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.rec.OverBudget = true
 		msg := fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d (what cannot fold: system prompt and tools %d, pinned messages %d, hot tail %d, hydration %d tokens); raise --context-budget or shorten the pinned messages",
 			st.rec.ForwardedTokens, ws.Budget, ws.FixedTokens, ws.PinnedTokens, ws.TailTokens, ws.HydrationTokens)
-		if ws.FloorTokens > ws.Budget {
+		if st.dispatch != nil && st.dispatch.FoldFailed {
+			// Not the budget's fault: the fold event could not write
+			// the session store (the warning before names the error).
+			msg = fmt.Sprintf("over the context budget: %d tokens forwarded, budget %d, because the fold event failed (the store could not be written: see the fold warning; free disk space or fix the permissions of the proxy's --dir)",
+				st.rec.ForwardedTokens, ws.Budget)
+		} else if ws.FloorTokens > ws.Budget {
 			// No fold event can meet the budget: say so, and why this
 			// request was (or was not) one.
 			msg += fmt.Sprintf("; no fold event can reach the budget (the least a fold event leaves is about %d tokens): fold events are made only when they pay for themselves (see --payback-requests); raise --context-budget above %d", ws.FloorTokens, ws.FloorTokens)
