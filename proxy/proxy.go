@@ -517,6 +517,15 @@ func New(opts Options) (*Server, error) {
 		if fi, err := os.Stat(opts.Dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s is not a directory (give a directory path, --dir)", opts.Dir)
 		}
+		// A directory that exists but cannot be written (a read-only
+		// mount, another user's directory) is refused too: a file is
+		// made in it and removed.
+		f, err := os.CreateTemp(opts.Dir, ".contextfold-write-check-*")
+		if err != nil {
+			return nil, fmt.Errorf("proxy: the session stores' directory %s cannot be written: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
+		}
+		f.Close()
+		os.Remove(f.Name())
 	}
 	s := &Server{opts: opts, sessions: map[string]*session{}, families: map[string]*family{}, log: opts.Logger, cache: newParseCache(), lin: lineages{dir: opts.Dir}}
 	s.bgIdle = sync.NewCond(&s.mu)
