@@ -131,6 +131,32 @@ func TestFoldEventOverlapsUpstreamAndHoldsResponse(t *testing.T) {
 	}
 }
 
+// breakDir replaces the directory dir by an empty file, its contents kept
+// at dir+".away" (putBackDir): writes, syncs and renames into it fail from
+// then on. Safe to call from a crash point (it reports with t.Error).
+func breakDir(t *testing.T, dir string) {
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Error(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+// putBackDir undoes breakDir; it does nothing when dir was not broken.
+func putBackDir(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir + ".away"); err != nil {
+		return
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFoldEventNotDurableAnswersError makes the fold event's durable part
 // fail for real, after the request went upstream: cold_nodes/ is replaced
 // by a file once the nodes are synced, so their renames fail. The client
@@ -149,14 +175,7 @@ func TestFoldEventNotDurableAnswersError(t *testing.T) {
 		mu.Lock()
 		cold := cold
 		mu.Unlock()
-		once.Do(func() {
-			if err := os.Rename(cold, cold+".away"); err != nil {
-				t.Error(err)
-			}
-			if err := os.WriteFile(cold, nil, 0o644); err != nil {
-				t.Error(err)
-			}
-		})
+		once.Do(func() { breakDir(t, cold) })
 	})
 	up := newUpstream(t)
 	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
@@ -180,12 +199,7 @@ func TestFoldEventNotDurableAnswersError(t *testing.T) {
 		t.Errorf("record status %d, want 500", rec.Status)
 	}
 	// The disk is repaired; the client retries.
-	if err := os.Remove(cold); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(cold+".away", cold); err != nil {
-		t.Fatal(err)
-	}
+	putBackDir(t, cold)
 	resp, out = post(t, tp.http.URL+PathOpenAI, body, map[string]string{HeaderSession: "broken"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("retry: status %d: %s", resp.StatusCode, out)
@@ -226,14 +240,8 @@ func TestFoldEventNotDurableRetryForwardedVerbatim(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !full || cold == "" {
-			return
-		}
-		if err := os.Rename(cold, cold+".away"); err != nil {
-			t.Error(err)
-		}
-		if err := os.WriteFile(cold, nil, 0o644); err != nil {
-			t.Error(err)
+		if full && cold != "" {
+			breakDir(t, cold)
 		}
 	})
 	// putBack undoes the crash point's damage, if any.
@@ -241,15 +249,7 @@ func TestFoldEventNotDurableRetryForwardedVerbatim(t *testing.T) {
 		t.Helper()
 		mu.Lock()
 		defer mu.Unlock()
-		if _, err := os.Stat(cold + ".away"); err != nil {
-			return
-		}
-		if err := os.Remove(cold); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(cold+".away", cold); err != nil {
-			t.Fatal(err)
-		}
+		putBackDir(t, cold)
 	}
 	up := newUpstream(t)
 	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})

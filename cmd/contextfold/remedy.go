@@ -75,30 +75,35 @@ func proxyStoresHint(dir string) string {
 	if err != nil || len(ents) > 512 {
 		return ""
 	}
-	var latest string
-	var latestTime time.Time
-	sessions := 0
+	var stores []string // each session's latest store
 	for _, e := range ents {
 		if !e.IsDir() {
 			continue
 		}
 		sess := filepath.Join(dir, e.Name())
-		gens := generationStores(sess)
-		if len(gens) == 0 {
-			continue
+		if gens := generationStores(sess); len(gens) > 0 {
+			stores = append(stores, filepath.Join(sess, gens[len(gens)-1]))
 		}
-		sessions++
-		st := filepath.Join(sess, gens[len(gens)-1])
+	}
+	if len(stores) == 0 {
+		return hookStoresHint(dir)
+	}
+	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s", len(stores), latestWritten(stores))
+}
+
+// latestWritten returns the store among stores whose recall index was
+// written last (the first listed when none has an index).
+func latestWritten(stores []string) string {
+	var latest string
+	var latestTime time.Time
+	for _, st := range stores {
 		if fi, err := os.Stat(filepath.Join(st, contextfold.IndexFile)); err == nil && (latest == "" || fi.ModTime().After(latestTime)) {
 			latest, latestTime = st, fi.ModTime()
 		} else if latest == "" {
 			latest = st
 		}
 	}
-	if sessions == 0 {
-		return hookStoresHint(dir)
-	}
-	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s", sessions, latest)
+	return latest
 }
 
 // hookStoresHint recognises the Claude Code hooks' layout, for a --dir that
@@ -117,25 +122,16 @@ func hookStoresHint(dir string) string {
 	if err != nil || len(ents) > 512 {
 		return ""
 	}
-	var latest string
-	var latestTime time.Time
-	n := 0
+	var stores []string
 	for _, e := range ents {
-		st := filepath.Join(sdir, e.Name())
-		if !e.IsDir() || !isStore(st) {
-			continue
-		}
-		n++
-		if fi, err := os.Stat(filepath.Join(st, contextfold.IndexFile)); err == nil && (latest == "" || fi.ModTime().After(latestTime)) {
-			latest, latestTime = st, fi.ModTime()
-		} else if latest == "" {
-			latest = st
+		if st := filepath.Join(sdir, e.Name()); e.IsDir() && isStore(st) {
+			stores = append(stores, st)
 		}
 	}
-	if n == 0 {
+	if len(stores) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("it is %s (%d with a store): give one session's store, e.g. the latest written: --dir %s", what, n, latest)
+	return fmt.Sprintf("it is %s (%d with a store): give one session's store, e.g. the latest written: --dir %s", what, len(stores), latestWritten(stores))
 }
 
 // generationStores lists the store subdirectories g1, g2, … of a proxy
