@@ -584,13 +584,15 @@ func New(opts Options) (*Server, error) {
 		}
 		return u, nil
 	}
+	// The default upstream first: an error in it names the URL the user
+	// gave (--upstream), not an API it stands in for.
+	if s.other, err = parse("default", opts.Upstream, ""); err != nil {
+		return nil, err
+	}
 	if s.anthropic, err = parse("anthropic", opts.AnthropicUpstream, opts.Upstream); err != nil {
 		return nil, err
 	}
 	if s.openai, err = parse("openai", opts.OpenAIUpstream, opts.Upstream); err != nil {
-		return nil, err
-	}
-	if s.other, err = parse("default", opts.Upstream, ""); err != nil {
 		return nil, err
 	}
 	if s.other == nil {

@@ -22,6 +22,22 @@ func TestUpstreamEndingInV1IsRefused(t *testing.T) {
 			t.Errorf("%+v: %v; want a refusal naming /v1/v1/ and the base URL without /v1", c.opts, err)
 		}
 	}
+	// Each error names the option that holds the URL: the default upstream
+	// (--upstream) is no "anthropic upstream" because it also serves that API.
+	for _, c := range []struct {
+		opts Options
+		name string
+	}{
+		{Options{Upstream: "https://api.openai.com/v1"}, "default upstream"},
+		{Options{Upstream: "ftp://example.com"}, "default upstream"},
+		{Options{AnthropicUpstream: "https://api.anthropic.com/v1"}, "anthropic upstream"},
+		{Options{Upstream: "https://api.openai.com", OpenAIUpstream: "https://api.openai.com/v1"}, "openai upstream"},
+	} {
+		c.opts.Dir = t.TempDir()
+		if _, err := New(c.opts); err == nil || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%+v: %v; want an error naming the %s", c.opts, err, c.name)
+		}
+	}
 	_, err := New(Options{OpenAIUpstream: "https://dashscope-intl.aliyuncs.com/compatible-mode", Dir: t.TempDir()})
 	if err != nil {
 		t.Errorf("a gateway prefix: %v", err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -216,8 +217,14 @@ Point a client at it:
 				defer cancel()
 				_ = hs.Shutdown(sctx)
 			}()
-			g.announce(cmd.ErrOrStderr(), fmt.Sprintf("contextfold proxy listening on http://%s (stores in %s)", ln.Addr(), where),
-				"contextfold proxy listening", map[string]any{"url": "http://" + ln.Addr().String(), "stores": where})
+			ups := upstreamsLine(upstream, anthropicUp, openaiUp)
+			window := fmt.Sprintf("context budget %d tokens", cfg.ContextBudget)
+			if cfg.ContextBudget == harness.NoBudget {
+				window = "no context budget: a fixed window of messages"
+			}
+			g.announce(cmd.ErrOrStderr(), fmt.Sprintf("contextfold proxy listening on http://%s (stores in %s; %s; %s)", ln.Addr(), where, ups, window),
+				"contextfold proxy listening", map[string]any{"url": "http://" + ln.Addr().String(), "stores": where,
+					"upstream": upstream, "anthropic_upstream": anthropicUp, "openai_upstream": openaiUp, "context_budget": cfg.ContextBudget})
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				_ = srv.Close()
 				return err
@@ -302,4 +309,23 @@ func checkProxyFlags(cfg *harness.Config, maxBody, maxInFlight int64) error {
 		cfg.MinFoldTokens = -1
 	}
 	return nil
+}
+
+// upstreamsLine names where the proxy forwards each API, for its start
+// line: "upstream U", or the per-API upstreams with the default beside them.
+func upstreamsLine(upstream, anthropicUp, openaiUp string) string {
+	var parts []string
+	if anthropicUp != "" {
+		parts = append(parts, "Anthropic Messages to "+anthropicUp)
+	}
+	if openaiUp != "" {
+		parts = append(parts, "OpenAI APIs to "+openaiUp)
+	}
+	if upstream != "" {
+		if len(parts) == 0 {
+			return "upstream " + upstream
+		}
+		parts = append(parts, "the rest to "+upstream)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+
+	"github.com/contextfold/contextfold/harness"
 	"strings"
 	"testing"
 )
@@ -24,5 +26,31 @@ func TestProxyStartErrorsNameTheRemedy(t *testing.T) {
 	_, errs, code = cliWithin(t, hangWait, "proxy", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(errs, "give --dir DIR") {
 		t.Errorf("no cache directory: exit %d, %q; want exit 1 naming --dir", code, errs)
+	}
+}
+
+// TestProxyStartLineNamesUpstreamAndBudget: the proxy's start line says
+// where it forwards and at which context budget it folds, so that a user
+// sees a wrong --upstream before the first request (before: the address
+// and the stores only). The --json line carries the same as fields.
+func TestProxyStartLineNamesUpstreamAndBudget(t *testing.T) {
+	for _, c := range []struct {
+		upstream, anthropic, openai, want string
+	}{
+		{"https://u.example", "", "", "upstream https://u.example"},
+		{"", "https://a.example", "https://o.example", "Anthropic Messages to https://a.example, OpenAI APIs to https://o.example"},
+		{"https://u.example", "https://a.example", "", "Anthropic Messages to https://a.example, the rest to https://u.example"},
+	} {
+		if got := upstreamsLine(c.upstream, c.anthropic, c.openai); got != c.want {
+			t.Errorf("upstreamsLine(%q, %q, %q) = %q, want %q", c.upstream, c.anthropic, c.openai, got, c.want)
+		}
+	}
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	_, next := jsonProxy(t, "http://127.0.0.1:9")
+	m := next("start line")
+	if m["upstream"] != "http://127.0.0.1:9" || m["context_budget"] != float64(harness.DefaultContextBudget) {
+		t.Errorf("start line %v: want upstream http://127.0.0.1:9 and context_budget %d", m, harness.DefaultContextBudget)
 	}
 }
