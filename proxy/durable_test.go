@@ -269,6 +269,11 @@ func TestFoldEventNotDurableRetryForwardedVerbatim(t *testing.T) {
 		t.Fatalf("retry with the disk still full: status %d, want 200 (forwarded verbatim): %s", resp.StatusCode, out)
 	}
 	rec := tp.record(t, 2)
+	// Nothing was stored by either request: the counters say so (before:
+	// the withheld fold event's tokens counted as folded).
+	if st := tp.srv.Stats(); st.FoldedTokens != 0 || tp.record(t, 1).FoldedTokens != 0 || rec.FoldedTokens != 0 {
+		t.Errorf("folded tokens %d in the stats (records %d, %d), want 0: no fold event was stored", st.FoldedTokens, tp.record(t, 1).FoldedTokens, rec.FoldedTokens)
+	}
 	if !strings.Contains(strings.Join(rec.Warnings, "\n"), "fold failed, those messages stay verbatim") ||
 		!strings.Contains(resp.Header.Get("X-Contextfold-Warning"), "fold failed") {
 		t.Errorf("the retry does not say its fold failed: record warnings %q, header %q", rec.Warnings, resp.Header.Get("X-Contextfold-Warning"))

@@ -1555,6 +1555,9 @@ func (s *Server) durabilityFailed(w http.ResponseWriter, r *http.Request, st *re
 		s.discardSession(st.sess)
 	}
 	st.rec.Status = http.StatusInternalServerError
+	// The store holds what it held before the fold event: the record and
+	// the proxy's counters fold nothing (what was forwarded stays counted).
+	st.rec.FoldedTokens, st.rec.StepsFolded, st.rec.StepsCollapsed = 0, 0, 0
 	msg := "contextfold proxy: the session store could not make this request's fold event durable, so the response is withheld: " +
 		err.Error() + ". Send the request again: the proxy folds the turns again before it forwards the request, and if the store still cannot be written it forwards those turns as they are, with a warning; check the disk of the proxy's --dir (free space, permissions) and run 'contextfold validate' on the session store"
 	st.rec.Warnings = append(st.rec.Warnings, "fold event not durable, response withheld: "+err.Error())
