@@ -194,6 +194,22 @@ func (s *Store) LearnSecrets(turns []Turn) error {
 	return nil
 }
 
+// RevealsSecrets reports whether the context of t reveals a value as a
+// secret: whether LearnSecrets learns anything from t. A caller that
+// shows a later Store only the turns that do (the Stop hook, which keeps
+// where they are in the transcript) gives it what the whole would. false
+// with scrubbing off. Errors: those of the store's scrubber settings. Safe
+// for concurrent use.
+func (s *Store) RevealsSecrets(t Turn) (bool, error) {
+	s.mu.Lock()
+	sc, err := s.scrubber()
+	s.mu.Unlock()
+	if err != nil || sc == nil {
+		return false, err
+	}
+	return contextValues(sc, t).Len() > 0, nil
+}
+
 // shareSession redacts, in the turns at positions want (the new turns of
 // a fold event), the values that the session's other turns revealed: those
 // of the turns this Store folded before (sessionSecrets) and those of

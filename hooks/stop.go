@@ -1,8 +1,11 @@
 package hooks
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 
 	"github.com/contextfold/contextfold"
@@ -29,6 +32,13 @@ type FoldReport struct {
 // same transcript folds nothing: step ids are positions in the transcript,
 // and indexed steps are skipped. Secrets are redacted before anything is
 // stored. It never blocks the agent: the caller prints nothing on stdout.
+//
+// It reads only what was appended to the transcript since the last call
+// on the same store (StateFile keeps where it stopped): the same turns and
+// stored bytes as a read of the whole file, for any split of the appends.
+// A transcript truncated, rewritten or replaced since (shorter, or its
+// first or last 4 KiB before that point changed), a missing or damaged
+// state, or lines it points to that changed, are read whole as before.
 func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	if in.TranscriptPath == "" {
 		return nil, errors.New("hooks: the payload has no transcript_path")
@@ -37,76 +47,250 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := ingest.ParseRegularFile(in.TranscriptPath, ingest.FormatClaudeCode) // never a FIFO or /dev/zero: bounded, never blocking
+	// Never a FIFO or /dev/zero: bounded, never blocking.
+	src, closeFn, err := ingest.OpenClaudeCode(in.TranscriptPath)
 	if err != nil {
 		return nil, fmt.Errorf("hooks: reading the transcript: %w", err)
 	}
-	rep := &FoldReport{Dir: dir, Turns: len(res.Turns), Problems: len(res.Problems) + res.ProblemsOmitted}
+	defer closeFn()
+	if st := loadState(dir, in.TranscriptPath, src); st != nil {
+		rep, err := foldFrom(in, opts, dir, src, st)
+		if !errors.Is(err, errStale) {
+			return rep, err
+		}
+		opts.diagf("the transcript changed before the point the last Stop read to: read whole")
+	}
+	return foldFrom(in, opts, dir, src, nil)
+}
+
+// foldFrom folds the turns of the transcript src from where st says the
+// last call stopped (nil: from the start), then saves where this one
+// stopped. errStale: st points to lines that changed.
+func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, st *transcriptState) (*FoldReport, error) {
+	rep := &FoldReport{Dir: dir}
+	stale := false
+	from := ingest.ClaudeCodeCursor{}
+	var raw []byte // the state's records: those of the lines read before, then this read's
+	if st != nil {
+		from = st.cursor(src, &stale)
+		raw = slices.Clip(st.raw)
+		// The turns read before: in the store, but those too large,
+		// which every Stop names again.
+		rep.Existing = st.Step - len(st.tooLarge)
+		for _, t := range st.tooLarge {
+			rep.TooLarge = append(rep.TooLarge, t.step)
+			opts.diagf("%v: not folded", &contextfold.PayloadTooLargeError{StepID: t.step, Size: int(t.size)})
+		}
+	}
+	var store *contextfold.Store
+	open := func() error {
+		var err error
+		if store == nil {
+			store, err = contextfold.Open(dir, contextfold.Options{SessionID: in.SessionID})
+		}
+		return err
+	}
+	// have reports whether the store holds a step: a read of the whole
+	// transcript loads every entry once, a read of what was appended
+	// asks for its few steps.
+	var haveAll map[int]bool
+	have := func(step int) (bool, error) {
+		if err := open(); err != nil || !storeExists(dir) {
+			return false, err
+		}
+		if st != nil {
+			_, err := store.Entry(step)
+			var nf *contextfold.NodeNotFoundError
+			if errors.As(err, &nf) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+		if haveAll == nil {
+			entries, err := store.Entries()
+			if err != nil {
+				return false, err
+			}
+			haveAll = make(map[int]bool, len(entries))
+			for _, e := range entries {
+				haveAll[e.StepID] = true
+			}
+		}
+		return haveAll[step], nil
+	}
+	// Secrets are redacted by the store itself before anything reaches disk
+	// (on by default), and counted per node. folded: the stored turns the
+	// store learns secrets from; revealing: the new turns that reveal one.
+	var turns, folded, revealing []contextfold.Turn
+	callAt := map[string]lineRange{} // tool_use id → the line of this read that made the call
+	var storeErr error               // the store's error that stopped the read
+	res, at, err := ingest.ReadClaudeCode(src, from, func(r *ingest.ClaudeCodeRecord) (err error) {
+		defer func() { storeErr = err }()
+		call := noLine
+		if r.Result != "" {
+			if c, ok := callAt[r.Result]; ok {
+				call = c
+			} else if st != nil {
+				call = st.calls[digest16(r.Result)]
+			}
+		}
+		for _, id := range r.Calls {
+			callAt[id] = lineRange{r.Start, r.End}
+		}
+		if r.Complete {
+			// An unfinished last line is read again by the next call.
+			if r.UUID != "" {
+				raw = appendRecord(raw, recUUID, digest16(r.UUID), 0, 0)
+			}
+			for _, id := range r.Calls {
+				raw = appendRecord(raw, recCall, digest16(id), r.Start, r.End)
+			}
+		}
+		if r.Turn == nil {
+			return nil
+		}
+		t := r.Turn
+		rep.Turns++
+		session := t.SessionID
+		if session == "" {
+			session = in.SessionID
+		}
+		ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: session}
+		stored, err := have(t.StepID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case stored:
+			rep.Existing++
+		case len(ct.Payload()) > contextfold.MaxPayloadBytes:
+			// One turn the store refuses (a 100 MB tool output) must not
+			// keep the session's other turns, this Stop's and every
+			// later one's, from being folded.
+			rep.TooLarge = append(rep.TooLarge, t.StepID)
+			opts.diagf("%v: not folded", &contextfold.PayloadTooLargeError{StepID: t.StepID, Size: len(ct.Payload())})
+			if r.Complete {
+				raw = appendRecord(raw, recTooLarge, [16]byte{}, int64(t.StepID), int64(len(ct.Payload())))
+			}
+			return nil
+		}
+		// A stored turn whose context reveals a secret (API_KEY=… in a
+		// tool output) is read again by later calls, which show it to
+		// the store: a value it revealed is redacted where a new turn
+		// shows it bare.
+		if err := open(); err != nil {
+			return err
+		}
+		reveals, err := store.RevealsSecrets(ct)
+		if err != nil {
+			return err
+		}
+		if reveals && r.Complete {
+			raw = appendRecord(raw, recSecret, rangeKey(call), r.Start, r.End)
+		}
+		switch {
+		case stored && reveals:
+			folded = append(folded, ct)
+		case !stored:
+			turns = append(turns, ct)
+			if reveals {
+				revealing = append(revealing, ct)
+			}
+		}
+		return nil
+	})
+	if storeErr != nil {
+		return nil, storeErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hooks: reading the transcript: %w", err)
+	}
+	if stale {
+		return nil, errStale
+	}
+	rep.Turns += from.Step
+	rep.Problems = len(res.Problems) + res.ProblemsOmitted
 	for _, p := range res.Problems {
 		opts.diagf("transcript line %d skipped: %s", p.Line, p.Message)
 	}
 	if res.ProblemsOmitted > 0 {
 		opts.diagf("%d more transcript lines skipped", res.ProblemsOmitted)
 	}
-	store, err := contextfold.Open(dir, contextfold.Options{SessionID: in.SessionID})
-	if err != nil {
-		return nil, err
+	if len(turns) > 0 {
+		// A value an earlier Stop's turns revealed as a secret is
+		// redacted where a new turn shows it bare.
+		if st != nil {
+			old, err := secretTurns(in, src, st)
+			if err != nil {
+				return nil, err
+			}
+			folded = append(old, folded...)
+		}
+		if err := foldNew(store, rep, turns, folded, revealing); err != nil {
+			return rep, err
+		}
 	}
-	have := map[int]bool{}
-	if storeExists(dir) {
-		entries, err := store.Entries()
+	if at.Offset != from.Offset && exists(dir) {
+		if err := saveState(dir, in.TranscriptPath, src, at, raw); err != nil {
+			return rep, fmt.Errorf("hooks: saving where the transcript was read to: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// secretTurns reads again the turns before st's offset whose context
+// reveals a secret, in transcript order. errStale: one is not there.
+func secretTurns(in *Input, src io.ReaderAt, st *transcriptState) ([]contextfold.Turn, error) {
+	var out []contextfold.Turn
+	for _, s := range st.secrets {
+		line, err := readLine(src, s.line)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range entries {
-			have[e.StepID] = true
+		tool := func(id string) (string, string, bool) {
+			if s.call == noLine {
+				return "", "", false
+			}
+			return toolCallAt(src, s.call, id)
 		}
-	}
-	// Secrets are redacted by the store itself before anything reaches disk
-	// (on by default), and counted per node.
-	var turns, folded []contextfold.Turn
-	for _, t := range res.Turns {
-		session := t.SessionID
+		var turn *ingest.Turn
+		_, _, err = ingest.ReadClaudeCode(io.NewSectionReader(bytes.NewReader(line), 0, int64(len(line))), ingest.ClaudeCodeCursor{Tool: tool},
+			func(r *ingest.ClaudeCodeRecord) error {
+				turn = r.Turn
+				return nil
+			})
+		if err != nil || turn == nil {
+			return nil, errStale
+		}
+		session := turn.SessionID
 		if session == "" {
 			session = in.SessionID
 		}
-		ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: session}
-		if have[t.StepID] {
-			rep.Existing++
-			folded = append(folded, ct)
-			continue
-		}
-		if len(ct.Payload()) > contextfold.MaxPayloadBytes {
-			// One turn the store refuses (a 100 MB tool output) must not
-			// keep the session's other turns, this Stop's and every
-			// later one's, from being folded.
-			rep.TooLarge = append(rep.TooLarge, t.StepID)
-			opts.diagf("%v: not folded", &contextfold.PayloadTooLargeError{StepID: t.StepID, Size: len(ct.Payload())})
-			continue
-		}
-		turns = append(turns, ct)
+		out = append(out, contextfold.Turn{StepID: turn.StepID, Summary: turn.Summary, RawContent: turn.Payload, SessionID: session})
 	}
-	if len(turns) == 0 {
-		return rep, nil
-	}
-	// A value an earlier Stop's turns revealed as a secret (API_KEY=… in a
-	// tool output) is redacted where a new turn shows it bare.
+	return out, nil
+}
+
+// foldNew folds turns, the store first shown folded (the stored turns
+// revealing secrets) and, when turns take more than one batch, revealing
+// (those of turns that reveal one).
+func foldNew(store *contextfold.Store, rep *FoldReport, turns, folded, revealing []contextfold.Turn) error {
 	if err := store.LearnSecrets(folded); err != nil {
-		return nil, err
+		return err
 	}
 	if len(turns) > StopBatchTurns {
 		// Folded in batches, so that the memory a batch holds per turn
 		// is bounded; the values any new turn reveals are learnt first, as
 		// one fold event of them all would share them.
-		if err := store.LearnSecrets(turns); err != nil {
-			return nil, err
+		if err := store.LearnSecrets(revealing); err != nil {
+			return err
 		}
 	}
 	for len(turns) > 0 {
 		n := min(len(turns), StopBatchTurns)
 		results, err := store.FoldBatch(turns[:n])
 		if err != nil {
-			return rep, err
+			return err
 		}
 		for _, r := range results {
 			if r.AlreadyIndexed {
@@ -120,7 +304,7 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 		}
 		turns = turns[n:]
 	}
-	return rep, nil
+	return nil
 }
 
 // StopBatchTurns is the most new turns FoldTranscript folds in one batch

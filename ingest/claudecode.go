@@ -113,9 +113,43 @@ func (p *parser) noClaudeRecord() error {
 // claudeRecords returns the function that turns the well-formed records of
 // a Claude Code session, given in file order, into turns.
 func (p *parser) claudeRecords() func(l jsonLine) {
-	seen := map[string]bool{}
-	tools := map[string]toolInfo{}
-	step := 0
+	return p.claudeRecordsFrom(&claudeState{})
+}
+
+// claudeState is what the parse of a Claude Code session carries from one
+// record to the next: the uuids read, the tool calls by tool_use id, the
+// next step id; from, when set, answers for the records read before the
+// parse began (ReadClaudeCode), and rec, when set, receives what the
+// current record did.
+type claudeState struct {
+	seen  map[string]bool
+	tools map[string]toolInfo
+	step  int
+	from  *ClaudeCodeCursor
+	rec   *ClaudeCodeRecord
+}
+
+// tool returns the tool call made with tool_use id id: by this parse's
+// records, else by those read before it (from.Tool).
+func (st *claudeState) tool(id string) (toolInfo, bool) {
+	if ti, ok := st.tools[id]; ok {
+		return ti, true
+	}
+	if st.from != nil && st.from.Tool != nil {
+		name, command, ok := st.from.Tool(id)
+		return toolInfo{name: name, command: command}, ok
+	}
+	return toolInfo{}, false
+}
+
+// claudeRecordsFrom is claudeRecords carrying st.
+func (p *parser) claudeRecordsFrom(st *claudeState) func(l jsonLine) {
+	if st.seen == nil {
+		st.seen = map[string]bool{}
+	}
+	if st.tools == nil {
+		st.tools = map[string]toolInfo{}
+	}
 	return func(l jsonLine) {
 		p.res.Messages++
 		o := l.obj
@@ -125,14 +159,17 @@ func (p *parser) claudeRecords() func(l jsonLine) {
 		}
 		uuid := o.str("uuid")
 		if uuid != "" {
-			if seen[uuid] {
+			if st.seen[uuid] || st.from != nil && st.from.Seen != nil && st.from.Seen(uuid) {
 				return // re-appended copy of a record already ingested
 			}
-			seen[uuid] = true
+			st.seen[uuid] = true
+			if st.rec != nil {
+				st.rec.UUID = uuid
+			}
 		}
 		d := draft{}
-		d.StepID = step
-		step++
+		d.StepID = st.step
+		st.step++
 		d.ID = uuid
 		d.ParentID = o.str("parentUuid")
 		if d.ParentID == "" {
@@ -144,9 +181,16 @@ func (p *parser) claudeRecords() func(l jsonLine) {
 		case "system":
 			p.claudeSystem(&d, o)
 		case "user":
-			p.claudeUser(&d, o, msg, tools)
+			p.claudeUser(&d, o, msg, st)
 		case "assistant":
-			p.claudeAssistant(&d, msg, tools)
+			calls := p.claudeAssistant(&d, msg, st.tools)
+			if st.rec != nil {
+				for _, tc := range calls {
+					if tc.id != "" {
+						st.rec.Calls = append(st.rec.Calls, tc.id)
+					}
+				}
+			}
 		}
 		p.add(d)
 	}
@@ -178,7 +222,7 @@ func (p *parser) claudeSystem(d *draft, o obj) {
 	}
 }
 
-func (p *parser) claudeUser(d *draft, o, msg obj, tools map[string]toolInfo) {
+func (p *parser) claudeUser(d *draft, o, msg obj, st *claudeState) {
 	d.Role, d.Kind = "user", "prompt"
 	var c content
 	if msg != nil {
@@ -191,8 +235,11 @@ func (p *parser) claudeUser(d *draft, o, msg obj, tools map[string]toolInfo) {
 		d.Role, d.Kind = "tool", "tool_result"
 		d.IsError = c.isError
 		if len(c.resultIDs) > 0 {
-			if ti, ok := tools[c.resultIDs[0]]; ok {
+			if ti, ok := st.tool(c.resultIDs[0]); ok {
 				d.Tool, d.Command = ti.name, ti.command
+				if st.rec != nil {
+					st.rec.Result = c.resultIDs[0]
+				}
 			}
 		}
 		d.source = c.resultText
@@ -211,13 +258,16 @@ func (p *parser) claudeUser(d *draft, o, msg obj, tools map[string]toolInfo) {
 	d.Payload = joinSections(header(d.Role, d.Kind, d.Tool), c.body)
 }
 
-func (p *parser) claudeAssistant(d *draft, msg obj, tools map[string]toolInfo) {
+// claudeAssistant fills an assistant draft and returns the tool calls it
+// made (registered in tools).
+func (p *parser) claudeAssistant(d *draft, msg obj, tools map[string]toolInfo) []toolCall {
 	d.Role, d.Kind = "assistant", "response"
 	var c content
 	if msg != nil {
 		c = renderAnthropic(msg["content"])
 	}
 	p.assistantFromContent(d, c, tools)
+	return c.calls
 }
 
 // assistantFromContent fills an assistant draft from Anthropic-style content.

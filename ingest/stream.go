@@ -390,9 +390,10 @@ func (s *streamer) run() error {
 // lineReader reads a transcript line by line, each line at most limit
 // bytes (without its newline; limit < 0: no limit).
 type lineReader struct {
-	br    *bufio.Reader
-	n     int // lines read
-	limit int64
+	br      *bufio.Reader
+	n       int // lines read
+	limit   int64
+	newline bool // the last line read ended in a newline
 }
 
 func newLineReader(r io.Reader, limit int64) *lineReader {
@@ -418,6 +419,7 @@ func (l *lineReader) next() ([]byte, error) {
 		switch err {
 		case nil:
 			l.n++
+			l.newline = true
 			return line[:len(line)-1], nil
 		case bufio.ErrBufferFull:
 			continue
@@ -426,6 +428,7 @@ func (l *lineReader) next() ([]byte, error) {
 				return nil, io.EOF
 			}
 			l.n++
+			l.newline = false
 			return line, nil
 		default:
 			return nil, err
