@@ -166,21 +166,35 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(abs)
-	switch {
-	case err == nil && !fi.IsDir():
-		return nil, &StoreFileError{File: abs, Err: errors.New("is not a directory"), Remedy: "give --dir a directory path"}
-	case errors.Is(err, syscall.ELOOP):
-		// Every later step would say something else (a file that
-		// exists, a store that does not, a permission).
-		return nil, &StoreFileError{File: abs, Err: errors.New("is a symbolic link that loops (too many levels of symbolic links)"),
-			Remedy: "remove the link, or make it point at a directory"}
+	if err := CheckStoreDir(abs); err != nil {
+		return nil, err
 	}
 	if opts.Clock == nil {
 		opts.Clock = SystemClock
 	}
 	return &Store{dir: abs, opts: opts, spares: fsutil.NewSpareFiles(filepath.Join(abs, ColdNodesDir)),
 		rootSpares: fsutil.NewSpareFiles(abs)}, nil
+}
+
+// CheckStoreDir returns the *StoreFileError that Open returns for the
+// store directory dir, naming it and the remedy, when dir exists and is
+// not a directory, or is a symbolic link that loops; nil otherwise (a
+// directory that does not exist yet is created by the first write). A
+// caller that makes dir itself (the proxy's --dir, under which each
+// session's store is made) checks it first: os.MkdirAll says only "file
+// exists" of a link loop. It stats dir and nothing else.
+func CheckStoreDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return &StoreFileError{File: dir, Err: errors.New("is not a directory"), Remedy: "give --dir a directory path"}
+	case errors.Is(err, syscall.ELOOP):
+		// Every later step would say something else (a file that
+		// exists, a store that does not, a permission).
+		return &StoreFileError{File: dir, Err: errors.New("is a symbolic link that loops (too many levels of symbolic links)"),
+			Remedy: "remove the link, or make it point at a directory"}
+	}
+	return nil
 }
 
 // Dir returns the absolute path of the store directory.

@@ -511,6 +511,11 @@ func New(opts Options) (*Server, error) {
 		// FIFO or a device (or cannot be made) is refused here, not found
 		// by every request's fold, which would leave each request
 		// unfolded with a warning in the log only.
+		if err := contextfold.CheckStoreDir(opts.Dir); err != nil {
+			// A symbolic link loop named as the CLI names it, not
+			// "mkdir: file exists".
+			return nil, fmt.Errorf("proxy: the session stores' directory: %w", err)
+		}
 		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
 		}

@@ -162,8 +162,9 @@ func treeDigest(t *testing.T, dir string) string {
 // is named as one, with the remedy, by every command, which exits 1 (mcp
 // too, before it serves). Before, each said something else: "check the
 // permissions of the store directory" (status, scan), "the directory does
-// not exist" (repair), "mkdir …: file exists" (fold), and mcp served a
-// store that could never be written.
+// not exist" (repair), "mkdir …: file exists" (fold, and proxy, whose
+// --dir holds each session's store), and mcp served a store that could
+// never be written.
 func TestStoreDirSymlinkLoop(t *testing.T) {
 	tmp := t.TempDir()
 	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
@@ -176,7 +177,8 @@ func TestStoreDirSymlinkLoop(t *testing.T) {
 	transcript := filepath.Join(tmp, "s.jsonl")
 	os.WriteFile(transcript, []byte(`{"type":"user","message":{"role":"user","content":"run the tests"}}`+"\n"), 0o644)
 	for _, args := range [][]string{{"status"}, {"validate"}, {"repair"}, {"scan", "error"}, {"hydrate", "1"},
-		{"fold", "1", "build failed", "--file", payload}, {"ingest", transcript}, {"mcp"}} {
+		{"fold", "1", "build failed", "--file", payload}, {"ingest", transcript}, {"mcp"},
+		{"proxy", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}} {
 		_, errs, code := cliWithin(t, hangWait, append([]string{"--dir", a}, args...)...)
 		if code != 1 || !strings.Contains(errs, a) || !strings.Contains(errs, "symbolic link that loops") || !strings.Contains(errs, "remove the link") {
 			t.Errorf("%v: exit %d, %q (want exit 1 naming %s as a symbolic link loop, with the remedy)", args, code, errs, a)
