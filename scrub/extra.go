@@ -268,7 +268,7 @@ var extraRules = []extraRule{
 		// (\n"} or "} after it), not the JSON text's structure.
 		re:     regexp.MustCompile(`^passw(?:or)?d[ \t]+("[^"\r\n]+"|(?:[^\s"\\]|"[^\s,}\]:"\\]|\\[^nrtbfu"\\/\s])+)`),
 		maxLen: 1024,
-		secret: func(c string, m []int) (int, int, bool) { return m[2], m[3], !isPlaceholder(c[m[2]:m[3]]) },
+		secret: netrcPassword,
 	},
 	{
 		id:      "contextfold-auth-header",
@@ -1450,6 +1450,19 @@ func isPlaceholder(v string) bool {
 		}
 	}
 	return same
+}
+
+// netrcPassword returns the value of a .netrc "password VALUE" unless it
+// is a placeholder; a one-character value is a password when it is a
+// letter or a digit ("password x": the entry's machine and login are
+// there, netrcStart), which isPlaceholder reads as a run of one
+// character.
+func netrcPassword(c string, m []int) (int, int, bool) {
+	v := c[m[2]:m[3]]
+	if len(v) == 1 {
+		return m[2], m[3], v[0] >= 'a' && v[0] <= 'z' || v[0] >= 'A' && v[0] <= 'Z' || v[0] >= '0' && v[0] <= '9'
+	}
+	return m[2], m[3], !isPlaceholder(v)
 }
 
 // curlUserSecret returns the password of curl's -u USER:PASSWORD (the

@@ -237,3 +237,21 @@ func TestNetrcPasswordKeepsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestNetrcOneCharacterPassword: a .netrc password of one letter or digit
+// is redacted (it was read as a placeholder, a run of one character);
+// "password *" and a one-character word outside a .netrc entry stay.
+func TestNetrcOneCharacterPassword(t *testing.T) {
+	sc := newScrubber(t)
+	for in, want := range map[string]string{
+		"machine h login u password x":                   "machine h login u password [REDACTED:contextfold-netrc-password]",
+		"machine db.internal\n  login u\n  password 7\n": "machine db.internal\n  login u\n  password [REDACTED:contextfold-netrc-password]\n",
+		`{"stdout":"machine h login u password Q"}`:      `{"stdout":"machine h login u password [REDACTED:contextfold-netrc-password]"}`,
+		"machine h login u password *":                   "machine h login u password *",
+		"the password x is too short":                    "the password x is too short",
+	} {
+		if got := sc.Scrub(in).Text; got != want {
+			t.Errorf("Scrub(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
