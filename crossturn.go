@@ -40,10 +40,8 @@ func (s *Store) ShareSecrets(turns []Turn) ([]Turn, error) {
 	own := make([]scrub.Known, len(turns))
 	var all scrub.Known
 	for i, t := range turns {
-		for _, x := range texts(t) {
-			own[i].AddContext(sc, x)
-			all.AddContext(sc, x)
-		}
+		own[i].AddContextSet(sc, texts(t))
+		all.Merge(&own[i])
 	}
 	if all.Len() == 0 {
 		return turns, nil
@@ -127,12 +125,11 @@ func redactTurn(t Turn, k *scrub.Known) Turn {
 }
 
 // contextValues returns the values t's context reveals as secrets
-// (scrub.Known.AddContext over its texts).
+// (scrub.Known.AddContextSet over its texts: a value a comma split from
+// its NAME= too).
 func contextValues(sc *scrub.Scrubber, t Turn) *scrub.Known {
 	k := new(scrub.Known)
-	for _, x := range turnTexts(t) {
-		k.AddContext(sc, x)
-	}
+	k.AddContextSet(sc, turnTexts(t))
 	return k
 }
 
@@ -453,3 +450,4 @@ func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Tur
 	}
 	return out
 }
+

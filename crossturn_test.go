@@ -477,3 +477,50 @@ func TestSplitSecretRedactedInEveryField(t *testing.T) {
 		}
 	}
 }
+
+// TestCommaSplitValueSharedWithLaterTurns: a value a comma split from its
+// NAME= (fold --commands "DB_PASSWORD=,VALUE": two commands) is redacted
+// in its own turn, and is remembered like a value found whole: a later
+// fold event of the same Store, and a new Store shown the turn
+// (LearnSecrets), redact it where a later turn repeats it bare. Before,
+// only the turn that split it knew it.
+func TestCommaSplitValueSharedWithLaterTurns(t *testing.T) {
+	v := "Hv3q" + "Wm8zKp2xNc6t"
+	split := Turn{StepID: 1, Summary: "ran the migration", RawContent: "migrated 3 tables", Commands: []string{"DB_PASSWORD=", v}}
+	later := Turn{StepID: 4, Summary: "assistant", RawContent: "The database password " + v + " works."}
+	holds := func(dir string) []string {
+		var found []string
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if b, _ := os.ReadFile(p); err == nil && !fi.IsDir() && strings.Contains(string(b), v) {
+				found = append(found, filepath.Base(p))
+			}
+			return nil
+		})
+		return found
+	}
+	for _, learned := range []bool{false, true} {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fold(split); err != nil {
+			t.Fatal(err)
+		}
+		if learned {
+			if s, err = Open(dir, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.LearnSecrets([]Turn{split}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Fold(later); err != nil {
+			t.Fatal(err)
+		}
+		if got := holds(dir); len(got) > 0 {
+			t.Errorf("learned %v: these files hold the value a comma split from DB_PASSWORD=: %v", learned, got)
+		}
+	}
+}
+

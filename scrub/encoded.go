@@ -326,6 +326,12 @@ func (k *Known) AddContext(s *Scrubber, text string) int {
 // extraFindings are extra.
 func (k *Known) addContextFindings(s *Scrubber, text string, extra []Finding) int {
 	fs, _ := s.split(text, extra)
+	return k.addShared(text, fs)
+}
+
+// addShared adds the values of the findings fs of text that are shared:
+// not a self-evident token, not code, not an ordinary word.
+func (k *Known) addShared(text string, fs []Finding) int {
 	n := 0
 	for _, f := range fs {
 		switch f.RuleID {
@@ -334,6 +340,37 @@ func (k *Known) addContextFindings(s *Scrubber, text string, extra []Finding) in
 		}
 		if v := text[f.Start:f.End]; !looksLikeCode(v) && !plainWord(v) {
 			n += k.add(v, f.RuleID)
+		}
+	}
+	return n
+}
+
+// AddContextSet is AddContext over each of texts (the texts of one turn,
+// in the order ScrubSet reads them), and also adds the values a text that
+// ends in an assignment or an option shows at the start of the next one
+// ("DB_PASSWORD=" then "VALUE": a list split on commas), which ScrubSet
+// reads joined and redacts; it reports how many were new. So a value a
+// comma split from its NAME= is shared with later turns as any other.
+func (k *Known) AddContextSet(s *Scrubber, texts []string) int {
+	clean := make([]string, len(texts))
+	n := 0
+	for i, t := range texts {
+		if !utf8.ValidString(t) {
+			t = strings.ToValidUTF8(t, "\uFFFD")
+		}
+		clean[i] = t
+		n += k.addContextFindings(s, t, extraFindings(t))
+	}
+	return n + k.addSplitValues(s, clean, 0)
+}
+
+// addSplitValues adds the shared values that texts[i] reveals at the start
+// of texts[i+1] (splitValueFindings), for i+1 >= from.
+func (k *Known) addSplitValues(s *Scrubber, texts []string, from int) int {
+	n := 0
+	for i := max(from-1, 0); i+1 < len(texts); i++ {
+		if fs, _ := s.split(texts[i+1], splitValueFindings(texts[i], texts[i+1])); len(fs) > 0 {
+			n += k.addShared(texts[i+1], fs)
 		}
 	}
 	return n

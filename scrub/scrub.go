@@ -414,7 +414,8 @@ func (s *Scrubber) ScrubSet(texts []string) []Result { return s.ScrubSetKnown(te
 
 // ScrubSetKnown is ScrubSet that also adds to k (when not nil) the values
 // the context of texts[from:] reveals as secrets, each text in order, as
-// k.AddContext(s, text) would: from the findings of our rules the scrub
+// k.AddContext(s, text) would, and the values a text ending in NAME= or an
+// option shows at the start of the next (AddContextSet): from the findings of our rules the scrub
 // makes anyway, rather than a second run of those rules over every text
 // (a fold event derives both for every new turn). The results are
 // ScrubSet's, and k holds what the AddContext calls would have given it.
@@ -437,6 +438,9 @@ func (s *Scrubber) ScrubSetKnown(texts []string, k *Known, from int) []Result {
 	}
 	for i := 0; i+1 < len(clean); i++ {
 		if fs, _ := s.split(clean[i+1], splitValueFindings(clean[i], clean[i+1])); len(fs) > 0 {
+			if k != nil && i+1 >= from {
+				k.addShared(clean[i+1], fs) // as AddContextSet adds them
+			}
 			fs = append(fs, found[i+1]...)
 			sortFindings(fs)
 			found[i+1] = dedupe(fs)
