@@ -2,6 +2,7 @@ package contextfold
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -152,6 +153,8 @@ type sessionSecrets struct {
 	// tails: the last seamBytes of the payloads of the latest turns
 	// folded, by step (splitSecrets).
 	tails map[int]string
+	// open: the private key the latest turns folded left open (keyParts).
+	open *openKey
 }
 
 // learn adds the values of k unless that would pass maxSessionSecrets
@@ -451,3 +454,179 @@ func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Tur
 	return out
 }
 
+// openKeySteps bounds how far (in steps) after the turn that showed the
+// latest part of a private key left open the next turns are read for the
+// rest of its body (keyParts).
+const openKeySteps = 16
+
+// openKey is a private key a turn left open: a PEM block's BEGIN line
+// without its END line, or a PuTTY key's Private-Lines with fewer lines
+// after it than it announces.
+type openKey struct {
+	step int // the latest step that showed a part of it
+	left int // PuTTY: the private lines still to come; -1: a PEM block, until its END line
+}
+
+// rule is the rule that redacts the key's parts.
+func (o *openKey) rule() string {
+	if o.left < 0 {
+		return "contextfold-private-key-block"
+	}
+	return "contextfold-putty-private-key"
+}
+
+// keyParts redacts the middle parts of a private key that tool outputs
+// split in three or more (cat of a key read in pieces): a part with
+// neither its BEGIN nor its END line (plain base64 lines) is no secret by
+// itself, and the scrub of each text left it. After a turn whose payload
+// leaves a key open (leftOpen), the first run of base64 lines (the first
+// of them 16 characters or more) of each of the next turns' payloads, for
+// openKeySteps steps after the latest part, is redacted up to and with
+// the END line (PEM), or for the private lines still to come (PuTTY,
+// until Private-MAC); the key is closed there. Turns in between without
+// such lines (the tool calls) change nothing. The key left open by an
+// earlier fold event of this Store is kept in memory. Callers hold s.mu;
+// ss.mu is taken here.
+func (s *Store) keyParts(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
+	if sc == nil || len(want) == 0 {
+		return turns
+	}
+	ss := &s.secrets
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	order := slices.Clone(want)
+	slices.SortFunc(order, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
+	var out []Turn
+	open := ss.open
+	for _, i := range order {
+		t := turns[i]
+		raw := t.RawContent
+		if open != nil && t.StepID > open.step && t.StepID-open.step <= openKeySteps {
+			start, end, used, closed := keyBody(raw, open.left)
+			if end > start {
+				if out == nil {
+					out = slices.Clone(turns)
+				}
+				c := out[i]
+				c.RawContent = raw[:start] + "[REDACTED:" + open.rule() + "]" + raw[end:]
+				c.shared++
+				out[i] = c
+				open = &openKey{step: t.StepID, left: open.left}
+				if open.left > 0 {
+					open.left -= used
+				}
+			}
+			if closed {
+				open = nil
+			}
+		} else if open != nil && t.StepID-open.step > openKeySteps {
+			open = nil
+		}
+		if o := leftOpen(raw); o != nil {
+			o.step = t.StepID
+			open = o
+		}
+	}
+	ss.open = open
+	if out == nil {
+		return turns
+	}
+	return out
+}
+
+// isKeyLine reports whether line (without its newline) is a line of a
+// key's base64 body: base64 characters alone, blanks and a CR around.
+func isKeyLine(line string) bool {
+	line = strings.Trim(line, " \t\r")
+	if line == "" {
+		return false
+	}
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
+}
+
+// isPEMEnd reports whether line is the END line of a PEM private key.
+func isPEMEnd(line string) bool {
+	line = strings.Trim(line, " \t\r")
+	return strings.HasPrefix(line, "-----END") && strings.HasSuffix(line, "PRIVATE KEY-----")
+}
+
+// keyBody finds in text the first run of key lines, the first of them 16
+// characters or more: [start, end) up to the end of its last line, or of
+// the END line after it (a PEM key, left < 0), or of the left-th line (a
+// PuTTY key); used: the lines taken; closed: the key ends here (its END
+// line, its last private line, or Private-MAC after the run).
+func keyBody(text string, left int) (start, end, used int, closed bool) {
+	start = -1
+	for p := 0; p < len(text); {
+		e := strings.IndexByte(text[p:], '\n')
+		if e < 0 {
+			e = len(text)
+		} else {
+			e += p
+		}
+		line := text[p:e]
+		switch {
+		case start < 0 && isKeyLine(line) && len(strings.Trim(line, " \t\r")) >= 16:
+			start, end, used = p, e, 1
+		case start >= 0 && left > 0 && used == left:
+			return start, end, used, true
+		case start >= 0 && isKeyLine(line):
+			end = e
+			used++
+		case start >= 0 && left < 0 && isPEMEnd(line):
+			return start, e, used, true
+		case start >= 0:
+			return start, end, used, strings.HasPrefix(line, "Private-MAC:")
+		}
+		p = e + 1
+	}
+	if start < 0 {
+		return 0, 0, 0, false
+	}
+	return start, end, used, left > 0 && used >= left
+}
+
+// leftOpen returns the key text leaves open, or nil: a PEM private key's
+// BEGIN line with no END line after it, or a PuTTY key's "Private-Lines:
+// N" with fewer than N key lines after it (and no Private-MAC).
+func leftOpen(text string) *openKey {
+	if b := strings.LastIndex(text, "-----BEGIN"); b >= 0 {
+		line := text[b:]
+		if e := strings.IndexByte(line, '\n'); e >= 0 {
+			line = line[:e]
+		}
+		if strings.Contains(line, "PRIVATE KEY") && !strings.Contains(text[b:], "-----END") {
+			return &openKey{left: -1}
+		}
+	}
+	p := strings.LastIndex(text, "Private-Lines:")
+	if p < 0 || strings.Contains(text[p:], "Private-MAC:") {
+		return nil
+	}
+	rest := text[p+len("Private-Lines:"):]
+	nl := strings.IndexByte(rest, '\n')
+	if nl < 0 {
+		nl = len(rest)
+	}
+	n, err := strconv.Atoi(strings.Trim(rest[:nl], " \t\r"))
+	if err != nil || n <= 0 || n > 1024 {
+		return nil
+	}
+	have := 0
+	for _, line := range strings.Split(rest[min(nl+1, len(rest)):], "\n") {
+		if !isKeyLine(line) {
+			break
+		}
+		have++
+	}
+	if have >= n {
+		return nil
+	}
+	return &openKey{left: n - have}
+}

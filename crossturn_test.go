@@ -3,6 +3,7 @@ package contextfold
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -524,3 +525,70 @@ func TestCommaSplitValueSharedWithLaterTurns(t *testing.T) {
 	}
 }
 
+// TestPrivateKeySplitAcrossThreeOutputs: a private key read in three tool
+// outputs (a PEM block: its BEGIN line and first lines, then lines alone,
+// then the last lines and its END line; a PuTTY key: its Private-Lines
+// header and first lines, then the rest) has every part redacted, the
+// middle one too, which by itself is plain base64: the lines after a key
+// a turn left open are redacted until its END line (or its last private
+// line), whether the parts are folded in one fold event or one each. The
+// tool calls in between, and base64 lines once the key is closed, stay.
+func TestPrivateKeySplitAcrossThreeOutputs(t *testing.T) {
+	line := func(i int) string { // 64 base64 characters, none of them a word
+		return strings.Repeat(fmt.Sprintf("Qm%02dxZ9kLw4", i), 6)[:64]
+	}
+	pem := []Turn{
+		{StepID: 1, Summary: "tool output", RawContent: "$ head -c 140 id_ed25519\n-----BEGIN OPENSSH PRIVATE" + " KEY-----\n" + line(1) + "\n" + line(2)},
+		{StepID: 2, Summary: "assistant", RawContent: "tool_call Bash: sed -n 4,5p id_ed25519"},
+		{StepID: 3, Summary: "tool output", RawContent: "$ sed -n 4,5p id_ed25519\n" + line(3) + "\n" + line(4) + "\n"},
+		{StepID: 4, Summary: "assistant", RawContent: "tool_call Bash: tail -n 3 id_ed25519"},
+		{StepID: 5, Summary: "tool output", RawContent: line(5) + "\n" + line(6)[:20] + "==\n-----END OPENSSH PRIVATE" + " KEY-----\n"},
+		{StepID: 6, Summary: "tool output", RawContent: "$ git rev-parse HEAD\n" + line(7) + "\n"},
+	}
+	putty := []Turn{
+		{StepID: 1, Summary: "tool output", RawContent: "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\nAAAAC3NzaC1lZDI1NTE5\nPrivate-Lines: 3\n" + line(1)},
+		{StepID: 2, Summary: "assistant", RawContent: "tool_call Bash: tail -n 3 key.ppk"},
+		{StepID: 3, Summary: "tool output", RawContent: line(2) + "\n" + line(3)[:30] + "\nPrivate-MAC: 0f1e2d3c\n"},
+		{StepID: 4, Summary: "tool output", RawContent: "$ git rev-parse HEAD\n" + line(7) + "\n"},
+	}
+	for name, turns := range map[string][]Turn{"pem": pem, "putty": putty} {
+		for _, oneEach := range []bool{false, true} {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if oneEach {
+				for _, tn := range turns {
+					if _, err := s.Fold(tn); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else if _, err := s.FoldBatch(turns); err != nil {
+				t.Fatal(err)
+			}
+			var all strings.Builder
+			filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+				if err == nil && !fi.IsDir() {
+					b, _ := os.ReadFile(p)
+					all.Write(b)
+				}
+				return nil
+			})
+			for i := 1; i <= 6; i++ {
+				if name == "putty" && i > 3 {
+					break
+				}
+				if k := line(i)[:20]; strings.Contains(all.String(), k) {
+					t.Errorf("%s, one fold each %v: key line %d reached disk", name, oneEach, i)
+				}
+			}
+			if !strings.Contains(all.String(), line(7)) {
+				t.Errorf("%s, one fold each %v: the base64 line after the closed key was redacted", name, oneEach)
+			}
+			if !strings.Contains(all.String(), "sed -n 4,5p id_ed25519") && name == "pem" || !strings.Contains(all.String(), "tail -n 3") {
+				t.Errorf("%s, one fold each %v: a tool call between the parts was changed", name, oneEach)
+			}
+		}
+	}
+}

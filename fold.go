@@ -266,6 +266,8 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	// earlier one (crossturn.go).
 	// A secret a message boundary split is redacted on both sides first.
 	turns = s.splitSecrets(sc, turns, want)
+	// The middle parts of a private key split across outputs.
+	turns = s.keyParts(sc, turns, want)
 	// A new turn not prepared ahead is scrubbed here, its own values read
 	// from its scrub's findings (not our rules run over it once more), and
 	// what the scrub derived is kept for its node (scrubbed, the values
