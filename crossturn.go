@@ -507,10 +507,19 @@ func (s *Store) keyParts(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
 				if out == nil {
 					out = slices.Clone(turns)
 				}
+				// Each line is redacted in the turn's other fields too (a
+				// summary quoting the first), and learnt for later turns.
+				var k scrub.Known
+				for _, l := range strings.Split(raw[start:end], "\n") {
+					if l = strings.Trim(l, " \t\r"); isKeyLine(l) {
+						k.AddValue(l, open.rule())
+					}
+				}
 				c := out[i]
 				c.RawContent = raw[:start] + "[REDACTED:" + open.rule() + "]" + raw[end:]
 				c.shared++
-				out[i] = c
+				out[i] = redactTurn(c, &k)
+				ss.learn(&k)
 				open = &openKey{step: t.StepID, left: open.left}
 				if open.left > 0 {
 					open.left -= used

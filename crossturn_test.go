@@ -540,7 +540,7 @@ func TestPrivateKeySplitAcrossThreeOutputs(t *testing.T) {
 	pem := []Turn{
 		{StepID: 1, Summary: "tool output", RawContent: "$ head -c 140 id_ed25519\n-----BEGIN OPENSSH PRIVATE" + " KEY-----\n" + line(1) + "\n" + line(2)},
 		{StepID: 2, Summary: "assistant", RawContent: "tool_call Bash: sed -n 4,5p id_ed25519"},
-		{StepID: 3, Summary: "tool output", RawContent: "$ sed -n 4,5p id_ed25519\n" + line(3) + "\n" + line(4) + "\n"},
+		{StepID: 3, Summary: "$ sed -n 4,5p id_ed25519: " + line(3), RawContent: "$ sed -n 4,5p id_ed25519\n" + line(3) + "\n" + line(4) + "\n"},
 		{StepID: 4, Summary: "assistant", RawContent: "tool_call Bash: tail -n 3 id_ed25519"},
 		{StepID: 5, Summary: "tool output", RawContent: line(5) + "\n" + line(6)[:20] + "==\n-----END OPENSSH PRIVATE" + " KEY-----\n"},
 		{StepID: 6, Summary: "tool output", RawContent: "$ git rev-parse HEAD\n" + line(7) + "\n"},
