@@ -529,17 +529,43 @@ func (ix *Index) liveDF(id int32) int {
 // listing holds is found there as surely as in a short turn. Nodes up to
 // longNode × the mean keep the plain normalisation (conversational turns,
 // whose lengths do say how much of a turn a word is).
-func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
+func (ix *Index) sat(tf uint16, d int32, p *Params, df int) float64 {
+	return ix.docSat(d, p).sat(tf, p, df)
+}
+
+// docSat is Index.sat's part that depends on the doc alone, computed once
+// for every prompt term of a candidate (Index.detailFrom): the doc's
+// length normalisation, and whether it is a long node (rule "rare terms
+// in long nodes": a rare term is scored there with rareNorm, the
+// normalisation of a node of average length).
+type docSat struct {
+	norm, rareNorm float64
+	long           bool
+}
+
+// docSat returns doc d's docSat under p.
+func (ix *Index) docSat(d int32, p *Params) docSat {
 	avg := ix.total / float64(max(ix.live, 1))
 	r := ix.hot[d].length / avg
 	if r > p.MaxLenRatio {
 		r = p.MaxLenRatio
 	}
-	if df <= rareDF && r > longNode && ix.live > rareDF {
-		r = 1
+	ds := docSat{norm: lengthNorm(r, *p)}
+	if r > longNode && ix.live > rareDF {
+		ds.long, ds.rareNorm = true, lengthNorm(1, *p)
+	}
+	return ds
+}
+
+// sat is Index.sat of the doc ds was computed for: the same operations in
+// the same order, so the same bits.
+func (ds docSat) sat(tf uint16, p *Params, df int) float64 {
+	n := ds.norm
+	if df <= rareDF && ds.long {
+		n = ds.rareNorm
 	}
 	f := float64(tf)
-	return f*(p.K1+1)/(f+lengthNorm(r, p)) + p.Delta
+	return f*(p.K1+1)/(f+n) + p.Delta
 }
 
 // match is how one candidate holds each prompt term.
@@ -1098,21 +1124,36 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
-	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) }, newMatches(1, len(q.terms)))
+	block := newMatches(1, len(q.terms), q.groups)
+	prev, _ := ix.neighbours(d)
+	asker := prev >= 0 && ix.docs[prev].question
+	for i := range q.terms {
+		block.tfD[i] = ix.tf(q.terms[i].id, d)
+		if asker {
+			block.tfP[i] = ix.tf(q.terms[i].id, prev)
+		}
+	}
+	return ix.detailFrom(q, d, &p, block)
 }
 
 // matchBlock holds the matches of a batch of docs and their per-term
 // arrays, allocated together (detailAll's 64-odd candidates took three
-// allocations each).
+// allocations each), and detailFrom's scratch: the frequencies of the
+// prompt terms in the doc (tfD) and in the question turn before it (tfP),
+// which its caller fills, and the groups' best scores.
 type matchBlock struct {
-	ms    []match
-	fl    []float64
-	nbDoc []int32
+	ms       []match
+	fl       []float64
+	nbDoc    []int32
+	tfD, tfP []uint16
+	best     []float64
 }
 
-// newMatches returns the room for n matches of nt query terms each.
-func newMatches(n, nt int) *matchBlock {
-	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt)}
+// newMatches returns the room for n matches of nt query terms in ng
+// groups each.
+func newMatches(n, nt, ng int) *matchBlock {
+	tfs := make([]uint16, 2*nt)
+	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt), tfD: tfs[:nt:nt], tfP: tfs[nt:], best: make([]float64, ng)}
 }
 
 // next returns the block's next zero match, its own, nb and nbDoc of nt
@@ -1124,34 +1165,48 @@ func (b *matchBlock) next(nt int) *match {
 	return m
 }
 
-// detailFrom is detail with tf(i, d) the frequency of query term i in doc
-// d (see detailAll), its match taken from block.
-func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16, block *matchBlock) *match {
+// detailFrom is detail with block.tfD[i] the frequency of query term i in
+// doc d and, when the node before d is a question turn, block.tfP[i] its
+// frequency there (see detailAll); the match is taken from block. Each
+// term's saturation is Index.sat's (docSat: the doc's part once a doc).
+func (ix *Index) detailFrom(q *Query, d int32, p *Params, block *matchBlock) *match {
 	m := block.next(len(q.terms))
 	m.doc = d
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
-	for i, t := range q.terms {
-		m.nbDoc[i] = -1
-		if tf := tf(i, d); tf > 0 {
-			m.own[i] = ix.sat(tf, d, p, t.df)
-			if ix.docs[d].question {
-				m.own[i] *= p.Asker
+	question := ix.docs[d].question
+	ds := ix.docSat(d, p)
+	var dp docSat
+	if asker {
+		dp = ix.docSat(prev, p)
+	}
+	tfD, tfP := block.tfD[:len(q.terms)], block.tfP[:len(q.terms)]
+	own := m.own
+	nb, nbDoc := m.nb[:len(own)], m.nbDoc[:len(own)]
+	for i := range q.terms {
+		t := &q.terms[i]
+		nbDoc[i] = -1
+		if tf := tfD[i]; tf > 0 {
+			own[i] = ds.sat(tf, p, t.df)
+			if question {
+				own[i] *= p.Asker
 			}
 			if t.primary && i < 64 {
 				m.mask |= 1 << i
 			}
 		}
 		if asker {
-			if tf := tf(i, prev); tf > 0 {
-				if v := p.Answer * ix.sat(tf, prev, p, t.df); v > m.own[i] {
-					m.nb[i], m.nbDoc[i] = v, prev
+			if tf := tfP[i]; tf > 0 {
+				if v := p.Answer * dp.sat(tf, p, t.df); v > own[i] {
+					nb[i], nbDoc[i] = v, prev
 				}
 			}
 		}
 	}
-	best := make([]float64, q.groups)
-	for i, t := range q.terms {
+	best := block.best[:q.groups]
+	clear(best)
+	for i := range q.terms {
+		t := &q.terms[i]
 		best[t.group] = max(best[t.group], m.strength(i)*t.weight)
 	}
 	for _, v := range best {

@@ -97,7 +97,7 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 			if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 				continue
 			}
-			s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
+			s := float32(t.weight * ix.sat(po.tf, po.doc, &p, t.df))
 			if ix.hot[po.doc].question {
 				mark(po.doc, s*float32(p.Asker))
 				if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
@@ -181,24 +181,23 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 			}
 		}
 	}
-	// detailFrom asks for doc d and the question turn before it only.
-	var cur int32
-	var jd, jp int
-	tf := func(i int, x int32) uint16 {
-		if x == cur {
-			return tfs[i*nl+jd]
-		}
-		return tfs[i*nl+jp]
-	}
+	// detailFrom reads the frequencies of doc d and of the question turn
+	// before it, copied from the rows.
 	out := make([]*match, len(docs))
-	block := newMatches(len(docs), len(q.terms))
+	block := newMatches(len(docs), len(q.terms), q.groups)
+	pp := &p
 	for k, d := range docs {
-		cur = d
-		jd, _ = slices.BinarySearch(look, d)
-		if prev, _ := ix.neighbours(d); prev >= 0 {
-			jp, _ = slices.BinarySearch(look, prev)
+		jd, _ := slices.BinarySearch(look, d)
+		for i := range q.terms {
+			block.tfD[i] = tfs[i*nl+jd]
 		}
-		out[k] = ix.detailFrom(q, d, p, tf, block)
+		if prev, _ := ix.neighbours(d); prev >= 0 && ix.docs[prev].question {
+			jp, _ := slices.BinarySearch(look, prev)
+			for i := range q.terms {
+				block.tfP[i] = tfs[i*nl+jp]
+			}
+		}
+		out[k] = ix.detailFrom(q, d, pp, block)
 	}
 	ix.look, ix.lookTF = look[:0], tfs[:0]
 	return out
