@@ -665,7 +665,18 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	n := len(ix.docs)
 	ix.cells = scratch(ix.cells, n)
 	cells := ix.cells
+	// A doc's sum is in sums, at the doc's slot (scoreCell.slot) when its
+	// cell's gen is this scan's: the docs in the order they were first
+	// touched, so that the candidates' pass reads them in sequence, and no
+	// pass sets the cells back after the scan.
+	ix.scoreGen++
+	if ix.scoreGen == 0 {
+		clear(cells[:cap(cells)])
+		ix.scoreGen = 1
+	}
+	gen := ix.scoreGen
 	touched := ix.touched[:0]
+	sums := ix.sums[:0]
 	groupTouched := ix.groupTouched[:0]
 	// Params.FindCommon: the prompt's common terms find no candidates when
 	// it has a rarer term that does (else they are walked: a prompt of
@@ -690,21 +701,29 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		}
 		for _, d := range groupTouched {
 			c := &cells[d]
-			if !c.seen {
-				c.seen = true
+			if c.gen != gen {
+				c.gen, c.slot = gen, int32(len(touched))
 				touched = append(touched, d)
+				sums = append(sums, 0)
 			}
-			c.acc += float64(c.tmp)
+			sums[c.slot] += float64(c.tmp)
 			c.tmp = 0
 		}
 	}
-	// The best candidates, by score then newest step: a bounded min-heap
-	// over the touched nodes (O(n log K), no full sort).
-	better := func(a, b int32) bool {
-		if cells[a].acc != cells[b].acc {
-			return cells[a].acc > cells[b].acc
+	// acc is doc d's sum (0: not touched).
+	acc := func(d int32) float64 {
+		if c := &cells[d]; c.gen == gen {
+			return sums[c.slot]
 		}
-		return ix.docs[a].step > ix.docs[b].step
+		return 0
+	}
+	// The best candidates, by score then newest step: a bounded min-heap
+	// over the touched nodes (O(n log K), no full sort), of their slots.
+	better := func(a, b int32) bool {
+		if sums[a] != sums[b] {
+			return sums[a] > sums[b]
+		}
+		return ix.docs[touched[a]].step > ix.docs[touched[b]].step
 	}
 	k := p.Candidates
 	h := make([]int32, 0, k)
@@ -728,10 +747,11 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// score below it and are passed over on that one comparison (better
 	// decides the rest, ties by step, as before).
 	worst := 0.0
-	for _, d := range touched {
+	for slot, a := range sums {
+		x := int32(slot)
 		switch {
 		case len(h) < k:
-			h = append(h, d)
+			h = append(h, x)
 			for i := len(h) - 1; i > 0; {
 				parent := (i - 1) / 2
 				if !better(h[parent], h[i]) {
@@ -741,16 +761,19 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				i = parent
 			}
 			if len(h) == k {
-				worst = cells[h[0]].acc
+				worst = sums[h[0]]
 			}
-		case cells[d].acc < worst:
-		case better(d, h[0]):
-			h[0] = d
+		case a < worst:
+		case better(x, h[0]):
+			h[0] = x
 			down(0)
-			worst = cells[h[0]].acc
+			worst = sums[h[0]]
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	for i, x := range h {
+		h[i] = touched[x]
+	}
 	// Rule "topic context": the scores around a node lift it. The best
 	// candidates and the nodes around them are ranked again by their own
 	// score plus their context, each context summed in a fixed order (two
@@ -796,7 +819,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			v := 0.0
 			for k, o := range aroundOf(d) {
 				if o >= 0 {
-					v += w[k] * cells[o].acc
+					v += w[k] * acc(o)
 				}
 			}
 			ix.ctx[d] = v
@@ -810,7 +833,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		}
 		ks := make([]keyed, len(set))
 		for i, d := range set {
-			ks[i] = keyed{cells[d].acc + ix.ctx[d], ix.docs[d].step, d}
+			ks[i] = keyed{acc(d) + ix.ctx[d], ix.docs[d].step, d}
 		}
 		slices.SortFunc(ks, func(a, b keyed) int {
 			if a.rk != b.rk {
@@ -839,10 +862,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			m.ctx, ix.ctx[m.doc] = ix.ctx[m.doc], 0
 		}
 	}
-	for _, d := range touched {
-		cells[d] = scoreCell{}
-	}
-	ix.touched, ix.groupTouched = touched[:0], groupTouched[:0]
+	ix.touched, ix.sums, ix.groupTouched = touched[:0], sums[:0], groupTouched[:0]
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rank() != out[b].rank() {
 			return out[a].rank() > out[b].rank()
@@ -852,15 +872,16 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	return out
 }
 
-// scoreCell is the posting walk's state of one doc (Index.score): acc,
-// the sum of the prompt words' scores so far; tmp, the best score of the
-// word being walked; seen, the doc is in the scan's touched list. One
-// struct a doc, so that a posting's doc is one cache line, not three.
-// Zero between scans.
+// scoreCell is the posting walk's state of one doc (Index.score): tmp,
+// the best score of the word being walked (zero between words and scans);
+// gen, the scan (Index.scoreGen) that last touched the doc, and slot, the
+// doc's place in that scan's touched list and sums: a cell of an older
+// scan is a doc not touched, so nothing sets the cells back between
+// scans. One struct a doc, so that a posting's doc is one cache line.
 type scoreCell struct {
-	acc  float64
 	tmp  float32
-	seen bool
+	gen  uint32
+	slot int32
 }
 
 // scratch returns a per-doc scratch slice of at least n elements, s
