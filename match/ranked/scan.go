@@ -1046,16 +1046,56 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
 		}
 	}
-	for len(kept) > 0 {
+	// The next pick is the candidate of largest marginal score, ties by
+	// newest step. A marginal score only falls from one pick to the next
+	// while the discount holds (covered and coveredW only grow, a
+	// discounted term scores at most what it did), and is the first
+	// round's again once it is lifted; so a candidate's last score bounds
+	// it (ub), and only the candidate with the largest bound is scored
+	// again, until the best bound is one of this round's scores: the same
+	// picks, in the same order, with the same scores, as scoring every
+	// candidate every round (O(kept² × terms)). That holds for
+	// non-negative strengths, weights, Delta and Covered and finite
+	// scores, checked first; otherwise every candidate is scored every
+	// round.
+	round0 := make([]float64, len(kept)) // the first round's scores
+	lazy := p.Delta >= 0 && p.Covered >= 0
+	for i, c := range kept {
+		round0[i] = marginal(c)
+		lazy = lazy && !math.IsNaN(round0[i]) && !math.IsInf(round0[i], 0)
+		for j := range q.terms {
+			lazy = lazy && c.strength(j) >= 0 && q.terms[j].weight >= 0
+		}
+	}
+	ub := slices.Clone(round0)
+	at := make([]int, len(kept)) // the round ub[i] was scored in
+	for round := 0; len(kept) > 0; round++ {
 		bi, bs := -1, 0.0
-		for i, c := range kept {
-			s := marginal(c)
-			if bi < 0 || s > bs || (s == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
-				bi, bs = i, s
+		if !lazy {
+			for i, c := range kept {
+				s := marginal(c)
+				if bi < 0 || s > bs || (s == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
+					bi, bs = i, s
+				}
 			}
+		}
+		for lazy {
+			bi = -1
+			for i, c := range kept {
+				if bi < 0 || ub[i] > bs || (ub[i] == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
+					bi, bs = i, ub[i]
+				}
+			}
+			if at[bi] == round || discount >= 1 {
+				break
+			}
+			ub[bi], at[bi] = marginal(kept[bi]), round
 		}
 		c := kept[bi]
 		kept = append(kept[:bi], kept[bi+1:]...)
+		round0 = append(round0[:bi], round0[bi+1:]...)
+		ub = append(ub[:bi], ub[bi+1:]...)
+		at = append(at[:bi], at[bi+1:]...)
 		res.Picks = append(res.Picks, ix.pick(q, c, bs, covered))
 		res.Picks[len(res.Picks)-1].Freed = freed[c.doc]
 		for i, t := range q.terms {
@@ -1071,8 +1111,9 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 					done += w
 				}
 			}
-			if done >= p.CoverShare*mass {
+			if done >= p.CoverShare*mass && discount < 1 {
 				discount = 1
+				copy(ub, round0) // no discount: the first round's scores
 			}
 		}
 		picked[c.doc] = true
