@@ -322,6 +322,9 @@ type Query struct {
 	when bool
 	// first: the prompt asks for the first or original one (FirstAsks).
 	first bool
+	// names and whys: each term's name and reason in Pick.Why, made at
+	// the first pick holding it (termWhy).
+	names, whys []string
 }
 
 // newWork are the imperative verbs that open a request for new work
@@ -1413,29 +1416,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 		if m.own[i] == 0 && m.nb[i] == 0 {
 			continue
 		}
-		name := termName(t.text)
+		name, why := q.termWhy(i)
 		pk.Terms = append(pk.Terms, name)
-		why := name
-		switch t.kind {
-		case KindPart:
-			why += " (identifier part of " + strconv.Quote(t.src) + ")"
-		case KindFuzzy:
-			why += " (prefix of " + strconv.Quote(t.src) + ")"
-		case KindCJK:
-			why += " (CJK bigram)"
-		case KindPlain:
-			why += " (without accents, of " + strconv.Quote(t.src) + ")"
-		case KindAlias:
-			why += " (name in tool output for " + strconv.Quote(t.src) + ")"
-		case KindTypo:
-			why += " (one edit from " + strconv.Quote(t.src) + `, rule "typos")`
-		case KindRelated:
-			why += " (related to " + strconv.Quote(t.src) + `, rule "related words")`
-		default:
-			if !strings.EqualFold(t.src, t.text) && t.src != "" {
-				why += " (stem of " + strconv.Quote(t.src) + ")"
-			}
-		}
 		if m.own[i] < m.nb[i] {
 			why += " via neighbour step " + strconv.Itoa(ix.docs[m.nbDoc[i]].step)
 		}
@@ -1468,6 +1450,46 @@ func termName(t string) string {
 		return t[len(fuzzyPrefix):] + "*"
 	}
 	return t
+}
+
+// termWhy returns prompt term i's name (termName) and how a node holds it,
+// the start of its line in Pick.Why; made at the first pick that holds
+// the term and kept in the query for the scan's other picks.
+func (q *Query) termWhy(i int) (name, why string) {
+	if q.whys == nil {
+		q.names, q.whys = make([]string, len(q.terms)), make([]string, len(q.terms))
+	}
+	if q.whys[i] != "" {
+		return q.names[i], q.whys[i]
+	}
+	t := &q.terms[i]
+	name = termName(t.text)
+	why = name
+	switch t.kind {
+	case KindPart:
+		why += " (identifier part of " + strconv.Quote(t.src) + ")"
+	case KindFuzzy:
+		why += " (prefix of " + strconv.Quote(t.src) + ")"
+	case KindCJK:
+		why += " (CJK bigram)"
+	case KindPlain:
+		why += " (without accents, of " + strconv.Quote(t.src) + ")"
+	case KindAlias:
+		why += " (name in tool output for " + strconv.Quote(t.src) + ")"
+	case KindTypo:
+		why += " (one edit from " + strconv.Quote(t.src) + `, rule "typos")`
+	case KindRelated:
+		why += " (related to " + strconv.Quote(t.src) + `, rule "related words")`
+	default:
+		if !strings.EqualFold(t.src, t.text) && t.src != "" {
+			why += " (stem of " + strconv.Quote(t.src) + ")"
+		}
+	}
+	if why == "" {
+		return name, why // an empty term: made again each time (nothing to keep)
+	}
+	q.names[i], q.whys[i] = name, why
+	return name, why
 }
 
 func displayTerms(q *Query) []string {
