@@ -704,29 +704,37 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		}
 		for _, d := range groupTouched {
 			c := &cells[d]
-			if c.gen != gen {
-				c.gen, c.slot = gen, int32(len(touched))
-				touched = append(touched, d)
-				sums = append(sums, 0)
-			}
-			sums[c.slot] += float64(c.tmp)
+			v := float64(c.tmp) // +0 or above: walk keeps only a score above tmp
 			c.tmp = 0
+			if c.gen == gen {
+				sums[c.slot] += v
+				continue
+			}
+			// The doc's first group: its sum is v (0 + v, the same bits).
+			c.gen, c.slot = gen, int32(len(touched))
+			touched = append(touched, d)
+			sums = append(sums, v)
 		}
 	}
+	ix.touched, ix.sums = touched[:0], sums[:0]
+	// The closures below read the lists as they now stay (a variable a
+	// closure captures and the code assigns is read from memory at every
+	// use: the appends above would be).
+	docOf, sumOf := touched, sums
 	// acc is doc d's sum (0: not touched).
 	acc := func(d int32) float64 {
 		if c := &cells[d]; c.gen == gen {
-			return sums[c.slot]
+			return sumOf[c.slot]
 		}
 		return 0
 	}
 	// The best candidates, by score then newest step: a bounded min-heap
 	// over the touched nodes (O(n log K), no full sort), of their slots.
 	better := func(a, b int32) bool {
-		if sums[a] != sums[b] {
-			return sums[a] > sums[b]
+		if sumOf[a] != sumOf[b] {
+			return sumOf[a] > sumOf[b]
 		}
-		return ix.docs[touched[a]].step > ix.docs[touched[b]].step
+		return ix.docs[docOf[a]].step > ix.docs[docOf[b]].step
 	}
 	k := p.Candidates
 	h := make([]int32, 0, k)
@@ -750,7 +758,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// score below it and are passed over on that one comparison (better
 	// decides the rest, ties by step, as before).
 	worst := 0.0
-	for slot, a := range sums {
+	for slot, a := range sumOf {
 		x := int32(slot)
 		switch {
 		case len(h) < k:
@@ -764,18 +772,18 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				i = parent
 			}
 			if len(h) == k {
-				worst = sums[h[0]]
+				worst = sumOf[h[0]]
 			}
 		case a < worst:
 		case better(x, h[0]):
 			h[0] = x
 			down(0)
-			worst = sums[h[0]]
+			worst = sumOf[h[0]]
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
 	for i, x := range h {
-		h[i] = touched[x]
+		h[i] = docOf[x]
 	}
 	// Rule "topic context": the scores around a node lift it. The best
 	// candidates and the nodes around them are ranked again by their own
@@ -865,7 +873,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			m.ctx, ix.ctx[m.doc] = ix.ctx[m.doc], 0
 		}
 	}
-	ix.touched, ix.sums, ix.groupTouched = touched[:0], sums[:0], groupTouched[:0]
+	ix.groupTouched = groupTouched[:0]
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rank() != out[b].rank() {
 			return out[a].rank() > out[b].rank()
