@@ -125,10 +125,9 @@ type Index struct {
 	// scratch, reused across queries (guarded by mu)
 	cells        []scoreCell // the posting walk's per-doc state (Index.score)
 	scoreGen     uint32      // the scan of Index.score under way (scoreCell.gen)
-	sums         []float64   // the touched docs' sums, by slot (Index.score)
 	ctx          []float64
-	inSet        []bool // the topic context's set (Index.score), false between scans
-	touched      []int32
+	inSet        []bool       // the topic context's set (Index.score), false between scans
+	touched      []touchedDoc // the docs a scan touched and their sums, by slot (Index.score)
 	groupTouched []int32
 	look         []int32  // detailAll's docs
 	lookTF       []uint16 // detailAll's frequencies, by term then doc
@@ -310,7 +309,7 @@ func (ix *Index) reset() {
 	ix.long, ix.denseBytes = fresh.long, 0
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
-	ix.cells, ix.ctx, ix.touched, ix.sums, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil, nil
+	ix.cells, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil
 	ix.inSet = nil
 	ix.norm, ix.normSigned, ix.normKey, ix.maxStep = nil, false, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0

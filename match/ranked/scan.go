@@ -668,8 +668,8 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	n := len(ix.docs)
 	ix.cells = scratch(ix.cells, n)
 	cells := ix.cells
-	// A doc's sum is in sums, at the doc's slot (scoreCell.slot) when its
-	// cell's gen is this scan's: the docs in the order they were first
+	// A doc's sum is in touched, at the doc's slot (scoreCell.slot) when
+	// its cell's gen is this scan's: the docs in the order they were first
 	// touched, so that the candidates' pass reads them in sequence, and no
 	// pass sets the cells back after the scan.
 	ix.scoreGen++
@@ -679,7 +679,6 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	}
 	gen := ix.scoreGen
 	touched := ix.touched[:0]
-	sums := ix.sums[:0]
 	groupTouched := ix.groupTouched[:0]
 	// Params.FindCommon: the prompt's common terms find no candidates when
 	// it has a rarer term that does (else they are walked: a prompt of
@@ -702,43 +701,31 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			groupTouched = ix.walk(t, p, before, groupTouched)
 		}
-		for _, d := range groupTouched {
-			c := &cells[d]
-			v := float64(c.tmp) // +0 or above: walk keeps only a score above tmp
-			c.tmp = 0
-			if c.gen == gen {
-				sums[c.slot] += v
-				continue
-			}
-			// The doc's first group: its sum is v (0 + v, the same bits).
-			c.gen, c.slot = gen, int32(len(touched))
-			touched = append(touched, d)
-			sums = append(sums, v)
-		}
+		touched = addGroup(cells, groupTouched, gen, touched)
 	}
-	ix.touched, ix.sums = touched[:0], sums[:0]
-	// The closures below read the lists as they now stay (a variable a
+	ix.touched = touched[:0]
+	// The closures below read the list as it now stays (a variable a
 	// closure captures and the code assigns is read from memory at every
-	// use: the appends above would be).
-	docOf, sumOf := touched, sums
+	// use).
+	sumOf := touched
 	// acc is doc d's sum (0: not touched).
 	acc := func(d int32) float64 {
 		if c := &cells[d]; c.gen == gen {
-			return sumOf[c.slot]
+			return sumOf[c.slot].sum
 		}
 		return 0
 	}
 	// The best candidates, by score then newest step: a bounded min-heap
 	// over the touched nodes (O(n log K), no full sort), of their slots.
 	better := func(a, b int32) bool {
-		if sumOf[a] != sumOf[b] {
-			return sumOf[a] > sumOf[b]
+		if sumOf[a].sum != sumOf[b].sum {
+			return sumOf[a].sum > sumOf[b].sum
 		}
-		return ix.docs[docOf[a]].step > ix.docs[docOf[b]].step
+		return ix.docs[sumOf[a].doc].step > ix.docs[sumOf[b].doc].step
 	}
 	k := p.Candidates
 	h := make([]int32, 0, k)
-	down := func(i int) {
+	down := func(h []int32, i int) {
 		for {
 			l, m := 2*i+1, i
 			if l < len(h) && better(h[m], h[l]) {
@@ -758,8 +745,8 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// score below it and are passed over on that one comparison (better
 	// decides the rest, ties by step, as before).
 	worst := 0.0
-	for slot, a := range sumOf {
-		x := int32(slot)
+	for slot := range sumOf {
+		x, a := int32(slot), sumOf[slot].sum
 		switch {
 		case len(h) < k:
 			h = append(h, x)
@@ -772,18 +759,18 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				i = parent
 			}
 			if len(h) == k {
-				worst = sumOf[h[0]]
+				worst = sumOf[h[0]].sum
 			}
 		case a < worst:
 		case better(x, h[0]):
 			h[0] = x
-			down(0)
-			worst = sumOf[h[0]]
+			down(h, 0)
+			worst = sumOf[h[0]].sum
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
 	for i, x := range h {
-		h[i] = docOf[x]
+		h[i] = sumOf[x].doc
 	}
 	// Rule "topic context": the scores around a node lift it. The best
 	// candidates and the nodes around them are ranked again by their own
@@ -883,11 +870,41 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	return out
 }
 
+// touchedDoc is a doc the scan touched and its sum so far (Index.score),
+// at its slot.
+type touchedDoc struct {
+	sum float64
+	doc int32
+}
+
+// addGroup adds the scores of a prompt word's group (the tmp of the cells
+// of groupTouched, set back to zero) to the sums of scan gen, giving a doc
+// touched for the first time the next slot, and returns the touched docs.
+// A function of its own: in score's body, among its closures, the loop's
+// variables were spilled to memory at every doc (hence noinline).
+//
+//go:noinline
+func addGroup(cells []scoreCell, groupTouched []int32, gen uint32, touched []touchedDoc) []touchedDoc {
+	for _, d := range groupTouched {
+		c := &cells[d]
+		v := float64(c.tmp) // +0 or above: walk keeps only a score above tmp
+		c.tmp = 0
+		if c.gen == gen {
+			touched[c.slot].sum += v
+			continue
+		}
+		// The doc's first group: its sum is v (0 + v, the same bits).
+		c.gen, c.slot = gen, int32(len(touched))
+		touched = append(touched, touchedDoc{v, d})
+	}
+	return touched
+}
+
 // scoreCell is the posting walk's state of one doc (Index.score): tmp,
 // the best score of the word being walked (zero between words and scans);
 // gen, the scan (Index.scoreGen) that last touched the doc, and slot, the
-// doc's place in that scan's touched list and sums: a cell of an older
-// scan is a doc not touched, so nothing sets the cells back between
+// doc's place in that scan's touched list (Index.touched): a cell of an
+// older scan is a doc not touched, so nothing sets the cells back between
 // scans. One struct a doc, so that a posting's doc is one cache line.
 type scoreCell struct {
 	tmp  float32
