@@ -1214,36 +1214,35 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
-	block := newMatches(1, len(q.terms), q.groups)
+	// The frequencies in a table of two docs: d (column 0) and the
+	// question turn before it (column 1).
+	tfs := make([]uint16, 2*len(q.terms))
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
 	for i := range q.terms {
-		block.tfD[i] = ix.tf(q.terms[i].id, d)
+		tfs[2*i] = ix.tf(q.terms[i].id, d)
 		if asker {
-			block.tfP[i] = ix.tf(q.terms[i].id, prev)
+			tfs[2*i+1] = ix.tf(q.terms[i].id, prev)
 		}
 	}
-	return ix.detailFrom(q, d, &p, block)
+	return ix.detailFrom(q, d, &p, tfs, 2, 0, 1, newMatches(1, len(q.terms), q.groups))
 }
 
 // matchBlock holds the matches of a batch of docs and their per-term
 // arrays, allocated together (detailAll's 64-odd candidates took three
-// allocations each), and detailFrom's scratch: the frequencies of the
-// prompt terms in the doc (tfD) and in the question turn before it (tfP),
-// which its caller fills, and the groups' best scores.
+// allocations each), and detailFrom's scratch for the groups' best
+// scores.
 type matchBlock struct {
-	ms       []match
-	fl       []float64
-	nbDoc    []int32
-	tfD, tfP []uint16
-	best     []float64
+	ms    []match
+	fl    []float64
+	nbDoc []int32
+	best  []float64
 }
 
 // newMatches returns the room for n matches of nt query terms in ng
 // groups each.
 func newMatches(n, nt, ng int) *matchBlock {
-	tfs := make([]uint16, 2*nt)
-	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt), tfD: tfs[:nt:nt], tfP: tfs[nt:], best: make([]float64, ng)}
+	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt), best: make([]float64, ng)}
 }
 
 // next returns the block's next zero match, its own, nb and nbDoc of nt
@@ -1255,11 +1254,12 @@ func (b *matchBlock) next(nt int) *match {
 	return m
 }
 
-// detailFrom is detail with block.tfD[i] the frequency of query term i in
-// doc d and, when the node before d is a question turn, block.tfP[i] its
-// frequency there (see detailAll); the match is taken from block. Each
-// term's saturation is Index.sat's (docSat: the doc's part once a doc).
-func (ix *Index) detailFrom(q *Query, d int32, p *Params, block *matchBlock) *match {
+// detailFrom is detail with tfs[i*nl+jd] the frequency of query term i in
+// doc d and, when the node before d is a question turn, tfs[i*nl+jp] its
+// frequency there (a table of nl docs by term, see detailAll); the match
+// is taken from block. Each term's saturation is Index.sat's (docSat: the
+// doc's part once a doc).
+func (ix *Index) detailFrom(q *Query, d int32, p *Params, tfs []uint16, nl, jd, jp int, block *matchBlock) *match {
 	m := block.next(len(q.terms))
 	m.doc = d
 	prev, _ := ix.neighbours(d)
@@ -1270,13 +1270,12 @@ func (ix *Index) detailFrom(q *Query, d int32, p *Params, block *matchBlock) *ma
 	if asker {
 		dp = ix.docSat(prev, p)
 	}
-	tfD, tfP := block.tfD[:len(q.terms)], block.tfP[:len(q.terms)]
 	own := m.own
 	nb, nbDoc := m.nb[:len(own)], m.nbDoc[:len(own)]
 	for i := range q.terms {
 		t := &q.terms[i]
 		nbDoc[i] = -1
-		if tf := tfD[i]; tf > 0 {
+		if tf := tfs[i*nl+jd]; tf > 0 {
 			own[i] = ds.sat(tf, p, t.df)
 			if question {
 				own[i] *= p.Asker
@@ -1286,7 +1285,7 @@ func (ix *Index) detailFrom(q *Query, d int32, p *Params, block *matchBlock) *ma
 			}
 		}
 		if asker {
-			if tf := tfP[i]; tf > 0 {
+			if tf := tfs[i*nl+jp]; tf > 0 {
 				if v := p.Answer * dp.sat(tf, p, t.df); v > own[i] {
 					nb[i], nbDoc[i] = v, prev
 				}

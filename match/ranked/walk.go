@@ -192,22 +192,17 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 		}
 	}
 	// detailFrom reads the frequencies of doc d and of the question turn
-	// before it, copied from the rows.
+	// before it from the rows.
 	out := make([]*match, len(docs))
 	block := newMatches(len(docs), len(q.terms), q.groups)
 	pp := &p
 	for k, d := range docs {
 		jd, _ := slices.BinarySearch(look, d)
-		for i := range q.terms {
-			block.tfD[i] = tfs[i*nl+jd]
-		}
+		jp := jd
 		if prev, _ := ix.neighbours(d); prev >= 0 && ix.docs[prev].question {
-			jp, _ := slices.BinarySearch(look, prev)
-			for i := range q.terms {
-				block.tfP[i] = tfs[i*nl+jp]
-			}
+			jp, _ = slices.BinarySearch(look, prev)
 		}
-		out[k] = ix.detailFrom(q, d, pp, block)
+		out[k] = ix.detailFrom(q, d, pp, tfs, nl, jd, jp, block)
 	}
 	ix.look, ix.lookTF = look[:0], tfs[:0]
 	return out
