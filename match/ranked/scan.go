@@ -900,6 +900,10 @@ func addGroup(cells []scoreCell, groupTouched []int32, gen uint32, touched []tou
 	return touched
 }
 
+// eagerCover makes the ranked set cover score every kept candidate every
+// round (tests compare both ways).
+var eagerCover = false
+
 // scoreCell is the posting walk's state of one doc (Index.score): tmp,
 // the best score of the word being walked (zero between words and scans);
 // gen, the scan (Index.scoreGen) that last touched the doc, and slot, the
@@ -1087,7 +1091,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 	// scores, checked first; otherwise every candidate is scored every
 	// round.
 	round0 := make([]float64, len(kept)) // the first round's scores
-	lazy := p.Delta >= 0 && p.Covered >= 0
+	lazy := p.Delta >= 0 && p.Covered >= 0 && !eagerCover
 	for i, c := range kept {
 		round0[i] = marginal(c)
 		lazy = lazy && !math.IsNaN(round0[i]) && !math.IsInf(round0[i], 0)
