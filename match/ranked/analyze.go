@@ -390,6 +390,10 @@ func (a *analyzer) word(w string, emit func(Term)) {
 		return
 	}
 	if !a.memo {
+		if a.query && docWordsMax > 0 {
+			a.queryWord(w, emit)
+			return
+		}
 		a.wordTerms(w, emit)
 		return
 	}
@@ -425,6 +429,31 @@ func (a *analyzer) word(w string, emit func(Term)) {
 		docWords.put(w, a.terms[start:])
 	}
 }
+
+// queryWord is word for a prompt's word w without CJK characters, through
+// queryWords.
+func (a *analyzer) queryWord(w string, emit func(Term)) {
+	if v, ok := queryWords.m.Load(w); ok {
+		for _, t := range *v.(*[]Term) {
+			emit(t)
+		}
+		return
+	}
+	start := len(a.terms)
+	a.wordTerms(w, func(t Term) {
+		a.terms = append(a.terms, t)
+		emit(t)
+	})
+	queryWords.put(w, a.terms[start:])
+	a.terms = a.terms[:start]
+}
+
+// queryWords is docWords for the words of prompts (wordTerms of a query:
+// a pure function of the word, as a document's is): a session's prompts
+// repeat their words, and a scan analyses its prompt again for the
+// weights of a long pick's focus (Index.Weights). The same bounds as
+// docWords. Safe for concurrent use.
+var queryWords wordMemo
 
 // docWords memoizes, across the documents of the process, the terms a
 // word (not CJK) of a long document emits (wordTerms; a document's, not a

@@ -42,7 +42,7 @@ const maxSpecific = 256
 // random docs, and reading them from docs cost most of its time in cache
 // misses. Index.hot[d] mirrors docs[d] (insert, kill, decodeSnapshot).
 // The general walk reads it per posting; the dense walk (walk.go) reads
-// tables derived from it (Index.norm, Index.askBits) instead.
+// a table derived from it (Index.norm) instead.
 type hotDoc struct {
 	length   float64
 	dead     bool
@@ -123,19 +123,20 @@ type Index struct {
 	shareErr    string
 
 	// scratch, reused across queries (guarded by mu)
-	cells        []scoreCell // the posting walk's per-doc sums (Index.score)
+	cells        []scoreCell // the posting walk's per-doc state (Index.score)
+	scoreGen     uint32      // the scan of Index.score under way (scoreCell.gen)
 	ctx          []float64
-	inSet        []bool // the topic context's set (Index.score), false between scans
-	touched      []int32
+	inSet        []bool       // the topic context's set (Index.score), false between scans
+	touched      []touchedDoc // the docs a scan touched and their sums, by slot (Index.score)
 	groupTouched []int32
 	look         []int32  // detailAll's docs
 	lookTF       []uint16 // detailAll's frequencies, by term then doc
 	// The posting walk's per-doc tables (walk.go), rebuilt when their key
 	// changes.
-	norm    []float64 // lengthNorm of each doc's length ratio
-	askBits []uint64  // question docs, one bit a doc
-	normKey normKey
-	maxStep int // the highest step of any doc, live or dead (-1: none)
+	norm       []float64 // lengthNorm of each doc's length ratio, negated for a question turn
+	normSigned bool      // every lengthNorm in norm is above zero (its sign flags a question)
+	normKey    normKey
+	maxStep    int // the highest step of any doc, live or dead (-1: none)
 	// texts: the text Index.Add indexed each doc from (an index built
 	// without a store), for rule "the prompt's words together"
 	// (proximity.go); nil otherwise.
@@ -310,7 +311,7 @@ func (ix *Index) reset() {
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
 	ix.cells, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil
 	ix.inSet = nil
-	ix.norm, ix.askBits, ix.normKey, ix.maxStep = nil, nil, normKey{}, -1
+	ix.norm, ix.normSigned, ix.normKey, ix.maxStep = nil, false, normKey{}, -1
 	ix.snap, ix.base, ix.nterms = nil, 0, 0
 	ix.snapID = snapIdentity{}
 	ix.texts = nil

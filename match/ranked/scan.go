@@ -322,6 +322,9 @@ type Query struct {
 	when bool
 	// first: the prompt asks for the first or original one (FirstAsks).
 	first bool
+	// names and whys: each term's name and reason in Pick.Why, made at
+	// the first pick holding it (termWhy).
+	names, whys []string
 }
 
 // newWork are the imperative verbs that open a request for new work
@@ -529,17 +532,43 @@ func (ix *Index) liveDF(id int32) int {
 // listing holds is found there as surely as in a short turn. Nodes up to
 // longNode × the mean keep the plain normalisation (conversational turns,
 // whose lengths do say how much of a turn a word is).
-func (ix *Index) sat(tf uint16, d int32, p Params, df int) float64 {
+func (ix *Index) sat(tf uint16, d int32, p *Params, df int) float64 {
+	return ix.docSat(d, p).sat(tf, p, df)
+}
+
+// docSat is Index.sat's part that depends on the doc alone, computed once
+// for every prompt term of a candidate (Index.detailFrom): the doc's
+// length normalisation, and whether it is a long node (rule "rare terms
+// in long nodes": a rare term is scored there with rareNorm, the
+// normalisation of a node of average length).
+type docSat struct {
+	norm, rareNorm float64
+	long           bool
+}
+
+// docSat returns doc d's docSat under p.
+func (ix *Index) docSat(d int32, p *Params) docSat {
 	avg := ix.total / float64(max(ix.live, 1))
 	r := ix.hot[d].length / avg
 	if r > p.MaxLenRatio {
 		r = p.MaxLenRatio
 	}
-	if df <= rareDF && r > longNode && ix.live > rareDF {
-		r = 1
+	ds := docSat{norm: lengthNorm(r, *p)}
+	if r > longNode && ix.live > rareDF {
+		ds.long, ds.rareNorm = true, lengthNorm(1, *p)
+	}
+	return ds
+}
+
+// sat is Index.sat of the doc ds was computed for: the same operations in
+// the same order, so the same bits.
+func (ds docSat) sat(tf uint16, p *Params, df int) float64 {
+	n := ds.norm
+	if df <= rareDF && ds.long {
+		n = ds.rareNorm
 	}
 	f := float64(tf)
-	return f*(p.K1+1)/(f+lengthNorm(r, p)) + p.Delta
+	return f*(p.K1+1)/(f+n) + p.Delta
 }
 
 // match is how one candidate holds each prompt term.
@@ -639,6 +668,16 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	n := len(ix.docs)
 	ix.cells = scratch(ix.cells, n)
 	cells := ix.cells
+	// A doc's sum is in touched, at the doc's slot (scoreCell.slot) when
+	// its cell's gen is this scan's: the docs in the order they were first
+	// touched, so that the candidates' pass reads them in sequence, and no
+	// pass sets the cells back after the scan.
+	ix.scoreGen++
+	if ix.scoreGen == 0 {
+		clear(cells[:cap(cells)])
+		ix.scoreGen = 1
+	}
+	gen := ix.scoreGen
 	touched := ix.touched[:0]
 	groupTouched := ix.groupTouched[:0]
 	// Params.FindCommon: the prompt's common terms find no candidates when
@@ -662,27 +701,31 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			}
 			groupTouched = ix.walk(t, p, before, groupTouched)
 		}
-		for _, d := range groupTouched {
-			c := &cells[d]
-			if !c.seen {
-				c.seen = true
-				touched = append(touched, d)
-			}
-			c.acc += float64(c.tmp)
-			c.tmp = 0
+		touched = addGroup(cells, groupTouched, gen, touched)
+	}
+	ix.touched = touched[:0]
+	// The closures below read the list as it now stays (a variable a
+	// closure captures and the code assigns is read from memory at every
+	// use).
+	sumOf := touched
+	// acc is doc d's sum (0: not touched).
+	acc := func(d int32) float64 {
+		if c := &cells[d]; c.gen == gen {
+			return sumOf[c.slot].sum
 		}
+		return 0
 	}
 	// The best candidates, by score then newest step: a bounded min-heap
-	// over the touched nodes (O(n log K), no full sort).
+	// over the touched nodes (O(n log K), no full sort), of their slots.
 	better := func(a, b int32) bool {
-		if cells[a].acc != cells[b].acc {
-			return cells[a].acc > cells[b].acc
+		if sumOf[a].sum != sumOf[b].sum {
+			return sumOf[a].sum > sumOf[b].sum
 		}
-		return ix.docs[a].step > ix.docs[b].step
+		return ix.docs[sumOf[a].doc].step > ix.docs[sumOf[b].doc].step
 	}
 	k := p.Candidates
 	h := make([]int32, 0, k)
-	down := func(i int) {
+	down := func(h []int32, i int) {
 		for {
 			l, m := 2*i+1, i
 			if l < len(h) && better(h[m], h[l]) {
@@ -702,10 +745,11 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	// score below it and are passed over on that one comparison (better
 	// decides the rest, ties by step, as before).
 	worst := 0.0
-	for _, d := range touched {
+	for slot := range sumOf {
+		x, a := int32(slot), sumOf[slot].sum
 		switch {
 		case len(h) < k:
-			h = append(h, d)
+			h = append(h, x)
 			for i := len(h) - 1; i > 0; {
 				parent := (i - 1) / 2
 				if !better(h[parent], h[i]) {
@@ -715,16 +759,19 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 				i = parent
 			}
 			if len(h) == k {
-				worst = cells[h[0]].acc
+				worst = sumOf[h[0]].sum
 			}
-		case cells[d].acc < worst:
-		case better(d, h[0]):
-			h[0] = d
-			down(0)
-			worst = cells[h[0]].acc
+		case a < worst:
+		case better(x, h[0]):
+			h[0] = x
+			down(h, 0)
+			worst = sumOf[h[0]].sum
 		}
 	}
 	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	for i, x := range h {
+		h[i] = sumOf[x].doc
+	}
 	// Rule "topic context": the scores around a node lift it. The best
 	// candidates and the nodes around them are ranked again by their own
 	// score plus their context, each context summed in a fixed order (two
@@ -770,7 +817,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			v := 0.0
 			for k, o := range aroundOf(d) {
 				if o >= 0 {
-					v += w[k] * cells[o].acc
+					v += w[k] * acc(o)
 				}
 			}
 			ix.ctx[d] = v
@@ -784,7 +831,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 		}
 		ks := make([]keyed, len(set))
 		for i, d := range set {
-			ks[i] = keyed{cells[d].acc + ix.ctx[d], ix.docs[d].step, d}
+			ks[i] = keyed{acc(d) + ix.ctx[d], ix.docs[d].step, d}
 		}
 		slices.SortFunc(ks, func(a, b keyed) int {
 			if a.rk != b.rk {
@@ -813,10 +860,7 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 			m.ctx, ix.ctx[m.doc] = ix.ctx[m.doc], 0
 		}
 	}
-	for _, d := range touched {
-		cells[d] = scoreCell{}
-	}
-	ix.touched, ix.groupTouched = touched[:0], groupTouched[:0]
+	ix.groupTouched = groupTouched[:0]
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].rank() != out[b].rank() {
 			return out[a].rank() > out[b].rank()
@@ -826,15 +870,50 @@ func (ix *Index) score(q *Query, p Params, before int) []*match {
 	return out
 }
 
-// scoreCell is the posting walk's state of one doc (Index.score): acc,
-// the sum of the prompt words' scores so far; tmp, the best score of the
-// word being walked; seen, the doc is in the scan's touched list. One
-// struct a doc, so that a posting's doc is one cache line, not three.
-// Zero between scans.
+// touchedDoc is a doc the scan touched and its sum so far (Index.score),
+// at its slot.
+type touchedDoc struct {
+	sum float64
+	doc int32
+}
+
+// addGroup adds the scores of a prompt word's group (the tmp of the cells
+// of groupTouched, set back to zero) to the sums of scan gen, giving a doc
+// touched for the first time the next slot, and returns the touched docs.
+// A function of its own: in score's body, among its closures, the loop's
+// variables were spilled to memory at every doc (hence noinline).
+//
+//go:noinline
+func addGroup(cells []scoreCell, groupTouched []int32, gen uint32, touched []touchedDoc) []touchedDoc {
+	for _, d := range groupTouched {
+		c := &cells[d]
+		v := float64(c.tmp) // +0 or above: walk keeps only a score above tmp
+		c.tmp = 0
+		if c.gen == gen {
+			touched[c.slot].sum += v
+			continue
+		}
+		// The doc's first group: its sum is v (0 + v, the same bits).
+		c.gen, c.slot = gen, int32(len(touched))
+		touched = append(touched, touchedDoc{v, d})
+	}
+	return touched
+}
+
+// eagerCover makes the ranked set cover score every kept candidate every
+// round (tests compare both ways).
+var eagerCover = false
+
+// scoreCell is the posting walk's state of one doc (Index.score): tmp,
+// the best score of the word being walked (zero between words and scans);
+// gen, the scan (Index.scoreGen) that last touched the doc, and slot, the
+// doc's place in that scan's touched list (Index.touched): a cell of an
+// older scan is a doc not touched, so nothing sets the cells back between
+// scans. One struct a doc, so that a posting's doc is one cache line.
 type scoreCell struct {
-	acc  float64
 	tmp  float32
-	seen bool
+	gen  uint32
+	slot int32
 }
 
 // scratch returns a per-doc scratch slice of at least n elements, s
@@ -999,16 +1078,56 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 			res.CutOff = append(res.CutOff, ix.pick(q, c, c.score, nil))
 		}
 	}
-	for len(kept) > 0 {
+	// The next pick is the candidate of largest marginal score, ties by
+	// newest step. A marginal score only falls from one pick to the next
+	// while the discount holds (covered and coveredW only grow, a
+	// discounted term scores at most what it did), and is the first
+	// round's again once it is lifted; so a candidate's last score bounds
+	// it (ub), and only the candidate with the largest bound is scored
+	// again, until the best bound is one of this round's scores: the same
+	// picks, in the same order, with the same scores, as scoring every
+	// candidate every round (O(kept² × terms)). That holds for
+	// non-negative strengths, weights, Delta and Covered and finite
+	// scores, checked first; otherwise every candidate is scored every
+	// round.
+	round0 := make([]float64, len(kept)) // the first round's scores
+	lazy := p.Delta >= 0 && p.Covered >= 0 && !eagerCover
+	for i, c := range kept {
+		round0[i] = marginal(c)
+		lazy = lazy && !math.IsNaN(round0[i]) && !math.IsInf(round0[i], 0)
+		for j := range q.terms {
+			lazy = lazy && c.strength(j) >= 0 && q.terms[j].weight >= 0
+		}
+	}
+	ub := slices.Clone(round0)
+	at := make([]int, len(kept)) // the round ub[i] was scored in
+	for round := 0; len(kept) > 0; round++ {
 		bi, bs := -1, 0.0
-		for i, c := range kept {
-			s := marginal(c)
-			if bi < 0 || s > bs || (s == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
-				bi, bs = i, s
+		if !lazy {
+			for i, c := range kept {
+				s := marginal(c)
+				if bi < 0 || s > bs || (s == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
+					bi, bs = i, s
+				}
 			}
+		}
+		for lazy {
+			bi = -1
+			for i, c := range kept {
+				if bi < 0 || ub[i] > bs || (ub[i] == bs && ix.docs[c.doc].step > ix.docs[kept[bi].doc].step) {
+					bi, bs = i, ub[i]
+				}
+			}
+			if at[bi] == round || discount >= 1 {
+				break
+			}
+			ub[bi], at[bi] = marginal(kept[bi]), round
 		}
 		c := kept[bi]
 		kept = append(kept[:bi], kept[bi+1:]...)
+		round0 = append(round0[:bi], round0[bi+1:]...)
+		ub = append(ub[:bi], ub[bi+1:]...)
+		at = append(at[:bi], at[bi+1:]...)
 		res.Picks = append(res.Picks, ix.pick(q, c, bs, covered))
 		res.Picks[len(res.Picks)-1].Freed = freed[c.doc]
 		for i, t := range q.terms {
@@ -1024,8 +1143,9 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 					done += w
 				}
 			}
-			if done >= p.CoverShare*mass {
+			if done >= p.CoverShare*mass && discount < 1 {
 				discount = 1
+				copy(ub, round0) // no discount: the first round's scores
 			}
 		}
 		picked[c.doc] = true
@@ -1098,21 +1218,35 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 
 // detail computes how doc d holds each prompt term itself.
 func (ix *Index) detail(q *Query, d int32, p Params) *match {
-	return ix.detailFrom(q, d, p, func(i int, d int32) uint16 { return ix.tf(q.terms[i].id, d) }, newMatches(1, len(q.terms)))
+	// The frequencies in a table of two docs: d (column 0) and the
+	// question turn before it (column 1).
+	tfs := make([]uint16, 2*len(q.terms))
+	prev, _ := ix.neighbours(d)
+	asker := prev >= 0 && ix.docs[prev].question
+	for i := range q.terms {
+		tfs[2*i] = ix.tf(q.terms[i].id, d)
+		if asker {
+			tfs[2*i+1] = ix.tf(q.terms[i].id, prev)
+		}
+	}
+	return ix.detailFrom(q, d, &p, tfs, 2, 0, 1, newMatches(1, len(q.terms), q.groups))
 }
 
 // matchBlock holds the matches of a batch of docs and their per-term
 // arrays, allocated together (detailAll's 64-odd candidates took three
-// allocations each).
+// allocations each), and detailFrom's scratch for the groups' best
+// scores.
 type matchBlock struct {
 	ms    []match
 	fl    []float64
 	nbDoc []int32
+	best  []float64
 }
 
-// newMatches returns the room for n matches of nt query terms each.
-func newMatches(n, nt int) *matchBlock {
-	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt)}
+// newMatches returns the room for n matches of nt query terms in ng
+// groups each.
+func newMatches(n, nt, ng int) *matchBlock {
+	return &matchBlock{ms: make([]match, n), fl: make([]float64, 2*n*nt), nbDoc: make([]int32, n*nt), best: make([]float64, ng)}
 }
 
 // next returns the block's next zero match, its own, nb and nbDoc of nt
@@ -1124,34 +1258,48 @@ func (b *matchBlock) next(nt int) *match {
 	return m
 }
 
-// detailFrom is detail with tf(i, d) the frequency of query term i in doc
-// d (see detailAll), its match taken from block.
-func (ix *Index) detailFrom(q *Query, d int32, p Params, tf func(i int, d int32) uint16, block *matchBlock) *match {
+// detailFrom is detail with tfs[i*nl+jd] the frequency of query term i in
+// doc d and, when the node before d is a question turn, tfs[i*nl+jp] its
+// frequency there (a table of nl docs by term, see detailAll); the match
+// is taken from block. Each term's saturation is Index.sat's (docSat: the
+// doc's part once a doc).
+func (ix *Index) detailFrom(q *Query, d int32, p *Params, tfs []uint16, nl, jd, jp int, block *matchBlock) *match {
 	m := block.next(len(q.terms))
 	m.doc = d
 	prev, _ := ix.neighbours(d)
 	asker := prev >= 0 && ix.docs[prev].question
-	for i, t := range q.terms {
-		m.nbDoc[i] = -1
-		if tf := tf(i, d); tf > 0 {
-			m.own[i] = ix.sat(tf, d, p, t.df)
-			if ix.docs[d].question {
-				m.own[i] *= p.Asker
+	question := ix.docs[d].question
+	ds := ix.docSat(d, p)
+	var dp docSat
+	if asker {
+		dp = ix.docSat(prev, p)
+	}
+	own := m.own
+	nb, nbDoc := m.nb[:len(own)], m.nbDoc[:len(own)]
+	for i := range q.terms {
+		t := &q.terms[i]
+		nbDoc[i] = -1
+		if tf := tfs[i*nl+jd]; tf > 0 {
+			own[i] = ds.sat(tf, p, t.df)
+			if question {
+				own[i] *= p.Asker
 			}
 			if t.primary && i < 64 {
 				m.mask |= 1 << i
 			}
 		}
 		if asker {
-			if tf := tf(i, prev); tf > 0 {
-				if v := p.Answer * ix.sat(tf, prev, p, t.df); v > m.own[i] {
-					m.nb[i], m.nbDoc[i] = v, prev
+			if tf := tfs[i*nl+jp]; tf > 0 {
+				if v := p.Answer * dp.sat(tf, p, t.df); v > own[i] {
+					nb[i], nbDoc[i] = v, prev
 				}
 			}
 		}
 	}
-	best := make([]float64, q.groups)
-	for i, t := range q.terms {
+	best := block.best[:q.groups]
+	clear(best)
+	for i := range q.terms {
+		t := &q.terms[i]
 		best[t.group] = max(best[t.group], m.strength(i)*t.weight)
 	}
 	for _, v := range best {
@@ -1296,29 +1444,8 @@ func (ix *Index) pick(q *Query, m *match, score float64, covered []bool) Pick {
 		if m.own[i] == 0 && m.nb[i] == 0 {
 			continue
 		}
-		name := termName(t.text)
+		name, why := q.termWhy(i)
 		pk.Terms = append(pk.Terms, name)
-		why := name
-		switch t.kind {
-		case KindPart:
-			why += " (identifier part of " + strconv.Quote(t.src) + ")"
-		case KindFuzzy:
-			why += " (prefix of " + strconv.Quote(t.src) + ")"
-		case KindCJK:
-			why += " (CJK bigram)"
-		case KindPlain:
-			why += " (without accents, of " + strconv.Quote(t.src) + ")"
-		case KindAlias:
-			why += " (name in tool output for " + strconv.Quote(t.src) + ")"
-		case KindTypo:
-			why += " (one edit from " + strconv.Quote(t.src) + `, rule "typos")`
-		case KindRelated:
-			why += " (related to " + strconv.Quote(t.src) + `, rule "related words")`
-		default:
-			if !strings.EqualFold(t.src, t.text) && t.src != "" {
-				why += " (stem of " + strconv.Quote(t.src) + ")"
-			}
-		}
 		if m.own[i] < m.nb[i] {
 			why += " via neighbour step " + strconv.Itoa(ix.docs[m.nbDoc[i]].step)
 		}
@@ -1351,6 +1478,46 @@ func termName(t string) string {
 		return t[len(fuzzyPrefix):] + "*"
 	}
 	return t
+}
+
+// termWhy returns prompt term i's name (termName) and how a node holds it,
+// the start of its line in Pick.Why; made at the first pick that holds
+// the term and kept in the query for the scan's other picks.
+func (q *Query) termWhy(i int) (name, why string) {
+	if q.whys == nil {
+		q.names, q.whys = make([]string, len(q.terms)), make([]string, len(q.terms))
+	}
+	if q.whys[i] != "" {
+		return q.names[i], q.whys[i]
+	}
+	t := &q.terms[i]
+	name = termName(t.text)
+	why = name
+	switch t.kind {
+	case KindPart:
+		why += " (identifier part of " + strconv.Quote(t.src) + ")"
+	case KindFuzzy:
+		why += " (prefix of " + strconv.Quote(t.src) + ")"
+	case KindCJK:
+		why += " (CJK bigram)"
+	case KindPlain:
+		why += " (without accents, of " + strconv.Quote(t.src) + ")"
+	case KindAlias:
+		why += " (name in tool output for " + strconv.Quote(t.src) + ")"
+	case KindTypo:
+		why += " (one edit from " + strconv.Quote(t.src) + `, rule "typos")`
+	case KindRelated:
+		why += " (related to " + strconv.Quote(t.src) + `, rule "related words")`
+	default:
+		if !strings.EqualFold(t.src, t.text) && t.src != "" {
+			why += " (stem of " + strconv.Quote(t.src) + ")"
+		}
+	}
+	if why == "" {
+		return name, why // an empty term: made again each time (nothing to keep)
+	}
+	q.names[i], q.whys[i] = name, why
+	return name, why
 }
 
 func displayTerms(q *Query) []string {

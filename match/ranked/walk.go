@@ -6,18 +6,18 @@ import "slices"
 // prompt term, the term's BM25 score in that doc, kept per doc as the best
 // of the term's group (rule "a prompt word counts once"). At 100k nodes a
 // scan walks a few hundred thousand postings of random docs, so the walk
-// reads per posting only dense per-doc tables: the length normalisation
+// reads per posting only a dense per-doc table: the length normalisation
 // (Index.norm, 8 bytes a doc, computed once per store state instead of
-// two divisions per posting) and the question flag (Index.askBits, one bit
-// a doc). The scores are the same bits as Index.sat's (the same
-// operations in the same order: lengthNorm is the one place both compute
-// the normalisation).
+// two divisions per posting), negated for a question turn (its sign bit is
+// the question flag, read with the value; negation is exact). The scores
+// are the same bits as Index.sat's (the same operations in the same order:
+// lengthNorm is the one place both compute the normalisation).
 
 // generalWalk makes every walk take the general path, and detailAll one
 // binary search per doc and term (tests compare both ways).
 var generalWalk = false
 
-// normKey is what Index.norm and Index.askBits were computed for: the
+// normKey is what Index.norm and Index.normSigned were computed for: the
 // docs (their number and how many are live) and their total length, which
 // fix the mean length, and the scorer's constants.
 type normKey struct {
@@ -35,38 +35,41 @@ func lengthNorm(r float64, p Params) float64 {
 	return float64(p.K1 * (1 - p.B + float64(p.B*r)))
 }
 
-// norms returns the per-doc tables of the walk for the index's current
-// state and p, rebuilding them when either changed (after a fold: one pass
-// over the docs, about 0.2 ms at 100k nodes). Callers hold ix.mu.
-func (ix *Index) norms(p Params) ([]float64, []uint64) {
+// norms returns the per-doc table of the walk for the index's current
+// state and p, rebuilding it when either changed (after a fold: one pass
+// over the docs, about 0.2 ms at 100k nodes): each doc's lengthNorm,
+// negated for a question turn. ok is false when a normalisation is not
+// above zero (a degenerate Params or store: zero, negative, NaN), where
+// the sign would not tell a question turn; the walk then takes the general
+// path. Callers hold ix.mu.
+func (ix *Index) norms(p Params) (norm []float64, ok bool) {
 	key := normKey{docs: len(ix.docs), live: ix.live, total: ix.total, k1: p.K1, b: p.B, maxLenRatio: p.MaxLenRatio}
 	if key == ix.normKey && len(ix.norm) == len(ix.docs) {
-		return ix.norm, ix.askBits
+		return ix.norm, ix.normSigned
 	}
 	n := len(ix.docs)
 	if cap(ix.norm) < n {
 		ix.norm = make([]float64, n, n+n/8)
 	}
 	ix.norm = ix.norm[:n]
-	words := (n + 63) / 64
-	if cap(ix.askBits) < words {
-		ix.askBits = make([]uint64, words, words+words/8)
-	}
-	ix.askBits = ix.askBits[:words]
-	clear(ix.askBits)
+	ix.normSigned = true
 	avg := ix.total / float64(max(ix.live, 1))
 	for d := range ix.hot {
 		r := ix.hot[d].length / avg
 		if r > p.MaxLenRatio {
 			r = p.MaxLenRatio
 		}
-		ix.norm[d] = lengthNorm(r, p)
-		if ix.hot[d].question {
-			ix.askBits[d>>6] |= 1 << (d & 63)
+		v := lengthNorm(r, p)
+		if !(v > 0) {
+			ix.normSigned = false
 		}
+		if ix.hot[d].question {
+			v = -v
+		}
+		ix.norm[d] = v
 	}
 	ix.normKey = key
-	return ix.norm, ix.askBits
+	return ix.norm, ix.normSigned
 }
 
 // walk adds the scores of term t's postings into ix.cells' tmp (the best of the
@@ -90,14 +93,20 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 		}
 	}
 	ps := ix.postings(t.id)
-	// The general walk: dead docs in the lists, steps to leave out, or a
-	// rare term (Index.sat's rule "rare terms in long nodes").
-	if generalWalk || ix.live < len(ix.docs) || (before >= 0 && ix.maxStep >= before) || t.df <= rareDF {
+	var norm []float64
+	signed := false
+	if !generalWalk && ix.live == len(ix.docs) && !(before >= 0 && ix.maxStep >= before) && t.df > rareDF {
+		norm, signed = ix.norms(p)
+	}
+	// The general walk: dead docs in the lists, steps to leave out, a
+	// rare term (Index.sat's rule "rare terms in long nodes"), or a
+	// normalisation whose sign cannot flag a question turn.
+	if !signed {
 		for _, po := range ps {
 			if ix.hot[po.doc].dead || (before >= 0 && ix.docs[po.doc].step >= before) {
 				continue
 			}
-			s := float32(t.weight * ix.sat(po.tf, po.doc, p, t.df))
+			s := float32(t.weight * ix.sat(po.tf, po.doc, &p, t.df))
 			if ix.hot[po.doc].question {
 				mark(po.doc, s*float32(p.Asker))
 				if _, next := ix.neighbours(po.doc); next >= 0 && (before < 0 || ix.docs[next].step < before) {
@@ -109,21 +118,22 @@ func (ix *Index) walk(t qterm, p Params, before int, groupTouched []int32) []int
 		}
 		return groupTouched
 	}
-	// Every doc is live and below before: the dense tables only.
-	norm, ask := ix.norms(p)
+	// Every doc is live and below before: the dense table only.
 	k1p1, w, delta := p.K1+1, t.weight, p.Delta
 	asker, answer := float32(p.Asker), float32(p.Answer)
 	for _, po := range ps {
 		d := po.doc
 		f := float64(po.tf)
-		s := float32(w * (f*k1p1/(f+norm[d]) + delta))
-		if ask[d>>6]&(1<<(d&63)) != 0 {
+		nd := norm[d]
+		if nd < 0 { // a question turn
+			s := float32(w * (f*k1p1/(f-nd) + delta))
 			mark(d, s*asker)
 			if _, next := ix.neighbours(d); next >= 0 {
 				mark(next, s*answer)
 			}
 			continue
 		}
+		s := float32(w * (f*k1p1/(f+nd) + delta))
 		c := &cells[d]
 		if c.tmp == 0 {
 			groupTouched = append(groupTouched, d)
@@ -181,24 +191,18 @@ func (ix *Index) detailAll(q *Query, docs []int32, p Params) []*match {
 			}
 		}
 	}
-	// detailFrom asks for doc d and the question turn before it only.
-	var cur int32
-	var jd, jp int
-	tf := func(i int, x int32) uint16 {
-		if x == cur {
-			return tfs[i*nl+jd]
-		}
-		return tfs[i*nl+jp]
-	}
+	// detailFrom reads the frequencies of doc d and of the question turn
+	// before it from the rows.
 	out := make([]*match, len(docs))
-	block := newMatches(len(docs), len(q.terms))
+	block := newMatches(len(docs), len(q.terms), q.groups)
+	pp := &p
 	for k, d := range docs {
-		cur = d
-		jd, _ = slices.BinarySearch(look, d)
-		if prev, _ := ix.neighbours(d); prev >= 0 {
+		jd, _ := slices.BinarySearch(look, d)
+		jp := jd
+		if prev, _ := ix.neighbours(d); prev >= 0 && ix.docs[prev].question {
 			jp, _ = slices.BinarySearch(look, prev)
 		}
-		out[k] = ix.detailFrom(q, d, p, tf, block)
+		out[k] = ix.detailFrom(q, d, pp, tfs, nl, jd, jp, block)
 	}
 	ix.look, ix.lookTF = look[:0], tfs[:0]
 	return out

@@ -139,3 +139,50 @@ func TestSeek(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverLazySame: the ranked set cover's picks, order, scores and
+// reasons are the same when only the candidate with the best bound is
+// scored again each round as when every candidate is (eagerCover), with
+// the discount lifted at the default share, never lifted, lifted early,
+// and with no discount or a full one; a generated index of 2,400 nodes
+// and prompts of many terms (many kept candidates).
+func TestCoverLazySame(t *testing.T) {
+	g := testgen.New(11)
+	ix := NewIndex()
+	addTurns(ix, g.SmallTurns(0, 2400), "a")
+	var prompts []string
+	for i := range 80 {
+		prompts = append(prompts, g.Prompt(i), g.Query(i), g.Prompt(i)+" "+g.Query(i+1)+" "+g.Prompt(i+2))
+	}
+	var ps []Params
+	for _, f := range []func(*Params){
+		func(*Params) {},
+		func(p *Params) { p.CoverShare = 0 },
+		func(p *Params) { p.CoverShare = 0.2 },
+		func(p *Params) { p.Covered = 0 },
+		func(p *Params) { p.Covered = 1 },
+		func(p *Params) { p.Delta = 0 },
+		func(p *Params) { p.Delta = -0.1 }, // not monotone: every candidate every round
+	} {
+		p := DefaultParams()
+		f(&p)
+		ps = append(ps, p)
+	}
+	defer func() { eagerCover = false }()
+	picks := 0
+	for _, p := range ps {
+		for _, prompt := range prompts {
+			eagerCover = true
+			want := ix.ScanBefore(prompt, p, -1)
+			eagerCover = false
+			got := ix.ScanBefore(prompt, p, -1)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("prompt %q, %+v: lazy cover\n%+v\nevery candidate every round\n%+v", prompt, p, got, want)
+			}
+			picks += len(got.Picks)
+		}
+	}
+	if picks < 10*len(prompts) {
+		t.Fatalf("%d picks for %d scans: the cover is hardly exercised", picks, len(prompts)*len(ps))
+	}
+}
