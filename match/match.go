@@ -139,8 +139,11 @@ func SetRankedParams(p ranked.Params) { params = p }
 // Ranked: first the nodes holding a token the prompt quotes (rule "exact
 // needles", needleNodes: at most maxNeedleNodes per token, fullest first;
 // each admitted as below), then the ranked picks (rule "the output, not the
-// echo" applied, fullestFirst, and rule "an output answers for its
-// exchange", outputFirst), best first, admitted against the same per-turn
+// echo" applied, fullestFirst, rule "an output answers for its
+// exchange", outputFirst, and rule "a call brings its output",
+// withOutputs: a picked call's own output directly before it, and a
+// needle node's call's output the ranked stage picked before the call,
+// needleCallOutputs), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains —
 // for a pick over ranked.Params.FocusOver × the store's mean node, the
@@ -415,10 +418,14 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for i := range res.Dropped {
 		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
 	}
+	placed := make(map[int]bool, len(brought))
 	for _, o := range brought {
-		delete(needlePick, o.Step) // its own pick already: nothing to join
+		placed[o.Step] = true // hydrated or dropped before its needle call
 	}
 	for _, p := range picks {
+		if placed[p.Step] {
+			continue
+		}
 		if p.IsOutput && needled {
 			// Rule "a call brings its output" (ranked.Params.CallOutput):
 			// with an exact needle hydrated, the needle's nodes are the
@@ -747,13 +754,16 @@ func setWindows(h *contextfold.Hydration, text string, wins []ranked.Window, n i
 // focusLimit is rule "focus long picks" (ranked.Params.FocusOver): a node
 // of nodeTokens tokens over FocusOver × the store's mean node is focused
 // within that many tokens, when that is below the cap applied (else the
-// cap's own focusing holds); a tool's output (summary's RoleOf "tool")
-// over FocusOutputOver × the mean (when set) within that many (rule "an
-// output is its matched lines"). ok false: the rule does not apply.
+// cap's own focusing holds); with FocusAgentOver set, a tool's output or
+// an assistant's node (summary's RoleOf "tool" or "assistant") over
+// FocusAgentOver × the mean within that many (rule "an agent's node is
+// its matched lines"). ok false: the rule does not apply.
 func focusLimit(ix *ranked.Index, summary string, nodeTokens int, capTokens float64) (float64, bool) {
 	over := params.FocusOver
-	if role := ranked.RoleOf(summary); params.FocusAgentOver > 0 && (role == "tool" || role == "assistant") {
-		over = params.FocusAgentOver
+	if params.FocusAgentOver > 0 {
+		if role := ranked.RoleOf(summary); role == "tool" || role == "assistant" {
+			over = params.FocusAgentOver
+		}
 	}
 	if over <= 0 {
 		return 0, false
@@ -774,7 +784,8 @@ type longFocus struct {
 	needles   []string
 }
 
-// cost returns the tokens node step (of nodeTokens tokens) costs focused;
+// cost returns the tokens node step (of nodeTokens tokens, summary its
+// summary, for FocusAgentOver) costs focused;
 // ok false when the rule does not apply to it, its node cannot be read
 // (the hydration will say why), or no line of it holds a prompt term.
 func (f *longFocus) cost(step int, summary string, nodeTokens int) (int, bool) {
