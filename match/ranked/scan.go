@@ -148,7 +148,7 @@ type Params struct {
 	// agent role), the user's prompts and system prompts keep FocusOver.
 	// Off (0): at 2 it keeps every hit and takes 16 % of the tokens a
 	// question off the 80 end-of-session questions (+3 held-out hits),
-	// 17 % off the probes, 36 % off the corpus, but adds about half to a
+	// 17 % off the probes, 36 % off the corpus, but adds 48 % to a
 	// scan's instructions on real sessions (each pick over 2 × the mean
 	// is read and focused to cost it); docs/matching.md, "An agent's node
 	// is its matched lines".
