@@ -139,8 +139,11 @@ func SetRankedParams(p ranked.Params) { params = p }
 // Ranked: first the nodes holding a token the prompt quotes (rule "exact
 // needles", needleNodes: at most maxNeedleNodes per token, fullest first;
 // each admitted as below), then the ranked picks (rule "the output, not the
-// echo" applied, fullestFirst, and rule "an output answers for its
-// exchange", outputFirst), best first, admitted against the same per-turn
+// echo" applied, fullestFirst, rule "an output answers for its
+// exchange", outputFirst, and rule "a call brings its output",
+// withOutputs: a picked call's own output directly before it, and a
+// needle node's call's output the ranked stage picked before the call,
+// needleCallOutputs), best first, admitted against the same per-turn
 // budget as exact (the first pick always, a later one only if its cost,
 // min(token_estimate, per-call cap, per-turn budget), fits what remains —
 // for a pick over ranked.Params.FocusOver × the store's mean node, the
@@ -346,6 +349,9 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	if params.FirstRunFirst && params.FirstAsks && ranked.AsksFirst(prompt) {
 		picks = firstRunFirst(picks)
 	}
+	if params.CallOutput {
+		picks = withOutputs(picks, r.Outputs, r.CallOutputs)
+	}
 	for _, p := range r.Picks {
 		if p.IsCompanion {
 			picks = append(picks, p)
@@ -360,7 +366,13 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for _, p := range r.Superseded {
 		superseded[p.Step] = true
 	}
-	for _, n := range needles.nodes(superseded) {
+	focus := &longFocus{s: s, ix: ix, prompt: prompt, capTokens: capTokens}
+	nodes := needles.nodes(superseded)
+	var brought map[int]ranked.Pick // rule "a call brings its output": by the needle call's step
+	if params.CallOutput && len(nodes) > 0 {
+		brought = needleCallOutputs(ix, nodes, r.Picks)
+	}
+	for _, n := range nodes {
 		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
 		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
 		// A node a newer one updates (intent ownership) comes after it
@@ -368,6 +380,26 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		updaterIn := n.updatedBy == nil
 		for _, u := range n.updatedBy {
 			updaterIn = updaterIn || admitted[u]
+		}
+		if o, ok := brought[n.step]; ok && updaterIn && !admitted[o.Step] {
+			// Rule "a call brings its output": the needle's call is
+			// preceded by what it printed, when the ranked stage picked
+			// that too (freed by rule "an output is updated by its
+			// re-run" or not), admitted as a needle node is.
+			ocost := math.Min(float64(o.Tokens), math.Min(capTokens, budget))
+			if k, ok := focus.cost(o.Step, o.Summary, o.Tokens); ok {
+				ocost = math.Min(ocost, float64(k))
+			}
+			why := append([]string{fmt.Sprintf(`brought by its call at step %d, an exact needle's node (rule "a call brings its output")`, n.step)}, o.Why...)
+			opick := contextfold.ScanPick{StepID: o.Step, MatchedTerms: nonNil(o.Terms), TokenCost: ocost, Summary: o.Summary, Score: o.Score, Why: why}
+			if len(res.Selected) == 0 || ocost <= remaining {
+				admitted[o.Step] = true
+				res.Selected = append(res.Selected, opick)
+				remaining -= ocost
+				res.UsedTokens += ocost
+			} else {
+				res.Dropped = append(res.Dropped, opick)
+			}
 		}
 		if updaterIn && (len(res.Selected) == 0 || cost <= remaining) {
 			admitted[n.step] = true
@@ -379,7 +411,6 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		}
 	}
 	needled := len(res.Selected) > 0
-	focus := &longFocus{s: s, ix: ix, prompt: prompt, capTokens: capTokens}
 	needlePick := map[int]*contextfold.ScanPick{}
 	for i := range res.Selected {
 		needlePick[res.Selected[i].StepID] = &res.Selected[i]
@@ -387,7 +418,22 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for i := range res.Dropped {
 		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
 	}
+	placed := make(map[int]bool, len(brought))
+	for _, o := range brought {
+		placed[o.Step] = true // hydrated or dropped before its needle call
+	}
 	for _, p := range picks {
+		if placed[p.Step] {
+			continue
+		}
+		if p.IsOutput && needled {
+			// Rule "a call brings its output" (ranked.Params.CallOutput):
+			// with an exact needle hydrated, the needle's nodes are the
+			// evidence (and a needle's call brought its own output
+			// above); a ranked call's output not picked on its own
+			// merits is left out, as a freed pick is.
+			continue
+		}
 		if p.Freed && needled {
 			// Rule "an output is updated by its re-run" (ranked.Params.Rerun)
 			// freed it from intent ownership; with an exact needle
@@ -407,7 +453,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			continue
 		}
 		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
-		if n, ok := focus.cost(p.Step, p.Tokens); ok {
+		if n, ok := focus.cost(p.Step, p.Summary, p.Tokens); ok {
 			// Rule "focus long picks": it costs what its windows cost.
 			cost = math.Min(cost, float64(n))
 		}
@@ -640,7 +686,7 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 		capTokens = float64(maxTokens)
 	}
 	counter := s.TokenCounter()
-	if mode == Ranked && params.FocusOver > 0 {
+	if mode == Ranked && (params.FocusOver > 0 || params.FocusAgentOver > 0) {
 		// Rule "focus long picks": a node over FocusOver × the store's
 		// mean node is its windows, as the scan costed it; with no line
 		// holding a prompt term it goes on as any node does.
@@ -648,7 +694,7 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 		if err != nil {
 			return nil, err
 		}
-		if lim, ok := focusLimit(ix, h.TokenEstimate, capTokens); ok {
+		if lim, ok := focusLimit(ix, h.Summary, h.TokenEstimate, capTokens); ok {
 			if text, wins, n := focusWithin(h.RawContent, ix.Weights(prompt, params), ranked.Needles(prompt), lim, counter); wins != nil {
 				setWindows(h, text, wins, n)
 				return h, nil
@@ -708,12 +754,21 @@ func setWindows(h *contextfold.Hydration, text string, wins []ranked.Window, n i
 // focusLimit is rule "focus long picks" (ranked.Params.FocusOver): a node
 // of nodeTokens tokens over FocusOver × the store's mean node is focused
 // within that many tokens, when that is below the cap applied (else the
-// cap's own focusing holds). ok false: the rule does not apply.
-func focusLimit(ix *ranked.Index, nodeTokens int, capTokens float64) (float64, bool) {
-	if params.FocusOver <= 0 {
+// cap's own focusing holds); with FocusAgentOver set, a tool's output or
+// an assistant's node (summary's RoleOf "tool" or "assistant") over
+// FocusAgentOver × the mean within that many (rule "an agent's node is
+// its matched lines"). ok false: the rule does not apply.
+func focusLimit(ix *ranked.Index, summary string, nodeTokens int, capTokens float64) (float64, bool) {
+	over := params.FocusOver
+	if params.FocusAgentOver > 0 {
+		if role := ranked.RoleOf(summary); role == "tool" || role == "assistant" {
+			over = params.FocusAgentOver
+		}
+	}
+	if over <= 0 {
 		return 0, false
 	}
-	lim := params.FocusOver * ix.MeanTokens()
+	lim := over * ix.MeanTokens()
 	return lim, float64(nodeTokens) > lim && lim < capTokens
 }
 
@@ -729,11 +784,12 @@ type longFocus struct {
 	needles   []string
 }
 
-// cost returns the tokens node step (of nodeTokens tokens) costs focused;
+// cost returns the tokens node step (of nodeTokens tokens, summary its
+// summary, for FocusAgentOver) costs focused;
 // ok false when the rule does not apply to it, its node cannot be read
 // (the hydration will say why), or no line of it holds a prompt term.
-func (f *longFocus) cost(step, nodeTokens int) (int, bool) {
-	lim, ok := focusLimit(f.ix, nodeTokens, f.capTokens)
+func (f *longFocus) cost(step int, summary string, nodeTokens int) (int, bool) {
+	lim, ok := focusLimit(f.ix, summary, nodeTokens, f.capTokens)
 	if !ok {
 		return 0, false
 	}
@@ -995,4 +1051,78 @@ func sharesTerm(a, b []string) bool {
 		}
 	}
 	return false
+}
+
+// withOutputs is rule "a call brings its output" (ranked.Params.CallOutput)
+// for the ranked picks: each pick that is an assistant's call with an own
+// output (pairs, ranked.Result.CallOutputs: call step → output step) is
+// directly preceded by that output — the pick of outputs
+// (ranked.Result.Outputs) when the scan did not pick it, else its own
+// pick, moved from a later place (an output placed before the call
+// already, by rule "an output answers for its exchange", stays there).
+// Deterministic; picks is not modified.
+func withOutputs(picks, outputs []ranked.Pick, pairs map[int]int) []ranked.Pick {
+	if len(pairs) == 0 {
+		return picks
+	}
+	pos := make(map[int]int, len(picks))
+	for i, p := range picks {
+		pos[p.Step] = i
+	}
+	brought := make(map[int]ranked.Pick, len(outputs))
+	for _, o := range outputs {
+		brought[o.Step] = o
+	}
+	out := make([]ranked.Pick, 0, len(picks)+len(outputs))
+	done := make(map[int]bool, len(picks)+len(outputs))
+	for i, p := range picks {
+		if done[p.Step] {
+			continue
+		}
+		if o, ok := pairs[p.Step]; ok && !done[o] {
+			if q, ok := brought[o]; ok {
+				out, done[o] = append(out, q), true
+			} else if j, ok := pos[o]; ok && j > i {
+				out, done[o] = append(out, picks[j]), true
+			}
+		}
+		out, done[p.Step] = append(out, p), true
+	}
+	return out
+}
+
+// needleCallOutputs is rule "a call brings its output" for the needle
+// stage: of the needle nodes that are assistants' calls, the own output
+// (ranked.Index.OwnOutputStep) that is no needle node itself and that the
+// ranked stage picked on its own merits (in picks, not a companion;
+// freed by rule "an output is updated by its re-run" or not), by the
+// call's step. The ranked pick is the gate: an output holding none of the
+// prompt's other words (a needle quoted in the agent's sentence, beside
+// an unrelated command) stays out, so needle probes cost what they did.
+func needleCallOutputs(ix *ranked.Index, nodes []*needleNode, picks []ranked.Pick) map[int]ranked.Pick {
+	byStep := make(map[int]ranked.Pick, len(picks))
+	for _, p := range picks {
+		if !p.IsCompanion && !p.IsOutput {
+			byStep[p.Step] = p
+		}
+	}
+	isNeedle := make(map[int]bool, len(nodes))
+	for _, n := range nodes {
+		isNeedle[n.step] = true
+	}
+	var m map[int]ranked.Pick
+	for _, n := range nodes {
+		o, ok := byStep[n.step+1]
+		if !ok || isNeedle[o.Step] {
+			continue
+		}
+		if step, ok := ix.OwnOutputStep(n.step); !ok || step != o.Step {
+			continue
+		}
+		if m == nil {
+			m = map[int]ranked.Pick{}
+		}
+		m[n.step] = o
+	}
+	return m
 }

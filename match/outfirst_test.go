@@ -148,7 +148,7 @@ func testExchanges(t *testing.T, n int) {
 // With the rule off, every case's first pick is the assistant's call or
 // note, not the output: the test exercises the rule.
 func TestOutputFirstFailsWithoutRule(t *testing.T) {
-	withRankedParams(t, func(p *ranked.Params) { p.OutputFirst = false })
+	withRankedParams(t, func(p *ranked.Params) { p.OutputFirst, p.CallOutput = false, false })
 	turns, cases := plantExchanges(testgen.New(1005), 1000)
 	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
