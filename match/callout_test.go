@@ -2,7 +2,6 @@ package match_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -121,21 +120,14 @@ func TestCallOutputEveryKind(t *testing.T) {
 
 // The same at 100,000 nodes: run with CONTEXTFOLD_BENCH_LARGE=1.
 func TestCallOutputEveryKindLarge(t *testing.T) {
-	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
-		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
-	}
+	skipUnlessLarge(t)
 	testCallOutputs(t, 100_000)
 }
 
 func testCallOutputs(t *testing.T, n int) {
 	withRankedParams(t, func(p *ranked.Params) { p.CallOutput = true })
-	s := newStore(t, agentPolicy)
 	turns, cases := plantCallOutputs(testgen.New(uint64(n)+7), n)
-	for i := 0; i < len(turns); i += 5000 {
-		if err := match.FoldBatch(s, match.Ranked, turns[i:min(i+5000, len(turns))]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := foldedAgentStore(t, turns)
 	for _, c := range cases {
 		res, err := match.Scan(s, c.prompt, match.Ranked)
 		if err != nil {

@@ -30,6 +30,15 @@ func foldedAgentStore(t testing.TB, turns []contextfold.Turn) *contextfold.Store
 	return s
 }
 
+// skipUnlessLarge skips a test of 100,000 folded nodes unless
+// CONTEXTFOLD_BENCH_LARGE=1 asks for it.
+func skipUnlessLarge(t *testing.T) {
+	t.Helper()
+	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
+		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
+	}
+}
+
 // withRankedParams makes the ranked scan use the defaults as edit changes
 // them until the test ends.
 func withRankedParams(t testing.TB, edit func(*ranked.Params)) {

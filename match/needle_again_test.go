@@ -2,7 +2,6 @@ package match_test
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -44,9 +43,7 @@ func TestExactNeedlesHeldAgainEveryClass(t *testing.T) {
 
 // The same at 100,000 nodes: run with CONTEXTFOLD_BENCH_LARGE=1.
 func TestExactNeedlesHeldAgainEveryClassLarge(t *testing.T) {
-	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
-		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
-	}
+	skipUnlessLarge(t)
 	testNeedlesAgain(t, 100_000)
 }
 

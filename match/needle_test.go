@@ -204,9 +204,7 @@ func TestExactNeedlesEveryClass(t *testing.T) {
 // The same at 100,000 nodes (building the store takes minutes): run with
 // CONTEXTFOLD_BENCH_LARGE=1, as the scale benchmarks.
 func TestExactNeedlesEveryClassLarge(t *testing.T) {
-	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
-		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
-	}
+	skipUnlessLarge(t)
 	testNeedles(t, 100_000)
 }
 

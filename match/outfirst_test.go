@@ -2,7 +2,6 @@ package match_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -103,9 +102,7 @@ func TestOutputFirstEveryKind(t *testing.T) {
 
 // The same at 100,000 nodes: run with CONTEXTFOLD_BENCH_LARGE=1.
 func TestOutputFirstEveryKindLarge(t *testing.T) {
-	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
-		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
-	}
+	skipUnlessLarge(t)
 	testExchanges(t, 100_000)
 }
 

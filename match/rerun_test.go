@@ -2,7 +2,6 @@ package match_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -128,9 +127,7 @@ func TestOlderOutputHeldAgainEveryKind(t *testing.T) {
 
 // The same at 100,000 nodes: run with CONTEXTFOLD_BENCH_LARGE=1.
 func TestOlderOutputHeldAgainEveryKindLarge(t *testing.T) {
-	if os.Getenv("CONTEXTFOLD_BENCH_LARGE") != "1" {
-		t.Skip("set CONTEXTFOLD_BENCH_LARGE=1 to fold 100,000 nodes")
-	}
+	skipUnlessLarge(t)
 	testReruns(t, 100_000)
 }
 
