@@ -319,6 +319,18 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	res := &contextfold.ScanResult{QueryTerms: r.Terms, Selected: []contextfold.ScanPick{}, Dropped: []contextfold.ScanPick{}, BudgetTokens: budget}
 	remaining := budget
 	admitted := map[int]bool{}
+	// admit hydrates pick when it fits (taking its cost from what
+	// remains of the per-turn budget), or records it as dropped.
+	admit := func(pick contextfold.ScanPick, fits bool) {
+		if !fits {
+			res.Dropped = append(res.Dropped, pick)
+			return
+		}
+		admitted[pick.StepID] = true
+		res.Selected = append(res.Selected, pick)
+		remaining -= pick.TokenCost
+		res.UsedTokens += pick.TokenCost
+	}
 	// The largest share of the prompt's information a pick holds itself.
 	topShare := 0.0
 	for _, p := range r.Picks {
@@ -392,23 +404,9 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			}
 			why := append([]string{fmt.Sprintf(`brought by its call at step %d, an exact needle's node (rule "a call brings its output")`, n.step)}, o.Why...)
 			opick := contextfold.ScanPick{StepID: o.Step, MatchedTerms: nonNil(o.Terms), TokenCost: ocost, Summary: o.Summary, Score: o.Score, Why: why}
-			if len(res.Selected) == 0 || ocost <= remaining {
-				admitted[o.Step] = true
-				res.Selected = append(res.Selected, opick)
-				remaining -= ocost
-				res.UsedTokens += ocost
-			} else {
-				res.Dropped = append(res.Dropped, opick)
-			}
+			admit(opick, len(res.Selected) == 0 || ocost <= remaining)
 		}
-		if updaterIn && (len(res.Selected) == 0 || cost <= remaining) {
-			admitted[n.step] = true
-			res.Selected = append(res.Selected, pick)
-			remaining -= cost
-			res.UsedTokens += cost
-		} else {
-			res.Dropped = append(res.Dropped, pick)
-		}
+		admit(pick, updaterIn && (len(res.Selected) == 0 || cost <= remaining))
 	}
 	needled := len(res.Selected) > 0
 	needlePick := map[int]*contextfold.ScanPick{}
@@ -477,14 +475,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			continue
 		}
 		// A companion (the neighbour of a pick) goes only with its pick.
-		if (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])) {
-			admitted[p.Step] = true
-			res.Selected = append(res.Selected, pick)
-			remaining -= cost
-			res.UsedTokens += cost
-		} else {
-			res.Dropped = append(res.Dropped, pick)
-		}
+		admit(pick, (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])))
 	}
 	return res, nil
 }
