@@ -82,7 +82,7 @@ func New(store *contextfold.Store, opts Options) *mcp.Server {
 func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "resources/list" {
+			if method == "resources/list" && s.store != nil {
 				if err := s.syncResources(); err != nil && log != nil {
 					log.Warn("listing cold nodes", "err", err)
 				}

@@ -46,12 +46,41 @@ HTTP at http://127.0.0.1:PORT/mcp (loopback addresses only).
 
 The store is --dir, else $CONTEXTFOLD_DIR, else ./.contextfold. Other processes
 may fold into it while the server runs; the index is reloaded when it changes.
+
+When that directory is not a store but a directory of session stores (a
+project's .contextfold of the Claude Code hooks, its sessions/, or the
+proxy's --dir), the server reads every session, read-only: list_sessions,
+and recall_archived_nodes, scan_prompt and fetch_archived_node with an
+optional session argument (recall and scan search all sessions without it,
+each result naming its session). It offers no fold_turn, evict_node or
+resources, and never writes into the sessions' stores.
 See docs/mcp-and-hooks.md for host configuration.`,
 		Example: `  contextfold mcp --dir ~/project/.contextfold
   CONTEXTFOLD_DIR=/path/to/store contextfold mcp
   contextfold mcp --http 127.0.0.1:7411`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if maxFrame <= 0 {
+				return usagef("--max-frame-bytes %d: give a positive number of bytes (default %d)", maxFrame, mcpserver.DefaultMaxFrameBytes)
+			}
+			if httpAddr != "" && bodyTimeout < 0 {
+				return usagef("--body-read-timeout %s is negative; give a duration such as 60s", bodyTimeout)
+			}
+			logOut := cmd.ErrOrStderr()
+			if quiet {
+				logOut = io.Discard
+			}
+			logger := slog.New(g.logHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			set, err := g.sessionSet()
+			if err != nil {
+				return err
+			}
+			if set != nil {
+				// A directory of session stores (the hooks' .contextfold,
+				// the proxy's --dir): every session, read-only.
+				srv := mcpserver.NewSessions(set, mcpserver.SessionsOptions{Options: mcpserver.Options{Version: buildVersion(), Logger: logger}})
+				return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio (session stores, read-only)", set.Root())
+			}
 			store, err := g.openStore()
 			if err != nil {
 				return err
@@ -66,30 +95,8 @@ See docs/mcp-and-hooks.md for host configuration.`,
 					}
 				}
 			}
-			logOut := cmd.ErrOrStderr()
-			if quiet {
-				logOut = io.Discard
-			}
-			logger := slog.New(g.logHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if maxFrame <= 0 {
-				return usagef("--max-frame-bytes %d: give a positive number of bytes (default %d)", maxFrame, mcpserver.DefaultMaxFrameBytes)
-			}
-			if httpAddr != "" {
-				if bodyTimeout < 0 {
-					return usagef("--body-read-timeout %s is negative; give a duration such as 60s", bodyTimeout)
-				}
-				return serveHTTP(ctx, g, srv, httpAddr, maxFrame, bodyTimeout, logger, cmd.ErrOrStderr())
-			}
-			logger.Info("serving MCP on stdio", "store", store.Dir())
-			t := mcpserver.StdioTransportWith(cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.StdioOptions{MaxFrameBytes: maxFrame})
-			err = srv.Run(ctx, t)
-			if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
-				err = nil
-			}
-			return err
+			return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio", store.Dir())
 		},
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
@@ -97,6 +104,24 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
+}
+
+// serveMCP serves srv on stdio, or over streamable HTTP at httpAddr when
+// it is set, until the input ends or a signal comes; msg and store go to
+// the log when it serves stdio.
+func serveMCP(cmd *cobra.Command, g *globals, srv *mcp.Server, httpAddr string, maxFrame int, bodyTimeout time.Duration, logger *slog.Logger, msg, store string) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if httpAddr != "" {
+		return serveHTTP(ctx, g, srv, httpAddr, maxFrame, bodyTimeout, logger, cmd.ErrOrStderr())
+	}
+	logger.Info(msg, "store", store)
+	t := mcpserver.StdioTransportWith(cmd.InOrStdin(), cmd.OutOrStdout(), mcpserver.StdioOptions{MaxFrameBytes: maxFrame})
+	err := srv.Run(ctx, t)
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, context.Canceled)) {
+		err = nil
+	}
+	return err
 }
 
 // serveHTTP serves srv over streamable HTTP at addr/mcp until ctx ends.

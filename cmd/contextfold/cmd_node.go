@@ -17,6 +17,7 @@ import (
 func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusCmd) }
 
 func newHydrateCmd(g *globals) *cobra.Command {
+	var pickSession func() error
 	var raw bool
 	var offset int
 	var focus string
@@ -51,11 +52,15 @@ for each window, the command that reads on from its first line.`,
 		Example: `  contextfold hydrate 137
   contextfold hydrate 137 --json | jq -r .payload_sha256
   contextfold hydrate -- -1
-  contextfold hydrate 16 --focus "which test failed in the ledger package?"`,
+  contextfold hydrate 16 --focus "which test failed in the ledger package?"
+  contextfold hydrate 16 --dir .contextfold --session 5a9d…`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseStepID("hydrate", args[0])
 			if err != nil {
+				return err
+			}
+			if err := pickSession(); err != nil {
 				return err
 			}
 			s, err := g.openStoreToUse(cmd)
@@ -156,6 +161,7 @@ for each window, the command that reads on from its first line.`,
 	c.Flags().BoolVar(&raw, "raw", false, "print only the content, nothing around it")
 	c.Flags().StringVar(&focus, "focus", "", "place the content's window(s) around the lines matching this prompt (ranked focused hydration)")
 	c.Flags().IntVar(&offset, "offset", 0, "start at this many characters (code points) into the verified content, to read past the per-call cap")
+	pickSession = sessionFlag(c, g)
 	return c
 }
 

@@ -116,18 +116,32 @@ or nothing). export gives the same bytes back.`,
 func newSessionsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "sessions",
-		Short: "List the sessions of a PostgreSQL store",
+		Short: "List the sessions of a PostgreSQL store or of a directory of session stores",
 		Long: `sessions lists every session of the database that --store postgres://… (or
 $CONTEXTFOLD_STORE) names, by name, with the number of steps its recall index
 holds; a session is what ?session=NAME selects. It changes nothing and needs
-only read access (it never migrates). A directory store holds one session:
-use status there.`,
-		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'",
+only read access (it never migrates).
+
+With --dir a directory of session stores (the proxy's --dir, a project's
+.contextfold of the Claude Code hooks, or its sessions/) it lists the session
+stores below it, newest first: the session id (what --session takes in scan,
+recall and hydrate), its nodes and tokens, when its first and last nodes were
+folded, and its store directory; a store that cannot be read is listed last
+with its error. It writes nothing. A directory store holds one session: use
+status there.`,
+		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'\n  contextfold sessions --dir .contextfold",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := g.storeURL()
 			if u == "" {
-				return usagef("sessions lists the sessions of a PostgreSQL store: give --store postgres://USER@HOST:PORT/DB (or set $CONTEXTFOLD_STORE); a directory store holds one session (see status)")
+				set, err := g.sessionSet()
+				if err != nil {
+					return err
+				}
+				if set != nil {
+					return listSessions(cmd, g, set)
+				}
+				return usagef("sessions lists the sessions of a PostgreSQL store (give --store postgres://USER@HOST:PORT/DB, or set $CONTEXTFOLD_STORE) or of a directory of session stores (give --dir the proxy's --dir or a project's .contextfold); %s holds no session store: a directory store holds one session (see status)", g.storeDir())
 			}
 			list, err := pgstore.Sessions(u)
 			if err != nil {

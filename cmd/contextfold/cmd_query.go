@@ -32,6 +32,7 @@ func matchFlag(c *cobra.Command) func(s *contextfold.Store) (match.Mode, error) 
 
 func newScanCmd(g *globals) *cobra.Command {
 	var mode func(*contextfold.Store) (match.Mode, error)
+	var pickSession func() error
 	c := &cobra.Command{
 		Use:   "scan <prompt…>",
 		Short: "Show which cold nodes the MMU would hydrate for a prompt (push, CONF-13)",
@@ -53,14 +54,31 @@ rule "focus long picks". A ranked pick over the per-call cap that hydration
 focuses on its matched lines shows the tokens hydration places, marked
 "(focused …)" (--json: placed_tokens) next to what it holds against the
 budget. A prompt with no query term says so. scan changes nothing; use
-hydrate to page a node in.`,
+hydrate to page a node in.
+
+With --dir a directory of session stores (the proxy's --dir, a project's
+.contextfold of the Claude Code hooks, or its sessions/), scan reads every
+session's store (read-only) and merges their picks by score, then the newest
+session first, within the smallest per-turn budget of the sessions; each pick
+names its session. --session ID scans that session's store alone, as --dir
+with its store would.`,
 		Example: `  contextfold scan "What port are we using for PostgreSQL, and which migration applied the billing table?"
   contextfold scan --json -- "-v flag broke tests/test_api.py"
   contextfold scan "what did api.example.com/v2/prices return?"
-  contextfold scan --match exact "why did the tenant billing migration fail?"`,
+  contextfold scan --match exact "why did the tenant billing migration fail?"
+  contextfold scan --dir .contextfold "which migration failed last week?"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("scan needs a prompt: contextfold scan <prompt…>")
+			}
+			if err := pickSession(); err != nil {
+				return err
+			}
+			if set, err := g.sessionSet(); err != nil || set != nil {
+				if err != nil {
+					return err
+				}
+				return scanSessions(cmd, g, set, strings.Join(args, " "), mode)
 			}
 			s, err := g.openStoreToUse(cmd)
 			if err != nil {
@@ -129,6 +147,7 @@ hydrate to page a node in.`,
 		},
 	}
 	mode = matchFlag(c)
+	pickSession = sessionFlag(c, g)
 	return c
 }
 
@@ -175,6 +194,7 @@ func numberOut(f float64) any {
 
 func newRecallCmd(g *globals) *cobra.Command {
 	var mode func(*contextfold.Store) (match.Mode, error)
+	var pickSession func() error
 	c := &cobra.Command{
 		Use:   "recall <query…>",
 		Short: "Rank archived turns for a query, newest first (pull, CONF-04)",
@@ -187,12 +207,32 @@ per query term in the node's summary and +1 per term in the node. In ranked
 mode a query that quotes a needle (a path, URL, version, identifier or quoted
 string held by at most 5 nodes) lists the nodes holding it first, in the order
 scan hydrates them (fullest evidence first), labelled by chronology among
-themselves; the other candidates follow, labelled related.`,
+themselves; the other candidates follow, labelled related.
+
+With --dir a directory of session stores (the proxy's --dir, a project's
+.contextfold of the Claude Code hooks, or its sessions/), recall reads every
+session's store (read-only) and lists at most 20 candidates by score, then
+the newest session first, each with its session (--json: an object with
+candidates, omitted, sessions_searched and failed_sessions); labels are
+those within each session. A session whose store cannot be read is named on
+stderr and the others are searched. --session ID recalls in that session's
+store alone, as --dir with its store would.`,
 		Example: `  contextfold recall PostgreSQL port
-  contextfold recall --json migration V12`,
+  contextfold recall --json migration V12
+  contextfold recall --dir .contextfold migration V12
+  contextfold recall --dir .contextfold --session 5a9d… migration V12`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("recall needs a query: contextfold recall <query…>")
+			}
+			if err := pickSession(); err != nil {
+				return err
+			}
+			if set, err := g.sessionSet(); err != nil || set != nil {
+				if err != nil {
+					return err
+				}
+				return recallSessions(cmd, g, set, strings.Join(args, " "), mode)
 			}
 			s, err := g.openStoreToUse(cmd)
 			if err != nil {
@@ -225,5 +265,6 @@ themselves; the other candidates follow, labelled related.`,
 		},
 	}
 	mode = matchFlag(c)
+	pickSession = sessionFlag(c, g)
 	return c
 }

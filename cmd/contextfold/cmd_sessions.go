@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/sessiondir"
+	"github.com/contextfold/contextfold/match"
+)
+
+// sessionSet opens the directory the global flags name as a directory of
+// session stores (the proxy's --dir, the hooks' .contextfold or its
+// sessions/; package sessiondir): nil, nil when it is a database, a store,
+// or holds no session store.
+func (g *globals) sessionSet() (*sessiondir.Set, error) {
+	if g.storeURL() != "" {
+		return nil, nil
+	}
+	ss, err := sessiondir.Find(g.storeDir())
+	if err != nil || len(ss) == 0 {
+		return nil, err
+	}
+	return sessiondir.Open(g.storeDir(), g.storeOptions())
+}
+
+// sessionFlag adds --session to a command that reads one store (scan,
+// recall, hydrate); pick, called first in the command, makes the store the
+// named session's store of the directory of session stores --dir names, so
+// the command (and every command it prints) reads that store as if --dir
+// named it. Without --session pick does nothing.
+func sessionFlag(c *cobra.Command, g *globals) (pick func() error) {
+	var id string
+	c.Flags().StringVar(&id, "session", "", "with --dir a directory of session stores (the proxy's --dir, a project's .contextfold of the Claude Code hooks): read the session ID's store (the ids: contextfold sessions --dir DIR)")
+	return func() error {
+		if id == "" {
+			return nil
+		}
+		set, err := g.sessionSet()
+		if err != nil {
+			return err
+		}
+		if set == nil {
+			return usagef("--session %s: %s is not a directory of session stores (it is a store, or holds none); give --dir the directory of session stores (the proxy's --dir, a project's .contextfold), or leave out --session", id, g.storeDir())
+		}
+		_, sess, err := set.Store(id)
+		if err != nil {
+			return usagef("--session: %v", err)
+		}
+		g.dir, g.store = sess.Dir, ""
+		return nil
+	}
+}
+
+// failuresOut names, on stderr, the sessions a search could not read; it
+// is an error when no session could be read at all.
+func failuresOut(stderr io.Writer, sr sessiondir.Searched) error {
+	for _, f := range sr.Failures {
+		fmt.Fprintf(stderr, "contextfold: warning: session %s (%s) not searched: %s\n", f.ID, f.Dir, errText(f.Err))
+	}
+	if sr.Sessions == 0 && len(sr.Failures) > 0 {
+		f := sr.Failures[0]
+		return fmt.Errorf("no session store could be read (%d failed; the first, %s: %w); run contextfold validate --dir %s", len(sr.Failures), f.ID, f.Err, shellQuote(f.Dir))
+	}
+	return nil
+}
+
+func failuresJSON(sr sessiondir.Searched) []map[string]any {
+	out := []map[string]any{}
+	for _, f := range sr.Failures {
+		out = append(out, map[string]any{"session": f.ID, "store": f.Dir, "error": errText(f.Err)})
+	}
+	return out
+}
+
+// recallSessions is recall over every session of set: at most
+// sessiondir.DefaultRecallLimit candidates, each with its session.
+func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query string, mode func(*contextfold.Store) (match.Mode, error)) error {
+	m, err := sessionsMode(cmd, mode)
+	if err != nil {
+		return err
+	}
+	hits, sr, err := set.Recall("", query, m)
+	if err != nil {
+		return err
+	}
+	omitted := 0
+	if len(hits) > sessiondir.DefaultRecallLimit {
+		omitted = len(hits) - sessiondir.DefaultRecallLimit
+		hits = hits[:sessiondir.DefaultRecallLimit]
+	}
+	out := cmd.OutOrStdout()
+	if g.jsonOut {
+		rows := make([]map[string]any, len(hits))
+		for i, h := range hits {
+			rows[i] = map[string]any{"session": h.ID, "store": h.Dir, "step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
+		}
+		if err := writeJSON(out, map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}); err != nil {
+			return err
+		}
+		return failuresOut(cmd.ErrOrStderr(), sr)
+	}
+	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
+	if len(hits) == 0 {
+		fmt.Fprintln(out, "no archived turn matches")
+	}
+	for _, h := range hits {
+		fmt.Fprintf(out, "session %s  step %-6d %-21s coverage %d  score %d  %s\n", h.ID, h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 70))
+	}
+	if omitted > 0 {
+		fmt.Fprintf(out, "… %d more candidates left out; recall in one session: --session ID\n", omitted)
+	}
+	if len(hits) > 0 {
+		fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID\n", shellQuote(set.Root()))
+	}
+	return failuresOut(cmd.ErrOrStderr(), sr)
+}
+
+// sessionsMode is the matching mode across sessions: --match, else ranked
+// (each store's own "matching" setting applies to a search in it alone).
+func sessionsMode(cmd *cobra.Command, mode func(*contextfold.Store) (match.Mode, error)) (match.Mode, error) {
+	if cmd.Flags().Changed("match") {
+		return mode(nil)
+	}
+	return match.Default, nil
+}
+
+// scanSessions is scan over every session of set (sessiondir.Set.Scan).
+func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt string, mode func(*contextfold.Store) (match.Mode, error)) error {
+	m, err := sessionsMode(cmd, mode)
+	if err != nil {
+		return err
+	}
+	res, sr, err := set.Scan("", prompt, m)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if g.jsonOut {
+		conv := func(ps []sessiondir.ScanPick) []map[string]any {
+			rows := []map[string]any{}
+			for _, p := range ps {
+				r := map[string]any{"session": p.ID, "store": p.Dir, "step_id": p.StepID, "matched_terms": p.MatchedTerms, "token_cost": numberOut(p.TokenCost), "summary": p.Summary}
+				if m == match.Ranked {
+					r["score"], r["why"] = p.Score, p.Why
+				}
+				rows = append(rows, r)
+			}
+			return rows
+		}
+		doc := map[string]any{"query_terms": res.QueryTerms, "selected": conv(res.Selected), "dropped": conv(res.Dropped),
+			"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens), "match": string(m),
+			"sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}
+		if err := writeJSON(out, doc); err != nil {
+			return err
+		}
+		return failuresOut(cmd.ErrOrStderr(), sr)
+	}
+	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
+	if len(res.QueryTerms) == 0 {
+		fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
+	} else {
+		fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+	}
+	if len(res.Selected) == 0 {
+		fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
+		return failuresOut(cmd.ErrOrStderr(), sr)
+	}
+	fmt.Fprintf(out, "would hydrate (%v of %v tokens, the smallest per-turn budget of the sessions):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))
+	for i, p := range res.Selected {
+		fmt.Fprintf(out, "  %d. session %s  step %d  [%s]  %v tokens  %s\n", i+1, p.ID, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost), preview(p.Summary, 70))
+		if m == match.Ranked {
+			fmt.Fprintf(out, "     score %.3f: %s\n", p.Score, strings.Join(p.Why, "; "))
+		}
+	}
+	for _, p := range res.Dropped {
+		fmt.Fprintf(out, "  dropped: session %s  step %d  [%s]  %v tokens do not fit the per-turn budget\n", p.ID, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost))
+	}
+	fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID\n", shellQuote(set.Root()))
+	return failuresOut(cmd.ErrOrStderr(), sr)
+}
+
+// listSessions prints the sessions of a directory of session stores,
+// newest first (sessiondir.Set.Sessions).
+func listSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set) error {
+	ins, err := set.Sessions()
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if g.jsonOut {
+		rows := []map[string]any{}
+		for _, in := range ins {
+			r := map[string]any{"session": in.ID, "store": in.Dir, "nodes": in.Nodes, "total_tokens": in.TotalTokens,
+				"first_folded_at": in.FirstFoldedAt, "last_folded_at": in.LastFoldedAt}
+			if in.Err != nil {
+				r["error"] = errText(in.Err)
+			}
+			rows = append(rows, r)
+		}
+		return writeJSON(out, map[string]any{"root": set.Root(), "sessions": rows})
+	}
+	for _, in := range ins {
+		if in.Err != nil {
+			fmt.Fprintf(out, "%-40s unreadable: %s\n", in.ID, errText(in.Err))
+			continue
+		}
+		span := "-"
+		if in.FirstFoldedAt != "" {
+			span = in.FirstFoldedAt + " .. " + in.LastFoldedAt
+		}
+		fmt.Fprintf(out, "%-40s %6d nodes %9d tokens  %s  %s\n", in.ID, in.Nodes, in.TotalTokens, span, in.Dir)
+	}
+	return nil
+}
+
+// errText is an error's protocol name (when it has one) and message.
+func errText(err error) string {
+	if n := contextfold.ErrorName(err); n != "" && !strings.HasPrefix(err.Error(), n) {
+		return n + ": " + err.Error()
+	}
+	return err.Error()
+}

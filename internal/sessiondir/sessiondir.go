@@ -1,0 +1,469 @@
+// Package sessiondir reads a directory of session stores: the directory the
+// proxy keeps one store per session in (<dir>/<session>/g<N>, one store per
+// history the client sent), the Claude Code hooks' <project>/.contextfold
+// (whose stores are sessions/<session_id>), or that sessions/ directory.
+// It lists the sessions and searches (recall, scan) one of them or all of
+// them, for the MCP server and the command line.
+//
+// It is read-only: stores are opened with contextfold.Open and only read
+// (CONF-08: no lock, no cache file, no byte changed in a store), so it may
+// run while a proxy or a hook folds into the same stores. A store that
+// cannot be read (a damaged index, an unreadable file) is reported with its
+// error; the other sessions are still served.
+package sessiondir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
+)
+
+// MaxSessions is the most session stores a directory may hold: listing one
+// reads every store's index, so a larger directory is refused with an error
+// that says to pick a session's store with --dir.
+const MaxSessions = 4096
+
+// DefaultRecallLimit is how many recall candidates a search across all
+// sessions returns when the caller gives no limit: the output stays bounded
+// however many sessions the directory holds.
+const DefaultRecallLimit = 20
+
+// Session is one store below a directory of session stores.
+type Session struct {
+	// ID names the session: the store's path relative to the directory,
+	// '/'-separated ("5a9d…" for a hooks session, "s-067b…/g1" for a proxy
+	// session's first store; the hooks' sessions/ prefix is left out).
+	ID string
+	// Dir is the store directory.
+	Dir string
+}
+
+// IsStore reports whether dir holds a store's recall index or cold node
+// directory.
+func IsStore(dir string) bool {
+	for _, f := range []string{contextfold.IndexFile, contextfold.ColdNodesDir} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Find lists the session stores below root, by ID: the subdirectories of
+// root (or of root/sessions, the hooks' layout) that are stores, and the
+// stores g1, g2, … of each proxy session directory. It returns nil, nil
+// when root is itself a store, is missing, or has no session store below
+// it (root is then not a directory of session stores). Errors: root
+// unreadable, or more than MaxSessions stores.
+func Find(root string) ([]Session, error) {
+	if IsStore(root) {
+		return nil, nil
+	}
+	base := root
+	if fi, err := os.Stat(filepath.Join(root, "sessions")); err == nil && fi.IsDir() {
+		base = filepath.Join(root, "sessions")
+	}
+	ents, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the directory of session stores %s: %w", base, err)
+	}
+	var out []Session
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		if IsStore(dir) {
+			out = append(out, Session{ID: e.Name(), Dir: dir})
+		} else {
+			for _, g := range generations(dir) {
+				out = append(out, Session{ID: e.Name() + "/" + g, Dir: filepath.Join(dir, g)})
+			}
+		}
+		if len(out) > MaxSessions {
+			return nil, fmt.Errorf("%s holds more than %d session stores; give one session's store with --dir (or --session)", base, MaxSessions)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// generations lists the store subdirectories g1, g2, … of a proxy session
+// directory, in generation order.
+func generations(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var ns []int
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || len(name) < 2 || name[0] != 'g' {
+			continue
+		}
+		n, err := strconv.Atoi(name[1:])
+		if err != nil || n < 1 || strconv.Itoa(n) != name[1:] || !IsStore(filepath.Join(dir, name)) {
+			continue
+		}
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = "g" + strconv.Itoa(n)
+	}
+	return out
+}
+
+// Set is an opened directory of session stores. Sessions are found again
+// on every call, so a session a proxy or a hook starts while the set is in
+// use appears; each store is opened once and reloads its index when it
+// changes on disk. Safe for concurrent use.
+type Set struct {
+	root string
+	opts contextfold.Options
+
+	mu     sync.Mutex
+	stores map[string]*contextfold.Store // by store directory
+}
+
+// Open returns the set of the session stores below root. Errors: root is
+// not a directory of session stores (it is a store, or holds none), or
+// Find's.
+func Open(root string, opts contextfold.Options) (*Set, error) {
+	ss, err := Find(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(ss) == 0 {
+		return nil, fmt.Errorf("%s is not a directory of session stores (it is a store, or holds none)", root)
+	}
+	return &Set{root: root, opts: opts, stores: map[string]*contextfold.Store{}}, nil
+}
+
+// Root is the directory the set was opened on.
+func (s *Set) Root() string { return s.root }
+
+// Info describes one session for a listing.
+type Info struct {
+	Session
+	// Nodes counts the archived nodes; TotalTokens their token estimates.
+	Nodes, TotalTokens int
+	// FirstFoldedAt and LastFoldedAt are the earliest and latest folded_at
+	// of its nodes (RFC 3339, UTC as stored); "" for an empty store.
+	FirstFoldedAt, LastFoldedAt string
+	// Err is why the store could not be read (then the counts are 0).
+	Err error
+}
+
+// store returns the opened store of session ss.
+func (s *Set) store(ss Session) (*contextfold.Store, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.stores[ss.Dir]; ok {
+		return st, nil
+	}
+	st, err := contextfold.Open(ss.Dir, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	s.stores[ss.Dir] = st
+	return st, nil
+}
+
+// Sessions lists the sessions with their counts and times, newest first:
+// by LastFoldedAt descending, then ID; sessions whose store cannot be read
+// come last, by ID, each with its Err.
+func (s *Set) Sessions() ([]Info, error) {
+	ss, err := Find(s.root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(ss))
+	for _, x := range ss {
+		out = append(out, s.info(x))
+	}
+	sortNewest(out)
+	return out, nil
+}
+
+func sortNewest(in []Info) {
+	sort.SliceStable(in, func(i, j int) bool {
+		a, b := in[i], in[j]
+		if (a.Err == nil) != (b.Err == nil) {
+			return a.Err == nil
+		}
+		if a.LastFoldedAt != b.LastFoldedAt {
+			return laterTime(a.LastFoldedAt, b.LastFoldedAt)
+		}
+		return a.ID < b.ID
+	})
+}
+
+// laterTime reports whether RFC 3339 time a is after b (a time that does
+// not parse sorts as the zero time; equal instants by the text).
+func laterTime(a, b string) bool {
+	ta, _ := time.Parse(time.RFC3339Nano, a)
+	tb, _ := time.Parse(time.RFC3339Nano, b)
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a > b
+}
+
+func (s *Set) info(x Session) Info {
+	in := Info{Session: x}
+	st, err := s.store(x)
+	if err == nil {
+		err = st.CheckMoved()
+	}
+	var es []*contextfold.Entry
+	if err == nil {
+		es, err = st.EntriesShared()
+	}
+	if err != nil {
+		in.Err = err
+		return in
+	}
+	in.Nodes = len(es)
+	for _, e := range es {
+		in.TotalTokens += e.TokenEstimate
+		if e.FoldedAt == "" {
+			continue
+		}
+		if in.FirstFoldedAt == "" || laterTime(in.FirstFoldedAt, e.FoldedAt) {
+			in.FirstFoldedAt = e.FoldedAt
+		}
+		if in.LastFoldedAt == "" || laterTime(e.FoldedAt, in.LastFoldedAt) {
+			in.LastFoldedAt = e.FoldedAt
+		}
+	}
+	return in
+}
+
+// Store returns the store of the session id (an ID from Sessions). An
+// unknown id is an error that lists the known ones (at most 10).
+func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
+	ss, err := Find(s.root)
+	if err != nil {
+		return nil, Session{}, err
+	}
+	for _, x := range ss {
+		if x.ID == id {
+			st, err := s.store(x)
+			return st, x, err
+		}
+	}
+	ids := make([]string, 0, 10)
+	for i, x := range ss {
+		if i == 10 {
+			ids = append(ids, fmt.Sprintf("… %d more", len(ss)-10))
+			break
+		}
+		ids = append(ids, x.ID)
+	}
+	return nil, Session{}, fmt.Errorf("no session %q under %s; the sessions are: %s (list them with their times and counts: list_sessions, or contextfold sessions --dir DIR)", id, s.root, strings.Join(ids, ", "))
+}
+
+// Failure is a session whose store could not be searched, and why.
+type Failure struct {
+	Session
+	Err error
+}
+
+// Searched says which sessions a search read: how many, and the ones whose
+// store could not be read (by ID), which were left out.
+type Searched struct {
+	Sessions int
+	Failures []Failure
+}
+
+// searchable returns the sessions to search: the one named id, or all of
+// them ("" id) newest first, with the ones that cannot be read as failures.
+func (s *Set) searchable(id string) ([]Info, []Failure, error) {
+	if id != "" {
+		_, x, err := s.Store(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		in := s.info(x)
+		if in.Err != nil {
+			return nil, nil, fmt.Errorf("session %s (%s): %w", x.ID, x.Dir, in.Err)
+		}
+		return []Info{in}, nil, nil
+	}
+	all, err := s.Sessions()
+	if err != nil {
+		return nil, nil, err
+	}
+	var ok []Info
+	var bad []Failure
+	for _, in := range all {
+		if in.Err != nil {
+			bad = append(bad, Failure{in.Session, in.Err})
+		} else {
+			ok = append(ok, in)
+		}
+	}
+	return ok, bad, nil
+}
+
+// RecallHit is a recall candidate with the session it came from.
+type RecallHit struct {
+	Session
+	contextfold.RecallHit
+}
+
+// Recall runs match.Recall in the session id, or in every session ("" id),
+// and merges the candidates: by score descending, then the newest session
+// first (Sessions' order), then each session's own order. Status labels
+// (latest_chronological, …) are those of each candidate's own session.
+// Scores of different sessions are each store's own (ranked scores weigh
+// terms by their rarity in that store). A session that fails is returned
+// among the failures, the others searched; with an id, its failure is the
+// error.
+func (s *Set) Recall(id, query string, mode match.Mode) ([]RecallHit, Searched, error) {
+	ins, bad, err := s.searchable(id)
+	if err != nil {
+		return nil, Searched{}, err
+	}
+	var out []RecallHit
+	rank := map[string]int{}
+	for i, in := range ins {
+		st, _ := s.store(in.Session)
+		hits, err := match.Recall(st, query, mode)
+		if err != nil {
+			if id != "" {
+				return nil, Searched{}, fmt.Errorf("session %s (%s): %w", in.ID, in.Dir, err)
+			}
+			bad = append(bad, Failure{in.Session, err})
+			continue
+		}
+		rank[in.ID] = i
+		for _, h := range hits {
+			out = append(out, RecallHit{in.Session, h})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return rank[out[i].ID] < rank[out[j].ID]
+	})
+	sortFailures(bad)
+	return out, Searched{len(rank), bad}, nil
+}
+
+func sortFailures(f []Failure) {
+	sort.Slice(f, func(i, j int) bool { return f[i].ID < f[j].ID })
+}
+
+// ScanPick is a scan pick with the session it came from.
+type ScanPick struct {
+	Session
+	contextfold.ScanPick
+}
+
+// ScanResult is a scan over one session or all of them.
+type ScanResult struct {
+	QueryTerms []string
+	// Selected are the picks admitted within BudgetTokens, in admission
+	// order; Dropped the picks that did not fit.
+	Selected, Dropped []ScanPick
+	// BudgetTokens is the per-turn budget: the session's, or across all
+	// sessions the smallest of theirs (one turn's hydration, however many
+	// sessions it draws from). UsedTokens is the cost of Selected.
+	BudgetTokens, UsedTokens float64
+}
+
+// Scan runs match.Scan in the session id, or in every session ("" id). In
+// one session it is that session's scan. Across sessions, each session's
+// selected picks are merged by score descending, then the newest session
+// first, then each session's pick order, and admitted while their cost
+// (capped at the budget) fits the smallest per-turn budget among the
+// sessions; the first is always admitted, as in one store. Each pick's cost
+// is its own store's (min of its tokens, per-call cap, per-turn budget), so
+// the per-call bound of every hydration is that of its store. Failures as
+// Recall.
+func (s *Set) Scan(id, prompt string, mode match.Mode) (*ScanResult, Searched, error) {
+	ins, bad, err := s.searchable(id)
+	if err != nil {
+		return nil, Searched{}, err
+	}
+	res := &ScanResult{QueryTerms: []string{}, Selected: []ScanPick{}, Dropped: []ScanPick{}}
+	var cands, dropped []ScanPick
+	rank := map[string]int{}
+	budget := -1.0
+	for i, in := range ins {
+		st, _ := s.store(in.Session)
+		r, err := match.Scan(st, prompt, mode)
+		if err != nil {
+			if id != "" {
+				return nil, Searched{}, fmt.Errorf("session %s (%s): %w", in.ID, in.Dir, err)
+			}
+			bad = append(bad, Failure{in.Session, err})
+			continue
+		}
+		rank[in.ID] = i
+		if len(r.QueryTerms) > len(res.QueryTerms) {
+			res.QueryTerms = r.QueryTerms // the same prompt: the same terms, or none for an empty store's
+		}
+		if budget < 0 || r.BudgetTokens < budget {
+			budget = r.BudgetTokens
+		}
+		for _, p := range r.Selected {
+			cands = append(cands, ScanPick{in.Session, p})
+		}
+		for _, p := range r.Dropped {
+			dropped = append(dropped, ScanPick{in.Session, p})
+		}
+	}
+	sortFailures(bad)
+	if budget < 0 {
+		budget = 0
+	}
+	res.BudgetTokens = budget
+	byScore := func(ps []ScanPick) {
+		sort.SliceStable(ps, func(i, j int) bool {
+			if ps[i].Score != ps[j].Score {
+				return ps[i].Score > ps[j].Score
+			}
+			return rank[ps[i].ID] < rank[ps[j].ID]
+		})
+	}
+	if len(rank) == 1 {
+		// One session: its own scan, unchanged.
+		res.Selected, res.Dropped = append(res.Selected, cands...), append(res.Dropped, dropped...)
+		for _, p := range cands {
+			res.UsedTokens += p.TokenCost
+		}
+		return res, Searched{1, bad}, nil
+	}
+	byScore(cands)
+	for i, p := range cands {
+		if p.TokenCost > budget {
+			p.TokenCost = budget
+		}
+		if i == 0 || res.UsedTokens+p.TokenCost <= budget {
+			res.Selected = append(res.Selected, p)
+			res.UsedTokens += p.TokenCost
+		} else {
+			dropped = append(dropped, p)
+		}
+	}
+	byScore(dropped)
+	res.Dropped = append(res.Dropped, dropped...)
+	return res, Searched{len(rank), bad}, nil
+}
