@@ -183,15 +183,20 @@ func TestHooksDirectoryNamesItsStores(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "Claude Code hooks") || !strings.Contains(errs, "--dir "+newer) {
 		t.Errorf("status in the project: %d %q", code, errs)
 	}
-	_, errs, code = cli(t, "", "--dir", sessions, "scan", "which turn")
-	if code != 1 || !strings.Contains(errs, "Claude Code hooks' directory of sessions") || !strings.Contains(errs, "--dir "+newer) {
+	_, errs, code = cli(t, "", "--dir", sessions, "steps")
+	if code != 1 || !strings.Contains(errs, "Claude Code hooks' directory of sessions") || !strings.Contains(errs, "--dir "+newer) || !strings.Contains(errs, "--session ID") {
 		t.Errorf("--dir sessions/: %d %q", code, errs)
 	}
+	// scan and recall read every session of such a directory.
+	out, errs, code := cli(t, "", "--dir", sessions, "scan", "which turn of the later session")
+	if code != 0 || !strings.Contains(out, "searched 2 sessions") {
+		t.Errorf("scan --dir sessions/: %d %q %q", code, out, errs)
+	}
 	// The MCP server of docs/agents.md (--dir "$PWD/.contextfold") beside
-	// the hooks serves that directory, where the hooks' stores are not:
-	// it says so on stderr, and serves (stdin ends at once here).
+	// the hooks serves the hooks' session stores, read-only, and says so
+	// on stderr (stdin ends at once here).
 	_, errs, code = cli(t, "", "mcp", "--quiet", "--dir", filepath.Join(project, ".contextfold"))
-	if code != 0 || !strings.Contains(errs, "is not a store") || !strings.Contains(errs, "--dir "+newer) {
+	if code != 0 || !strings.Contains(errs, "directory of session stores (2 sessions)") {
 		t.Errorf("mcp at the hooks' directory: %d %q", code, errs)
 	}
 }

@@ -88,7 +88,7 @@ func proxyStoresHint(dir string) string {
 	if len(stores) == 0 {
 		return hookStoresHint(dir)
 	}
-	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s", len(stores), latestWritten(stores))
+	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s%s", len(stores), latestWritten(stores), sessionsTip(dir))
 }
 
 // latestWritten returns the store among stores whose recall index was
@@ -131,7 +131,13 @@ func hookStoresHint(dir string) string {
 	if len(stores) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("it is %s (%d with a store): give one session's store, e.g. the latest written: --dir %s", what, len(stores), latestWritten(stores))
+	return fmt.Sprintf("it is %s (%d with a store): give one session's store, e.g. the latest written: --dir %s%s", what, len(stores), latestWritten(stores), sessionsTip(dir))
+}
+
+// sessionsTip is the part of a hint about a directory of session stores
+// that names the commands reading it as it is.
+func sessionsTip(dir string) string {
+	return fmt.Sprintf(" (or read them all: contextfold sessions, scan and recall --dir %s, and --session ID to pick one; the MCP server serves them too)", shellQuote(dir))
 }
 
 // generationStores lists the store subdirectories g1, g2, … of a proxy

@@ -1,0 +1,153 @@
+package sessiondir
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/match"
+)
+
+// fold writes turns into the store at dir, folded at the given time.
+func fold(t *testing.T, dir string, at time.Time, turns ...contextfold.Turn) {
+	t.Helper()
+	s, err := contextfold.Open(dir, contextfold.Options{Clock: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FoldBatch(turns); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(ss []Session) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+// The proxy's layout: <dir>/<session>/g<N>, one store per history; a
+// session that never folded and stray files are skipped; the session
+// directory itself is a directory of its generations; a store is not a
+// directory of session stores.
+func TestFindProxyLayout(t *testing.T) {
+	root := t.TempDir()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	fold(t, filepath.Join(root, "s-b", "g1"), t0, contextfold.Turn{StepID: 1, Summary: "first history", RawContent: "port 5432"})
+	fold(t, filepath.Join(root, "s-b", "g10"), t0.Add(time.Hour), contextfold.Turn{StepID: 1, Summary: "tenth history", RawContent: "port 5433"})
+	fold(t, filepath.Join(root, "s-b", "g2"), t0.Add(2*time.Hour), contextfold.Turn{StepID: 1, Summary: "second history", RawContent: "port 5434"})
+	fold(t, filepath.Join(root, "s-a", "g1"), t0.Add(3*time.Hour), contextfold.Turn{StepID: 4, Summary: "other session", RawContent: "port 6000"})
+	os.MkdirAll(filepath.Join(root, "s-empty"), 0o755)
+	os.WriteFile(filepath.Join(root, "s-empty", "workset.jsonl"), []byte("{}\n"), 0o644)
+	os.MkdirAll(filepath.Join(root, "s-b", "gx"), 0o755)
+
+	ss, err := Find(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(ss), []string{"s-a/g1", "s-b/g1", "s-b/g10", "s-b/g2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Find(proxy dir) = %v, want %v", got, want)
+	}
+	if ss, _ := Find(filepath.Join(root, "s-b")); !reflect.DeepEqual(ids(ss), []string{"g1", "g10", "g2"}) {
+		t.Errorf("Find(session dir) = %v", ids(ss))
+	}
+	if ss, err := Find(filepath.Join(root, "s-b", "g1")); ss != nil || err != nil {
+		t.Errorf("a store is not a directory of session stores: %v %v", ss, err)
+	}
+	if ss, err := Find(filepath.Join(root, "missing")); ss != nil || err != nil {
+		t.Errorf("a missing directory: %v %v", ss, err)
+	}
+
+	set, err := Open(root, contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := set.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, in := range ins {
+		order = append(order, in.ID)
+	}
+	if want := []string{"s-a/g1", "s-b/g2", "s-b/g10", "s-b/g1"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("Sessions newest first = %v, want %v", order, want)
+	}
+	if ins[0].Nodes != 1 || ins[0].FirstFoldedAt != "2026-12-01T12:00:00Z" || ins[0].LastFoldedAt != ins[0].FirstFoldedAt {
+		t.Errorf("info: %+v", ins[0])
+	}
+
+	// Every session holds "port": equal scores go newest session first.
+	hits, sr, err := set.Recall("", "port", match.Exact)
+	if err != nil || sr.Sessions != 4 || len(sr.Failures) != 0 {
+		t.Fatalf("recall: %v %+v", err, sr)
+	}
+	var got []string
+	for _, h := range hits {
+		got = append(got, h.ID)
+	}
+	if !reflect.DeepEqual(got, order) {
+		t.Errorf("recall order %v, want the newest session first %v", got, order)
+	}
+	if _, _, err := set.Recall("s-c/g1", "port", match.Exact); err == nil {
+		t.Error("an unknown session must be an error")
+	}
+}
+
+// The hooks' layout: .contextfold/sessions/<id>; .contextfold and
+// sessions/ name the same sessions. A damaged store is a failure, the
+// others are searched; a scan across sessions stays within one budget.
+func TestHooksLayoutAndFailures(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".contextfold")
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var big []contextfold.Turn
+	for i := 0; i < 6; i++ {
+		raw := "PostgreSQL port 5433 in docker-compose.yml\n"
+		for k := 0; k < 400; k++ {
+			raw += "log line of the database container\n"
+		}
+		big = append(big, contextfold.Turn{StepID: i, Summary: "PostgreSQL port", RawContent: raw})
+	}
+	fold(t, filepath.Join(root, "sessions", "a"), t0, big...)
+	fold(t, filepath.Join(root, "sessions", "c"), t0.Add(time.Minute), big...)
+	bad := filepath.Join(root, "sessions", "b")
+	os.MkdirAll(filepath.Join(bad, contextfold.ColdNodesDir), 0o755)
+	os.WriteFile(filepath.Join(bad, contextfold.IndexFile), []byte("{"), 0o644)
+
+	for _, r := range []string{root, filepath.Join(root, "sessions")} {
+		ss, err := Find(r)
+		if err != nil || !reflect.DeepEqual(ids(ss), []string{"a", "b", "c"}) {
+			t.Errorf("Find(%s) = %v %v", r, ids(ss), err)
+		}
+	}
+	set, err := Open(root, contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := set.Sessions()
+	if len(ins) != 3 || ins[0].ID != "c" || ins[2].ID != "b" || ins[2].Err == nil {
+		t.Fatalf("sessions: %+v", ins)
+	}
+	res, sr, err := set.Scan("", "which PostgreSQL port?", match.Ranked)
+	if err != nil || sr.Sessions != 2 || len(sr.Failures) != 1 || sr.Failures[0].ID != "b" {
+		t.Fatalf("scan: %v %+v", err, sr)
+	}
+	if len(res.Selected) == 0 || res.UsedTokens > res.BudgetTokens {
+		t.Errorf("scan across sessions over budget: %+v", res)
+	}
+	one, _, err := set.Scan("c", "which PostgreSQL port?", match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BudgetTokens != one.BudgetTokens {
+		t.Errorf("budget across sessions %v, one session's %v", res.BudgetTokens, one.BudgetTokens)
+	}
+	if _, _, err := set.Scan("b", "port", match.Ranked); err == nil {
+		t.Error("a scan of the damaged session must be an error")
+	}
+}
