@@ -69,8 +69,8 @@ func Find(root string) ([]Session, error) {
 		return nil, nil
 	}
 	base := root
-	if fi, err := os.Stat(filepath.Join(root, "sessions")); err == nil && fi.IsDir() {
-		base = filepath.Join(root, "sessions")
+	if sd := filepath.Join(root, "sessions"); isDir(sd) && !IsStore(sd) && len(generations(sd)) == 0 {
+		base = sd // the hooks' project directory (not a proxy session named "sessions")
 	}
 	ents, err := os.ReadDir(base)
 	if errors.Is(err, os.ErrNotExist) {
@@ -98,6 +98,11 @@ func Find(root string) ([]Session, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // generations lists the store subdirectories g1, g2, … of a proxy session
@@ -191,12 +196,29 @@ func (s *Set) Sessions() ([]Info, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.prune(ss)
 	out := make([]Info, 0, len(ss))
 	for _, x := range ss {
 		out = append(out, s.info(x))
 	}
 	sortNewest(out)
 	return out, nil
+}
+
+// prune forgets the opened stores of sessions no longer found (removed
+// from the directory), so their indexes do not stay in memory.
+func (s *Set) prune(found []Session) {
+	keep := make(map[string]bool, len(found))
+	for _, x := range found {
+		keep[x.Dir] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for dir := range s.stores {
+		if !keep[dir] {
+			delete(s.stores, dir)
+		}
+	}
 }
 
 func sortNewest(in []Info) {
@@ -331,9 +353,9 @@ type RecallHit struct {
 // first (Sessions' order), then each session's own order. Status labels
 // (latest_chronological, …) are those of each candidate's own session.
 // Scores of different sessions are each store's own (ranked scores weigh
-// terms by their rarity in that store). A session that fails is returned
-// among the failures, the others searched; with an id, its failure is the
-// error.
+// terms by their rarity in that store). A session that fails is listed in
+// Searched.Failures, the others are searched; with an id, its failure is
+// the error.
 func (s *Set) Recall(id, query string, mode match.Mode) ([]RecallHit, Searched, error) {
 	ins, bad, err := s.searchable(id)
 	if err != nil {

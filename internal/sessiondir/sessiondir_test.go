@@ -56,6 +56,12 @@ func TestFindProxyLayout(t *testing.T) {
 	if ss, _ := Find(filepath.Join(root, "s-b")); !reflect.DeepEqual(ids(ss), []string{"g1", "g10", "g2"}) {
 		t.Errorf("Find(session dir) = %v", ids(ss))
 	}
+	// A proxy session whose id is "sessions" is a session, not the hooks' layout.
+	fold(t, filepath.Join(root, "sessions", "g1"), t0, contextfold.Turn{StepID: 1, Summary: "named sessions", RawContent: "x"})
+	if ss, _ := Find(root); len(ss) != 5 || ss[4].ID != "sessions/g1" {
+		t.Errorf("Find with a proxy session named sessions = %v", ids(ss))
+	}
+	os.RemoveAll(filepath.Join(root, "sessions"))
 	if ss, err := Find(filepath.Join(root, "s-b", "g1")); ss != nil || err != nil {
 		t.Errorf("a store is not a directory of session stores: %v %v", ss, err)
 	}
