@@ -13,7 +13,6 @@
 package sessiondir
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,8 +61,9 @@ func IsStore(dir string) bool {
 // root (or of root/sessions, the hooks' layout) that are stores, and the
 // stores g1, g2, … of each proxy session directory. It returns nil, nil
 // when root is itself a store, is missing, or has no session store below
-// it (root is then not a directory of session stores). Errors: root
-// unreadable, or more than MaxSessions stores.
+// it, or cannot be read as a directory (root is then not a directory of
+// session stores: opening it as a store names the problem). The error is
+// for more than MaxSessions stores.
 func Find(root string) ([]Session, error) {
 	if IsStore(root) {
 		return nil, nil
@@ -73,11 +73,10 @@ func Find(root string) ([]Session, error) {
 		base = sd // the hooks' project directory (not a proxy session named "sessions")
 	}
 	ents, err := os.ReadDir(base)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
 	if err != nil {
-		return nil, fmt.Errorf("the directory of session stores %s: %w", base, err)
+		// Missing, a file, unreadable, a symbolic link loop: not a
+		// directory of session stores; opening it as a store says why.
+		return nil, nil
 	}
 	var out []Session
 	for _, e := range ents {
