@@ -143,7 +143,8 @@ type Set struct {
 	stores map[string]*contextfold.Store // by store directory
 }
 
-// Open returns the set of the session stores below root. Errors: root is
+// Open returns the set of the session stores below root, made absolute
+// (Root, and each session's Dir, are absolute paths). Errors: root is
 // not a directory of session stores (it is a store, or holds none), or
 // Find's.
 func Open(root string, opts contextfold.Options) (*Set, error) {
@@ -153,6 +154,9 @@ func Open(root string, opts contextfold.Options) (*Set, error) {
 	}
 	if len(ss) == 0 {
 		return nil, fmt.Errorf("%s is not a directory of session stores (it is a store, or holds none)", root)
+	}
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs // store paths in listings and printed commands work from any directory
 	}
 	return &Set{root: root, opts: opts, stores: map[string]*contextfold.Store{}}, nil
 }
