@@ -149,6 +149,16 @@ func TestProxyDirectoryNamesItsStores(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "the proxy's directory of sessions") || !strings.Contains(errs, "--dir "+filepath.Join(sess, "g2")) {
 		t.Errorf("sessions directory: %d %q", code, errs)
 	}
+	// recall and sessions read the proxy's sessions as they are: each
+	// store is a session <session>/g<N>.
+	out, errs, code := cli(t, "", "--dir", root, "--json", "sessions")
+	if code != 0 || !strings.Contains(out, `"session": "s-0123456789abcdef/g2"`) || !strings.Contains(out, `"session": "s-0123456789abcdef/g1"`) {
+		t.Errorf("sessions of the proxy's directory: %d %s %s", code, out, errs)
+	}
+	out, errs, code = cli(t, "", "--dir", root, "recall", "history", "rewrite")
+	if code != 0 || !strings.Contains(out, "session s-0123456789abcdef/g2  step 4") {
+		t.Errorf("recall over the proxy's directory: %d %s %s", code, out, errs)
+	}
 	// Any other directory keeps the plain message.
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, "go.mod"), []byte("module x\n"), 0o644)
