@@ -324,3 +324,48 @@ func TestCLIOverSessionStores(t *testing.T) {
 		t.Error("the commands changed files under the directory of session stores")
 	}
 }
+
+// mcp --sessions serves a directory before it holds any session (the
+// hooks' .contextfold before their first Stop, when Claude Code starts the
+// server): a session folded later is found; a store is refused.
+func TestMCPSessionsBeforeTheFirstSession(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".contextfold") // not made yet
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.Command(binary, "mcp", "--quiet", "--sessions", "--dir", root)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var ls mcpserver.ListSessionsResult
+	call(t, cs, mcpserver.ToolSessions, map[string]any{}, &ls)
+	if len(ls.Sessions) != 0 {
+		t.Fatalf("sessions of an empty directory: %+v", ls)
+	}
+	var rr mcpserver.SessionRecallResult
+	call(t, cs, mcpserver.ToolRecall, map[string]any{"query": "PostgreSQL port"}, &rr)
+	if len(rr.Candidates) != 0 || rr.Sessions != 0 {
+		t.Fatalf("recall in an empty directory: %+v", rr)
+	}
+	if _, err := os.Stat(root); err == nil {
+		t.Fatal("the server made the directory")
+	}
+	s, err := contextfold.Open(filepath.Join(root, "sessions", "first"), contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FoldBatch(contextfold.DemoTurns()); err != nil {
+		t.Fatal(err)
+	}
+	call(t, cs, mcpserver.ToolRecall, map[string]any{"query": "PostgreSQL port"}, &rr)
+	if len(rr.Candidates) == 0 || rr.Candidates[0].Session != "first" {
+		t.Errorf("a session folded after the start is not searched: %+v", rr)
+	}
+	cs.Close()
+
+	out, err := exec.Command(binary, "mcp", "--sessions", "--dir", filepath.Join(root, "sessions", "first")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is a store, not a directory of session stores") {
+		t.Errorf("mcp --sessions on a store: %v %s", err, out)
+	}
+}

@@ -209,6 +209,15 @@ func TestHooksDirectoryNamesItsStores(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "directory of session stores (2 sessions)") {
 		t.Errorf("mcp at the hooks' directory: %d %q", code, errs)
 	}
+	// Once .contextfold is a store of its own (fold_turn before the hooks),
+	// it is served as that store, and stderr names the sessions it does not serve.
+	if _, _, code := cli(t, "", "--dir", filepath.Join(project, ".contextfold"), "fold", "1", "a turn fold_turn folded"); code != 0 {
+		t.Fatal("fold")
+	}
+	_, errs, code = cli(t, "", "mcp", "--quiet", "--dir", filepath.Join(project, ".contextfold"))
+	if code != 0 || !strings.Contains(errs, "the 2 session stores below it (sessions/) are not") || !strings.Contains(errs, "--dir "+sessions) {
+		t.Errorf("mcp at a store with the hooks' sessions below it: %d %q", code, errs)
+	}
 }
 
 // TestJSONErrorWhenTheParseStopsEarly: with --json an error is one JSON

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/mcpserver"
 )
 
@@ -23,7 +25,7 @@ func init() { commands = append(commands, newMCPCmd) }
 
 func newMCPCmd(g *globals) *cobra.Command {
 	var httpAddr string
-	var quiet bool
+	var quiet, sessions bool
 	var maxFrame int
 	var bodyTimeout time.Duration
 	c := &cobra.Command{
@@ -57,7 +59,8 @@ resources, and never writes into the sessions' stores.
 See docs/mcp-and-hooks.md for host configuration.`,
 		Example: `  contextfold mcp --dir ~/project/.contextfold
   CONTEXTFOLD_DIR=/path/to/store contextfold mcp
-  contextfold mcp --http 127.0.0.1:7411`,
+  contextfold mcp --http 127.0.0.1:7411
+  contextfold mcp --dir "$PWD/.contextfold" --sessions`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if maxFrame <= 0 {
@@ -74,6 +77,14 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			set, err := g.sessionSet()
 			if err != nil {
 				return err
+			}
+			if set == nil && sessions {
+				if g.storeURL() != "" {
+					return usagef("--sessions reads a directory of session stores; --store names a PostgreSQL store (its sessions: contextfold sessions)")
+				}
+				if set, err = sessiondir.Open(g.storeDir(), g.storeOptions()); err != nil {
+					return usagef("--sessions: %v", err)
+				}
 			}
 			if set != nil {
 				// A directory of session stores (the hooks' .contextfold,
@@ -96,6 +107,10 @@ See docs/mcp-and-hooks.md for host configuration.`,
 					if h := proxyStoresHint(store.Dir()); h != "" {
 						fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is not a store: %s; served as it is, it holds only what fold_turn folds into it\n", store.Dir(), h)
 					}
+				} else if ss, _ := sessiondir.Find(filepath.Join(store.Dir(), "sessions")); len(ss) > 0 {
+					// A store (fold_turn made it one) with the hooks'
+					// sessions below it: those are not served here.
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a store, served as such; the %d session stores below it (sessions/) are not: to read them, give --dir %s\n", store.Dir(), len(ss), shellQuote(filepath.Join(store.Dir(), "sessions")))
 				}
 			}
 			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
@@ -104,6 +119,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
+	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet: the hooks' .contextfold before their first Stop, a proxy's --dir before its first session (a directory that holds session stores is served so without it)")
 	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c

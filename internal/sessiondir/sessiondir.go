@@ -144,16 +144,16 @@ type Set struct {
 }
 
 // Open returns the set of the session stores below root, made absolute
-// (Root, and each session's Dir, are absolute paths). Errors: root is
-// not a directory of session stores (it is a store, or holds none), or
-// Find's.
+// (Root, and each session's Dir, are absolute paths). root may hold no
+// session yet (a project whose hooks have not folded a session, a proxy
+// not started): sessions are found at each call. Errors: root is a store
+// (not a directory of session stores), or Find's.
 func Open(root string, opts contextfold.Options) (*Set, error) {
-	ss, err := Find(root)
-	if err != nil {
-		return nil, err
+	if IsStore(root) {
+		return nil, fmt.Errorf("%s is a store, not a directory of session stores; give the store itself as --dir, or the directory that holds the session stores", root)
 	}
-	if len(ss) == 0 {
-		return nil, fmt.Errorf("%s is not a directory of session stores (it is a store, or holds none)", root)
+	if _, err := Find(root); err != nil {
+		return nil, err
 	}
 	if abs, err := filepath.Abs(root); err == nil {
 		root = abs // store paths in listings and printed commands work from any directory
