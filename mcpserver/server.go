@@ -12,6 +12,10 @@
 //
 // The Store reloads its recall index when the file changes on disk, so one
 // server may serve while other processes fold into the same store.
+//
+// NewSessions serves a directory of session stores instead (the Claude Code
+// hooks' .contextfold, the proxy's --dir), read-only: list_sessions, and
+// recall, scan and fetch in one session or across all of them.
 package mcpserver
 
 import (

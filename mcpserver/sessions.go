@@ -23,12 +23,6 @@ To find what an earlier session found, call recall_archived_nodes with keywords 
 Content is capped per call; when truncated is true, call fetch_archived_node again with offset = next_offset.
 Errors start with their name: NodeNotFoundError (unknown step), IntegrityCheckError (the stored bytes do not match their hash: the content was refused; do not rely on it), BadArgument (an unknown session: list_sessions names them).`
 
-// SessionsOptions configure NewSessions. The zero value is valid.
-type SessionsOptions struct {
-	// Options are the server's name, version and request logger, as for New.
-	Options
-}
-
 // sessionsServer serves a directory of session stores, read-only.
 type sessionsServer struct {
 	set *sessiondir.Set
@@ -44,8 +38,9 @@ type sessionsServer struct {
 // than one session). It has no fold_turn, evict_node or resources: it never
 // writes into a store a proxy or a hook may be writing. A session whose
 // store cannot be read is named in each result's failed_sessions, the
-// others are served. Connect it like New's server.
-func NewSessions(set *sessiondir.Set, opts SessionsOptions) *mcp.Server {
+// others are served. opts are New's (name, version, request logger).
+// Connect it like New's server.
+func NewSessions(set *sessiondir.Set, opts Options) *mcp.Server {
 	if opts.Name == "" {
 		opts.Name = "contextfold"
 	}

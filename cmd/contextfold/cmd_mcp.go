@@ -92,7 +92,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				if ins, err := set.Sessions(); err == nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a directory of session stores (%d sessions): serving them read-only (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session); to fold into a store, give --dir that store\n", set.Root(), len(ins))
 				}
-				srv := mcpserver.NewSessions(set, mcpserver.SessionsOptions{Options: mcpserver.Options{Version: buildVersion(), Logger: logger}})
+				srv := mcpserver.NewSessions(set, mcpserver.Options{Version: buildVersion(), Logger: logger})
 				return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio (session stores, read-only)", set.Root())
 			}
 			store, err := g.openStore()
