@@ -340,7 +340,7 @@ func TestFocusReusedByHydration(t *testing.T) {
 // BenchmarkCallOutputScan is the ranked scan (match.Scan) of the
 // generated call-output questions on 1,000 nodes, with rule "a call
 // brings its output" (on by default) and rule "an agent's node is its
-// matched lines" (FocusAgentOver 2; off by default) on and off: what the
+// matched lines" (FocusAgentOver 2, the default) on and off: what the
 // two rules cost a scan.
 func BenchmarkCallOutputScan(b *testing.B) {
 	turns, cases := plantCallOutputs(testgen.New(1007), 1000)
