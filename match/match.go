@@ -663,7 +663,10 @@ func Hydrate(s *contextfold.Store, step int, prompt string, mode Mode) (*context
 // below the cap applied) is focused within that many tokens when a line of
 // it holds a prompt term, and hydrated as before when none does (rule
 // "focus long picks"; Scan costs it the same windows). maxTokens ≤ 0
-// applies the policy's cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
+// applies the policy's cap only (Hydrate). The focusing a scan costed
+// for the same node, prompt and limit is reused when the verified
+// payload and the prompt's weights are those it was computed from
+// (focusMemo). Errors are s.Hydrate's, and a *StoreFileError for a
 // policy whose caps are not numbers. Read-only (CONF-08); safe for
 // concurrent use as the store is.
 func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, maxTokens int) (*contextfold.Hydration, error) {
@@ -793,9 +796,11 @@ type longFocus struct {
 }
 
 // cost returns the tokens node step (of nodeTokens tokens, summary its
-// summary, for FocusAgentOver) costs focused;
-// ok false when the rule does not apply to it, its node cannot be read
-// (the hydration will say why), or no line of it holds a prompt term.
+// summary, for FocusAgentOver) costs focused; ok false when the rule does
+// not apply to it, it is over the per-call cap (it costs the cap), its
+// node cannot be read (the hydration will say why), or no line of it
+// holds a prompt term. The node is read, not verified; its focusing is
+// kept in focusMemo for the hydration.
 func (f *longFocus) cost(step int, summary string, nodeTokens int) (int, bool) {
 	lim, ok := focusLimit(f.ix, summary, nodeTokens, f.capTokens)
 	if !ok {
