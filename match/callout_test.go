@@ -2,6 +2,7 @@ package match_test
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -294,10 +295,52 @@ func TestFocusAgentNodes(t *testing.T) {
 	}
 }
 
+// The focusing a scan costs for a long pick (rule "an agent's node is its
+// matched lines") is kept for the hydration of the same pick for the same
+// prompt: the hydration reuses it (no second analysis of the node's
+// lines) and is exactly the one made without it, every field.
+func TestFocusReusedByHydration(t *testing.T) {
+	turns, cases := plantAgentLong(testgen.New(1009), 1000)
+	s := foldedAgentStore(t, turns)
+	withRankedParams(t, func(p *ranked.Params) { p.FocusAgentOver = 2 })
+	hits := match.FocusMemoHits()
+	focusedPicks := 0
+	for _, c := range cases {
+		res, err := match.Scan(s, c.prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reused []*contextfold.Hydration
+		for _, p := range res.Selected {
+			h, err := match.HydrateWithin(s, p.StepID, c.prompt, match.Ranked, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reused = append(reused, h)
+		}
+		match.ClearFocusMemo()
+		for i, p := range res.Selected {
+			h, err := match.HydrateWithin(s, p.StepID, c.prompt, match.Ranked, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(h, reused[i]) {
+				t.Fatalf("%q step %d: the hydration reusing the scan's focusing differs from the one without:\n%+v\n%+v", c.prompt, p.StepID, reused[i], h)
+			}
+			if len(h.Windows) > 0 {
+				focusedPicks++
+			}
+		}
+	}
+	if got := match.FocusMemoHits() - hits; focusedPicks == 0 || got < int64(focusedPicks) {
+		t.Fatalf("%d focused hydrations, %d reused the scan's focusing", focusedPicks, got)
+	}
+}
+
 // BenchmarkCallOutputScan is the ranked scan (match.Scan) of the
 // generated call-output questions on 1,000 nodes, with rule "a call
 // brings its output" (on by default) and rule "an agent's node is its
-// matched lines" (FocusAgentOver 2; off by default) on and off: what the
+// matched lines" (FocusAgentOver 2, the default) on and off: what the
 // two rules cost a scan.
 func BenchmarkCallOutputScan(b *testing.B) {
 	turns, cases := plantCallOutputs(testgen.New(1007), 1000)

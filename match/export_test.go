@@ -34,3 +34,10 @@ func SetNeedlesBeside(on bool) bool {
 // OutputFirstOrder is rule "an output answers for its exchange"
 // (outputFirst) on picks, for its benchmark.
 func OutputFirstOrder(picks []ranked.Pick) []ranked.Pick { return outputFirst(picks) }
+
+// FocusMemoHits returns how many hydrations reused the focusing a scan
+// costed (focusMemo).
+func FocusMemoHits() int64 { return focusMemoHits.Load() }
+
+// ClearFocusMemo empties the focusings the scans kept.
+func ClearFocusMemo() { focusMemo.clear() }

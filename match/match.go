@@ -25,11 +25,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match/ranked"
@@ -133,7 +136,10 @@ var params = ranked.DefaultParams()
 // SetRankedParams replaces the ranked scorer's constants, for evaluations
 // (cmd/cfeval -params); not safe while scans run. Production code keeps
 // ranked.DefaultParams.
-func SetRankedParams(p ranked.Params) { params = p }
+func SetRankedParams(p ranked.Params) {
+	params = p
+	focusMemo.clear()
+}
 
 // Scan is the MMU's scan in the given mode. Exact: exactly s.Scan(prompt).
 // Ranked: first the nodes holding a token the prompt quotes (rule "exact
@@ -657,7 +663,10 @@ func Hydrate(s *contextfold.Store, step int, prompt string, mode Mode) (*context
 // below the cap applied) is focused within that many tokens when a line of
 // it holds a prompt term, and hydrated as before when none does (rule
 // "focus long picks"; Scan costs it the same windows). maxTokens ≤ 0
-// applies the policy's cap only (Hydrate). Errors are s.Hydrate's, and a *StoreFileError for a
+// applies the policy's cap only (Hydrate). The focusing a scan costed
+// for the same node, prompt and limit is reused when the verified
+// payload and the prompt's weights are those it was computed from
+// (focusMemo). Errors are s.Hydrate's, and a *StoreFileError for a
 // policy whose caps are not numbers. Read-only (CONF-08); safe for
 // concurrent use as the store is.
 func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, maxTokens int) (*contextfold.Hydration, error) {
@@ -686,8 +695,14 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 			return nil, err
 		}
 		if lim, ok := focusLimit(ix, h.Summary, h.TokenEstimate, capTokens); ok {
-			if text, wins, n := focusWithin(h.RawContent, ix.Weights(prompt, params), ranked.Needles(prompt), lim, counter); wins != nil {
-				setWindows(h, text, wins, n)
+			weights := ix.Weights(prompt, params)
+			key := focusKey{ix: ix, step: step, prompt: prompt, lim: lim, counter: counter.Name()}
+			f, ok := focusMemo.get(key, h, weights)
+			if !ok {
+				f.text, f.wins, f.n = focusWithin(h.RawContent, weights, ranked.Needles(prompt), lim, counter)
+			}
+			if f.wins != nil {
+				setWindows(h, f.text, f.wins, f.n)
 				return h, nil
 			}
 		}
@@ -716,11 +731,16 @@ func HydrateWithin(s *contextfold.Store, step int, prompt string, mode Mode, max
 // (ranked.FocusNeedles) within capTokens of counter: the first windows
 // of at most 4 × capTokens code points, then 3/4 of that, until they count
 // at most capTokens (the heuristic counter: at once). nil windows: no
-// line holds a term.
+// line holds a term. The content's lines are analysed once
+// (ranked.AnalyzeFocus) for every limit tried.
 func focusWithin(content string, weights map[string]float64, needles []string, capTokens float64, counter tokens.Counter) (string, []ranked.Window, int) {
 	limit := int(math.Floor(capTokens * 4))
+	var fa *ranked.FocusAnalysis
 	for limit > 0 {
-		text, wins := ranked.FocusNeedles(content, weights, needles, limit)
+		if fa == nil {
+			fa = ranked.AnalyzeFocus(content, weights, needles)
+		}
+		text, wins := fa.Place(limit)
 		if wins == nil {
 			break
 		}
@@ -776,23 +796,134 @@ type longFocus struct {
 }
 
 // cost returns the tokens node step (of nodeTokens tokens, summary its
-// summary, for FocusAgentOver) costs focused;
-// ok false when the rule does not apply to it, its node cannot be read
-// (the hydration will say why), or no line of it holds a prompt term.
+// summary, for FocusAgentOver) costs focused; ok false when the rule does
+// not apply to it, it is over the per-call cap (it costs the cap), its
+// node cannot be read (the hydration will say why), or no line of it
+// holds a prompt term. The node is read, not verified; its focusing is
+// kept in focusMemo for the hydration.
 func (f *longFocus) cost(step int, summary string, nodeTokens int) (int, bool) {
 	lim, ok := focusLimit(f.ix, summary, nodeTokens, f.capTokens)
 	if !ok {
 		return 0, false
 	}
-	h, err := f.s.Hydrate(step)
-	if err != nil || h.TokenEstimate != nodeTokens {
+	if float64(nodeTokens) > f.capTokens {
+		// A node over the per-call cap costs the cap, as its hydration's
+		// token estimate (the reference's truncation) has it.
+		return 0, false
+	}
+	// Read, not verified: the scan only costs the node (as the needle
+	// stage searches the nodes it reads); the hydration verifies it.
+	n, err := f.s.ReadColdNode(step)
+	if err != nil || n.TokenEstimate != nodeTokens {
 		return 0, false
 	}
 	if f.weights == nil {
 		f.weights, f.needles = f.ix.Weights(f.prompt, params), ranked.Needles(f.prompt)
 	}
-	_, wins, n := focusWithin(h.RawContent, f.weights, f.needles, lim, f.s.TokenCounter())
-	return n, wins != nil
+	counter := f.s.TokenCounter()
+	var fc focused
+	fc.text, fc.wins, fc.n = focusWithin(n.RawContent, f.weights, f.needles, lim, counter)
+	focusMemo.put(focusKey{ix: f.ix, step: step, prompt: f.prompt, lim: lim, counter: counter.Name()}, n.RawContent, f.weights, fc)
+	return fc.n, fc.wins != nil
+}
+
+// focused is one node's focused text for one prompt (focusWithin): its
+// windows (nil: no line holds a prompt term) and its n tokens.
+type focused struct {
+	text string
+	wins []ranked.Window
+	n    int
+}
+
+// focusKey names a focusing: the store's index (its weights), the node,
+// the prompt, the limit (tokens) and the token counter's name.
+type focusKey struct {
+	ix      *ranked.Index
+	step    int
+	prompt  string
+	lim     float64
+	counter string
+}
+
+// focusEntry is a focusing kept (focusMemo): what it was computed from
+// beyond its key (the node's payload, the prompt's weights then) and its
+// result.
+type focusEntry struct {
+	content string
+	weights map[string]float64
+	f       focused
+}
+
+// focusMemo keeps the focusings of the latest long picks the scans costed
+// (longFocus.cost), so that HydrateWithin, hydrating a selected pick for
+// the same prompt, places the windows the scan costed without analysing
+// the node's lines again: a selected pick is read twice (the hydration
+// verifies it) but focused once. An entry is used only when the verified
+// payload and the prompt's weights (the index may have changed since) are
+// those it was computed from, so a hit is exactly what focusWithin would
+// return. Bounded (focusMemoMax entries and focusMemoBytes of payload, the
+// oldest dropped first); safe for concurrent use.
+var focusMemo = focusCache{m: map[focusKey]*focusEntry{}}
+
+// focusMemoHits counts the hydrations focusMemo spared an analysis (for
+// tests).
+var focusMemoHits atomic.Int64
+
+// focusMemoMax and focusMemoBytes bound focusMemo: a scan costs a few
+// long picks, and the hydrations follow it.
+const focusMemoMax, focusMemoBytes = 64, 8 << 20
+
+// focusCache is focusMemo's type.
+type focusCache struct {
+	mu    sync.Mutex
+	m     map[focusKey]*focusEntry
+	order []focusKey // oldest first
+	bytes int        // the payloads held
+}
+
+// put keeps f as the focusing of key for payload content under weights
+// (not copied: a scan's weights are not modified). A payload over a
+// quarter of focusMemoBytes is not kept.
+func (c *focusCache) put(key focusKey, content string, weights map[string]float64, f focused) {
+	if len(content) > focusMemoBytes/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		c.bytes -= len(e.content)
+	} else {
+		c.order = append(c.order, key)
+	}
+	c.m[key] = &focusEntry{content: content, weights: weights, f: f}
+	c.bytes += len(content)
+	for len(c.order) > focusMemoMax || c.bytes > focusMemoBytes {
+		c.bytes -= len(c.m[c.order[0]].content)
+		delete(c.m, c.order[0])
+		c.order = append(c.order[:0], c.order[1:]...)
+	}
+}
+
+// get returns the focusing kept for key when it was computed from h's
+// payload and equal weights.
+func (c *focusCache) get(key focusKey, h *contextfold.Hydration, weights map[string]float64) (focused, bool) {
+	c.mu.Lock()
+	e := c.m[key]
+	c.mu.Unlock()
+	if e == nil || e.content != h.RawContent || !maps.Equal(e.weights, weights) {
+		return focused{}, false
+	}
+	focusMemoHits.Add(1)
+	return e.f, true
+}
+
+// clear empties the cache (SetRankedParams: the weights and limits may
+// change with the params).
+func (c *focusCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+	c.order, c.bytes = c.order[:0], 0
 }
 
 // prefixCodePoints returns the first n code points of s.

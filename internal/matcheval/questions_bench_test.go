@@ -17,8 +17,8 @@ import (
 // ranked.DefaultParams; "no-callout" turns rules "a call brings its
 // output" (Params.CallOutput) and "an agent's node is its matched lines"
 // (Params.FocusAgentOver) off; "no-focusagent" the second only: what the
-// rules cost a scan on real agent sessions (FocusAgentOver is set to 2
-// in "defaults" while it is off by default, to measure it).
+// rules cost a scan on real agent sessions (FocusAgentOver, 2 by
+// default, is set to 2 in "defaults" all the same).
 func BenchmarkQuestionScan(b *testing.B) {
 	qs, err := LoadQuestions(filepath.Join("testdata", "endq-questions.jsonl"))
 	if err != nil {

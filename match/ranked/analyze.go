@@ -186,25 +186,42 @@ func analysedPart(text string) string {
 }
 
 // eachChunk calls f with each chunk of text, in order: the maximal runs of
-// word characters and joiners.
+// word characters and joiners. An ASCII byte is classed by a table
+// (chunkASCII), other runes decoded as a range loop decodes them (an
+// invalid byte is U+FFFD, no chunk rune).
 func eachChunk(text string, f func(c string)) {
 	start := -1
-	for i, r := range text {
-		if isChunkRune(r) {
+	for i := 0; i < len(text); {
+		in, size := false, 1
+		if b := text[i]; b < utf8.RuneSelf {
+			in = chunkASCII[b]
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			in = isChunkRune(r)
+		}
+		if in {
 			if start < 0 {
 				start = i
 			}
-			continue
-		}
-		if start >= 0 {
+		} else if start >= 0 {
 			f(text[start:i])
 			start = -1
 		}
+		i += size
 	}
 	if start >= 0 {
 		f(text[start:])
 	}
 }
+
+// chunkASCII is isChunkRune of each ASCII rune.
+var chunkASCII = func() (t [utf8.RuneSelf]bool) {
+	for r := range t {
+		t[r] = isChunkRune(rune(r))
+	}
+	return t
+}()
 
 // analyzeCounted is analyzeInto for a caller that needs the terms' order
 // of first occurrence and their counts only (analyseDoc): it calls emit(t,

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	snowball "github.com/blevesearch/snowballstem"
 )
 
 // Window is one excerpt placed by Focus: code-point offsets [Start, End)
@@ -65,35 +67,48 @@ func Focus(content string, weights map[string]float64, limit int) (string, []Win
 // are placed first, with their context, before any line that only holds
 // the prompt's words. A needle that the cut of a long line into pieces
 // splits raises both pieces (overlapping), so the window holds it whole.
+//
+// It is AnalyzeFocus(content, weights, needles).Place(limit).
 func FocusNeedles(content string, weights map[string]float64, needles []string, limit int) (string, []Window) {
 	if len(weights) == 0 && len(needles) == 0 || limit <= 0 {
 		return "", nil
+	}
+	return AnalyzeFocus(content, weights, needles).Place(limit)
+}
+
+// FocusAnalysis is the line analysis FocusNeedles places its windows
+// from: content's lines (and pieces of long lines) scored on one prompt's
+// weights and needles, the best of them ranked. It depends on the limit
+// not at all, so one analysis serves every limit a caller tries
+// (Place). Immutable once made: safe for concurrent use.
+type FocusAnalysis struct {
+	content string
+	segs    []segment
+	scored  []int // the segments placed, best first (at most 200)
+	total   int   // content's code points
+}
+
+// AnalyzeFocus scores content's lines as FocusNeedles does (the terms of
+// weights each line holds, their rarity within content, rule "a question
+// lends its terms to its answer", needles' bonus). Each distinct run of
+// word characters is analysed once per call (a log repeats its words and
+// numbers line after line), and the terms a line holds are gathered in
+// reused buffers, not a map a line; the scores are those the line-by-line
+// analysis gave, bit for bit (the same sums in the same order). A nil
+// *FocusAnalysis (no weights and no needles) places nothing.
+// Deterministic; safe for concurrent use.
+func AnalyzeFocus(content string, weights map[string]float64, needles []string) *FocusAnalysis {
+	if len(weights) == 0 && len(needles) == 0 {
+		return nil
 	}
 	bonus := 1.0
 	for _, w := range weights {
 		bonus += w
 	}
 	segs := segments(content)
-	total := utf8.RuneCountInString(content)
-	held := make([][]string, len(segs))
-	lines := map[string]int{}
-	for i := range segs {
-		sg := &segs[i]
-		seen := map[string]bool{}
-		analyzeQuery(content[sg.start:sg.end], func(t Term) {
-			if _, ok := weights[t.Text]; ok && !seen[t.Text] {
-				seen[t.Text] = true
-				held[i] = append(held[i], t.Text)
-				lines[t.Text]++
-			}
-		})
-	}
-	n := float64(len(segs))
-	var scored []int
-	for i := range segs {
-		for _, t := range held[i] {
-			segs[i].score += weights[t] * math.Log(1+n/float64(lines[t])) / math.Log(1+n)
-		}
+	fa := &FocusAnalysis{content: content, segs: segs, total: utf8.RuneCountInString(content)}
+	if len(weights) > 0 {
+		scoreTerms(content, segs, weights)
 	}
 	// A line that asks (ends with a question mark) lends answerLend × its
 	// words' score to the line after it (rule "a question lends its terms
@@ -105,6 +120,7 @@ func FocusNeedles(content string, weights map[string]float64, needles []string, 
 			segs[i+1].score += answerLend * segs[i].score
 		}
 	}
+	var scored []int
 	for i := range segs {
 		for _, nd := range needles {
 			if ContainsFold(overlapping(content, segs[i], len(nd)), nd) {
@@ -117,36 +133,166 @@ func FocusNeedles(content string, weights map[string]float64, needles []string, 
 		}
 	}
 	if len(scored) == 0 {
-		return "", nil
+		return fa
 	}
 	sort.SliceStable(scored, func(a, b int) bool { return segs[scored[a]].score > segs[scored[b]].score })
 	keep := 0
 	for keep < len(scored) && keep < 200 && segs[scored[keep]].score >= 0.5*segs[scored[0]].score {
 		keep++
 	}
-	scored = scored[:keep]
+	fa.scored = scored[:keep]
+	return fa
+}
+
+// Matched reports whether a line of the content holds a term or a needle
+// of the prompt (Place then places a window when the limit leaves room
+// for one).
+func (fa *FocusAnalysis) Matched() bool { return fa != nil && len(fa.scored) > 0 }
+
+// Place places the windows within limit code points, as FocusNeedles
+// documents: "" and no windows when no line holds a term or limit is too
+// small for one marker line. The size of each trial placement is counted,
+// not rendered; only the placement kept is written.
+func (fa *FocusAnalysis) Place(limit int) (string, []Window) {
+	if !fa.Matched() || limit <= 0 {
+		return "", nil
+	}
+	segs := fa.segs
 	chosen := make([]bool, len(segs))
-	for _, i := range scored {
+	trial := make([]bool, len(segs))
+	for _, i := range fa.scored {
 		if chosen[i] {
 			continue
 		}
 		for _, ctx := range []int{contextLines, 0} {
-			trial := append([]bool(nil), chosen...)
+			copy(trial, chosen)
 			for j := max(0, i-ctx); j <= min(len(segs)-1, i+ctx); j++ {
 				trial[j] = true
 			}
-			text, wins := render(content, segs, trial, total)
-			if len(wins) <= maxWindows && utf8.RuneCountInString(text) <= limit {
-				chosen = trial
+			size, wins := renderSize(fa.content, segs, trial, fa.total)
+			if wins <= maxWindows && size <= limit {
+				chosen, trial = trial, chosen
 				break
 			}
 		}
 	}
-	text, wins := render(content, segs, chosen, total)
+	text, wins := render(fa.content, segs, chosen, fa.total)
 	if len(wins) == 0 {
 		return "", nil
 	}
 	return text, wins
+}
+
+// scoreTerms adds to each segment's score, over the distinct terms of
+// weights it holds (in order of first occurrence), the term's weight ×
+// its rarity within the content: log(1 + S/c) / log(1 + S) for a term
+// held by c of the S segments. A segment's terms are the terms of its
+// chunks (eachChunk, analyzer.chunk as a prompt is analysed: what
+// analyzeQuery of the segment's text emits), each distinct chunk analysed
+// once.
+func scoreTerms(content string, segs []segment, weights map[string]float64) {
+	a := &analyzer{env: snowball.NewEnv(""), query: true}
+	type span struct{ from, to int32 }
+	chunks := map[string]span{} // chunk → its weighted terms, ids[from:to]
+	var ids []int32             // the weighted terms of the chunks analysed, as term ids
+	termID := map[string]int32{}
+	var weight []float64 // by term id
+	var lines []int      // by term id: the segments holding it
+	var stamp []int32    // by term id: 1 + the last segment counted holding it
+	held := make([]int32, 0, 64)
+	heldAt := make([]int32, len(segs)+1) // segment i holds held[heldAt[i]:heldAt[i+1]]
+	var emitted []int32                  // one chunk's ids, in order, while it is analysed
+	for i := range segs {
+		heldAt[i] = int32(len(held))
+		eachChunk(content[segs[i].start:segs[i].end], func(c string) {
+			sp, ok := chunks[c]
+			if !ok {
+				emitted = emitted[:0]
+				a.chunk(c, func(t Term) {
+					w, ok := weights[t.Text]
+					if !ok {
+						return
+					}
+					id, ok := termID[t.Text]
+					if !ok {
+						id = int32(len(weight))
+						termID[t.Text] = id
+						weight, lines, stamp = append(weight, w), append(lines, 0), append(stamp, 0)
+					}
+					emitted = append(emitted, id)
+				})
+				sp = span{int32(len(ids)), int32(len(ids) + len(emitted))}
+				ids = append(ids, emitted...)
+				if len(chunks) < focusChunksMax {
+					chunks[c] = sp
+				}
+			}
+			for _, id := range ids[sp.from:sp.to] {
+				if stamp[id] != int32(i+1) {
+					stamp[id] = int32(i + 1)
+					held = append(held, id)
+					lines[id]++
+				}
+			}
+			if !ok && len(chunks) >= focusChunksMax {
+				ids = ids[:sp.from] // not kept: its ids are not needed again
+			}
+		})
+	}
+	heldAt[len(segs)] = int32(len(held))
+	n := float64(len(segs))
+	for i := range segs {
+		for _, id := range held[heldAt[i]:heldAt[i+1]] {
+			segs[i].score += weight[id] * math.Log(1+n/float64(lines[id])) / math.Log(1+n)
+		}
+	}
+}
+
+// focusChunksMax bounds the distinct chunks one analysis keeps the terms
+// of (a variable for tests); past it a new chunk is analysed each time.
+var focusChunksMax = 1 << 16
+
+// renderSize is the code points render's text would hold and its windows,
+// counted without writing it: each window is its marker line (ASCII) and
+// its segments' code points, less the trailing newline render trims, plus
+// the newline it adds.
+func renderSize(content string, segs []segment, chosen []bool, total int) (size, windows int) {
+	for i := 0; i < len(segs); {
+		if !chosen[i] {
+			i++
+			continue
+		}
+		j, cps := i, segs[i].cpLen
+		for j+1 < len(segs) && chosen[j+1] {
+			j++
+			cps += segs[j].cpLen
+		}
+		if segs[j].end > segs[j].start && content[segs[j].end-1] == '\n' {
+			cps--
+		}
+		size += len(markerOpen) + digits(segs[i].line) + 1 + digits(segs[j].line) + len(markerChars) + digits(segs[i].cpStart) + 1 + digits(segs[j].cpStart+segs[j].cpLen) + len(markerOf) + digits(total) + len(markerClose) + cps + 1
+		windows++
+		i = j + 1
+	}
+	return size, windows
+}
+
+// The parts of a window's marker line (render), around its numbers.
+const (
+	markerOpen  = "[contextfold: lines "
+	markerChars = ", characters "
+	markerOf    = " of "
+	markerClose = "]\n"
+)
+
+// digits is the number of decimal digits of n ≥ 0.
+func digits(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }
 
 // answerLend is the share of an asking line's score its next line gets
@@ -202,7 +348,7 @@ func render(content string, segs []segment, chosen []bool, total int) (string, [
 		i, j := r.i, r.j
 		w := Window{Start: segs[i].cpStart, End: segs[j].cpStart + segs[j].cpLen, FirstLine: segs[i].line, LastLine: segs[j].line}
 		wins = append(wins, w)
-		fmt.Fprintf(&b, "[contextfold: lines %d-%d, characters %d-%d of %d]\n", w.FirstLine, w.LastLine, w.Start, w.End, total)
+		fmt.Fprintf(&b, markerOpen+"%d-%d"+markerChars+"%d-%d"+markerOf+"%d"+markerClose, w.FirstLine, w.LastLine, w.Start, w.End, total)
 		b.WriteString(strings.TrimSuffix(content[segs[i].start:segs[j].end], "\n"))
 		b.WriteByte('\n')
 	}
