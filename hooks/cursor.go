@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
 	"github.com/contextfold/contextfold/internal/fsutil"
 )
@@ -89,6 +90,10 @@ type transcriptState struct {
 	// opened it, before reading it: the same again says that the file is
 	// untouched since, and its bytes before Offset are not read again.
 	File fileStamp `json:"file"`
+	// OpenKey is the private key the turns folded before Offset left
+	// open (nil: none): the next Stop's store redacts its rest. No part
+	// of the key, a step and a count.
+	OpenKey *contextfold.OpenKey `json:"open_key,omitempty"`
 
 	prefix   hash.Hash // the digest of the bytes before Offset, as this Stop read them; nil: not read (the file is untouched)
 	raw      []byte    // the records, as read
@@ -297,11 +302,12 @@ func readLine(src io.ReaderAt, r lineRange) ([]byte, error) {
 // they were: the transcript is read again whole.
 var errStale = errors.New("hooks: the transcript's state is stale")
 
-// saveState writes st (its cursor at, the records raw) for the transcript
+// saveState writes st (its cursor at, the records raw, the key left open)
+// for the transcript
 // at path, open as src with the stamp now, atomically. h, when not nil, is
 // the digest of src's bytes before hashed (the last state's offset), as
 // read by this Stop: only the bytes after are read for the new one.
-func saveState(dir, path string, src io.ReaderAt, now fileStamp, h hash.Hash, hashed int64, at ingest.ClaudeCodeCursor, raw []byte) error {
+func saveState(dir, path string, src io.ReaderAt, now fileStamp, h hash.Hash, hashed int64, at ingest.ClaudeCodeCursor, raw []byte, open *contextfold.OpenKey) error {
 	head, tail, err := fingerprint(src, at.Offset)
 	if err != nil {
 		return err
@@ -314,7 +320,7 @@ func saveState(dir, path string, src io.ReaderAt, now fileStamp, h hash.Hash, ha
 	}
 	st := transcriptState{Version: stateVersion, Transcript: hexDigest([]byte(path)), Offset: at.Offset, Line: at.Line,
 		Step: at.Step, Readable: at.Readable, Head: head, Tail: tail, Records: len(raw) / recordBytes,
-		Prefix: hex.EncodeToString(h.Sum(nil)), File: now}
+		Prefix: hex.EncodeToString(h.Sum(nil)), File: now, OpenKey: open}
 	hdr, err := json.Marshal(st)
 	if err != nil {
 		return err

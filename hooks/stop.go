@@ -219,6 +219,10 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 	if res.ProblemsOmitted > 0 {
 		opts.diagf("%d more transcript lines skipped", res.ProblemsOmitted)
 	}
+	var openKey *contextfold.OpenKey // the key left open before at.Offset
+	if st != nil {
+		openKey = st.OpenKey
+	}
 	if len(turns) > 0 {
 		// A value an earlier Stop's turns revealed as a secret is
 		// redacted where a new turn shows it bare.
@@ -229,8 +233,17 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 			}
 			folded = append(old, folded...)
 		}
+		// A private key an earlier Stop's turns left open: its rest,
+		// in the new turns, is redacted.
+		if st != nil && st.OpenKey != nil {
+			store.ResumeOpenKey(*st.OpenKey)
+		}
 		if err := foldNew(store, rep, turns, folded, revealing); err != nil {
 			return rep, err
+		}
+		openKey = nil
+		if k, ok := store.OpenKey(); ok {
+			openKey = &k
 		}
 	}
 	if at.Offset != from.Offset && exists(dir) {
@@ -238,7 +251,7 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 		if st != nil {
 			h = st.prefix
 		}
-		if err := saveState(dir, in.TranscriptPath, src, now, h, from.Offset, at, raw); err != nil {
+		if err := saveState(dir, in.TranscriptPath, src, now, h, from.Offset, at, raw, openKey); err != nil {
 			return rep, fmt.Errorf("hooks: saving where the transcript was read to: %w", err)
 		}
 	}
