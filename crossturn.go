@@ -475,6 +475,46 @@ func (o *openKey) rule() string {
 	return "contextfold-putty-private-key"
 }
 
+// OpenKey is a private key the turns a Store folded left open (a PEM
+// block's BEGIN line without its END line, a PuTTY key short of the lines
+// its Private-Lines announces): the next turns' first run of base64 lines,
+// up to openKeySteps (16) steps after Step, are redacted as its rest. It
+// holds no part of the key. The Stop hook keeps it between its processes
+// (Store.OpenKey, then Store.ResumeOpenKey in the next).
+type OpenKey struct {
+	// Step is the latest step that showed a part of the key.
+	Step int `json:"step"`
+	// Left is, for a PuTTY key, how many of its private lines are still
+	// to come; -1 for a PEM block, open until its END line.
+	Left int `json:"left"`
+}
+
+// OpenKey returns the private key the turns this Store folded left open,
+// if any (scrubbing on). Safe for concurrent use.
+func (s *Store) OpenKey() (OpenKey, bool) {
+	ss := &s.secrets
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.open == nil {
+		return OpenKey{}, false
+	}
+	return OpenKey{Step: ss.open.step, Left: ss.open.left}, true
+}
+
+// ResumeOpenKey tells the Store that the turns folded before it was opened
+// (by another process: an earlier Stop hook) left k open, as OpenKey
+// returned it there: the parts of the key the next turns it folds show are
+// redacted. A k with Left 0 or below -1 is ignored. Safe for concurrent use.
+func (s *Store) ResumeOpenKey(k OpenKey) {
+	if k.Left == 0 || k.Left < -1 {
+		return
+	}
+	ss := &s.secrets
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.open = &openKey{step: k.Step, left: k.Left}
+}
+
 // keyParts redacts the middle parts of a private key that tool outputs
 // split in three or more (cat of a key read in pieces): a part with
 // neither its BEGIN nor its END line (plain base64 lines) is no secret by

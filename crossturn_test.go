@@ -592,3 +592,49 @@ func TestPrivateKeySplitAcrossThreeOutputs(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenKeyResumedByAnotherStore: the key one Store's turns left open
+// (OpenKey), given to another Store over the same directory
+// (ResumeOpenKey, as the next Stop hook process does), has its middle and
+// last parts redacted there; without it they were stored. Closed keys
+// report none.
+func TestOpenKeyResumedByAnotherStore(t *testing.T) {
+	line := func(i int) string { return strings.Repeat(fmt.Sprintf("Qm%02dxZ9kLw4", i), 6)[:64] }
+	dir := t.TempDir()
+	a, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Fold(Turn{StepID: 1, Summary: "tool output", RawContent: "-----BEGIN OPENSSH PRIVATE" + " KEY-----\n" + line(1) + "\n" + line(2)}); err != nil {
+		t.Fatal(err)
+	}
+	k, ok := a.OpenKey()
+	if !ok || k != (OpenKey{Step: 1, Left: -1}) {
+		t.Fatalf("OpenKey = %+v, %v; want step 1, a PEM block", k, ok)
+	}
+	b, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ResumeOpenKey(k)
+	if _, err := b.FoldBatch([]Turn{
+		{StepID: 2, Summary: "tool output", RawContent: line(3) + "\n" + line(4) + "\n"},
+		{StepID: 3, Summary: "tool output", RawContent: line(5) + "\n-----END OPENSSH PRIVATE" + " KEY-----\n"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []int{2, 3} {
+		n, err := b.Hydrate(step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 3; i <= 5; i++ {
+			if strings.Contains(n.RawContent, line(i)[:20]) {
+				t.Errorf("step %d holds key line %d: %q", step, i, n.RawContent)
+			}
+		}
+	}
+	if k, ok := b.OpenKey(); ok {
+		t.Errorf("the key closed at step 3 is still open: %+v", k)
+	}
+}

@@ -234,14 +234,14 @@ func (h *Harness) PrepareAhead(conv []Message) func() {
 // snapshot (a file create, a write of the whole index and its syncs, in
 // the per-user cache) left to the work after the response (PrepareAhead):
 // a fold event's path writes the cold nodes and the recall index, and the
-// snapshot's delta only. With Config.OverlapDurability the batch's writes,
+// snapshot's delta only. With overlapping durability (h.overlap) the batch's writes,
 // syncs and renames are held and d.Durable holds them (StartDurable).
 // Callers hold h.mu.
 func (h *Harness) foldBatch(turns []contextfold.Turn, d *Dispatch) error {
 	mode := h.matchMode()
 	match.DeferSnapshotSaves(h.store, mode)
 	var err error
-	if h.cfg.OverlapDurability {
+	if h.overlap {
 		var c *contextfold.FoldCommit
 		if mode == match.Ranked && !h.scanAfter {
 			// Nothing on this request's path reads the ranked index after
@@ -257,6 +257,7 @@ func (h *Harness) foldBatch(turns []contextfold.Turn, d *Dispatch) error {
 		}
 	} else {
 		err = match.FoldBatch(h.store, mode, turns)
+		d.Committed = d.Committed || err == nil && len(turns) > 0
 	}
 	if mode == match.Ranked {
 		h.ahead.compact.Store(true)

@@ -291,6 +291,11 @@ type Dispatch struct {
 	// messages stay verbatim, and the dispatch makes no further fold
 	// attempt: each would write the same nodes and fail the same way.
 	FoldFailed bool
+	// Committed is true when a fold of the dispatch wrote new nodes and
+	// made them durable before the dispatch returned (durability not
+	// overlapped: SetOverlapDurability, Config.OverlapDurability): the
+	// store could be written.
+	Committed bool
 	// Durable is the durable part of the dispatch's fold event, held or
 	// running (Config.OverlapDurability), nil when none: see StartDurable
 	// and WaitDurable. A dispatch that made no fold event while an earlier
@@ -351,6 +356,9 @@ type Harness struct {
 	counter tokens.Counter
 
 	mu sync.Mutex
+	// overlap: fold events' durable parts overlap the request
+	// (Config.OverlapDurability, then SetOverlapDurability).
+	overlap bool
 	// held: the dispatch under way may not start a fold event
 	// (DispatchHeld).
 	held bool
@@ -439,7 +447,7 @@ type turnState struct {
 
 // New returns a harness over store.
 func New(store *contextfold.Store, cfg Config) *Harness {
-	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(),
+	return &Harness{store: store, cfg: cfg.withDefaults(), seed: maphash.MakeSeed(), counter: store.TokenCounter(), overlap: cfg.OverlapDurability,
 		verified: map[int]uint64{}, pending: map[int]uint64{}, records: map[int]cachedStep{}, nodeOK: map[int]bool{}}
 }
 
@@ -472,8 +480,22 @@ func (h *Harness) CounterName() string { return h.counter.Name() }
 // Store returns the store the harness folds into.
 func (h *Harness) Store() *contextfold.Store { return h.store }
 
-// Config returns the configuration in force (defaults applied).
+// Config returns the configuration in force (defaults applied), as given
+// to New: SetOverlapDurability does not change it.
 func (h *Harness) Config() Config { return h.cfg }
+
+// SetOverlapDurability sets whether the next dispatches' fold events hold
+// their durable parts for the caller to overlap with its request (as
+// Config.OverlapDurability; off: a dispatch returns with its fold event
+// durable). The proxy turns it off for a session whose fold event could
+// not be made durable after its request went out, and on again once a
+// fold event commits. Takes the harness's lock: it waits for a dispatch
+// under way.
+func (h *Harness) SetOverlapDurability(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.overlap = on
+}
 
 // Boundary returns the fold boundary for a conversation of n messages:
 // ⌊(n − HotWindow) / FoldBlock⌋ × FoldBlock, at least 0.

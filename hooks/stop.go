@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"slices"
 	"strings"
@@ -36,8 +37,9 @@ type FoldReport struct {
 // It reads only what was appended to the transcript since the last call
 // on the same store (StateFile keeps where it stopped): the same turns and
 // stored bytes as a read of the whole file, for any split of the appends.
-// A transcript truncated, rewritten or replaced since (shorter, or its
-// first or last 4 KiB before that point changed), a missing or damaged
+// A transcript truncated, rewritten or replaced since (shorter, or any of
+// its bytes before that point changed: their digest, read again unless
+// the file's fstat is the same as at the last call), a missing or damaged
 // state, or lines it points to that changed, are read whole as before.
 func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 	if in.TranscriptPath == "" {
@@ -53,20 +55,21 @@ func FoldTranscript(in *Input, opts Options) (*FoldReport, error) {
 		return nil, fmt.Errorf("hooks: reading the transcript: %w", err)
 	}
 	defer closeFn()
-	if st := loadState(dir, in.TranscriptPath, src); st != nil {
-		rep, err := foldFrom(in, opts, dir, src, st)
+	now := transcriptStamp(src) // before any read: a write after it changes it
+	if st := loadState(dir, in.TranscriptPath, src, now); st != nil {
+		rep, err := foldFrom(in, opts, dir, src, now, st)
 		if !errors.Is(err, errStale) {
 			return rep, err
 		}
 		opts.diagf("the transcript changed before the point the last Stop read to: read whole")
 	}
-	return foldFrom(in, opts, dir, src, nil)
+	return foldFrom(in, opts, dir, src, now, nil)
 }
 
-// foldFrom folds the turns of the transcript src from where st says the
-// last call stopped (nil: from the start), then saves where this one
-// stopped. errStale: st points to lines that changed.
-func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, st *transcriptState) (*FoldReport, error) {
+// foldFrom folds the turns of the transcript src (its stamp now) from
+// where st says the last call stopped (nil: from the start), then saves
+// where this one stopped. errStale: st points to lines that changed.
+func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fileStamp, st *transcriptState) (*FoldReport, error) {
 	rep := &FoldReport{Dir: dir}
 	stale := false
 	from := ingest.ClaudeCodeCursor{}
@@ -216,6 +219,10 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, st *tr
 	if res.ProblemsOmitted > 0 {
 		opts.diagf("%d more transcript lines skipped", res.ProblemsOmitted)
 	}
+	var openKey *contextfold.OpenKey // the key left open before at.Offset
+	if st != nil {
+		openKey = st.OpenKey
+	}
 	if len(turns) > 0 {
 		// A value an earlier Stop's turns revealed as a secret is
 		// redacted where a new turn shows it bare.
@@ -226,12 +233,25 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, st *tr
 			}
 			folded = append(old, folded...)
 		}
+		// A private key an earlier Stop's turns left open: its rest,
+		// in the new turns, is redacted.
+		if st != nil && st.OpenKey != nil {
+			store.ResumeOpenKey(*st.OpenKey)
+		}
 		if err := foldNew(store, rep, turns, folded, revealing); err != nil {
 			return rep, err
 		}
+		openKey = nil
+		if k, ok := store.OpenKey(); ok {
+			openKey = &k
+		}
 	}
 	if at.Offset != from.Offset && exists(dir) {
-		if err := saveState(dir, in.TranscriptPath, src, at, raw); err != nil {
+		var h hash.Hash
+		if st != nil {
+			h = st.prefix
+		}
+		if err := saveState(dir, in.TranscriptPath, src, now, h, from.Offset, at, raw, openKey); err != nil {
 			return rep, fmt.Errorf("hooks: saving where the transcript was read to: %w", err)
 		}
 	}

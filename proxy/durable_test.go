@@ -326,3 +326,123 @@ func TestFoldEventNotDurableRetryForwardedVerbatim(t *testing.T) {
 		t.Errorf("after the repair no node verifies")
 	}
 }
+
+// TestFoldEventsOverlapAgainOnceTheDiskIsFreed: a full disk that fails a
+// fold event's durable part after its request went upstream turns the
+// session to committing its fold events before forwarding (the retry is
+// forwarded verbatim while the disk stays full); once the disk is freed,
+// the first fold event that commits (still before its request goes out)
+// ends that mode, and the next fold event's syncs and renames overlap the
+// upstream call again: the upstream has the request before the fold
+// event's index is renamed, and the response still waits for it. Before,
+// the session committed before forwarding until the proxy restarted.
+func TestFoldEventsOverlapAgainOnceTheDiskIsFreed(t *testing.T) {
+	oneGroupFoldEvents(t)
+	var mu sync.Mutex
+	var cold string // set once the proxy's directory is known
+	full, watch := true, false
+	var upAt, renamedAt time.Time
+	upstreamGot := make(chan struct{})
+	setCrashPoint(t, func(p string) {
+		mu.Lock()
+		full, watch, cold := full, watch, cold
+		mu.Unlock()
+		switch {
+		case p == fsutil.BatchSynced && full && cold != "":
+			breakDir(t, cold)
+		case p == fsutil.BatchSynced && watch:
+			// Overlapped, the upstream gets the request meanwhile;
+			// committed before forwarding, it never comes.
+			select {
+			case <-upstreamGot:
+			case <-time.After(settleWait):
+			}
+		case p == fsutil.BatchLastRenamed && watch:
+			mu.Lock()
+			renamedAt = time.Now()
+			mu.Unlock()
+		}
+	})
+	up := newUpstream(t)
+	up.handler = func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if watch && upAt.IsZero() {
+			upAt = time.Now()
+			close(upstreamGot)
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(openaiReply))
+	}
+	tp := newProxy(t, up, harness.Config{PaybackRequests: 1000})
+	mu.Lock()
+	cold = filepath.Join(tp.dir, "freed", "g1", contextfold.ColdNodesDir)
+	mu.Unlock()
+	putBack := func() {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		putBackDir(t, cold)
+	}
+	hdr := map[string]string{HeaderSession: "freed"}
+	body := foldEventBody(t)
+	if resp, out := post(t, tp.http.URL+PathOpenAI, body, hdr); resp.StatusCode != 500 {
+		t.Fatalf("status %d, want 500 (the fold event was not durable): %s", resp.StatusCode, out)
+	}
+	putBack()
+	if resp, out := post(t, tp.http.URL+PathOpenAI, body, hdr); resp.StatusCode != 200 {
+		t.Fatalf("retry with the disk still full: status %d, want 200 (forwarded verbatim): %s", resp.StatusCode, out)
+	}
+	putBack()
+	if rec := tp.record(t, 2); rec.StepsFolded != 0 {
+		t.Fatalf("the retry on a full disk folded %d steps", rec.StepsFolded)
+	}
+	// The disk is freed: this fold event commits before its request goes
+	// out (the session cannot know yet), and ends that mode.
+	mu.Lock()
+	full = false
+	mu.Unlock()
+	if resp, out := post(t, tp.http.URL+PathOpenAI, body, hdr); resp.StatusCode != 200 {
+		t.Fatalf("after the disk was freed: status %d: %s", resp.StatusCode, out)
+	}
+	if rec := tp.record(t, 3); rec.WorkingSet == nil || !rec.WorkingSet.FoldEvent || rec.StepsFolded == 0 || rec.Durable != rec.Overhead {
+		t.Fatalf("after the disk was freed: not a fold event committed before forwarding: %+v", rec)
+	}
+	// The next fold event overlaps the upstream call.
+	mu.Lock()
+	watch = true
+	mu.Unlock()
+	b, err := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": growingSession(200, 90)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, out := post(t, tp.http.URL+PathOpenAI, b, hdr)
+	gotAt := time.Now()
+	if resp.StatusCode != 200 {
+		t.Fatalf("next fold event: status %d: %s", resp.StatusCode, out)
+	}
+	rec := tp.record(t, 4)
+	if rec.WorkingSet == nil || !rec.WorkingSet.FoldEvent || rec.StepsFolded == 0 {
+		t.Fatalf("the next request was no fold event: %+v", rec)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if renamedAt.IsZero() || upAt.IsZero() {
+		t.Fatalf("the index was never renamed (%v) or the upstream never called (%v)", renamedAt, upAt)
+	}
+	if !upAt.Before(renamedAt) {
+		t.Errorf("the upstream got the request %v after the fold event's index was renamed: the session still commits before forwarding", upAt.Sub(renamedAt))
+	}
+	if gotAt.Before(renamedAt) {
+		t.Errorf("the client had the response %v before the fold event's index was renamed", renamedAt.Sub(gotAt))
+	}
+	rep, err := tp.store(t, rec).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Kind != contextfold.KindTempFile {
+			t.Errorf("%s: %s", f.Kind, f.Message)
+		}
+	}
+}

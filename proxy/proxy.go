@@ -293,8 +293,10 @@ type Server struct {
 	// Config.OverlapDurability, so that a store that still cannot be
 	// written (a full disk) fails the next fold event before the request
 	// goes out, and the request is forwarded with those messages verbatim
-	// (and a warning) instead of being answered 500 again. At most
-	// maxSyncFolds ids; past it the set starts afresh.
+	// (and a warning) instead of being answered 500 again. The first fold
+	// event that commits removes the id (foldsCommitted): the next ones
+	// overlap again. At most maxSyncFolds ids; past it the set starts
+	// afresh.
 	syncFolds map[string]bool
 }
 
@@ -884,6 +886,9 @@ func (s *Server) dispatch(ctx context.Context, st *reqState, req *request, sid s
 	}
 	st.sess, st.dispatch = sess, d
 	if s.opts.Shared == nil {
+		if d.Committed {
+			s.foldsCommitted(sess)
+		}
 		st.ahead = sess.h.PrepareAhead(req.msgs)
 	}
 	st.rec.Accounting = d.Accounting
@@ -1572,6 +1577,22 @@ func (s *Server) durabilityFailed(w http.ResponseWriter, r *http.Request, st *re
 		st.rec.Status = 499
 	}
 	s.finish(st)
+}
+
+// foldsCommitted notes that a fold event of x committed before its
+// request went out: the store can be written again (the disk was freed, the
+// permissions fixed), so if x commits its fold events before forwarding
+// since one failed after (syncFolds), its next fold events overlap the
+// upstream call again. Before, it stayed so until the proxy restarted:
+// each fold event's syncs and renames on the request's path.
+func (s *Server) foldsCommitted(x *session) {
+	s.mu.Lock()
+	was := s.syncFolds[x.id]
+	delete(s.syncFolds, x.id)
+	s.mu.Unlock()
+	if was {
+		x.h.SetOverlapDurability(true)
+	}
 }
 
 // discardSession removes x from memory without saving its state (a fold

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,7 @@ it and the command that removes it.`,
 				if s, err = contextfold.Open(dir, g.storeOptions()); err != nil {
 					return err
 				}
-				explore = "--dir " + s.Dir()
+				explore = "--dir " + shellQuote(s.Dir())
 			}
 			out := cmd.OutOrStdout()
 			say := func(format string, a ...any) {
@@ -130,11 +131,12 @@ it and the command that removes it.`,
 			} else {
 				say("%d findings (run 'contextfold validate')\n", len(rep.Findings))
 			}
-			say("\nExplore it:\n   contextfold %s status\n   contextfold %s hydrate 137\n   contextfold %s ui --open\n", explore, explore, explore)
+			self := selfCommand()
+			say("\nExplore it:\n   %s %s status\n   %s %s hydrate 137\n   %s %s ui --open\n", self, explore, self, explore, self, explore)
 			if tmp != "" {
 				// Each run without --dir makes a new temporary directory: say
 				// that it stays, and how to remove it.
-				say("\nThe demo store stays in the temporary directory %s; remove it with:\n   rm -rf %s\n", tmp, tmp)
+				say("\nThe demo store stays in the temporary directory %s; remove it with:\n   rm -rf %s\n", tmp, shellQuote(tmp))
 			}
 			if g.jsonOut {
 				ids := []int{}
@@ -150,4 +152,25 @@ it and the command that removes it.`,
 			return nil
 		},
 	}
+}
+
+// selfCommand is how to run this binary again from a shell: "contextfold"
+// when that name on PATH is this binary, else the path of the running
+// binary (os.Executable; quoted for a POSIX shell when it needs it), so
+// that the commands the demo prints run the binary that printed them
+// (one run by its path, or another version on PATH). "contextfold" when
+// the running binary's path is unknown.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "contextfold"
+	}
+	if p, err := exec.LookPath("contextfold"); err == nil {
+		a, errA := os.Stat(p)
+		b, errB := os.Stat(exe)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return "contextfold"
+		}
+	}
+	return shellQuote(exe)
 }
