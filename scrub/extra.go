@@ -82,6 +82,8 @@ import (
 //     '=') on a command line that logs in (docker login, az login,
 //     mongosh -u …), not a port or a port mapping.
 //   - contextfold-stdin-password: echo PASSWORD | … --password-stdin.
+//   - contextfold-keystore-password: the JDK's keytool and jarsigner
+//     -storepass/-keypass/-new PASSWORD, every one of a command line.
 //   - contextfold-pgpass: the password field of a .pgpass line.
 //   - contextfold-curl-user: the password of curl's -u/--user USER:PASSWORD,
 //     also in an argument vector (gitleaks' curl-auth-user reads only a
@@ -292,6 +294,21 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-keystore-password",
+		anchors: []string{"storepass", "keypass", "-new"},
+		begin:   keystoreOptionStart,
+		// The JDK's keytool and jarsigner: -storepass, -keypass (also
+		// -srcstorepass, -deststorepass, -srckeypass, -destkeypass) and
+		// keytool's -new, each with its value after a blank, every one
+		// of a command line (keystoreOptionStart); -storepass:env NAME
+		// and -storepass:file PATH name no secret. 1: single-quoted, 2:
+		// double-quoted, 3: bare.
+		re:      regexp.MustCompile(`^-(?:(?:src|dest)?(?:store|key)pass|new)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		maxLen:  512,
+		secret:  cliPassword,
+		oneLine: true,
 	},
 	{
 		id:      "contextfold-sql-password",
@@ -1049,6 +1066,9 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
 //   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
 //     (redis.conf's own example, "foobared", is a placeholder).
+//
+// The JDK's keytool and jarsigner, which take several passwords on one
+// command line, are contextfold-keystore-password's.
 var cliPasswordForms = []string{
 	`(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p`,
 	`sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*`,
@@ -1070,6 +1090,32 @@ var cliPasswordForms = []string{
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
 	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
+
+// keystoreOptionStart accepts an option of contextfold-keystore-password
+// (the anchor is the option's name, or "-new") that starts a word and
+// follows "keytool" or "jarsigner" on its line, and returns where its
+// '-' is; -1 otherwise.
+func keystoreOptionStart(text string, p int) int {
+	b := p
+	if text[p] != '-' {
+		for b > 0 && (text[b-1] >= 'a' && text[b-1] <= 'z') {
+			b--
+		}
+		if b == 0 || text[b-1] != '-' {
+			return -1
+		}
+		b--
+	}
+	if b == 0 || !isSpaceByte(text[b-1]) {
+		return -1
+	}
+	ls := strings.LastIndexByte(text[:b], '\n') + 1
+	line := text[max(ls, b-1024):b]
+	if !strings.Contains(line, "keytool") && !strings.Contains(line, "jarsigner") {
+		return -1
+	}
+	return b
+}
 
 // xmlAttrStart walks back from "value=" to the '<' of its element (in
 // the 1 KiB before it, no '>' between).

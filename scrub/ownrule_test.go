@@ -108,6 +108,8 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-docker-auth", pre: `{"auths": {"ghcr.io": {"auth": "`, secret: b64, post: `"}}}`},
 		{rule: "contextfold-env-secret", pre: `DB_PASS=ab\ cd\ `, secret: pw},
 		{rule: "contextfold-env-secret", pre: `PASSWORD=$'`, secret: punct + `\n` + pw, post: `'`},
+		{rule: "contextfold-keystore-password", pre: "keytool -list -keystore k.jks -storepass ", secret: pw},
+		{rule: "contextfold-keystore-password", pre: "jarsigner -storepass x -keypass '", secret: punct, post: "' app.jar release"},
 	}
 }
 
@@ -156,6 +158,8 @@ var ownLookAlikes = []string{
 	"<key>PasswordPolicy</key><string>strict</string>",
 	"<key>CFBundleName</key><string>Widget</string>",
 	"see /api/webhooks/ for the list",
+	"keytool -list -keystore k.jks -storepass:env STOREPASS",
+	"git switch -new feature-branch-2024",
 }
 
 // TestOwnRulesEveryNeighbour crosses a sample of every one of our own

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// breakerSecret is a FAKE credential value used by the cases below; it
+// mixes letters and digits like a generated password.
+const breakerSecret = "Xq7vR2mK9pL4wZ8t"
+
+// breakerCases are tool outputs holding breakerSecret in formats the
+// field reports' kind ("secrets next to punctuation reaching disk") still
+// let through once; each must be folded without the secret reaching disk.
+var breakerCases = []struct{ name, text string }{
+	{"keytool storepass", "$ keytool -list -v -keystore release.jks -storepass " + breakerSecret + "\nKeystore type: PKCS12"},
+	{"jarsigner keypass", "jarsigner -keystore k.jks -storepass '" + breakerSecret + "' -keypass " + breakerSecret + "x app.jar alias"},
+	{"keytool new password", "keytool -storepasswd -new " + breakerSecret + " -keystore k.jks"},
+}
+
+// TestFoldScrubsMoreSecretFormats folds each case through the CLI and
+// looks for the secret in every byte under the store and in the command's
+// output.
+func TestFoldScrubsMoreSecretFormats(t *testing.T) {
+	t.Setenv("CONTEXTFOLD_SCRUB", "")
+	for _, c := range breakerCases {
+		t.Run(c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			dir := filepath.Join(tmp, ".contextfold")
+			in := filepath.Join(tmp, "out.log")
+			if err := os.WriteFile(in, []byte(c.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, errs, code := cli(t, "", "--dir", dir, "fold", "1", "tool output", "--file", in)
+			if code != 0 {
+				t.Fatalf("fold: %d %s", code, errs)
+			}
+			if strings.Contains(out+errs, breakerSecret) {
+				t.Errorf("secret in the command's output")
+			}
+			if bytes.Contains(storeBytes(t, dir), []byte(breakerSecret)) {
+				t.Errorf("secret reached disk; input:\n%s", c.text)
+			}
+		})
+	}
+}
