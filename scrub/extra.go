@@ -20,7 +20,7 @@ import (
 //   - contextfold-env-secret: a .env or shell style assignment NAME=value
 //     (also "export NAME=value" and "--name=value") whose name ends in a
 //     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, AUTH, CREDENTIALS,
-//     PASSPHRASE, API_KEY/APIKEY, ACCESS_KEY, ACCESS_KEY_ID, PRIVATE_KEY,
+//     PASSPHRASE, SSHPASS, PSK, AUTHTOK, API_KEY/APIKEY, ACCESS_KEY, ACCESS_KEY_ID, PRIVATE_KEY,
 //     SECRET_KEY, SIGNING_KEY, ENCRYPTION_KEY, MASTER_KEY, AUTH_KEY, or any
 //     *_KEY whose value has 16+ characters mixing letters and digits; a
 //     component ending in PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN or
@@ -1407,6 +1407,9 @@ var secretLast = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
 	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
 	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
+	// sshpass -e reads SSHPASS; a Wi-Fi pre-shared key (wpa_supplicant's
+	// psk="…", hostapd's wpa_psk=…); SSSD's ldap_default_authtok.
+	"SSHPASS": true, "PSK": true, "AUTHTOK": true,
 	// REDISCLI_AUTH, BASIC_AUTH (user:password), PROXY_AUTH; only as an
 	// upper-case name with a prefix (acceptEnvSecret).
 	"AUTH": true,

@@ -18,6 +18,9 @@ const breakerSecret = "Xq7vR2mK9pL4wZ8t"
 var breakerCases = []struct{ name, text string }{
 	{"keytool storepass", "$ keytool -list -v -keystore release.jks -storepass " + breakerSecret + "\nKeystore type: PKCS12"},
 	{"jarsigner keypass", "jarsigner -keystore k.jks -storepass '" + breakerSecret + "' -keypass " + breakerSecret + "x app.jar alias"},
+	{"sshpass environment", "$ SSHPASS=" + breakerSecret + " sshpass -e ssh deploy@web1 uptime"},
+	{"wifi psk", "network={\n\tssid=\"office\"\n\tpsk=\"" + breakerSecret + "\"\n}"},
+	{"sssd authtok", "[domain/corp]\nldap_default_bind_dn = cn=svc,dc=corp\nldap_default_authtok = " + breakerSecret},
 	{"keytool new password", "keytool -storepasswd -new " + breakerSecret + " -keystore k.jks"},
 }
 
