@@ -82,6 +82,11 @@ import (
 //     '=') on a command line that logs in (docker login, az login,
 //     mongosh -u …), not a port or a port mapping.
 //   - contextfold-stdin-password: echo PASSWORD | … --password-stdin.
+//   - contextfold-call-secret: a secret's setter or builder member
+//     called with a string literal (setPassword("…"), .apiKey("…")),
+//     and the password of auth("user", "…") and login("user", "…").
+//   - contextfold-actions-mask: the value of GitHub Actions'
+//     ::add-mask::VALUE.
 //   - contextfold-keystore-password: the JDK's keytool and jarsigner
 //     -storepass/-keypass/-new PASSWORD, every one of a command line.
 //   - contextfold-pgpass: the password field of a .pgpass line.
@@ -294,6 +299,37 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-call-secret",
+		anchors: []string{`("`, `('`, `(\"`},
+		begin:   callSecretStart,
+		// A secret passed as a string literal to a setter or a builder
+		// member named for it: setPassword("…"), withApiKey('…'),
+		// .password("…"), set_token("…"), also JSON-escaped (\"…\"); and
+		// the password of a two-argument login: db.auth("user", "…")
+		// (the MongoDB shell), server.login("user", "…") (smtplib,
+		// ftplib, imaplib). 1: the name, 2: a first argument (the user),
+		// value: 3 double-quoted, 4 single-quoted, 5 escaped-quoted.
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\([ \t]*((?:"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\")[ \t]*,[ \t]*)?(?:"((?:[^"\\\r\n]|\\[^"\r\n])*)"|'([^'\\\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\")[ \t]*\)`),
+		maxLen:  1024,
+		secret:  callSecret,
+		oneLine: true,
+	},
+	{
+		id:      "contextfold-actions-mask",
+		anchors: []string{"::add-mask::"},
+		begin:   func(_ string, p int) int { return p },
+		// A GitHub Actions workflow command that masks a value in the
+		// log: the value is a secret by definition, and the command
+		// itself is printed when a step echoes it. 1: the value.
+		re:      regexp.MustCompile(`^::add-mask::([^\s"'\\]+)`),
+		maxLen:  1024,
+		oneLine: true,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 4 && !isPlaceholder(v)
+		},
 	},
 	{
 		id:      "contextfold-keystore-password",
@@ -1090,6 +1126,72 @@ var cliPasswordForms = []string{
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
 	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
+
+// callSecretWords are the names (upper case, separators removed) that
+// name a secret as a builder member with no set/with prefix:
+// .password("…"), .apiKey("…").
+var callSecretWords = map[string]bool{
+	"PASSWORD": true, "PASSWD": true, "PASSPHRASE": true, "SECRET": true, "TOKEN": true,
+	"APIKEY": true, "ACCESSTOKEN": true, "AUTHTOKEN": true, "CLIENTSECRET": true,
+	"SECRETKEY": true, "ACCESSKEY": true, "PRIVATEKEY": true, "SECRETACCESSKEY": true,
+}
+
+// callSecretStart walks back from the '(' of a call whose first argument
+// is a string literal to the start of the called name, and accepts it when
+// the name is a setter of a secret (callSetterName), a builder member of
+// callSecretWords, or auth/login (two arguments, callSecret checks); -1
+// otherwise.
+func callSecretStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b < 128 && isWordByte(text[b-1]) {
+		b--
+	}
+	if b == p || text[b] >= '0' && text[b] <= '9' {
+		return -1
+	}
+	name := text[b:p]
+	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" {
+		return -1
+	}
+	return b
+}
+
+// callSetterName returns the secret name a setter or builder member
+// sets: the rest of setX/withX/set_x/with_x, or the name itself when it
+// is one of callSecretWords; ok false when the name sets no secret.
+func callSetterName(name string) (string, bool) {
+	rest := name
+	for _, pre := range []string{"set", "Set", "with", "With"} {
+		if r, ok := strings.CutPrefix(name, pre); ok && r != "" && (r[0] == '_' || r[0] >= 'A' && r[0] <= 'Z') {
+			rest = strings.TrimLeft(r, "_")
+			break
+		}
+	}
+	joined := strings.ToUpper(strings.ReplaceAll(rest, "_", ""))
+	if rest == name {
+		return rest, callSecretWords[joined]
+	}
+	return rest, maybeSecretName(joined) || isSecretWord(joined) || joinedQualifiedKey(joined)
+}
+
+// callSecret vets a call of contextfold-call-secret: a one-argument call
+// of a secret's setter whose value passes as NAME=VALUE would, or the
+// second argument of auth(user, password) or login(user, password).
+func callSecret(c string, m []int) (int, int, bool) {
+	s, e, ok := valueGroup(m, 3, 5)
+	if !ok {
+		return 0, 0, false
+	}
+	name, v := c[m[2]:m[3]], c[s:e]
+	if m[4] >= 0 { // two arguments
+		return s, e, (name == "auth" || name == "login") && len(v) >= 4 && !isPlaceholder(v)
+	}
+	rest, ok := callSetterName(name)
+	if !ok {
+		return 0, 0, false
+	}
+	return s, e, acceptEnvSecret(strings.ToUpper(strings.ReplaceAll(rest, "_", "")), v)
+}
 
 // keystoreOptionStart accepts an option of contextfold-keystore-password
 // (the anchor is the option's name, or "-new") that starts a word and

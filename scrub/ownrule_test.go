@@ -108,6 +108,10 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-docker-auth", pre: `{"auths": {"ghcr.io": {"auth": "`, secret: b64, post: `"}}}`},
 		{rule: "contextfold-env-secret", pre: `DB_PASS=ab\ cd\ `, secret: pw},
 		{rule: "contextfold-env-secret", pre: `PASSWORD=$'`, secret: punct + `\n` + pw, post: `'`},
+		{rule: "contextfold-call-secret", pre: `ds.setPassword("`, secret: punct, post: `");`},
+		{rule: "contextfold-call-secret", pre: `.withApiKey('`, secret: pw, post: `')`},
+		{rule: "contextfold-call-secret", pre: `db.auth("admin", "`, secret: pw, post: `")`},
+		{rule: "contextfold-actions-mask", pre: "::add-mask::", secret: pw},
 		{rule: "contextfold-keystore-password", pre: "keytool -list -keystore k.jks -storepass ", secret: pw},
 		{rule: "contextfold-keystore-password", pre: "jarsigner -storepass x -keypass '", secret: punct, post: "' app.jar release"},
 	}
@@ -160,6 +164,12 @@ var ownLookAlikes = []string{
 	"see /api/webhooks/ for the list",
 	"keytool -list -keystore k.jks -storepass:env STOREPASS",
 	"git switch -new feature-branch-2024",
+	`keyring.get_password("deploy-service", "bob")`,
+	`cfg.getPassword("database.primary")`,
+	`view.setPasswordVisible("visible01")`,
+	`session.login("bob")`,
+	`api.withToken("${GITHUB_TOKEN}")`,
+	`echo "::add-mask::$TOKEN"`,
 }
 
 // TestOwnRulesEveryNeighbour crosses a sample of every one of our own

@@ -21,6 +21,13 @@ var breakerCases = []struct{ name, text string }{
 	{"sshpass environment", "$ SSHPASS=" + breakerSecret + " sshpass -e ssh deploy@web1 uptime"},
 	{"wifi psk", "network={\n\tssid=\"office\"\n\tpsk=\"" + breakerSecret + "\"\n}"},
 	{"sssd authtok", "[domain/corp]\nldap_default_bind_dn = cn=svc,dc=corp\nldap_default_authtok = " + breakerSecret},
+	{"java setter", "at com.acme.Db.init(Db.java:42)\n    ds.setPassword(\"" + breakerSecret + "\");"},
+	{"builder member", "Client c = Client.builder().user(\"svc\").password(\"" + breakerSecret + "\").build();"},
+	{"kotlin withApiKey", "val api = Api.withApiKey('" + breakerSecret + "')"},
+	{"mongo shell auth", "> use admin\n> db.auth(\"admin\", \"" + breakerSecret + "\")\n1"},
+	{"python smtp login", "server.login(\"ops@example.com\", \"" + breakerSecret + "\")"},
+	{"setter in json tool output", `{"stdout":"cfg.setSecretKey(\"` + breakerSecret + `\")\n"}`},
+	{"github actions mask", "##[group]Run echo \"::add-mask::$TOKEN\"\n::add-mask::" + breakerSecret + "\n##[endgroup]"},
 	{"keytool new password", "keytool -storepasswd -new " + breakerSecret + " -keystore k.jks"},
 }
 
