@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Extra rules: our own detectors, run in addition to the gitleaks defaults.
@@ -82,6 +83,12 @@ import (
 //     '=') on a command line that logs in (docker login, az login,
 //     mongosh -u …), not a port or a port mapping.
 //   - contextfold-stdin-password: echo PASSWORD | … --password-stdin.
+//   - contextfold-password-line: "password VALUE" (also bindpw,
+//     rootpw) first on a configuration line: msmtprc, nslcd.conf.
+//   - contextfold-oracle-password: Oracle's USER/PASSWORD@DB logon on
+//     sqlplus's, Data Pump's, RMAN's command line, userid=, CONNECT.
+//   - contextfold-redis-auth: AUTH [USER] PASSWORD at a redis-cli prompt
+//     or as redis-cli's command.
 //   - contextfold-call-secret: a secret's setter or builder member
 //     called with a string literal (setPassword("…"), .apiKey("…")),
 //     and the password of auth("user", "…") and login("user", "…").
@@ -299,6 +306,53 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-password-line",
+		anchors: []string{"password", "passwd", "bindpw", "rootpw"},
+		begin:   wordStart,
+		// A configuration line "password VALUE" with no operator
+		// (msmtp's msmtprc, nslcd.conf's and ldap.conf's bindpw,
+		// slapd.conf's rootpw), also inside JSON text; configPassword
+		// vets the value. 1: the value, quoted or bare.
+		re:      regexp.MustCompile(`^(?:passw(?:or)?d|bindpw|rootpw)[ \t]+("[^"\r\n]+"|[^\s"'\\]+)`),
+		maxLen:  512,
+		oneLine: true,
+		secret:  configPassword,
+	},
+	{
+		id:      "contextfold-oracle-password",
+		anchors: []string{"sqlplus", "sqlcl", "expdp", "impdp", "rman", "sqlldr", "dgmgrl", "conn", "CONN", "userid", "USERID"},
+		begin:   wordStart,
+		// Oracle's USER/PASSWORD[@CONNECT] logon: on the command line of
+		// sqlplus, SQLcl, Data Pump, RMAN (target=), SQL*Loader and
+		// DGMGRL, as a userid= parameter, or in a CONNECT statement
+		// (which must name a database with '@', prose says "connect
+		// client/server"). 1: the keyword, 2: the user, 3: the password,
+		// 4: what follows it.
+		re:      regexp.MustCompile(`^((?i:sqlplus|sql|sqlcl|expdp|impdp|rman|sqlldr|dgmgrl)(?:[ \t]+-\w+)*[ \t]+(?i:target[ \t]*=[ \t]*)?|(?i:conn|connect)[ \t]+|(?i:userid)[ \t]*=[ \t]*)["']?([A-Za-z][A-Za-z0-9_$#]*)/([^\s@/"'\\]+)(@|["'\s\\]|$)`),
+		maxLen:  512,
+		oneLine: true,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[6]:m[7]]
+			kw := strings.ToLower(strings.TrimRight(c[m[2]:m[3]], " \t"))
+			if (kw == "conn" || kw == "connect") && c[m[8]:m[9]] != "@" {
+				return 0, 0, false
+			}
+			return m[6], m[7], len(v) >= 3 && !isPlaceholder(v)
+		},
+	},
+	{
+		id:      "contextfold-redis-auth",
+		anchors: []string{"AUTH", "auth"},
+		begin:   redisAuthStart,
+		// Redis's AUTH [USER] PASSWORD typed at a redis-cli prompt
+		// (host:port> AUTH …) or given to redis-cli as its command. 1:
+		// the first word after AUTH, 2: the second (redisAuthSecret).
+		re:      regexp.MustCompile(`^(?:AUTH|auth)[ \t]+("[^"\r\n]+"|'[^'\r\n]+'|[^\s'"\\]+)(?:[ \t]+("[^"\r\n]+"|'[^'\r\n]+'|[^\s'"\\]+))?`),
+		maxLen:  512,
+		oneLine: true,
+		secret:  redisAuthSecret,
 	},
 	{
 		id:      "contextfold-call-secret",
@@ -1126,6 +1180,77 @@ var cliPasswordForms = []string{
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
 	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
+
+// pamControls are the control words of a PAM configuration line
+// ("password required pam_unix.so"), which starts with "password" too.
+var pamControls = map[string]bool{"required": true, "requisite": true, "sufficient": true, "optional": true, "include": true, "substack": true}
+
+// configPassword vets the value of a "password VALUE" configuration line:
+// 4+ characters, not a placeholder, an option (-l), a PAM control
+// ("password required pam_unix.so", "password [success=1 …]"), nor a
+// word of prose: it holds a digit or punctuation ("password expired",
+// "passwd Bob" are not).
+func configPassword(c string, m []int) (int, int, bool) {
+	v := strings.Trim(c[m[2]:m[3]], `"`)
+	if len(v) < 4 || isPlaceholder(v) || pamControls[strings.ToLower(v)] || v == "foobared" ||
+		strings.ContainsRune("-[(", rune(v[0])) {
+		return 0, 0, false
+	}
+	if strings.IndexFunc(v, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 {
+		return 0, 0, false
+	}
+	return m[2], m[3], true
+}
+
+// redisAuthSecret returns the password of AUTH [USER] PASSWORD: the first
+// word, or, when a second follows and the first is a user name (lower
+// case letters, digits, '_', '-', '.'), both (the user is redacted with
+// it: "AUTH PASSWORD more" cannot be told from "AUTH USER PASSWORD" by
+// the words alone). Placeholders and redis.conf's example "foobared"
+// are not passwords.
+func redisAuthSecret(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	v := strings.Trim(c[s:e], `"'`)
+	if m[4] >= 0 && strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) < 0 {
+		e = m[5]
+		v = strings.Trim(c[m[4]:m[5]], `"'`)
+	}
+	return s, e, len(v) >= 4 && !isPlaceholder(v) && v != "foobared"
+}
+
+// redisAuthStart accepts AUTH that starts a word after a redis-cli prompt
+// (host:port> or host:port[db]>, blanks after it) or on a line that runs
+// redis-cli.
+func redisAuthStart(text string, p int) int {
+	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) && text[p-1] != '>' {
+		return -1
+	}
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	line := text[max(ls, p-512):p]
+	if strings.Contains(line, "redis-cli") {
+		return p
+	}
+	t := strings.TrimRight(line, " \t")
+	if !strings.HasSuffix(t, ">") {
+		return -1
+	}
+	t = t[:len(t)-1]
+	if i := strings.LastIndexByte(t, '['); i >= 0 && strings.HasSuffix(t, "]") {
+		t = t[:i]
+	}
+	i := strings.LastIndexByte(t, ':')
+	if i < 0 || i == len(t)-1 {
+		return -1
+	}
+	for _, r := range t[i+1:] {
+		if r < '0' || r > '9' {
+			return -1
+		}
+	}
+	return p
+}
 
 // callSecretWords are the names (upper case, separators removed) that
 // name a secret as a builder member with no set/with prefix:

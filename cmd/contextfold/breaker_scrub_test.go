@@ -28,6 +28,15 @@ var breakerCases = []struct{ name, text string }{
 	{"python smtp login", "server.login(\"ops@example.com\", \"" + breakerSecret + "\")"},
 	{"setter in json tool output", `{"stdout":"cfg.setSecretKey(\"` + breakerSecret + `\")\n"}`},
 	{"github actions mask", "##[group]Run echo \"::add-mask::$TOKEN\"\n::add-mask::" + breakerSecret + "\n##[endgroup]"},
+	{"msmtprc password line", "account default\nhost smtp.example.com\nport 587\nauth on\nuser ops@example.com\npassword " + breakerSecret + "\n"},
+	{"nslcd bindpw", "uri ldap://ldap.corp\nbinddn cn=svc,dc=corp\nbindpw " + breakerSecret + "\n"},
+	{"config password in json", `{"stdout":"host smtp.example.com\npassword ` + breakerSecret + `\nfrom ops@example.com"}`},
+	{"sqlplus user/password", "$ sqlplus scott/" + breakerSecret + "@//db.corp:1521/ORCL\nSQL*Plus: Release 19.0.0.0.0"},
+	{"sqlplus connect", "SQL> connect system/" + breakerSecret + "@orclpdb\nConnected."},
+	{"expdp userid", "expdp userid=system/" + breakerSecret + " directory=dp dumpfile=x.dmp"},
+	{"redis-cli prompt AUTH", "$ redis-cli -h cache\ncache:6379> AUTH " + breakerSecret + "\nOK\ncache:6379> GET k"},
+	{"redis-cli AUTH user", "127.0.0.1:6379[2]> AUTH default " + breakerSecret + "\nOK"},
+	{"redis-cli one-shot AUTH", "redis-cli -h cache AUTH " + breakerSecret},
 	{"keytool new password", "keytool -storepasswd -new " + breakerSecret + " -keystore k.jks"},
 }
 
