@@ -66,3 +66,21 @@ func TestFoldScrubsMoreSecretFormats(t *testing.T) {
 		})
 	}
 }
+
+// A prompt the user pasted a token into by mistake (field report 22's
+// u-2208): scan's query terms, as text and JSON, and recall's output do
+// not echo it, in any letter case.
+func TestScanAndRecallEchoNoSecret(t *testing.T) {
+	dir := demoDir(t)
+	tok := "ghp_" + "FAKEfake0123456789FAKEfake0123456789"
+	q := "I pasted my token by mistake: " + tok + " - ignore it. What port did PostgreSQL use?"
+	for _, args := range [][]string{{"scan", q}, {"scan", "--json", q}, {"recall", q}, {"recall", "--json", q}} {
+		out, errs, code := cli(t, "", append([]string{"--dir", dir}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: %d %s", args[:len(args)-1], code, errs)
+		}
+		if low := strings.ToLower(out + errs); strings.Contains(low, "fakefake0123456789") {
+			t.Errorf("%v echoes the token:\n%s", args[:len(args)-1], out)
+		}
+	}
+}
