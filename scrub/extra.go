@@ -89,6 +89,9 @@ import (
 //     sqlplus's, Data Pump's, RMAN's command line, userid=, CONNECT.
 //   - contextfold-redis-auth: AUTH [USER] PASSWORD at a redis-cli prompt
 //     or as redis-cli's command.
+//   - contextfold-prose-secret: a secret told in a sentence ("the db
+//     password is VALUE", "my API key is `VALUE`"), the value mixing
+//     letters and digits.
 //   - contextfold-call-secret: a secret's setter or builder member
 //     called with a string literal (setPassword("…"), .apiKey("…")),
 //     and the password of auth("user", "…") and login("user", "…").
@@ -353,6 +356,19 @@ var extraRules = []extraRule{
 		maxLen:  512,
 		oneLine: true,
 		secret:  redisAuthSecret,
+	},
+	{
+		id:      "contextfold-prose-secret",
+		anchors: []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token", "secret", "Secret", "key", "Key", "KEY"},
+		begin:   proseSecretStart,
+		// A secret told in a sentence: "the db password is VALUE", "my
+		// API key is `VALUE`", "the token was: VALUE" (a user's prompt, a
+		// chat message). 1: the value, up to a blank or a quote;
+		// proseSecret checks it.
+		re:      regexp.MustCompile("^(?i:password|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key)[ \t]+(?i:is|was|will be|would be)[ \t]*:?[ \t]+[\"'`]?([^\\s\"'`\\\\]+)"),
+		maxLen:  256,
+		oneLine: true,
+		secret:  proseSecret,
 	},
 	{
 		id:      "contextfold-call-secret",
@@ -1250,6 +1266,40 @@ func redisAuthStart(text string, p int) int {
 		}
 	}
 	return p
+}
+
+// proseSecretStart accepts an anchor of contextfold-prose-secret that
+// starts a word; "key" counts only after "api", "access" or "secret" and
+// a blank, '_' or '-' ("the key is …" alone names no secret). It returns
+// where the name starts, -1 otherwise.
+func proseSecretStart(text string, p int) int {
+	if strings.EqualFold(text[p:min(len(text), p+3)], "key") {
+		q := -1
+		for _, w := range []string{"api", "access", "secret"} {
+			if b := p - len(w) - 1; b >= 0 && strings.EqualFold(text[b:p-1], w) && strings.ContainsRune(" _-", rune(text[p-1])) {
+				q = b
+				break
+			}
+		}
+		if q < 0 {
+			return -1
+		}
+		p = q
+	}
+	return wordStart(text, p)
+}
+
+// proseSecret vets the value of a secret told in a sentence, trailing
+// punctuation left out: 8+ characters mixing letters and digits, not a
+// placeholder, not a snake_case identifier ("the token is access_token_2"
+// names a variable), not a word of prose ("the password is incorrect").
+func proseSecret(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	for e > s && strings.ContainsRune(".,;:!?)]}>", rune(c[e-1])) {
+		e--
+	}
+	v := c[s:e]
+	return s, e, len(v) >= 8 && hasLetterAndDigit(v) && !isPlaceholder(v) && !snakeIdentifier(v)
 }
 
 // callSecretWords are the names (upper case, separators removed) that

@@ -114,6 +114,8 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-oracle-password", pre: "SQL> connect system/", secret: pw, post: "@orclpdb"},
 		{rule: "contextfold-redis-auth", pre: "cache:6379> AUTH ", secret: pw},
 		{rule: "contextfold-redis-auth", pre: "redis-cli -h cache AUTH default ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "the staging db password is ", secret: pw},
+		{rule: "contextfold-prose-secret", pre: "My API key is `", secret: punct + "7", post: "`"},
 		{rule: "contextfold-call-secret", pre: `ds.setPassword("`, secret: punct, post: `");`},
 		{rule: "contextfold-call-secret", pre: `.withApiKey('`, secret: pw, post: `')`},
 		{rule: "contextfold-call-secret", pre: `db.auth("admin", "`, secret: pw, post: `")`},
@@ -185,6 +187,11 @@ var ownLookAlikes = []string{
 	"sqlplus / as sysdba",
 	"AUTH failed for user bob",
 	"cache:6379> AUTH $REDIS_PASSWORD",
+	"the password is incorrect",
+	"the token is access_token_2",
+	"the key is k8s-node-pool",
+	"the password is 8 characters long",
+	"your API key is ${API_KEY}",
 }
 
 // TestOwnRulesEveryNeighbour crosses a sample of every one of our own

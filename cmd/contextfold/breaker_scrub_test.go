@@ -37,6 +37,8 @@ var breakerCases = []struct{ name, text string }{
 	{"redis-cli prompt AUTH", "$ redis-cli -h cache\ncache:6379> AUTH " + breakerSecret + "\nOK\ncache:6379> GET k"},
 	{"redis-cli AUTH user", "127.0.0.1:6379[2]> AUTH default " + breakerSecret + "\nOK"},
 	{"redis-cli one-shot AUTH", "redis-cli -h cache AUTH " + breakerSecret},
+	{"password in a sentence", "sorry, the staging db password is " + breakerSecret + ". please rotate it"},
+	{"token in a sentence", "My API key is `" + breakerSecret + "` - keep it out of the logs"},
 	{"keytool new password", "keytool -storepasswd -new " + breakerSecret + " -keystore k.jks"},
 }
 
