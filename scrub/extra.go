@@ -1204,10 +1204,19 @@ var pamControls = map[string]bool{"required": true, "requisite": true, "sufficie
 // configPassword vets the value of a "password VALUE" configuration line:
 // 4+ characters, not a placeholder, an option (-l), a PAM control
 // ("password required pam_unix.so", "password [success=1 …]"), nor a
-// word of prose: it holds a digit or punctuation ("password expired",
-// "passwd Bob" are not).
+// word of prose: it holds a digit or punctuation besides a sentence's
+// trailing one ("password expired", "passwd Bob", "the username/password
+// automatically?" are not).
 func configPassword(c string, m []int) (int, int, bool) {
-	v := strings.Trim(c[m[2]:m[3]], `"`)
+	s, e := m[2], m[3]
+	if c[s] != '"' {
+		// Sentence punctuation ends a word of prose ("the
+		// username/password automatically?"), not a password.
+		for e > s && strings.ContainsRune(".,;:!?)", rune(c[e-1])) {
+			e--
+		}
+	}
+	v := strings.Trim(c[s:e], `"`)
 	if len(v) < 4 || isPlaceholder(v) || pamControls[strings.ToLower(v)] || v == "foobared" ||
 		strings.ContainsRune("-[(", rune(v[0])) {
 		return 0, 0, false
@@ -1215,7 +1224,7 @@ func configPassword(c string, m []int) (int, int, bool) {
 	if strings.IndexFunc(v, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 {
 		return 0, 0, false
 	}
-	return m[2], m[3], true
+	return s, e, true
 }
 
 // redisAuthSecret returns the password of AUTH [USER] PASSWORD: the first
