@@ -33,6 +33,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Options configure New. The zero value is valid.
@@ -54,6 +55,9 @@ Errors start with their name: NodeNotFoundError (unknown step), IntegrityCheckEr
 type server struct {
 	store *contextfold.Store
 	mcp   *mcp.Server
+	// sc redacts the secrets a query or prompt holds from the replies
+	// that echo it (recall's query and terms, scan's terms).
+	sc *scrub.Scrubber
 
 	mu     sync.Mutex
 	listed map[string]bool // URIs of the step resources currently registered
@@ -75,6 +79,7 @@ func New(store *contextfold.Store, opts Options) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{},
 	})
 	s := &server{store: store, mcp: ms, listed: map[string]bool{}}
+	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	s.addTools()
 	s.addResources()
 	ms.AddReceivingMiddleware(s.middleware(opts.Logger))
@@ -170,6 +175,25 @@ step_id is the turn's position in the conversation; folding a step that is alrea
 
 func boolPtr(b bool) *bool { return &b }
 
+// echoQuery is the query a reply echoes: scrubbed (a token the user pasted
+// into a prompt is not sent back), empty when no scrubber could be built.
+func (s *server) echoQuery(q string) string {
+	if s.sc == nil {
+		return ""
+	}
+	return s.sc.Scrub(q).Text
+}
+
+// echoTerms are the search terms of text a reply echoes: those that are
+// part of a secret in text replaced by its marker (scrub.RedactTerms);
+// none when no scrubber could be built.
+func (s *server) echoTerms(text string, terms []string) []string {
+	if s.sc == nil {
+		return nil
+	}
+	return s.sc.RedactTerms(text, terms)
+}
+
 func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs) (*mcp.CallToolResult, RecallResult, error) {
 	if strings.TrimSpace(a.Query) == "" {
 		return nil, RecallResult{}, errors.New("BadArgument: query is empty; give keywords such as a port, a file name or an error name")
@@ -188,7 +212,7 @@ func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs)
 	if err != nil {
 		return nil, RecallResult{}, toolError(err)
 	}
-	res := RecallResult{Query: a.Query, Terms: nonNil(contextfold.RecallTerms(a.Query)), Candidates: []RecallCandidate{}}
+	res := RecallResult{Query: s.echoQuery(a.Query), Terms: nonNil(s.echoTerms(a.Query, contextfold.RecallTerms(a.Query))), Candidates: []RecallCandidate{}}
 	for _, h := range hits {
 		if a.Limit > 0 && len(res.Candidates) == a.Limit {
 			res.Omitted++
@@ -280,7 +304,7 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 		return nil, ScanResult{}, toolError(err)
 	}
 	res := ScanResult{
-		QueryTerms: nonNil(r.QueryTerms), Selected: []ScanPick{}, Dropped: []ScanPick{},
+		QueryTerms: nonNil(s.echoTerms(a.Prompt, r.QueryTerms)), Selected: []ScanPick{}, Dropped: []ScanPick{},
 		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens,
 	}
 	for i, p := range r.Selected {

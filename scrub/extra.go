@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Extra rules: our own detectors, run in addition to the gitleaks defaults.
@@ -20,7 +21,7 @@ import (
 //   - contextfold-env-secret: a .env or shell style assignment NAME=value
 //     (also "export NAME=value" and "--name=value") whose name ends in a
 //     secret word (PASSWORD, PASSWD, PASS, PWD, SECRET, TOKEN, AUTH, CREDENTIALS,
-//     PASSPHRASE, API_KEY/APIKEY, ACCESS_KEY, ACCESS_KEY_ID, PRIVATE_KEY,
+//     PASSPHRASE, SSHPASS, PSK, AUTHTOK, API_KEY/APIKEY, ACCESS_KEY, ACCESS_KEY_ID, PRIVATE_KEY,
 //     SECRET_KEY, SIGNING_KEY, ENCRYPTION_KEY, MASTER_KEY, AUTH_KEY, or any
 //     *_KEY whose value has 16+ characters mixing letters and digits; a
 //     component ending in PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN or
@@ -82,6 +83,22 @@ import (
 //     '=') on a command line that logs in (docker login, az login,
 //     mongosh -u …), not a port or a port mapping.
 //   - contextfold-stdin-password: echo PASSWORD | … --password-stdin.
+//   - contextfold-password-line: "password VALUE" (also bindpw,
+//     rootpw) first on a configuration line: msmtprc, nslcd.conf.
+//   - contextfold-oracle-password: Oracle's USER/PASSWORD@DB logon on
+//     sqlplus's, Data Pump's, RMAN's command line, userid=, CONNECT.
+//   - contextfold-redis-auth: AUTH [USER] PASSWORD at a redis-cli prompt
+//     or as redis-cli's command.
+//   - contextfold-prose-secret: a secret told in a sentence ("the db
+//     password is VALUE", "my API key is `VALUE`"), the value mixing
+//     letters and digits.
+//   - contextfold-call-secret: a secret's setter or builder member
+//     called with a string literal (setPassword("…"), .apiKey("…")),
+//     and the password of auth("user", "…") and login("user", "…").
+//   - contextfold-actions-mask: the value of GitHub Actions'
+//     ::add-mask::VALUE.
+//   - contextfold-keystore-password: the JDK's keytool and jarsigner
+//     -storepass/-keypass/-new PASSWORD, every one of a command line.
 //   - contextfold-pgpass: the password field of a .pgpass line.
 //   - contextfold-curl-user: the password of curl's -u/--user USER:PASSWORD,
 //     also in an argument vector (gitleaks' curl-auth-user reads only a
@@ -292,6 +309,112 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-password-line",
+		anchors: []string{"password", "passwd", "bindpw", "rootpw"},
+		begin:   wordStart,
+		// A configuration line "password VALUE" with no operator
+		// (msmtp's msmtprc, nslcd.conf's and ldap.conf's bindpw,
+		// slapd.conf's rootpw), also inside JSON text; configPassword
+		// vets the value. 1: the value, quoted or bare.
+		re:      regexp.MustCompile(`^(?:passw(?:or)?d|bindpw|rootpw)[ \t]+("[^"\r\n]+"|[^\s"'\\]+)`),
+		maxLen:  512,
+		oneLine: true,
+		secret:  configPassword,
+	},
+	{
+		id:      "contextfold-oracle-password",
+		anchors: []string{"sqlplus", "sqlcl", "expdp", "impdp", "rman", "sqlldr", "dgmgrl", "conn", "CONN", "userid", "USERID"},
+		begin:   wordStart,
+		// Oracle's USER/PASSWORD[@CONNECT] logon: on the command line of
+		// sqlplus, SQLcl, Data Pump, RMAN (target=), SQL*Loader and
+		// DGMGRL, as a userid= parameter, or in a CONNECT statement
+		// (which must name a database with '@', prose says "connect
+		// client/server"). 1: the keyword, 2: the user, 3: the password,
+		// 4: what follows it.
+		re:      regexp.MustCompile(`^((?i:sqlplus|sql|sqlcl|expdp|impdp|rman|sqlldr|dgmgrl)(?:[ \t]+-\w+)*[ \t]+(?i:target[ \t]*=[ \t]*)?|(?i:conn|connect)[ \t]+|(?i:userid)[ \t]*=[ \t]*)["']?([A-Za-z][A-Za-z0-9_$#]*)/([^\s@/"'\\]+)(@|["'\s\\]|$)`),
+		maxLen:  512,
+		oneLine: true,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[6]:m[7]]
+			kw := strings.ToLower(strings.TrimRight(c[m[2]:m[3]], " \t"))
+			if (kw == "conn" || kw == "connect") && c[m[8]:m[9]] != "@" {
+				return 0, 0, false
+			}
+			return m[6], m[7], len(v) >= 3 && !isPlaceholder(v)
+		},
+	},
+	{
+		id:      "contextfold-redis-auth",
+		anchors: []string{"AUTH", "auth"},
+		begin:   redisAuthStart,
+		// Redis's AUTH [USER] PASSWORD typed at a redis-cli prompt
+		// (host:port> AUTH …) or given to redis-cli as its command. 1:
+		// the first word after AUTH, 2: the second (redisAuthSecret).
+		re:      regexp.MustCompile(`^(?:AUTH|auth)[ \t]+("[^"\r\n]+"|'[^'\r\n]+'|[^\s'"\\]+)(?:[ \t]+("[^"\r\n]+"|'[^'\r\n]+'|[^\s'"\\]+))?`),
+		maxLen:  512,
+		oneLine: true,
+		secret:  redisAuthSecret,
+	},
+	{
+		id:      "contextfold-prose-secret",
+		anchors: []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token", "secret", "Secret", "key", "Key", "KEY"},
+		begin:   proseSecretStart,
+		// A secret told in a sentence: "the db password is VALUE", "my
+		// API key is `VALUE`", "the token was: VALUE" (a user's prompt, a
+		// chat message). 1: the value, up to a blank or a quote;
+		// proseSecret checks it.
+		re:      regexp.MustCompile("^(?i:password|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key)[ \t]+(?i:is|was|will be|would be)[ \t]*:?[ \t]+[\"'`]?([^\\s\"'`\\\\]+)"),
+		maxLen:  256,
+		oneLine: true,
+		secret:  proseSecret,
+	},
+	{
+		id:      "contextfold-call-secret",
+		anchors: []string{`("`, `('`, `(\"`},
+		begin:   callSecretStart,
+		// A secret passed as a string literal to a setter or a builder
+		// member named for it: setPassword("…"), withApiKey('…'),
+		// .password("…"), set_token("…"), also JSON-escaped (\"…\"); and
+		// the password of a two-argument login: db.auth("user", "…")
+		// (the MongoDB shell), server.login("user", "…") (smtplib,
+		// ftplib, imaplib). 1: the name, 2: a first argument (the user),
+		// value: 3 double-quoted, 4 single-quoted, 5 escaped-quoted.
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\([ \t]*((?:"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\")[ \t]*,[ \t]*)?(?:"((?:[^"\\\r\n]|\\[^"\r\n])*)"|'([^'\\\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\")[ \t]*\)`),
+		maxLen:  1024,
+		secret:  callSecret,
+		oneLine: true,
+	},
+	{
+		id:      "contextfold-actions-mask",
+		anchors: []string{"::add-mask::"},
+		begin:   func(_ string, p int) int { return p },
+		// A GitHub Actions workflow command that masks a value in the
+		// log: the value is a secret by definition, and the command
+		// itself is printed when a step echoes it. 1: the value.
+		re:      regexp.MustCompile(`^::add-mask::([^\s"'\\]+)`),
+		maxLen:  1024,
+		oneLine: true,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 4 && !isPlaceholder(v)
+		},
+	},
+	{
+		id:      "contextfold-keystore-password",
+		anchors: []string{"storepass", "keypass", "-new"},
+		begin:   keystoreOptionStart,
+		// The JDK's keytool and jarsigner: -storepass, -keypass (also
+		// -srcstorepass, -deststorepass, -srckeypass, -destkeypass) and
+		// keytool's -new, each with its value after a blank, every one
+		// of a command line (keystoreOptionStart); -storepass:env NAME
+		// and -storepass:file PATH name no secret. 1: single-quoted, 2:
+		// double-quoted, 3: bare.
+		re:      regexp.MustCompile(`^-(?:(?:src|dest)?(?:store|key)pass|new)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		maxLen:  512,
+		secret:  cliPassword,
+		oneLine: true,
 	},
 	{
 		id:      "contextfold-sql-password",
@@ -1049,6 +1172,9 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
 //   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
 //     (redis.conf's own example, "foobared", is a placeholder).
+//
+// The JDK's keytool and jarsigner, which take several passwords on one
+// command line, are contextfold-keystore-password's.
 var cliPasswordForms = []string{
 	`(?:mysql[a-z]*|mariadb[a-z-]*)[^\n;&|]{0,300}?[ \t]-p`,
 	`sshpass(?:[ \t]+-[a-oq-z]\S*)*[ \t]+-p[ \t]*`,
@@ -1070,6 +1196,212 @@ var cliPasswordForms = []string{
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
 	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
+
+// pamControls are the control words of a PAM configuration line
+// ("password required pam_unix.so"), which starts with "password" too.
+var pamControls = map[string]bool{"required": true, "requisite": true, "sufficient": true, "optional": true, "include": true, "substack": true}
+
+// configPassword vets the value of a "password VALUE" configuration line:
+// 4+ characters, not a placeholder, an option (-l), a PAM control
+// ("password required pam_unix.so", "password [success=1 …]"), nor a
+// word of prose: it holds a digit or punctuation besides a sentence's
+// trailing one ("password expired", "passwd Bob", "the username/password
+// automatically?" are not).
+func configPassword(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	if c[s] != '"' {
+		// Sentence punctuation ends a word of prose ("the
+		// username/password automatically?"), not a password.
+		for e > s && strings.ContainsRune(".,;:!?)", rune(c[e-1])) {
+			e--
+		}
+	}
+	v := strings.Trim(c[s:e], `"`)
+	if len(v) < 4 || isPlaceholder(v) || pamControls[strings.ToLower(v)] || v == "foobared" ||
+		strings.ContainsRune("-[(", rune(v[0])) {
+		return 0, 0, false
+	}
+	if strings.IndexFunc(v, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 {
+		return 0, 0, false
+	}
+	return s, e, true
+}
+
+// redisAuthSecret returns the password of AUTH [USER] PASSWORD: the first
+// word, or, when a second follows and the first is a user name (lower
+// case letters, digits, '_', '-', '.'), both (the user is redacted with
+// it: "AUTH PASSWORD more" cannot be told from "AUTH USER PASSWORD" by
+// the words alone). Placeholders and redis.conf's example "foobared"
+// are not passwords.
+func redisAuthSecret(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	v := strings.Trim(c[s:e], `"'`)
+	if m[4] >= 0 && strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) < 0 {
+		e = m[5]
+		v = strings.Trim(c[m[4]:m[5]], `"'`)
+	}
+	return s, e, len(v) >= 4 && !isPlaceholder(v) && v != "foobared"
+}
+
+// redisAuthStart accepts AUTH that starts a word after a redis-cli prompt
+// (host:port> or host:port[db]>, blanks after it) or on a line that runs
+// redis-cli.
+func redisAuthStart(text string, p int) int {
+	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) && text[p-1] != '>' {
+		return -1
+	}
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	line := text[max(ls, p-512):p]
+	if strings.Contains(line, "redis-cli") {
+		return p
+	}
+	t := strings.TrimRight(line, " \t")
+	if !strings.HasSuffix(t, ">") {
+		return -1
+	}
+	t = t[:len(t)-1]
+	if i := strings.LastIndexByte(t, '['); i >= 0 && strings.HasSuffix(t, "]") {
+		t = t[:i]
+	}
+	i := strings.LastIndexByte(t, ':')
+	if i < 0 || i == len(t)-1 {
+		return -1
+	}
+	for _, r := range t[i+1:] {
+		if r < '0' || r > '9' {
+			return -1
+		}
+	}
+	return p
+}
+
+// proseSecretStart accepts an anchor of contextfold-prose-secret that
+// starts a word; "key" counts only after "api", "access" or "secret" and
+// a blank, '_' or '-' ("the key is …" alone names no secret). It returns
+// where the name starts, -1 otherwise.
+func proseSecretStart(text string, p int) int {
+	if strings.EqualFold(text[p:min(len(text), p+3)], "key") {
+		q := -1
+		for _, w := range []string{"api", "access", "secret"} {
+			if b := p - len(w) - 1; b >= 0 && strings.EqualFold(text[b:p-1], w) && strings.ContainsRune(" _-", rune(text[p-1])) {
+				q = b
+				break
+			}
+		}
+		if q < 0 {
+			return -1
+		}
+		p = q
+	}
+	return wordStart(text, p)
+}
+
+// proseSecret vets the value of a secret told in a sentence, trailing
+// punctuation left out: 8+ characters mixing letters and digits, not a
+// placeholder, not a snake_case identifier ("the token is access_token_2"
+// names a variable), not a word of prose ("the password is incorrect").
+func proseSecret(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	for e > s && strings.ContainsRune(".,;:!?)]}>", rune(c[e-1])) {
+		e--
+	}
+	v := c[s:e]
+	return s, e, len(v) >= 8 && hasLetterAndDigit(v) && !isPlaceholder(v) && !snakeIdentifier(v)
+}
+
+// callSecretWords are the names (upper case, separators removed) that
+// name a secret as a builder member with no set/with prefix:
+// .password("…"), .apiKey("…").
+var callSecretWords = map[string]bool{
+	"PASSWORD": true, "PASSWD": true, "PASSPHRASE": true, "SECRET": true, "TOKEN": true,
+	"APIKEY": true, "ACCESSTOKEN": true, "AUTHTOKEN": true, "CLIENTSECRET": true,
+	"SECRETKEY": true, "ACCESSKEY": true, "PRIVATEKEY": true, "SECRETACCESSKEY": true,
+}
+
+// callSecretStart walks back from the '(' of a call whose first argument
+// is a string literal to the start of the called name, and accepts it when
+// the name is a setter of a secret (callSetterName), a builder member of
+// callSecretWords, or auth/login (two arguments, callSecret checks); -1
+// otherwise.
+func callSecretStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b < 128 && isWordByte(text[b-1]) {
+		b--
+	}
+	if b == p || text[b] >= '0' && text[b] <= '9' {
+		return -1
+	}
+	name := text[b:p]
+	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" {
+		return -1
+	}
+	return b
+}
+
+// callSetterName returns the secret name a setter or builder member
+// sets: the rest of setX/withX/set_x/with_x, or the name itself when it
+// is one of callSecretWords; ok false when the name sets no secret.
+func callSetterName(name string) (string, bool) {
+	rest := name
+	for _, pre := range []string{"set", "Set", "with", "With"} {
+		if r, ok := strings.CutPrefix(name, pre); ok && r != "" && (r[0] == '_' || r[0] >= 'A' && r[0] <= 'Z') {
+			rest = strings.TrimLeft(r, "_")
+			break
+		}
+	}
+	joined := strings.ToUpper(strings.ReplaceAll(rest, "_", ""))
+	if rest == name {
+		return rest, callSecretWords[joined]
+	}
+	return rest, maybeSecretName(joined) || isSecretWord(joined) || joinedQualifiedKey(joined)
+}
+
+// callSecret vets a call of contextfold-call-secret: a one-argument call
+// of a secret's setter whose value passes as NAME=VALUE would, or the
+// second argument of auth(user, password) or login(user, password).
+func callSecret(c string, m []int) (int, int, bool) {
+	s, e, ok := valueGroup(m, 3, 5)
+	if !ok {
+		return 0, 0, false
+	}
+	name, v := c[m[2]:m[3]], c[s:e]
+	if m[4] >= 0 { // two arguments
+		return s, e, (name == "auth" || name == "login") && len(v) >= 4 && !isPlaceholder(v)
+	}
+	rest, ok := callSetterName(name)
+	if !ok {
+		return 0, 0, false
+	}
+	return s, e, acceptEnvSecret(strings.ToUpper(strings.ReplaceAll(rest, "_", "")), v)
+}
+
+// keystoreOptionStart accepts an option of contextfold-keystore-password
+// (the anchor is the option's name, or "-new") that starts a word and
+// follows "keytool" or "jarsigner" on its line, and returns where its
+// '-' is; -1 otherwise.
+func keystoreOptionStart(text string, p int) int {
+	b := p
+	if text[p] != '-' {
+		for b > 0 && (text[b-1] >= 'a' && text[b-1] <= 'z') {
+			b--
+		}
+		if b == 0 || text[b-1] != '-' {
+			return -1
+		}
+		b--
+	}
+	if b == 0 || !isSpaceByte(text[b-1]) {
+		return -1
+	}
+	ls := strings.LastIndexByte(text[:b], '\n') + 1
+	line := text[max(ls, b-1024):b]
+	if !strings.Contains(line, "keytool") && !strings.Contains(line, "jarsigner") {
+		return -1
+	}
+	return b
+}
 
 // xmlAttrStart walks back from "value=" to the '<' of its element (in
 // the 1 KiB before it, no '>' between).
@@ -1361,6 +1693,9 @@ var secretLast = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
 	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
 	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
+	// sshpass -e reads SSHPASS; a Wi-Fi pre-shared key (wpa_supplicant's
+	// psk="…", hostapd's wpa_psk=…); SSSD's ldap_default_authtok.
+	"SSHPASS": true, "PSK": true, "AUTHTOK": true,
 	// REDISCLI_AUTH, BASIC_AUTH (user:password), PROXY_AUTH; only as an
 	// upper-case name with a prefix (acceptEnvSecret).
 	"AUTH": true,

@@ -108,6 +108,20 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-docker-auth", pre: `{"auths": {"ghcr.io": {"auth": "`, secret: b64, post: `"}}}`},
 		{rule: "contextfold-env-secret", pre: `DB_PASS=ab\ cd\ `, secret: pw},
 		{rule: "contextfold-env-secret", pre: `PASSWORD=$'`, secret: punct + `\n` + pw, post: `'`},
+		{rule: "contextfold-password-line", pre: "user ops@example.com\npassword ", secret: pw},
+		{rule: "contextfold-password-line", pre: "bindpw ", secret: punct},
+		{rule: "contextfold-oracle-password", pre: "sqlplus scott/", secret: pw, post: "@//db:1521/ORCL"},
+		{rule: "contextfold-oracle-password", pre: "SQL> connect system/", secret: pw, post: "@orclpdb"},
+		{rule: "contextfold-redis-auth", pre: "cache:6379> AUTH ", secret: pw},
+		{rule: "contextfold-redis-auth", pre: "redis-cli -h cache AUTH default ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "the staging db password is ", secret: pw},
+		{rule: "contextfold-prose-secret", pre: "My API key is `", secret: punct + "7", post: "`"},
+		{rule: "contextfold-call-secret", pre: `ds.setPassword("`, secret: punct, post: `");`},
+		{rule: "contextfold-call-secret", pre: `.withApiKey('`, secret: pw, post: `')`},
+		{rule: "contextfold-call-secret", pre: `db.auth("admin", "`, secret: pw, post: `")`},
+		{rule: "contextfold-actions-mask", pre: "::add-mask::", secret: pw},
+		{rule: "contextfold-keystore-password", pre: "keytool -list -keystore k.jks -storepass ", secret: pw},
+		{rule: "contextfold-keystore-password", pre: "jarsigner -storepass x -keypass '", secret: punct, post: "' app.jar release"},
 	}
 }
 
@@ -123,7 +137,9 @@ var ownKnownLimits = map[string]bool{
 // ownLookAlikes are texts next to our rules' keywords that hold no secret
 // whatever punctuation surrounds them.
 var ownLookAlikes = []string{
-	"mymachine example.com login bob password hunter2" + "hunter",
+	// netrc's "machine" must start a word (the value is a plain word: a
+	// digit would make "password VALUE" contextfold-password-line's).
+	"mymachine example.com login bob password hunter" + "hunter",
 	"see src/main.go:12:5:func:Handler",
 	"pkg/store.go:120:7:fold:coldNode",
 	"/home/dev/src/main.go:12:5:func:Handler",
@@ -156,6 +172,26 @@ var ownLookAlikes = []string{
 	"<key>PasswordPolicy</key><string>strict</string>",
 	"<key>CFBundleName</key><string>Widget</string>",
 	"see /api/webhooks/ for the list",
+	"keytool -list -keystore k.jks -storepass:env STOREPASS",
+	"git switch -new feature-branch-2024",
+	`keyring.get_password("deploy-service", "bob")`,
+	`cfg.getPassword("database.primary")`,
+	`view.setPasswordVisible("visible01")`,
+	`session.login("bob")`,
+	`api.withToken("${GITHUB_TOKEN}")`,
+	`echo "::add-mask::$TOKEN"`,
+	"password required pam_unix.so",
+	"password expired",
+	"passwd $USER",
+	"connect client/server model",
+	"sqlplus / as sysdba",
+	"AUTH failed for user bob",
+	"cache:6379> AUTH $REDIS_PASSWORD",
+	"the password is incorrect",
+	"the token is access_token_2",
+	"the key is k8s-node-pool",
+	"the password is 8 characters long",
+	"your API key is ${API_KEY}",
 }
 
 // TestOwnRulesEveryNeighbour crosses a sample of every one of our own

@@ -8,6 +8,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 func init() { commands = append(commands, newScanCmd, newRecallCmd) }
@@ -94,6 +95,7 @@ with its store would.`,
 				return err
 			}
 			placed := placedTokens(s, prompt, m, res.Selected)
+			terms := echoTerms(prompt, res.QueryTerms)
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
 				var sel, drop []pickJSON
@@ -113,17 +115,17 @@ with its store would.`,
 				if drop == nil {
 					drop = []pickJSON{}
 				}
-				doc := map[string]any{"query_terms": res.QueryTerms, "selected": sel, "dropped": drop,
+				doc := map[string]any{"query_terms": terms, "selected": sel, "dropped": drop,
 					"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens)}
 				if m == match.Ranked {
 					doc["match"] = string(m)
 				}
 				return writeJSON(out, doc)
 			}
-			if len(res.QueryTerms) == 0 {
+			if len(terms) == 0 {
 				fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
 			} else {
-				fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+				fmt.Fprintf(out, "query terms: %s\n", strings.Join(terms, " "))
 			}
 			if len(res.Selected) == 0 {
 				fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
@@ -267,4 +269,15 @@ store alone, as --dir with its store would.`,
 	mode = matchFlag(c)
 	pickSession = sessionFlag(c, g)
 	return c
+}
+
+// echoTerms returns the query terms scan prints: those that are part of a
+// secret in the prompt (a token pasted by mistake) replaced by its marker
+// (scrub.RedactTerms); none but a marker when the scrubber cannot be built.
+func echoTerms(prompt string, terms []string) []string {
+	sc, err := scrub.New()
+	if err != nil {
+		return []string{"[REDACTED:terms withheld]"}
+	}
+	return sc.RedactTerms(prompt, terms)
 }
