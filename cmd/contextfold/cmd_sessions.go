@@ -34,7 +34,7 @@ func (g *globals) sessionSet() (*sessiondir.Set, error) {
 // named it. Without --session pick does nothing.
 func sessionFlag(c *cobra.Command, g *globals) (pick func() error) {
 	var id string
-	c.Flags().StringVar(&id, "session", "", "with --dir a directory of session stores (the proxy's --dir, a project's .contextfold of the Claude Code hooks): read the session ID's store (the ids: contextfold sessions --dir DIR)")
+	c.Flags().StringVar(&id, "session", "", "with --dir a directory of session stores (the proxy's --dir, a project's .contextfold of the Claude Code hooks): read the session ID's store (the ids: contextfold sessions --dir DIR; the proxy's session id alone, s-… as its log prints it, reads that session's only store g1)")
 	return func() error {
 		if id == "" {
 			return nil

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// binRun runs the built binary with args and returns stdout, stderr and the
+// exit code.
+func binRun(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestSessionFlagTakesTheProxySessionID: the proxy's request log names a
+// session s-…; --session given that id (without /g<N>) reads its only
+// store, and one with several stores is refused naming them, through the
+// real binary.
+func TestSessionFlagTakesTheProxySessionID(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	g1 := filepath.Join(root, "s-067b2f1806c3026e", "g1")
+	if _, errs, code := binRun(t, bin, "--dir", g1, "fold", "12", "linker error: undefined reference to frobnicate_widget"); code != 0 {
+		t.Fatalf("fold: %d %s", code, errs)
+	}
+	out, errs, code := binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b2f1806c3026e")
+	if code != 0 || !strings.Contains(out, "frobnicate_widget") {
+		t.Fatalf("hydrate --session <proxy session>: %d %q %q", code, out, errs)
+	}
+	out, errs, code = binRun(t, bin, "recall", "--dir", root, "--session", "s-067b2f1806c3026e", "frobnicate_widget")
+	if code != 0 || !strings.Contains(out, "step 12") {
+		t.Fatalf("recall --session <proxy session>: %d %q %q", code, out, errs)
+	}
+	g2 := filepath.Join(root, "s-067b2f1806c3026e", "g2")
+	if _, errs, code := binRun(t, bin, "--dir", g2, "fold", "3", "another history"); code != 0 {
+		t.Fatalf("fold: %d %s", code, errs)
+	}
+	_, errs, code = binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b2f1806c3026e")
+	if code != 1 || !strings.Contains(errs, "has 2 stores") || !strings.Contains(errs, "s-067b2f1806c3026e/g1, s-067b2f1806c3026e/g2") {
+		t.Fatalf("two stores: %d %q", code, errs)
+	}
+	// A prefix of an id is not an id; an unknown one names the command that lists them.
+	_, errs, code = binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b")
+	if code != 1 || !strings.Contains(errs, `no session "s-067b"`) || !strings.Contains(errs, "contextfold sessions --dir "+root) {
+		t.Fatalf("unknown session: %d %q", code, errs)
+	}
+	if out, _, code := binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b2f1806c3026e/g1"); code != 0 || !strings.Contains(out, "frobnicate_widget") {
+		t.Fatalf("full id: %d %q", code, out)
+	}
+}
