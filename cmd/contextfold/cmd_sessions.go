@@ -106,6 +106,11 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
 	if len(hits) == 0 {
 		fmt.Fprintln(out, "no archived turn matches")
+		if m == match.Ranked {
+			if ex, _, err := set.Recall("", query, match.Exact); err == nil {
+				belowCutoffHint(out, len(ex), "recall")
+			}
+		}
 	}
 	for _, h := range hits {
 		fmt.Fprintf(out, "session %s  step %-6d %-21s coverage %d  score %d  %s\n", h.ID, h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 70))
@@ -167,6 +172,11 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 	}
 	if len(res.Selected) == 0 {
 		fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
+		if m == match.Ranked {
+			if ex, _, err := set.Recall("", prompt, match.Exact); err == nil {
+				belowCutoffHint(out, len(ex), "scan")
+			}
+		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
 	fmt.Fprintf(out, "would hydrate (%v of %v tokens, the smallest per-turn budget of the sessions):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))

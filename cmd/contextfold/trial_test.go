@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -59,5 +60,47 @@ func TestSessionFlagTakesTheProxySessionID(t *testing.T) {
 	}
 	if out, _, code := binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b2f1806c3026e/g1"); code != 0 || !strings.Contains(out, "frobnicate_widget") {
 		t.Fatalf("full id: %d %q", code, out)
+	}
+}
+
+// TestEmptyRankedResultSaysExactFindsTurns: in a 20-turn session where a
+// third of the turns are about migrations, a ranked recall or scan of
+// "migration" finds nothing (no turn passes the cut-off); the binary then
+// says the exact match finds turns and how to list them, instead of a bare
+// "no archived turn matches"; a word in no turn gets no such line.
+func TestEmptyRankedResultSaysExactFindsTurns(t *testing.T) {
+	bin := buildBinary(t)
+	src, err := os.ReadFile(filepath.Join("..", "..", "ingest", "testdata", "transcripts", "claude-code", "ledger-api-session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(src), "\n")
+	tr := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(tr, []byte(strings.Join(lines[:20], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, errs, code := binRun(t, bin, "--dir", dir, "ingest", tr); code != 0 {
+		t.Fatalf("ingest: %d %s", code, errs)
+	}
+	for _, c := range []string{"recall", "scan"} {
+		out, errs, code := binRun(t, bin, "--dir", dir, c, "migration")
+		if code != 0 || !strings.Contains(out, "--match exact finds 3 turns with the query's words") || !strings.Contains(out, "contextfold "+c+" --match exact") {
+			t.Errorf("%s migration: %d %q %q", c, code, out, errs)
+		}
+		out, _, _ = binRun(t, bin, "--dir", dir, c, "zebrafish")
+		if strings.Contains(out, "--match exact finds") {
+			t.Errorf("%s zebrafish: %q", c, out)
+		}
+	}
+	// Across sessions too (a directory of session stores).
+	out, errs, code := binRun(t, bin, "recall", "--dir", filepath.Dir(dir), "migration")
+	if code != 0 || !strings.Contains(out, "--match exact finds 3 turns") {
+		t.Errorf("recall across sessions: %d %q %q", code, out, errs)
+	}
+	// The remedy works: exact lists them.
+	out, _, _ = binRun(t, bin, "--dir", dir, "recall", "--match", "exact", "migration")
+	if strings.Count(out, "step ") != 3 {
+		t.Errorf("recall --match exact: %q", out)
 	}
 }
