@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,5 +103,28 @@ func TestEmptyRankedResultSaysExactFindsTurns(t *testing.T) {
 	out, _, _ = binRun(t, bin, "--dir", dir, "recall", "--match", "exact", "migration")
 	if strings.Count(out, "step ") != 3 {
 		t.Errorf("recall --match exact: %q", out)
+	}
+}
+
+// TestSessionFlagOnAOneStoreCommand: status, steps, validate… take no
+// --session; given one (as scan, recall and hydrate take it), the binary
+// says which --dir names a session's store instead of the advice about
+// negative step ids, in text and --json.
+func TestSessionFlagOnAOneStoreCommand(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	for _, c := range []string{"status", "steps", "validate"} {
+		_, errs, code := binRun(t, bin, c, "--dir", root, "--session", "abc")
+		if code != 1 || !strings.Contains(errs, "contextfold "+c+" reads one store") || !strings.Contains(errs, ".contextfold/sessions/ID") || strings.Contains(errs, "negative step id") {
+			t.Errorf("%s --session: %d %q", c, code, errs)
+		}
+	}
+	_, errs, code := binRun(t, bin, "status", "--json", "--dir", root, "--session=abc")
+	var e struct {
+		Error    string `json:"error"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(errs)), &e); err != nil || code != 1 || e.ExitCode != 1 || !strings.Contains(e.Error, "reads one store") {
+		t.Errorf("status --json --session=abc: %d %q %v", code, errs, err)
 	}
 }
