@@ -103,7 +103,7 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
-	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
+	fmt.Fprintf(out, "searched %s under %s\n", plural(sr.Sessions, "session"), set.Root())
 	if len(hits) == 0 {
 		fmt.Fprintln(out, "no archived turn matches")
 		if m == match.Ranked {
@@ -119,7 +119,8 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		fmt.Fprintf(out, "… %d more candidates left out; recall in one session: --session ID\n", omitted)
 	}
 	if len(hits) > 0 {
-		fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID\n", shellQuote(set.Root()))
+		fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID (the first: contextfold hydrate %d --dir %s --session %s)\n",
+			shellQuote(set.Root()), hits[0].StepID, shellQuote(set.Root()), shellQuote(hits[0].ID))
 	}
 	return failuresOut(cmd.ErrOrStderr(), sr)
 }
@@ -164,7 +165,7 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
-	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
+	fmt.Fprintf(out, "searched %s under %s\n", plural(sr.Sessions, "session"), set.Root())
 	if len(res.QueryTerms) == 0 {
 		fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
 	} else {
@@ -189,7 +190,8 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 	for _, p := range res.Dropped {
 		fmt.Fprintf(out, "  dropped: session %s  step %d  [%s]  %v tokens do not fit the per-turn budget\n", p.ID, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost))
 	}
-	fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID\n", shellQuote(set.Root()))
+	fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID (the first: contextfold hydrate %d --dir %s --session %s)\n",
+		shellQuote(set.Root()), res.Selected[0].StepID, shellQuote(set.Root()), shellQuote(res.Selected[0].ID))
 	return failuresOut(cmd.ErrOrStderr(), sr)
 }
 

@@ -128,3 +128,34 @@ func TestSessionFlagOnAOneStoreCommand(t *testing.T) {
 		t.Errorf("status --json --session=abc: %d %q %v", code, errs, err)
 	}
 }
+
+// TestAcrossSessionsPrintsTheFirstHydrateCommand: recall and scan over a
+// directory of session stores end with the hydrate command of their first
+// result, ready to run (the session and step filled in), and count the
+// sessions in English ("1 session").
+func TestAcrossSessionsPrintsTheFirstHydrateCommand(t *testing.T) {
+	bin := buildBinary(t)
+	root := filepath.Join(t.TempDir(), "proxy dir")
+	if _, errs, code := binRun(t, bin, "--dir", filepath.Join(root, "s-1", "g1"), "fold", "12", "linker error: undefined reference to frobnicate_widget"); code != 0 {
+		t.Fatalf("fold: %d %s", code, errs)
+	}
+	for _, c := range []string{"recall", "scan"} {
+		out, errs, code := binRun(t, bin, c, "--dir", root, "frobnicate_widget")
+		if code != 0 || !strings.Contains(out, "searched 1 session under") {
+			t.Fatalf("%s: %d %q %q", c, code, out, errs)
+		}
+		_, line, ok := strings.Cut(out, "(the first: contextfold ")
+		if !ok {
+			t.Fatalf("%s: no first command: %q", c, out)
+		}
+		line, _, _ = strings.Cut(line, ")\n")
+		want := "hydrate 12 --dir '" + root + "' --session s-1/g1"
+		if line != want {
+			t.Fatalf("%s: first command %q, want %q", c, line, want)
+		}
+		hout, errs, code := binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-1/g1")
+		if code != 0 || !strings.Contains(hout, "frobnicate_widget") {
+			t.Fatalf("the printed command: %d %q %q", code, hout, errs)
+		}
+	}
+}
