@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,5 +158,55 @@ func TestAcrossSessionsPrintsTheFirstHydrateCommand(t *testing.T) {
 		if code != 0 || !strings.Contains(hout, "frobnicate_widget") {
 			t.Fatalf("the printed command: %d %q %q", code, hout, errs)
 		}
+	}
+}
+
+// mcpCalls runs the built binary's MCP server over stdio with args, sends
+// initialize and the tool calls (name, arguments JSON), and returns the
+// responses by id (2, 3, …) and stderr.
+func mcpCalls(t *testing.T, bin string, args []string, calls ...[2]string) (map[int]string, string) {
+	t.Helper()
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	for i, c := range calls {
+		in += fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, i+2, c[0], c[1]) + "\n"
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"mcp", "--quiet"}, args...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(in), &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mcp: %v\n%s", err, errb.String())
+	}
+	res := map[int]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m struct {
+			ID int `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not JSON: %q", l)
+		}
+		res[m.ID] = l
+	}
+	return res, errb.String()
+}
+
+// TestMCPSessionsFetchNamesTheStoreItRead: fetch_archived_node given a
+// proxy session's id alone answers with the id of the store it read
+// ("s-1/g1"), which the other tools take; a directory with no session yet
+// says so instead of listing nothing; the note counts in English.
+func TestMCPSessionsFetchNamesTheStoreItRead(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	if _, errs, code := binRun(t, bin, "--dir", filepath.Join(root, "s-1", "g1"), "fold", "12", "linker error: undefined reference to frobnicate_widget"); code != 0 {
+		t.Fatalf("fold: %d %s", code, errs)
+	}
+	res, errs := mcpCalls(t, bin, []string{"--dir", root}, [2]string{"fetch_archived_node", `{"step_id":12,"session":"s-1"}`})
+	if !strings.Contains(res[2], `"session":"s-1/g1"`) || !strings.Contains(res[2], "frobnicate_widget") || !strings.Contains(errs, "(1 session)") {
+		t.Errorf("fetch s-1: %q\n%s", res[2], errs)
+	}
+	empty := t.TempDir()
+	res, _ = mcpCalls(t, bin, []string{"--dir", empty, "--sessions"}, [2]string{"fetch_archived_node", `{"step_id":12,"session":"s-1"}`})
+	if !strings.Contains(res[2], "holds no session store yet") || !strings.Contains(res[2], `"isError":true`) {
+		t.Errorf("fetch in an empty directory: %q", res[2])
 	}
 }

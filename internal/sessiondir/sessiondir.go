@@ -311,6 +311,9 @@ func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
 		}
 		return nil, Session{}, fmt.Errorf("proxy session %q under %s has %d stores, one per history the client sent: %s; give one of them (e.g. --session %s)", id, s.root, len(gens), strings.Join(ids, ", "), ids[len(ids)-1])
 	}
+	if len(ss) == 0 {
+		return nil, Session{}, fmt.Errorf("no session %q under %s: it holds no session store yet (the hooks' Stop and the proxy's first fold event write them)", id, s.root)
+	}
 	ids := make([]string, 0, 10)
 	for i, x := range ss {
 		if i == 10 {
