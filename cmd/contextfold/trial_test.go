@@ -210,3 +210,30 @@ func TestMCPSessionsFetchNamesTheStoreItRead(t *testing.T) {
 		t.Errorf("fetch in an empty directory: %q", res[2])
 	}
 }
+
+// TestSessionsHelpNamesTheJSONFieldsOfBothKinds: the sessions --help
+// example for a directory reads the key its --json really has (session,
+// not the database's name), checked against the built binary's output.
+func TestSessionsHelpNamesTheJSONFieldsOfBothKinds(t *testing.T) {
+	bin := buildBinary(t)
+	help, _, _ := binRun(t, bin, "sessions", "--help")
+	if !strings.Contains(help, "jq -r '.sessions[].session'") || !strings.Contains(help, "a directory's have session, store, nodes") {
+		t.Fatalf("help: %s", help)
+	}
+	root := t.TempDir()
+	if _, errs, code := binRun(t, bin, "--dir", filepath.Join(root, "sessions", "abc"), "fold", "1", "x"); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	out, _, code := binRun(t, bin, "sessions", "--dir", root, "--json")
+	var doc struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Sessions) != 1 {
+		t.Fatalf("sessions --json: %d %q %v", code, out, err)
+	}
+	for _, k := range []string{"session", "store", "nodes", "total_tokens", "first_folded_at", "last_folded_at"} {
+		if _, ok := doc.Sessions[0][k]; !ok {
+			t.Errorf("no %s in %v", k, doc.Sessions[0])
+		}
+	}
+}
