@@ -237,3 +237,39 @@ func TestSessionsHelpNamesTheJSONFieldsOfBothKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairGroupsOneFindingOverManySteps: a store copied from a directory
+// named .contextfold has one path finding per step; the built binary's
+// repair plan shows the first action in full and the others as a count and
+// their steps (was one 400-character paragraph per step), --json lists
+// each, and the applied repair leaves validate clean.
+func TestRepairGroupsOneFindingOverManySteps(t *testing.T) {
+	bin := buildBinary(t)
+	orig := filepath.Join(t.TempDir(), ".contextfold")
+	tr := filepath.Join("..", "..", "ingest", "testdata", "transcripts", "claude-code", "ledger-api-session.jsonl")
+	if _, errs, code := binRun(t, bin, "--dir", orig, "ingest", tr); code != 0 {
+		t.Fatalf("ingest: %d %s", code, errs)
+	}
+	copied := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-r", orig, copied).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	out, errs, code := binRun(t, bin, "--dir", copied, "repair")
+	if code != 0 || !strings.Contains(out, "would drop_reference 46 more, the same finding for steps 1–46 (--json lists each)") ||
+		!strings.Contains(out, "would reindex        46 more, the same finding for steps 1–46") || strings.Count(out, "\n") > 10 {
+		t.Fatalf("repair: %d\n%s\n%s", code, out, errs)
+	}
+	out, _, _ = binRun(t, bin, "--dir", copied, "--json", "repair")
+	var plan struct {
+		Actions []map[string]any `json:"actions"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Actions) != 94 {
+		t.Fatalf("repair --json: %d actions, %v", len(plan.Actions), err)
+	}
+	if out, errs, code := binRun(t, bin, "--dir", copied, "repair", "--apply"); code != 0 || !strings.Contains(out, "94 actions applied") {
+		t.Fatalf("repair --apply: %d %q %q", code, out, errs)
+	}
+	if out, errs, code := binRun(t, bin, "--dir", copied, "validate"); code != 0 {
+		t.Fatalf("validate: %d %q %q", code, out, errs)
+	}
+}
