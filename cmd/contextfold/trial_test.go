@@ -273,3 +273,36 @@ func TestRepairGroupsOneFindingOverManySteps(t *testing.T) {
 		t.Fatalf("validate: %d %q %q", code, out, errs)
 	}
 }
+
+// TestHydrateOfAQuarantinedStepSaysWhereItWent: after repair --apply moved
+// a tampered node to quarantine/, hydrate and evict of that step (exit 2)
+// name the quarantined file and how to bring it back, instead of pointing
+// at steps and recall, which no longer list it; an id never folded keeps
+// the plain advice.
+func TestHydrateOfAQuarantinedStepSaysWhereItWent(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), ".contextfold")
+	if _, errs, code := binRun(t, bin, "--dir", dir, "fold", "6", "deadlock detected in migration 0003"); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	node := filepath.Join(dir, "cold_nodes", "step_000006.json")
+	data, err := os.ReadFile(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(node, bytes.Replace(data, []byte("deadlock"), []byte("deadLOCK"), -1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := binRun(t, bin, "--dir", dir, "repair", "--apply"); code != 0 || !strings.Contains(out, "quarantine") {
+		t.Fatalf("repair: %d %q %q", code, out, errs)
+	}
+	for _, c := range []string{"hydrate", "evict"} {
+		_, errs, code := binRun(t, bin, "--dir", dir, c, "6")
+		if code != 2 || !strings.Contains(errs, "contextfold repair moved its cold node to "+filepath.Join(dir, "quarantine")) || !strings.Contains(errs, "-step_000006.json") {
+			t.Errorf("%s 6: %d %q", c, code, errs)
+		}
+	}
+	if _, errs, code := binRun(t, bin, "--dir", dir, "hydrate", "7"); code != 2 || strings.Contains(errs, "quarantine") || !strings.Contains(errs, "contextfold steps lists") {
+		t.Errorf("hydrate 7: %d %q", code, errs)
+	}
+}
