@@ -306,3 +306,23 @@ func TestHydrateOfAQuarantinedStepSaysWhereItWent(t *testing.T) {
 		t.Errorf("hydrate 7: %d %q", code, errs)
 	}
 }
+
+// TestUnknownFlagAdviceFitsTheCommand: the advice to put -- before a
+// negative step id or text starting with '-' is given by the commands that
+// take such arguments (hydrate -5), not by proxy, mcp or status, whose
+// arguments are never step ids ("contextfold proxy -- -1" was suggested).
+func TestUnknownFlagAdviceFitsTheCommand(t *testing.T) {
+	bin := buildBinary(t)
+	for _, args := range [][]string{{"proxy", "--bogus"}, {"mcp", "-x"}, {"status", "--bogus"}, {"sessions", "--bogus"}} {
+		_, errs, code := binRun(t, bin, args...)
+		if code != 1 || strings.Contains(errs, "put -- before it") || !strings.Contains(errs, "see 'contextfold "+args[0]+" --help'") {
+			t.Errorf("%v: %d %q", args, code, errs)
+		}
+	}
+	for _, args := range [][]string{{"hydrate", "-5"}, {"recall", "-v", "flag"}, {"fold", "-2", "summary"}} {
+		_, errs, code := binRun(t, bin, args...)
+		if code != 1 || !strings.Contains(errs, "put -- before it") {
+			t.Errorf("%v: %d %q", args, code, errs)
+		}
+	}
+}
