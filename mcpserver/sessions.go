@@ -307,7 +307,7 @@ func (s *sessionsServer) fetch(ctx context.Context, req *mcp.CallToolRequest, a 
 		}
 		id = ss[0].ID
 	}
-	st, _, err := s.set.Store(id)
+	st, x, err := s.set.Store(id)
 	if err != nil {
 		return nil, SessionFetchResult{}, setError(err)
 	}
@@ -318,7 +318,8 @@ func (s *sessionsServer) fetch(ctx context.Context, req *mcp.CallToolRequest, a 
 	if err != nil {
 		return nil, SessionFetchResult{}, err
 	}
-	return nil, SessionFetchResult{Session: id, FetchResult: r}, nil
+	// x.ID, not id: a proxy session's id alone ("s-…") names its store "s-…/g1".
+	return nil, SessionFetchResult{Session: x.ID, FetchResult: r}, nil
 }
 
 func firstID(ss []sessiondir.Session) string {

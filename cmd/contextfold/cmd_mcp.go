@@ -90,7 +90,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				// A directory of session stores (the hooks' .contextfold,
 				// the proxy's --dir): every session, read-only.
 				if ins, err := set.Sessions(); err == nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a directory of session stores (%d sessions): serving them read-only (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session); to fold into a store, give --dir that store\n", set.Root(), len(ins))
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a directory of session stores (%s): serving them read-only (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session); to fold into a store, give --dir that store\n", set.Root(), plural(len(ins), "session"))
 				}
 				srv := mcpserver.NewSessions(set, mcpserver.Options{Version: buildVersion(), Logger: logger})
 				return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio (session stores, read-only)", set.Root())

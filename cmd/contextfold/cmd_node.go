@@ -77,7 +77,7 @@ for each window, the command that reads on from its first line.`,
 				h, err = s.Hydrate(id)
 			}
 			if err != nil {
-				return err
+				return quarantinedRemedy(err, s.Dir(), id)
 			}
 			// --offset reads on past the per-call cap, one window at a time,
 			// from the same verified content.
@@ -186,7 +186,7 @@ itself is never deleted.`,
 			}
 			ev, err := s.Evict(id)
 			if err != nil {
-				return err
+				return quarantinedRemedy(err, s.Dir(), id)
 			}
 			if g.jsonOut {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})

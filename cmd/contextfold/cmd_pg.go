@@ -128,8 +128,12 @@ stores below it, newest first: the session id (what --session takes in scan,
 recall and hydrate), its nodes and tokens, when its first and last nodes were
 folded, and its store directory; a store that cannot be read is listed last
 with its error. It writes nothing. A directory store holds one session: use
-status there.`,
-		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'\n  contextfold sessions --dir .contextfold",
+status there.
+
+--json: {"sessions": [...]}; a database's rows have name, entries,
+generation, revision; a directory's have session, store, nodes,
+total_tokens, first_folded_at, last_folded_at (and error), under its root.`,
+		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'                      # PostgreSQL: name, entries\n  contextfold sessions --dir .contextfold\n  contextfold sessions --dir .contextfold --json | jq -r '.sessions[].session'  # a directory: session, nodes, store",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := g.storeURL()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -129,6 +130,11 @@ with its store would.`,
 			}
 			if len(res.Selected) == 0 {
 				fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
+				if m == match.Ranked {
+					if hits, err := match.Recall(s, prompt, match.Exact); err == nil {
+						belowCutoffHint(out, len(hits), "scan")
+					}
+				}
 				return nil
 			}
 			fmt.Fprintf(out, "would hydrate (%v of %v tokens):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))
@@ -258,6 +264,11 @@ store alone, as --dir with its store would.`,
 			}
 			if len(hits) == 0 {
 				fmt.Fprintln(out, "no archived turn matches")
+				if m == match.Ranked {
+					if ex, err := match.Recall(s, strings.Join(args, " "), match.Exact); err == nil {
+						belowCutoffHint(out, len(ex), "recall")
+					}
+				}
 				return nil
 			}
 			for _, h := range hits {
@@ -280,4 +291,21 @@ func echoTerms(prompt string, terms []string) []string {
 		return []string{"[REDACTED:terms withheld]"}
 	}
 	return sc.RedactTerms(prompt, terms)
+}
+
+// belowCutoffHint explains, after a ranked scan or recall that found nothing,
+// that the reference's exact match finds n turns (n > 0) holding the query's
+// words: no turn passed the ranked match's cut-off (rule Floor and MinShare,
+// docs/matching.md: a word in many of the store's turns, stems included,
+// weighs little, and a turn must hold enough of the query), so the user can
+// add a rarer word or list them with --match exact. Nothing for n 0.
+func belowCutoffHint(out io.Writer, n int, command string) {
+	if n == 0 {
+		return
+	}
+	turns := "turns"
+	if n == 1 {
+		turns = "turn"
+	}
+	fmt.Fprintf(out, "  (--match exact finds %d %s with the query's words, but no turn passes the ranked match's cut-off: a word in many of the store's turns, stems included, weighs little; add a rarer word from the turn you want, or list them: contextfold %s --match exact …)\n", n, turns, command)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -75,12 +77,16 @@ After --apply, validate is clean and a second repair does nothing.`,
 			if apply {
 				verb = "did"
 			}
-			for _, a := range res.Actions {
+			for _, run := range repairRuns(res.Actions) {
+				a := run[0]
 				step := "-"
 				if a.StepID != nil {
 					step = fmt.Sprint(*a.StepID)
 				}
 				fmt.Fprintf(out, "%s %-14s step %-6s %s\n    because %s\n", verb, a.Action, step, a.File, a.Reason)
+				if len(run) > 1 {
+					fmt.Fprintf(out, "%s %-14s %d more, the same finding for steps %s (--json lists each)\n", verb, a.Action, len(run)-1, stepRanges(run[1:]))
+				}
 			}
 			if !apply {
 				fmt.Fprintln(out, "dry run: nothing changed; run 'contextfold repair --apply' to do it")
@@ -126,4 +132,56 @@ when there is no journal.`,
 			return nil
 		},
 	}
+}
+
+// minRepairRun is the fewest consecutive actions of one kind for one kind of
+// finding that repair's text output shows as one action and a count.
+const minRepairRun = 4
+
+var digitRun = regexp.MustCompile(`[0-9]+`)
+
+// repairRuns splits the actions into runs to print: a run of at least
+// minRepairRun consecutive actions of one kind whose reasons differ only in
+// their numbers (a store copied from .contextfold: every entry's path, one
+// finding per step) is one run, printed as its first action and a count;
+// every other action is a run of its own. The order is the plan's.
+func repairRuns(acts []contextfold.RepairAction) [][]contextfold.RepairAction {
+	var runs [][]contextfold.RepairAction
+	key := func(a contextfold.RepairAction) string {
+		return a.Action + "\x00" + digitRun.ReplaceAllString(a.Reason, "#")
+	}
+	for i := 0; i < len(acts); {
+		j := i + 1
+		for j < len(acts) && acts[j].StepID != nil && acts[i].StepID != nil && key(acts[j]) == key(acts[i]) {
+			j++
+		}
+		if j-i >= minRepairRun {
+			runs = append(runs, acts[i:j])
+		} else {
+			for k := i; k < j; k++ {
+				runs = append(runs, acts[k:k+1])
+			}
+		}
+		i = j
+	}
+	return runs
+}
+
+// stepRanges names the steps of actions that all have one, as ranges in
+// their order: "1–5, 7, 9–12".
+func stepRanges(acts []contextfold.RepairAction) string {
+	var parts []string
+	for i := 0; i < len(acts); {
+		j := i
+		for j+1 < len(acts) && *acts[j+1].StepID == *acts[j].StepID+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d–%d", *acts[i].StepID, *acts[j].StepID))
+		} else {
+			parts = append(parts, fmt.Sprint(*acts[i].StepID))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }

@@ -34,7 +34,7 @@ func (g *globals) sessionSet() (*sessiondir.Set, error) {
 // named it. Without --session pick does nothing.
 func sessionFlag(c *cobra.Command, g *globals) (pick func() error) {
 	var id string
-	c.Flags().StringVar(&id, "session", "", "with --dir a directory of session stores (the proxy's --dir, a project's .contextfold of the Claude Code hooks): read the session ID's store (the ids: contextfold sessions --dir DIR)")
+	c.Flags().StringVar(&id, "session", "", "with --dir a directory of session stores (the proxy's --dir, a project's .contextfold of the Claude Code hooks): read the session ID's store (the ids: contextfold sessions --dir DIR; the proxy's session id alone, s-… as its log prints it, reads that session's only store g1)")
 	return func() error {
 		if id == "" {
 			return nil
@@ -103,9 +103,14 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
-	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
+	fmt.Fprintf(out, "searched %s under %s\n", plural(sr.Sessions, "session"), set.Root())
 	if len(hits) == 0 {
 		fmt.Fprintln(out, "no archived turn matches")
+		if m == match.Ranked {
+			if ex, _, err := set.Recall("", query, match.Exact); err == nil {
+				belowCutoffHint(out, len(ex), "recall")
+			}
+		}
 	}
 	for _, h := range hits {
 		fmt.Fprintf(out, "session %s  step %-6d %-21s coverage %d  score %d  %s\n", h.ID, h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 70))
@@ -114,7 +119,8 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		fmt.Fprintf(out, "… %d more candidates left out; recall in one session: --session ID\n", omitted)
 	}
 	if len(hits) > 0 {
-		fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID\n", shellQuote(set.Root()))
+		fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID (the first: contextfold hydrate %d --dir %s --session %s)\n",
+			shellQuote(set.Root()), hits[0].StepID, shellQuote(set.Root()), shellQuote(hits[0].ID))
 	}
 	return failuresOut(cmd.ErrOrStderr(), sr)
 }
@@ -159,7 +165,7 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
-	fmt.Fprintf(out, "searched %d sessions under %s\n", sr.Sessions, set.Root())
+	fmt.Fprintf(out, "searched %s under %s\n", plural(sr.Sessions, "session"), set.Root())
 	if len(res.QueryTerms) == 0 {
 		fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
 	} else {
@@ -167,6 +173,11 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 	}
 	if len(res.Selected) == 0 {
 		fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
+		if m == match.Ranked {
+			if ex, _, err := set.Recall("", prompt, match.Exact); err == nil {
+				belowCutoffHint(out, len(ex), "scan")
+			}
+		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
 	fmt.Fprintf(out, "would hydrate (%v of %v tokens, the smallest per-turn budget of the sessions):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))
@@ -179,7 +190,8 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 	for _, p := range res.Dropped {
 		fmt.Fprintf(out, "  dropped: session %s  step %d  [%s]  %v tokens do not fit the per-turn budget\n", p.ID, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost))
 	}
-	fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID\n", shellQuote(set.Root()))
+	fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID (the first: contextfold hydrate %d --dir %s --session %s)\n",
+		shellQuote(set.Root()), res.Selected[0].StepID, shellQuote(set.Root()), shellQuote(res.Selected[0].ID))
 	return failuresOut(cmd.ErrOrStderr(), sr)
 }
 

@@ -160,7 +160,11 @@ by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 		return nil
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		if strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag") {
+		if oneStoreCommands[c.Name()] && (err.Error() == "unknown flag: --session" || strings.HasPrefix(err.Error(), "unknown flag: --session=")) {
+			// status, steps, validate, ui… over one session of a directory of session stores.
+			return usagef("%v: %s reads one store, so --session does not pick one here (scan, recall and hydrate take it); give --dir the session's own store: a hooks session's is .contextfold/sessions/ID, a proxy session's DIR/s-…/gN (each session's store: contextfold sessions --dir DIR)", err, c.CommandPath())
+		}
+		if (strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag")) && takesDashedArgs[c.Name()] {
 			// A negative step id or a prompt starting with '-' reads as a flag.
 			return usagef("%v; to pass a negative step id or text that starts with '-', put -- before it (e.g. '%s -- -1') (see '%s --help')", err, c.CommandPath(), c.CommandPath())
 		}
@@ -171,6 +175,17 @@ by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
 	}
 	return root
 }
+
+// takesDashedArgs are the commands whose arguments may start with '-' (a
+// negative step id, a prompt or query, a summary): an unknown flag there may
+// be one, so the error says to put -- before it; the other commands only
+// name the flag and their --help.
+var takesDashedArgs = map[string]bool{"fold": true, "hydrate": true, "evict": true, "scan": true, "recall": true, "ingest": true, "import": true}
+
+// oneStoreCommands are the commands that read or change one store and take
+// no --session: given one, they say which --dir names a session's store.
+var oneStoreCommands = map[string]bool{"status": true, "steps": true, "validate": true, "ui": true, "repair": true,
+	"evict": true, "compact": true, "scrub-check": true, "export": true}
 
 // commands lists the constructors of the subcommands; each command file adds
 // itself in an init function.

@@ -42,6 +42,38 @@ func withRemedy(err error) error {
 	return err
 }
 
+// quarantinedRemedy is withRemedy for a step the index does not hold in a
+// directory store whose quarantine/ holds that step's cold node: repair
+// took it out of service (it did not verify, or its entry was broken), so
+// the error says where it is and how to bring it back instead of pointing
+// at steps and recall, which no longer list it. Any other error is
+// returned as it is. It reads the quarantine directory's names only.
+func quarantinedRemedy(err error, storeDir string, step int) error {
+	if !errors.Is(err, contextfold.ErrNodeNotFound) || storeDir == "" {
+		return err
+	}
+	qdir := filepath.Join(storeDir, contextfold.QuarantineDir)
+	ents, rerr := os.ReadDir(qdir)
+	if rerr != nil {
+		return err
+	}
+	// repair names them <stamp>-step_000006.json (or .2.json, …); the
+	// entry copies end in .index-entry.json.
+	want := "-" + strings.TrimSuffix(fmt.Sprintf("step_%06d.json", step), ".json") + "."
+	last := ""
+	for _, e := range ents {
+		n := e.Name()
+		if strings.Contains(n, want) && !strings.Contains(n, ".index-entry.") && n > last {
+			last = n
+		}
+	}
+	if last == "" {
+		return err
+	}
+	return &remedied{err, fmt.Sprintf("contextfold repair moved its cold node to %s (it did not verify; %s says why): restore the file from a backup into %s/ and run contextfold repair --apply to index it again",
+		filepath.Join(qdir, last), filepath.Join(storeDir, contextfold.RepairLogFile), filepath.Join(storeDir, contextfold.ColdNodesDir))}
+}
+
 // storeHint says what chose the store directory, for the messages about a
 // directory that is not a store, in the order storeDir resolves it:
 // --store, --dir, $CONTEXTFOLD_STORE, $CONTEXTFOLD_DIR, else the default

@@ -278,7 +278,10 @@ func (s *Set) info(x Session) Info {
 	return in
 }
 
-// Store returns the store of the session id (an ID from Sessions). An
+// Store returns the store of the session id (an ID from Sessions). The
+// proxy's session id alone (the "s-067b…" its request log prints, without
+// "/g<N>") names that session's only store; a proxy session with several
+// stores (one per history the client sent) is an error that lists them. An
 // unknown id is an error that lists the known ones (at most 10).
 func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
 	ss, err := Find(s.root)
@@ -291,6 +294,26 @@ func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
 			return st, x, err
 		}
 	}
+	var gens []Session
+	for _, x := range ss {
+		if rest, ok := strings.CutPrefix(x.ID, id+"/"); ok && id != "" && !strings.Contains(rest, "/") {
+			gens = append(gens, x)
+		}
+	}
+	if len(gens) == 1 {
+		st, err := s.store(gens[0])
+		return st, gens[0], err
+	}
+	if len(gens) > 1 {
+		ids := make([]string, len(gens))
+		for i, x := range gens {
+			ids[i] = x.ID
+		}
+		return nil, Session{}, fmt.Errorf("proxy session %q under %s has %d stores, one per history the client sent: %s; give one of them (e.g. --session %s)", id, s.root, len(gens), strings.Join(ids, ", "), ids[len(ids)-1])
+	}
+	if len(ss) == 0 {
+		return nil, Session{}, fmt.Errorf("no session %q under %s: it holds no session store yet (the hooks' Stop and the proxy's first fold event write them)", id, s.root)
+	}
 	ids := make([]string, 0, 10)
 	for i, x := range ss {
 		if i == 10 {
@@ -299,7 +322,7 @@ func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
 		}
 		ids = append(ids, x.ID)
 	}
-	return nil, Session{}, fmt.Errorf("no session %q under %s; the sessions are: %s (list them with their times and counts: list_sessions, or contextfold sessions --dir DIR)", id, s.root, strings.Join(ids, ", "))
+	return nil, Session{}, fmt.Errorf("no session %q under %s; the sessions are: %s (with their times and counts: contextfold sessions --dir %s, or the MCP tool list_sessions)", id, s.root, strings.Join(ids, ", "), s.root)
 }
 
 // Failure is a session whose store could not be searched, and why.
