@@ -177,21 +177,27 @@ func boolPtr(b bool) *bool { return &b }
 
 // echoQuery is the query a reply echoes: scrubbed (a token the user pasted
 // into a prompt is not sent back), empty when no scrubber could be built.
-func (s *server) echoQuery(q string) string {
-	if s.sc == nil {
+func (s *server) echoQuery(q string) string { return echoQuery(s.sc, q) }
+
+// echoQuery is q as a reply may echo it: scrubbed by sc; "" when sc is nil.
+func echoQuery(sc *scrub.Scrubber, q string) string {
+	if sc == nil {
 		return ""
 	}
-	return s.sc.Scrub(q).Text
+	return sc.Scrub(q).Text
 }
 
 // echoTerms are the search terms of text a reply echoes: those that are
 // part of a secret in text replaced by its marker (scrub.RedactTerms);
 // none when no scrubber could be built.
-func (s *server) echoTerms(text string, terms []string) []string {
-	if s.sc == nil {
+func (s *server) echoTerms(text string, terms []string) []string { return echoTerms(s.sc, text, terms) }
+
+// echoTerms is (*server).echoTerms with the scrubber given.
+func echoTerms(sc *scrub.Scrubber, text string, terms []string) []string {
+	if sc == nil {
 		return nil
 	}
-	return s.sc.RedactTerms(text, terms)
+	return sc.RedactTerms(text, terms)
 }
 
 func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs) (*mcp.CallToolResult, RecallResult, error) {

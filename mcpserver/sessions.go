@@ -10,6 +10,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // ToolSessions is the tool that lists the sessions of a directory of
@@ -27,6 +28,9 @@ Errors start with their name: NodeNotFoundError (unknown step), IntegrityCheckEr
 type sessionsServer struct {
 	set *sessiondir.Set
 	mcp *mcp.Server
+	// sc redacts the secrets a query or prompt holds from the replies that
+	// echo it (a token pasted by mistake); nil: echoes are withheld.
+	sc *scrub.Scrubber
 }
 
 // NewSessions returns an MCP server over a directory of session stores (the
@@ -54,6 +58,7 @@ func NewSessions(set *sessiondir.Set, opts Options) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{},
 	})
 	s := &sessionsServer{set: set, mcp: ms}
+	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 	addTool(ms, &mcp.Tool{
 		Name:        ToolSessions,
@@ -249,7 +254,7 @@ func (s *sessionsServer) recall(_ context.Context, _ *mcp.CallToolRequest, a Ses
 	if err != nil {
 		return nil, SessionRecallResult{}, setError(err)
 	}
-	res := SessionRecallResult{Query: a.Query, Terms: nonNil(contextfold.RecallTerms(a.Query)),
+	res := SessionRecallResult{Query: echoQuery(s.sc, a.Query), Terms: nonNil(echoTerms(s.sc, a.Query, contextfold.RecallTerms(a.Query))),
 		Candidates: []SessionRecallCandidate{}, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures)}
 	for _, h := range hits {
 		if limit > 0 && len(res.Candidates) == limit {
@@ -275,7 +280,7 @@ func (s *sessionsServer) scan(ctx context.Context, req *mcp.CallToolRequest, a S
 	if err != nil {
 		return nil, SessionScanResult{}, setError(err)
 	}
-	res := SessionScanResult{QueryTerms: nonNil(r.QueryTerms), Selected: []SessionScanPick{}, Dropped: []SessionScanPick{},
+	res := SessionScanResult{QueryTerms: nonNil(echoTerms(s.sc, a.Prompt, r.QueryTerms)), Selected: []SessionScanPick{}, Dropped: []SessionScanPick{},
 		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures)}
 	for i, p := range r.Selected {
 		why := "covers " + quoteTerms(p.MatchedTerms)

@@ -369,3 +369,38 @@ func TestMCPSessionsBeforeTheFirstSession(t *testing.T) {
 		t.Errorf("mcp --sessions on a store: %v %s", err, out)
 	}
 }
+
+// A token pasted into a prompt by mistake (field report 22's u-2208) is not
+// echoed back by the tools over a directory of session stores, nor by the
+// CLI's scan and recall across sessions, in any letter case; the rest of
+// the query still finds the demo session's turns.
+func TestSessionRepliesEchoNoSecret(t *testing.T) {
+	root := hooksProject(t)
+	tok := "ghp_" + "FAKEfake0123456789FAKEfake0123456789"
+	q := "I pasted my token by mistake: " + tok + " - ignore it. What port did PostgreSQL use?"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: exec.Command(binary, "mcp", "--dir", root)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var r mcpserver.SessionRecallResult
+	res := call(t, cs, mcpserver.ToolRecall, map[string]any{"query": q}, &r)
+	var sr mcpserver.SessionScanResult
+	res2 := call(t, cs, mcpserver.ToolScan, map[string]any{"prompt": q}, &sr)
+	all := text(res) + text(res2) + r.Query + strings.Join(r.Terms, " ") + strings.Join(sr.QueryTerms, " ")
+	for _, args := range [][]string{{"scan", q}, {"scan", "--json", q}, {"recall", q}, {"recall", "--json", q}} {
+		out, err := exec.Command(binary, append([]string{"--dir", root}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", args[:len(args)-1], err, out)
+		}
+		all += string(out)
+	}
+	if strings.Contains(strings.ToLower(all), "fakefake0123456789") {
+		t.Errorf("a reply echoes the token:\n%s", all)
+	}
+	if !strings.Contains(r.Query, "PostgreSQL") || len(r.Candidates) == 0 {
+		t.Errorf("the rest of the query must still work: %q, %d candidates", r.Query, len(r.Candidates))
+	}
+}

@@ -157,7 +157,7 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 			}
 			return rows
 		}
-		doc := map[string]any{"query_terms": res.QueryTerms, "selected": conv(res.Selected), "dropped": conv(res.Dropped),
+		doc := map[string]any{"query_terms": echoTerms(prompt, res.QueryTerms), "selected": conv(res.Selected), "dropped": conv(res.Dropped),
 			"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens), "match": string(m),
 			"sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}
 		if err := writeJSON(out, doc); err != nil {
@@ -169,7 +169,7 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 	if len(res.QueryTerms) == 0 {
 		fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
 	} else {
-		fmt.Fprintf(out, "query terms: %s\n", strings.Join(res.QueryTerms, " "))
+		fmt.Fprintf(out, "query terms: %s\n", strings.Join(echoTerms(prompt, res.QueryTerms), " "))
 	}
 	if len(res.Selected) == 0 {
 		fmt.Fprintln(out, "no cold node matches; nothing would be hydrated")
