@@ -63,21 +63,28 @@ type server struct {
 	listed map[string]bool // URIs of the step resources currently registered
 }
 
-// New returns an MCP server exposing store. Connect it with Run or Connect
-// (stdio, in-memory) or serve it with mcp.NewStreamableHTTPHandler.
-func New(store *contextfold.Store, opts Options) *mcp.Server {
+// newMCPServer is the MCP server New and NewSessions build on: opts' name
+// ("contextfold" when empty) and version ("dev"), the title and
+// instructions given, opts' request logger.
+func newMCPServer(opts Options, title, instructions string) *mcp.Server {
 	if opts.Name == "" {
 		opts.Name = "contextfold"
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	impl := &mcp.Implementation{Name: opts.Name, Title: "contextfold (IPCF-1.1 archive)", Version: opts.Version}
-	ms := mcp.NewServer(impl, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: opts.Name, Title: title, Version: opts.Version}
+	return mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       opts.Logger,
 		Capabilities: &mcp.ServerCapabilities{},
 	})
+}
+
+// New returns an MCP server exposing store. Connect it with Run or Connect
+// (stdio, in-memory) or serve it with mcp.NewStreamableHTTPHandler.
+func New(store *contextfold.Store, opts Options) *mcp.Server {
+	ms := newMCPServer(opts, "contextfold (IPCF-1.1 archive)", instructions)
 	s := &server{store: store, mcp: ms, listed: map[string]bool{}}
 	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	s.addTools()

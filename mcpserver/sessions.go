@@ -45,18 +45,7 @@ type sessionsServer struct {
 // others are served. opts are New's (name, version, request logger).
 // Connect it like New's server.
 func NewSessions(set *sessiondir.Set, opts Options) *mcp.Server {
-	if opts.Name == "" {
-		opts.Name = "contextfold"
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	impl := &mcp.Implementation{Name: opts.Name, Title: "contextfold (IPCF-1.1 archives of past sessions)", Version: opts.Version}
-	ms := mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions: sessionsInstructions,
-		Logger:       opts.Logger,
-		Capabilities: &mcp.ServerCapabilities{},
-	})
+	ms := newMCPServer(opts, "contextfold (IPCF-1.1 archives of past sessions)", sessionsInstructions)
 	s := &sessionsServer{set: set, mcp: ms}
 	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}

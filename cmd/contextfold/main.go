@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/pgstore"
 )
 
@@ -382,14 +383,7 @@ func holdsStoreFile(dir string) bool {
 }
 
 // isStore reports whether dir holds a store's index or cold node directory.
-func isStore(dir string) bool {
-	for _, f := range []string{contextfold.IndexFile, contextfold.ColdNodesDir} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
-			return true
-		}
-	}
-	return false
-}
+func isStore(dir string) bool { return sessiondir.IsStore(dir) }
 
 // storeOptions are the store options the global flags select.
 func (g *globals) storeOptions() contextfold.Options {

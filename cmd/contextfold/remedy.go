@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/pgstore"
 )
 
@@ -99,7 +98,7 @@ func (g *globals) storeHint() string {
 // what the directory is and the --dir of its latest store, or "" for any
 // other directory. It reads at most a few hundred directory entries.
 func proxyStoresHint(dir string) string {
-	if gens := generationStores(dir); len(gens) > 0 {
+	if gens := sessiondir.Generations(dir); len(gens) > 0 {
 		return fmt.Sprintf("it is a proxy session directory, whose stores are %s (one per history the client sent): give --dir %s",
 			strings.Join(gens, ", "), filepath.Join(dir, gens[len(gens)-1]))
 	}
@@ -113,7 +112,7 @@ func proxyStoresHint(dir string) string {
 			continue
 		}
 		sess := filepath.Join(dir, e.Name())
-		if gens := generationStores(sess); len(gens) > 0 {
+		if gens := sessiondir.Generations(sess); len(gens) > 0 {
 			stores = append(stores, filepath.Join(sess, gens[len(gens)-1]))
 		}
 	}
@@ -170,31 +169,4 @@ func hookStoresHint(dir string) string {
 // that names the commands reading it as it is.
 func sessionsTip(dir string) string {
 	return fmt.Sprintf(" (or read them all: contextfold sessions, scan and recall --dir %s, and --session ID to pick one; the MCP server serves them too)", shellQuote(dir))
-}
-
-// generationStores lists the store subdirectories g1, g2, … of a proxy
-// session directory, in generation order.
-func generationStores(dir string) []string {
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) > 512 {
-		return nil
-	}
-	var ns []int
-	for _, e := range ents {
-		name := e.Name()
-		if !e.IsDir() || len(name) < 2 || name[0] != 'g' {
-			continue
-		}
-		n, err := strconv.Atoi(name[1:])
-		if err != nil || n < 1 || strconv.Itoa(n) != name[1:] || !isStore(filepath.Join(dir, name)) {
-			continue
-		}
-		ns = append(ns, n)
-	}
-	sort.Ints(ns)
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = "g" + strconv.Itoa(n)
-	}
-	return out
 }

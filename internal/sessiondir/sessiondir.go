@@ -69,7 +69,7 @@ func Find(root string) ([]Session, error) {
 		return nil, nil
 	}
 	base := root
-	if sd := filepath.Join(root, "sessions"); isDir(sd) && !IsStore(sd) && len(generations(sd)) == 0 {
+	if sd := filepath.Join(root, "sessions"); isDir(sd) && !IsStore(sd) && len(Generations(sd)) == 0 {
 		base = sd // the hooks' project directory (not a proxy session named "sessions")
 	}
 	ents, err := os.ReadDir(base)
@@ -87,7 +87,7 @@ func Find(root string) ([]Session, error) {
 		if IsStore(dir) {
 			out = append(out, Session{ID: e.Name(), Dir: dir})
 		} else {
-			for _, g := range generations(dir) {
+			for _, g := range Generations(dir) {
 				out = append(out, Session{ID: e.Name() + "/" + g, Dir: filepath.Join(dir, g)})
 			}
 		}
@@ -104,9 +104,11 @@ func isDir(p string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// generations lists the store subdirectories g1, g2, … of a proxy session
-// directory, in generation order.
-func generations(dir string) []string {
+// Generations lists the store subdirectories g1, g2, … of a proxy session
+// directory dir (each a directory named g and a number from 1 written
+// without leading zeros, holding a store: IsStore), in generation order; nil
+// when dir cannot be read or holds none. It stats each candidate once.
+func Generations(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
