@@ -205,7 +205,7 @@ func newRecallCmd(g *globals) *cobra.Command {
 	var pickSession func() error
 	c := &cobra.Command{
 		Use:   "recall <query…>",
-		Short: "Rank archived turns for a query, newest first (pull, CONF-04)",
+		Short: "Rank archived turns for a query: the best-covered first, newest first among them (pull, CONF-04)",
 		Long: `recall ranks the nodes that hold the query's identifiers. The nodes with the
 highest coverage come first, newest step first, labelled latest_chronological,
 superseded…, historical; the other candidates follow, labelled related. The
