@@ -38,6 +38,9 @@ type rerunOf struct {
 	tool    bool
 	called  bool
 	command string
+	// call: the node is an assistant's call naming command, and
+	// Params.CallNext is on: the assistant's next call does not update it.
+	call bool
 }
 
 // newRerunOf reads a node's summary for rule "an output is updated by its
