@@ -208,13 +208,7 @@ func echoTerms(sc *scrub.Scrubber, text string, terms []string) []string {
 }
 
 func (s *server) recall(_ context.Context, _ *mcp.CallToolRequest, a RecallArgs) (*mcp.CallToolResult, RecallResult, error) {
-	if strings.TrimSpace(a.Query) == "" {
-		return nil, RecallResult{}, errors.New("BadArgument: query is empty; give keywords such as a port, a file name or an error name")
-	}
-	if a.Limit < 0 {
-		return nil, RecallResult{}, fmt.Errorf("BadArgument: limit %d is negative", a.Limit)
-	}
-	mode, err := toolMode(a.Match)
+	mode, err := recallMode(a.Query, a.Limit, a.Match)
 	if err != nil {
 		return nil, RecallResult{}, err
 	}
@@ -321,21 +315,42 @@ func (s *server) scan(_ context.Context, _ *mcp.CallToolRequest, a ScanArgs) (*m
 		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens,
 	}
 	for i, p := range r.Selected {
-		why := "covers " + quoteTerms(p.MatchedTerms)
-		if len(p.Why) > 0 {
-			why = "matched " + strings.Join(p.Why, "; ")
-		}
-		if i == 0 {
-			why += "; the best match is always admitted"
-		} else {
-			why += "; fits the remaining per-turn budget"
-		}
-		res.Selected = append(res.Selected, pick(p, why))
+		res.Selected = append(res.Selected, pick(p, selectedWhy(i, p)))
 	}
 	for _, p := range r.Dropped {
-		res.Dropped = append(res.Dropped, pick(p, fmt.Sprintf("covers %s but its cost (%s tokens) exceeds the remaining per-turn budget; fetch it explicitly if needed", quoteTerms(p.MatchedTerms), formatTokens(p.TokenCost))))
+		res.Dropped = append(res.Dropped, pick(p, droppedWhy(p)))
 	}
 	return nil, res, nil
+}
+
+// recallMode checks a recall tool call's arguments (a query with a word,
+// a limit not negative) and returns its matching mode (toolMode).
+func recallMode(query string, limit int, name string) (match.Mode, error) {
+	if strings.TrimSpace(query) == "" {
+		return "", errors.New("BadArgument: query is empty; give keywords such as a port, a file name or an error name")
+	}
+	if limit < 0 {
+		return "", fmt.Errorf("BadArgument: limit %d is negative", limit)
+	}
+	return toolMode(name)
+}
+
+// selectedWhy is the reason a scan reply gives for its i-th selected pick p.
+func selectedWhy(i int, p contextfold.ScanPick) string {
+	why := "covers " + quoteTerms(p.MatchedTerms)
+	if len(p.Why) > 0 {
+		why = "matched " + strings.Join(p.Why, "; ")
+	}
+	if i == 0 {
+		return why + "; the best match is always admitted"
+	}
+	return why + "; fits the remaining per-turn budget"
+}
+
+// droppedWhy is the reason a scan reply gives for a pick p the per-turn
+// budget left out.
+func droppedWhy(p contextfold.ScanPick) string {
+	return fmt.Sprintf("covers %s but its cost (%s tokens) exceeds the remaining per-turn budget; fetch it explicitly if needed", quoteTerms(p.MatchedTerms), formatTokens(p.TokenCost))
 }
 
 func pick(p contextfold.ScanPick, why string) ScanPick {

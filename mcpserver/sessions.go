@@ -225,13 +225,7 @@ func (s *sessionsServer) list(_ context.Context, _ *mcp.CallToolRequest, a ListS
 }
 
 func (s *sessionsServer) recall(_ context.Context, _ *mcp.CallToolRequest, a SessionRecallArgs) (*mcp.CallToolResult, SessionRecallResult, error) {
-	if strings.TrimSpace(a.Query) == "" {
-		return nil, SessionRecallResult{}, errors.New("BadArgument: query is empty; give keywords such as a port, a file name or an error name")
-	}
-	if a.Limit < 0 {
-		return nil, SessionRecallResult{}, fmt.Errorf("BadArgument: limit %d is negative", a.Limit)
-	}
-	mode, err := toolMode(a.Match)
+	mode, err := recallMode(a.Query, a.Limit, a.Match)
 	if err != nil {
 		return nil, SessionRecallResult{}, err
 	}
@@ -272,19 +266,10 @@ func (s *sessionsServer) scan(ctx context.Context, req *mcp.CallToolRequest, a S
 	res := SessionScanResult{QueryTerms: nonNil(echoTerms(s.sc, a.Prompt, r.QueryTerms)), Selected: []SessionScanPick{}, Dropped: []SessionScanPick{},
 		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures)}
 	for i, p := range r.Selected {
-		why := "covers " + quoteTerms(p.MatchedTerms)
-		if len(p.Why) > 0 {
-			why = "matched " + strings.Join(p.Why, "; ")
-		}
-		if i == 0 {
-			why += "; the best match is always admitted"
-		} else {
-			why += "; fits the remaining per-turn budget"
-		}
-		res.Selected = append(res.Selected, SessionScanPick{p.ID, pick(p.ScanPick, why)})
+		res.Selected = append(res.Selected, SessionScanPick{p.ID, pick(p.ScanPick, selectedWhy(i, p.ScanPick))})
 	}
 	for _, p := range r.Dropped {
-		res.Dropped = append(res.Dropped, SessionScanPick{p.ID, pick(p.ScanPick, fmt.Sprintf("covers %s but its cost (%s tokens) exceeds the remaining per-turn budget; fetch it explicitly if needed", quoteTerms(p.MatchedTerms), formatTokens(p.TokenCost)))})
+		res.Dropped = append(res.Dropped, SessionScanPick{p.ID, pick(p.ScanPick, droppedWhy(p.ScanPick))})
 	}
 	return nil, res, nil
 }
