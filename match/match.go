@@ -392,6 +392,11 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	}
 	for _, n := range nodes {
 		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
+		if k, ok := focus.cost(n.step, n.summary, n.tokens); ok {
+			// A long needle node is hydrated as its windows (rule "focus
+			// long picks", HydrateWithin): it costs what they cost.
+			cost = math.Min(cost, float64(k))
+		}
 		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
 		// A node a newer one updates (intent ownership) comes after it
 		// and never stands in for it: it is hydrated only beside it.

@@ -8,6 +8,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/testgen"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/match/ranked"
 )
 
 // plantNeedlesAgain plants every case as plantNeedles does (the call, the
@@ -118,4 +119,81 @@ func TestExactNeedlesOutputBeforeLongCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNeedles(t, s, cases, outputs)
+}
+
+// Rule "exact needles" with long holders: a token held by five tool
+// outputs, four of them logs of two to four times the store's mean node
+// that name it on one line, the fifth the short output whose line answers.
+// Each needle node costs the per-turn budget what its hydration places
+// (the long ones are hydrated as their windows, rule "an agent's node is
+// its matched lines"), so all five fit, the short answer included, for
+// every class. Before, a needle node cost its whole size: the four logs
+// (fuller, so first) spent the budget and the answer was dropped (the
+// end-of-session question of `cfeval questions` on requests' site-packages
+// path: four pip logs ahead of the `pip show` output).
+func TestExactNeedlesCostTheirWindows(t *testing.T) {
+	var cases []needleCase
+	for _, c := range needleCases(3) {
+		if c.decoys == nil {
+			cases = append(cases, c)
+		}
+	}
+	turns, outputs := plantNeedles(testgen.New(3), 1000, cases)
+	for i, c := range cases {
+		out := outputs[i]
+		// The call and the restatement name the token no more.
+		turns[out-1] = contextfold.Turn{StepID: out - 1, Summary: "assistant: run the check",
+			RawContent: "[assistant tool_call bash]\n$ ./check.sh\n"}
+		turns[out] = contextfold.Turn{StepID: out, Summary: "tool: check output",
+			RawContent: "[tool observation bash]\nchecking the handler, the scheduler and the queue of the worker pool\n" + c.line + "\nchecked 14 handlers, 3 schedulers and 2 queues of the worker pool in 0.41 s\n"}
+		turns[out+1] = contextfold.Turn{StepID: out + 1, Summary: "assistant: the check is done",
+			RawContent: "The check is done; the scheduler is next.\n"}
+		for k := 0; k < 4; k++ {
+			var log strings.Builder
+			log.WriteString("[tool observation bash]\n")
+			for l := 0; l < 12; l++ {
+				if l == 6 {
+					fmt.Fprintf(&log, "Requirement already satisfied in %s (from run %d)\n", c.token, k)
+					continue
+				}
+				fmt.Fprintf(&log, "Collecting package_%d_%d from the index and building its wheel for later\n", k, l)
+			}
+			st := out + 3 + k
+			turns[st] = contextfold.Turn{StepID: st, Summary: fmt.Sprintf("tool bash $ pip install package_%d: Collecting", k), RawContent: log.String()}
+		}
+	}
+	s := foldedAgentStore(t, turns)
+	ix, err := ranked.For(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		out := outputs[i]
+		e, err := s.Entry(out + 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk, mean := float64(e.TokenEstimate), ix.MeanTokens(); tk <= 2*mean || tk > 300 {
+			t.Fatalf("a log of %v tokens, want over twice the mean %.0f and within the per-call cap: the case does not test the rule", tk, mean)
+		}
+		prompt := fmt.Sprintf("Going back to the start: what did we find about %s?", c.quoted)
+		res, err := match.Scan(s, prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range res.Selected {
+			h, err := match.HydrateWithin(s, p.StepID, prompt, match.Ranked, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.TokenCost != float64(h.TokenEstimate) {
+				t.Errorf("%s %s: step %d costs the budget %v tokens, its hydration places %d", c.class, c.quoted, p.StepID, p.TokenCost, h.TokenEstimate)
+			}
+			found = found || p.StepID == out && strings.Contains(h.Content, c.line)
+		}
+		if !found {
+			t.Errorf("%s %s: hydrated %v (dropped %v), not the output %d holding %q", c.class, c.quoted, stepsOf(res.Selected), stepsOf(res.Dropped), out, c.line)
+		}
+	}
 }
