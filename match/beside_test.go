@@ -17,7 +17,8 @@ import (
 // it: the first run's output (step first) prints the failure asked about,
 // the re-run's (rerun) that the check passed; with kind "chain" a run in
 // between (middle) failed another way (an import error, holding no word of
-// the question but the script's name).
+// the question but the script's name); with kind "same" the re-run printed
+// the first run's failure again (the fix did not take).
 type besideCase struct {
 	kind   string
 	words  string // the widget's name, two made-up words
@@ -28,7 +29,7 @@ type besideCase struct {
 	rerun  int
 }
 
-// plantBeside plants six cases (three "fix", three "chain") on n generated
+// plantBeside plants six cases (two of each kind) on n generated
 // small turns, as package ingest folds a mini-swe-agent session: each run
 // is the assistant's call `python check_<i>.py` and its output, the re-run
 // 40 steps after the first.
@@ -39,9 +40,7 @@ func plantBeside(g testgen.Gen, n int) ([]contextfold.Turn, []besideCase) {
 	for i := 0; i < 6; i++ {
 		m := len(syll)
 		c := besideCase{kind: "fix", words: syll[(i+4)%m] + syll[(i+11)%m] + "v " + syll[(i+1)%m] + syll[(i+8)%m] + "w", middle: -1}
-		if i%2 == 1 {
-			c.kind = "chain"
-		}
+		c.kind = [...]string{"fix", "chain", "same"}[i%3]
 		a, b, _ := strings.Cut(c.words, " ")
 		camel := strings.ToUpper(a[:1]) + a[1:] + strings.ToUpper(b[:1]) + b[1:]
 		script := fmt.Sprintf("check_%d.py", i)
@@ -49,6 +48,9 @@ func plantBeside(g testgen.Gen, n int) ([]contextfold.Turn, []besideCase) {
 		c.rerun = c.first + 40
 		c.answer = fmt.Sprintf("Serialising failed as expected: cannot serialise '%sCanvas' object", camel)
 		c.newer = "Serialising succeeded"
+		if c.kind == "same" {
+			c.newer = c.answer
+		}
 		put := func(at int, summary, raw string) {
 			turns[at] = contextfold.Turn{StepID: at, Summary: summary, RawContent: raw}
 		}
@@ -87,7 +89,9 @@ func besidePrompt(c besideCase) string {
 // per-turn budget, one older run for the re-run. With kind "chain" the
 // run in between (an import error, the question's words but the script's
 // name held by it alone) is superseded too, and ranks below the first
-// run: the re-run brings the first run only.
+// run: the re-run brings the first run only. With kind "same" the re-run
+// shows every specific term the first run did (the same failure): it
+// stands for the first run, which is not hydrated.
 func TestOlderRunBesideItsRerun(t *testing.T) {
 	withRankedParams(t, func(p *ranked.Params) { p.RerunBeside = true })
 	turns, cases := plantBeside(testgen.New(2031), 1000)
@@ -105,6 +109,9 @@ func TestOlderRunBesideItsRerun(t *testing.T) {
 		switch {
 		case newer < 0:
 			t.Errorf("%s %q: hydrated %v, not the re-run %d", c.kind, c.words, got, c.rerun)
+		case c.kind == "same" && older >= 0:
+			t.Errorf("%s %q: hydrated %v, the first run %d beside a re-run %d that repeats it", c.kind, c.words, got, c.first, c.rerun)
+		case c.kind == "same":
 		case older < 0:
 			t.Errorf("%s %q: hydrated %v, not the first run %d beside the re-run %d", c.kind, c.words, got, c.first, c.rerun)
 		case older != newer+1:
@@ -114,7 +121,7 @@ func TestOlderRunBesideItsRerun(t *testing.T) {
 		case res.UsedTokens > res.BudgetTokens:
 			t.Errorf("%s %q: %v tokens of a %v budget", c.kind, c.words, res.UsedTokens, res.BudgetTokens)
 		}
-		if older >= 0 {
+		if older >= 0 && c.kind != "same" {
 			h, err := match.Hydrate(s, c.first, besidePrompt(c), match.Ranked)
 			if err != nil {
 				t.Fatal(err)

@@ -22,9 +22,11 @@ package ranked
 // at least threshold on their own (the cut-off: they would have been
 // picks but for intent ownership), and whose updaters among cands are all
 // re-runs of that command: each as a Pick with UpdatedBy, the steps of
-// those re-runs in rank order. An output of no known command (an editor's
+// the re-runs in rank order that updated it (held its prompt terms and an
+// entity) and no longer show all it showed (lostSpecific); one with no
+// such re-run is not listed. An output of no known command (an editor's
 // view, an aider reply) is superseded by any newer tool output, which is
-// no re-run of it, and is not listed. Callers hold ix.mu.
+// no re-run of it, and is not listed either. Callers hold ix.mu.
 func (ix *Index) olderRuns(q *Query, p Params, sup, cands []*match, threshold float64, labels labelTerms) []Pick {
 	var out []Pick
 	for _, c := range sup {
@@ -49,7 +51,7 @@ func (ix *Index) olderRuns(q *Query, p Params, sup, cands []*match, threshold fl
 			if r.called && RoleOf(os) == "tool" && commandOf(os) == "" {
 				ocall = ix.callOf(o.doc)
 			}
-			if r.updatedBy(os, ocall) && ix.sameEntity(c, o, p, labels) {
+			if r.updatedBy(os, ocall) && ix.sameEntity(c, o, p, labels) && ix.lostSpecific(c.doc, o.doc) {
 				by = append(by, ix.docs[o.doc].step)
 			}
 		}
@@ -61,4 +63,25 @@ func (ix *Index) olderRuns(q *Query, p Params, sup, cands []*match, threshold fl
 		out = append(out, pk)
 	}
 	return out
+}
+
+// lostSpecific reports whether doc a holds a specific term (a path, an
+// identifier, a number, a version: what intent ownership takes for an
+// entity) that doc b does not: what an older run showed that its re-run
+// no longer shows (the failure "cannot pickle 'UnpickleableCanvas'
+// object" before "Pickling successful", the old timing "0.37s"). A re-run
+// holding every specific term of the older run repeats it, and stands for
+// it. Callers hold ix.mu.
+func (ix *Index) lostSpecific(a, b int32) bool {
+	x, y := ix.specificOf(a), ix.specificOf(b)
+	j := 0
+	for _, t := range x {
+		for j < len(y) && y[j] < t {
+			j++
+		}
+		if j == len(y) || y[j] != t {
+			return true
+		}
+	}
+	return false
 }

@@ -313,18 +313,20 @@ type Params struct {
 	// command (its summary's, or its call's with RerunCall) that intent
 	// ownership superseded, every newer node updating it being an output
 	// of the same command run again, and that scores over the cut-off on
-	// its own, is listed in Result.Older with the steps of those re-runs
-	// (Pick.UpdatedBy). When one of them is admitted, the best-ranked
-	// older run it updated that is not placed yet is admitted right after
-	// it if it fits what remains of the per-turn budget: at most one older
-	// run a re-run, never ahead of it, never instead of it, focused and
-	// costed as any pick. After an exact needle only an older run holding
-	// the needle is (the needle stage's node left over the budget).
-	// Intent ownership keeps its property (the spec's: an older node never
-	// stands in for a newer one); the older run is the state before the
-	// re-run, which a question about what a run printed before an edit
-	// asks for. Off: see docs/matching.md, "An older run beside its
-	// re-run".
+	// its own, is listed in Result.Older with the steps of the re-runs
+	// that no longer show a specific term it shows (Pick.UpdatedBy: a
+	// path, identifier or number, the failure a fix removed; a re-run
+	// repeating all of them stands for it). When one of those re-runs is
+	// admitted, the best-ranked older run it updated that is not placed
+	// yet is admitted right after it if it fits what remains of the
+	// per-turn budget: at most one older run a re-run, never ahead of it,
+	// never instead of it, costed and focused as any pick. After an exact
+	// needle only an older run holding the needle is (a needle node the
+	// needle stage left over the budget). Off: the fresh 67 end-of-session
+	// questions 61 → 63 (2264 → 2300 tokens a question), but the 80 (78,
+	// 1481 → 1505) and the held-out 47 (44, 2634 → 2647) gain nothing;
+	// probes, corpus, the wire probes and chat unchanged. It helps one set
+	// only (docs/matching.md, "An older run beside its re-run").
 	RerunBeside bool
 	// CallOutput: rule "a call brings its output" (ownOutputs; package
 	// match places each output directly before its call). A pick that is
@@ -752,8 +754,9 @@ type Pick struct {
 	OutputOf int
 	// UpdatedBy: for an older run listed in Result.Older (rule "an older
 	// run beside its re-run", Params.RerunBeside), the steps of the newer
-	// outputs of its command that superseded it, in the scan's rank order;
-	// nil for any other pick.
+	// outputs of its command that superseded it and no longer show a
+	// specific term it shows, in the scan's rank order; nil for any other
+	// pick.
 	UpdatedBy []int
 }
 
@@ -773,7 +776,8 @@ type Result struct {
 	CallOutputs map[int]int
 	// Older: rule "an older run beside its re-run" (Params.RerunBeside),
 	// the superseded tool outputs that only re-runs of their command
-	// updated and that pass the cut-off, best-ranked first, each with
+	// updated, that pass the cut-off and show a specific term one of
+	// those re-runs does not, best-ranked first, each with
 	// UpdatedBy set; nil when the rule is off. They are no picks: package
 	// match admits one beside a re-run it admitted.
 	Older []Pick
