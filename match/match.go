@@ -431,6 +431,46 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for _, o := range brought {
 		placed[o.Step] = true // hydrated or dropped before its needle call
 	}
+	// Rule "an older run beside its re-run" (ranked.Params.RerunBeside):
+	// after a re-run is admitted, the best-ranked older run of its command
+	// that it superseded and that is not placed yet is admitted right
+	// after it if it fits what remains (at most one a re-run; never the
+	// first pick, never ahead of its re-run). After an exact needle only
+	// an older run holding the needle (a needle node the stage dropped)
+	// is, as a freed pick is gated.
+	besideRun := map[int]bool{}
+	revived := false
+	beside := func(step int) {
+		for _, o := range r.Older {
+			if besideRun[o.Step] || admitted[o.Step] || !slices.Contains(o.UpdatedBy, step) {
+				continue
+			}
+			besideRun[o.Step] = true
+			why := fmt.Sprintf(`beside its re-run at step %d (rule "an older run beside its re-run")`, step)
+			if needled {
+				np := needlePick[o.Step]
+				if np == nil || remaining < np.TokenCost {
+					return
+				}
+				pick := *np
+				pick.Why = append([]string{why}, pick.Why...)
+				admit(pick, true)
+				revived = true
+				return
+			}
+			cost := math.Min(float64(o.Tokens), math.Min(capTokens, budget))
+			if n, ok := focus.cost(o.Step, o.Summary, o.Tokens); ok {
+				cost = math.Min(cost, float64(n))
+			}
+			pick := contextfold.ScanPick{StepID: o.Step, MatchedTerms: nonNil(o.Terms), TokenCost: cost, Summary: o.Summary, Score: o.Score, Why: append([]string{why}, o.Why...)}
+			if dropLong(o, cost, budget, false, topShare) {
+				res.Dropped = append(res.Dropped, pick)
+				return
+			}
+			admit(pick, cost <= remaining)
+			return
+		}
+	}
 	for _, p := range picks {
 		if placed[p.Step] {
 			continue
@@ -481,14 +521,32 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		// words (the user's own earlier question, an answer next to it):
 		// the exact node is not dropped behind broader ones.
 		best := (len(res.Selected) == 0 || needled && len(res.Selected) == 1) && len(res.Dropped) == 0
-		if p.Long && cost > budget/4 && !p.Special && !(p.Rare && (best || p.Share >= topShare)) && p.Share < cost/budget {
+		if dropLong(p, cost, budget, best, topShare) {
 			res.Dropped = append(res.Dropped, pick)
 			continue
 		}
 		// A companion (the neighbour of a pick) goes only with its pick.
 		admit(pick, (len(res.Selected) == 0 && !p.IsCompanion) || (cost <= remaining && (!p.IsCompanion || admitted[p.CompanionOf])))
+		if admitted[p.Step] && len(r.Older) > 0 {
+			beside(p.Step)
+		}
+	}
+	if revived {
+		// A needle node the needle stage dropped and rule "an older run
+		// beside its re-run" then admitted is listed once, as hydrated.
+		res.Dropped = slices.DeleteFunc(res.Dropped, func(p contextfold.ScanPick) bool { return admitted[p.StepID] })
 	}
 	return res, nil
+}
+
+// dropLong is rule "cost" for a ranked pick p costing cost of the per-turn
+// budget: a long pick (Pick.Long) that would take more than a quarter of
+// the budget is dropped unless it holds a specific term of the prompt, or
+// a share of the prompt's information at least its share of the budget,
+// or a word rare in the store while being the best pick (best) or holding
+// the largest share any pick holds (topShare).
+func dropLong(p ranked.Pick, cost, budget float64, best bool, topShare float64) bool {
+	return p.Long && cost > budget/4 && !p.Special && !(p.Rare && (best || p.Share >= topShare)) && p.Share < cost/budget
 }
 
 // Explain is a ranked scan with what it left out, for the inspector: the

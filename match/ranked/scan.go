@@ -308,6 +308,26 @@ type Params struct {
 	// held-out set, which can then not vouch for it: it helps one set only
 	// (docs/matching.md, "A call is not updated by the next call").
 	CallNext bool
+	// RerunBeside: with Rerun, rule "an older run beside its re-run"
+	// (beside.go; package match admits them). A tool output of a known
+	// command (its summary's, or its call's with RerunCall) that intent
+	// ownership superseded, every newer node updating it being an output
+	// of the same command run again, and that scores over the cut-off on
+	// its own, is listed in Result.Older with the steps of the re-runs
+	// that no longer show a specific term it shows (Pick.UpdatedBy: a
+	// path, identifier or number, the failure a fix removed; a re-run
+	// repeating all of them stands for it). When one of those re-runs is
+	// admitted, the best-ranked older run it updated that is not placed
+	// yet is admitted right after it if it fits what remains of the
+	// per-turn budget: at most one older run a re-run, never ahead of it,
+	// never instead of it, costed and focused as any pick. After an exact
+	// needle only an older run holding the needle is (a needle node the
+	// needle stage left over the budget). Off: the fresh 67 end-of-session
+	// questions 61 → 63 (2264 → 2300 tokens a question), but the 80 (78,
+	// 1481 → 1505) and the held-out 47 (44, 2634 → 2647) gain nothing;
+	// probes, corpus, the wire probes and chat unchanged. It helps one set
+	// only (docs/matching.md, "An older run beside its re-run").
+	RerunBeside bool
 	// CallOutput: rule "a call brings its output" (ownOutputs; package
 	// match places each output directly before its call). A pick that is
 	// an assistant's call (its summary names a command or a tool) whose
@@ -732,6 +752,12 @@ type Pick struct {
 	// its output", Params.CallOutput), not on its own merits.
 	IsOutput bool
 	OutputOf int
+	// UpdatedBy: for an older run listed in Result.Older (rule "an older
+	// run beside its re-run", Params.RerunBeside), the steps of the newer
+	// outputs of its command that superseded it and no longer show a
+	// specific term it shows, in the scan's rank order; nil for any other
+	// pick.
+	UpdatedBy []int
 }
 
 // Result is a ranked scan's outcome before the budget: the picks in order,
@@ -748,6 +774,13 @@ type Result struct {
 	// own output's, picked or not (nil when none).
 	Outputs     []Pick
 	CallOutputs map[int]int
+	// Older: rule "an older run beside its re-run" (Params.RerunBeside),
+	// the superseded tool outputs that only re-runs of their command
+	// updated, that pass the cut-off and show a specific term one of
+	// those re-runs does not, best-ranked first, each with
+	// UpdatedBy set; nil when the rule is off. They are no picks: package
+	// match admits one beside a re-run it admitted.
+	Older []Pick
 }
 
 // score computes every candidate's total score, among the docs of steps
@@ -1087,6 +1120,7 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 	// Intent ownership: a candidate whose primary terms a newer candidate
 	// all holds is superseded (the newest node owns that intent).
 	alive := make([]*match, 0, len(cands))
+	var older []*match // rule "an older run beside its re-run": superseded, in rank order
 	superseded := map[int32]bool{}
 	freed := map[int32]bool{} // rule "an output is updated by its re-run"
 	labels := labelTerms{}
@@ -1100,6 +1134,9 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 		}
 		if own {
 			superseded[c.doc] = true
+			if p.RerunBeside && p.Rerun {
+				older = append(older, c)
+			}
 			if len(res.Superseded) < 10 {
 				if explain {
 					res.Superseded = append(res.Superseded, ix.pick(q, c, c.score, nil))
@@ -1124,6 +1161,9 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 	// repetition of the first).
 	covered := make([]bool, q.groups)
 	threshold := p.Ratio * top
+	if len(older) > 0 {
+		res.Older = ix.olderRuns(q, p, older, cands, threshold, labels)
+	}
 	best := make([]float64, q.groups)
 	groupW := make([]float64, q.groups)
 	mass := 0.0
