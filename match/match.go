@@ -420,12 +420,29 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		admit(pick, updaterIn && (len(res.Selected) == 0 || cost <= remaining))
 	}
 	needled := len(res.Selected) > 0
-	needlePick := map[int]*contextfold.ScanPick{}
+	// The needle stage's picks by step, as places in res.Selected or
+	// res.Dropped (the lists grow below: a pointer into them would be
+	// left behind by the first append that moves them).
+	type place struct {
+		dropped bool
+		i       int
+	}
+	needlePlace := map[int]place{}
 	for i := range res.Selected {
-		needlePick[res.Selected[i].StepID] = &res.Selected[i]
+		needlePlace[res.Selected[i].StepID] = place{false, i}
 	}
 	for i := range res.Dropped {
-		needlePick[res.Dropped[i].StepID] = &res.Dropped[i]
+		needlePlace[res.Dropped[i].StepID] = place{true, i}
+	}
+	needlePick := func(step int) *contextfold.ScanPick {
+		pl, ok := needlePlace[step]
+		switch {
+		case !ok:
+			return nil
+		case pl.dropped:
+			return &res.Dropped[pl.i]
+		}
+		return &res.Selected[pl.i]
 	}
 	placed := make(map[int]bool, len(brought))
 	for _, o := range brought {
@@ -448,7 +465,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			besideRun[o.Step] = true
 			why := fmt.Sprintf(`beside its re-run at step %d (rule "an older run beside its re-run")`, step)
 			if needled {
-				np := needlePick[o.Step]
+				np := needlePick(o.Step)
 				if np == nil || remaining < np.TokenCost {
 					return
 				}
@@ -490,7 +507,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			// broader match keeps the newest node of an entity, as before.
 			continue
 		}
-		if np := needlePick[p.Step]; np != nil {
+		if np := needlePick(p.Step); np != nil {
 			// The ranked scan picked a needle node too: its terms, score and
 			// reasons join the needle pick's.
 			terms := append(np.MatchedTerms, p.Terms...)

@@ -2,6 +2,7 @@ package match_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,5 +196,38 @@ func TestExactNeedlesCostTheirWindows(t *testing.T) {
 		if !found {
 			t.Errorf("%s %s: hydrated %v (dropped %v), not the output %d holding %q", c.class, c.quoted, stepsOf(res.Selected), stepsOf(res.Dropped), out, c.line)
 		}
+	}
+}
+
+// A needle node (here a quoted phrase's: no specific term, so the ranked
+// scan ranks it after the log that holds more of the prompt's words) that
+// the ranked scan also picks, after another ranked pick was admitted, keeps the ranked scan's terms, score and reasons beside its
+// "verbatim" one. Before, the needle picks were kept as pointers into the
+// list of hydrated picks, which the first ranked pick's append could move:
+// the merge then went to the old copy and the scan reported the needle
+// node with score 0 and its needle reason alone.
+func TestNeedlePickKeepsRankedReasons(t *testing.T) {
+	turns := testgen.New(5).SmallTurns(0, 1000)
+	turns[100] = contextfold.Turn{StepID: 100, Summary: "tool: probe output",
+		RawContent: "[tool observation bash]\nprobe report: the probe stalled twice at midnight\n"}
+	turns[200] = contextfold.Turn{StepID: 200, Summary: "tool: worker log",
+		RawContent: "[tool observation bash]\nscheduler queue drained by the workers, backlog flushed, shards rebalanced\n"}
+	s := foldedAgentStore(t, turns)
+	prompt := `what did the scheduler queue drained by workers, the backlog flushed and shards rebalanced have to do with "the probe stalled twice at midnight"?`
+	res, err := match.Scan(s, prompt, match.Ranked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var needle *contextfold.ScanPick
+	for i := range res.Selected {
+		if res.Selected[i].StepID == 100 {
+			needle = &res.Selected[i]
+		}
+	}
+	if needle == nil || len(res.Selected) < 2 {
+		t.Fatalf("hydrated %v, want the needle node 100 and the log 200", stepsOf(res.Selected))
+	}
+	if needle.Score <= 0 || len(needle.Why) < 2 || !slices.Contains(needle.MatchedTerms, "stall") {
+		t.Errorf("the needle node reports score %v, terms %v, reasons %q: the ranked scan's pick of it was lost", needle.Score, needle.MatchedTerms, needle.Why)
 	}
 }
