@@ -364,9 +364,9 @@ func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 		return nil // unreadable: the command names the file it cannot read
 	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
 		if h := proxyStoresHint(dir); h != "" {
-			return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s", abs, len(ents), h)
+			return usagef("no store at %s: the directory holds %s but no recall_index.json and no cold_nodes/; %s", abs, entries(len(ents)), h)
 		}
-		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s (a store is made by fold or ingest)", abs, len(ents), g.storeHint())
+		return usagef("no store at %s: the directory holds %s but no recall_index.json and no cold_nodes/; %s (a store is made by fold or ingest)", abs, entries(len(ents)), g.storeHint())
 	}
 	return nil
 }
@@ -433,4 +433,12 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// entries counts directory entries in English ("1 entry", "2 entries").
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
