@@ -68,9 +68,6 @@ for each window, the command that reads on from its first line.`,
 			if err := pickSession(); err != nil {
 				return err
 			}
-			if err := g.onlySession(cmd); err != nil {
-				return err
-			}
 			s, err := g.openStoreToUse(cmd)
 			if err != nil {
 				return err

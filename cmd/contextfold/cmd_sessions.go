@@ -58,11 +58,13 @@ func sessionFlag(c *cobra.Command, g *globals) (pick func() error) {
 // onlySession makes the store, when the global flags name a directory of
 // session stores that holds exactly one (a project's .contextfold after
 // the hooks' first session, a proxy's --dir after its first fold event),
-// that session's store, with a note on stderr naming it: hydrate reads it
-// as the MCP tool fetch_archived_node does without a session. With several
+// that session's store, with a note on stderr naming it: the read-only
+// commands (hydrate, status, steps, validate, scrub-check, ui) read it as
+// the MCP tool fetch_archived_node does without a session. With several
 // sessions it does nothing (opening the directory as a store then names
-// them and --session). It is called after --session, which it never
-// overrides (the store is then that session's, not a directory of them).
+// them and --session). After --session it does nothing either (the store
+// is then that session's, not a directory of them). Commands that write
+// (evict, repair --apply, compact) never call it.
 func (g *globals) onlySession(cmd *cobra.Command) error {
 	set, err := g.sessionSet()
 	if err != nil || set == nil {

@@ -263,9 +263,11 @@ func TestIngestJSONSaysWhatTheTextSays(t *testing.T) {
 // TestHydrateReadsTheOnlySession: hydrate given a directory of session
 // stores that holds one session (a project's .contextfold after the hooks'
 // first session, read by default) reads that session's store, saying so on
-// stderr, as the MCP tool fetch_archived_node does without a session.
-// Before, it was refused and the user had to copy the session's store
-// path. With two sessions it is still refused, naming --session.
+// stderr, as the MCP tool fetch_archived_node does without a session; so
+// do status, steps, validate and scrub-check. Before, they were refused
+// and the user had to copy the session's store path. evict, which writes,
+// is still refused; with two sessions hydrate is refused, naming
+// --session.
 func TestHydrateReadsTheOnlySession(t *testing.T) {
 	bin := buildBinary(t)
 	project := t.TempDir()
@@ -281,6 +283,16 @@ func TestHydrateReadsTheOnlySession(t *testing.T) {
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || doc["step_id"] != float64(6) {
 		t.Fatalf("hydrate --json: %d %v %q", code, err, out)
+	}
+	// So do the other read-only commands; a write (evict) does not guess.
+	for _, c := range [][]string{{"status"}, {"steps"}, {"validate"}, {"scrub-check"}} {
+		out, errs, code := binRunIn(t, bin, project, "", c...)
+		if code != 0 || !strings.Contains(errs, "with one session") || out == "" {
+			t.Errorf("%v in the project: %d %q %q", c, code, out, errs)
+		}
+	}
+	if _, errs, code := binRunIn(t, bin, project, "", "evict", "6"); code != 1 || strings.Contains(errs, "with one session") {
+		t.Errorf("evict in the project: %d %q", code, errs)
 	}
 	two := filepath.Join(project, ".contextfold", "sessions", "f9211a28-ffd3-48d4-9583-b307aff94dc2")
 	if _, errs, code := binRunIn(t, bin, project, "", "--dir", two, "fold", "6", "another session's turn"); code != 0 {

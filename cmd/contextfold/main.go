@@ -283,8 +283,13 @@ func (g *globals) openReadOnly() (*contextfold.Store, error) {
 // that holds files but no store is refused (checkReadableStore), a missing
 // one is noted on stderr: a mistyped --dir must not pass unnoticed.
 // A database store is opened read-only (pgstore.OpenURLToRead): never
-// migrated, and a missing session or schema is refused.
+// migrated, and a missing session or schema is refused. A directory of
+// session stores holding one session reads that session's store
+// (globals.onlySession).
 func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
+	if err := g.onlySession(cmd); err != nil {
+		return nil, err
+	}
 	s, err := g.openReadOnly()
 	if err == nil && s.Backend() == nil {
 		if err := g.checkReadableStore(cmd, s.Dir()); err != nil {
