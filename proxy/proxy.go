@@ -1542,6 +1542,9 @@ func (s *Server) errorHandler(w http.ResponseWriter, r *http.Request, err error)
 	api, _ := apiOf(r)
 	if st != nil {
 		st.rec.Status = http.StatusBadGateway
+		// The request log says why, as it does for a rejected request:
+		// the client may show only "502".
+		st.rec.Warnings = append(st.rec.Warnings, "upstream unreachable: "+err.Error())
 		s.finish(st)
 	}
 	s.writeError(w, api, http.StatusBadGateway, "upstream unreachable: "+err.Error()+s.upstreamHint(api))
@@ -1758,7 +1761,13 @@ func (s *Server) finish(st *reqState) {
 		if len(rec.Warnings) > 0 {
 			attrs = append(attrs, "warnings", strings.Join(rec.Warnings, "; "))
 		}
-		s.log.Info("contextfold proxy request", attrs...)
+		// A failed request (a 5xx, the proxy's or the upstream's) is a
+		// warning in the log, so that a level filter finds it.
+		level := slog.LevelInfo
+		if rec.Status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(context.Background(), level, "contextfold proxy request", attrs...)
 		if s.opts.OnRequest != nil {
 			s.opts.OnRequest(rec)
 		}

@@ -65,3 +65,33 @@ func TestRejectedRequestIsLogged(t *testing.T) {
 		t.Errorf("log: %q; want a line with status=400, api=anthropic and the reason", log)
 	}
 }
+
+// TestUnreachableUpstreamIsLogged: a request the proxy answers 502 because
+// the upstream refused the connection gets a request-log line at level
+// WARN that says why (before: level=INFO status=502 and no reason, which the
+// client, showing only "API Error: 502", did not give either).
+func TestUnreachableUpstreamIsLogged(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	tp := newProxyWith(t, newUpstream(t), func(o *Options) {
+		o.Upstream = dead
+		o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	})
+	resp, _ := post(t, tp.http.URL+PathAnthropic, []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), nil)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502", resp.StatusCode)
+	}
+	mu.Lock()
+	log := buf.String()
+	mu.Unlock()
+	if !strings.Contains(log, `level=WARN msg="contextfold proxy request"`) || !strings.Contains(log, "status=502") ||
+		!strings.Contains(log, "upstream unreachable: ") || !strings.Contains(log, "connection refused") {
+		t.Errorf("log: %q; want a WARN request line with status=502 and the reason", log)
+	}
+}

@@ -123,7 +123,11 @@ so any text, NUL and newlines included, can be folded.`,
 				out.Write(append(b, '\n'))
 				return nil
 			}
-			where := res.Entry.FilePath
+			// The node's file, absolute: the index's file_path is relative
+			// to the store's parent directory (the reference's layout,
+			// ".contextfold/cold_nodes/…"), which from any other working
+			// directory names no file.
+			where := s.NodePath(t.StepID)
 			if s.Backend() != nil {
 				// A database store: the node is a row, not that file.
 				where = fmt.Sprintf("cf_nodes row of step %d in %s", t.StepID, s.Dir())

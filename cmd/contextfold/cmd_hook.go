@@ -12,6 +12,7 @@ import (
 	"github.com/contextfold/contextfold/hooks"
 	"github.com/contextfold/contextfold/internal/fsutil"
 	"github.com/contextfold/contextfold/match"
+	"github.com/contextfold/contextfold/pgstore"
 )
 
 func init() { commands = append(commands, newHookCmd) }
@@ -56,8 +57,12 @@ func newClaudeCodeHookCmd(g *globals) *cobra.Command {
                     print nothing.
   SessionStart      print the session's folded steps as a compact page table.
 
-The store is --dir (placeholders {cwd} and {session_id} allowed), else
-$CONTEXTFOLD_DIR, else <cwd>/.contextfold/sessions/<session_id>.
+The store is --dir (placeholders {cwd} and {session_id} allowed; --store
+DIR is the same), else $CONTEXTFOLD_DIR, else
+<cwd>/.contextfold/sessions/<session_id>, where cwd is the payload's (Claude
+Code always sends it; without it the process's working directory is used,
+with a warning on stderr). $CONTEXTFOLD_STORE is not read, and a PostgreSQL
+--store is refused: the hooks keep one directory store per session.
 
 A hook must never block the user: on any error it prints a one-line note on
 stderr and exits 0, unless --strict (then exit 1, never 2, which Claude Code
@@ -96,8 +101,26 @@ would take as "block").`,
 				return err
 			}
 			dir := g.dir
+			if g.store != "" {
+				// The global --store: a directory is the hook's --dir;
+				// the hooks keep directory stores only, so a database is
+				// refused rather than silently replaced by the default.
+				if pgstore.IsURL(g.store) {
+					return usagef("--store postgres://…: the Claude Code hooks keep one directory store per session and cannot write a PostgreSQL store; leave out --store (default <cwd>/.contextfold/sessions/<session_id>) or give --dir DIR ({cwd} and {session_id} allowed)")
+				}
+				dir = g.store
+			}
 			if dir == "" {
 				dir = os.Getenv(contextfold.EnvStoreDir)
+			}
+			if in.CWD == "" && (dir == "" || strings.Contains(dir, "{cwd}")) {
+				// Claude Code sends cwd with every event; a payload
+				// without it (a hand-made test, another agent) would
+				// otherwise read or write a store below whatever
+				// directory the hook happens to run in, without a word.
+				if where, err := hooks.StoreDir(in, dir); err == nil {
+					fmt.Fprintf(stderr, "contextfold hook: warning: the %s payload has no \"cwd\" (Claude Code always sends one), so the store is taken from this process's working directory: %s; add \"cwd\" to the payload or give --dir\n", event, where)
+				}
 			}
 			var diag io.Writer
 			if verbose || event == hooks.EventUserPromptSubmit {

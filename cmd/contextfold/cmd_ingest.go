@@ -45,12 +45,18 @@ type ingestReport struct {
 	Folded         int              `json:"turns_folded"`
 	AlreadyIndexed int              `json:"already_indexed"`
 	Skipped        int              `json:"skipped_below_min_tokens"`
+	MinTokens      int              `json:"min_tokens"` // --min-tokens (0: every turn)
 	TokensArchived int              `json:"tokens_archived"`
 	SummaryTokens  int              `json:"summary_tokens"`
 	Replaced       int              `json:"replaced_invalid_characters"`
 	Problems       []ingest.Problem `json:"problems"`
 	ProblemsMore   int              `json:"problems_omitted"` // bad lines skipped past the ingest.MaxProblems listed
 	Store          string           `json:"store"`
+	// NothingFolded says why no turn was folded, as the text output's
+	// last line does: "already_indexed" (ingest is idempotent: every
+	// turn was in the store), "below_min_tokens", or "no_turns"; absent
+	// when a turn was folded.
+	NothingFolded string `json:"nothing_folded,omitempty"`
 }
 
 func newIngestCmd(g *globals) *cobra.Command {
@@ -195,7 +201,7 @@ the ingest before anything is written.`,
 				return err
 			}
 			rep := ingestReport{File: path, Format: string(res.Format), Messages: res.Messages, Turns: all,
-				Replaced: res.Replaced, Problems: res.Problems, ProblemsMore: res.ProblemsOmitted, Store: s.Dir(), Skipped: skipped}
+				Replaced: res.Replaced, Problems: res.Problems, ProblemsMore: res.ProblemsOmitted, Store: s.Dir(), Skipped: skipped, MinTokens: max(minTokens, 0)}
 			if rep.Problems == nil {
 				rep.Problems = []ingest.Problem{}
 			}
@@ -228,6 +234,16 @@ the ingest before anything is written.`,
 				rep.TokensArchived += r.Node.TokenEstimate
 				rep.SummaryTokens += contextfold.TokenEstimate(r.Node.Summary)
 			}
+			if rep.Folded == 0 {
+				switch {
+				case rep.AlreadyIndexed > 0:
+					rep.NothingFolded = "already_indexed"
+				case rep.Skipped > 0:
+					rep.NothingFolded = "below_min_tokens"
+				default:
+					rep.NothingFolded = "no_turns"
+				}
+			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
 				return writeJSON(out, rep)
@@ -236,7 +252,8 @@ the ingest before anything is written.`,
 			fmt.Fprintf(out, "  messages read      %d\n  turns              %d\n  folded now         %d\n  already indexed    %d\n",
 				rep.Messages, rep.Turns, rep.Folded, rep.AlreadyIndexed)
 			if minTokens > 0 {
-				fmt.Fprintf(out, "  below --min-tokens %d\n", rep.Skipped)
+				// The threshold and the count, never one number that reads as either.
+				fmt.Fprintf(out, "  not folded, below --min-tokens %d: %d\n", minTokens, rep.Skipped)
 			}
 			fmt.Fprintf(out, "  tokens archived    %d\n  tokens a prompt still carries (summaries) %d\n", rep.TokensArchived, rep.SummaryTokens)
 			if rep.Replaced > 0 {
@@ -248,15 +265,13 @@ the ingest before anything is written.`,
 			if rep.ProblemsMore > 0 {
 				fmt.Fprintf(out, "  … and %d more bad lines skipped (only the first %d are listed)\n", rep.ProblemsMore, len(rep.Problems))
 			}
-			if rep.Folded == 0 {
-				switch {
-				case rep.AlreadyIndexed > 0:
-					fmt.Fprintf(out, "  nothing new: every turn of this session was already in the store (ingest is idempotent)\n")
-				case rep.Skipped > 0:
-					fmt.Fprintf(out, "  nothing folded: every turn is below --min-tokens %d\n", minTokens)
-				default:
-					fmt.Fprintf(out, "  nothing folded: the session has no turns\n")
-				}
+			switch rep.NothingFolded {
+			case "already_indexed":
+				fmt.Fprintf(out, "  nothing new: every turn of this session was already in the store (ingest is idempotent)\n")
+			case "below_min_tokens":
+				fmt.Fprintf(out, "  nothing folded: every turn is below --min-tokens %d\n", minTokens)
+			case "no_turns":
+				fmt.Fprintf(out, "  nothing folded: the session has no turns\n")
 			}
 			return nil
 		},

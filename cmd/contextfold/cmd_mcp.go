@@ -101,6 +101,12 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			}
 			if store.Backend() == nil {
 				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
+				if _, err := os.Stat(store.Dir()); err != nil {
+					// Claude Code starts its MCP servers before the hooks'
+					// first Stop makes .contextfold a directory of
+					// sessions: served as a store, it never reads them.
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is served as one store (fold_turn folds into it); if the Claude Code hooks or a proxy will keep their session stores below it, restart with --sessions: this server would not read them\n", store.Dir())
+				}
 				if !isStore(store.Dir()) {
 					// The hooks' .contextfold (or a proxy's directory):
 					// its sessions' stores are below it, not served here.

@@ -39,6 +39,11 @@ protocol's content (4 × cap code points, CONF-05) and its next_offset.
 Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 5 broken reference.
 
+Given a directory of session stores (the proxy's --dir, a project's
+.contextfold of the Claude Code hooks), --session ID names the session; it
+may be left out while the directory holds one session (a note on stderr
+names the store read).
+
 --focus PROMPT (ranked focused hydration): when the node exceeds the cap,
 print windows of whole lines around the lines that hold the prompt's terms,
 each after a marker naming its lines and character offsets, instead of the

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/scrub"
 )
@@ -55,8 +56,10 @@ min(its tokens, per-call cap, per-turn budget), or its windows' tokens under
 rule "focus long picks". A ranked pick over the per-call cap that hydration
 focuses on its matched lines shows the tokens hydration places, marked
 "(focused …)" (--json: placed_tokens) next to what it holds against the
-budget. A prompt with no query term says so. scan changes nothing; use
-hydrate to page a node in.
+budget. A prompt with no query term says so. When a ranked scan selects
+nothing, it says how many turns the exact match finds with the prompt's
+words (none passed the ranked cut-off; --json: exact_matches). scan changes
+nothing; use hydrate to page a node in.
 
 With --dir a directory of session stores (the proxy's --dir, a project's
 .contextfold of the Claude Code hooks, or its sessions/), scan reads every
@@ -120,6 +123,12 @@ with its store would.`,
 					"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens)}
 				if m == match.Ranked {
 					doc["match"] = string(m)
+					if len(res.Selected) == 0 {
+						// The text's below-cut-off hint, as a number.
+						if hits, err := match.Recall(s, prompt, match.Exact); err == nil {
+							doc["exact_matches"] = len(hits)
+						}
+					}
 				}
 				return writeJSON(out, doc)
 			}
@@ -203,6 +212,7 @@ func numberOut(f float64) any {
 func newRecallCmd(g *globals) *cobra.Command {
 	var mode func(*contextfold.Store) (match.Mode, error)
 	var pickSession func() error
+	var limit int
 	c := &cobra.Command{
 		Use:   "recall <query…>",
 		Short: "Rank archived turns for a query: the best-covered first, newest first among them (pull, CONF-04)",
@@ -224,14 +234,22 @@ the newest session first, each with its session (--json: an object with
 candidates, omitted, sessions_searched and failed_sessions); labels are
 those within each session. A session whose store cannot be read is named on
 stderr and the others are searched. --session ID recalls in that session's
-store alone, as --dir with its store would.`,
+store alone, as --dir with its store would.
+
+--limit N lists at most N candidates (default: all of them in one store, 20
+across sessions; -1: all), as the MCP tool's limit does; the text output
+says how many were left out, --json across sessions counts them in omitted.`,
 		Example: `  contextfold recall PostgreSQL port
   contextfold recall --json migration V12
   contextfold recall --dir .contextfold migration V12
-  contextfold recall --dir .contextfold --session 5a9d… migration V12`,
+  contextfold recall --dir .contextfold --session 5a9d… migration V12
+  contextfold recall --limit 5 migration`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("recall needs a query: contextfold recall <query…>")
+			}
+			if cmd.Flags().Changed("limit") && (limit == 0 || limit < -1) {
+				return usagef("--limit %d: give the most candidates to list, 1 or more, or -1 for all (default: all in one store, %d across sessions)", limit, sessiondir.DefaultRecallLimit)
 			}
 			if err := pickSession(); err != nil {
 				return err
@@ -240,7 +258,10 @@ store alone, as --dir with its store would.`,
 				if err != nil {
 					return err
 				}
-				return recallSessions(cmd, g, set, strings.Join(args, " "), mode)
+				if !cmd.Flags().Changed("limit") {
+					limit = sessiondir.DefaultRecallLimit
+				}
+				return recallSessions(cmd, g, set, strings.Join(args, " "), mode, limit)
 			}
 			s, err := g.openStoreToUse(cmd)
 			if err != nil {
@@ -253,6 +274,11 @@ store alone, as --dir with its store would.`,
 			hits, err := match.Recall(s, strings.Join(args, " "), m)
 			if err != nil {
 				return err
+			}
+			omitted := 0
+			if limit > 0 && len(hits) > limit {
+				omitted = len(hits) - limit
+				hits = hits[:limit]
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
@@ -274,9 +300,17 @@ store alone, as --dir with its store would.`,
 			for _, h := range hits {
 				fmt.Fprintf(out, "step %-6d %-21s coverage %d  score %d  %s\n", h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 80))
 			}
+			if omitted > 0 {
+				noun := "candidates"
+				if omitted == 1 {
+					noun = "candidate"
+				}
+				fmt.Fprintf(out, "… %d more %s left out by --limit %d (-1: all)\n", omitted, noun, limit)
+			}
 			return nil
 		},
 	}
+	c.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("list at most this many candidates (default: all in one store, %d across a directory of session stores; -1: all)", sessiondir.DefaultRecallLimit))
 	mode = matchFlag(c)
 	pickSession = sessionFlag(c, g)
 	return c

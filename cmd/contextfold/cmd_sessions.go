@@ -55,6 +55,30 @@ func sessionFlag(c *cobra.Command, g *globals) (pick func() error) {
 	}
 }
 
+// onlySession makes the store, when the global flags name a directory of
+// session stores that holds exactly one (a project's .contextfold after
+// the hooks' first session, a proxy's --dir after its first fold event),
+// that session's store, with a note on stderr naming it: the read-only
+// commands (hydrate, status, steps, validate, scrub-check, ui) read it as
+// the MCP tool fetch_archived_node does without a session. With several
+// sessions it does nothing (opening the directory as a store then names
+// them and --session). After --session it does nothing either (the store
+// is then that session's, not a directory of them). Commands that write
+// (evict, repair --apply, compact) never call it.
+func (g *globals) onlySession(cmd *cobra.Command) error {
+	set, err := g.sessionSet()
+	if err != nil || set == nil {
+		return err
+	}
+	ss, err := sessiondir.Find(set.Root())
+	if err != nil || len(ss) != 1 {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: %s is a directory of session stores with one session, %s: reading its store %s\n", set.Root(), ss[0].ID, ss[0].Dir)
+	g.dir, g.store = ss[0].Dir, ""
+	return nil
+}
+
 // failuresOut names, on stderr, the sessions a search could not read; it
 // is an error when no session could be read at all.
 func failuresOut(stderr io.Writer, sr sessiondir.Searched) error {
@@ -76,9 +100,9 @@ func failuresJSON(sr sessiondir.Searched) []map[string]any {
 	return out
 }
 
-// recallSessions is recall over every session of set: at most
-// sessiondir.DefaultRecallLimit candidates, each with its session.
-func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query string, mode func(*contextfold.Store) (match.Mode, error)) error {
+// recallSessions is recall over every session of set: at most limit
+// candidates (-1: all), each with its session.
+func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query string, mode func(*contextfold.Store) (match.Mode, error), limit int) error {
 	m, err := sessionsMode(cmd, mode)
 	if err != nil {
 		return err
@@ -88,9 +112,9 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		return err
 	}
 	omitted := 0
-	if len(hits) > sessiondir.DefaultRecallLimit {
-		omitted = len(hits) - sessiondir.DefaultRecallLimit
-		hits = hits[:sessiondir.DefaultRecallLimit]
+	if limit > 0 && len(hits) > limit {
+		omitted = len(hits) - limit
+		hits = hits[:limit]
 	}
 	out := cmd.OutOrStdout()
 	if g.jsonOut {
@@ -98,7 +122,14 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		for i, h := range hits {
 			rows[i] = map[string]any{"session": h.ID, "store": h.Dir, "step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
 		}
-		if err := writeJSON(out, map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}); err != nil {
+		doc := map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}
+		if m == match.Ranked && len(hits) == 0 {
+			// The text's below-cut-off hint, as a number.
+			if ex, _, err := set.Recall("", query, match.Exact); err == nil {
+				doc["exact_matches"] = len(ex)
+			}
+		}
+		if err := writeJSON(out, doc); err != nil {
 			return err
 		}
 		return failuresOut(cmd.ErrOrStderr(), sr)
@@ -116,7 +147,7 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		fmt.Fprintf(out, "session %s  step %-6d %-21s coverage %d  score %d  %s\n", h.ID, h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 70))
 	}
 	if omitted > 0 {
-		fmt.Fprintf(out, "… %d more candidates left out; recall in one session: --session ID\n", omitted)
+		fmt.Fprintf(out, "… %d more candidates left out (--limit %d); list more with --limit N (-1: all), or recall in one session: --session ID\n", omitted, limit)
 	}
 	if len(hits) > 0 {
 		fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID (the first: contextfold hydrate %d --dir %s --session %s)\n",
@@ -160,6 +191,12 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 		doc := map[string]any{"query_terms": echoTerms(prompt, res.QueryTerms), "selected": conv(res.Selected), "dropped": conv(res.Dropped),
 			"budget_tokens": numberOut(res.BudgetTokens), "used_tokens": numberOut(res.UsedTokens), "match": string(m),
 			"sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}
+		if m == match.Ranked && len(res.Selected) == 0 {
+			// The text's below-cut-off hint, as a number.
+			if ex, _, err := set.Recall("", prompt, match.Exact); err == nil {
+				doc["exact_matches"] = len(ex)
+			}
+		}
 		if err := writeJSON(out, doc); err != nil {
 			return err
 		}

@@ -48,6 +48,9 @@ is given for another address; it then shows the whole store to that network.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
+			if err := g.onlySession(cmd); err != nil {
+				return err
+			}
 			s, err := g.openExistingStore(true)
 			if err != nil {
 				return err

@@ -283,8 +283,13 @@ func (g *globals) openReadOnly() (*contextfold.Store, error) {
 // that holds files but no store is refused (checkReadableStore), a missing
 // one is noted on stderr: a mistyped --dir must not pass unnoticed.
 // A database store is opened read-only (pgstore.OpenURLToRead): never
-// migrated, and a missing session or schema is refused.
+// migrated, and a missing session or schema is refused. A directory of
+// session stores holding one session reads that session's store
+// (globals.onlySession).
 func (g *globals) openStoreToRead(cmd *cobra.Command) (*contextfold.Store, error) {
+	if err := g.onlySession(cmd); err != nil {
+		return nil, err
+	}
 	s, err := g.openReadOnly()
 	if err == nil && s.Backend() == nil {
 		if err := g.checkReadableStore(cmd, s.Dir()); err != nil {
@@ -364,9 +369,9 @@ func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 		return nil // unreadable: the command names the file it cannot read
 	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
 		if h := proxyStoresHint(dir); h != "" {
-			return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s", abs, len(ents), h)
+			return usagef("no store at %s: the directory holds %s but no recall_index.json and no cold_nodes/; %s", abs, entries(len(ents)), h)
 		}
-		return usagef("no store at %s: the directory holds %d entries but no recall_index.json and no cold_nodes/; %s (a store is made by fold or ingest)", abs, len(ents), g.storeHint())
+		return usagef("no store at %s: the directory holds %s but no recall_index.json and no cold_nodes/; %s (a store is made by fold or ingest)", abs, entries(len(ents)), g.storeHint())
 	}
 	return nil
 }
@@ -433,4 +438,12 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "devel"
+}
+
+// entries counts directory entries in English ("1 entry", "2 entries").
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
