@@ -9,18 +9,18 @@ import (
 
 // The hand-written end-of-session questions (testdata/endq-questions.jsonl,
 // run by `cfeval questions`, and the held-out set endq-heldout.jsonl and the
-// fresh set endq-fresh.jsonl, run by `cfeval questions -q`) stay
-// answerable: every session is a bundled transcript, every answer is text
-// of a turn older than the session's last ten (folded out of the prompt by
-// then), and the output step named holds it. The held-out set uses no
-// session of the first; the fresh set, written apart from both, covers
-// every bundled session.
+// fresh set endq-fresh.jsonl and the fourth set endq-fourth.jsonl, run by
+// `cfeval questions -q`) stay answerable: every session is a bundled
+// transcript, every answer is text of a turn older than the session's last
+// ten (folded out of the prompt by then), and the output step named holds
+// it. The held-out set uses no session of the first; the fresh and fourth
+// sets, each written apart from the others, cover every bundled session.
 func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 	tuned := map[string]bool{}
 	for _, f := range []struct {
 		name string
 		min  int
-	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}} {
+	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}} {
 		t.Run(f.name, func(t *testing.T) {
 			qs, err := LoadQuestions(filepath.Join("testdata", f.name))
 			if err != nil {
@@ -37,14 +37,14 @@ func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 				}
 			}
 			checkAnswerable(t, qs)
-			if f.name == "endq-fresh.jsonl" {
+			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" {
 				checkFreshSet(t, qs)
 			}
 		})
 	}
 }
 
-// checkFreshSet: the fresh set asks about every bundled transcript, and
+// checkFreshSet: the fresh (or fourth) set asks about every bundled transcript, and
 // each question's class is "natural", "vague" or a needle class.
 func checkFreshSet(t *testing.T, qs []Question) {
 	classes := map[string]bool{"natural": true, "vague": true}
