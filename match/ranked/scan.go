@@ -322,11 +322,13 @@ type Params struct {
 	// per-turn budget: at most one older run a re-run, never ahead of it,
 	// never instead of it, costed and focused as any pick. After an exact
 	// needle only an older run holding the needle is (a needle node the
-	// needle stage left over the budget). Off: the fresh 67 end-of-session
-	// questions 61 → 63 (2264 → 2300 tokens a question), but the 80 (78,
-	// 1481 → 1505) and the held-out 47 (44, 2634 → 2647) gain nothing;
-	// probes, corpus, the wire probes and chat unchanged. It helps one set
-	// only (docs/matching.md, "An older run beside its re-run").
+	// needle stage left over the budget). On since 2026-12-07: the fresh 67
+	// end-of-session questions 61 → 63 (2264 → 2300 tokens a question),
+	// where its two cases came from, and the fourth 74, written blind after
+	// the rule and decided on before it was run, 65 → 66 (2050 → 2063);
+	// the 80 (78, 1481 → 1505) and the held-out 47 (44, 2634 → 2647) lose
+	// nothing; probes, corpus, the wire probes and chat unchanged
+	// (docs/matching.md, "An older run beside its re-run").
 	RerunBeside bool
 	// CallOutput: rule "a call brings its output" (ownOutputs; package
 	// match places each output directly before its call). A pick that is
@@ -370,7 +372,7 @@ func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, FocusAgentOver: 2, SkipLabel: true,
 		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true, OutputFirst: true, FirstRunFirst: true,
-		CallOutput: true}
+		CallOutput: true, RerunBeside: true}
 }
 
 // commonMinNodes is the store size from which Params.FindCommon applies.
