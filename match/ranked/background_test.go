@@ -75,6 +75,56 @@ func TestBackgroundDampsEverydayWords(t *testing.T) {
 	}
 }
 
+// Rule "everyday words in an agent session" (Params.BackgroundAgent, off):
+// the same prompt over the same words damps its everyday word in an agent
+// session (tool outputs, an assistant's notes) and not in a chat (a
+// speaker's turns), and the store's kind follows its nodes as they are
+// added and removed: once chat turns are the majority the damping stops,
+// and it comes back when they are replaced.
+func TestBackgroundAgentOnly(t *testing.T) {
+	ix := NewIndex()
+	for i := range 40 {
+		s := fmt.Sprintf("tool bash $ make: the build was fine on day %d", i)
+		ix.Add(i, fmt.Sprint(i), 12, s, s)
+	}
+	ix.Add(40, "a", 12, "tool bash $ cat notes.txt", "what a weekend that was")
+	ix.Add(41, "b", 12, "assistant: another weekend gone", "another weekend gone")
+	ix.Add(42, "c", 12, "tool bash $ cat class.txt", "the pottery class was fun")
+	ix.Add(43, "d", 12, "assistant: I love pottery", "I love pottery")
+	prompt := "what happened to pottery on the weekend"
+	weight := func(p Params, word string) float64 {
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		for _, tm := range ix.query(prompt, p).terms {
+			if tm.src == word && tm.kind == KindWord {
+				return tm.weight
+			}
+		}
+		t.Fatalf("no term for %q", word)
+		return 0
+	}
+	on, off := DefaultParams(), DefaultParams()
+	on.BackgroundAgent = 0.25
+	if a, b := weight(on, "weekend"), weight(off, "weekend"); a != b*0.75 {
+		t.Errorf("agent session: weekend %v, want 3/4 of %v", a, b)
+	}
+	// 50 chat turns: the store is a chat now, and nothing is damped.
+	for i := range 50 {
+		s := fmt.Sprintf("%s: the weather was fine on day %d", []string{"Melanie", "Caroline"}[i%2], i)
+		ix.Add(100+i, fmt.Sprint("chat", i), 12, s, s)
+	}
+	if a, b := weight(on, "weekend"), weight(off, "weekend"); a != b {
+		t.Errorf("chat: weekend %v, want %v (undamped)", a, b)
+	}
+	for i := range 50 { // each chat turn replaced by a tool output
+		s := fmt.Sprintf("tool bash $ ls: the listing of day %d", i)
+		ix.Add(100+i, fmt.Sprint("tool", i), 12, s, s)
+	}
+	if a, b := weight(on, "weekend"), weight(off, "weekend"); a != b*0.75 {
+		t.Errorf("agent session again: weekend %v, want 3/4 of %v", a, b)
+	}
+}
+
 // BenchmarkBackgroundScan is the cost of rule "everyday words" on a chat of
 // 3,000 turns of common words and on an agent session of 3,000 nodes
 // (testgen): off, multiplicative (Background 0.25) and as a pseudo-count
@@ -116,7 +166,7 @@ func BenchmarkBackgroundScan(b *testing.B) {
 				bg, df float64
 			}{{"off", 0, 0}, {"mul", 0.25, 0}, {"df", 0, 0.002}} {
 				p := DefaultParams()
-				p.Background, p.BackgroundDF = s.bg, s.df
+				p.Background, p.BackgroundDF, p.BackgroundAgent = s.bg, s.df, 0
 				b.Run(s.name, func(b *testing.B) {
 					for i := range 20 {
 						ix.Scan(c.prompt(i), p)

@@ -74,9 +74,13 @@ type Index struct {
 	// tokensTotal is the sum of live docs' token estimates (tokens), for
 	// the mean node cost of rule "cost" (Pick.Long).
 	tokensTotal float64
-	version     string // store index version the index was refreshed against
-	dir         string // the store directory, for the cache file ("" : none)
-	unsaved     int    // nodes changed since the cache file was written
+	// chatLive counts the live docs that are chat turns (chatTurn), for
+	// agentStore; kept up to date once chatKnown (counted at first use).
+	chatLive  int
+	chatKnown bool
+	version   string // store index version the index was refreshed against
+	dir       string // the store directory, for the cache file ("" : none)
+	unsaved   int    // nodes changed since the cache file was written
 	// deferSaves: a snapshot due after a refresh is not written there but
 	// by Compact, which the caller runs off its latency-sensitive path
 	// (DeferSaves); compactDue: one is due.
@@ -309,6 +313,7 @@ func (ix *Index) reset() {
 	ix.long, ix.denseBytes = fresh.long, 0
 	ix.post, ix.docs, ix.hot, ix.order, ix.rank = nil, nil, nil, nil, nil
 	ix.live, ix.total, ix.tokensTotal, ix.version, ix.unsaved, ix.pcount = 0, 0, 0, "", 0, 0
+	ix.chatLive, ix.chatKnown = 0, false
 	ix.cells, ix.ctx, ix.touched, ix.groupTouched, ix.look, ix.lookTF = nil, nil, nil, nil, nil, nil
 	ix.inSet = nil
 	ix.norm, ix.normSigned, ix.normKey, ix.maxStep = nil, false, normKey{}, -1
@@ -798,6 +803,9 @@ func (ix *Index) kill(d int32) {
 	ix.live--
 	ix.total -= ix.docs[d].length
 	ix.tokensTotal -= float64(ix.docs[d].tokens)
+	if ix.chatKnown && ix.chatTurn(d) {
+		ix.chatLive--
+	}
 	delete(ix.byStep, ix.docs[d].step)
 }
 
@@ -926,6 +934,27 @@ func (ix *Index) insert(d doc, a analysed) {
 	ix.live++
 	ix.total += d.length
 	ix.tokensTotal += float64(d.tokens)
+	if ix.chatKnown && ix.chatTurn(id) {
+		ix.chatLive++
+	}
+}
+
+// agentStore reports whether the store is an agent session rather than a
+// chat: at most half of its live nodes are chat turns (chatTurn: a
+// speaker's label, not an agent role). The count is made at the first
+// call (each live node's summary label read once) and kept up to date by
+// add and kill after it. The caller holds ix.mu.
+func (ix *Index) agentStore() bool {
+	if !ix.chatKnown {
+		n := 0
+		for d := range ix.docs {
+			if !ix.docs[d].dead && ix.chatTurn(int32(d)) {
+				n++
+			}
+		}
+		ix.chatLive, ix.chatKnown = n, true
+	}
+	return 2*ix.chatLive <= ix.live
 }
 
 // reorder recomputes the step order of the live docs (neighbours).

@@ -365,6 +365,23 @@ type Params struct {
 	// turn) won 46 evidence turns and lost 49 over the chat sets (p 0.84),
 	// the noisy set 7 / 18 (p 0.043).
 	BackgroundDF float64
+	// BackgroundAgent: rule "everyday words in an agent session"
+	// (background.go): rule "everyday words" at this weight (as
+	// Background) when the store is an agent session, that is when at
+	// most half of its live nodes are chat turns (a speaker's label, not
+	// an agent role: Index.agentStore); a chat is untouched, and Background,
+	// when set, applies to every store instead (0: off). An agent prompt's
+	// English words ("what did the test print") weigh less against its
+	// identifiers, paths and rarer words. Off (0.25 measured): the
+	// held-out 47 end-of-session questions 44 → 45 and the fourth 74 (written
+	// blind) 66 → 67 at 1–2 % fewer tokens a question, the 80 and fresh 67
+	// unchanged in hits, chat byte-identical; but a weak match of an
+	// everyday word (a fuzzy prefix, a typo's variant) then falls under the
+	// Floor ("what about the serializer?" no longer finds the node that
+	// writes "serializr", TestTypoTwoWordsAreNoTypo), and damping the
+	// prompt's own words only keeps no gain (fresh 63 → 62, fourth 66)
+	// (docs/matching.md, "Everyday words").
+	BackgroundAgent float64
 }
 
 // DefaultParams are the constants the ranked mode uses.
@@ -472,6 +489,9 @@ func (ix *Index) idf(df int) float64 {
 
 // query analyses a prompt. Callers hold ix.mu.
 func (ix *Index) query(prompt string, p Params) *Query {
+	if p.BackgroundAgent > 0 && p.Background <= 0 && p.BackgroundDF <= 0 && ix.agentStore() {
+		p.Background = p.BackgroundAgent // rule "everyday words in an agent session"
+	}
 	q := &Query{}
 	prompt = stripAgentMarkup(prompt)
 	best := map[string]Term{}
