@@ -90,8 +90,9 @@ import (
 //   - contextfold-redis-auth: AUTH [USER] PASSWORD at a redis-cli prompt
 //     or as redis-cli's command.
 //   - contextfold-prose-secret: a secret told in a sentence ("the db
-//     password is VALUE", "my API key is `VALUE`"), the value mixing
-//     letters and digits.
+//     password is VALUE", "my API key is `VALUE`", "the password for
+//     root: VALUE", "db pass = VALUE", "pw VALUE"), the value mixing
+//     letters and digits (and a symbol, after a short name).
 //   - contextfold-call-secret: a secret's setter or builder member
 //     called with a string literal (setPassword("…"), .apiKey("…")),
 //     and the password of auth("user", "…") and login("user", "…").
@@ -359,13 +360,18 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-prose-secret",
-		anchors: []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token", "secret", "Secret", "key", "Key", "KEY"},
+		anchors: []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token", "secret", "Secret", "key", "Key", "KEY",
+			"passwd", "pass", "Pass", "pwd", "pw", "Pw", "PW"},
 		begin:   proseSecretStart,
 		// A secret told in a sentence: "the db password is VALUE", "my
-		// API key is `VALUE`", "the token was: VALUE" (a user's prompt, a
-		// chat message). 1: the value, up to a blank or a quote;
-		// proseSecret checks it.
-		re:      regexp.MustCompile("^(?i:password|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key)[ \t]+(?i:is|was|will be|would be)[ \t]*:?[ \t]+[\"'`]?([^\\s\"'`\\\\]+)"),
+		// API key is `VALUE`", "the token was: VALUE", "the password for
+		// root is now VALUE", "password for postgres: VALUE" (a user's
+		// prompt, a chat message), and after a short name a note or a
+		// chat gives a password ("db pass = VALUE", "pw: VALUE", "pass is
+		// VALUE", "pw VALUE"). 1: the short name (pass, pwd, pw; not the
+		// upper-case PASS of a test report), 2: the value, up to a blank
+		// or a quote; proseSecret checks it.
+		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + ")?(?:" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
 		maxLen:  256,
 		oneLine: true,
 		secret:  proseSecret,
@@ -1303,13 +1309,78 @@ func proseSecretStart(text string, p int) int {
 // placeholder, not a snake_case identifier ("the token is access_token_2"
 // names a variable), not a word of prose ("the password is incorrect").
 func proseSecret(c string, m []int) (int, int, bool) {
-	s, e := m[2], m[3]
-	for e > s && strings.ContainsRune(".,;:!?)]}>", rune(c[e-1])) {
+	s, e := m[6], m[7]
+	for e > s && strings.ContainsRune(".,;:)]}>", rune(c[e-1])) {
 		e--
 	}
-	v := c[s:e]
-	return s, e, len(v) >= 8 && hasLetterAndDigit(v) && !isPlaceholder(v) && !snakeIdentifier(v)
+	// A sentence's '!' or '?' is left out of what is vetted, but
+	// redacted with the value: it may be the password's last character.
+	ve := e
+	for ve > s && strings.ContainsRune(".,;:!?)]}>", rune(c[ve-1])) {
+		ve--
+	}
+	v := c[s:ve]
+	if isPlaceholder(v) || snakeIdentifier(v) || !hasLetterAndDigit(v) {
+		return 0, 0, false
+	}
+	symbol := len(v) >= 6 && strings.ContainsAny(c[s:e], passwordSymbols)
+	switch {
+	case m[4] >= 0: // a short name: pass, pwd, pw
+		// "pw = hash(p1)", "pass: TestScrub2" (a test report), "pass
+		// tests/x1.py::t", "pwd v1.2": code, a name, a path or a
+		// version, not a password. What is left must look like one: a
+		// password symbol among letters and digits, or 12+ letters and
+		// digits.
+		return s, e, !bracketed(v) && !looksLikeCode(strings.TrimRight(v, "([{")) && (symbol || len(v) >= 12 && isAlnum(v))
+	case m[2] >= 0: // a secret word, then an operator ("password: VALUE")
+		// contextfold-keyed-secret and contextfold-env-secret read
+		// NAME: VALUE and NAME=VALUE of 8+ characters; what is left
+		// here is an arrow, and a password with a password symbol (a
+		// token that short is a grammar's: "token = 1*tchar").
+		op := strings.TrimSpace(c[m[2]:m[3]])
+		if op == "->" || op == "=>" {
+			return s, e, len(v) >= 8 || symbol
+		}
+		return s, e, symbol && strings.EqualFold(c[:4], "pass")
+	}
+	return s, e, len(v) >= 8 || symbol
 }
+
+// bracketed reports whether v holds a pair of brackets: a call, an index
+// or a literal of code ("hash(p1)", "env[k2]").
+func bracketed(v string) bool {
+	for _, p := range []string{"()", "[]", "{}"} {
+		if i := strings.IndexByte(v, p[0]); i >= 0 && strings.IndexByte(v[i:], p[1]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// isAlnum reports whether s is ASCII letters and digits alone.
+func isAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// The parts of contextfold-prose-secret's expression between the name and
+// the value: a qualifier naming what the secret is for ("for postgres",
+// "of the admin account"), a verb ("is", "was set to", "is now", a colon
+// after it allowed) and an operator (':', '=', '->', '=>', ':=').
+const (
+	proseQualifier = `[ \t]+(?i:for|of|on|to)(?:[ \t]+[\w.@/-]{1,64}){1,3}?`
+	proseVerb      = `[ \t]+(?i:is still|is now|is set to|is|was changed to|was set to|was|will be|would be|has been|set to|changed to)[ \t]*:?[ \t]+`
+	proseOperator  = `[ \t]*(?::=|=>|->|:|=)[ \t]*`
+)
+
+// passwordSymbols are the symbols a password policy asks for; a value
+// holding one among letters and digits reads as a password, where '.',
+// '-', '_', '/' and ':' make versions, names and paths.
+const passwordSymbols = "!@#$%^&*+=?~"
 
 // callSecretWords are the names (upper case, separators removed) that
 // name a secret as a builder member with no set/with prefix:
