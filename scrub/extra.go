@@ -359,10 +359,10 @@ var extraRules = []extraRule{
 		secret:  redisAuthSecret,
 	},
 	{
-		id:      "contextfold-prose-secret",
+		id: "contextfold-prose-secret",
 		anchors: []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token", "secret", "Secret", "key", "Key", "KEY",
 			"passwd", "pass", "Pass", "pwd", "pw", "Pw", "PW"},
-		begin:   proseSecretStart,
+		begin: proseSecretStart,
 		// A secret told in a sentence: "the db password is VALUE", "my
 		// API key is `VALUE`", "the token was: VALUE", "the password for
 		// root is now VALUE", "password for postgres: VALUE" (a user's
