@@ -326,21 +326,22 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-oracle-password",
-		anchors: []string{"sqlplus", "sqlcl", "expdp", "impdp", "rman", "sqlldr", "dgmgrl", "conn", "CONN", "userid", "USERID"},
+		anchors: []string{"sqlplus", "sqlcl", "expdp", "impdp", "rman", "sqlldr", "dgmgrl", "conn", "CONN", "userid", "USERID", "thin:"},
 		begin:   wordStart,
 		// Oracle's USER/PASSWORD[@CONNECT] logon: on the command line of
 		// sqlplus, SQLcl, Data Pump, RMAN (target=), SQL*Loader and
-		// DGMGRL, as a userid= parameter, or in a CONNECT statement
+		// DGMGRL, as a userid= parameter, in a CONNECT statement
 		// (which must name a database with '@', prose says "connect
-		// client/server"). 1: the keyword, 2: the user, 3: the password,
+		// client/server") or a JDBC thin URL (jdbc:oracle:thin:USER/
+		// PASSWORD@HOST…, '@' too). 1: the keyword, 2: the user, 3: the password,
 		// 4: what follows it.
-		re:      regexp.MustCompile(`^((?i:sqlplus|sql|sqlcl|expdp|impdp|rman|sqlldr|dgmgrl)(?:[ \t]+-\w+)*[ \t]+(?i:target[ \t]*=[ \t]*)?|(?i:conn|connect)[ \t]+|(?i:userid)[ \t]*=[ \t]*)["']?([A-Za-z][A-Za-z0-9_$#]*)/([^\s@/"'\\]+)(@|["'\s\\]|$)`),
+		re:      regexp.MustCompile(`^((?i:sqlplus|sql|sqlcl|expdp|impdp|rman|sqlldr|dgmgrl)(?:[ \t]+-\w+)*[ \t]+(?i:target[ \t]*=[ \t]*)?|(?i:conn|connect)[ \t]+|(?i:userid)[ \t]*=[ \t]*|thin:)["']?([A-Za-z][A-Za-z0-9_$#]*)/([^\s@/"'\\]+)(@|["'\s\\]|$)`),
 		maxLen:  512,
 		oneLine: true,
 		secret: func(c string, m []int) (int, int, bool) {
 			v := c[m[6]:m[7]]
 			kw := strings.ToLower(strings.TrimRight(c[m[2]:m[3]], " \t"))
-			if (kw == "conn" || kw == "connect") && c[m[8]:m[9]] != "@" {
+			if (kw == "conn" || kw == "connect" || kw == "thin:") && c[m[8]:m[9]] != "@" {
 				return 0, 0, false
 			}
 			return m[6], m[7], len(v) >= 3 && !isPlaceholder(v)
@@ -463,12 +464,13 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-bearer",
-		anchors: []string{"Bearer", "bearer", "BEARER"},
+		anchors: []string{"Bearer", "bearer", "BEARER", "SSWS"},
 		begin:   wordStart,
 		// A bearer token outside an Authorization header ("using Bearer
-		// …" in a log line, a variable holding "Bearer …"): 16+ token68
-		// characters with a digit. 1: the token.
-		re:     regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
+		// …" in a log line, a variable holding "Bearer …"), and an Okta
+		// API token after its scheme SSWS: 16+ token68 characters with a
+		// digit. 1: the token.
+		re:     regexp.MustCompile(`^(?i:bearer|ssws)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
 		maxLen: 4096,
 		secret: func(c string, m []int) (int, int, bool) {
 			v := c[m[2]:m[3]]
@@ -509,9 +511,10 @@ var extraRules = []extraRule{
 		begin:   wordStart,
 		// A password piped into a command that reads it from standard
 		// input: "echo PW | docker login --password-stdin", "printf '%s'
-		// PW | helm registry login --password-stdin". 1: single-quoted,
-		// 2: double-quoted, 3: bare.
-		re:     regexp.MustCompile(`^(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s[^']*'|"%s[^"]*"|%s))?)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"|;&]+))[ \t]*\|[^\n;&|]*--pass(?:word)?-stdin`),
+		// PW | helm registry login --password-stdin", "echo PW | sudo -S
+		// …", "echo USER:PW | chpasswd", "echo PW | passwd --stdin USER".
+		// 1: single-quoted, 2: double-quoted, 3: bare.
+		re:     regexp.MustCompile(`^(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s[^']*'|"%s[^"]*"|%s))?)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"|;&]+))[ \t]*\|(?:[^\n;&|]*--pass(?:word)?-stdin|[ \t]*sudo(?:[ \t]+-[A-Za-z]+)*?[ \t]+-[A-Za-z]*S|[ \t]*chpasswd|[^\n;&|]*\bpasswd[ \t]+--stdin)`),
 		maxLen: 1024,
 		secret: cliPassword,
 	},
@@ -551,6 +554,32 @@ var extraRules = []extraRule{
 		anchors: []string{"sk-"},
 		begin:   wordStart,
 		re:      regexp.MustCompile(`^sk-(?:ant-[a-z]+[0-9]{2}-|proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}`),
+	},
+	{
+		id:      "contextfold-telegram-bot-token",
+		anchors: []string{":A"},
+		begin:   telegramTokenStart,
+		// A Telegram bot token, BOTID:SECRET (the secret starts with A),
+		// bare: in a Bot API URL (api.telegram.org/botTOKEN/getMe) or a
+		// constructor's argument. Gitleaks' rule wants "telegr" and an
+		// operator before it. 1: the token.
+		re:     regexp.MustCompile(`^([0-9]{5,16}:A[A-Za-z0-9_-]{34})`),
+		maxLen: 64,
+		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
+		id:      "contextfold-vendor-token",
+		anchors: []string{"whsec_", "NRAK-", "NRII-", "NRJS-", "-us"},
+		begin:   vendorTokenStart,
+		// Tokens whose prefix or suffix names the vendor, which gitleaks
+		// finds only after the vendor's name and an operator, or not at
+		// all: a Stripe webhook signing secret (whsec_…), New Relic's
+		// user, insert and browser keys (NRAK-, NRII-, NRJS-) and a
+		// Mailchimp API key (32 hex digits, -usNN: its data centre).
+		// 1: the token.
+		re:     regexp.MustCompile(`^(whsec_[A-Za-z0-9+/]{24,}|NR(?:AK-[A-Za-z0-9]{27}|II-[A-Za-z0-9_-]{32}|JS-[a-f0-9]{19})|[a-f0-9]{32}-us[0-9]{1,2})(?:[^A-Za-z0-9]|$)`),
+		maxLen: 128,
+		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
 	},
 	{
 		id:      "contextfold-curl-user",
@@ -746,6 +775,43 @@ func wordStart(text string, p int) int {
 		return -1
 	}
 	return p
+}
+
+// telegramTokenStart accepts the ":A" of a Telegram bot token after 5 to
+// 16 digits that start a word or follow the Bot API's "/bot"
+// (api.telegram.org/botID:SECRET/getMe), and returns where the digits
+// start; -1 otherwise.
+func telegramTokenStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b <= 16 && text[b-1] >= '0' && text[b-1] <= '9' {
+		b--
+	}
+	if p-b < 5 || p-b > 16 {
+		return -1
+	}
+	if b >= 4 && text[b-4:b] == "/bot" {
+		return b
+	}
+	return wordStart(text, b)
+}
+
+// vendorTokenStart accepts an anchor of contextfold-vendor-token: a prefix
+// that starts a word, or Mailchimp's "-us" after 32 hex digits that start
+// one; it returns where the token starts, -1 otherwise.
+func vendorTokenStart(text string, p int) int {
+	if !strings.HasPrefix(text[p:], "-us") {
+		return wordStart(text, p)
+	}
+	b := p - 32
+	if b < 0 {
+		return -1
+	}
+	for i := b; i < p; i++ {
+		if c := text[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return -1
+		}
+	}
+	return wordStart(text, b)
 }
 
 // escapeBefore returns the length of the JSON or C escape (\n, \r, \t, \b,
@@ -1409,10 +1475,39 @@ func callSecretStart(text string, p int) int {
 		return -1
 	}
 	name := text[b:p]
-	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" {
+	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" && !secretNameArgument(text[p+1:]) {
 		return -1
 	}
 	return b
+}
+
+// secretNameArgument reports whether args, the text after a call's '(',
+// starts with a string literal naming a secret and a second argument:
+// os.Setenv("DB_PASSWORD", …), System.setProperty("db.password", …),
+// define('DB_PASSWORD', …) (PHP), monkeypatch.setenv("API_KEY", …),
+// viper.Set("auth.token", …). callSecret vets the value as NAME=VALUE.
+func secretNameArgument(args string) bool {
+	args = strings.TrimLeft(args[:min(len(args), 96)], " \t")
+	q := `"`
+	switch {
+	case strings.HasPrefix(args, `\"`):
+		q = `\"`
+	case strings.HasPrefix(args, "'"):
+		q = "'"
+	case !strings.HasPrefix(args, `"`):
+		return false
+	}
+	args = args[len(q):]
+	k := strings.Index(args, q)
+	if k <= 0 || k > 64 || !strings.HasPrefix(strings.TrimLeft(args[k+len(q):], " \t"), ",") {
+		return false
+	}
+	for i := 0; i < k; i++ {
+		if c := args[i]; !(isWordByte(c) || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return acceptEnvSecret(args[:k], "Secret-Value-1")
 }
 
 // callSetterName returns the secret name a setter or builder member
@@ -1443,7 +1538,12 @@ func callSecret(c string, m []int) (int, int, bool) {
 	}
 	name, v := c[m[2]:m[3]], c[s:e]
 	if m[4] >= 0 { // two arguments
-		return s, e, (name == "auth" || name == "login") && len(v) >= 4 && !isPlaceholder(v)
+		if name == "auth" || name == "login" {
+			return s, e, len(v) >= 4 && !isPlaceholder(v)
+		}
+		// A name and its value: os.Setenv("DB_PASSWORD", "…").
+		arg := strings.Trim(c[m[4]:m[5]], " \t,\\\"'")
+		return s, e, secretNameArgument(c[m[3]+1:]) && acceptEnvSecret(arg, v)
 	}
 	rest, ok := callSetterName(name)
 	if !ok {
