@@ -129,7 +129,7 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-telegram-bot-token", pre: "https://api.telegram.org/bot", secret: "1213622446:A" + (pw + pw + pw)[:34], post: "/getMe"},
 		{rule: "contextfold-telegram-bot-token", secret: "7213622446:A" + (pw + pw + pw)[:34]},
 		{rule: "contextfold-vendor-token", pre: "STRIPE_WEBHOOK=", secret: "wh" + "sec_" + pw + pw},
-		{rule: "contextfold-vendor-token", secret: "NR" + "AK-" + strings.ToUpper(pw+pw)[:27]},
+		{rule: "contextfold-vendor-token", secret: "NR" + "AK-" + strings.ToUpper(pw + pw)[:27]},
 		{rule: "contextfold-vendor-token", pre: "mailchimp ", secret: "ad6074dce1118813" + "830d71939b53182e" + "-us12"},
 		{rule: "contextfold-bearer", pre: "SSWS ", secret: "00" + pw + pw + pw},
 		{rule: "contextfold-oracle-password", pre: "jdbc:oracle:thin:scott/", secret: pw, post: "@db.example.com:1521:orcl"},
