@@ -538,6 +538,13 @@ func (s *Store) keyParts(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
 	slices.SortFunc(order, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
 	var out []Turn
 	open := ss.open
+	if open == nil {
+		// A key the batch's stored turns before its first new one left
+		// open, unknown to this Store (another process folded them: an
+		// ingest of a longer transcript, a proxy started again): the
+		// same state machine over them, redacting nothing.
+		open = storedOpenKey(turns, want, turns[order[0]].StepID)
+	}
 	for _, i := range order {
 		t := turns[i]
 		raw := t.RawContent
@@ -567,6 +574,33 @@ func (s *Store) keyParts(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
 		return turns
 	}
 	return out
+}
+
+// storedOpenKey returns the key left open after the turns of the batch
+// that are not in want (stored before) and come before step first, read
+// in step order from none open (nil: none).
+func storedOpenKey(turns []Turn, want []int, first int) *openKey {
+	isNew := make(map[int]bool, len(want))
+	for _, i := range want {
+		isNew[i] = true
+	}
+	var old []int
+	for i, t := range turns {
+		if !isNew[i] && t.StepID < first {
+			old = append(old, i)
+		}
+	}
+	slices.SortStableFunc(old, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
+	var open *openKey
+	last := 0
+	for k, i := range old {
+		if k > 0 && turns[i].StepID == last {
+			continue // a step given twice: read once
+		}
+		last = turns[i].StepID
+		open, _, _ = advanceOpenKey(open, turns[i].StepID, turns[i].RawContent)
+	}
+	return open
 }
 
 // advanceOpenKey returns the key left open after the turn at step with
