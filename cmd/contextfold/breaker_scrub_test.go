@@ -158,3 +158,42 @@ func TestIngestLongerTranscriptKeepsKeyOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestRefusalHidesASecretSessionID: a transcript whose session id
+// holds a token, refused by a store of another session, is named in the
+// message with the token redacted, and the store the message suggests is
+// named by its scrub.SafeName. Before, the message printed the token and
+// suggested a directory named after it.
+func TestIngestRefusalHidesASecretSessionID(t *testing.T) {
+	tok := "gh" + "p_" + strings.Repeat("Nq7VwYS81V", 4)[:36]
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "store")
+	write := func(name, session, prompt string) string {
+		var data []byte
+		for i, typ := range []string{"user", "assistant"} {
+			b, _ := json.Marshal(map[string]any{"type": typ, "uuid": fmt.Sprintf("%s-%d", name, i), "sessionId": session,
+				"timestamp": "2026-03-02T11:00:00.000Z", "message": map[string]any{"role": typ, "content": prompt}})
+			data = append(append(data, b...), '\n')
+		}
+		p := filepath.Join(tmp, name+".jsonl")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a", "sess-a", "a first prompt long enough to fold")
+	b := write("b", "my-"+tok, "another prompt, of another session")
+	if _, errs, code := cli(t, "", "--dir", dir, "ingest", a); code != 0 {
+		t.Fatalf("ingest a: %d %s", code, errs)
+	}
+	out, errs, code := cli(t, "", "--dir", dir, "ingest", b)
+	if code == 0 {
+		t.Fatalf("ingest b into a's store: exit 0")
+	}
+	if strings.Contains(out+errs, tok) || strings.Contains(out+errs, tok[4:]) {
+		t.Errorf("the message shows the token:\n%s", errs)
+	}
+	if !strings.Contains(errs, "sessions/sha256-") {
+		t.Errorf("the suggested store is not named by the session's hash:\n%s", errs)
+	}
+}
