@@ -197,3 +197,31 @@ func TestIngestRefusalHidesASecretSessionID(t *testing.T) {
 		t.Errorf("the suggested store is not named by the session's hash:\n%s", errs)
 	}
 }
+
+// TestErrorMessagesQuoteNoSecret: a command's error message that quotes a
+// bad argument or input holding a token shows it redacted (an agent runs
+// the command as a tool, and its transcript keeps what it printed). Before,
+// "step id "ghp_…" is not an integer" printed the token.
+func TestErrorMessagesQuoteNoSecret(t *testing.T) {
+	tok := "gh" + "p_" + strings.Repeat("Nq7VwYS81V", 4)[:36]
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "turn.json")
+	if err := os.WriteFile(in, []byte(`{"step_id": "`+tok+`", "summary": "x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "store")
+	for _, args := range [][]string{
+		{"--dir", dir, "fold", tok, "summary"},
+		{"--dir", dir, "fold", "--input", in},
+		{"--dir", dir, "--json", "fold", "--input", in},
+		{"--dir", dir, "hydrate", tok},
+	} {
+		out, errs, code := cli(t, "", args...)
+		if code == 0 {
+			t.Fatalf("%v: exit 0", args)
+		}
+		if strings.Contains(out+errs, tok[4:20]) {
+			t.Errorf("%v: the message shows the token:\n%s", args, errs)
+		}
+	}
+}
