@@ -1242,7 +1242,8 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //     -passout, -password);
 //   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
 //   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
-//     (redis.conf's own example, "foobared", is a placeholder).
+//     (redis.conf's own example, "foobared", is a placeholder);
+//   - lftp -u USER,PASSWORD.
 //
 // The JDK's keytool and jarsigner, which take several passwords on one
 // command line, are contextfold-keystore-password's.
@@ -1261,12 +1262,13 @@ var cliPasswordForms = []string{
 	`openssl[^\n;&|]{0,300}?[ \t]-k[ \t]+`,
 	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
 	`(?i:requirepass|masterauth)[ \t]+`,
+	`lftp[^\n;&|]{0,300}?[ \t]-u[ \t]+['"]?[^\s,'"]+,`,
 }
 
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
-	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp"}
 
 // pamControls are the control words of a PAM configuration line
 // ("password required pam_unix.so"), which starts with "password" too.
@@ -1439,10 +1441,11 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 
 // The parts of contextfold-prose-secret's expression between the name and
 // the value: a qualifier naming what the secret is for ("for postgres",
-// "of the admin account"), a verb ("is", "was set to", "is now", a colon
+// "of the admin account", a prompt's "for 'https://bob@github.com'" or
+// "for key '/root/.ssh/id_rsa'"), a verb ("is", "was set to", "is now", a colon
 // after it allowed) and an operator (':', '=', '->', '=>', ':=').
 const (
-	proseQualifier = `[ \t]+(?i:for|of|on|to)(?:[ \t]+[\w.@/-]{1,64}){1,3}?`
+	proseQualifier = `[ \t]+(?i:for|of|on|to)(?:[ \t]+(?:[\w.@/-]{1,64}|'[^'\s]{1,128}'|"[^"\s]{1,128}")){1,3}?`
 	proseVerb      = `[ \t]+(?i:is still|is now|is set to|is|was changed to|was set to|was|will be|would be|has been|set to|changed to)[ \t]*:?[ \t]+`
 	proseOperator  = `[ \t]*(?::=|=>|->|:|=)[ \t]*`
 )
