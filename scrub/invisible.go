@@ -24,7 +24,8 @@ import (
 // foldInvisible returns the folded view of text, or ok=false when text has
 // none of those characters next to ASCII or a full-width letter or digit
 // (CJK prose with full-width punctuation alone, an emoji joined by U+200D:
-// no view, no second scan), or is too large for 32-bit offsets.
+// no view, no second scan), or is too large for 32-bit offsets. A large
+// text is read in windows (foldWindows).
 func foldInvisible(text string) (v decodedView, ok bool) {
 	if len(text) > 1<<30 || !needsFold(text) {
 		return v, false
@@ -73,8 +74,12 @@ func foldRune(r rune) (string, bool) {
 // touches an ASCII character other than a blank, or is a full-width letter
 // or digit. Only such a text can hide a secret's name or value from the
 // rules; the check costs a pass over the text's non-ASCII bytes.
-func needsFold(text string) bool {
-	for i := 0; i < len(text); {
+func needsFold(text string) bool { return nextFold(text, 0) >= 0 }
+
+// nextFold returns the offset of the first character at or after i that
+// needsFold looks for, or -1.
+func nextFold(text string, i int) int {
+	for i < len(text) {
 		c := text[i]
 		if c < utf8.RuneSelf {
 			i++
@@ -83,15 +88,54 @@ func needsFold(text string) bool {
 		r, n := utf8.DecodeRuneInString(text[i:])
 		if _, folds := foldRune(r); folds {
 			if r >= 0xFF10 && r <= 0xFF19 || r >= 0xFF21 && r <= 0xFF3A || r >= 0xFF41 && r <= 0xFF5A {
-				return true
+				return i
 			}
 			if i > 0 && asciiInk(text[i-1]) || i+n < len(text) && asciiInk(text[i+n]) {
-				return true
+				return i
 			}
 		}
 		i += n
 	}
-	return false
+	return -1
+}
+
+// foldWindows returns the [start, end) byte ranges of text whose folded
+// view is read, sorted and disjoint: the whole of a text up to
+// windowMinText, else the lines around each character needsFold looks for
+// (windowBefore bytes before it, windowAfter after it, to whole lines), so
+// that one no-break space in a megabyte of log costs a scan of its
+// neighbourhood, not a second scan of the whole.
+func foldWindows(text string) [][2]int {
+	if len(text) <= windowMinText {
+		if needsFold(text) {
+			return [][2]int{{0, len(text)}}
+		}
+		return nil
+	}
+	var out [][2]int
+	for p := nextFold(text, 0); p >= 0; {
+		a := max(0, p-windowBefore)
+		if nl := strings.IndexByte(text[a:p], '\n'); nl >= 0 && a > 0 {
+			a += nl + 1
+		}
+		b := min(len(text), p+windowAfter)
+		if nl := strings.LastIndexByte(text[p:b], '\n'); nl >= 0 && b < len(text) {
+			b = p + nl + 1
+		}
+		for a > 0 && !utf8.RuneStart(text[a]) {
+			a--
+		}
+		for b < len(text) && !utf8.RuneStart(text[b]) {
+			b++
+		}
+		if n := len(out); n > 0 && a <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], b)
+		} else {
+			out = append(out, [2]int{a, b})
+		}
+		p = nextFold(text, b)
+	}
+	return out
 }
 
 // asciiInk reports whether c is a printable ASCII character other than a

@@ -55,3 +55,18 @@ func TestInvisibleAndFullWidth(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScrubOneInvisible is BenchmarkScrubPerMB's text with one
+// no-break space between two ASCII letters: its folded view is read in a
+// window around it (foldWindows), not a second time whole (the MB/s column
+// stays BenchmarkScrubPerMB's).
+func BenchmarkScrubOneInvisible(b *testing.B) {
+	s := newTestScrubber(b)
+	text := benchText()
+	text = text[:len(text)/2] + "a\u00a0b" + text[len(text)/2:]
+	b.SetBytes(int64(len(text)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.Scrub(text)
+	}
+}

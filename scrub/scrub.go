@@ -259,12 +259,17 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 		out = append(out, argvFindings(text)...)
 	}
 	// The same text with its invisible and full-width characters folded
-	// (invisible.go): PASS\u200bWORD=…, API_KEY＝…. The view has none of
-	// them left, so this recursion stops there.
-	if v, ok := foldInvisible(text); ok {
-		for _, f := range s.findWith(v.text, det, extra, nil) {
-			f.Start, f.End = v.span(f.Start, f.End)
-			out = append(out, f)
+	// (invisible.go): PASS\u200bWORD=…, API_KEY＝…, around each of them in
+	// a large text. The view has none of them left, so this recursion
+	// stops there.
+	for _, w := range foldWindows(text) {
+		if v, ok := foldInvisible(text[w[0]:w[1]]); ok {
+			for _, f := range s.findWith(v.text, det, extra, nil) {
+				f.Start, f.End = v.span(f.Start, f.End)
+				f.Start += w[0]
+				f.End += w[0]
+				out = append(out, f)
+			}
 		}
 	}
 	out = append(out, repeatFindings(text, out)...)
