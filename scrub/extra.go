@@ -568,6 +568,18 @@ var extraRules = []extraRule{
 		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
 	},
 	{
+		id:      "contextfold-discord-bot-token",
+		anchors: []string{"."},
+		begin:   discordTokenStart,
+		// A Discord bot token, USERID.TIMESTAMP.HMAC, the user id base64
+		// encoded (client.run('…'), a bot's config): gitleaks' Discord
+		// rules want "discord" and an operator before it. The first part
+		// must decode to the digits of a user id (discordTokenStart), so a
+		// dotted name or version is never read as one.
+		re:     regexp.MustCompile(`^[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}`),
+		maxLen: 96,
+	},
+	{
 		id:      "contextfold-vendor-token",
 		anchors: []string{"whsec_", "NRAK-", "NRII-", "NRJS-", "-us"},
 		begin:   vendorTokenStart,
@@ -793,6 +805,29 @@ func telegramTokenStart(text string, p int) int {
 		return b
 	}
 	return wordStart(text, b)
+}
+
+// discordTokenStart accepts the first '.' of a Discord bot token: after
+// 23 to 28 base64url characters that start a word and decode to the 17 to
+// 20 digits of a user id. It returns where they start, -1 otherwise.
+func discordTokenStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b <= 28 && (isWordByte(text[b-1]) && text[b-1] != '_' || text[b-1] == '-') {
+		b--
+	}
+	if n := p - b; n < 23 || n > 28 || text[b] < 'M' || text[b] > 'O' || wordStart(text, b) < 0 {
+		return -1
+	}
+	id, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(text[b:p], "="))
+	if err != nil || len(id) < 17 || len(id) > 20 {
+		return -1
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return -1
+		}
+	}
+	return b
 }
 
 // vendorTokenStart accepts an anchor of contextfold-vendor-token: a prefix
