@@ -371,7 +371,7 @@ var extraRules = []extraRule{
 		// VALUE", "pw VALUE"). 1: the short name (pass, pwd, pw; not the
 		// upper-case PASS of a test report), 2: the value, up to a blank
 		// or a quote; proseSecret checks it.
-		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + ")?(?:" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
+		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|" + foreignPasswordWords + ")(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
 		maxLen:  256,
 		oneLine: true,
 		secret:  proseSecret,
@@ -1439,8 +1439,10 @@ func proseSecret(c string, m []int) (int, int, bool) {
 		// NAME: VALUE and NAME=VALUE of 8+ characters; what is left
 		// here is an arrow, and a password with a password symbol (a
 		// token that short is a grammar's: "token = 1*tchar").
+		// A word of another language (密码：…, Passwort: …) is no
+		// NAME those rules read: the value is vetted as after a verb.
 		op := strings.TrimSpace(c[m[2]:m[3]])
-		if op == "->" || op == "=>" {
+		if op == "->" || op == "=>" || foreignPasswordWord(c) {
 			return s, e, len(v) >= 8 || symbol
 		}
 		return s, e, symbol && strings.EqualFold(c[:4], "pass")
@@ -1459,6 +1461,18 @@ func bracketed(v string) bool {
 	return false
 }
 
+// foreignPasswordWord reports whether c starts with one of
+// foreignPasswordWords (in any case).
+func foreignPasswordWord(c string) bool {
+	lower := strings.ToLower(c[:min(len(c), 24)])
+	for _, w := range strings.Split(foreignPasswordWords, "|") {
+		if strings.HasPrefix(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // isAlnum reports whether s is ASCII letters and digits alone.
 func isAlnum(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -1470,9 +1484,17 @@ func isAlnum(s string) bool {
 }
 
 // proseSecretAnchors are contextfold-prose-secret's anchors: its names as
-// a sentence writes them (not the upper-case PASS of a test report).
+// a sentence writes them (not the upper-case PASS of a test report), and
+// the word for a password in the languages a chat is often written in.
 var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token",
-	"secret", "Secret", "key", "Key", "KEY", "passwd", "pass", "Pass", "pwd", "pw", "Pw", "PW"}
+	"secret", "Secret", "key", "Key", "KEY", "passwd", "pass", "Pass", "pwd", "pw", "Pw", "PW",
+	"Passwort", "passwort", "Kennwort", "kennwort", "contraseña", "Contraseña", "mot de passe", "Mot de passe",
+	"senha", "Senha", "пароль", "Пароль", "wachtwoord", "Wachtwoord", "hasło", "Hasło", "şifre", "Şifre",
+	"parola", "Parola", "lösenord", "Lösenord", "密码", "密碼", "口令", "パスワード", "비밀번호"}
+
+// foreignPasswordWords is the alternation of those words in other
+// languages (case is folded by the expression).
+const foreignPasswordWords = "passwort|kennwort|contraseña|mot de passe|senha|пароль|wachtwoord|hasło|şifre|parola|lösenord|密码|密碼|口令|パスワード|비밀번호"
 
 // The parts of contextfold-prose-secret's expression between the name and
 // the value: a qualifier naming what the secret is for ("for postgres",
@@ -1481,7 +1503,7 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 // after it allowed) and an operator (':', '=', '->', '=>', ':=').
 const (
 	proseQualifier = `[ \t]+(?i:for|of|on|to)(?:[ \t]+(?:[\w.@/-]{1,64}|'[^'\s]{1,128}'|"[^"\s]{1,128}")){1,3}?`
-	proseVerb      = `[ \t]+(?i:is still|is now|is set to|is|was changed to|was set to|was|will be|would be|has been|set to|changed to)[ \t]*:?[ \t]+`
+	proseVerb      = `[ \t]+(?i:is still|is now|is set to|is|was changed to|was set to|was|will be|would be|has been|set to|changed to|es|est|ist|é|è|är|er|jest)[ \t]*:?[ \t]+`
 	proseOperator  = `[ \t]*(?::=|=>|->|:|=)[ \t]*`
 )
 
