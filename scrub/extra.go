@@ -580,6 +580,18 @@ var extraRules = []extraRule{
 		maxLen: 96,
 	},
 	{
+		id:      "contextfold-twilio-auth-token",
+		anchors: []string{"AC"},
+		begin:   wordStart,
+		// A Twilio auth token given with its account SID, the pair as a
+		// call's arguments (Client('ACSID', 'TOKEN')) or as USER:PASSWORD
+		// (ACSID:TOKEN): 32 hex digits after AC and 32 more. Gitleaks
+		// knows the SID and API keys (SK…), not the token. 1: the token.
+		re:     regexp.MustCompile(`^AC[0-9a-f]{32}["']?[ \t]*[,:][ \t]*["']?([0-9a-f]{32})(?:[^0-9A-Za-z]|$)`),
+		maxLen: 96,
+		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
 		id:      "contextfold-vendor-token",
 		anchors: []string{"whsec_", "NRAK-", "NRII-", "NRJS-", "-us"},
 		begin:   vendorTokenStart,

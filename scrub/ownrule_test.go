@@ -130,6 +130,7 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-telegram-bot-token", pre: "https://api.telegram.org/bot", secret: "1213622446:A" + (pw + pw + pw)[:34], post: "/getMe"},
 		{rule: "contextfold-telegram-bot-token", secret: "7213622446:A" + (pw + pw + pw)[:34]},
 		{rule: "contextfold-discord-bot-token", pre: "client.run('", secret: base64.RawURLEncoding.EncodeToString([]byte("1264115433906"+"158532")) + "." + pw[:6] + "." + (pw + pw + pw)[:38], post: "')"},
+		{rule: "contextfold-twilio-auth-token", pre: "client = Client('AC" + "0b891baf90d0d3bf" + "16295d06910bf3f5', '", secret: "400141212b62c376" + "631129f34369aad8", post: "')"},
 		{rule: "contextfold-vendor-token", pre: "STRIPE_WEBHOOK=", secret: "wh" + "sec_" + pw + pw},
 		{rule: "contextfold-vendor-token", secret: "NR" + "AK-" + strings.ToUpper(pw + pw)[:27]},
 		{rule: "contextfold-vendor-token", pre: "mailchimp ", secret: "ad6074dce1118813" + "830d71939b53182e" + "-us12"},
