@@ -538,49 +538,119 @@ func (s *Store) keyParts(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
 	slices.SortFunc(order, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
 	var out []Turn
 	open := ss.open
+	if open == nil {
+		// A key the batch's stored turns before its first new one left
+		// open, unknown to this Store (another process folded them: an
+		// ingest of a longer transcript, a proxy started again): the
+		// same state machine over them, redacting nothing.
+		open = storedOpenKey(turns, want, turns[order[0]].StepID)
+	}
 	for _, i := range order {
 		t := turns[i]
 		raw := t.RawContent
-		if open != nil && t.StepID > open.step && t.StepID-open.step <= openKeySteps {
-			start, end, used, closed := keyBody(raw, open.left)
-			if end > start {
-				if out == nil {
-					out = slices.Clone(turns)
-				}
-				// Each line is redacted in the turn's other fields too (a
-				// summary quoting the first), and learnt for later turns.
-				var k scrub.Known
-				for _, l := range strings.Split(raw[start:end], "\n") {
-					if l = strings.Trim(l, " \t\r"); isKeyLine(l) {
-						k.AddValue(l, open.rule())
-					}
-				}
-				c := out[i]
-				c.RawContent = raw[:start] + "[REDACTED:" + open.rule() + "]" + raw[end:]
-				c.shared++
-				out[i] = redactTurn(c, &k)
-				ss.learn(&k)
-				open = &openKey{step: t.StepID, left: open.left}
-				if open.left > 0 {
-					open.left -= used
+		next, start, end := advanceOpenKey(open, t.StepID, raw)
+		if end > start {
+			if out == nil {
+				out = slices.Clone(turns)
+			}
+			// Each line is redacted in the turn's other fields too (a
+			// summary quoting the first), and learnt for later turns.
+			var k scrub.Known
+			for _, l := range strings.Split(raw[start:end], "\n") {
+				if l = strings.Trim(l, " \t\r"); isKeyLine(l) {
+					k.AddValue(l, open.rule())
 				}
 			}
-			if closed {
-				open = nil
-			}
-		} else if open != nil && t.StepID-open.step > openKeySteps {
-			open = nil
+			c := out[i]
+			c.RawContent = raw[:start] + "[REDACTED:" + open.rule() + "]" + raw[end:]
+			c.shared++
+			out[i] = redactTurn(c, &k)
+			ss.learn(&k)
 		}
-		if o := leftOpen(raw); o != nil {
-			o.step = t.StepID
-			open = o
-		}
+		open = next
 	}
 	ss.open = open
 	if out == nil {
 		return turns
 	}
 	return out
+}
+
+// storedOpenKey returns the key left open after the turns of the batch
+// that are not in want (stored before) and come before step first, read
+// in step order from none open (nil: none).
+func storedOpenKey(turns []Turn, want []int, first int) *openKey {
+	isNew := make(map[int]bool, len(want))
+	for _, i := range want {
+		isNew[i] = true
+	}
+	var old []int
+	for i, t := range turns {
+		if !isNew[i] && t.StepID < first {
+			old = append(old, i)
+		}
+	}
+	slices.SortStableFunc(old, func(x, y int) int { return turns[x].StepID - turns[y].StepID })
+	var open *openKey
+	last := 0
+	for k, i := range old {
+		if k > 0 && turns[i].StepID == last {
+			continue // a step given twice: read once
+		}
+		last = turns[i].StepID
+		open, _, _ = advanceOpenKey(open, turns[i].StepID, turns[i].RawContent)
+	}
+	return open
+}
+
+// advanceOpenKey returns the key left open after the turn at step with
+// payload raw, given open, the key left open before it (nil: none), and
+// [start, end), the span of raw holding the open key's rest (end <= start:
+// none), which keyParts redacts.
+func advanceOpenKey(open *openKey, step int, raw string) (next *openKey, start, end int) {
+	next = open
+	if open != nil && step > open.step && step-open.step <= openKeySteps {
+		var used int
+		var closed bool
+		start, end, used, closed = keyBody(raw, open.left)
+		if end > start {
+			next = &openKey{step: step, left: open.left}
+			if next.left > 0 {
+				next.left -= used
+			}
+		}
+		if closed {
+			next = nil
+		}
+	} else if open != nil && step-open.step > openKeySteps {
+		next = nil
+	}
+	if o := leftOpen(raw); o != nil {
+		o.step = step
+		next = o
+	}
+	return next, start, end
+}
+
+// OpenKeyAfter returns the private key left open after t, a turn already
+// folded that a caller reads again (its payload as it was before the
+// scrub), given prev, the key left open before t (nil: none): what
+// Store.OpenKey would say had this Store folded t. The Stop hook, reading
+// a transcript whole (its state file lost, the transcript rewritten),
+// passes it the stored turns before the first new one, in step order, and
+// hands the result to Store.ResumeOpenKey: the rest of a key those turns
+// left open is redacted in the new turns as if the state had been kept.
+// Pure: no Store, no I/O; nil when no key is open.
+func OpenKeyAfter(prev *OpenKey, t Turn) *OpenKey {
+	var open *openKey
+	if prev != nil && !(prev.Left == 0 || prev.Left < -1) {
+		open = &openKey{step: prev.Step, left: prev.Left}
+	}
+	next, _, _ := advanceOpenKey(open, t.StepID, t.RawContent)
+	if next == nil {
+		return nil
+	}
+	return &OpenKey{Step: next.step, Left: next.left}
 }
 
 // isKeyLine reports whether line (without its newline) is a line of a

@@ -691,7 +691,15 @@ func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
 	for _, m := range maybe {
 		if sc != nil {
 			// A turn whose secrets were redacted is stored scrubbed.
-			if c, _ := scrubTurn(sc, m.t); c.Summary == m.sum && sha256Hex([]byte(c.Payload())) == m.pay {
+			c, _ := scrubTurn(sc, m.t)
+			if c.Summary == m.sum && sha256Hex([]byte(c.Payload())) == m.pay {
+				continue
+			}
+			// With more redactions than its own scrub makes: what the
+			// fold event that stored it learnt from other turns (a value
+			// shared, the middle of a private key left open by an earlier
+			// turn), which this process may not know.
+			if s.storedWithSharedRedactions(m.t.StepID, c, m.sum, m.pay) {
 				continue
 			}
 		}
@@ -710,6 +718,25 @@ func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
 		out = append(out, fc)
 	}
 	return out, nil
+}
+
+// storedWithSharedRedactions reports whether the cold node of step holds
+// c, a turn as its own scrub leaves it, with more values redacted
+// (MatchesSharedRedactions), its payload's hash pay as indexed and its
+// summary sum the same way. Reads the node (a mismatch path only).
+func (s *Store) storedWithSharedRedactions(step int, c Turn, sum, pay string) bool {
+	if !MatchesSharedRedactions(sum, c.Summary) {
+		return false
+	}
+	n, err := s.readColdNode(step)
+	if err != nil {
+		return false
+	}
+	stored := n.RawContent
+	if stored == "" {
+		stored = n.Summary
+	}
+	return sha256Hex([]byte(stored)) == pay && MatchesSharedRedactions(stored, c.Payload())
 }
 
 // mkQuarantine creates quarantine/ as needed and refuses one that is not a

@@ -125,6 +125,10 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 	// (on by default), and counted per node. folded: the stored turns the
 	// store learns secrets from; revealing: the new turns that reveal one.
 	var turns, folded, revealing []contextfold.Turn
+	// A whole read (no state: lost, or the transcript rewritten) learns
+	// from the stored turns before the first new one the private key they
+	// left open, which the state would have kept (OpenKeyAfter).
+	var storedOpen *contextfold.OpenKey
 	callAt := map[string]lineRange{} // tool_use id → the line of this read that made the call
 	var storeErr error               // the store's error that stopped the read
 	res, at, err := ingest.ReadClaudeCode(src, from, func(r *ingest.ClaudeCodeRecord) (err error) {
@@ -162,6 +166,9 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 		stored, err := have(t.StepID)
 		if err != nil {
 			return err
+		}
+		if st == nil && stored && len(turns) == 0 {
+			storedOpen = contextfold.OpenKeyAfter(storedOpen, ct)
 		}
 		switch {
 		case stored:
@@ -219,7 +226,9 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 	if res.ProblemsOmitted > 0 {
 		opts.diagf("%d more transcript lines skipped", res.ProblemsOmitted)
 	}
-	var openKey *contextfold.OpenKey // the key left open before at.Offset
+	// The key left open before at.Offset: the state's, or, read whole,
+	// the stored turns' (a Stop with nothing new saves it for the next).
+	openKey := storedOpen
 	if st != nil {
 		openKey = st.OpenKey
 	}
@@ -237,6 +246,8 @@ func foldFrom(in *Input, opts Options, dir string, src *io.SectionReader, now fi
 		// in the new turns, is redacted.
 		if st != nil && st.OpenKey != nil {
 			store.ResumeOpenKey(*st.OpenKey)
+		} else if st == nil && storedOpen != nil {
+			store.ResumeOpenKey(*storedOpen)
 		}
 		if err := foldNew(store, rep, turns, folded, revealing); err != nil {
 			return rep, err

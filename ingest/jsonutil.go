@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/internal/canonjson"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // obj is a decoded JSON object whose values are decoded on demand, so a field
@@ -393,5 +395,18 @@ func truncatedDoc(data []byte) (what string, ok bool) {
 		tail = tail[i+1:]
 	}
 	return fmt.Sprintf("the input is a truncated JSON document: it ends at line %d, column %d (byte %d) inside %s nested %d deep, after %q; the file was cut short (an interrupted copy or write?); restore the whole file",
-		line, col, last, inside, len(stack), tail), true
+		line, col, last, inside, len(stack), quotableTail(tail)), true
 }
+
+// quotableTail is tail, the last bytes of an input an error message
+// quotes, with what may be a credential left out: the scrubber's findings
+// redacted, and every run of 16 or more token characters (letters, digits,
+// "+/=_.-": a token the cut left too short for its rule) replaced by "…".
+func quotableTail(tail string) string {
+	if sc, err := scrub.New(); err == nil {
+		tail = sc.Scrub(tail).Text
+	}
+	return longTokenRun.ReplaceAllString(tail, "…")
+}
+
+var longTokenRun = regexp.MustCompile(`[A-Za-z0-9+/=_.-]{16,}`)

@@ -121,3 +121,24 @@ func TestTruncatedDocumentIsNamed(t *testing.T) {
 		t.Errorf("JSONL with a torn last line: %v %v", err, res)
 	}
 }
+
+// TestTruncatedDocumentQuotesNoToken: the bytes a truncated document's
+// message quotes hold no token, whole (a github-pat) or cut (its first
+// characters, which no rule knows): the message may reach a terminal, a
+// log or an agent's transcript.
+func TestTruncatedDocumentQuotesNoToken(t *testing.T) {
+	tok := "gh" + "p_" + strings.Repeat("Nq7VwYS81V", 4)[:36]
+	for _, data := range []string{
+		`[{"role": "user", "content": "x ` + tok,
+		`[{"role": "user", "content": "use ` + tok[:20],
+		`[{"role": "user", "content": "PASSWORD=Zq9!hunter7x`,
+	} {
+		_, err := Parse([]byte(data), FormatAuto)
+		if err == nil || !strings.Contains(err.Error(), "truncated JSON document") {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, tok[4:16]) || strings.Contains(msg, "hunter7x") {
+			t.Errorf("the message quotes the token: %s", msg)
+		}
+	}
+}

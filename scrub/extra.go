@@ -90,8 +90,9 @@ import (
 //   - contextfold-redis-auth: AUTH [USER] PASSWORD at a redis-cli prompt
 //     or as redis-cli's command.
 //   - contextfold-prose-secret: a secret told in a sentence ("the db
-//     password is VALUE", "my API key is `VALUE`"), the value mixing
-//     letters and digits.
+//     password is VALUE", "my API key is `VALUE`", "the password for
+//     root: VALUE", "db pass = VALUE", "pw VALUE"), the value mixing
+//     letters and digits (and a symbol, after a short name).
 //   - contextfold-call-secret: a secret's setter or builder member
 //     called with a string literal (setPassword("…"), .apiKey("…")),
 //     and the password of auth("user", "…") and login("user", "…").
@@ -325,21 +326,22 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-oracle-password",
-		anchors: []string{"sqlplus", "sqlcl", "expdp", "impdp", "rman", "sqlldr", "dgmgrl", "conn", "CONN", "userid", "USERID"},
+		anchors: []string{"sqlplus", "sqlcl", "expdp", "impdp", "rman", "sqlldr", "dgmgrl", "conn", "CONN", "userid", "USERID", "thin:"},
 		begin:   wordStart,
 		// Oracle's USER/PASSWORD[@CONNECT] logon: on the command line of
 		// sqlplus, SQLcl, Data Pump, RMAN (target=), SQL*Loader and
-		// DGMGRL, as a userid= parameter, or in a CONNECT statement
+		// DGMGRL, as a userid= parameter, in a CONNECT statement
 		// (which must name a database with '@', prose says "connect
-		// client/server"). 1: the keyword, 2: the user, 3: the password,
+		// client/server") or a JDBC thin URL (jdbc:oracle:thin:USER/
+		// PASSWORD@HOST…, '@' too). 1: the keyword, 2: the user, 3: the password,
 		// 4: what follows it.
-		re:      regexp.MustCompile(`^((?i:sqlplus|sql|sqlcl|expdp|impdp|rman|sqlldr|dgmgrl)(?:[ \t]+-\w+)*[ \t]+(?i:target[ \t]*=[ \t]*)?|(?i:conn|connect)[ \t]+|(?i:userid)[ \t]*=[ \t]*)["']?([A-Za-z][A-Za-z0-9_$#]*)/([^\s@/"'\\]+)(@|["'\s\\]|$)`),
+		re:      regexp.MustCompile(`^((?i:sqlplus|sql|sqlcl|expdp|impdp|rman|sqlldr|dgmgrl)(?:[ \t]+-\w+)*[ \t]+(?i:target[ \t]*=[ \t]*)?|(?i:conn|connect)[ \t]+|(?i:userid)[ \t]*=[ \t]*|thin:)["']?([A-Za-z][A-Za-z0-9_$#]*)/([^\s@/"'\\]+)(@|["'\s\\]|$)`),
 		maxLen:  512,
 		oneLine: true,
 		secret: func(c string, m []int) (int, int, bool) {
 			v := c[m[6]:m[7]]
 			kw := strings.ToLower(strings.TrimRight(c[m[2]:m[3]], " \t"))
-			if (kw == "conn" || kw == "connect") && c[m[8]:m[9]] != "@" {
+			if (kw == "conn" || kw == "connect" || kw == "thin:") && c[m[8]:m[9]] != "@" {
 				return 0, 0, false
 			}
 			return m[6], m[7], len(v) >= 3 && !isPlaceholder(v)
@@ -359,13 +361,17 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-prose-secret",
-		anchors: []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token", "secret", "Secret", "key", "Key", "KEY"},
+		anchors: proseSecretAnchors,
 		begin:   proseSecretStart,
 		// A secret told in a sentence: "the db password is VALUE", "my
-		// API key is `VALUE`", "the token was: VALUE" (a user's prompt, a
-		// chat message). 1: the value, up to a blank or a quote;
-		// proseSecret checks it.
-		re:      regexp.MustCompile("^(?i:password|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key)[ \t]+(?i:is|was|will be|would be)[ \t]*:?[ \t]+[\"'`]?([^\\s\"'`\\\\]+)"),
+		// API key is `VALUE`", "the token was: VALUE", "the password for
+		// root is now VALUE", "password for postgres: VALUE" (a user's
+		// prompt, a chat message), and after a short name a note or a
+		// chat gives a password ("db pass = VALUE", "pw: VALUE", "pass is
+		// VALUE", "pw VALUE"). 1: the short name (pass, pwd, pw; not the
+		// upper-case PASS of a test report), 2: the value, up to a blank
+		// or a quote; proseSecret checks it.
+		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|" + foreignPasswordWords + ")(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
 		maxLen:  256,
 		oneLine: true,
 		secret:  proseSecret,
@@ -458,12 +464,13 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-bearer",
-		anchors: []string{"Bearer", "bearer", "BEARER"},
+		anchors: []string{"Bearer", "bearer", "BEARER", "SSWS"},
 		begin:   wordStart,
 		// A bearer token outside an Authorization header ("using Bearer
-		// …" in a log line, a variable holding "Bearer …"): 16+ token68
-		// characters with a digit. 1: the token.
-		re:     regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
+		// …" in a log line, a variable holding "Bearer …"), and an Okta
+		// API token after its scheme SSWS: 16+ token68 characters with a
+		// digit. 1: the token.
+		re:     regexp.MustCompile(`^(?i:bearer|ssws)[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
 		maxLen: 4096,
 		secret: func(c string, m []int) (int, int, bool) {
 			v := c[m[2]:m[3]]
@@ -504,9 +511,10 @@ var extraRules = []extraRule{
 		begin:   wordStart,
 		// A password piped into a command that reads it from standard
 		// input: "echo PW | docker login --password-stdin", "printf '%s'
-		// PW | helm registry login --password-stdin". 1: single-quoted,
-		// 2: double-quoted, 3: bare.
-		re:     regexp.MustCompile(`^(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s[^']*'|"%s[^"]*"|%s))?)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"|;&]+))[ \t]*\|[^\n;&|]*--pass(?:word)?-stdin`),
+		// PW | helm registry login --password-stdin", "echo PW | sudo -S
+		// …", "echo USER:PW | chpasswd", "echo PW | passwd --stdin USER".
+		// 1: single-quoted, 2: double-quoted, 3: bare.
+		re:     regexp.MustCompile(`^(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s[^']*'|"%s[^"]*"|%s))?)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"|;&]+))[ \t]*\|(?:[^\n;&|]*--pass(?:word)?-stdin|[ \t]*sudo(?:[ \t]+-[A-Za-z]+)*?[ \t]+-[A-Za-z]*S|[ \t]*chpasswd|[^\n;&|]*\bpasswd[ \t]+--stdin)`),
 		maxLen: 1024,
 		secret: cliPassword,
 	},
@@ -546,6 +554,56 @@ var extraRules = []extraRule{
 		anchors: []string{"sk-"},
 		begin:   wordStart,
 		re:      regexp.MustCompile(`^sk-(?:ant-[a-z]+[0-9]{2}-|proj-|svcacct-|admin-)[A-Za-z0-9_-]{20,}`),
+	},
+	{
+		id:      "contextfold-telegram-bot-token",
+		anchors: []string{":A"},
+		begin:   telegramTokenStart,
+		// A Telegram bot token, BOTID:SECRET (the secret starts with A),
+		// bare: in a Bot API URL (api.telegram.org/botTOKEN/getMe) or a
+		// constructor's argument. Gitleaks' rule wants "telegr" and an
+		// operator before it. 1: the token.
+		re:     regexp.MustCompile(`^([0-9]{5,16}:A[A-Za-z0-9_-]{34})`),
+		maxLen: 64,
+		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
+		id:      "contextfold-discord-bot-token",
+		anchors: []string{"."},
+		begin:   discordTokenStart,
+		// A Discord bot token, USERID.TIMESTAMP.HMAC, the user id base64
+		// encoded (client.run('…'), a bot's config): gitleaks' Discord
+		// rules want "discord" and an operator before it. The first part
+		// must decode to the digits of a user id (discordTokenStart), so a
+		// dotted name or version is never read as one.
+		re:     regexp.MustCompile(`^[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}`),
+		maxLen: 96,
+	},
+	{
+		id:      "contextfold-twilio-auth-token",
+		anchors: []string{"AC"},
+		begin:   wordStart,
+		// A Twilio auth token given with its account SID, the pair as a
+		// call's arguments (Client('ACSID', 'TOKEN')) or as USER:PASSWORD
+		// (ACSID:TOKEN): 32 hex digits after AC and 32 more. Gitleaks
+		// knows the SID and API keys (SK…), not the token. 1: the token.
+		re:     regexp.MustCompile(`^AC[0-9a-f]{32}["']?[ \t]*[,:][ \t]*["']?([0-9a-f]{32})(?:[^0-9A-Za-z]|$)`),
+		maxLen: 96,
+		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
+		id:      "contextfold-vendor-token",
+		anchors: []string{"whsec_", "NRAK-", "NRII-", "NRJS-", "-us"},
+		begin:   vendorTokenStart,
+		// Tokens whose prefix or suffix names the vendor, which gitleaks
+		// finds only after the vendor's name and an operator, or not at
+		// all: a Stripe webhook signing secret (whsec_…), New Relic's
+		// user, insert and browser keys (NRAK-, NRII-, NRJS-) and a
+		// Mailchimp API key (32 hex digits, -usNN: its data centre).
+		// 1: the token.
+		re:     regexp.MustCompile(`^(whsec_[A-Za-z0-9+/]{24,}|NR(?:AK-[A-Za-z0-9]{27}|II-[A-Za-z0-9_-]{32}|JS-[a-f0-9]{19})|[a-f0-9]{32}-us[0-9]{1,2})(?:[^A-Za-z0-9]|$)`),
+		maxLen: 128,
+		secret: func(_ string, m []int) (int, int, bool) { return m[2], m[3], true },
 	},
 	{
 		id:      "contextfold-curl-user",
@@ -741,6 +799,66 @@ func wordStart(text string, p int) int {
 		return -1
 	}
 	return p
+}
+
+// telegramTokenStart accepts the ":A" of a Telegram bot token after 5 to
+// 16 digits that start a word or follow the Bot API's "/bot"
+// (api.telegram.org/botID:SECRET/getMe), and returns where the digits
+// start; -1 otherwise.
+func telegramTokenStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b <= 16 && text[b-1] >= '0' && text[b-1] <= '9' {
+		b--
+	}
+	if p-b < 5 || p-b > 16 {
+		return -1
+	}
+	if b >= 4 && text[b-4:b] == "/bot" {
+		return b
+	}
+	return wordStart(text, b)
+}
+
+// discordTokenStart accepts the first '.' of a Discord bot token: after
+// 23 to 28 base64url characters that start a word and decode to the 17 to
+// 20 digits of a user id. It returns where they start, -1 otherwise.
+func discordTokenStart(text string, p int) int {
+	b := p
+	for b > 0 && p-b <= 28 && (isWordByte(text[b-1]) && text[b-1] != '_' || text[b-1] == '-') {
+		b--
+	}
+	if n := p - b; n < 23 || n > 28 || text[b] < 'M' || text[b] > 'O' || wordStart(text, b) < 0 {
+		return -1
+	}
+	id, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(text[b:p], "="))
+	if err != nil || len(id) < 17 || len(id) > 20 {
+		return -1
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return -1
+		}
+	}
+	return b
+}
+
+// vendorTokenStart accepts an anchor of contextfold-vendor-token: a prefix
+// that starts a word, or Mailchimp's "-us" after 32 hex digits that start
+// one; it returns where the token starts, -1 otherwise.
+func vendorTokenStart(text string, p int) int {
+	if !strings.HasPrefix(text[p:], "-us") {
+		return wordStart(text, p)
+	}
+	b := p - 32
+	if b < 0 {
+		return -1
+	}
+	for i := b; i < p; i++ {
+		if c := text[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return -1
+		}
+	}
+	return wordStart(text, b)
 }
 
 // escapeBefore returns the length of the JSON or C escape (\n, \r, \t, \b,
@@ -1171,7 +1289,8 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //     -passout, -password);
 //   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
 //   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
-//     (redis.conf's own example, "foobared", is a placeholder).
+//     (redis.conf's own example, "foobared", is a placeholder);
+//   - lftp -u USER,PASSWORD.
 //
 // The JDK's keytool and jarsigner, which take several passwords on one
 // command line, are contextfold-keystore-password's.
@@ -1190,12 +1309,13 @@ var cliPasswordForms = []string{
 	`openssl[^\n;&|]{0,300}?[ \t]-k[ \t]+`,
 	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
 	`(?i:requirepass|masterauth)[ \t]+`,
+	`lftp[^\n;&|]{0,300}?[ \t]-u[ \t]+['"]?[^\s,'"]+,`,
 }
 
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
-	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH"}
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp"}
 
 // pamControls are the control words of a PAM configuration line
 // ("password required pam_unix.so"), which starts with "password" too.
@@ -1303,13 +1423,106 @@ func proseSecretStart(text string, p int) int {
 // placeholder, not a snake_case identifier ("the token is access_token_2"
 // names a variable), not a word of prose ("the password is incorrect").
 func proseSecret(c string, m []int) (int, int, bool) {
-	s, e := m[2], m[3]
-	for e > s && strings.ContainsRune(".,;:!?)]}>", rune(c[e-1])) {
+	s, e := m[6], m[7]
+	for e > s && strings.ContainsRune(".,;:)]}>", rune(c[e-1])) {
 		e--
 	}
-	v := c[s:e]
-	return s, e, len(v) >= 8 && hasLetterAndDigit(v) && !isPlaceholder(v) && !snakeIdentifier(v)
+	// A sentence's '!' or '?' is left out of what is vetted, but
+	// redacted with the value: it may be the password's last character.
+	ve := e
+	for ve > s && strings.ContainsRune(".,;:!?)]}>", rune(c[ve-1])) {
+		ve--
+	}
+	v := c[s:ve]
+	if isPlaceholder(v) || snakeIdentifier(v) || !hasLetterAndDigit(v) {
+		return 0, 0, false
+	}
+	symbol := len(v) >= 6 && strings.ContainsAny(c[s:e], passwordSymbols)
+	switch {
+	case m[4] >= 0: // a short name: pass, pwd, pw
+		// "pw = hash(p1)", "pass: TestScrub2" (a test report), "pass
+		// tests/x1.py::t", "pwd v1.2": code, a name, a path or a
+		// version, not a password. What is left must look like one: a
+		// password symbol among letters and digits, or 12+ letters and
+		// digits.
+		return s, e, !bracketed(v) && !looksLikeCode(strings.TrimRight(v, "([{")) && (symbol || len(v) >= 12 && isAlnum(v))
+	case m[2] >= 0: // a secret word, then an operator ("password: VALUE")
+		// contextfold-keyed-secret and contextfold-env-secret read
+		// NAME: VALUE and NAME=VALUE of 8+ characters; what is left
+		// here is an arrow, and a password with a password symbol (a
+		// token that short is a grammar's: "token = 1*tchar").
+		// A word of another language (密码：…, Passwort: …) is no
+		// NAME those rules read: the value is vetted as after a verb.
+		op := strings.TrimSpace(c[m[2]:m[3]])
+		if op == "->" || op == "=>" || foreignPasswordWord(c) {
+			return s, e, len(v) >= 8 || symbol
+		}
+		return s, e, symbol && strings.EqualFold(c[:4], "pass")
+	}
+	return s, e, len(v) >= 8 || symbol
 }
+
+// bracketed reports whether v holds a pair of brackets: a call, an index
+// or a literal of code ("hash(p1)", "env[k2]").
+func bracketed(v string) bool {
+	for _, p := range []string{"()", "[]", "{}"} {
+		if i := strings.IndexByte(v, p[0]); i >= 0 && strings.IndexByte(v[i:], p[1]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// foreignPasswordWord reports whether c starts with one of
+// foreignPasswordWords (in any case).
+func foreignPasswordWord(c string) bool {
+	lower := strings.ToLower(c[:min(len(c), 24)])
+	for _, w := range strings.Split(foreignPasswordWords, "|") {
+		if strings.HasPrefix(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// isAlnum reports whether s is ASCII letters and digits alone.
+func isAlnum(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// proseSecretAnchors are contextfold-prose-secret's anchors: its names as
+// a sentence writes them (not the upper-case PASS of a test report), and
+// the word for a password in the languages a chat is often written in.
+var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphrase", "Passphrase", "token", "Token",
+	"secret", "Secret", "key", "Key", "KEY", "passwd", "pass", "Pass", "pwd", "pw", "Pw", "PW",
+	"Passwort", "passwort", "Kennwort", "kennwort", "contraseña", "Contraseña", "mot de passe", "Mot de passe",
+	"senha", "Senha", "пароль", "Пароль", "wachtwoord", "Wachtwoord", "hasło", "Hasło", "şifre", "Şifre",
+	"parola", "Parola", "lösenord", "Lösenord", "密码", "密碼", "口令", "パスワード", "비밀번호"}
+
+// foreignPasswordWords is the alternation of those words in other
+// languages (case is folded by the expression).
+const foreignPasswordWords = "passwort|kennwort|contraseña|mot de passe|senha|пароль|wachtwoord|hasło|şifre|parola|lösenord|密码|密碼|口令|パスワード|비밀번호"
+
+// The parts of contextfold-prose-secret's expression between the name and
+// the value: a qualifier naming what the secret is for ("for postgres",
+// "of the admin account", a prompt's "for 'https://bob@github.com'" or
+// "for key '/root/.ssh/id_rsa'"), a verb ("is", "was set to", "is now", a colon
+// after it allowed) and an operator (':', '=', '->', '=>', ':=').
+const (
+	proseQualifier = `[ \t]+(?i:for|of|on|to)(?:[ \t]+(?:[\w.@/-]{1,64}|'[^'\s]{1,128}'|"[^"\s]{1,128}")){1,3}?`
+	proseVerb      = `[ \t]+(?i:is still|is now|is set to|is|was changed to|was set to|was|will be|would be|has been|set to|changed to|es|est|ist|é|è|är|er|jest)[ \t]*:?[ \t]+`
+	proseOperator  = `[ \t]*(?::=|=>|->|:|=)[ \t]*`
+)
+
+// passwordSymbols are the symbols a password policy asks for; a value
+// holding one among letters and digits reads as a password, where '.',
+// '-', '_', '/' and ':' make versions, names and paths.
+const passwordSymbols = "!@#$%^&*+=?~"
 
 // callSecretWords are the names (upper case, separators removed) that
 // name a secret as a builder member with no set/with prefix:
@@ -1334,10 +1547,39 @@ func callSecretStart(text string, p int) int {
 		return -1
 	}
 	name := text[b:p]
-	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" {
+	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" && !secretNameArgument(text[p+1:]) {
 		return -1
 	}
 	return b
+}
+
+// secretNameArgument reports whether args, the text after a call's '(',
+// starts with a string literal naming a secret and a second argument:
+// os.Setenv("DB_PASSWORD", …), System.setProperty("db.password", …),
+// define('DB_PASSWORD', …) (PHP), monkeypatch.setenv("API_KEY", …),
+// viper.Set("auth.token", …). callSecret vets the value as NAME=VALUE.
+func secretNameArgument(args string) bool {
+	args = strings.TrimLeft(args[:min(len(args), 96)], " \t")
+	q := `"`
+	switch {
+	case strings.HasPrefix(args, `\"`):
+		q = `\"`
+	case strings.HasPrefix(args, "'"):
+		q = "'"
+	case !strings.HasPrefix(args, `"`):
+		return false
+	}
+	args = args[len(q):]
+	k := strings.Index(args, q)
+	if k <= 0 || k > 64 || !strings.HasPrefix(strings.TrimLeft(args[k+len(q):], " \t"), ",") {
+		return false
+	}
+	for i := 0; i < k; i++ {
+		if c := args[i]; !(isWordByte(c) || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return acceptEnvSecret(args[:k], "Secret-Value-1")
 }
 
 // callSetterName returns the secret name a setter or builder member
@@ -1368,7 +1610,12 @@ func callSecret(c string, m []int) (int, int, bool) {
 	}
 	name, v := c[m[2]:m[3]], c[s:e]
 	if m[4] >= 0 { // two arguments
-		return s, e, (name == "auth" || name == "login") && len(v) >= 4 && !isPlaceholder(v)
+		if name == "auth" || name == "login" {
+			return s, e, len(v) >= 4 && !isPlaceholder(v)
+		}
+		// A name and its value: os.Setenv("DB_PASSWORD", "…").
+		arg := strings.Trim(c[m[4]:m[5]], " \t,\\\"'")
+		return s, e, secretNameArgument(c[m[3]+1:]) && acceptEnvSecret(arg, v)
 	}
 	rest, ok := callSetterName(name)
 	if !ok {

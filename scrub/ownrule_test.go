@@ -1,6 +1,7 @@
 package scrub_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -116,9 +117,32 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-redis-auth", pre: "redis-cli -h cache AUTH default ", secret: punct},
 		{rule: "contextfold-prose-secret", pre: "the staging db password is ", secret: pw},
 		{rule: "contextfold-prose-secret", pre: "My API key is `", secret: punct + "7", post: "`"},
+		{rule: "contextfold-prose-secret", pre: "the password for the db user is now ", secret: pw},
+		{rule: "contextfold-prose-secret", pre: "root password -> ", secret: pw},
+		{rule: "contextfold-prose-secret", pre: "db pass = ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "pw ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "password = ", secret: "Xy7$" + "kq!"},
 		{rule: "contextfold-call-secret", pre: `ds.setPassword("`, secret: punct, post: `");`},
 		{rule: "contextfold-call-secret", pre: `.withApiKey('`, secret: pw, post: `')`},
 		{rule: "contextfold-call-secret", pre: `db.auth("admin", "`, secret: pw, post: `")`},
+		{rule: "contextfold-call-secret", pre: `os.Setenv("DB_PASSWORD", "`, secret: pw, post: `")`},
+		{rule: "contextfold-call-secret", pre: `define('DB_PASSWORD', '`, secret: punct, post: `');`},
+		{rule: "contextfold-telegram-bot-token", pre: "https://api.telegram.org/bot", secret: "1213622446:A" + (pw + pw + pw)[:34], post: "/getMe"},
+		{rule: "contextfold-telegram-bot-token", secret: "7213622446:A" + (pw + pw + pw)[:34]},
+		{rule: "contextfold-discord-bot-token", pre: "client.run('", secret: base64.RawURLEncoding.EncodeToString([]byte("1264115433906"+"158532")) + "." + pw[:6] + "." + (pw + pw + pw)[:38], post: "')"},
+		{rule: "contextfold-twilio-auth-token", pre: "client = Client('AC" + "0b891baf90d0d3bf" + "16295d06910bf3f5', '", secret: "400141212b62c376" + "631129f34369aad8", post: "')"},
+		{rule: "contextfold-vendor-token", pre: "STRIPE_WEBHOOK=", secret: "wh" + "sec_" + pw + pw},
+		{rule: "contextfold-vendor-token", secret: "NR" + "AK-" + strings.ToUpper(pw + pw)[:27]},
+		{rule: "contextfold-vendor-token", pre: "mailchimp ", secret: "ad6074dce1118813" + "830d71939b53182e" + "-us12"},
+		{rule: "contextfold-bearer", pre: "SSWS ", secret: "00" + pw + pw + pw},
+		{rule: "contextfold-oracle-password", pre: "jdbc:oracle:thin:scott/", secret: pw, post: "@db.example.com:1521:orcl"},
+		{rule: "contextfold-stdin-password", pre: "echo '", secret: punct, post: "' | sudo -S apt-get update"},
+		{rule: "contextfold-prose-secret", pre: "Password for 'https://bob@github.com': ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "das Passwort ist ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\uff1a", secret: pw},
+		{rule: "contextfold-prose-secret", pre: "fyi the pass for the staging box is ", secret: punct},
+		{rule: "contextfold-prose-secret", pre: "Enter passphrase for key '/root/.ssh/id_rsa': ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "lftp -u bob,", secret: punct, post: " sftp://files.example.com"},
 		{rule: "contextfold-actions-mask", pre: "::add-mask::", secret: pw},
 		{rule: "contextfold-keystore-password", pre: "keytool -list -keystore k.jks -storepass ", secret: pw},
 		{rule: "contextfold-keystore-password", pre: "jarsigner -storepass x -keypass '", secret: punct, post: "' app.jar release"},

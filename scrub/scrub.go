@@ -227,6 +227,19 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 				fs = append(fs, extraFindings(v.text)...)
 				fs = append(fs, argvFindings(v.text)...)
 			}
+			// Escaped invisible characters (PASS\\u200bWORD in a JSON
+			// string) show in the decoded view only: fold it too.
+			if fv, ok := foldInvisible(v.text); ok {
+				ffs := s.gitleaksFindings(det, fv.text)
+				if extra {
+					ffs = append(ffs, extraFindings(fv.text)...)
+					ffs = append(ffs, argvFindings(fv.text)...)
+				}
+				for _, f := range ffs {
+					f.Start, f.End = fv.span(f.Start, f.End)
+					fs = append(fs, f)
+				}
+			}
 			for _, f := range fs {
 				f.Start, f.End = v.span(f.Start, f.End)
 				f.Start += w[0]
@@ -244,6 +257,20 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 		// An argument vector written as an array of strings (argv.go):
 		// ["sshpass", "-p", "…"], over the whole text as our rules are.
 		out = append(out, argvFindings(text)...)
+	}
+	// The same text with its invisible and full-width characters folded
+	// (invisible.go): PASS\u200bWORD=…, API_KEY＝…, around each of them in
+	// a large text. The view has none of them left, so this recursion
+	// stops there.
+	for _, w := range foldWindows(text) {
+		if v, ok := foldInvisible(text[w[0]:w[1]]); ok {
+			for _, f := range s.findWith(v.text, det, extra, nil) {
+				f.Start, f.End = v.span(f.Start, f.End)
+				f.Start += w[0]
+				f.End += w[0]
+				out = append(out, f)
+			}
+		}
 	}
 	out = append(out, repeatFindings(text, out)...)
 	// A redaction marker is not a secret, nor part of one: scrubbing is

@@ -267,6 +267,16 @@ func TestScrubIsIdempotent(t *testing.T) {
 // extraRuleLookAlikes are assignments and URLs that look like they hold a
 // secret and do not: Scrub keeps them byte for byte.
 var extraRuleLookAlikes = []string{
+	// contextfold-prose-secret's short names and operators: a test
+	// report, a path, code, a count, a grammar.
+	"--- PASS: TestScrub2 (0.00s)", "Pass: TestScrub2", "pass tests/test_x1.py::test_a",
+	"pw = hash_pw(p1)", "pass: 3/5", "pass 1000 requests", "pass x86_64", "pw: v1.2.3-rc1",
+	"token = 1*tchar", "pass is required", "the password is correct", "pass  # noqa",
+	// contextfold-call-secret's name argument, the vendor tokens, sudo.
+	`os.getenv("DB_PASSWORD", "")`, `cfg.get("SORT_KEY", "created_at")`, `os.Setenv("TOKEN_COUNTER", "o200k_base")`,
+	"version 1.2.3 of MTIzNDU2Nzg5MDEyMzQ1Njc4OTAx.x file", "MTIzNDU2Nzg5MDEyMzQ1Njc4.abcdef.not-a-token",
+	"Passwort vergessen?", "el token es v\u00e1lido", "pass for the staging box is ready", "senha=abc",
+	"Password for 'https://bob@github.com': ", "lftp -u bob sftp://h", "d41d8cd98f00b204e9800998ecf8427e-usage", "jdbc:oracle:thin:@//db:1521/orcl", "echo hi | sudo tee /etc/x", "at 12:30:AM",
 	"AWS_REGION=eu-west-1", "EDITOR=vim", "MAX_TOKENS=4096", "TOKEN_COUNTER=o200k_base",
 	"DB_PASSWORD=${DB_PASSWORD}", "PASSWORD_FILE=/run/secrets/pw", "SECRET=xxxxxxxxxxxx",
 	"PWD=/home/dev/widget", "SORT_KEY=created_at", "TOKEN=true",

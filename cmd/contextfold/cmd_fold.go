@@ -297,7 +297,9 @@ const stepIDRule = `step_id must be an integer up to 2^63-1 (9223372036854775807
 func checkedFoldInput(path string, in foldInput) (contextfold.Turn, error) {
 	absent := func(r json.RawMessage) bool { return len(r) == 0 || string(r) == "null" }
 	bad := func(field string, r json.RawMessage, what, rule string) error {
-		return usagef("%s: %q is %s (%s); %s", path, field, preview(string(r), 40), what, rule)
+		// The value's secrets are redacted before it is cut (a token cut
+		// short is no longer found when the message is scrubbed).
+		return usagef("%s: %q is %s (%s); %s", path, field, preview(scrubMessage(string(r)), 40), what, rule)
 	}
 	if absent(in.StepID) {
 		return contextfold.Turn{}, usagef("%s: \"step_id\" is required; %s", path, stepIDRule)

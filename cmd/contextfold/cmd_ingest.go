@@ -15,6 +15,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 func init() { commands = append(commands, newIngestCmd) }
@@ -330,8 +331,15 @@ func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, 
 	if path == "-" {
 		input, stem = "standard input", "stdin"
 	}
-	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, input, c.OfferedSession)
-	name := c.OfferedSession
+	// A transcript's session id holding a secret (a token where an id
+	// should be) is shown redacted, and the store suggested for it is
+	// named by its scrub.SafeName: the value reaches neither the message
+	// nor, when the user follows it, a directory's name.
+	offered, name := c.OfferedSession, c.OfferedSession
+	if sc, err := scrub.New(); err == nil {
+		offered, name = sc.Scrub(offered).Text, sc.SafeName(name)
+	}
+	what := fmt.Sprintf("another session: the store holds session %q, %s is session %q", stored, input, offered)
 	if name == contextfold.DefaultSessionID {
 		// The file names no session (an OpenAI message list, an older .traj,
 		// an Aider history): the store is named after the file (standard
@@ -339,7 +347,7 @@ func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, 
 		// collide there again.
 		name = stem
 	}
-	if stored == c.OfferedSession {
+	if stored == c.OfferedSession || stored == offered {
 		what = fmt.Sprintf("different turns of session %q (was the transcript rewritten?)", stored)
 		if stored == contextfold.DefaultSessionID {
 			what = fmt.Sprintf("another session: neither the stored turns nor %s name their session (both are %q)", input, stored)

@@ -25,6 +25,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/pgstore"
+	"github.com/contextfold/contextfold/scrub"
 )
 
 // Exit codes (spec §6).
@@ -108,14 +109,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		var se *silentExit
 		if !errors.As(err, &se) {
+			msg := scrubMessage(err.Error())
 			if g.jsonOut || jsonAsked(args) {
-				writeJSON(stderr, map[string]any{"error": err.Error(), "exit_code": exitCode(err)})
+				writeJSON(stderr, map[string]any{"error": msg, "exit_code": exitCode(err)})
 			} else {
-				fmt.Fprintln(stderr, "contextfold: "+err.Error())
+				fmt.Fprintln(stderr, "contextfold: "+msg)
 			}
 		}
 	}
 	return exitCode(err)
+}
+
+// scrubMessage is an error message with the secrets it quotes redacted: a
+// message names a bad argument or quotes the input it could not read (a
+// step id, the start of a file that is not JSON), and what the command
+// printed reaches a terminal, a log or an agent's transcript on disk.
+func scrubMessage(msg string) string {
+	sc, err := scrub.New()
+	if err != nil {
+		return msg
+	}
+	return sc.Scrub(msg).Text
 }
 
 func newRootCmd(g *globals, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
