@@ -209,10 +209,17 @@ func TestErrorMessagesQuoteNoSecret(t *testing.T) {
 	if err := os.WriteFile(in, []byte(`{"step_id": "`+tok+`", "summary": "x"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A file that is not JSON and starts with the token: the message quotes
+	// its first 12 characters, which alone no rule knows for a token.
+	notJSON := filepath.Join(tmp, "notjson.txt")
+	if err := os.WriteFile(notJSON, []byte(tok+" was the token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(tmp, "store")
 	for _, args := range [][]string{
 		{"--dir", dir, "fold", tok, "summary"},
 		{"--dir", dir, "fold", "--input", in},
+		{"--dir", dir, "fold", "--input", notJSON},
 		{"--dir", dir, "--json", "fold", "--input", in},
 		{"--dir", dir, "hydrate", tok},
 	} {
@@ -220,7 +227,7 @@ func TestErrorMessagesQuoteNoSecret(t *testing.T) {
 		if code == 0 {
 			t.Fatalf("%v: exit 0", args)
 		}
-		if strings.Contains(out+errs, tok[4:20]) {
+		if strings.Contains(out+errs, tok[4:11]) {
 			t.Errorf("%v: the message shows the token:\n%s", args, errs)
 		}
 	}

@@ -384,7 +384,10 @@ func jsonKind(r json.RawMessage) string {
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return "a number"
 	}
-	return fmt.Sprintf("text that is not JSON (it starts with %q)", preview(strings.ToValidUTF8(string(r[:min(len(r), 16)]), "\uFFFD"), 12))
+	// Scrubbed before it is cut: a token cut to 12 characters is too short
+	// for its rule to know it ("ghp_abcdefg…"), whole it is redacted.
+	head := strings.ToValidUTF8(string(r[:min(len(r), 512)]), "\uFFFD")
+	return fmt.Sprintf("text that is not JSON (it starts with %q)", preview(scrubMessage(head), 12))
 }
 
 // preview shortens s to at most n code points, on a character boundary.
