@@ -30,7 +30,7 @@ func TestClaudeCodeMCP(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		log.WriteString("deploy: synced shard " + itoa(i) + " of the release\n")
 	}
-	const line = "rollback token for the release is ZEBRA-7731"
+	const line = "rollback marker for the release is ZEBRA-7731" // "token … is VALUE" would be a prose secret, redacted at fold
 	content := log.String() + line + "\n"
 	if _, err := s.Fold(contextfold.Turn{StepID: 7, Summary: "deploy log of the release", RawContent: content}); err != nil {
 		t.Fatal(err)
