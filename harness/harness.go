@@ -1655,4 +1655,34 @@ func (h *Harness) learnIndexedSecrets(conv []Message, entries map[int]*contextfo
 	if err := h.store.LearnSecrets(turns); err != nil {
 		d.Warnings = append(d.Warnings, "the secrets of the messages folded before were not learned: "+err.Error())
 	}
+	h.resumeIndexedOpenKey(conv, entries)
+}
+
+// resumeIndexedOpenKey tells the store, when it knows no private key left
+// open, the key the conversation's indexed messages leave open (a PEM
+// BEGIN line without its END line, a PuTTY key short of its private
+// lines), read from their payloads in step order (contextfold.OpenKeyAfter,
+// the state machine of the store's own fold events): the rest of that key
+// in the messages folded now is redacted (contextfold.Store.ResumeOpenKey).
+// The store keeps the open key in memory only, and a fold event's batch
+// here holds the new messages alone, so a proxy restarted between the
+// turn that showed a key's BEGIN line and the one showing its middle lines
+// (plain base64, no secret by themselves) stored those in clear. Only the
+// step and kind of the key are kept, never a part of it.
+func (h *Harness) resumeIndexedOpenKey(conv []Message, entries map[int]*contextfold.Entry) {
+	if _, ok := h.store.OpenKey(); ok {
+		return
+	}
+	var open *contextfold.OpenKey
+	for i := range conv {
+		if entries[i] == nil {
+			continue
+		}
+		if payload, ok := conv[i].storePayload(); ok {
+			open = contextfold.OpenKeyAfter(open, contextfold.Turn{StepID: i, RawContent: payload})
+		}
+	}
+	if open != nil {
+		h.store.ResumeOpenKey(*open)
+	}
 }

@@ -146,7 +146,7 @@ func toolText(t *testing.T, r reply) (string, bool) {
 // the session goes on; before, such a line ended the server without a reply
 // or got a wrong id back.
 func TestStdioRefusesWhatIsNotARequest(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
+	dir := filepath.Join(t.TempDir(), "store") // not .contextfold: a new one is served as the hooks' sessions (meantForSessions)
 	w := startWire(t, dir)
 	for i, c := range []struct {
 		line   string
@@ -205,7 +205,7 @@ func TestStdioRefusesWhatIsNotARequest(t *testing.T) {
 // limit, the session goes on, and the server does not buffer it (the 17 MB
 // fold_turn that used to kill the server at the SDK's 16 MiB limit).
 func TestStdioFrameLimit(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
+	dir := filepath.Join(t.TempDir(), "store") // not .contextfold: a new one is served as the hooks' sessions (meantForSessions)
 	for _, c := range []struct {
 		flags []string
 		size  int
@@ -236,7 +236,7 @@ func TestStdioFrameLimit(t *testing.T) {
 // Step ids above 2^53 are decoded exactly through MCP, in
 // arguments and in results; what does not fit an int64 is a BadArgument.
 func TestStdioExactStepIDs(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
+	dir := filepath.Join(t.TempDir(), "store") // not .contextfold: a new one is served as the hooks' sessions (meantForSessions)
 	w := startWire(t, dir)
 	fold := func(step, content string) reply {
 		return w.call("fold-"+step, "tools/call", fmt.Sprintf(`{"name":"fold_turn","arguments":{"step_id":%s,"summary":"turn %s","content":%q}}`, step, step, content))
@@ -287,7 +287,7 @@ func TestStdioExactStepIDs(t *testing.T) {
 // A resource read that fails carries a JSON-RPC error code and a
 // message, never code 0.
 func TestStdioResourceErrors(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
+	dir := filepath.Join(t.TempDir(), "store") // not .contextfold: a new one is served as the hooks' sessions (meantForSessions)
 	w := startWire(t, dir)
 	toolText(t, w.call("fold", "tools/call", `{"name":"fold_turn","arguments":{"step_id":3,"summary":"three","content":"the third"}}`))
 	for _, uri := range []string{
@@ -319,7 +319,7 @@ func TestStdioResourceErrors(t *testing.T) {
 // message with an exact id, or that is over the frame limit, is answered
 // before the SDK decodes it, and valid requests still go through.
 func TestHTTPRefusesWhatIsNotARequest(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), ".contextfold")
+	dir := filepath.Join(t.TempDir(), "store") // not .contextfold: a new one is served as the hooks' sessions (meantForSessions)
 	port := freePort(t)
 	cmd := exec.Command(binary, "mcp", "--dir", dir, "--http", "127.0.0.1:"+port, "--quiet", "--max-frame-bytes", "65536")
 	if err := cmd.Start(); err != nil {

@@ -479,6 +479,7 @@ func (s *Scrubber) ScrubSetKnown(texts []string, k *Known, from int) []Result {
 			if _, ok := known[v]; !ok && len(v) >= minRepeatLen {
 				known[v] = f.RuleID
 			}
+			addKeyBlockLines(known, f.RuleID, v)
 		}
 	}
 	km := newKnownMatcher(known) // the values and their encodings
@@ -760,9 +761,51 @@ func repeatFindings(text string, fs []Finding) []Finding {
 		if _, ok := values[v]; !ok {
 			values[v] = f.RuleID
 		}
+		addKeyBlockLines(values, f.RuleID, v)
 	}
 	// And the values' encodings (encoded.go).
 	return newKnownMatcher(values).find(text)
+}
+
+// keyLineMin is the shortest body line of a private key block that
+// addKeyBlockLines makes a value of its own.
+const keyLineMin = 16
+
+// addKeyBlockLines adds to values, when rule is the private key block
+// rule, each body line of the block v (base64 characters alone, at least
+// keyLineMin of them, blanks and a CR around; lines cut by real newlines
+// or by JSON/C "\n" escapes) as a value of its own. A block is one value,
+// but a text shown with it may quote a single line of it: a summary that
+// leads with the first line after the BEGIN line (harness.Summarize skips
+// the BEGIN line as a "-----" banner), a later echo of one line. Without
+// this, that line reached disk although the block was redacted. Other
+// rules: values unchanged.
+func addKeyBlockLines(values map[string]string, rule, v string) {
+	if rule != "contextfold-private-key-block" {
+		return
+	}
+	v = strings.NewReplacer(`\r\n`, "\n", `\n`, "\n", `\r`, "\n").Replace(v)
+	for _, l := range strings.Split(v, "\n") {
+		l = strings.Trim(l, " \t\r")
+		if len(l) < keyLineMin || !keyLine(l) {
+			continue
+		}
+		if _, ok := values[l]; !ok {
+			values[l] = rule
+		}
+	}
+}
+
+// keyLine reports whether l is base64 characters alone (the standard
+// alphabet and padding, as PEM and OpenSSH bodies write them).
+func keyLine(l string) bool {
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return false
+		}
+	}
+	return true
 }
 
 // isOurs reports whether ruleID is one of our extra rules.

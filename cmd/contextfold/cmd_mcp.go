@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/mcpserver"
 )
@@ -55,7 +57,13 @@ proxy's --dir), the server reads every session, read-only: list_sessions,
 and recall_archived_nodes, scan_prompt and fetch_archived_node with an
 optional session argument (recall and scan search all sessions without it,
 each result naming its session). It offers no fold_turn, evict_node or
-resources, and never writes into the sessions' stores.
+resources, and never writes into the sessions' stores. A directory that holds
+no session store yet is served so too when it is meant to hold them: named
+.contextfold (the hooks' directory, and the default), or holding a sessions/
+directory, and not a store; sessions are found at every call, so those the
+hooks fold after the server started are read. --sessions serves any
+directory so; --sessions=false serves it as one store (fold_turn folds into
+it), and is refused when it holds session stores.
 See docs/mcp-and-hooks.md for host configuration.`,
 		Example: `  contextfold mcp --dir ~/project/.contextfold
   CONTEXTFOLD_DIR=/path/to/store contextfold mcp
@@ -78,6 +86,19 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			if err != nil {
 				return err
 			}
+			asStore := cmd.Flags().Changed("sessions") && !sessions // --sessions=false
+			if set != nil && asStore {
+				ss, _ := sessiondir.Find(set.Root())
+				return usagef("--sessions=false: %s holds %s (a directory of session stores); served as one store, fold_turn would fold beside them: give one session's store as --dir (contextfold sessions --dir %s lists them), or leave out --sessions=false to read them all",
+					set.Root(), plural(len(ss), "session store"), shellQuote(set.Root()))
+			}
+			auto := false
+			if set == nil && !sessions && !asStore && g.storeURL() == "" && meantForSessions(g.storeDir()) {
+				// The hooks' .contextfold before their first Stop (Claude
+				// Code starts its MCP servers first): served as a store,
+				// the sessions the hooks fold while it runs were never read.
+				sessions, auto = true, true
+			}
 			if set == nil && sessions {
 				if g.storeURL() != "" {
 					return usagef("--sessions reads a directory of session stores; --store names a PostgreSQL store (its sessions: contextfold sessions)")
@@ -89,7 +110,9 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			if set != nil {
 				// A directory of session stores (the hooks' .contextfold,
 				// the proxy's --dir): every session, read-only.
-				if ins, err := set.Sessions(); err == nil {
+				if ins, err := set.Sessions(); err == nil && auto {
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is not a store and holds no session store yet; it is where the Claude Code hooks keep theirs (sessions/<session_id>), so it is served as a directory of session stores, read-only: sessions appear as the hooks fold them (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session); to serve it as one store that fold_turn folds into, start with --sessions=false\n", set.Root())
+				} else if err == nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a directory of session stores (%s): serving them read-only (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session); to fold into a store, give --dir that store\n", set.Root(), plural(len(ins), "session"))
 				}
 				srv := mcpserver.NewSessions(set, mcpserver.Options{Version: buildVersion(), Logger: logger})
@@ -101,11 +124,11 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			}
 			if store.Backend() == nil {
 				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
-				if _, err := os.Stat(store.Dir()); err != nil {
-					// Claude Code starts its MCP servers before the hooks'
-					// first Stop makes .contextfold a directory of
-					// sessions: served as a store, it never reads them.
-					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is served as one store (fold_turn folds into it); if the Claude Code hooks or a proxy will keep their session stores below it, restart with --sessions: this server would not read them\n", store.Dir())
+				if _, err := os.Stat(store.Dir()); err != nil && !asStore {
+					// A proxy's --dir before its first session: served as
+					// a store, it never reads them (.contextfold is served
+					// as sessions without --sessions: meantForSessions).
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is served as one store (fold_turn folds into it); if a proxy or the Claude Code hooks will keep their session stores below it, restart with --sessions: this server would not read them\n", store.Dir())
 				}
 				if !isStore(store.Dir()) {
 					// The hooks' .contextfold (or a proxy's directory):
@@ -125,10 +148,47 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
-	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet: the hooks' .contextfold before their first Stop, a proxy's --dir before its first session (a directory that holds session stores is served so without it)")
+	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet: a proxy's --dir before its first session (a directory that holds session stores, or a .contextfold or a directory with sessions/ that is not a store, is served so without it); --sessions=false: serve it as one store that fold_turn folds into")
 	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
+}
+
+// meantForSessions reports whether dir, which holds no session store yet,
+// is meant to hold them rather than to be a store: it is not a store
+// (nor one set up before its first fold: a policy, settings or eviction
+// log file), is
+// a directory or missing (anything else is left to opening it as a store,
+// which names the problem), and is the Claude Code hooks' project
+// directory — named .contextfold (the default --dir, where the hooks keep
+// sessions/<session_id>), or holding a sessions/ directory — or that
+// sessions/ directory itself. The MCP server serves such a directory as a
+// directory of session stores without --sessions, so that the sessions the
+// hooks fold after it started are read; --sessions=false serves it as one
+// store. A proxy's --dir has no such mark: --sessions.
+func meantForSessions(dir string) bool {
+	if isStore(dir) {
+		return false
+	}
+	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return false // a store set up before its first fold
+		}
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	clean := filepath.Clean(dir)
+	if abs, err := filepath.Abs(clean); err == nil {
+		clean = abs
+	}
+	base := filepath.Base(clean)
+	if base == contextfold.DefaultStoreDir || base == "sessions" && filepath.Base(filepath.Dir(clean)) == contextfold.DefaultStoreDir {
+		return true
+	}
+	sd := filepath.Join(dir, "sessions")
+	fi, err := os.Stat(sd)
+	return err == nil && fi.IsDir() && !isStore(sd) && len(sessiondir.Generations(sd)) == 0
 }
 
 // serveMCP serves srv on stdio, or over streamable HTTP at httpAddr when
