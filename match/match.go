@@ -384,19 +384,16 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	for _, p := range r.Superseded {
 		superseded[p.Step] = true
 	}
-	focus := &longFocus{s: s, ix: ix, prompt: prompt, capTokens: capTokens}
+	focus := &longFocus{s: s, ix: ix, prompt: prompt, capTokens: capTokens, budget: budget}
 	nodes := needles.nodes(superseded)
 	var brought map[int]ranked.Pick // rule "a call brings its output": by the needle call's step
 	if params.CallOutput && len(nodes) > 0 {
 		brought = needleCallOutputs(ix, nodes, r.Picks)
 	}
 	for _, n := range nodes {
-		cost := math.Min(float64(n.tokens), math.Min(capTokens, budget))
-		if k, ok := focus.cost(n.step, n.summary, n.tokens); ok {
-			// A long needle node is hydrated as its windows (rule "focus
-			// long picks", HydrateWithin): it costs what they cost.
-			cost = math.Min(cost, float64(k))
-		}
+		// A long needle node is hydrated as its windows (rule "focus long
+		// picks", HydrateWithin): it costs what they cost.
+		cost := focus.pickCost(n.step, n.summary, n.tokens)
 		pick := contextfold.ScanPick{StepID: n.step, MatchedTerms: append([]string{}, n.held...), TokenCost: cost, Summary: n.summary, Why: n.why()}
 		// A node a newer one updates (intent ownership) comes after it
 		// and never stands in for it: it is hydrated only beside it.
@@ -409,10 +406,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			// preceded by what it printed, when the ranked stage picked
 			// that too (freed by rule "an output is updated by its
 			// re-run" or not), admitted as a needle node is.
-			ocost := math.Min(float64(o.Tokens), math.Min(capTokens, budget))
-			if k, ok := focus.cost(o.Step, o.Summary, o.Tokens); ok {
-				ocost = math.Min(ocost, float64(k))
-			}
+			ocost := focus.pickCost(o.Step, o.Summary, o.Tokens)
 			why := append([]string{fmt.Sprintf(`brought by its call at step %d, an exact needle's node (rule "a call brings its output")`, n.step)}, o.Why...)
 			opick := contextfold.ScanPick{StepID: o.Step, MatchedTerms: nonNil(o.Terms), TokenCost: ocost, Summary: o.Summary, Score: o.Score, Why: why}
 			admit(opick, len(res.Selected) == 0 || ocost <= remaining)
@@ -475,10 +469,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 				revived = true
 				return
 			}
-			cost := math.Min(float64(o.Tokens), math.Min(capTokens, budget))
-			if n, ok := focus.cost(o.Step, o.Summary, o.Tokens); ok {
-				cost = math.Min(cost, float64(n))
-			}
+			cost := focus.pickCost(o.Step, o.Summary, o.Tokens)
 			pick := contextfold.ScanPick{StepID: o.Step, MatchedTerms: nonNil(o.Terms), TokenCost: cost, Summary: o.Summary, Score: o.Score, Why: append([]string{why}, o.Why...)}
 			if dropLong(o, cost, budget, false, topShare) {
 				res.Dropped = append(res.Dropped, pick)
@@ -518,11 +509,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 		if admitted[p.Step] {
 			continue
 		}
-		cost := math.Min(float64(p.Tokens), math.Min(capTokens, budget))
-		if n, ok := focus.cost(p.Step, p.Summary, p.Tokens); ok {
-			// Rule "focus long picks": it costs what its windows cost.
-			cost = math.Min(cost, float64(n))
-		}
+		cost := focus.pickCost(p.Step, p.Summary, p.Tokens) // rule "focus long picks": what its windows cost
 		pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: p.Why}
 		// Rule "cost": a long pick (Pick.Long: over 4 × the store's mean
 		// node) that would take more than a quarter of the per-turn
@@ -871,8 +858,20 @@ type longFocus struct {
 	ix        *ranked.Index
 	prompt    string
 	capTokens float64
+	budget    float64            // the per-turn budget (tokens)
 	weights   map[string]float64 // the prompt's, computed at the first long pick
 	needles   []string
+}
+
+// pickCost is what node step (of nodeTokens tokens, summary its summary)
+// costs the per-turn budget: min(token_estimate, per-call cap, per-turn
+// budget), or its focused windows' tokens when fewer (cost).
+func (f *longFocus) pickCost(step int, summary string, nodeTokens int) float64 {
+	c := math.Min(float64(nodeTokens), math.Min(f.capTokens, f.budget))
+	if n, ok := f.cost(step, summary, nodeTokens); ok {
+		c = math.Min(c, float64(n))
+	}
+	return c
 }
 
 // cost returns the tokens node step (of nodeTokens tokens, summary its

@@ -47,18 +47,7 @@ func TestBackgroundDampsEverydayWords(t *testing.T) {
 	ix.Add(42, "c", 12, "s", "Caroline: the pottery class was fun")
 	ix.Add(43, "d", 12, "s", "Melanie: I love pottery")
 	prompt := "what did Melanie do for pottery on the weekend"
-	weight := func(p Params, word string) float64 {
-		ix.mu.Lock()
-		defer ix.mu.Unlock()
-		q := ix.query(prompt, p)
-		for _, tm := range q.terms {
-			if tm.src == word && tm.kind == KindWord {
-				return tm.weight
-			}
-		}
-		t.Fatalf("no term for %q", word)
-		return 0
-	}
+	weight := func(p Params, word string) float64 { return wordWeight(t, ix, prompt, p, word) }
 	off, on := DefaultParams(), DefaultParams()
 	on.Background = 0.5
 	if a, b := weight(off, "weekend"), weight(off, "pottery"); a != b {
@@ -92,17 +81,7 @@ func TestBackgroundAgentOnly(t *testing.T) {
 	ix.Add(42, "c", 12, "tool bash $ cat class.txt", "the pottery class was fun")
 	ix.Add(43, "d", 12, "assistant: I love pottery", "I love pottery")
 	prompt := "what happened to pottery on the weekend"
-	weight := func(p Params, word string) float64 {
-		ix.mu.Lock()
-		defer ix.mu.Unlock()
-		for _, tm := range ix.query(prompt, p).terms {
-			if tm.src == word && tm.kind == KindWord {
-				return tm.weight
-			}
-		}
-		t.Fatalf("no term for %q", word)
-		return 0
-	}
+	weight := func(p Params, word string) float64 { return wordWeight(t, ix, prompt, p, word) }
 	on, off := DefaultParams(), DefaultParams()
 	on.BackgroundAgent = 0.25
 	if a, b := weight(on, "weekend"), weight(off, "weekend"); a != b*0.75 {
@@ -123,6 +102,21 @@ func TestBackgroundAgentOnly(t *testing.T) {
 	if a, b := weight(on, "weekend"), weight(off, "weekend"); a != b*0.75 {
 		t.Errorf("agent session again: weekend %v, want 3/4 of %v", a, b)
 	}
+}
+
+// wordWeight is the weight the prompt's word (a KindWord term of that
+// source) takes in ix under p.
+func wordWeight(t *testing.T, ix *Index, prompt string, p Params, word string) float64 {
+	t.Helper()
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, tm := range ix.query(prompt, p).terms {
+		if tm.src == word && tm.kind == KindWord {
+			return tm.weight
+		}
+	}
+	t.Fatalf("no term for %q", word)
+	return 0
 }
 
 // BenchmarkBackgroundScan is the cost of rule "everyday words" on a chat of
