@@ -9,18 +9,20 @@ import (
 
 // The hand-written end-of-session questions (testdata/endq-questions.jsonl,
 // run by `cfeval questions`, and the held-out set endq-heldout.jsonl and the
-// fresh set endq-fresh.jsonl and the fourth set endq-fourth.jsonl, run by
-// `cfeval questions -q`) stay answerable: every session is a bundled
-// transcript, every answer is text of a turn older than the session's last
-// ten (folded out of the prompt by then), and the output step named holds
-// it. The held-out set uses no session of the first; the fresh and fourth
-// sets, each written apart from the others, cover every bundled session.
+// fresh set endq-fresh.jsonl, the fourth set endq-fourth.jsonl and the fifth
+// set endq-fifth.jsonl, run by `cfeval questions -q`) stay answerable: every
+// session is a bundled transcript, every answer is text of a turn older than
+// the session's last ten (folded out of the prompt by then), and the output
+// step named holds it. The held-out set uses no session of the first; the
+// fresh, fourth and fifth sets, each written apart from the others, cover
+// every bundled session. The fifth set's answers are whole lines of an output
+// turn in the first half of its session.
 func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 	tuned := map[string]bool{}
 	for _, f := range []struct {
 		name string
 		min  int
-	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}} {
+	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}, {"endq-fifth.jsonl", 70}} {
 		t.Run(f.name, func(t *testing.T) {
 			qs, err := LoadQuestions(filepath.Join("testdata", f.name))
 			if err != nil {
@@ -37,8 +39,11 @@ func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 				}
 			}
 			checkAnswerable(t, qs)
-			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" {
+			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" || f.name == "endq-fifth.jsonl" {
 				checkFreshSet(t, qs)
+			}
+			if f.name == "endq-fifth.jsonl" {
+				checkWholeLineFirstHalf(t, qs)
 			}
 		})
 	}
@@ -74,6 +79,32 @@ func checkFreshSet(t *testing.T, qs []Question) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkWholeLineFirstHalf: each question names an output step in the first
+// half of its session, and its answer is one whole line of that step's
+// payload (leading and trailing white space aside).
+func checkWholeLineFirstHalf(t *testing.T, qs []Question) {
+	for _, q := range qs {
+		turns, ok := transcriptTurns(filepath.Join("..", "..", "ingest", "testdata", "transcripts", q.Session))
+		if !ok {
+			t.Fatalf("%s: not a bundled transcript", q.Session)
+		}
+		if q.Output < 0 || q.Output >= len(turns)/2 {
+			t.Errorf("%s %q: output step %d is not in the first half of %d turns", q.Session, q.Q, q.Output, len(turns))
+			continue
+		}
+		whole := false
+		for _, line := range strings.Split(turns[q.Output].RawContent, "\n") {
+			if strings.TrimSpace(line) == q.Answer {
+				whole = true
+				break
+			}
+		}
+		if !whole {
+			t.Errorf("%s %q: %q is not a whole line of step %d", q.Session, q.Q, q.Answer, q.Output)
+		}
 	}
 }
 
