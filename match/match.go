@@ -535,6 +535,25 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 			beside(p.Step)
 		}
 	}
+	if !needled && len(res.Selected) > 0 {
+		// Rule "a budget left is filled from below the cut-off"
+		// (ranked.Params.Fill): what remains of the per-turn budget after
+		// every pick takes the candidates the cut-off kept out, best
+		// first, each if it fits (never the first pick, never after an
+		// exact needle: the needle's nodes are the evidence).
+		for _, p := range r.Below {
+			if admitted[p.Step] || placed[p.Step] || needlePick(p.Step) != nil {
+				continue
+			}
+			cost := focus.pickCost(p.Step, p.Summary, p.Tokens)
+			why := append([]string{`below the cut-off, in the budget left (rule "a budget left is filled from below the cut-off")`}, p.Why...)
+			pick := contextfold.ScanPick{StepID: p.Step, MatchedTerms: nonNil(p.Terms), TokenCost: cost, Summary: p.Summary, Score: p.Score, Why: why}
+			if dropLong(p, cost, budget, false, topShare) || cost > remaining {
+				continue
+			}
+			admit(pick, true)
+		}
+	}
 	if revived {
 		// A needle node the needle stage dropped and rule "an older run
 		// beside its re-run" then admitted is listed once, as hydrated.

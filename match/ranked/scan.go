@@ -382,7 +382,20 @@ type Params struct {
 	// prompt's own words only keeps no gain (fresh 63 → 62, fourth 66)
 	// (docs/matching.md, "Everyday words").
 	BackgroundAgent float64
+	// Fill: rule "a budget left is filled from below the cut-off"
+	// (package match admits them). The candidates that intent ownership
+	// left and the cut-off (Ratio × the best own score) kept out, scoring
+	// at least Fill × the best own score, are listed in Result.Below,
+	// best own score first (at most maxBelow); after every pick, they are
+	// admitted in that order while they fit what remains of the per-turn
+	// budget, never as the first pick, never after an exact needle
+	// (0: off; Fill ≥ Ratio lists nothing).
+	Fill float64
 }
+
+// maxBelow bounds Result.Below (rule "a budget left is filled from below
+// the cut-off").
+const maxBelow = 8
 
 // DefaultParams are the constants the ranked mode uses.
 func DefaultParams() Params {
@@ -803,6 +816,12 @@ type Result struct {
 	// UpdatedBy set; nil when the rule is off. They are no picks: package
 	// match admits one beside a re-run it admitted.
 	Older []Pick
+	// Below: rule "a budget left is filled from below the cut-off"
+	// (Params.Fill), the candidates under the cut-off and at least Fill ×
+	// the best own score, that no pick or companion took, best own score
+	// first (ties by newest step), at most maxBelow; nil when the rule is
+	// off.
+	Below []Pick
 }
 
 // score computes every candidate's total score, among the docs of steps
@@ -1363,6 +1382,9 @@ func (ix *Index) scanLocked(prompt string, p Params, before int, explain bool) *
 		}
 	}
 	res.Picks = out
+	if p.Fill > 0 && p.Fill < p.Ratio {
+		res.Below = ix.below(q, alive, picked, top*p.Fill, threshold)
+	}
 	if p.Fuse > 0 {
 		res.Picks = ix.fuse(q, res.Picks, alive, p)
 	}
