@@ -389,7 +389,14 @@ type Params struct {
 	// best own score first (at most maxBelow); after every pick, they are
 	// admitted in that order while they fit what remains of the per-turn
 	// budget, never as the first pick, never after an exact needle
-	// (0: off; Fill ≥ Ratio lists nothing).
+	// (0: off; Fill ≥ Ratio lists nothing). Off: at 0.2 (chosen on the 80
+	// and the fourth 74 end-of-session questions, where five of the eight
+	// misses were under the cut-off) the fourth 66 → 70 and the fresh 67
+	// 63 → 64 at 7–10 % more tokens a question, the 80 and held-out 47
+	// unchanged, chat +5 evidence turns / −0 (p 0.06); but the fifth 71,
+	// written blind and decided on before it was run, 64 → 64 at 1,969 →
+	// 2,142 tokens (docs/matching.md, "A budget left is filled from below
+	// the cut-off").
 	Fill float64
 }
 
