@@ -225,6 +225,15 @@ func wireProbeSession(t *testing.T, name string, turns []contextfold.Turn, syste
 		}
 		probes = kept
 	}
+	return wireAsk(t, name, system, msgs, f, cfg, probes)
+}
+
+// wireAsk replays a conversation already in f's messages through a real
+// proxy (a loopback upstream; one request before each of the model's
+// turns) with the harness config cfg, then asks each probe's question at
+// its end, wrapped in the client's notes, and reports what reached the
+// upstream.
+func wireAsk(t *testing.T, name string, system string, msgs []map[string]any, f wireFormat, cfg harness.Config, probes []matcheval.Probe) []wireProbeResult {
 	if len(probes) == 0 {
 		return nil
 	}

@@ -139,3 +139,31 @@ func TestChatTurnLabels(t *testing.T) {
 		}
 	}
 }
+
+// RoleOf: a tool's result that reached the proxy in a user message (an
+// Anthropic tool_result block, a scaffold's observation) is a tool's
+// output, as ingest labels the same turn; a human prompt, or a summary a
+// person wrote, keeps its role.
+func TestRoleOfToolResultInUserMessage(t *testing.T) {
+	for summary, want := range map[string]string{
+		"user Bash $ go test ./...: ok":                           "tool",
+		"user bash $ python test_complex.py [error]: exit 1: Tra": "tool",
+		"user Read: 1 services:":                                  "tool",
+		"user Grep [error]: no matches":                           "tool",
+		"user [error]: permission denied":                         "tool",
+		"user $ make: make: *** [all] Error 2":                    "tool",
+		"user bash $ python -c 'print(\"a: b\")': a: b":           "tool",
+		"user Bash":                                               "tool",
+		"user: what did the build print?":                         "user",
+		"user: Bash $ ls":                                         "user",
+		"user wants the cache flushed":                            "user",
+		"user":                                                    "user",
+		"tool Bash $ ls: a b":                                     "tool",
+		"assistant Bash $ ls: Look first.":                        "assistant",
+		"Caroline: I went hiking":                                 "",
+	} {
+		if got := RoleOf(summary); got != want {
+			t.Errorf("RoleOf(%q) = %q, want %q", summary, got, want)
+		}
+	}
+}

@@ -1810,13 +1810,41 @@ func specific(w string) bool {
 // "assistant", "user" or "system", as package ingest and the proxy write
 // them: "tool bash $ ls: …", "assistant: …"), or "" for any other summary
 // (a chat speaker's, a heading).
+//
+// A tool's result that reached the proxy in a user message (an Anthropic
+// tool_result block, a scaffold's observation) is folded as "user Bash $
+// go test ./...: …" or "user Read: …": the role of its message, then the
+// tool, the command or the error mark. Its role is "tool": it is a tool's
+// output, as ingest writes the same turn ("tool Bash $ …"), whatever
+// message carried it. A human prompt ("user: …") stays "user".
 func RoleOf(summary string) string {
-	f, _, _ := strings.Cut(summary, " ")
+	f, rest, _ := strings.Cut(summary, " ")
+	colon := strings.HasSuffix(f, ":")
 	f = strings.ToLower(strings.TrimSuffix(f, ":"))
-	if roles[f] {
-		return f
+	if !roles[f] {
+		return ""
 	}
-	return ""
+	if f == "user" && !colon && namesTool(rest) {
+		return "tool"
+	}
+	return f
+}
+
+// namesTool reports whether rest, what follows a summary's role, is the
+// head Summarize writes for a tool's result before its ": " — a tool's
+// name, " $ " and a command, an error mark, in that order, each optional
+// but one (package harness, Summarize).
+func namesTool(rest string) bool {
+	head, _, _ := strings.Cut(rest, ": ")
+	head, failed := strings.CutSuffix(head, "[error]")
+	head = strings.TrimSuffix(head, " ")
+	if tool, cmd, ok := strings.Cut(head, "$ "); ok {
+		return !strings.Contains(strings.TrimSuffix(tool, " "), " ") && strings.TrimSpace(cmd) != ""
+	}
+	if head == "" {
+		return failed
+	}
+	return !strings.ContainsAny(head, " \t")
 }
 
 // firstWords ask for the oldest of several (rule "a first asks for the

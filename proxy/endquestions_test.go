@@ -1,0 +1,138 @@
+package proxy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/contextfold/contextfold/ingest"
+	"github.com/contextfold/contextfold/internal/matcheval"
+	"github.com/contextfold/contextfold/scrub"
+)
+
+// endQuestionSets are the hand-written end-of-session question sets
+// (internal/matcheval/testdata; docs/matching.md, "Measuring it").
+var endQuestionSets = []string{"endq-questions.jsonl", "endq-heldout.jsonl", "endq-fresh.jsonl", "endq-fourth.jsonl", "endq-fifth.jsonl"}
+
+// TestWireEndQuestions asks the hand-written end-of-session questions
+// (each about a turn of its session's first half, a third to a half of
+// them quoting a token with punctuation, the rest in plain or
+// half-remembered words) through the real proxy, in every client's wire
+// format, as a user returning to an old problem asks them: each bundled
+// transcript is replayed as the client sends its growing history, and at
+// its end each question of the sets about it is asked. A question is a hit
+// when its answer line (or an Also line) is in the hydration the upstream
+// received; a question whose answer line is still verbatim in the prompt
+// (not folded) is no question of recall and is counted apart, and one whose
+// answer line scrubbing redacts is not asked. This is
+// cfeval's `questions` as the model lives it: the proxy's own folding,
+// rendering, scrubbing and per-turn budget. Wanted: every question quoting
+// a token the proxy's scan finds as cfeval's does (its hit rate within
+// one question of cfeval's per set) — reported, and the quoted-token
+// questions must all hit.
+//
+// By default the Claude Code transcript's questions (about 10 s); every
+// transcript with CONTEXTFOLD_REPLAY_FULL=1 (the 25 long corpus sessions
+// included: several minutes). CONTEXTFOLD_REPLAY_DEBUG=1 logs every miss.
+func TestWireEndQuestions(t *testing.T) {
+	skipReplayUnderRace(t)
+	if testing.Short() {
+		t.Skip("replay skipped in -short mode")
+	}
+	full := os.Getenv("CONTEXTFOLD_REPLAY_FULL") == "1"
+	only := os.Getenv("CONTEXTFOLD_REPLAY_ONLY")
+	type asked struct {
+		set string
+		matcheval.Question
+	}
+	bySession := map[string][]asked{}
+	for _, set := range endQuestionSets {
+		qs, err := matcheval.LoadQuestions(filepath.Join("../internal/matcheval/testdata", set))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			bySession[q.Session] = append(bySession[q.Session], asked{strings.TrimSuffix(strings.TrimPrefix(set, "endq-"), ".jsonl"), q})
+		}
+	}
+	sessions := make([]string, 0, len(bySession))
+	for s := range bySession {
+		sessions = append(sessions, s)
+	}
+	sort.Strings(sessions)
+	sc, err := scrub.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tally := map[string]*probeTally{} // by set and client
+	quotedMissed := 0
+	for _, name := range sessions {
+		if !full && !strings.HasPrefix(name, "claude-code/") || !strings.Contains(name, only) {
+			continue
+		}
+		res, err := ingest.ParseFile(filepath.Join(transcriptsDir, name), ingest.FormatAuto)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// A question whose answer line scrubbing redacts (a password's
+		// value) asks for what the store never holds and the model never
+		// sees, by design: it is no question of recall, and not asked.
+		var qs []asked
+		for _, q := range bySession[name] {
+			if sc.Scrub(q.Answer).Text != q.Answer {
+				t.Logf("%s (%s): %q asks for a line scrubbing redacts: not asked", name, q.set, q.Q)
+				continue
+			}
+			qs = append(qs, q)
+		}
+		probes := make([]matcheval.Probe, len(qs))
+		for i, q := range qs {
+			probes[i] = matcheval.Probe{Session: name, Step: q.Output, Question: q.Q, Answer: q.Answer, Class: q.Class, Also: q.Also}
+		}
+		for _, f := range wireFormats {
+			var rs []wireProbeResult
+			if f.api == APIAnthropic {
+				system, msgs := anthropicMessages(res.Turns)
+				rs = wireAsk(t, name, system, msgs, f, needleProbeConfig, probes)
+			} else {
+				rs = wireAsk(t, name, "", chatMessages(res.Turns), f, needleProbeConfig, probes)
+			}
+			for i, r := range rs {
+				for _, key := range []string{qs[i].set + "|" + f.name, "all|" + f.name} {
+					if tally[key] == nil {
+						tally[key] = &probeTally{}
+					}
+					tally[key].add(r)
+				}
+				quoted := qs[i].Class != "natural" && qs[i].Class != "vague"
+				if !r.Hit && !r.InPrompt && (quoted || os.Getenv("CONTEXTFOLD_REPLAY_DEBUG") != "") {
+					t.Logf("%s (%s, %s): missed %s %q (answer in turn %d): hydrated %v", name, f.name, qs[i].set, qs[i].Class, qs[i].Q, qs[i].Output, r.Steps)
+				}
+				if quoted && !r.Hit && !r.InPrompt {
+					quotedMissed++
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("\n| set | client | answer line hydrated |\n|---|---|---|\n")
+	keys := make([]string, 0, len(tally))
+	for k := range tally {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set, client, _ := strings.Cut(k, "|")
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", set, client, tally[k])
+	}
+	t.Log(b.String())
+	if len(keys) == 0 {
+		t.Fatal("no question was asked")
+	}
+	if quotedMissed > 0 {
+		t.Errorf("%d questions quoting a token missed their answer line through the proxy", quotedMissed)
+	}
+}
