@@ -385,6 +385,9 @@ func (r *request) resolveTools(from int) {
 				if m.Tool == "" {
 					m.Tool, m.Command = e.ref.name, e.ref.command
 				}
+				if k == 0 && r.api == APIResponses {
+					r.callNote(i, from, e.ref)
+				}
 			case evResult:
 				if ref, ok := lookup(i, k, e.id); ok && m.Tool == "" {
 					m.Tool, m.Command = ref.name, ref.command
@@ -397,6 +400,25 @@ func (r *request) resolveTools(from int) {
 				}
 			}
 		}
+	}
+}
+
+// callNote gives the assistant's message item right before the Responses
+// call item i (the sentence the model wrote before the call: "I'll run
+// the reproduction script") the call's tool and command, as a Chat
+// Completions or Anthropic assistant message holding its text and its
+// calls is named: the folded note then reads "assistant shell $ python
+// repro.py: I'll run …" and the matcher pairs it with the output that
+// follows (rule "a call brings its output"). Only a message item of this
+// request's new elements (from on), naming no tool and making no call of
+// its own, and only the first call after it.
+func (r *request) callNote(i, from int, ref toolRef) {
+	j := i - 1
+	if j < from || r.kinds[j] != "message" && r.kinds[j] != "" {
+		return
+	}
+	if m := &r.msgs[j]; m.Role == harness.RoleAssistant && m.Tool == "" && m.Command == "" && len(r.events[j]) == 0 {
+		m.Tool, m.Command = ref.name, ref.command
 	}
 }
 

@@ -69,6 +69,7 @@ func TestWireEndQuestions(t *testing.T) {
 	}
 	tally := map[string]*probeTally{} // by set and client
 	quotedMissed := 0
+	lost := map[string]int{} // by client: hit by the direct scan, missed on the wire
 	for _, name := range sessions {
 		if !full && !strings.HasPrefix(name, "claude-code/") || !strings.Contains(name, only) {
 			continue
@@ -87,6 +88,16 @@ func TestWireEndQuestions(t *testing.T) {
 				continue
 			}
 			qs = append(qs, q)
+		}
+		// The direct scan of the ingested session (cfeval questions): what
+		// the engine finds, to compare with what reaches the model.
+		plain := make([]matcheval.Question, len(qs))
+		for i, q := range qs {
+			plain[i] = q.Question
+		}
+		direct, err := matcheval.RunQuestions(plain, transcriptsDir, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
 		}
 		probes := make([]matcheval.Probe, len(qs))
 		for i, q := range qs {
@@ -114,6 +125,10 @@ func TestWireEndQuestions(t *testing.T) {
 				if quoted && !r.Hit && !r.InPrompt {
 					quotedMissed++
 				}
+				if direct[i].Hit && !r.Hit && !r.InPrompt {
+					lost[f.name]++
+					t.Logf("%s (%s, %s): %s %q hit by the direct scan (%v), missed on the wire: hydrated %v", name, f.name, qs[i].set, qs[i].Class, qs[i].Q, direct[i].Picked, r.Steps)
+				}
 			}
 		}
 	}
@@ -129,6 +144,7 @@ func TestWireEndQuestions(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", set, client, tally[k])
 	}
 	t.Log(b.String())
+	t.Logf("hit by the direct scan, missed on the wire: %v", lost)
 	if len(keys) == 0 {
 		t.Fatal("no question was asked")
 	}

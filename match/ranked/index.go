@@ -978,10 +978,20 @@ func (ix *Index) reorder() {
 	}
 }
 
-// neighbours returns the live docs of the adjacent steps, step−1 and
-// step+1 (-1 when that step is not indexed): neighbour credit never crosses
-// a gap of step ids (an ingested call and its result, a question and its
-// answer, are consecutive steps; a node 56 steps away is another turn).
+// maxStepGap is how many step ids that hold no node may lie between two
+// neighbours: the proxy gives each Responses item a step, and the items it
+// never folds (a function_call, a reasoning item) lie between the
+// assistant's note and the call's output, and between an output and the
+// next note.
+const maxStepGap = 2
+
+// neighbours returns the live docs of the adjacent steps before and after
+// d's (-1 when there is none): the next indexed step in each direction,
+// when at most maxStepGap step ids between them hold no node. Neighbour
+// credit never crosses a longer gap (an ingested call and its result, a
+// question and its answer, are consecutive steps; a Responses note and its
+// output are two apart, the call item between; a node 56 steps away is
+// another turn).
 func (ix *Index) neighbours(d int32) (prev, next int32) {
 	prev, next = -1, -1
 	r := ix.rank[d]
@@ -989,10 +999,10 @@ func (ix *Index) neighbours(d int32) (prev, next int32) {
 		return
 	}
 	step := ix.docs[d].step
-	if r > 0 && ix.docs[ix.order[r-1]].step == step-1 {
+	if r > 0 && ix.docs[ix.order[r-1]].step >= step-1-maxStepGap {
 		prev = ix.order[r-1]
 	}
-	if int(r)+1 < len(ix.order) && ix.docs[ix.order[r+1]].step == step+1 {
+	if int(r)+1 < len(ix.order) && ix.docs[ix.order[r+1]].step <= step+1+maxStepGap {
 		next = ix.order[r+1]
 	}
 	return
