@@ -153,14 +153,14 @@ func TestRoleOfToolResultInUserMessage(t *testing.T) {
 		"user [error]: permission denied":                         "tool",
 		"user $ make: make: *** [all] Error 2":                    "tool",
 		"user bash $ python -c 'print(\"a: b\")': a: b":           "tool",
-		"user Bash":                                               "tool",
-		"user: what did the build print?":                         "user",
-		"user: Bash $ ls":                                         "user",
-		"user wants the cache flushed":                            "user",
-		"user":                                                    "user",
-		"tool Bash $ ls: a b":                                     "tool",
-		"assistant Bash $ ls: Look first.":                        "assistant",
-		"Caroline: I went hiking":                                 "",
+		"user Bash":                        "tool",
+		"user: what did the build print?":  "user",
+		"user: Bash $ ls":                  "user",
+		"user wants the cache flushed":     "user",
+		"user":                             "user",
+		"tool Bash $ ls: a b":              "tool",
+		"assistant Bash $ ls: Look first.": "assistant",
+		"Caroline: I went hiking":          "",
 	} {
 		if got := RoleOf(summary); got != want {
 			t.Errorf("RoleOf(%q) = %q, want %q", summary, got, want)
