@@ -150,6 +150,17 @@ func rawClaudeCode(t testing.TB, path string) ([]map[string]any, []contextfold.T
 	return msgs, turns
 }
 
+// storedHas reports whether the store's cold nodes hold one of the
+// encodings of a line.
+func storedHas(stored string, encodings ...string) bool {
+	for _, e := range encodings {
+		if strings.Contains(stored, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // wireProbeResult is one end-of-session question and what reached the
 // upstream.
 type wireProbeResult struct {
@@ -158,6 +169,9 @@ type wireProbeResult struct {
 	Hit      bool  // an answer line was in the hydration
 	Steps    []int // the steps hydrated, in order
 	Tokens   int   // the hydration's size as forwarded (characters/4)
+	// Stored: an answer line is in a cold node of the session's store
+	// (as the proxy encodes it); false when scrubbing redacted it.
+	Stored bool
 }
 
 // hydratedStepRE finds the step ids of the hydration elements in a
@@ -291,6 +305,21 @@ func wireAsk(t *testing.T, name string, system string, msgs []map[string]any, f 
 		}
 	}
 	end := history(msgs, len(msgs), api)
+	// What the store holds after a question's request (its fold event
+	// included): a line scrubbing redacted (a password's value, learned
+	// from another turn) is in no cold node, by design.
+	stored := func() string {
+		var b strings.Builder
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.Contains(p, "cold_nodes") {
+				if data, err := os.ReadFile(p); err == nil {
+					b.Write(data)
+				}
+			}
+			return nil
+		})
+		return b.String()
+	}
 	var out []wireProbeResult
 	for _, p := range probes {
 		got := send(wireRequest(f, system, end, p.Question))
@@ -330,6 +359,9 @@ func wireAsk(t *testing.T, name string, system string, msgs []map[string]any, f 
 			}
 			if strings.Contains(hydration, proxied) {
 				r.Hit = true
+			}
+			if r.Hit || !r.InPrompt && !r.Stored && storedHas(stored(), proxied, strings.Trim(string(asClient), `"`)) {
+				r.Stored = true
 			}
 		}
 		out = append(out, r)

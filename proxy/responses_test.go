@@ -294,3 +294,40 @@ func TestResponsesStringInput(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// A Responses assistant message item right before a function_call is the
+// note of that call: it is named by the call's tool and command, as a Chat
+// Completions assistant message holding its text and its calls is, so
+// that its folded summary reads "assistant shell $ python repro.py: …" and
+// the matcher pairs it with the output two items on. A message that is
+// not right before a call, a second call after the first, and a message
+// of an earlier request's elements keep their names.
+func TestResponsesNoteNamesItsCall(t *testing.T) {
+	body := `{"model":"m","input":[
+{"type":"message","role":"user","content":[{"type":"input_text","text":"fix the bug"}]},
+{"type":"message","role":"assistant","content":[{"type":"output_text","text":"I'll run the reproduction script."}]},
+{"type":"function_call","name":"shell","call_id":"c1","arguments":"{\"command\":\"python repro.py\"}"},
+{"type":"function_call","name":"shell","call_id":"c2","arguments":"{\"command\":\"ls\"}"},
+{"type":"function_call_output","call_id":"c1","output":"Traceback: boom"},
+{"type":"function_call_output","call_id":"c2","output":"a b"},
+{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}]}`
+	r, err := parseRequest(APIResponses, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.msgs[1]; m.Tool != "shell" || m.Command != "python repro.py" {
+		t.Errorf("the note before the call: tool %q command %q, want shell / python repro.py", m.Tool, m.Command)
+	}
+	if got := harness.Summarize(r.msgs[1]); !strings.HasPrefix(got, "assistant shell $ python repro.py: I'll run") {
+		t.Errorf("the note's summary %q does not name its call", got)
+	}
+	if m := r.msgs[3]; m.Command != "ls" {
+		t.Errorf("the second call's command %q, want its own", m.Command)
+	}
+	if m := r.msgs[6]; m.Tool != "" || m.Command != "" {
+		t.Errorf("the closing message names tool %q command %q, want none", m.Tool, m.Command)
+	}
+	if m := r.msgs[0]; m.Tool != "" {
+		t.Errorf("the user's prompt names tool %q", m.Tool)
+	}
+}
