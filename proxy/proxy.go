@@ -533,6 +533,9 @@ func New(opts Options) (*Server, error) {
 		}
 		f.Close()
 		os.Remove(f.Name())
+		if err := writeDirMarker(opts.Dir); err != nil {
+			return nil, fmt.Errorf("proxy: the session stores' directory %s cannot be written: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
+		}
 	}
 	s := &Server{opts: opts, sessions: map[string]*session{}, families: map[string]*family{}, log: opts.Logger, cache: newParseCache(), lin: lineages{dir: opts.Dir}}
 	s.bgIdle = sync.NewCond(&s.mu)
@@ -1886,4 +1889,39 @@ func (b *observedBody) Close() error {
 	err := b.rc.Close()
 	b.end(errors.New("closed before the end"))
 	return err
+}
+
+// DirMarkerFile is the file a proxy writes into its Options.Dir when it
+// starts (once; an existing one is left as it is), before any session has a
+// store there: it marks the directory as a proxy's directory of session
+// stores, so that "contextfold mcp --dir" on it, started before or after the
+// proxy and before the first session folds, serves the sessions as they
+// appear rather than the directory as one empty store. Its name cannot be a
+// session's (a session name starts with a letter or a digit); it holds two
+// lines of text saying what the directory is.
+const DirMarkerFile = ".contextfold-proxy"
+
+// dirMarkerText is DirMarkerFile's content (the same bytes every time).
+const dirMarkerText = "This directory holds the session stores of a contextfold proxy: <session>/g<N>, one store per history the client sent.\n" +
+	"List them with: contextfold sessions --dir <this directory>; serve them to an agent with: contextfold mcp --dir <this directory>\n"
+
+// writeDirMarker writes DirMarkerFile into dir unless it is there already.
+func writeDirMarker(dir string) error {
+	path := filepath.Join(dir, DirMarkerFile)
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // another proxy on the same directory wrote it first
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(dirMarkerText); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }

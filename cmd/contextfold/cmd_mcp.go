@@ -21,6 +21,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/mcpserver"
+	"github.com/contextfold/contextfold/proxy"
 )
 
 func init() { commands = append(commands, newMCPCmd) }
@@ -122,13 +123,28 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			if err != nil {
 				return err
 			}
+			var claim func() *sessiondir.Set
 			if store.Backend() == nil {
 				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
-				if _, err := os.Stat(store.Dir()); err != nil && !asStore {
-					// A proxy's --dir before its first session: served as
-					// a store, it never reads them (.contextfold is served
-					// as sessions without --sessions: meantForSessions).
-					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is served as one store (fold_turn folds into it); if a proxy or the Claude Code hooks will keep their session stores below it, restart with --sessions: this server would not read them\n", store.Dir())
+				if !asStore && holdsNothing(store.Dir()) {
+					// Maybe a proxy's --dir before the proxy first
+					// started: served as a store until a proxy claims it
+					// (its marker, its sessions), then as its sessions
+					// (.contextfold is served as sessions at once:
+					// meantForSessions).
+					dir, sopts := store.Dir(), g.storeOptions()
+					claim = func() *sessiondir.Set {
+						if !proxyClaimed(dir) {
+							return nil
+						}
+						set, err := sessiondir.Open(dir, sopts)
+						if err != nil {
+							return nil
+						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s became a proxy's directory of session stores: serving them now, read-only (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session; no fold_turn)\n", dir)
+						return set
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s holds nothing yet: it is served as one store (fold_turn folds into it) until a proxy starts on it before anything is folded here; it is then served as the proxy's sessions, read-only (the Claude Code hooks' directory: give --dir .contextfold; to read sessions at once: --sessions)\n", store.Dir())
 				}
 				if !isStore(store.Dir()) {
 					// The hooks' .contextfold (or a proxy's directory):
@@ -142,7 +158,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a store, served as such; the %d session stores below it (sessions/) are not: to read them, give --dir %s\n", store.Dir(), len(ss), shellQuote(filepath.Join(store.Dir(), "sessions")))
 				}
 			}
-			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
+			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger, Sessions: claim})
 			return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio", store.Dir())
 		},
 	}
@@ -165,7 +181,8 @@ See docs/mcp-and-hooks.md for host configuration.`,
 // sessions/ directory itself. The MCP server serves such a directory as a
 // directory of session stores without --sessions, so that the sessions the
 // hooks fold after it started are read; --sessions=false serves it as one
-// store. A proxy's --dir has no such mark: --sessions.
+// store. So is a proxy's --dir before its first session: the proxy
+// marks it when it starts (proxyMarked).
 func meantForSessions(dir string) bool {
 	if isStore(dir) {
 		return false
@@ -181,6 +198,9 @@ func meantForSessions(dir string) bool {
 	clean := filepath.Clean(dir)
 	if abs, err := filepath.Abs(clean); err == nil {
 		clean = abs
+	}
+	if proxyMarked(dir) {
+		return true // a proxy's --dir before its first session
 	}
 	base := filepath.Base(clean)
 	if base == contextfold.DefaultStoreDir || base == "sessions" && filepath.Base(filepath.Dir(clean)) == contextfold.DefaultStoreDir {
@@ -247,4 +267,49 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// proxyMarked reports whether dir holds the mark a proxy leaves in its
+// --dir when it starts (proxy.DirMarkerFile) or its lineage directory.
+func proxyMarked(dir string) bool {
+	for _, f := range []string{proxy.DirMarkerFile, proxy.LineageDir} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyClaimed reports whether dir, which held nothing when the MCP server
+// started, is now a proxy's directory of session stores: marked by a proxy
+// (proxyMarked) or holding session stores, and still not a store (nothing
+// was folded into it as one: fold_turn, fold).
+func proxyClaimed(dir string) bool {
+	if isStore(dir) {
+		return false
+	}
+	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return false
+		}
+	}
+	if proxyMarked(dir) {
+		return true
+	}
+	ss, _ := sessiondir.Find(dir)
+	return len(ss) > 0
+}
+
+// holdsNothing reports whether dir is missing or an empty directory.
+func holdsNothing(dir string) bool {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
 }
