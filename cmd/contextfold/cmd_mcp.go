@@ -60,9 +60,13 @@ optional session argument (recall and scan search all sessions without it,
 each result naming its session). It offers no fold_turn, evict_node or
 resources, and never writes into the sessions' stores. A directory that holds
 no session store yet is served so too when it is meant to hold them: named
-.contextfold (the hooks' directory, and the default), or holding a sessions/
-directory, and not a store; sessions are found at every call, so those the
-hooks fold after the server started are read. --sessions serves any
+.contextfold (the hooks' directory, and the default), holding a sessions/
+directory, or marked by a proxy (it writes .contextfold-proxy into its --dir
+at start), and not a store; sessions are found at every call, so those the
+hooks or the proxy fold after the server started are read. A missing or
+empty directory is served as one store until a proxy claims it (its mark or
+its session stores, and still not a store), then, from the next call, as the
+proxy's sessions (tools/list_changed is sent). --sessions serves any
 directory so; --sessions=false serves it as one store (fold_turn folds into
 it), and is refused when it holds session stores.
 See docs/mcp-and-hooks.md for host configuration.`,
@@ -164,7 +168,7 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
-	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet: a proxy's --dir before its first session (a directory that holds session stores, or a .contextfold or a directory with sessions/ that is not a store, is served so without it); --sessions=false: serve it as one store that fold_turn folds into")
+	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet (a directory that holds session stores, a .contextfold or a directory with sessions/ that is not a store, and a proxy's --dir are served so without it; a missing or empty one once a proxy claims it); --sessions=false: serve it as one store that fold_turn folds into")
 	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
