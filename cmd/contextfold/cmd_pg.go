@@ -130,7 +130,11 @@ stores below it, newest first: the session id (what --session takes in scan,
 recall and hydrate), its nodes and tokens, when its first and last nodes were
 folded, and its store directory; a store that cannot be read is listed last
 with its error. It writes nothing. A directory store holds one session: use
-status there.
+status there. A proxy's --dir or a project's .contextfold before its first
+session lists no session (exit 0).
+
+The text is a table: a header row naming the columns, then one row per
+session.
 
 --json: {"sessions": [...]}; a database's rows have name, entries,
 generation, revision; a directory's have session, store, nodes,
