@@ -123,7 +123,14 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		for i, h := range hits {
 			rows[i] = map[string]any{"session": h.ID, "store": h.Dir, "step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
 		}
-		doc := map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}
+		// query_terms and match as scan --json across sessions gives them
+		// (and the MCP tool its terms): what was looked up, secrets redacted.
+		terms := echoTerms(query, contextfold.RecallTerms(query))
+		if terms == nil {
+			terms = []string{}
+		}
+		doc := map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr),
+			"query_terms": terms, "match": string(m)}
 		if m == match.Ranked && len(hits) == 0 {
 			// The text's below-cut-off hint, as a number.
 			if ex, _, err := set.Recall("", query, match.Exact); err == nil {

@@ -114,3 +114,32 @@ func TestListCommandsHaveAHeaderRow(t *testing.T) {
 		t.Errorf("status on a proxy's --dir before its first session: exit %d %q", code, errs)
 	}
 }
+
+// TestRecallAcrossSessionsJSONNamesItsTerms: recall --json across the
+// sessions of a directory gives query_terms and match, as scan --json across
+// sessions does (and the MCP tool its terms), a token in the query redacted:
+// a recall that finds nothing says what it looked up. The other fields are
+// unchanged.
+func TestRecallAcrossSessionsJSONNamesItsTerms(t *testing.T) {
+	root := t.TempDir()
+	if _, errs, code := cli(t, "", "--dir", filepath.Join(root, "s-1", "g1"), "fold", "3", "linker error: undefined reference to frobnicate_widget"); code != 0 {
+		t.Fatal(errs)
+	}
+	tok := "ghp_" + strings.Repeat("a1B2c3D4e5", 3) + "f6G7h8"
+	out, errs, code := cli(t, "", "recall", "--dir", root, "--json", "the", "frobnicate_widget", "linker", tok)
+	var doc map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("recall --json: %d %s %s", code, out, errs)
+	}
+	if keys := slices.Sorted(maps.Keys(doc)); !slices.Equal(keys, []string{"candidates", "failed_sessions", "match", "omitted", "query_terms", "sessions_searched"}) {
+		t.Errorf("recall --json keys %v", keys)
+	}
+	terms, _ := json.Marshal(doc["query_terms"])
+	if doc["match"] != "ranked" || !strings.Contains(string(terms), `"frobnicate_widget"`) || !strings.Contains(string(terms), `"linker"`) || strings.Contains(out, tok) {
+		t.Errorf("recall --json: match %v, query_terms %s (want the words looked up, the token redacted)", doc["match"], terms)
+	}
+	out, _, _ = cli(t, "", "recall", "--dir", root, "--json", "the")
+	if !strings.Contains(out, `"query_terms": []`) {
+		t.Errorf("recall --json of stop words alone: %s", out)
+	}
+}
