@@ -521,6 +521,14 @@ func New(opts Options) (*Server, error) {
 		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
 		}
+		for _, f := range []string{contextfold.IndexFile, contextfold.ColdNodesDir} {
+			// A store as Dir: the sessions' stores would be made inside
+			// it, where nothing reads them (contextfold sessions, recall
+			// --dir and the MCP server read it as the one store it is).
+			if _, err := os.Lstat(filepath.Join(opts.Dir, f)); err == nil {
+				return nil, fmt.Errorf("proxy: %s is a store (it holds %s), not a directory for session stores: the proxy keeps one store per session below its --dir, and stores inside a store are listed by nothing; give a directory of its own, e.g. --dir %s-proxy", opts.Dir, f, filepath.Clean(opts.Dir))
+			}
+		}
 		if fi, err := os.Stat(opts.Dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s is not a directory (give a directory path, --dir)", opts.Dir)
 		}
