@@ -32,6 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/match"
 	"github.com/contextfold/contextfold/scrub"
 )
@@ -43,6 +44,20 @@ type Options struct {
 	// Logger receives one line per request. nil: no logging. It must never
 	// write to the stdout of a stdio server.
 	Logger *slog.Logger
+	// Sessions, when set, is asked by a server New made before each
+	// request that lists or calls tools or reads resources, until it
+	// returns a directory of session stores: the store's directory, which
+	// held nothing when the server started, has since become one (a proxy
+	// started on it). The server then serves that directory as NewSessions
+	// does, for good: its one-store tools and resources are removed
+	// (fold_turn, evict_node, store_status, validate_store, the steps and
+	// the recall index), list_sessions is added, and recall_archived_nodes,
+	// scan_prompt and fetch_archived_node read the sessions (same names,
+	// with an optional session); clients are notified that the tool list
+	// changed. Once the store holds a fold of its own, Sessions must return
+	// nil. nil: the server serves its store only (NewSessions ignores it).
+	// Calls are serialised.
+	Sessions func() *sessiondir.Set
 }
 
 // instructions tell the model how to use the tools.
@@ -61,6 +76,13 @@ type server struct {
 
 	mu     sync.Mutex
 	listed map[string]bool // URIs of the step resources currently registered
+	gone   bool            // the store is no longer served (switchToSessions)
+
+	// sessions is Options.Sessions until the server switched to the
+	// directory of session stores it returned (nil after); switchMu
+	// serialises the checks.
+	sessions func() *sessiondir.Set
+	switchMu sync.Mutex
 }
 
 // newMCPServer is the MCP server New and NewSessions build on: opts' name
@@ -85,7 +107,7 @@ func newMCPServer(opts Options, title, instructions string) *mcp.Server {
 // (stdio, in-memory) or serve it with mcp.NewStreamableHTTPHandler.
 func New(store *contextfold.Store, opts Options) *mcp.Server {
 	ms := newMCPServer(opts, "contextfold (IPCF-1.1 archive)", instructions)
-	s := &server{store: store, mcp: ms, listed: map[string]bool{}}
+	s := &server{store: store, mcp: ms, listed: map[string]bool{}, sessions: opts.Sessions}
 	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	s.addTools()
 	s.addResources()
@@ -98,7 +120,10 @@ func New(store *contextfold.Store, opts Options) *mcp.Server {
 func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "resources/list" && s.store != nil {
+			if strings.HasPrefix(method, "tools/") || strings.HasPrefix(method, "resources/") {
+				s.switchToSessions(log)
+			}
+			if method == "resources/list" && s.store != nil && !s.switched() {
 				if err := s.syncResources(); err != nil && log != nil {
 					log.Warn("listing cold nodes", "err", err)
 				}
@@ -122,6 +147,41 @@ func (s *server) middleware(log *slog.Logger) mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// switchToSessions serves the directory of session stores Options.Sessions
+// returns, once it returns one (see Options.Sessions).
+func (s *server) switchToSessions(log *slog.Logger) {
+	s.switchMu.Lock()
+	defer s.switchMu.Unlock()
+	if s.sessions == nil {
+		return
+	}
+	set := s.sessions()
+	if set == nil {
+		return
+	}
+	s.sessions = nil
+	s.mcp.RemoveTools(ToolRecall, ToolFetch, ToolScan, ToolFold, ToolEvict, ToolStatus, ToolValidate)
+	s.mu.Lock()
+	uris := append(sortedKeys(s.listed), IndexURI)
+	s.listed = map[string]bool{}
+	s.gone = true
+	s.mu.Unlock()
+	s.mcp.RemoveResources(uris...)
+	s.mcp.RemoveResourceTemplates(StepURITemplate)
+	addSessionTools(s.mcp, set)
+	if log != nil {
+		log.Info("the store's directory became a directory of session stores: serving them, read-only", "dir", set.Root())
+	}
+}
+
+// switched reports whether the server serves a directory of session stores
+// now (switchToSessions).
+func (s *server) switched() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone
 }
 
 func (s *server) addTools() {

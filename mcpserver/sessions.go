@@ -46,6 +46,17 @@ type sessionsServer struct {
 // Connect it like New's server.
 func NewSessions(set *sessiondir.Set, opts Options) *mcp.Server {
 	ms := newMCPServer(opts, "contextfold (IPCF-1.1 archives of past sessions)", sessionsInstructions)
+	addSessionTools(ms, set)
+	ms.AddReceivingMiddleware((&server{}).middleware(opts.Logger))
+	return ms
+}
+
+// addSessionTools adds the read-only tools over set to ms: list_sessions,
+// and recall_archived_nodes, scan_prompt and fetch_archived_node with an
+// optional session (NewSessions, and a server New made with
+// Options.Sessions once its directory became a directory of session
+// stores).
+func addSessionTools(ms *mcp.Server, set *sessiondir.Set) {
 	s := &sessionsServer{set: set, mcp: ms}
 	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
@@ -76,8 +87,6 @@ Without session every session is scanned: the picks of all sessions by score, th
 		Description: `Read the content of one archived turn of a session by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
 session is required when there is more than one session. Content is capped per call (the session store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.`,
 	}, s.fetch)
-	ms.AddReceivingMiddleware((&server{}).middleware(opts.Logger))
-	return ms
 }
 
 // SessionArg names the session of a tool call over a directory of session

@@ -521,6 +521,14 @@ func New(opts Options) (*Server, error) {
 		if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
 		}
+		for _, f := range []string{contextfold.IndexFile, contextfold.ColdNodesDir} {
+			// A store as Dir: the sessions' stores would be made inside
+			// it, where nothing reads them (contextfold sessions, recall
+			// --dir and the MCP server read it as the one store it is).
+			if _, err := os.Lstat(filepath.Join(opts.Dir, f)); err == nil {
+				return nil, fmt.Errorf("proxy: %s is a store (it holds %s), not a directory for session stores: the proxy keeps one store per session below its --dir, and stores inside a store are listed by nothing; give a directory of its own, e.g. --dir %s-proxy", opts.Dir, f, filepath.Clean(opts.Dir))
+			}
+		}
 		if fi, err := os.Stat(opts.Dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("proxy: the session stores' directory %s is not a directory (give a directory path, --dir)", opts.Dir)
 		}
@@ -533,6 +541,9 @@ func New(opts Options) (*Server, error) {
 		}
 		f.Close()
 		os.Remove(f.Name())
+		if err := writeDirMarker(opts.Dir); err != nil {
+			return nil, fmt.Errorf("proxy: the session stores' directory %s cannot be written: %v (give a directory path that can be created and written, --dir)", opts.Dir, err)
+		}
 	}
 	s := &Server{opts: opts, sessions: map[string]*session{}, families: map[string]*family{}, log: opts.Logger, cache: newParseCache(), lin: lineages{dir: opts.Dir}}
 	s.bgIdle = sync.NewCond(&s.mu)
@@ -1886,4 +1897,39 @@ func (b *observedBody) Close() error {
 	err := b.rc.Close()
 	b.end(errors.New("closed before the end"))
 	return err
+}
+
+// DirMarkerFile is the file a proxy writes into its Options.Dir when it
+// starts (once; an existing one is left as it is), before any session has a
+// store there: it marks the directory as a proxy's directory of session
+// stores, so that "contextfold mcp --dir" on it, started before or after the
+// proxy and before the first session folds, serves the sessions as they
+// appear rather than the directory as one empty store. Its name cannot be a
+// session's (a session name starts with a letter or a digit); it holds two
+// lines of text saying what the directory is.
+const DirMarkerFile = ".contextfold-proxy"
+
+// dirMarkerText is DirMarkerFile's content (the same bytes every time).
+const dirMarkerText = "This directory holds the session stores of a contextfold proxy: <session>/g<N>, one store per history the client sent.\n" +
+	"List them with: contextfold sessions --dir <this directory>; serve them to an agent with: contextfold mcp --dir <this directory>\n"
+
+// writeDirMarker writes DirMarkerFile into dir unless it is there already.
+func writeDirMarker(dir string) error {
+	path := filepath.Join(dir, DirMarkerFile)
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // another proxy on the same directory wrote it first
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(dirMarkerText); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }

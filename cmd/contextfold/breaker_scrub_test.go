@@ -193,7 +193,7 @@ func TestIngestRefusalHidesASecretSessionID(t *testing.T) {
 	if strings.Contains(out+errs, tok) || strings.Contains(out+errs, tok[4:]) {
 		t.Errorf("the message shows the token:\n%s", errs)
 	}
-	if !strings.Contains(errs, "sessions/sha256-") {
+	if !strings.Contains(errs, dir+"-sha256-") {
 		t.Errorf("the suggested store is not named by the session's hash:\n%s", errs)
 	}
 }

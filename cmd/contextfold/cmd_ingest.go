@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/ingest"
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/scrub"
 )
 
@@ -359,12 +362,13 @@ func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, 
 }
 
 // ownStore returns the global flag that names a store of its own for the
-// session name: --dir DIR/sessions/NAME beside a directory store, the same
-// database's ?session=NAME for a database store (as s.Dir() shows it: the
-// password redacted, to be filled in).
+// session name: for a directory store, --dir and a sibling of it
+// (siblingStore), never a directory inside it; the same database's
+// ?session=NAME for a database store (as s.Dir() shows it: the password
+// redacted, to be filled in).
 func ownStore(s *contextfold.Store, name string) string {
 	if s.Backend() == nil {
-		return "--dir " + filepath.Join(s.Dir(), "sessions", safeName(name))
+		return "--dir " + shellQuote(siblingStore(s.Dir(), safeName(name)))
 	}
 	session := strings.TrimLeft(safeName(name), "._-")
 	if session == "" {
@@ -378,6 +382,51 @@ func ownStore(s *contextfold.Store, name string) string {
 	q.Set("session", session)
 	u.RawQuery = q.Encode()
 	return "--store '" + u.String() + "'"
+}
+
+// siblingStore returns where a store for session name goes beside the
+// store dir, outside it: a store inside a store is read as neither (its
+// parent is a store, not a directory of session stores, so "contextfold
+// sessions", "recall --dir" and the MCP server never list it).
+//   - dir is a session of the hooks' directory of session stores
+//     (<project>/.contextfold/sessions/<id>, any <parent>/sessions/<id>):
+//     the same directory, <parent>/sessions/NAME, listed with it;
+//   - dir is a proxy session's store <root>/<session>/g<N>: <root>/NAME,
+//     a session of the proxy's directory;
+//   - otherwise (a store of its own): <dir>-NAME beside it.
+//
+// A candidate that exists and holds something other than a store is
+// skipped for <candidate>-2, -3, … (up to -99). Reads the file system only.
+func siblingStore(dir, name string) string {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	base := filepath.Base(dir)
+	cand := dir + "-" + name
+	switch {
+	case filepath.Base(parent) == "sessions":
+		cand = filepath.Join(parent, name)
+	case slices.Contains(sessiondir.Generations(parent), base):
+		cand = filepath.Join(filepath.Dir(parent), name)
+	}
+	if cand == dir {
+		cand = dir + "-" + name
+	}
+	free := func(p string) bool {
+		if p == dir {
+			return false
+		}
+		ents, err := os.ReadDir(p)
+		return errors.Is(err, fs.ErrNotExist) || err == nil && (len(ents) == 0 || isStore(p))
+	}
+	if free(cand) {
+		return cand
+	}
+	for i := 2; i < 100; i++ {
+		if p := fmt.Sprintf("%s-%d", cand, i); free(p) {
+			return p
+		}
+	}
+	return cand
 }
 
 // fileStem is the name of the file at path without its extensions

@@ -21,6 +21,7 @@ import (
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/mcpserver"
+	"github.com/contextfold/contextfold/proxy"
 )
 
 func init() { commands = append(commands, newMCPCmd) }
@@ -59,9 +60,13 @@ optional session argument (recall and scan search all sessions without it,
 each result naming its session). It offers no fold_turn, evict_node or
 resources, and never writes into the sessions' stores. A directory that holds
 no session store yet is served so too when it is meant to hold them: named
-.contextfold (the hooks' directory, and the default), or holding a sessions/
-directory, and not a store; sessions are found at every call, so those the
-hooks fold after the server started are read. --sessions serves any
+.contextfold (the hooks' directory, and the default), holding a sessions/
+directory, or marked by a proxy (it writes .contextfold-proxy into its --dir
+at start), and not a store; sessions are found at every call, so those the
+hooks or the proxy fold after the server started are read. A missing or
+empty directory is served as one store until a proxy claims it (its mark or
+its session stores, and still not a store), then, from the next call, as the
+proxy's sessions (tools/list_changed is sent). --sessions serves any
 directory so; --sessions=false serves it as one store (fold_turn folds into
 it), and is refused when it holds session stores.
 See docs/mcp-and-hooks.md for host configuration.`,
@@ -122,13 +127,28 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			if err != nil {
 				return err
 			}
+			var claim func() *sessiondir.Set
 			if store.Backend() == nil {
 				g.noteMissingStore(cmd, store.Dir()) // a mistyped --dir would be served empty without a word
-				if _, err := os.Stat(store.Dir()); err != nil && !asStore {
-					// A proxy's --dir before its first session: served as
-					// a store, it never reads them (.contextfold is served
-					// as sessions without --sessions: meantForSessions).
-					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is served as one store (fold_turn folds into it); if a proxy or the Claude Code hooks will keep their session stores below it, restart with --sessions: this server would not read them\n", store.Dir())
+				if !asStore && holdsNothing(store.Dir()) {
+					// Maybe a proxy's --dir before the proxy first
+					// started: served as a store until a proxy claims it
+					// (its marker, its sessions), then as its sessions
+					// (.contextfold is served as sessions at once:
+					// meantForSessions).
+					dir, sopts := store.Dir(), g.storeOptions()
+					claim = func() *sessiondir.Set {
+						if !proxyClaimed(dir) {
+							return nil
+						}
+						set, err := sessiondir.Open(dir, sopts)
+						if err != nil {
+							return nil
+						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s became a proxy's directory of session stores: serving them now, read-only (list_sessions; recall_archived_nodes, scan_prompt and fetch_archived_node take a session; no fold_turn)\n", dir)
+						return set
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s holds nothing yet: it is served as one store (fold_turn folds into it) until a proxy starts on it before anything is folded here; it is then served as the proxy's sessions, read-only (the Claude Code hooks' directory: give --dir .contextfold; to read sessions at once: --sessions)\n", store.Dir())
 				}
 				if !isStore(store.Dir()) {
 					// The hooks' .contextfold (or a proxy's directory):
@@ -142,13 +162,13 @@ See docs/mcp-and-hooks.md for host configuration.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: %s is a store, served as such; the %d session stores below it (sessions/) are not: to read them, give --dir %s\n", store.Dir(), len(ss), shellQuote(filepath.Join(store.Dir(), "sessions")))
 				}
 			}
-			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger})
+			srv := mcpserver.New(store, mcpserver.Options{Version: buildVersion(), Logger: logger, Sessions: claim})
 			return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio", store.Dir())
 		},
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
-	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet: a proxy's --dir before its first session (a directory that holds session stores, or a .contextfold or a directory with sessions/ that is not a store, is served so without it); --sessions=false: serve it as one store that fold_turn folds into")
+	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet (a directory that holds session stores, a .contextfold or a directory with sessions/ that is not a store, and a proxy's --dir are served so without it; a missing or empty one once a proxy claims it); --sessions=false: serve it as one store that fold_turn folds into")
 	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
@@ -165,7 +185,8 @@ See docs/mcp-and-hooks.md for host configuration.`,
 // sessions/ directory itself. The MCP server serves such a directory as a
 // directory of session stores without --sessions, so that the sessions the
 // hooks fold after it started are read; --sessions=false serves it as one
-// store. A proxy's --dir has no such mark: --sessions.
+// store. So is a proxy's --dir before its first session: the proxy
+// marks it when it starts (proxyMarked).
 func meantForSessions(dir string) bool {
 	if isStore(dir) {
 		return false
@@ -181,6 +202,9 @@ func meantForSessions(dir string) bool {
 	clean := filepath.Clean(dir)
 	if abs, err := filepath.Abs(clean); err == nil {
 		clean = abs
+	}
+	if proxyMarked(dir) {
+		return true // a proxy's --dir before its first session
 	}
 	base := filepath.Base(clean)
 	if base == contextfold.DefaultStoreDir || base == "sessions" && filepath.Base(filepath.Dir(clean)) == contextfold.DefaultStoreDir {
@@ -247,4 +271,49 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// proxyMarked reports whether dir holds the mark a proxy leaves in its
+// --dir when it starts (proxy.DirMarkerFile) or its lineage directory.
+func proxyMarked(dir string) bool {
+	for _, f := range []string{proxy.DirMarkerFile, proxy.LineageDir} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyClaimed reports whether dir, which held nothing when the MCP server
+// started, is now a proxy's directory of session stores: marked by a proxy
+// (proxyMarked) or holding session stores, and still not a store (nothing
+// was folded into it as one: fold_turn, fold).
+func proxyClaimed(dir string) bool {
+	if isStore(dir) {
+		return false
+	}
+	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return false
+		}
+	}
+	if proxyMarked(dir) {
+		return true
+	}
+	ss, _ := sessiondir.Find(dir)
+	return len(ss) > 0
+}
+
+// holdsNothing reports whether dir is missing or an empty directory.
+func holdsNothing(dir string) bool {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -128,7 +130,11 @@ stores below it, newest first: the session id (what --session takes in scan,
 recall and hydrate), its nodes and tokens, when its first and last nodes were
 folded, and its store directory; a store that cannot be read is listed last
 with its error. It writes nothing. A directory store holds one session: use
-status there.
+status there. A proxy's --dir or a project's .contextfold before its first
+session lists no session (exit 0).
+
+The text is a table: a header row naming the columns, then one row per
+session.
 
 --json: {"sessions": [...]}; a database's rows have name, entries,
 generation, revision; a directory's have session, store, nodes,
@@ -144,6 +150,18 @@ total_tokens, first_folded_at, last_folded_at (and error), under its root.`,
 				}
 				if set != nil {
 					return listSessions(cmd, g, set)
+				}
+				if dir := g.storeDir(); meantForSessions(dir) {
+					if abs, err := filepath.Abs(dir); err == nil {
+						dir = abs
+					}
+					// A proxy's --dir or the hooks' .contextfold before
+					// their first session: nothing to list yet, not an error.
+					if g.jsonOut {
+						return writeJSON(cmd.OutOrStdout(), map[string]any{"root": dir, "sessions": []any{}})
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "no session store under %s yet (a proxy or the Claude Code hooks make one at the first fold)\n", dir)
+					return nil
 				}
 				return usagef("sessions lists the sessions of a PostgreSQL store (give --store postgres://USER@HOST:PORT/DB, or set $CONTEXTFOLD_STORE) or of a directory of session stores (give --dir the proxy's --dir or a project's .contextfold); %s holds no session store: a directory store holds one session (see status)", g.storeDir())
 			}
@@ -163,10 +181,12 @@ total_tokens, first_folded_at, last_folded_at (and error), under its root.`,
 				fmt.Fprintln(out, "no session yet (a session is created by its first fold or ingest)")
 				return nil
 			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tSTEPS INDEXED")
 			for _, si := range list {
-				fmt.Fprintf(out, "%-40s %8d steps indexed\n", si.Name, si.Entries)
+				fmt.Fprintf(tw, "%s\t%d\n", si.Name, si.Entries)
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -122,7 +123,14 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 		for i, h := range hits {
 			rows[i] = map[string]any{"session": h.ID, "store": h.Dir, "step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
 		}
-		doc := map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr)}
+		// query_terms and match as scan --json across sessions gives them
+		// (and the MCP tool its terms): what was looked up, secrets redacted.
+		terms := echoTerms(query, contextfold.RecallTerms(query))
+		if terms == nil {
+			terms = []string{}
+		}
+		doc := map[string]any{"candidates": rows, "omitted": omitted, "sessions_searched": sr.Sessions, "failed_sessions": failuresJSON(sr),
+			"query_terms": terms, "match": string(m)}
 		if m == match.Ranked && len(hits) == 0 {
 			// The text's below-cut-off hint, as a number.
 			if ex, _, err := set.Recall("", query, match.Exact); err == nil {
@@ -252,18 +260,32 @@ func listSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set) error {
 		}
 		return writeJSON(out, map[string]any{"root": set.Root(), "sessions": rows})
 	}
+	if len(ins) == 0 {
+		fmt.Fprintf(out, "no session store under %s yet\n", set.Root())
+		return nil
+	}
+	// One header row, then one row per session, columns aligned; a store
+	// that cannot be read has its error after its path.
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tNODES\tTOKENS\tFIRST FOLDED\tLAST FOLDED\tSTORE")
 	for _, in := range ins {
 		if in.Err != nil {
-			fmt.Fprintf(out, "%-40s unreadable: %s\n", in.ID, errText(in.Err))
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s  unreadable: %s\n", in.ID, in.Dir, oneLine(errText(in.Err)))
 			continue
 		}
-		span := "-"
-		if in.FirstFoldedAt != "" {
-			span = in.FirstFoldedAt + " .. " + in.LastFoldedAt
+		first, last := in.FirstFoldedAt, in.LastFoldedAt
+		if first == "" {
+			first, last = "-", "-"
 		}
-		fmt.Fprintf(out, "%-40s %6d nodes %9d tokens  %s  %s\n", in.ID, in.Nodes, in.TotalTokens, span, in.Dir)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", in.ID, in.Nodes, in.TotalTokens, first, last, in.Dir)
 	}
-	return nil
+	return tw.Flush()
+}
+
+// oneLine replaces the tabs and line breaks of s by spaces, for a cell of
+// a table printed with text/tabwriter.
+func oneLine(s string) string {
+	return strings.NewReplacer("\t", " ", "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
 }
 
 // errText is an error's protocol name (when it has one) and message.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -49,10 +50,14 @@ index entry alone. steps changes nothing in the store.`,
 				fmt.Fprintln(out, "no folded steps")
 				return nil
 			}
+			// One header row, then one row per step, columns aligned (the
+			// summary last, as long as it is).
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "STEP\tFOLDED\tACTION\tSTATUS\tSUMMARY")
 			for _, st := range steps {
-				fmt.Fprintf(out, "%6d  %s  %-17s %-7s %s\n", st.StepID, st.Timestamp, st.ActionType, st.Status, st.Summary)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", st.StepID, st.Timestamp, st.ActionType, st.Status, oneLine(st.Summary))
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 }

@@ -62,7 +62,7 @@ func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
 	before := snapshot(t, dir)
 	out, errs, code := cli(t, "", "--dir", dir, "ingest", second)
 	if code != 1 || !strings.Contains(errs, "another session") || !strings.Contains(errs, "Nothing was folded") ||
-		!strings.Contains(errs, "--dir "+filepath.Join(dir, "sessions")) {
+		!strings.Contains(errs, "--dir "+dir+"-i_got_id_demo ") {
 		t.Fatalf("second session: exit %d\n%s\n%s", code, out, errs)
 	}
 	// Both sessions are named: the stored one (from its cold nodes) and the new one.
@@ -109,7 +109,7 @@ func TestIngestOfAnotherSessionIsRefused(t *testing.T) {
 		}
 		i := strings.Index(errs, "contextfold --dir ")
 		remedy := strings.Fields(errs[i:])[2]
-		if filepath.Base(remedy) != strings.TrimSuffix(filepath.Base(f), ".json") {
+		if filepath.Base(remedy) != ".contextfold-"+strings.TrimSuffix(filepath.Base(f), ".json") {
 			t.Errorf("%s: remedy store %s", filepath.Base(f), remedy)
 		}
 		if _, errs, code := cli(t, "", "--dir", remedy, "ingest", f); code != 0 {
@@ -173,7 +173,7 @@ func TestFoldOfAnotherTurnAtAnIndexedStepSaysSo(t *testing.T) {
 	}
 	out, errs, code := cli(t, "", "--dir", dir, "fold", "5", "CI is red", "--session", "run-2")
 	if code != 0 || !strings.Contains(out, "already indexed") || !strings.Contains(errs, "NOT stored") ||
-		!strings.Contains(errs, `"default-session"`) || !strings.Contains(errs, filepath.Join(dir, "sessions", "run-2")) {
+		!strings.Contains(errs, `"default-session"`) || !strings.Contains(errs, dir+"-run-2") {
 		t.Errorf("another session's turn: %d %q %q", code, out, errs)
 	}
 	if _, errs, _ := cli(t, "", "--dir", dir, "--json", "fold", "5", "the port is 5434"); !strings.Contains(errs, "NOT stored") || strings.Contains(errs, "sessions") {

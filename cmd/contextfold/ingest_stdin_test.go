@@ -133,8 +133,9 @@ func TestIngestStandardInputErrorsNameIt(t *testing.T) {
 // TestIngestStandardInputOtherSession: standard input holding another
 // session than the store's is refused with a store of its own to ingest it
 // into that is no directory named "-" (it suggested --dir
-// STORE/sessions/-, and said "nor - name their session"); following the
-// suggestion ingests it.
+// STORE/sessions/-, and said "nor - name their session"; then
+// STORE/sessions/stdin, a store inside the store: now STORE-stdin beside
+// it); following the suggestion ingests it.
 func TestIngestStandardInputOtherSession(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "s")
 	first := `[{"role":"user","content":"set the port to 5433"},{"role":"assistant","content":"done"}]`
@@ -143,11 +144,11 @@ func TestIngestStandardInputOtherSession(t *testing.T) {
 		t.Fatalf("first ingest: %d %s", code, errs)
 	}
 	_, errs, code := cli(t, other, "--dir", dir, "ingest", "-")
-	want := "contextfold --dir " + filepath.Join(dir, "sessions", "stdin") + " ingest -"
+	want := "contextfold --dir " + dir + "-stdin ingest -"
 	if code == 0 || !strings.Contains(errs, "nor standard input name their session") || !strings.HasSuffix(strings.TrimSpace(errs), want) {
 		t.Fatalf("exit %d, %q; want a refusal naming standard input, ending %q", code, errs, want)
 	}
-	if _, errs, code := cli(t, other, "--dir", filepath.Join(dir, "sessions", "stdin"), "ingest", "-"); code != 0 {
+	if _, errs, code := cli(t, other, "--dir", dir+"-stdin", "ingest", "-"); code != 0 {
 		t.Fatalf("the suggested ingest: %d %s", code, errs)
 	}
 }

@@ -473,8 +473,8 @@ func TestSessionsCommand(t *testing.T) {
 		t.Fatalf("sessions: %d %s", code, errs)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "run-a") || !strings.Contains(lines[0], " 3 steps") ||
-		!strings.HasPrefix(lines[1], "run-b") || !strings.Contains(lines[1], " 2 steps") {
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "SESSION STEPS INDEXED" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "run-a 3" || strings.Join(strings.Fields(lines[2]), " ") != "run-b 2" {
 		t.Errorf("sessions:\n%s", out)
 	}
 	out, _, code = cli(t, "", "--store", db, "sessions", "--json")

@@ -2,10 +2,13 @@ package main
 
 import (
 	"net"
-
-	"github.com/contextfold/contextfold/harness"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/proxy"
 )
 
 // TestProxyStartErrorsNameTheRemedy: a proxy that cannot start says what
@@ -52,5 +55,21 @@ func TestProxyStartLineNamesUpstreamAndBudget(t *testing.T) {
 	m := next("start line")
 	if m["upstream"] != "http://127.0.0.1:9" || m["context_budget"] != float64(harness.DefaultContextBudget) {
 		t.Errorf("start line %v: want upstream http://127.0.0.1:9 and context_budget %d", m, harness.DefaultContextBudget)
+	}
+}
+
+// TestProxyRefusesAStoreAsItsDir: a proxy given a store as --dir (a
+// project's .contextfold that fold or the MCP server's fold_turn made a
+// store) is refused at start, exit 1, naming a directory of its own: it
+// made its session stores inside the store, where neither contextfold
+// sessions, recall --dir nor the MCP server list them.
+func TestProxyRefusesAStoreAsItsDir(t *testing.T) {
+	dir := demoDir(t)
+	_, errs, code := cliWithin(t, hangWait, "proxy", "--upstream", "http://127.0.0.1:1", "--dir", dir, "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errs, dir+" is a store") || !strings.Contains(errs, "--dir "+dir+"-proxy") {
+		t.Errorf("a store as --dir: exit %d, %q; want exit 1 naming a directory of its own", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, proxy.DirMarkerFile)); err == nil {
+		t.Error("the refused proxy marked the store")
 	}
 }

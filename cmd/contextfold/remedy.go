@@ -117,7 +117,10 @@ func proxyStoresHint(dir string) string {
 		}
 	}
 	if len(stores) == 0 {
-		return hookStoresHint(dir)
+		if h := hookStoresHint(dir); h != "" || !proxyMarked(dir) {
+			return h
+		}
+		return fmt.Sprintf("it is a proxy's directory of session stores, with no session yet (the proxy makes <session>/g1 in it at a session's first fold); then: contextfold sessions --dir %s lists them", shellQuote(dir))
 	}
 	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s%s", len(stores), latestWritten(stores), sessionsTip(dir))
 }
