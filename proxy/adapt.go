@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -624,8 +625,35 @@ func commandOf(args []byte) string {
 		if s, ok := in[k].(string); ok && s != "" {
 			return s
 		}
+		if argv, ok := in[k].([]any); ok && len(argv) > 0 {
+			if s := argvCommand(argv); s != "" {
+				return s
+			}
+		}
 	}
 	return ""
+}
+
+// argvCommand is the command line of an argument vector (Codex's shell
+// tool: {"command": ["bash", "-lc", "pytest -q"]}): the script a shell is
+// asked to run with -c / -lc, else the arguments joined by spaces; "" when
+// an argument is not a string.
+func argvCommand(argv []any) string {
+	args := make([]string, 0, len(argv))
+	for _, a := range argv {
+		s, ok := a.(string)
+		if !ok {
+			return ""
+		}
+		args = append(args, s)
+	}
+	if len(args) == 3 && (args[1] == "-c" || args[1] == "-lc") {
+		switch filepath.Base(args[0]) {
+		case "bash", "sh", "zsh", "dash", "ksh", "fish":
+			return args[2]
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 // sessionID derives a session id from the start of the conversation: the

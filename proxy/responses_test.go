@@ -331,3 +331,24 @@ func TestResponsesNoteNamesItsCall(t *testing.T) {
 		t.Errorf("the user's prompt names tool %q", m.Tool)
 	}
 }
+
+// Codex's shell tool passes its command as an argument vector: the folded
+// summary names the script a shell runs with -lc / -c, or the vector
+// joined, not nothing.
+func TestResponsesArgvCommand(t *testing.T) {
+	for args, want := range map[string]string{
+		`{\"command\":[\"bash\",\"-lc\",\"pytest -q tests/\"],\"workdir\":\"/repo\"}`: "pytest -q tests/",
+		`{\"command\":[\"/bin/sh\",\"-c\",\"make\"]}`:                                 "make",
+		`{\"command\":[\"ls\",\"-la\",\"src\"]}`:                                      "ls -la src",
+		`{\"command\":[\"echo\",3]}`:                                                  "",
+	} {
+		body := `{"input":[{"type":"message","role":"user","content":"go"},{"type":"function_call","name":"shell","call_id":"c1","arguments":"` + args + `"}]}`
+		r, err := parseRequest(APIResponses, []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.msgs[1].Command; got != want {
+			t.Errorf("arguments %s: command %q, want %q", args, got, want)
+		}
+	}
+}
