@@ -377,6 +377,22 @@ var extraRules = []extraRule{
 		secret:  proseSecret,
 	},
 	{
+		id:      "contextfold-prose-secret",
+		anchors: cjkSecretWords,
+		begin:   func(text string, p int) int { return p },
+		// The same in Chinese, Japanese and Korean, which join a particle
+		// or a copula to the word and often the value to both: 密码是VALUE,
+		// 新密码为VALUE, パスワードは「VALUE」です, 비밀번호는VALUE입니다,
+		// API密钥：VALUE. These scripts have no word boundary, so the word
+		// counts anywhere; the value is the run of printable ASCII after
+		// it (the next CJK character ends it). 1: the value; cjkSecret
+		// vets it as proseSecret does after a verb.
+		re:      regexp.MustCompile("^(?:" + strings.Join(cjkSecretWords, "|") + ")(?:[ \t]*(?:" + cjkSecretLinks + ")){1,2}[ \t]*[\"'`「『“]?([!#-&(-\\[\\]-_a-~]+)"),
+		maxLen:  256,
+		oneLine: true,
+		secret:  cjkSecret,
+	},
+	{
 		id:      "contextfold-call-secret",
 		anchors: []string{`("`, `('`, `(\"`},
 		begin:   callSecretStart,
@@ -1503,6 +1519,38 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 	"Passwort", "passwort", "Kennwort", "kennwort", "contraseña", "Contraseña", "mot de passe", "Mot de passe",
 	"senha", "Senha", "пароль", "Пароль", "wachtwoord", "Wachtwoord", "hasło", "Hasło", "şifre", "Şifre",
 	"parola", "Parola", "lösenord", "Lösenord", "密码", "密碼", "口令", "パスワード", "비밀번호"}
+
+// cjkSecretWords are the words for a password, a token and a secret key
+// in Chinese (simplified and traditional), Japanese and Korean.
+var cjkSecretWords = []string{"密码", "密碼", "口令", "令牌", "密钥", "密鑰", "秘钥", "パスワード", "暗証番号", "トークン", "シークレット",
+	"APIキー", "비밀번호", "암호", "토큰", "API 키", "API키"}
+
+// cjkSecretLinks are what joins such a word to its value: a copula, a
+// topic or subject particle, "changed to", "set to", an operator.
+const cjkSecretLinks = "是|为|為|改为|改成|改為|设为|设置为|設為|設定為|は|が|を|も|는|은|가|이|를|을|:|：|=|＝"
+
+// cjkSecret vets the value of a secret told in Chinese, Japanese or
+// Korean (contextfold-prose-secret): trailing punctuation left out, 8+
+// characters mixing letters and digits, or 6+ with a password symbol, not
+// a placeholder nor a snake_case identifier. "密码是8位" and "パスワードは
+// 8文字以上" give a value too short, "密码是否正确" none.
+func cjkSecret(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	for e > s && strings.ContainsRune(".,;:)]}>", rune(c[e-1])) {
+		e--
+	}
+	// A sentence's '!' or '?' is not vetted, but redacted with the value:
+	// it may be the password's last character.
+	ve := e
+	for ve > s && strings.ContainsRune("!?", rune(c[ve-1])) {
+		ve--
+	}
+	v := c[s:ve]
+	if isPlaceholder(v) || snakeIdentifier(v) || !hasLetterAndDigit(v) {
+		return 0, 0, false
+	}
+	return s, e, len(v) >= 8 || len(v) >= 6 && strings.ContainsAny(c[s:e], passwordSymbols)
+}
 
 // foreignPasswordWords is the alternation of those words in other
 // languages (case is folded by the expression).
