@@ -393,6 +393,19 @@ var extraRules = []extraRule{
 		secret:  cjkSecret,
 	},
 	{
+		id:      "contextfold-label-secret",
+		anchors: []string{":\n", ":\r\n", ": \n"},
+		begin:   labelLineStart,
+		// A bare label on its own line and the secret alone on the next
+		// (a terminal prompt's transcript, a README): "Password:" then
+		// "  VALUE", "Enter passphrase for key '/root/.ssh/id_rsa':", a
+		// blank line or a code fence between them allowed. labelSecret
+		// reads the lines after the label.
+		re:     regexp.MustCompile(`^[^\n]*\n`),
+		maxLen: 512,
+		secret: labelSecret,
+	},
+	{
 		id:      "contextfold-call-secret",
 		anchors: []string{`("`, `('`, `(\"`},
 		begin:   callSecretStart,
@@ -1519,6 +1532,83 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 	"Passwort", "passwort", "Kennwort", "kennwort", "contraseña", "Contraseña", "mot de passe", "Mot de passe",
 	"senha", "Senha", "пароль", "Пароль", "wachtwoord", "Wachtwoord", "hasło", "Hasło", "şifre", "Şifre",
 	"parola", "Parola", "lösenord", "Lösenord", "密码", "密碼", "口令", "パスワード", "비밀번호"}
+
+// labelWords finds a secret's name among the last words of a label
+// (lower case): contextfold-label-secret's. 1: the name.
+var labelWords = regexp.MustCompile(`(?:^|[^a-z])((?:password|passwd|passphrase|pwd|token|secret|(?:api|access|secret|private)[ _-]?key)s?)(?:[^a-z]|$)`)
+
+// labelLineStart accepts the ':' that ends a line (blanks after it) when
+// the line is a label naming a secret: at most 100 bytes, one of
+// labelWords among its last four words ("Password:", "Enter new
+// password:", "API key:", "Password for user postgres:"), and no code's
+// '=', '(', '{' or ';' from that name on ("def password():" is code). It
+// returns the line's start, -1 otherwise.
+func labelLineStart(text string, p int) int {
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	if p-ls > 100 || p == ls {
+		return -1
+	}
+	label := text[ls:p]
+	i := len(label) // the start of the last four words
+	for n := 0; n < 4 && i > 0; n++ {
+		for i > 0 && (label[i-1] == ' ' || label[i-1] == '\t') {
+			i--
+		}
+		for i > 0 && label[i-1] != ' ' && label[i-1] != '\t' {
+			i--
+		}
+	}
+	tail := strings.ToLower(label[i:])
+	ms := labelWords.FindAllStringSubmatchIndex(tail, -1)
+	if ms == nil || strings.ContainsAny(tail[ms[len(ms)-1][2]:], "=({;") {
+		return -1
+	}
+	return ls
+}
+
+// labelSecret vets the lines after a label (contextfold-label-secret):
+// after at most two blank or code-fence lines, a line holding one token
+// alone (indented, wrapped in backticks or quotes allowed) that looks like
+// a credential, not a word, a sentence or code: 8+ characters with a
+// letter and a digit, and mixed case, a password symbol, or 16+ letters
+// and digits; not a placeholder, a path, a URL, an option, a snake_case
+// identifier or code ("Password:" then "  The password must …", "if …",
+// "********", "None" stay).
+func labelSecret(c string, m []int) (int, int, bool) {
+	pos := m[1]
+	for skipped := 0; ; skipped++ {
+		le := strings.IndexByte(c[pos:], '\n')
+		if le < 0 {
+			le = len(c) - pos
+		}
+		line := strings.TrimSpace(c[pos : pos+le])
+		if line != "" && !strings.HasPrefix(line, "```") {
+			break
+		}
+		if skipped == 2 || pos+le >= len(c) {
+			return 0, 0, false
+		}
+		pos += le + 1
+	}
+	le := strings.IndexByte(c[pos:], '\n')
+	if le < 0 {
+		le = len(c) - pos
+	}
+	line := c[pos : pos+le]
+	s := pos + len(line) - len(strings.TrimLeft(line, " \t"))
+	e := pos + len(strings.TrimRight(line, " \t\r"))
+	if e-s >= 2 && strings.ContainsRune("`'\"", rune(c[s])) && c[e-1] == c[s] {
+		s, e = s+1, e-1
+	}
+	v := c[s:e]
+	if len(v) < 8 || strings.ContainsAny(v, " \t`'\"") || isPlaceholder(v) || snakeIdentifier(v) ||
+		looksLikeCode(v) || strings.Contains(v, "://") || v[0] == '-' || !hasLetterAndDigit(v) {
+		return 0, 0, false
+	}
+	upper := strings.IndexFunc(v, unicode.IsUpper) >= 0
+	lower := strings.IndexFunc(v, unicode.IsLower) >= 0
+	return s, e, upper && lower || strings.ContainsAny(v, passwordSymbols) || len(v) >= 16 && isAlnum(v)
+}
 
 // cjkSecretWords are the words for a password, a token and a secret key
 // in Chinese (simplified and traditional), Japanese and Korean.
