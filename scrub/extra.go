@@ -253,6 +253,20 @@ var extraRules = []extraRule{
 		secret: spacedSecret,
 	},
 	{
+		id:      "contextfold-spaced-secret",
+		anchors: []string{"token", "Token", "TOKEN"},
+		begin:   wordStart,
+		// The word "token" alone and a GitHub classic OAuth token, 40 hex
+		// digits of one case, after a blank: a note's or a log's "token
+		// 0123…" (git's "Authorization: token …" header written without
+		// its name). A single word is prose for contextfold-spaced-secret,
+		// but 40 hex digits after it are no word. 1: the token.
+		re:      regexp.MustCompile(`^(?:token|Token|TOKEN)[ \t]+([0-9a-f]{40}|[0-9A-F]{40})(?:[^0-9A-Za-z]|$)`),
+		maxLen:  128,
+		oneLine: true,
+		secret:  func(c string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
 		id:      "contextfold-xml-secret",
 		anchors: []string{"<"},
 		begin:   xmlStart,

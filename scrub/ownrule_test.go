@@ -142,6 +142,7 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\uff1a", secret: pw},
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\u662f", secret: pw, post: "\u3002"},
 		{rule: "contextfold-label-secret", pre: "Password:\n  ", secret: punct, post: "\n"},
+		{rule: "contextfold-spaced-secret", pre: "token ", secret: "0f1e2d3c" + "4b5a69788796a5b4c3d2e1f00f1e2d3c"},
 		{rule: "contextfold-prose-secret", pre: "\u30d1\u30b9\u30ef\u30fc\u30c9\u306f\u300c", secret: punct, post: "\u300d\u3067\u3059"},
 		{rule: "contextfold-prose-secret", pre: "\ube44\ubc00\ubc88\ud638\ub294", secret: pw, post: "\uc785\ub2c8\ub2e4"},
 		{rule: "contextfold-prose-secret", pre: "fyi the pass for the staging box is ", secret: punct},
@@ -169,6 +170,7 @@ var ownLookAlikes = []string{
 	// mask, a word, a name or a version on the next line.
 	"Password:\n  The password must be at least 12 characters.", "def password():\n    return self._pw2",
 	"Password:\n  ********", "Token:\n  None", "if token:\n    refresh2()", "Secret:\n  my-secret-name-v2",
+	"token 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a", "token 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3", "tokenize 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
 	"API key:\n  required", "Token:\n  v1.2.3-rc1", "Password:\n\n    SECRET_PASSWORD_V2", "token:\n  ./bin/gen2\n",
 	// netrc's "machine" must start a word (the value is a plain word: a
 	// digit would make "password VALUE" contextfold-password-line's).
