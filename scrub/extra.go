@@ -204,8 +204,9 @@ var extraRules = []extraRule{
 		// quote, ',', '}', ']' (a flow mapping), a shell separator or a
 		// JSON escape. A YAML tag (!!str, !secret) may precede the value,
 		// and a YAML block scalar (password: |, >-) holds it on the next,
-		// indented line.
-		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		// indented line. Markdown's bold may close after the name or the
+		// colon (**Password**: …, **Password:** …).
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["']|\*\*?)?[ \t]*:(?:\*\*?)?[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
 		secret: envSecret,
 	},
@@ -418,6 +419,18 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^[^\n]*\n`),
 		maxLen: 512,
 		secret: labelSecret,
+	},
+	{
+		id:      "contextfold-label-secret",
+		anchors: []string{"|"},
+		begin:   tableLabelStart,
+		// A Markdown table row whose label cell names a secret and whose
+		// next cell holds it: "| Password | VALUE |" (a README's or a
+		// wiki's credentials table). 1: the value, code marks left out.
+		re:      regexp.MustCompile("^\\|[^|\\n]+\\|[ \\t]*`?([^\\s|`]+)`?[ \\t]*\\|"),
+		maxLen:  512,
+		oneLine: true,
+		secret:  tableSecret,
 	},
 	{
 		id:      "contextfold-call-secret",
@@ -1086,9 +1099,16 @@ func keyNameStart(text string, p int) int {
 	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
 		j--
 	}
+	quoted := false
 	if j > 0 && (text[j-1] == '"' || text[j-1] == '\'') {
+		quoted = true
 		j--
 		if j > 0 && text[j-1] == '\\' {
+			j--
+		}
+	} else if j > 0 && text[j-1] == '*' { // Markdown's **Password**:
+		j--
+		if j > 0 && text[j-1] == '*' {
 			j--
 		}
 	}
@@ -1103,8 +1123,9 @@ func keyNameStart(text string, p int) int {
 	if b == j || !maybeSecretName(text[b:j]) {
 		return -1
 	}
-	// "--- PASS: TestName (0.01s)" is a test result, not a key.
-	if strings.EqualFold(text[b:j], "pass") {
+	// "--- PASS: TestName (0.01s)" is a test result, not a key; a quoted
+	// "pass": is a JSON or Python member.
+	if !quoted && strings.EqualFold(text[b:j], "pass") {
 		return -1
 	}
 	return b
@@ -1549,7 +1570,7 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 
 // labelWords finds a secret's name among the last words of a label
 // (lower case): contextfold-label-secret's. 1: the name.
-var labelWords = regexp.MustCompile(`(?:^|[^a-z])((?:password|passwd|passphrase|pwd|token|secret|(?:api|access|secret|private)[ _-]?key)s?)(?:[^a-z]|$)`)
+var labelWords = regexp.MustCompile(`(?:^|[^a-z])((?:password|passwd|passphrase|passcode|pwd|token|secret|(?:api|access|secret|private)[ _-]?key)s?)(?:[^a-z]|$)`)
 
 // labelLineStart accepts the ':' that ends a line (blanks after it) when
 // the line is a label naming a secret: at most 100 bytes, one of
@@ -1614,14 +1635,48 @@ func labelSecret(c string, m []int) (int, int, bool) {
 	if e-s >= 2 && strings.ContainsRune("`'\"", rune(c[s])) && c[e-1] == c[s] {
 		s, e = s+1, e-1
 	}
-	v := c[s:e]
-	if len(v) < 8 || strings.ContainsAny(v, " \t`'\"") || isPlaceholder(v) || snakeIdentifier(v) ||
+	return s, e, labelValue(c[s:e])
+}
+
+// labelValue reports whether v, a value shown under or beside a label
+// with no operator (contextfold-label-secret), looks like a credential:
+// one token of 8+ characters with a letter and a digit, and mixed case, a
+// password symbol, or 16+ letters and digits; not a placeholder, a path,
+// a URL, an option, a snake_case identifier or code.
+func labelValue(v string) bool {
+	if len(v) < 8 || strings.ContainsAny(v, " \t`'\"|") || isPlaceholder(v) || snakeIdentifier(v) ||
 		looksLikeCode(v) || strings.Contains(v, "://") || v[0] == '-' || !hasLetterAndDigit(v) {
-		return 0, 0, false
+		return false
 	}
 	upper := strings.IndexFunc(v, unicode.IsUpper) >= 0
 	lower := strings.IndexFunc(v, unicode.IsLower) >= 0
-	return s, e, upper && lower || strings.ContainsAny(v, passwordSymbols) || len(v) >= 16 && isAlnum(v)
+	return upper && lower || strings.ContainsAny(v, passwordSymbols) || len(v) >= 16 && isAlnum(v)
+}
+
+// labelCells are the cells that label a secret in a Markdown table row
+// (lower case, emphasis and code marks removed): contextfold-label-secret.
+var labelCells = map[string]bool{"password": true, "passwd": true, "passphrase": true, "passcode": true, "pwd": true,
+	"secret": true, "token": true, "api key": true, "api_key": true, "apikey": true, "api-key": true,
+	"access key": true, "secret key": true, "access token": true, "client secret": true}
+
+// tableLabelStart accepts the '|' that opens a Markdown table cell holding
+// one of labelCells alone ("| Password | VALUE |"); -1 otherwise.
+func tableLabelStart(text string, p int) int {
+	e := strings.IndexByte(text[p+1:min(len(text), p+40)], '|')
+	if e < 0 {
+		return -1
+	}
+	cell := strings.ToLower(strings.Trim(text[p+1:p+1+e], " \t*_`"))
+	if !labelCells[cell] {
+		return -1
+	}
+	return p
+}
+
+// tableSecret vets the cell after a label cell (contextfold-label-secret)
+// as labelValue does.
+func tableSecret(c string, m []int) (int, int, bool) {
+	return m[2], m[3], labelValue(c[m[2]:m[3]])
 }
 
 // cjkSecretWords are the words for a password, a token and a secret key
@@ -2091,7 +2146,10 @@ func valueGroup(m []int, first, last int) (s, e int, ok bool) {
 var secretLast = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
 	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
-	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
+	"APIKEY": true, "PASSWORDS": true, "SECRETS": true, "PASSCODE": true,
+	// A servlet container's and PHP's session cookies, in a URL
+	// (;jsessionid=…) or a log.
+	"JSESSIONID": true, "PHPSESSID": true,
 	// sshpass -e reads SSHPASS; a Wi-Fi pre-shared key (wpa_supplicant's
 	// psk="…", hostapd's wpa_psk=…); SSSD's ldap_default_authtok.
 	"SSHPASS": true, "PSK": true, "AUTHTOK": true,
@@ -2169,6 +2227,14 @@ func isPlaceholder(v string) bool {
 	switch v[0] {
 	case '$', '%', '<', '{', '/', '~':
 		return true
+	}
+	// Markdown emphasis around a word ("*required*", "_none_"): a
+	// document's note, not a value.
+	if len(v) >= 3 && (v[0] == '*' || v[0] == '_') && v[len(v)-1] == v[0] {
+		inner := strings.Trim(v, "*_")
+		if inner != "" && strings.IndexFunc(inner, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) < 0 {
+			return true
+		}
 	}
 	if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
 		return true

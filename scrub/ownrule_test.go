@@ -142,6 +142,11 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\uff1a", secret: pw},
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\u662f", secret: pw, post: "\u3002"},
 		{rule: "contextfold-label-secret", pre: "Password:\n  ", secret: punct, post: "\n"},
+		{rule: "contextfold-label-secret", pre: "| Password | ", secret: punct, post: " |"},
+		{rule: "contextfold-keyed-secret", pre: "**Password:** ", secret: punct},
+		{rule: "contextfold-keyed-secret", pre: "**API key**: ", secret: pw},
+		{rule: "contextfold-keyed-secret", pre: `{"user": "bob", "pass": "`, secret: punct, post: `"}`},
+		{rule: "contextfold-env-secret", pre: "https://app.example.com/home;jsessionid=", secret: "A1B2C3D4" + "E5F6A7B8C9D0E1F2"},
 		{rule: "contextfold-spaced-secret", pre: "token ", secret: "0f1e2d3c" + "4b5a69788796a5b4c3d2e1f00f1e2d3c"},
 		{rule: "contextfold-prose-secret", pre: "\u30d1\u30b9\u30ef\u30fc\u30c9\u306f\u300c", secret: punct, post: "\u300d\u3067\u3059"},
 		{rule: "contextfold-prose-secret", pre: "\ube44\ubc00\ubc88\ud638\ub294", secret: pw, post: "\uc785\ub2c8\ub2e4"},
@@ -171,6 +176,8 @@ var ownLookAlikes = []string{
 	"Password:\n  The password must be at least 12 characters.", "def password():\n    return self._pw2",
 	"Password:\n  ********", "Token:\n  None", "if token:\n    refresh2()", "Secret:\n  my-secret-name-v2",
 	"token 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a", "token 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3", "tokenize 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
+	"| password | string | the user's password |", "| token | SecretStr | a token |", "| Token | `TOKEN_V2` |",
+	"**Password:** see the vault", "**Password**: *required*",
 	"API key:\n  required", "Token:\n  v1.2.3-rc1", "Password:\n\n    SECRET_PASSWORD_V2", "token:\n  ./bin/gen2\n",
 	// netrc's "machine" must start a word (the value is a plain word: a
 	// digit would make "password VALUE" contextfold-password-line's).
