@@ -158,11 +158,14 @@ var extraRules = []extraRule{
 		id:      "contextfold-url-password",
 		anchors: []string{"://"},
 		begin:   urlSchemeStart,
-		re:      regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'"\\<>]*:([^\s@'"\\/<>]{3,})@[A-Za-z0-9\[]`),
-		maxLen:  2048,
-		secret: func(c string, m []int) (int, int, bool) {
-			return m[2], m[3], !isPlaceholder(c[m[2]:m[3]])
-		},
+		// The password may hold an unescaped '@' (https://bob:p@ss@host:
+		// the userinfo ends at the authority's last '@', as a URL parser
+		// reads it), unless what follows its first '@' holds a query's
+		// '?' or a fragment's '#' (https://u:pw@host?to=a@b.example: the
+		// later '@' is the query's), urlPassword.
+		re:     regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'"\\<>]*:([^\s'"\\/<>]{3,})@[A-Za-z0-9\[]`),
+		maxLen: 2048,
+		secret: urlPassword,
 	},
 	{
 		id:      "contextfold-url-signature",
@@ -1571,6 +1574,18 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 // labelWords finds a secret's name among the last words of a label
 // (lower case): contextfold-label-secret's. 1: the name.
 var labelWords = regexp.MustCompile(`(?:^|[^a-z])((?:password|passwd|passphrase|passcode|pwd|token|secret|(?:api|access|secret|private)[ _-]?key)s?)(?:[^a-z]|$)`)
+
+// urlPassword returns the password of a URL's userinfo
+// (contextfold-url-password), up to the last '@' of the authority, or the
+// first when a '?' or '#' follows it (a query's e-mail address); a
+// placeholder is no password.
+func urlPassword(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	if k := strings.IndexByte(c[s:e], '@'); k >= 0 && strings.ContainsAny(c[s+k:e], "?#") {
+		e = s + k
+	}
+	return s, e, e-s >= 3 && !isPlaceholder(c[s:e])
+}
 
 // labelLineStart accepts the ':' that ends a line (blanks after it) when
 // the line is a label naming a secret: at most 100 bytes, one of

@@ -143,6 +143,7 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\u662f", secret: pw, post: "\u3002"},
 		{rule: "contextfold-label-secret", pre: "Password:\n  ", secret: punct, post: "\n"},
 		{rule: "contextfold-label-secret", pre: "| Password | ", secret: punct, post: " |"},
+		{rule: "contextfold-url-password", pre: "git clone https://bob:", secret: "p@ss" + "Wq7vTz3k", post: "@git.example.com/r.git"},
 		{rule: "contextfold-keyed-secret", pre: "**Password:** ", secret: punct},
 		{rule: "contextfold-keyed-secret", pre: "**API key**: ", secret: pw},
 		{rule: "contextfold-keyed-secret", pre: `{"user": "bob", "pass": "`, secret: punct, post: `"}`},
@@ -178,6 +179,7 @@ var ownLookAlikes = []string{
 	"token 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a", "token 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3", "tokenize 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
 	"| password | string | the user's password |", "| token | SecretStr | a token |", "| Token | `TOKEN_V2` |",
 	"**Password:** see the vault", "**Password**: *required*",
+	"https://x.example/@user?from=a@b.example",
 	"API key:\n  required", "Token:\n  v1.2.3-rc1", "Password:\n\n    SECRET_PASSWORD_V2", "token:\n  ./bin/gen2\n",
 	// netrc's "machine" must start a word (the value is a plain word: a
 	// digit would make "password VALUE" contextfold-password-line's).
