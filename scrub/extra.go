@@ -295,6 +295,18 @@ var extraRules = []extraRule{
 		secret: cookieSecret,
 	},
 	{
+		id:      "contextfold-cookie",
+		anchors: []string{"-b", "--cookie"},
+		begin:   curlCookieStart,
+		// curl's -b/--cookie 'NAME=VALUE; …' (a cookie jar's file name
+		// holds no '='): the cookies sent, as a Cookie header's. 1:
+		// double-quoted, 2: single-quoted, 3: bare.
+		re:      regexp.MustCompile(`^(?:-b|--cookie)(?:[ \t]+|=)(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"']+))`),
+		maxLen:  1024,
+		oneLine: true,
+		secret:  curlCookie,
+	},
+	{
 		id:      "contextfold-netrc-password",
 		anchors: []string{"password", "passwd"},
 		begin:   netrcStart,
@@ -437,7 +449,7 @@ var extraRules = []extraRule{
 	},
 	{
 		id:      "contextfold-call-secret",
-		anchors: []string{`("`, `('`, `(\"`},
+		anchors: []string{`("`, `('`, `(\"`, `( "`, `( '`},
 		begin:   callSecretStart,
 		// A secret passed as a string literal to a setter or a builder
 		// member named for it: setPassword("…"), withApiKey('…'),
@@ -446,7 +458,7 @@ var extraRules = []extraRule{
 		// (the MongoDB shell), server.login("user", "…") (smtplib,
 		// ftplib, imaplib). 1: the name, 2: a first argument (the user),
 		// value: 3 double-quoted, 4 single-quoted, 5 escaped-quoted.
-		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\([ \t]*((?:"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\")[ \t]*,[ \t]*)?(?:"((?:[^"\\\r\n]|\\[^"\r\n])*)"|'([^'\\\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\")[ \t]*\)`),
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*=[ \t]*)?\([ \t]*((?:"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\")[ \t]*,[ \t]*)?(?:"((?:[^"\\\r\n]|\\[^"\r\n])*)"|'([^'\\\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\")[ \t]*\)`),
 		maxLen:  1024,
 		secret:  callSecret,
 		oneLine: true,
@@ -1368,6 +1380,7 @@ var cliPasswordForms = []string{
 	`(?:smbclient|rpcclient|smbmap)[^\n;&|]{0,300}?[ \t](?:-U[ \t]*|--user=)['"]?[^\s%'"]+%`,
 	`htpasswd(?:[ \t]+-[A-Za-z]*)*[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+\S+[ \t]+`,
 	`(?:zip|unzip|zipcloak)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
+	`(?:sqlcmd|bcp|osql|isql)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
 	`7z[ar]?[^\n;&|]{0,300}?[ \t]-p`,
 	`(?:rar|unrar)[^\n;&|]{0,300}?[ \t]-h?p`,
 	`ssh-keygen[^\n;&|]{0,300}?[ \t]-[NP][ \t]*`,
@@ -1382,7 +1395,7 @@ var cliPasswordForms = []string{
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
-	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp"}
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp", "sqlcmd", "bcp", "osql", "isql"}
 
 // pamControls are the control words of a PAM configuration line
 // ("password required pam_unix.so"), which starts with "password" too.
@@ -1765,15 +1778,44 @@ func callSecretStart(text string, p int) int {
 	for b > 0 && p-b < 128 && isWordByte(text[b-1]) {
 		b--
 	}
-	if b == p || text[b] >= '0' && text[b] <= '9' {
+	if b == p {
+		// Python's auth=('user', '…') (requests, httpx): a keyword
+		// argument's tuple, read as auth(…).
+		q := p
+		for q > 0 && (text[q-1] == ' ' || text[q-1] == '\t') {
+			q--
+		}
+		if q > 0 && text[q-1] == '=' {
+			q--
+			for q > 0 && (text[q-1] == ' ' || text[q-1] == '\t') {
+				q--
+			}
+			if q >= 4 && text[q-4:q] == "auth" && (q == 4 || !isWordByte(text[q-5])) {
+				return q - 4
+			}
+		}
+		return -1
+	}
+	if text[b] >= '0' && text[b] <= '9' {
 		return -1
 	}
 	name := text[b:p]
-	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" && !secretNameArgument(text[p+1:]) {
+	if k := strings.LastIndexByte(name, '_'); k >= 0 && loginCalls[name[k+1:]] {
+		return b + k + 1 // Markdown's _HTTPBasicAuth(…)_, a joined name
+	}
+	if _, ok := callSetterName(name); !ok && !loginCalls[name] && !secretNameArgument(text[p+1:]) {
 		return -1
 	}
 	return b
 }
+
+// loginCalls are the calls whose two string arguments are a user and a
+// password: db.auth("user", "…") (the MongoDB shell), server.login("user",
+// "…") (smtplib, ftplib, imaplib), HTTPBasicAuth("user", "…") and
+// HTTPDigestAuth (requests), BasicAuth (aiohttp), and Python's
+// auth=("user", "…") keyword tuple (callSecretStart).
+var loginCalls = map[string]bool{"auth": true, "login": true, "HTTPBasicAuth": true, "HTTPDigestAuth": true,
+	"BasicAuth": true, "HTTPProxyAuth": true}
 
 // secretNameArgument reports whether args, the text after a call's '(',
 // starts with a string literal naming a secret and a second argument:
@@ -1831,8 +1873,11 @@ func callSecret(c string, m []int) (int, int, bool) {
 		return 0, 0, false
 	}
 	name, v := c[m[2]:m[3]], c[s:e]
+	if c[m[3]] != '(' && (name != "auth" || m[4] < 0) {
+		return 0, 0, false // auth=( takes a user and a password
+	}
 	if m[4] >= 0 { // two arguments
-		if name == "auth" || name == "login" {
+		if loginCalls[name] {
 			return s, e, len(v) >= 4 && !isPlaceholder(v)
 		}
 		// A name and its value: os.Setenv("DB_PASSWORD", "…").
@@ -2055,6 +2100,32 @@ func cookieSecret(c string, m []int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return s, e, true
+}
+
+// curlCookieStart accepts -b or --cookie as an option (after a blank) of
+// a curl command on the same line; -1 otherwise.
+func curlCookieStart(text string, p int) int {
+	if p == 0 || text[p-1] != ' ' && text[p-1] != '\t' {
+		return -1
+	}
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	if !strings.Contains(text[max(ls, p-512):p], "curl") {
+		return -1
+	}
+	return p
+}
+
+// curlCookie vets curl's -b/--cookie argument: NAME=VALUE pairs (a '='
+// after a name, a value of 8+ characters in all, not a placeholder), not
+// a cookie jar's file name.
+func curlCookie(c string, m []int) (int, int, bool) {
+	s, e, ok := valueGroup(m, 1, 3)
+	if !ok {
+		return 0, 0, false
+	}
+	v := c[s:e]
+	eq := strings.IndexByte(v, '=')
+	return s, e, eq > 0 && len(v)-eq-1 >= 8 && !isPlaceholder(v[eq+1:])
 }
 
 // netrcStart accepts "password" in a .netrc entry: the words before it

@@ -143,6 +143,11 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\u662f", secret: pw, post: "\u3002"},
 		{rule: "contextfold-label-secret", pre: "Password:\n  ", secret: punct, post: "\n"},
 		{rule: "contextfold-label-secret", pre: "| Password | ", secret: punct, post: " |"},
+		{rule: "contextfold-call-secret", pre: "requests.get(url, auth=('bob', '", secret: punct, post: "'))"},
+		{rule: "contextfold-call-secret", pre: "HTTPBasicAuth('bob', '", secret: punct, post: "')"},
+		{rule: "contextfold-call-secret", pre: "define( 'DB_PASSWORD', '", secret: punct, post: "' );"},
+		{rule: "contextfold-cli-password", pre: "sqlcmd -S db -U sa -P ", secret: punct},
+		{rule: "contextfold-cookie", pre: "curl -b 'session=", secret: pw, post: "' https://example.com", needle: pw},
 		{rule: "contextfold-url-password", pre: "git clone https://bob:", secret: "p@ss" + "Wq7vTz3k", post: "@git.example.com/r.git"},
 		{rule: "contextfold-keyed-secret", pre: "**Password:** ", secret: punct},
 		{rule: "contextfold-keyed-secret", pre: "**API key**: ", secret: pw},
@@ -180,6 +185,8 @@ var ownLookAlikes = []string{
 	"| password | string | the user's password |", "| token | SecretStr | a token |", "| Token | `TOKEN_V2` |",
 	"**Password:** see the vault", "**Password**: *required*",
 	"https://x.example/@user?from=a@b.example",
+	"curl -b cookies.txt https://example.com", "curl -c jar.txt -b jar.txt https://example.com", "auth=(user, password)",
+	"auth = ('bob', pw)", "sqlcmd -S db -U sa -Q 'SELECT 1'",
 	"API key:\n  required", "Token:\n  v1.2.3-rc1", "Password:\n\n    SECRET_PASSWORD_V2", "token:\n  ./bin/gen2\n",
 	// netrc's "machine" must start a word (the value is a plain word: a
 	// digit would make "password VALUE" contextfold-password-line's).
