@@ -400,8 +400,9 @@ var extraRules = []extraRule{
 		// chat gives a password ("db pass = VALUE", "pw: VALUE", "pass is
 		// VALUE", "pw VALUE"). 1: the short name (pass, pwd, pw; not the
 		// upper-case PASS of a test report), 2: the value, up to a blank
-		// or a quote; proseSecret checks it.
-		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|" + foreignPasswordWords + ")(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
+		// or a quote; proseSecret checks it. A quote may close the name
+		// (PHP's 'password' => '…').
+		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|" + foreignPasswordWords + ")[\"']?(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
 		maxLen:  256,
 		oneLine: true,
 		secret:  proseSecret,
@@ -532,6 +533,28 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^<[A-Za-z][\w:.-]*(?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+(?:key|name)[ \t]*=[ \t]*["']([^"'<>]+)["'](?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+value[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)')`),
 		maxLen: 1024,
 		secret: keyedSecret(3),
+	},
+	{
+		id:      "contextfold-xml-attr-secret",
+		anchors: []string{`type="password"`, `type='password'`, `type=password`, `TYPE="PASSWORD"`},
+		begin:   htmlInputStart,
+		// An HTML password field's value: <input type="password"
+		// value="…"> (a saved page, a test fixture, a server's template
+		// rendered with it). 1: double-quoted, 2: single-quoted, 3: bare.
+		re:     regexp.MustCompile(`^<(?i:input)\b[^<>]*?[ \t\r\n](?i:value)[ \t]*=[ \t]*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]+))`),
+		maxLen: 1024,
+		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-env-secret",
+		anchors: []string{"ENV ", "ENV\t"},
+		begin:   dockerEnvStart,
+		// A Dockerfile's legacy ENV NAME VALUE (no '='), NAME and VALUE
+		// vetted as NAME=VALUE. 1: the name, 2: the value, quoted or bare.
+		re:      regexp.MustCompile(`^ENV[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"']+))[ \t]*\r?(?:\n|$)`),
+		maxLen:  1024,
+		oneLine: true,
+		secret:  keyedSecret(4),
 	},
 	{
 		id:      "contextfold-bearer",
@@ -1351,7 +1374,11 @@ func cliPassword(c string, m []int) (int, int, bool) {
 			v := c[s:e]
 			// redis.conf's example, bare or before a JSON escape.
 			redisExample := v == "foobared" || strings.HasPrefix(v, "foobared\\")
-			return s, e, !isPlaceholder(v) && !redisExample
+			if k := strings.IndexByte(v, '\\'); g == 3 && k >= 0 {
+				v = v[:k] // a bare value before an escape (the line's end, JSON-escaped)
+			}
+			// An option is no password ("openssl passwd -help").
+			return s, e, !isPlaceholder(v) && !redisExample && v[0] != '-'
 		}
 	}
 	return 0, 0, false
@@ -1369,7 +1396,10 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
 //   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
 //     (redis.conf's own example, "foobared", is a placeholder);
-//   - lftp -u USER,PASSWORD.
+//   - lftp -u USER,PASSWORD;
+//   - SQL Server's sqlcmd/bcp/osql/isql -P PASSWORD, rabbitmqctl add_user
+//     or change_password USER PASSWORD, Windows' net use … /user:USER
+//     PASSWORD, openssl passwd [-6] PASSWORD.
 //
 // The JDK's keytool and jarsigner, which take several passwords on one
 // command line, are contextfold-keystore-password's.
@@ -1381,6 +1411,9 @@ var cliPasswordForms = []string{
 	`htpasswd(?:[ \t]+-[A-Za-z]*)*[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+\S+[ \t]+`,
 	`(?:zip|unzip|zipcloak)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
 	`(?:sqlcmd|bcp|osql|isql)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
+	`rabbitmqctl[^\n;&|]{0,100}?[ \t](?:add_user|change_password)[ \t]+\S+[ \t]+`,
+	`net[ \t]+use[^\n;&|]{0,300}?[ \t]/user:\S+[ \t]+`,
+	`openssl[ \t]+passwd(?:[ \t]+-(?:1|5|6|apr1|aixmd5|crypt|quiet|table|noverify))*[ \t]+`,
 	`7z[ar]?[^\n;&|]{0,300}?[ \t]-p`,
 	`(?:rar|unrar)[^\n;&|]{0,300}?[ \t]-h?p`,
 	`ssh-keygen[^\n;&|]{0,300}?[ \t]-[NP][ \t]*`,
@@ -1395,7 +1428,8 @@ var cliPasswordForms = []string{
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
-	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp", "sqlcmd", "bcp", "osql", "isql"}
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp", "sqlcmd", "bcp", "osql", "isql",
+	"rabbitmqctl", "net"}
 
 // pamControls are the control words of a PAM configuration line
 // ("password required pam_unix.so"), which starts with "password" too.
@@ -2100,6 +2134,30 @@ func cookieSecret(c string, m []int) (int, int, bool) {
 		return 0, 0, false
 	}
 	return s, e, true
+}
+
+// htmlInputStart accepts a password type attribute inside an <input>
+// tag and returns where the tag starts; -1 otherwise.
+func htmlInputStart(text string, p int) int {
+	b := strings.LastIndexByte(text[max(0, p-512):p], '<')
+	if b < 0 {
+		return -1
+	}
+	b += max(0, p-512)
+	if strings.IndexByte(text[b:p], '>') >= 0 || !strings.EqualFold(text[b:min(len(text), b+6)], "<input") {
+		return -1
+	}
+	return b
+}
+
+// dockerEnvStart accepts ENV that starts a line (a Dockerfile's
+// instruction, indented or not); -1 otherwise.
+func dockerEnvStart(text string, p int) int {
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	if strings.TrimLeft(text[ls:p], " \t") != "" {
+		return -1
+	}
+	return p
 }
 
 // curlCookieStart accepts -b or --cookie as an option (after a blank) of

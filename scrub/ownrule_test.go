@@ -143,6 +143,12 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\u662f", secret: pw, post: "\u3002"},
 		{rule: "contextfold-label-secret", pre: "Password:\n  ", secret: punct, post: "\n"},
 		{rule: "contextfold-label-secret", pre: "| Password | ", secret: punct, post: " |"},
+		{rule: "contextfold-cli-password", pre: "rabbitmqctl add_user bob ", secret: punct},
+		{rule: "contextfold-cli-password", pre: "net use \\\\srv\\share /user:bob ", secret: punct},
+		{rule: "contextfold-cli-password", pre: "openssl passwd -6 '", secret: punct, post: "'"},
+		{rule: "contextfold-prose-secret", pre: "$config = ['password' => '", secret: punct, post: "'];"},
+		{rule: "contextfold-xml-attr-secret", pre: `<input type="password" name="pw" value="`, secret: punct, post: `">`},
+		{rule: "contextfold-env-secret", pre: "ENV DB_PASSWORD ", secret: punct, post: "\n"},
 		{rule: "contextfold-call-secret", pre: "requests.get(url, auth=('bob', '", secret: punct, post: "'))"},
 		{rule: "contextfold-call-secret", pre: "HTTPBasicAuth('bob', '", secret: punct, post: "')"},
 		{rule: "contextfold-call-secret", pre: "define( 'DB_PASSWORD', '", secret: punct, post: "' );"},
@@ -187,6 +193,9 @@ var ownLookAlikes = []string{
 	"https://x.example/@user?from=a@b.example",
 	"curl -b cookies.txt https://example.com", "curl -c jar.txt -b jar.txt https://example.com", "auth=(user, password)",
 	"auth = ('bob', pw)", "sqlcmd -S db -U sa -Q 'SELECT 1'",
+	`<input type="password" name="pw" value="">`, `<input type="password" value="{{ form.pw }}">`,
+	"ENV NODE_ENV production", "ENV DB_PASSWORD_FILE /run/secrets/db", "net use Z: \\\\srv\\share /user:bob *",
+	"rabbitmqctl list_users", "openssl passwd -help",
 	"API key:\n  required", "Token:\n  v1.2.3-rc1", "Password:\n\n    SECRET_PASSWORD_V2", "token:\n  ./bin/gen2\n",
 	// netrc's "machine" must start a word (the value is a plain word: a
 	// digit would make "password VALUE" contextfold-password-line's).
