@@ -307,6 +307,22 @@ var extraRules = []extraRule{
 		secret:  curlCookie,
 	},
 	{
+		id:      "contextfold-cookie",
+		anchors: []string{`"value"`},
+		begin:   cookieObjectStart,
+		// A cookie as a JSON object, the value member of an object that
+		// also has "name" and "domain": a browser's cookie export, a
+		// Playwright or Puppeteer storage state ({"name": "sid",
+		// "value": "…", "domain": …}). 1: the value.
+		re:      regexp.MustCompile(`^"value"[ \t]*:[ \t]*"([^"\\\r\n]*)"`),
+		maxLen:  1024,
+		oneLine: true,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 8 && !isPlaceholder(v)
+		},
+	},
+	{
 		id:      "contextfold-netrc-password",
 		anchors: []string{"password", "passwd"},
 		begin:   netrcStart,
@@ -2155,6 +2171,26 @@ func htmlInputStart(text string, p int) int {
 func dockerEnvStart(text string, p int) int {
 	ls := strings.LastIndexByte(text[:p], '\n') + 1
 	if strings.TrimLeft(text[ls:p], " \t") != "" {
+		return -1
+	}
+	return p
+}
+
+// cookieObjectStart accepts the "value" member of a JSON object (no
+// object nested in it, 1 KiB either side at most) that has a "name" and
+// a "domain" member too: a cookie. -1 otherwise.
+func cookieObjectStart(text string, p int) int {
+	a := strings.LastIndexAny(text[max(0, p-1024):p], "{}")
+	if a < 0 || text[max(0, p-1024)+a] != '{' {
+		return -1
+	}
+	a += max(0, p-1024)
+	b := strings.IndexAny(text[p:min(len(text), p+1024)], "{}")
+	if b < 0 || text[p+b] != '}' {
+		return -1
+	}
+	obj := text[a : p+b]
+	if !strings.Contains(obj, `"name"`) || !strings.Contains(obj, `"domain"`) {
 		return -1
 	}
 	return p

@@ -143,6 +143,7 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-prose-secret", pre: "\u5bc6\u7801\u662f", secret: pw, post: "\u3002"},
 		{rule: "contextfold-label-secret", pre: "Password:\n  ", secret: punct, post: "\n"},
 		{rule: "contextfold-label-secret", pre: "| Password | ", secret: punct, post: " |"},
+		{rule: "contextfold-cookie", pre: `{"cookies": [{"name": "sid", "value": "`, secret: pw, post: `", "domain": ".example.com", "httpOnly": true}]}`},
 		{rule: "contextfold-cli-password", pre: "rabbitmqctl add_user bob ", secret: punct},
 		{rule: "contextfold-cli-password", pre: "net use \\\\srv\\share /user:bob ", secret: punct},
 		{rule: "contextfold-cli-password", pre: "openssl passwd -6 '", secret: punct, post: "'"},
@@ -196,6 +197,7 @@ var ownLookAlikes = []string{
 	`<input type="password" name="pw" value="">`, `<input type="password" value="{{ form.pw }}">`,
 	"ENV NODE_ENV production", "ENV DB_PASSWORD_FILE /run/secrets/db", "net use Z: \\\\srv\\share /user:bob *",
 	"rabbitmqctl list_users", "openssl passwd -help",
+	`{"name": "theme", "value": "", "domain": ".example.com"}`, `{"name": "app", "value": "production-eu-1"}`,
 	"API key:\n  required", "Token:\n  v1.2.3-rc1", "Password:\n\n    SECRET_PASSWORD_V2", "token:\n  ./bin/gen2\n",
 	// netrc's "machine" must start a word (the value is a plain word: a
 	// digit would make "password VALUE" contextfold-password-line's).
