@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -43,7 +44,7 @@ func foldInvisible(text string) (v decodedView, ok bool) {
 		}
 		r, n := utf8.DecodeRuneInString(text[i:])
 		rep, folds := foldRune(r)
-		if a, ok := lookalikes[r]; ok && !folds {
+		if a, ok := lookalike(r); ok && !folds {
 			// A look-alike letter folds inside a secret's name alone.
 			if i >= wordEnd {
 				_, wordEnd, inName = lookalikeName(text, i)
@@ -97,7 +98,7 @@ func nextFold(text string, i int) int {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(text[i:])
-		if _, ok := lookalikes[r]; ok && i >= wordEnd {
+		if _, ok := lookalike(r); ok && i >= wordEnd {
 			ws, we, name := lookalikeName(text, i)
 			if name {
 				return ws
@@ -187,9 +188,37 @@ var lookalikes = map[rune]byte{
 	0x04CF: 'i', 0x0501: 'd', 0x050C: 'G', 0x051B: 'q', 0x051C: 'W', 0x051D: 'w', 0x1D26: 'r',
 }
 
+// lookalike returns the Latin letter r looks like (lookalikes), checking
+// r's block before the table.
+func lookalike(r rune) (byte, bool) {
+	if r >= lookalikeLo && r < lookalikeHi {
+		a := lookalikeBlock[r-lookalikeLo]
+		return a, a != 0
+	}
+	if r == 0x1D26 || r == 0x1FBE {
+		return lookalikes[r], true
+	}
+	return 0, false
+}
+
+// lookalikeBlock is lookalikes over the Greek and Cyrillic blocks
+// (lookalikeLo to lookalikeHi), indexed by rune: 0 where r looks like no
+// Latin letter. Nothing in a text's hot loop then costs a map lookup.
+const lookalikeLo, lookalikeHi = 0x0370, 0x0530
+
+var lookalikeBlock = func() (t [lookalikeHi - lookalikeLo]byte) {
+	for r, a := range lookalikes {
+		if r >= lookalikeLo && r < lookalikeHi {
+			t[r-lookalikeLo] = a
+		}
+	}
+	return t
+}()
+
 // lookalikeStems are the parts of a name that make it a secret's for
 // lookalikeName, lower case: what the rules' names end in or hold.
-var lookalikeStems = []string{"pass", "pwd", "secret", "token", "key", "auth", "cred", "psk", "cookie", "bearer"}
+var lookalikeStems = [][]byte{[]byte("pass"), []byte("pwd"), []byte("secret"), []byte("token"), []byte("key"),
+	[]byte("auth"), []byte("cred"), []byte("psk"), []byte("cookie"), []byte("bearer")}
 
 // maxLookalikeWord bounds the bytes lookalikeName reads on either side of
 // a look-alike.
@@ -204,7 +233,13 @@ const maxLookalikeWord = 64
 // as H, nor пароль, whose п looks like no Latin letter).
 func lookalikeName(text string, i int) (ws, we int, ok bool) {
 	wordRune := func(r rune) bool {
-		return r == '_' || r == '-' || r == '.' || unicode.IsLetter(r) || unicode.IsDigit(r)
+		if r < utf8.RuneSelf {
+			return isWordByte(byte(r)) || r == '-' || r == '.'
+		}
+		if r >= lookalikeLo && r < lookalikeHi {
+			return true // Greek and Cyrillic: letters and their marks
+		}
+		return unicode.IsLetter(r) || unicode.IsDigit(r)
 	}
 	ws = i
 	for ws > 0 && i-ws < maxLookalikeWord {
@@ -222,23 +257,30 @@ func lookalikeName(text string, i int) (ws, we int, ok bool) {
 		}
 		we += n
 	}
+	if we-ws < 3 {
+		return ws, we, false
+	}
 	var b [2 * maxLookalikeWord]byte
 	w := b[:0]
 	for _, r := range text[ws:we] {
-		switch a, look := lookalikes[r]; {
+		var c byte
+		switch a, look := lookalike(r); {
 		case r < utf8.RuneSelf:
-			w = append(w, byte(r))
+			c = byte(r)
 		case look:
-			w = append(w, a)
+			c = a
 		case r >= 0xFF01 && r <= 0xFF5E:
-			w = append(w, byte(r-0xFF01+'!'))
+			c = byte(r - 0xFF01 + '!')
 		default:
 			return ws, we, false // a letter of another script: a word of prose
 		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		w = append(w, c)
 	}
-	lw := strings.ToLower(string(w))
 	for _, stem := range lookalikeStems {
-		if strings.Contains(lw, stem) {
+		if bytes.Contains(w, stem) {
 			return ws, we, true
 		}
 	}
