@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/contextfold/contextfold/harness"
+	"github.com/contextfold/contextfold/match"
 )
 
 // TestRestartKeepsPrivateKeyOpen: an agent reads a private key in three
@@ -19,7 +22,21 @@ import (
 // reads the key left open from the indexed messages the client resends
 // (resumeIndexedOpenKey). Before, lines 9-16 were written in clear to the
 // second fold event's cold node.
-func TestRestartKeepsPrivateKeyOpen(t *testing.T) {
+func TestRestartKeepsPrivateKeyOpen(t *testing.T) { restartKeepsKeyOpen(t, foldAll) }
+
+// TestRestartKeepsPrivateKeyOpenBudget is TestRestartKeepsPrivateKeyOpen
+// in the proxy's other fold mode, the context budget (harness/budget.go),
+// which folds oldest first once a request is past the budget: its fold
+// event reads the key left open the same way (learnIndexedSecrets), and
+// this keeps it so.
+func TestRestartKeepsPrivateKeyOpenBudget(t *testing.T) {
+	restartKeepsKeyOpen(t, harness.Config{ContextBudget: 250, FoldTarget: 30, PaybackRequests: -1, CacheTTL: -1,
+		HotWindow: 1, MinFoldTokens: 50, Match: match.Exact})
+}
+
+// restartKeepsKeyOpen is TestRestartKeepsPrivateKeyOpen with the proxy's
+// harness configured by cfg.
+func restartKeepsKeyOpen(t *testing.T, cfg harness.Config) {
 	line := func(i int) string { // 64 base64 characters, none of them a word
 		return strings.Repeat(fmt.Sprintf("Qm%02dxZ9kLw4", i), 6)[:64]
 	}
@@ -66,12 +83,12 @@ func TestRestartKeepsPrivateKeyOpen(t *testing.T) {
 	}
 
 	up := newUpstream(t)
-	tp := newProxy(t, up, foldAll)
+	tp := newProxy(t, up, cfg)
 	if resp, b := post(t, tp.http.URL+PathOpenAI, chatMessagesBody(t, first), nil); resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
-	if r := tp.record(t, 1); r.StepsFolded == 0 {
-		t.Fatal("the first request folded nothing: the test does not cover a key left open by a proxy that stopped")
+	if r := tp.record(t, 1); r.StepsFolded+r.StepsCollapsed == 0 {
+		t.Fatalf("the first request folded nothing (%+v): the test does not cover a key left open by a proxy that stopped", r)
 	}
 	if err := tp.srv.Close(); err != nil {
 		t.Fatal(err)
@@ -80,12 +97,12 @@ func TestRestartKeepsPrivateKeyOpen(t *testing.T) {
 		t.Fatalf("before the restart, key lines reached disk: %v", found)
 	}
 
-	tp2 := newProxyWith(t, up, func(o *Options) { o.Dir = tp.dir; o.Harness = foldAll })
+	tp2 := newProxyWith(t, up, func(o *Options) { o.Dir = tp.dir; o.Harness = cfg })
 	if resp, b := post(t, tp2.http.URL+PathOpenAI, chatMessagesBody(t, second), nil); resp.StatusCode != 200 {
 		t.Fatalf("after the restart: status %d: %s", resp.StatusCode, b)
 	}
 	r := tp2.record(t, 1)
-	if r.StepsFolded < 2 || r.Generation != 1 {
+	if r.StepsFolded+r.StepsCollapsed < 2 || r.Generation != 1 {
 		t.Fatalf("after the restart: %d steps folded, generation %d (warnings %q); want the key's other parts folded in the same store",
 			r.StepsFolded, r.Generation, r.Warnings)
 	}
@@ -127,7 +144,7 @@ func TestWholeKeyOutputSummary(t *testing.T) {
 	if resp, body := post(t, tp.http.URL+PathOpenAI, chatMessagesBody(t, msgs), nil); resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	if r := tp.record(t, 1); r.StepsFolded == 0 {
+	if r := tp.record(t, 1); r.StepsFolded+r.StepsCollapsed == 0 {
 		t.Fatal("nothing folded: the test does not cover the key's node")
 	}
 	if err := tp.srv.Close(); err != nil {

@@ -158,11 +158,14 @@ var extraRules = []extraRule{
 		id:      "contextfold-url-password",
 		anchors: []string{"://"},
 		begin:   urlSchemeStart,
-		re:      regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'"\\<>]*:([^\s@'"\\/<>]{3,})@[A-Za-z0-9\[]`),
-		maxLen:  2048,
-		secret: func(c string, m []int) (int, int, bool) {
-			return m[2], m[3], !isPlaceholder(c[m[2]:m[3]])
-		},
+		// The password may hold an unescaped '@' (https://bob:p@ss@host:
+		// the userinfo ends at the authority's last '@', as a URL parser
+		// reads it), unless what follows its first '@' holds a query's
+		// '?' or a fragment's '#' (https://u:pw@host?to=a@b.example: the
+		// later '@' is the query's), urlPassword.
+		re:     regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'"\\<>]*:([^\s'"\\/<>]{3,})@[A-Za-z0-9\[]`),
+		maxLen: 2048,
+		secret: urlPassword,
 	},
 	{
 		id:      "contextfold-url-signature",
@@ -204,8 +207,9 @@ var extraRules = []extraRule{
 		// quote, ',', '}', ']' (a flow mapping), a shell separator or a
 		// JSON escape. A YAML tag (!!str, !secret) may precede the value,
 		// and a YAML block scalar (password: |, >-) holds it on the next,
-		// indented line.
-		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["'])?[ \t]*:[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		// indented line. Markdown's bold may close after the name or the
+		// colon (**Password**: …, **Password:** …).
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["']|\*\*?)?[ \t]*:(?:\*\*?)?[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
 		secret: envSecret,
 	},
@@ -253,6 +257,20 @@ var extraRules = []extraRule{
 		secret: spacedSecret,
 	},
 	{
+		id:      "contextfold-spaced-secret",
+		anchors: []string{"token", "Token", "TOKEN"},
+		begin:   wordStart,
+		// The word "token" alone and a GitHub classic OAuth token, 40 hex
+		// digits of one case, after a blank: a note's or a log's "token
+		// 0123…" (git's "Authorization: token …" header written without
+		// its name). A single word is prose for contextfold-spaced-secret,
+		// but 40 hex digits after it are no word. 1: the token.
+		re:      regexp.MustCompile(`^(?:token|Token|TOKEN)[ \t]+([0-9a-f]{40}|[0-9A-F]{40})(?:[^0-9A-Za-z]|$)`),
+		maxLen:  128,
+		oneLine: true,
+		secret:  func(c string, m []int) (int, int, bool) { return m[2], m[3], true },
+	},
+	{
 		id:      "contextfold-xml-secret",
 		anchors: []string{"<"},
 		begin:   xmlStart,
@@ -275,6 +293,34 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^((?i:set-)?)(?i:cookie)(?:\\?["'])?[ \t]*:[ \t]*(?:\\?["'])?(?:([^=;\s"'\\][^\r\n"'\\]*)|)`),
 		maxLen: 4096,
 		secret: cookieSecret,
+	},
+	{
+		id:      "contextfold-cookie",
+		anchors: []string{"-b", "--cookie"},
+		begin:   curlCookieStart,
+		// curl's -b/--cookie 'NAME=VALUE; …' (a cookie jar's file name
+		// holds no '='): the cookies sent, as a Cookie header's. 1:
+		// double-quoted, 2: single-quoted, 3: bare.
+		re:      regexp.MustCompile(`^(?:-b|--cookie)(?:[ \t]+|=)(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"']+))`),
+		maxLen:  1024,
+		oneLine: true,
+		secret:  curlCookie,
+	},
+	{
+		id:      "contextfold-cookie",
+		anchors: []string{`"value"`},
+		begin:   cookieObjectStart,
+		// A cookie as a JSON object, the value member of an object that
+		// also has "name" and "domain": a browser's cookie export, a
+		// Playwright or Puppeteer storage state ({"name": "sid",
+		// "value": "…", "domain": …}). 1: the value.
+		re:      regexp.MustCompile(`^"value"[ \t]*:[ \t]*"([^"\\\r\n]*)"`),
+		maxLen:  1024,
+		oneLine: true,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 8 && !isPlaceholder(v)
+		},
 	},
 	{
 		id:      "contextfold-netrc-password",
@@ -370,15 +416,57 @@ var extraRules = []extraRule{
 		// chat gives a password ("db pass = VALUE", "pw: VALUE", "pass is
 		// VALUE", "pw VALUE"). 1: the short name (pass, pwd, pw; not the
 		// upper-case PASS of a test report), 2: the value, up to a blank
-		// or a quote; proseSecret checks it.
-		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|" + foreignPasswordWords + ")(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
+		// or a quote; proseSecret checks it. A quote may close the name
+		// (PHP's 'password' => '…').
+		re:      regexp.MustCompile("^(?:(?i:password|passwd|passphrase|token|secret|api[ _-]?key|access[ _-]?key|secret[ _-]?key|" + foreignPasswordWords + ")[\"']?(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|(" + proseOperator + "))|(pass|Pass|pwd|pw|Pw|PW)(?:" + proseQualifier + "(?:" + proseVerb + "|" + proseOperator + ")|" + proseVerb + "|" + proseOperator + "|[ \\t]+))[\"'`]?([^\\s\"'`\\\\]+)"),
 		maxLen:  256,
 		oneLine: true,
 		secret:  proseSecret,
 	},
 	{
+		id:      "contextfold-prose-secret",
+		anchors: cjkSecretWords,
+		begin:   func(text string, p int) int { return p },
+		// The same in Chinese, Japanese and Korean, which join a particle
+		// or a copula to the word and often the value to both: 密码是VALUE,
+		// 新密码为VALUE, パスワードは「VALUE」です, 비밀번호는VALUE입니다,
+		// API密钥：VALUE. These scripts have no word boundary, so the word
+		// counts anywhere; the value is the run of printable ASCII after
+		// it (the next CJK character ends it). 1: the value; cjkSecret
+		// vets it as proseSecret does after a verb.
+		re:      regexp.MustCompile("^(?:" + strings.Join(cjkSecretWords, "|") + ")(?:[ \t]*(?:" + cjkSecretLinks + ")){1,2}[ \t]*[\"'`「『“]?([!#-&(-\\[\\]-_a-~]+)"),
+		maxLen:  256,
+		oneLine: true,
+		secret:  cjkSecret,
+	},
+	{
+		id:      "contextfold-label-secret",
+		anchors: []string{":\n", ":\r\n", ": \n"},
+		begin:   labelLineStart,
+		// A bare label on its own line and the secret alone on the next
+		// (a terminal prompt's transcript, a README): "Password:" then
+		// "  VALUE", "Enter passphrase for key '/root/.ssh/id_rsa':", a
+		// blank line or a code fence between them allowed. labelSecret
+		// reads the lines after the label.
+		re:     regexp.MustCompile(`^[^\n]*\n`),
+		maxLen: 512,
+		secret: labelSecret,
+	},
+	{
+		id:      "contextfold-label-secret",
+		anchors: []string{"|"},
+		begin:   tableLabelStart,
+		// A Markdown table row whose label cell names a secret and whose
+		// next cell holds it: "| Password | VALUE |" (a README's or a
+		// wiki's credentials table). 1: the value, code marks left out.
+		re:      regexp.MustCompile("^\\|[^|\\n]+\\|[ \\t]*`?([^\\s|`]+)`?[ \\t]*\\|"),
+		maxLen:  512,
+		oneLine: true,
+		secret:  tableSecret,
+	},
+	{
 		id:      "contextfold-call-secret",
-		anchors: []string{`("`, `('`, `(\"`},
+		anchors: []string{`("`, `('`, `(\"`, `( "`, `( '`},
 		begin:   callSecretStart,
 		// A secret passed as a string literal to a setter or a builder
 		// member named for it: setPassword("…"), withApiKey('…'),
@@ -387,7 +475,7 @@ var extraRules = []extraRule{
 		// (the MongoDB shell), server.login("user", "…") (smtplib,
 		// ftplib, imaplib). 1: the name, 2: a first argument (the user),
 		// value: 3 double-quoted, 4 single-quoted, 5 escaped-quoted.
-		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\([ \t]*((?:"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\")[ \t]*,[ \t]*)?(?:"((?:[^"\\\r\n]|\\[^"\r\n])*)"|'([^'\\\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\")[ \t]*\)`),
+		re:      regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*=[ \t]*)?\([ \t]*((?:"[^"\r\n]*"|'[^'\r\n]*'|\\"[^"\\\r\n]*\\")[ \t]*,[ \t]*)?(?:"((?:[^"\\\r\n]|\\[^"\r\n])*)"|'([^'\\\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\")[ \t]*\)`),
 		maxLen:  1024,
 		secret:  callSecret,
 		oneLine: true,
@@ -461,6 +549,28 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^<[A-Za-z][\w:.-]*(?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+(?:key|name)[ \t]*=[ \t]*["']([^"'<>]+)["'](?:[ \t\r\n]+[\w:.-]+[ \t]*=[ \t]*(?:"[^"]*"|'[^']*'))*?[ \t\r\n]+value[ \t]*=[ \t]*(?:"([^"]*)"|'([^']*)')`),
 		maxLen: 1024,
 		secret: keyedSecret(3),
+	},
+	{
+		id:      "contextfold-xml-attr-secret",
+		anchors: []string{`type="password"`, `type='password'`, `type=password`, `TYPE="PASSWORD"`},
+		begin:   htmlInputStart,
+		// An HTML password field's value: <input type="password"
+		// value="…"> (a saved page, a test fixture, a server's template
+		// rendered with it). 1: double-quoted, 2: single-quoted, 3: bare.
+		re:     regexp.MustCompile(`^<(?i:input)\b[^<>]*?[ \t\r\n](?i:value)[ \t]*=[ \t]*(?:"([^"<>]*)"|'([^'<>]*)'|([^\s"'<>]+))`),
+		maxLen: 1024,
+		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-env-secret",
+		anchors: []string{"ENV ", "ENV\t"},
+		begin:   dockerEnvStart,
+		// A Dockerfile's legacy ENV NAME VALUE (no '='), NAME and VALUE
+		// vetted as NAME=VALUE. 1: the name, 2: the value, quoted or bare.
+		re:      regexp.MustCompile(`^ENV[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"']+))[ \t]*\r?(?:\n|$)`),
+		maxLen:  1024,
+		oneLine: true,
+		secret:  keyedSecret(4),
 	},
 	{
 		id:      "contextfold-bearer",
@@ -1043,9 +1153,16 @@ func keyNameStart(text string, p int) int {
 	for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
 		j--
 	}
+	quoted := false
 	if j > 0 && (text[j-1] == '"' || text[j-1] == '\'') {
+		quoted = true
 		j--
 		if j > 0 && text[j-1] == '\\' {
+			j--
+		}
+	} else if j > 0 && text[j-1] == '*' { // Markdown's **Password**:
+		j--
+		if j > 0 && text[j-1] == '*' {
 			j--
 		}
 	}
@@ -1060,8 +1177,9 @@ func keyNameStart(text string, p int) int {
 	if b == j || !maybeSecretName(text[b:j]) {
 		return -1
 	}
-	// "--- PASS: TestName (0.01s)" is a test result, not a key.
-	if strings.EqualFold(text[b:j], "pass") {
+	// "--- PASS: TestName (0.01s)" is a test result, not a key; a quoted
+	// "pass": is a JSON or Python member.
+	if !quoted && strings.EqualFold(text[b:j], "pass") {
 		return -1
 	}
 	return b
@@ -1272,7 +1390,11 @@ func cliPassword(c string, m []int) (int, int, bool) {
 			v := c[s:e]
 			// redis.conf's example, bare or before a JSON escape.
 			redisExample := v == "foobared" || strings.HasPrefix(v, "foobared\\")
-			return s, e, !isPlaceholder(v) && !redisExample
+			if k := strings.IndexByte(v, '\\'); g == 3 && k >= 0 {
+				v = v[:k] // a bare value before an escape (the line's end, JSON-escaped)
+			}
+			// An option is no password ("openssl passwd -help").
+			return s, e, !isPlaceholder(v) && !redisExample && v[0] != '-'
 		}
 	}
 	return 0, 0, false
@@ -1290,7 +1412,10 @@ func cliPassword(c string, m []int) (int, int, bool) {
 //   - PowerShell's ConvertTo-SecureString "PASSWORD" -AsPlainText;
 //   - Redis's requirepass and masterauth, in redis.conf or CONFIG SET
 //     (redis.conf's own example, "foobared", is a placeholder);
-//   - lftp -u USER,PASSWORD.
+//   - lftp -u USER,PASSWORD;
+//   - SQL Server's sqlcmd/bcp/osql/isql -P PASSWORD, rabbitmqctl add_user
+//     or change_password USER PASSWORD, Windows' net use … /user:USER
+//     PASSWORD, openssl passwd [-6] PASSWORD.
 //
 // The JDK's keytool and jarsigner, which take several passwords on one
 // command line, are contextfold-keystore-password's.
@@ -1301,6 +1426,10 @@ var cliPasswordForms = []string{
 	`(?:smbclient|rpcclient|smbmap)[^\n;&|]{0,300}?[ \t](?:-U[ \t]*|--user=)['"]?[^\s%'"]+%`,
 	`htpasswd(?:[ \t]+-[A-Za-z]*)*[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+\S+[ \t]+`,
 	`(?:zip|unzip|zipcloak)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
+	`(?:sqlcmd|bcp|osql|isql)[^\n;&|]{0,300}?[ \t]-P[ \t]*`,
+	`rabbitmqctl[^\n;&|]{0,100}?[ \t](?:add_user|change_password)[ \t]+\S+[ \t]+`,
+	`net[ \t]+use[^\n;&|]{0,300}?[ \t]/user:\S+[ \t]+`,
+	`openssl[ \t]+passwd(?:[ \t]+-(?:1|5|6|apr1|aixmd5|crypt|quiet|table|noverify))*[ \t]+`,
 	`7z[ar]?[^\n;&|]{0,300}?[ \t]-p`,
 	`(?:rar|unrar)[^\n;&|]{0,300}?[ \t]-h?p`,
 	`ssh-keygen[^\n;&|]{0,300}?[ \t]-[NP][ \t]*`,
@@ -1315,7 +1444,8 @@ var cliPasswordForms = []string{
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
-	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp"}
+	"requirepass", "masterauth", "REQUIREPASS", "MASTERAUTH", "lftp", "sqlcmd", "bcp", "osql", "isql",
+	"rabbitmqctl", "net"}
 
 // pamControls are the control words of a PAM configuration line
 // ("password required pam_unix.so"), which starts with "password" too.
@@ -1504,6 +1634,161 @@ var proseSecretAnchors = []string{"password", "Password", "PASSWORD", "passphras
 	"senha", "Senha", "пароль", "Пароль", "wachtwoord", "Wachtwoord", "hasło", "Hasło", "şifre", "Şifre",
 	"parola", "Parola", "lösenord", "Lösenord", "密码", "密碼", "口令", "パスワード", "비밀번호"}
 
+// labelWords finds a secret's name among the last words of a label
+// (lower case): contextfold-label-secret's. 1: the name.
+var labelWords = regexp.MustCompile(`(?:^|[^a-z])((?:password|passwd|passphrase|passcode|pwd|token|secret|(?:api|access|secret|private)[ _-]?key)s?)(?:[^a-z]|$)`)
+
+// urlPassword returns the password of a URL's userinfo
+// (contextfold-url-password), up to the last '@' of the authority, or the
+// first when a '?' or '#' follows it (a query's e-mail address); a
+// placeholder is no password.
+func urlPassword(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	if k := strings.IndexByte(c[s:e], '@'); k >= 0 && strings.ContainsAny(c[s+k:e], "?#") {
+		e = s + k
+	}
+	return s, e, e-s >= 3 && !isPlaceholder(c[s:e])
+}
+
+// labelLineStart accepts the ':' that ends a line (blanks after it) when
+// the line is a label naming a secret: at most 100 bytes, one of
+// labelWords among its last four words ("Password:", "Enter new
+// password:", "API key:", "Password for user postgres:"), and no code's
+// '=', '(', '{' or ';' from that name on ("def password():" is code). It
+// returns the line's start, -1 otherwise.
+func labelLineStart(text string, p int) int {
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	if p-ls > 100 || p == ls {
+		return -1
+	}
+	label := text[ls:p]
+	i := len(label) // the start of the last four words
+	for n := 0; n < 4 && i > 0; n++ {
+		for i > 0 && (label[i-1] == ' ' || label[i-1] == '\t') {
+			i--
+		}
+		for i > 0 && label[i-1] != ' ' && label[i-1] != '\t' {
+			i--
+		}
+	}
+	tail := strings.ToLower(label[i:])
+	ms := labelWords.FindAllStringSubmatchIndex(tail, -1)
+	if ms == nil || strings.ContainsAny(tail[ms[len(ms)-1][2]:], "=({;") {
+		return -1
+	}
+	return ls
+}
+
+// labelSecret vets the lines after a label (contextfold-label-secret):
+// after at most two blank or code-fence lines, a line holding one token
+// alone (indented, wrapped in backticks or quotes allowed) that looks like
+// a credential, not a word, a sentence or code: 8+ characters with a
+// letter and a digit, and mixed case, a password symbol, or 16+ letters
+// and digits; not a placeholder, a path, a URL, an option, a snake_case
+// identifier or code ("Password:" then "  The password must …", "if …",
+// "********", "None" stay).
+func labelSecret(c string, m []int) (int, int, bool) {
+	pos := m[1]
+	for skipped := 0; ; skipped++ {
+		le := strings.IndexByte(c[pos:], '\n')
+		if le < 0 {
+			le = len(c) - pos
+		}
+		line := strings.TrimSpace(c[pos : pos+le])
+		if line != "" && !strings.HasPrefix(line, "```") {
+			break
+		}
+		if skipped == 2 || pos+le >= len(c) {
+			return 0, 0, false
+		}
+		pos += le + 1
+	}
+	le := strings.IndexByte(c[pos:], '\n')
+	if le < 0 {
+		le = len(c) - pos
+	}
+	line := c[pos : pos+le]
+	s := pos + len(line) - len(strings.TrimLeft(line, " \t"))
+	e := pos + len(strings.TrimRight(line, " \t\r"))
+	if e-s >= 2 && strings.ContainsRune("`'\"", rune(c[s])) && c[e-1] == c[s] {
+		s, e = s+1, e-1
+	}
+	return s, e, labelValue(c[s:e])
+}
+
+// labelValue reports whether v, a value shown under or beside a label
+// with no operator (contextfold-label-secret), looks like a credential:
+// one token of 8+ characters with a letter and a digit, and mixed case, a
+// password symbol, or 16+ letters and digits; not a placeholder, a path,
+// a URL, an option, a snake_case identifier or code.
+func labelValue(v string) bool {
+	if len(v) < 8 || strings.ContainsAny(v, " \t`'\"|") || isPlaceholder(v) || snakeIdentifier(v) ||
+		looksLikeCode(v) || strings.Contains(v, "://") || v[0] == '-' || !hasLetterAndDigit(v) {
+		return false
+	}
+	upper := strings.IndexFunc(v, unicode.IsUpper) >= 0
+	lower := strings.IndexFunc(v, unicode.IsLower) >= 0
+	return upper && lower || strings.ContainsAny(v, passwordSymbols) || len(v) >= 16 && isAlnum(v)
+}
+
+// labelCells are the cells that label a secret in a Markdown table row
+// (lower case, emphasis and code marks removed): contextfold-label-secret.
+var labelCells = map[string]bool{"password": true, "passwd": true, "passphrase": true, "passcode": true, "pwd": true,
+	"secret": true, "token": true, "api key": true, "api_key": true, "apikey": true, "api-key": true,
+	"access key": true, "secret key": true, "access token": true, "client secret": true}
+
+// tableLabelStart accepts the '|' that opens a Markdown table cell holding
+// one of labelCells alone ("| Password | VALUE |"); -1 otherwise.
+func tableLabelStart(text string, p int) int {
+	e := strings.IndexByte(text[p+1:min(len(text), p+40)], '|')
+	if e < 0 {
+		return -1
+	}
+	cell := strings.ToLower(strings.Trim(text[p+1:p+1+e], " \t*_`"))
+	if !labelCells[cell] {
+		return -1
+	}
+	return p
+}
+
+// tableSecret vets the cell after a label cell (contextfold-label-secret)
+// as labelValue does.
+func tableSecret(c string, m []int) (int, int, bool) {
+	return m[2], m[3], labelValue(c[m[2]:m[3]])
+}
+
+// cjkSecretWords are the words for a password, a token and a secret key
+// in Chinese (simplified and traditional), Japanese and Korean.
+var cjkSecretWords = []string{"密码", "密碼", "口令", "令牌", "密钥", "密鑰", "秘钥", "パスワード", "暗証番号", "トークン", "シークレット",
+	"APIキー", "비밀번호", "암호", "토큰", "API 키", "API키"}
+
+// cjkSecretLinks are what joins such a word to its value: a copula, a
+// topic or subject particle, "changed to", "set to", an operator.
+const cjkSecretLinks = "是|为|為|改为|改成|改為|设为|设置为|設為|設定為|は|が|を|も|는|은|가|이|를|을|:|：|=|＝"
+
+// cjkSecret vets the value of a secret told in Chinese, Japanese or
+// Korean (contextfold-prose-secret): trailing punctuation left out, 8+
+// characters mixing letters and digits, or 6+ with a password symbol, not
+// a placeholder nor a snake_case identifier. "密码是8位" and "パスワードは
+// 8文字以上" give a value too short, "密码是否正确" none.
+func cjkSecret(c string, m []int) (int, int, bool) {
+	s, e := m[2], m[3]
+	for e > s && strings.ContainsRune(".,;:)]}>", rune(c[e-1])) {
+		e--
+	}
+	// A sentence's '!' or '?' is not vetted, but redacted with the value:
+	// it may be the password's last character.
+	ve := e
+	for ve > s && strings.ContainsRune("!?", rune(c[ve-1])) {
+		ve--
+	}
+	v := c[s:ve]
+	if isPlaceholder(v) || snakeIdentifier(v) || !hasLetterAndDigit(v) {
+		return 0, 0, false
+	}
+	return s, e, len(v) >= 8 || len(v) >= 6 && strings.ContainsAny(c[s:e], passwordSymbols)
+}
+
 // foreignPasswordWords is the alternation of those words in other
 // languages (case is folded by the expression).
 const foreignPasswordWords = "passwort|kennwort|contraseña|mot de passe|senha|пароль|wachtwoord|hasło|şifre|parola|lösenord|密码|密碼|口令|パスワード|비밀번호"
@@ -1543,15 +1828,44 @@ func callSecretStart(text string, p int) int {
 	for b > 0 && p-b < 128 && isWordByte(text[b-1]) {
 		b--
 	}
-	if b == p || text[b] >= '0' && text[b] <= '9' {
+	if b == p {
+		// Python's auth=('user', '…') (requests, httpx): a keyword
+		// argument's tuple, read as auth(…).
+		q := p
+		for q > 0 && (text[q-1] == ' ' || text[q-1] == '\t') {
+			q--
+		}
+		if q > 0 && text[q-1] == '=' {
+			q--
+			for q > 0 && (text[q-1] == ' ' || text[q-1] == '\t') {
+				q--
+			}
+			if q >= 4 && text[q-4:q] == "auth" && (q == 4 || !isWordByte(text[q-5])) {
+				return q - 4
+			}
+		}
+		return -1
+	}
+	if text[b] >= '0' && text[b] <= '9' {
 		return -1
 	}
 	name := text[b:p]
-	if _, ok := callSetterName(name); !ok && name != "auth" && name != "login" && !secretNameArgument(text[p+1:]) {
+	if k := strings.LastIndexByte(name, '_'); k >= 0 && loginCalls[name[k+1:]] {
+		return b + k + 1 // Markdown's _HTTPBasicAuth(…)_, a joined name
+	}
+	if _, ok := callSetterName(name); !ok && !loginCalls[name] && !secretNameArgument(text[p+1:]) {
 		return -1
 	}
 	return b
 }
+
+// loginCalls are the calls whose two string arguments are a user and a
+// password: db.auth("user", "…") (the MongoDB shell), server.login("user",
+// "…") (smtplib, ftplib, imaplib), HTTPBasicAuth("user", "…") and
+// HTTPDigestAuth (requests), BasicAuth (aiohttp), and Python's
+// auth=("user", "…") keyword tuple (callSecretStart).
+var loginCalls = map[string]bool{"auth": true, "login": true, "HTTPBasicAuth": true, "HTTPDigestAuth": true,
+	"BasicAuth": true, "HTTPProxyAuth": true}
 
 // secretNameArgument reports whether args, the text after a call's '(',
 // starts with a string literal naming a secret and a second argument:
@@ -1609,8 +1923,11 @@ func callSecret(c string, m []int) (int, int, bool) {
 		return 0, 0, false
 	}
 	name, v := c[m[2]:m[3]], c[s:e]
+	if c[m[3]] != '(' && (name != "auth" || m[4] < 0) {
+		return 0, 0, false // auth=( takes a user and a password
+	}
 	if m[4] >= 0 { // two arguments
-		if name == "auth" || name == "login" {
+		if loginCalls[name] {
 			return s, e, len(v) >= 4 && !isPlaceholder(v)
 		}
 		// A name and its value: os.Setenv("DB_PASSWORD", "…").
@@ -1835,6 +2152,76 @@ func cookieSecret(c string, m []int) (int, int, bool) {
 	return s, e, true
 }
 
+// htmlInputStart accepts a password type attribute inside an <input>
+// tag and returns where the tag starts; -1 otherwise.
+func htmlInputStart(text string, p int) int {
+	b := strings.LastIndexByte(text[max(0, p-512):p], '<')
+	if b < 0 {
+		return -1
+	}
+	b += max(0, p-512)
+	if strings.IndexByte(text[b:p], '>') >= 0 || !strings.EqualFold(text[b:min(len(text), b+6)], "<input") {
+		return -1
+	}
+	return b
+}
+
+// dockerEnvStart accepts ENV that starts a line (a Dockerfile's
+// instruction, indented or not); -1 otherwise.
+func dockerEnvStart(text string, p int) int {
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	if strings.TrimLeft(text[ls:p], " \t") != "" {
+		return -1
+	}
+	return p
+}
+
+// cookieObjectStart accepts the "value" member of a JSON object (no
+// object nested in it, 1 KiB either side at most) that has a "name" and
+// a "domain" member too: a cookie. -1 otherwise.
+func cookieObjectStart(text string, p int) int {
+	a := strings.LastIndexAny(text[max(0, p-1024):p], "{}")
+	if a < 0 || text[max(0, p-1024)+a] != '{' {
+		return -1
+	}
+	a += max(0, p-1024)
+	b := strings.IndexAny(text[p:min(len(text), p+1024)], "{}")
+	if b < 0 || text[p+b] != '}' {
+		return -1
+	}
+	obj := text[a : p+b]
+	if !strings.Contains(obj, `"name"`) || !strings.Contains(obj, `"domain"`) {
+		return -1
+	}
+	return p
+}
+
+// curlCookieStart accepts -b or --cookie as an option (after a blank) of
+// a curl command on the same line; -1 otherwise.
+func curlCookieStart(text string, p int) int {
+	if p == 0 || text[p-1] != ' ' && text[p-1] != '\t' {
+		return -1
+	}
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	if !strings.Contains(text[max(ls, p-512):p], "curl") {
+		return -1
+	}
+	return p
+}
+
+// curlCookie vets curl's -b/--cookie argument: NAME=VALUE pairs (a '='
+// after a name, a value of 8+ characters in all, not a placeholder), not
+// a cookie jar's file name.
+func curlCookie(c string, m []int) (int, int, bool) {
+	s, e, ok := valueGroup(m, 1, 3)
+	if !ok {
+		return 0, 0, false
+	}
+	v := c[s:e]
+	eq := strings.IndexByte(v, '=')
+	return s, e, eq > 0 && len(v)-eq-1 >= 8 && !isPlaceholder(v[eq+1:])
+}
+
 // netrcStart accepts "password" in a .netrc entry: the words before it
 // are "machine HOST" or "default", then optionally "login USER" and
 // "account ACCOUNT", in any order.
@@ -1939,7 +2326,10 @@ func valueGroup(m []int, first, last int) (s, e int, ok bool) {
 var secretLast = map[string]bool{
 	"PASSWORD": true, "PASSWD": true, "PASS": true, "PWD": true, "SECRET": true,
 	"TOKEN": true, "CREDENTIALS": true, "CREDENTIAL": true, "PASSPHRASE": true,
-	"APIKEY": true, "PASSWORDS": true, "SECRETS": true,
+	"APIKEY": true, "PASSWORDS": true, "SECRETS": true, "PASSCODE": true,
+	// A servlet container's and PHP's session cookies, in a URL
+	// (;jsessionid=…) or a log.
+	"JSESSIONID": true, "PHPSESSID": true,
 	// sshpass -e reads SSHPASS; a Wi-Fi pre-shared key (wpa_supplicant's
 	// psk="…", hostapd's wpa_psk=…); SSSD's ldap_default_authtok.
 	"SSHPASS": true, "PSK": true, "AUTHTOK": true,
@@ -2017,6 +2407,14 @@ func isPlaceholder(v string) bool {
 	switch v[0] {
 	case '$', '%', '<', '{', '/', '~':
 		return true
+	}
+	// Markdown emphasis around a word ("*required*", "_none_"): a
+	// document's note, not a value.
+	if len(v) >= 3 && (v[0] == '*' || v[0] == '_') && v[len(v)-1] == v[0] {
+		inner := strings.Trim(v, "*_")
+		if inner != "" && strings.IndexFunc(inner, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) < 0 {
+			return true
+		}
 	}
 	if strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") {
 		return true

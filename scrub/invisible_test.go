@@ -70,3 +70,50 @@ func BenchmarkScrubOneInvisible(b *testing.B) {
 		s.Scrub(text)
 	}
 }
+
+// TestLookalikeNames: a secret's name written with Cyrillic or Greek
+// letters that look like Latin ones is read as the name it looks like; the
+// value alone is redacted (the name's letters are kept as written), and
+// Russian and Greek words, which hold letters that look like no Latin one
+// or fold to no secret's name, are kept.
+func TestLookalikeNames(t *testing.T) {
+	s := newTestScrubber(t)
+	g := newFakeGen(12)
+	for _, c := range []struct{ name, format string }{
+		{"Cyrillic TOKEN", "\u0422\u041e\u041a\u0415N=%s\n"},
+		{"Cyrillic PASSWORD", "\u0420\u0410\u0405\u0405W\u041eRD=%s\n"},
+		{"Greek PASSWORD", "\u03a1\u0391SSW\u039fRD=%s\n"},
+		{"Cyrillic API_KEY", "\u0410\u0420\u0406_\u041a\u0415Y=%s\n"},
+		{"Cyrillic SECRET", "\u0405\u0415\u0421R\u0415\u0422=%s\n"},
+		{"Greek TOKEN, no Latin letter", "\u03a4\u039f\u039a\u0395\u039d=%s\n"},
+		{"lower-case Cyrillic in YAML", "db_\u0440\u0430ssword: %s\n"},
+		{"export", "export DB_\u0420\u0410SSWORD='%s'\n"},
+		{"prose", "the \u0440\u0430ssword is %s\n"},
+		{"JSON member", `{"\u0440\u0430ssword": "%s"}`},
+		{"JSON-escaped look-alike", `{"env": "\u0420\u0410SSWORD=%s"}`},
+		{"Greek header name", "\u03a7-Api-\u039aey: %s\n"},
+	} {
+		v := g.value("PUNCTPW")
+		g.memo = map[string]string{}
+		text := strings.Replace(c.format, "%s", v, 1)
+		res := s.Scrub(text)
+		if strings.Contains(res.Text, v) || res.Redactions == 0 {
+			t.Errorf("%s: the secret survived:\n%q", c.name, res.Text)
+			continue
+		}
+		// Only the value is replaced: the name keeps its letters.
+		if k := strings.Index(text, v); !strings.HasPrefix(res.Text, text[:k]) {
+			t.Errorf("%s: the name changed: %q → %q", c.name, text, res.Text)
+		}
+	}
+	for _, text := range []string{
+		"\u041f\u0430\u0440\u043e\u043b\u044c \u0431\u044b\u043b \u0438\u0437\u043c\u0435\u043d\u0451\u043d \u0432\u0447\u0435\u0440\u0430.\n",
+		"\u0422\u041e\u041a\u0415\u041d=\u0442\u0435\u0441\u0442\u043e\u0432\u044b\u0439 (\u0441\u043c. README)\n",
+		"\u03a4\u03bf \u039a\u0395\u03a5 \u03b5\u03af\u03bd\u03b1\u03b9 \u03c3\u03c4\u03bf config.yaml\n",
+		"\u0421\u0420\u041e\u041a=2026-12-07 \u0410\u0412\u0422\u041e=on\n",
+	} {
+		if res := s.Scrub(text); res.Text != text {
+			t.Errorf("look-alike changed: %q → %q", text, res.Text)
+		}
+	}
+}

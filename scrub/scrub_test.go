@@ -275,7 +275,12 @@ var extraRuleLookAlikes = []string{
 	// contextfold-call-secret's name argument, the vendor tokens, sudo.
 	`os.getenv("DB_PASSWORD", "")`, `cfg.get("SORT_KEY", "created_at")`, `os.Setenv("TOKEN_COUNTER", "o200k_base")`,
 	"version 1.2.3 of MTIzNDU2Nzg5MDEyMzQ1Njc4OTAx.x file", "MTIzNDU2Nzg5MDEyMzQ1Njc4.abcdef.not-a-token",
-	"Passwort vergessen?", "el token es v\u00e1lido", "pass for the staging box is ready", "senha=abc",
+	"Passwort vergessen?", "el token es v\u00e1lido",
+	// Chinese, Japanese, Korean: no value after the word, or one too
+	// short or without a digit.
+	"\u5bc6\u7801\u662f\u5426\u6b63\u786e\u8981\u770b\u72b6\u6001\u7801200\u3002", "\u5bc6\u7801\u662f8\u4f4d",
+	"\u30d1\u30b9\u30ef\u30fc\u30c9\u306f8\u6587\u5b57\u4ee5\u4e0a", "\u30d1\u30b9\u30ef\u30fc\u30c9\u306fAES256\u3067\u6697\u53f7\u5316",
+	"\ube44\ubc00\ubc88\ud638\ub294 admin\uc5d0\uac8c", "\u4ee4\u724c\u4e3aaccess_token_v2", "pass for the staging box is ready", "senha=abc",
 	"Password for 'https://bob@github.com': ", "lftp -u bob sftp://h", "d41d8cd98f00b204e9800998ecf8427e-usage", "jdbc:oracle:thin:@//db:1521/orcl", "echo hi | sudo tee /etc/x", "at 12:30:AM",
 	"AWS_REGION=eu-west-1", "EDITOR=vim", "MAX_TOKENS=4096", "TOKEN_COUNTER=o200k_base",
 	"DB_PASSWORD=${DB_PASSWORD}", "PASSWORD_FILE=/run/secrets/pw", "SECRET=xxxxxxxxxxxx",
