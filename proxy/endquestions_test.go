@@ -117,15 +117,31 @@ func TestWireEndQuestions(t *testing.T) {
 		for i, q := range qs {
 			probes[i] = matcheval.Probe{Session: name, Step: q.Output, Question: q.Q, Answer: q.Answer, Class: q.Class, Also: q.Also}
 		}
+		type run struct {
+			f      wireFormat
+			client string
+			rs     []wireProbeResult
+		}
+		var runs []run
 		for _, f := range wireFormats {
-			var rs []wireProbeResult
 			if f.api == APIAnthropic {
 				system, msgs := anthropicMessages(res.Turns)
-				rs = wireAsk(t, name, system, msgs, f, needleProbeConfig, probes)
+				runs = append(runs, run{f, f.name, wireAsk(t, name, system, msgs, f, needleProbeConfig, probes)})
 			} else {
-				rs = wireAsk(t, name, "", chatMessages(res.Turns), f, needleProbeConfig, probes)
+				runs = append(runs, run{f, f.name, wireAsk(t, name, "", chatMessages(res.Turns), f, needleProbeConfig, probes)})
 			}
-			for i, r := range rs {
+		}
+		if res.Format == ingest.FormatClaudeCode {
+			// And as Claude Code itself sent it (the records' messages,
+			// thinking and all; a hot window of 2, as the needle probes).
+			msgs, _ := rawClaudeCode(t, filepath.Join(transcriptsDir, name))
+			cfg := needleProbeConfig
+			cfg.HotWindow = 2
+			runs = append(runs, run{wireFormats[0], wireFormats[0].name + " (as sent)", wireAsk(t, name, "", msgs, wireFormats[0], cfg, probes)})
+		}
+		for _, x := range runs {
+			f := wireFormat{name: x.client}
+			for i, r := range x.rs {
 				if !r.InPrompt && !r.Stored {
 					// Scrubbing redacted the answer line in the store (a
 					// credential learned from another turn): the model
