@@ -174,6 +174,20 @@ See docs/mcp-and-hooks.md for host configuration.`,
 	return c
 }
 
+// storeOrSetUp reports whether dir is a store, or one set up before its
+// first fold (it holds a policy, settings or eviction log file).
+func storeOrSetUp(dir string) bool {
+	if isStore(dir) {
+		return true
+	}
+	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile} {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // meantForSessions reports whether dir, which holds no session store yet,
 // is meant to hold them rather than to be a store: it is not a store
 // (nor one set up before its first fold: a policy, settings or eviction
@@ -188,13 +202,8 @@ See docs/mcp-and-hooks.md for host configuration.`,
 // store. So is a proxy's --dir before its first session: the proxy
 // marks it when it starts (proxyMarked).
 func meantForSessions(dir string) bool {
-	if isStore(dir) {
+	if storeOrSetUp(dir) {
 		return false
-	}
-	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
-			return false // a store set up before its first fold
-		}
 	}
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() || err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false
@@ -289,13 +298,8 @@ func proxyMarked(dir string) bool {
 // (proxyMarked) or holding session stores, and still not a store (nothing
 // was folded into it as one: fold_turn, fold).
 func proxyClaimed(dir string) bool {
-	if isStore(dir) {
+	if storeOrSetUp(dir) {
 		return false
-	}
-	for _, f := range []string{contextfold.PolicyFile, contextfold.SettingsFile, contextfold.EvictionLogFile} {
-		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
-			return false
-		}
 	}
 	if proxyMarked(dir) {
 		return true
