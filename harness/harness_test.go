@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"unicode/utf8"
 	"testing"
 	"time"
 
@@ -110,5 +111,26 @@ func TestSummaryBounded(t *testing.T) {
 	s := Summarize(m)
 	if n := len([]rune(s)); n > MaxSummary || !strings.Contains(s, "[error]") {
 		t.Fatalf("%d chars: %q", n, s)
+	}
+}
+
+// TestSummaryCommandAsIngest: a summary shows as much of the command as
+// ingest's does (MaxSummaryCommand), so that the output of a long command
+// still names its file through the proxy: cut at 80 characters, the
+// output of this grep no longer held options.py, and a question about
+// "admin options.py" found the exchange by the direct scan of the ingested
+// session but not on the wire.
+func TestSummaryCommandAsIngest(t *testing.T) {
+	cmd := `grep -n "self.save_model(request, new_object, form, not add)" django/contrib/admin/options.py`
+	m := Message{Role: RoleTool, Tool: "bash", Command: cmd, Parts: []Part{{Text: "1830:                self.save_model(request, new_object, form, not add)", Foldable: true}}}
+	s := Summarize(m)
+	if !strings.Contains(s, "django/contrib/admin/options.py") {
+		t.Fatalf("the summary cuts the command before its file: %q", s)
+	}
+	long := "python -c '" + strings.Repeat("x", 200) + "'"
+	s = Summarize(Message{Role: RoleAssistant, Tool: "bash", Command: long, Parts: []Part{{Text: "run it", Foldable: true}}})
+	head, _, _ := strings.Cut(strings.TrimPrefix(s, "assistant bash $ "), ": ")
+	if n := utf8.RuneCountInString(head); n != MaxSummaryCommand {
+		t.Fatalf("a long command shows %d characters, want %d: %q", n, MaxSummaryCommand, s)
 	}
 }
