@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"strings"
-	"unicode/utf8"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
