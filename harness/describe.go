@@ -164,7 +164,32 @@ func describeLine(text string, failed bool) string {
 			return c
 		}
 	}
+	// No line says more: the first short line of one or two letters or
+	// digits ("('x', [], ['2'])", "OK", "3") is still what the command
+	// printed; ingest's summary shows it, and "no output" would say it
+	// printed nothing.
+	for _, l := range lines {
+		if c := clean(stripTags(l)); shortLine(l, c) {
+			return c
+		}
+	}
 	return ""
+}
+
+// shortLine reports a line that noiseLine rejects only for holding fewer
+// than three letters or digits: one or two, no carriage return, no
+// progress bar.
+func shortLine(l, c string) bool {
+	if strings.ContainsRune(l, '\r') || strings.Contains(c, "%|") || strings.Contains(c, "━━") || strings.Contains(c, "██") {
+		return false
+	}
+	n := 0
+	for _, r := range c {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n++
+		}
+	}
+	return n > 0 && n < 3
 }
 
 // knownExt lists the extensions of files a record may name.

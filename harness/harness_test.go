@@ -134,3 +134,25 @@ func TestSummaryCommandAsIngest(t *testing.T) {
 		t.Fatalf("a long command shows %d characters, want %d: %q", n, MaxSummaryCommand, s)
 	}
 }
+
+// TestSummaryShortOutputAndThought: the summary says what ingest's says
+// of the same exchange: an output of one short line ("('x', [], ['2'])",
+// two letters or digits) is that line, not "no output"; an assistant's
+// "THOUGHT:" label (mini-swe-agent, SWE-agent), alone on its line or
+// leading it, is dropped, and the summary holds the sentence after it.
+func TestSummaryShortOutputAndThought(t *testing.T) {
+	out := Message{Role: RoleTool, Tool: "bash", Command: "python check_split.py", Parts: []Part{{Text: "[tool observation bash]\n\n<returncode>0</returncode>\n<output>\n('x', [], ['2'])\n</output>", Foldable: true}}}
+	if s := Summarize(out); !strings.HasSuffix(s, "exit 0: ('x', [], ['2'])") {
+		t.Fatalf("a short output line: %q", s)
+	}
+	empty := Message{Role: RoleTool, Tool: "bash", Command: "touch a", Parts: []Part{{Text: "[tool observation bash]\n\n<returncode>0</returncode>\n<output>\n</output>", Foldable: true}}}
+	if s := Summarize(empty); !strings.HasSuffix(s, "exit 0, no output") {
+		t.Fatalf("no output: %q", s)
+	}
+	for _, text := range []string{"THOUGHT:\n`self.instance = construct_instance(...)` looks suspicious.\n\n```bash\ngrep -n x f.py\n```", "THOUGHT: `self.instance = construct_instance(...)` looks suspicious."} {
+		m := Message{Role: RoleAssistant, Tool: "bash", Command: "grep -n x f.py", Parts: []Part{{Text: text, Foldable: true}}}
+		if s := Summarize(m); s != "assistant bash $ grep -n x f.py: `self.instance = construct_instance(...)` looks suspicious." {
+			t.Fatalf("%q: %q", text, s)
+		}
+	}
+}

@@ -157,6 +157,12 @@ func summarizeText(m Message, text string) string {
 	if m.IsError {
 		head += " " + errorMark
 	}
+	if m.Role == RoleAssistant {
+		// mini-swe-agent's and SWE-agent's label of the agent's reasoning
+		// (alone on its line before it, or leading it): not a word of it,
+		// and ingest's summary drops it too.
+		text = strings.TrimPrefix(strings.TrimLeft(text, " \t\r\n"), "THOUGHT:")
+	}
 	o := readObservation(text)
 	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && hasFailureLine(text))
 	switch {
