@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/internal/mdfence"
+	"github.com/contextfold/contextfold/internal/progress"
 )
 
 // Format-aware reading of a turn, for folded-step records and page-table
@@ -136,6 +137,9 @@ func noiseLine(l string) bool {
 		if strings.HasPrefix(t, c) && strings.HasSuffix(t, c) {
 			return true // a banner: "===== test session starts ====="
 		}
+	}
+	if progress.Line(t) {
+		return true // curl's progress meter ("% Total % Received % Xferd …") and its rows, wget's dots
 	}
 	if strings.Contains(t, "%|") || strings.Contains(t, "━━") || strings.Contains(t, "██") || strings.Contains(t, "[####") || strings.Contains(t, "=====>") {
 		return true // tqdm, rich, pip progress bars

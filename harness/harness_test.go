@@ -156,3 +156,18 @@ func TestSummaryShortOutputAndThought(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarySkipsCurlMeter: curl's progress meter (its header and rows,
+// on stderr beside the page) is no line of what the command printed, in
+// the proxy's summary as in ingest's: the summary of a curl call's output
+// leads with the page, not with "% Total % Received % Xferd …".
+func TestSummarySkipsCurlMeter(t *testing.T) {
+	text := "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n" +
+		"                                 Dload  Upload   Total   Spent    Left  Speed\n" +
+		"100   312  100   266  100    46  11565   2000 --:--:-- --:--:-- --:--:-- 13565\n" +
+		"Your name is test.<br />You are 123 years old.\n"
+	m := Message{Role: RoleTool, Tool: "bash", Command: "curl -X POST -d \"name=test&age=123\" http://localhost:8000/cgi-bin/forms.pl", Parts: []Part{{Text: text, Foldable: true}}}
+	if s := Summarize(m); !strings.HasSuffix(s, ": Your name is test.<br />You are 123 years old.") {
+		t.Fatalf("%q", s)
+	}
+}
