@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contextfold/contextfold/internal/mdfence"
+	"github.com/contextfold/contextfold/internal/progress"
 )
 
 // Format-aware reading of a turn, for folded-step records and page-table
@@ -137,6 +138,9 @@ func noiseLine(l string) bool {
 			return true // a banner: "===== test session starts ====="
 		}
 	}
+	if progress.Line(t) {
+		return true // curl's progress meter ("% Total % Received % Xferd …") and its rows, wget's dots
+	}
 	if strings.Contains(t, "%|") || strings.Contains(t, "━━") || strings.Contains(t, "██") || strings.Contains(t, "[####") || strings.Contains(t, "=====>") {
 		return true // tqdm, rich, pip progress bars
 	}
@@ -164,7 +168,32 @@ func describeLine(text string, failed bool) string {
 			return c
 		}
 	}
+	// No line says more: the first short line of one or two letters or
+	// digits ("('x', [], ['2'])", "OK", "3") is still what the command
+	// printed; ingest's summary shows it, and "no output" would say it
+	// printed nothing.
+	for _, l := range lines {
+		if c := clean(stripTags(l)); shortLine(l, c) {
+			return c
+		}
+	}
 	return ""
+}
+
+// shortLine reports a line that noiseLine rejects only for holding fewer
+// than three letters or digits: one or two, no carriage return, no
+// progress bar.
+func shortLine(l, c string) bool {
+	if strings.ContainsRune(l, '\r') || strings.Contains(c, "%|") || strings.Contains(c, "━━") || strings.Contains(c, "██") {
+		return false
+	}
+	n := 0
+	for _, r := range c {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n++
+		}
+	}
+	return n > 0 && n < 3
 }
 
 // knownExt lists the extensions of files a record may name.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -110,5 +111,63 @@ func TestSummaryBounded(t *testing.T) {
 	s := Summarize(m)
 	if n := len([]rune(s)); n > MaxSummary || !strings.Contains(s, "[error]") {
 		t.Fatalf("%d chars: %q", n, s)
+	}
+}
+
+// TestSummaryCommandAsIngest: a summary shows as much of the command as
+// ingest's does (MaxSummaryCommand), so that the output of a long command
+// still names its file through the proxy: cut at 80 characters, the
+// output of this grep no longer held options.py, and a question about
+// "admin options.py" found the exchange by the direct scan of the ingested
+// session but not on the wire.
+func TestSummaryCommandAsIngest(t *testing.T) {
+	cmd := `grep -n "self.save_model(request, new_object, form, not add)" django/contrib/admin/options.py`
+	m := Message{Role: RoleTool, Tool: "bash", Command: cmd, Parts: []Part{{Text: "1830:                self.save_model(request, new_object, form, not add)", Foldable: true}}}
+	s := Summarize(m)
+	if !strings.Contains(s, "django/contrib/admin/options.py") {
+		t.Fatalf("the summary cuts the command before its file: %q", s)
+	}
+	long := "python -c '" + strings.Repeat("x", 200) + "'"
+	s = Summarize(Message{Role: RoleAssistant, Tool: "bash", Command: long, Parts: []Part{{Text: "run it", Foldable: true}}})
+	head, _, _ := strings.Cut(strings.TrimPrefix(s, "assistant bash $ "), ": ")
+	if n := utf8.RuneCountInString(head); n != MaxSummaryCommand {
+		t.Fatalf("a long command shows %d characters, want %d: %q", n, MaxSummaryCommand, s)
+	}
+}
+
+// TestSummaryShortOutputAndThought: the summary says what ingest's says
+// of the same exchange: an output of one short line ("('x', [], ['2'])",
+// two letters or digits) is that line, not "no output"; an assistant's
+// "THOUGHT:" label (mini-swe-agent, SWE-agent), alone on its line or
+// leading it, is dropped, and the summary holds the sentence after it.
+func TestSummaryShortOutputAndThought(t *testing.T) {
+	out := Message{Role: RoleTool, Tool: "bash", Command: "python check_split.py", Parts: []Part{{Text: "[tool observation bash]\n\n<returncode>0</returncode>\n<output>\n('x', [], ['2'])\n</output>", Foldable: true}}}
+	if s := Summarize(out); !strings.HasSuffix(s, "exit 0: ('x', [], ['2'])") {
+		t.Fatalf("a short output line: %q", s)
+	}
+	empty := Message{Role: RoleTool, Tool: "bash", Command: "touch a", Parts: []Part{{Text: "[tool observation bash]\n\n<returncode>0</returncode>\n<output>\n</output>", Foldable: true}}}
+	if s := Summarize(empty); !strings.HasSuffix(s, "exit 0, no output") {
+		t.Fatalf("no output: %q", s)
+	}
+	for _, text := range []string{"THOUGHT:\n`self.instance = construct_instance(...)` looks suspicious.\n\n```bash\ngrep -n x f.py\n```", "THOUGHT: `self.instance = construct_instance(...)` looks suspicious."} {
+		m := Message{Role: RoleAssistant, Tool: "bash", Command: "grep -n x f.py", Parts: []Part{{Text: text, Foldable: true}}}
+		if s := Summarize(m); s != "assistant bash $ grep -n x f.py: `self.instance = construct_instance(...)` looks suspicious." {
+			t.Fatalf("%q: %q", text, s)
+		}
+	}
+}
+
+// TestSummarySkipsCurlMeter: curl's progress meter (its header and rows,
+// on stderr beside the page) is no line of what the command printed, in
+// the proxy's summary as in ingest's: the summary of a curl call's output
+// leads with the page, not with "% Total % Received % Xferd …".
+func TestSummarySkipsCurlMeter(t *testing.T) {
+	text := "  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n" +
+		"                                 Dload  Upload   Total   Spent    Left  Speed\n" +
+		"100   312  100   266  100    46  11565   2000 --:--:-- --:--:-- --:--:-- 13565\n" +
+		"Your name is test.<br />You are 123 years old.\n"
+	m := Message{Role: RoleTool, Tool: "bash", Command: "curl -X POST -d \"name=test&age=123\" http://localhost:8000/cgi-bin/forms.pl", Parts: []Part{{Text: text, Foldable: true}}}
+	if s := Summarize(m); !strings.HasSuffix(s, ": Your name is test.<br />You are 123 years old.") {
+		t.Fatalf("%q", s)
 	}
 }

@@ -16,6 +16,16 @@ import (
 // MaxSummary is the longest folded-step summary, in characters (code points).
 const MaxSummary = 280
 
+// MaxSummaryCommand is the longest command a summary shows, in characters
+// (code points): ingest's (package ingest) so that a node the proxy folds
+// and the turn ingest reads of the same exchange name the same command.
+// The command is most of what a tool output's summary says of the call
+// (an output seldom repeats it), and the matcher reads the summary as part
+// of the node: a heredoc or a long pipeline names its file or its function
+// past 80 characters ("grep -n "self.save_model(…)" django/contrib/admin/
+// options.py"), and cut at 80 its output no longer held them.
+const MaxSummaryCommand = 120
+
 // Action types of a folded step (spec §8).
 const (
 	ActionCodeModification = "CODE_MODIFICATION"
@@ -142,10 +152,16 @@ func summarizeText(m Message, text string) string {
 		head += " " + m.Tool
 	}
 	if m.Command != "" {
-		head += " $ " + cut(clean(m.Command), 80)
+		head += " $ " + cut(clean(m.Command), MaxSummaryCommand)
 	}
 	if m.IsError {
 		head += " " + errorMark
+	}
+	if m.Role == RoleAssistant {
+		// mini-swe-agent's and SWE-agent's label of the agent's reasoning
+		// (alone on its line before it, or leading it): not a word of it,
+		// and ingest's summary drops it too.
+		text = strings.TrimPrefix(strings.TrimLeft(text, " \t\r\n"), "THOUGHT:")
 	}
 	o := readObservation(text)
 	line := describeLine(o.body, m.IsError || o.failed || looksFailed(text) || (m.Role == RoleTool || m.Tool != "" || m.Command != "") && hasFailureLine(text))

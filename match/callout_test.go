@@ -364,3 +364,47 @@ func BenchmarkCallOutputScan(b *testing.B) {
 		})
 	}
 }
+
+// Rule "a call brings its output" and rule "an output answers for its
+// exchange" through the proxy's Responses items: a Codex call's note, its
+// function_call item (never folded: no node) and its output are three
+// steps, the output two after the note. Every planted case, with the
+// output moved one step on and the step between left empty, hydrates its
+// output directly before its call, as the ingested exchange does: the
+// needle stage once paired a call with the node at the next step only,
+// and "what does Figure.__getstate__ say about the canvas?" hydrated the
+// notes without the output through the proxy in Codex's wire format.
+func TestCallOutputAcrossCallItem(t *testing.T) {
+	withRankedParams(t, func(p *ranked.Params) { p.CallOutput = true })
+	turns, cases := plantCallOutputs(testgen.New(1007), 1000)
+	moved := map[int]contextfold.Turn{}
+	for _, c := range cases {
+		o := turns[c.call+1]
+		o.StepID = c.call + 2
+		moved[c.call+2] = o
+	}
+	var gapped []contextfold.Turn
+	for _, tr := range turns {
+		if o, ok := moved[tr.StepID]; ok {
+			gapped = append(gapped, o)
+		} else if _, ok := moved[tr.StepID+1]; !ok {
+			gapped = append(gapped, tr) // the step between stays empty
+		}
+	}
+	s := foldedAgentStore(t, gapped)
+	for _, c := range cases {
+		res, err := match.Scan(s, c.prompt, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := stepsOf(res.Selected)
+		at := slices.Index(got, c.call+2)
+		if at < 0 {
+			t.Errorf("%s %q: hydrated steps %v, want the output %d", c.kind, c.prompt, got, c.call+2)
+			continue
+		}
+		if k := slices.Index(got, c.call); k >= 0 && k != at+1 {
+			t.Errorf("%s %q: hydrated steps %v, want the output %d directly before its call", c.kind, c.prompt, got, c.call+2)
+		}
+	}
+}

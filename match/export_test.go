@@ -33,7 +33,7 @@ func SetNeedlesBeside(on bool) bool {
 
 // OutputFirstOrder is rule "an output answers for its exchange"
 // (outputFirst) on picks, for its benchmark.
-func OutputFirstOrder(picks []ranked.Pick) []ranked.Pick { return outputFirst(picks) }
+func OutputFirstOrder(picks []ranked.Pick) []ranked.Pick { return outputFirst(picks, nil) }
 
 // FocusMemoHits returns how many hydrations reused the focusing a scan
 // costed (focusMemo).
@@ -41,3 +41,9 @@ func FocusMemoHits() int64 { return focusMemoHits.Load() }
 
 // ClearFocusMemo empties the focusings the scans kept.
 func ClearFocusMemo() { focusMemo.clear() }
+
+// OutputFirstOrderNext is OutputFirstOrder with nextStep giving the step
+// after an assistant's pick's (ranked.Index.NextStep).
+func OutputFirstOrderNext(picks []ranked.Pick, nextStep func(int) (int, bool)) []ranked.Pick {
+	return outputFirst(picks, nextStep)
+}

@@ -362,7 +362,7 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	}
 	picks = fullestFirst(picks)
 	if params.OutputFirst {
-		picks = outputFirst(picks)
+		picks = outputFirst(picks, ix.NextStep)
 	}
 	if params.FirstRunFirst && params.FirstAsks && ranked.AsksFirst(prompt) {
 		picks = firstRunFirst(picks)
@@ -1117,8 +1117,10 @@ func holdsAll(a, b []string) bool {
 // agent wrote around it, or a note restating what a command printed) is
 // preceded by a later-ranked tool output that holds the evidence it
 // stands for —
-//   - its own output: the pick at the next step, a tool's output of the
-//     same command (when both summaries name one) that matched a prompt
+//   - its own output: the pick at the next step (nextStep of the
+//     assistant's step: the next indexed one, which through the proxy's
+//     Responses items lies two on, past the function_call item; nil: the
+//     step after), a tool's output of the same command (when both summaries name one) that matched a prompt
 //     term the call matched; the call's sentence holds the question's
 //     words ("which version of urllib3 is installed in the environment?")
 //     and a length-normalised score puts it over the lines the command
@@ -1132,7 +1134,7 @@ func holdsAll(a, b []string) bool {
 // assistant's pick, which keeps its place otherwise; tool outputs, user
 // prompts and chat turns (no agent role) are never preceded. One pass in
 // order, deterministic; picks is not modified.
-func outputFirst(picks []ranked.Pick) []ranked.Pick {
+func outputFirst(picks []ranked.Pick, nextStep func(step int) (int, bool)) []ranked.Pick {
 	pos := make(map[int]int, len(picks))
 	role := make([]string, len(picks))
 	for i, p := range picks {
@@ -1146,7 +1148,11 @@ func outputFirst(picks []ranked.Pick) []ranked.Pick {
 		}
 		if role[i] == "assistant" {
 			best := -1
-			if j, ok := pos[p.Step+1]; ok && j > i && !moved[j] && role[j] == "tool" && sameCommand(picks[j], p) && sharesTerm(picks[j].Terms, p.Terms) {
+			next, ok := p.Step+1, true
+			if nextStep != nil {
+				next, ok = nextStep(p.Step)
+			}
+			if j, in := pos[next]; ok && in && j > i && !moved[j] && role[j] == "tool" && sameCommand(picks[j], p) && sharesTerm(picks[j].Terms, p.Terms) {
 				best = j
 			}
 			for j := i + 1; best < 0 && j < len(picks); j++ {
@@ -1332,11 +1338,15 @@ func needleCallOutputs(ix *ranked.Index, nodes []*needleNode, picks []ranked.Pic
 	}
 	var m map[int]ranked.Pick
 	for _, n := range nodes {
-		o, ok := byStep[n.step+1]
-		if !ok || isNeedle[o.Step] {
+		// The own output's step: the next step of an ingested exchange,
+		// two on through the proxy's Responses items (the function_call
+		// item between is never folded).
+		step, ok := ix.OwnOutputStep(n.step)
+		if !ok {
 			continue
 		}
-		if step, ok := ix.OwnOutputStep(n.step); !ok || step != o.Step {
+		o, ok := byStep[step]
+		if !ok || isNeedle[o.Step] {
 			continue
 		}
 		if m == nil {

@@ -214,3 +214,63 @@ func BenchmarkOutputFirstOrder(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/float64(len(picks)), "picks/scan")
 }
+
+// Rule "an output answers for its exchange" through the proxy's Responses
+// items: each step id from a planted output on moves one on, so that an
+// empty step (a function_call item, never folded) lies between every
+// planted call and its output, as a Codex session's store holds them.
+// Every kind still puts the output first.
+func TestOutputFirstAcrossCallItem(t *testing.T) {
+	turns, cases := plantExchanges(testgen.New(1005), 1000)
+	shift := func(step int) int {
+		n := 0
+		for _, c := range cases {
+			if step >= c.output {
+				n++
+			}
+		}
+		return step + n
+	}
+	for i := range turns {
+		turns[i].StepID = shift(turns[i].StepID)
+	}
+	s := foldedAgentStore(t, turns)
+	for _, c := range cases {
+		out := shift(c.output)
+		res, err := match.Scan(s, exchangePrompt(c), match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stepsOf(res.Selected); len(got) == 0 || got[0] != out {
+			t.Errorf("%s %q: hydrated steps %v, want the output %d first", c.kind, c.words, got, out)
+		}
+	}
+}
+
+// The own output of rule "an output answers for its exchange" is the pick
+// at the step the index names next (ranked.Index.NextStep), not at the
+// step after: a Codex call's output lies two steps after its note through
+// the proxy. An output sharing one term of its call's (not covering them,
+// which the rule's second branch asks) comes first only so.
+func TestOutputFirstOwnOutputNextStep(t *testing.T) {
+	picks := []ranked.Pick{
+		{Step: 10, Summary: "assistant bash $ python check.py: Now I will run the zorvex plimtar check.", Terms: []string{"plimtar", "zorvex"}},
+		{Step: 40, Summary: "tool bash $ ls: a.py"},
+		{Step: 12, Summary: "tool bash $ python check.py: zorvex 3", Terms: []string{"zorvex"}},
+	}
+	next := func(step int) (int, bool) { return step + 2, true }
+	got := []int{}
+	for _, p := range match.OutputFirstOrderNext(picks, next) {
+		got = append(got, p.Step)
+	}
+	if !slices.Equal(got, []int{12, 10, 40}) {
+		t.Fatalf("order %v, want the output 12 before its call 10", got)
+	}
+	got = got[:0]
+	for _, p := range match.OutputFirstOrder(picks) {
+		got = append(got, p.Step)
+	}
+	if !slices.Equal(got, []int{10, 40, 12}) {
+		t.Fatalf("order %v with the next step: the case does not exercise the index's next step", got)
+	}
+}

@@ -115,3 +115,24 @@ func (ix *Index) OwnOutputStep(call int) (int, bool) {
 	}
 	return ix.docs[od].step, true
 }
+
+// NextStep returns the step of the live node that neighbours the node at
+// step from after: the next indexed step, when at most two step ids
+// between them hold no node (an ingested exchange's output is the next
+// step; a Responses call's output, through the proxy, lies two after its
+// note, the function_call item between, never folded). ok false when
+// step holds no live node or none neighbours it after. Safe for
+// concurrent use.
+func (ix *Index) NextStep(step int) (int, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	d, ok := ix.stepDoc(step)
+	if !ok {
+		return 0, false
+	}
+	_, next := ix.neighbours(d)
+	if next < 0 {
+		return 0, false
+	}
+	return ix.docs[next].step, true
+}
