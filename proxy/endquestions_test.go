@@ -39,10 +39,14 @@ var endQuestionSets = []string{"endq-questions.jsonl", "endq-heldout.jsonl", "en
 // of the ingested session answers (matcheval.RunQuestions) reach the model
 // through the proxy too, but for at most 2 % of those asked (the proxy's
 // nodes are its messages, not ingest's turns: their summaries and
-// boundaries differ a little); and no format more than 2 points of hit
-// rate behind another (Claude Code's tool results arrive in user messages,
-// Codex's calls in items of their own: both once lost a third of the
-// hits).
+// boundaries differ a little); and the formats agree: of the questions
+// asked in every format (the answer line folded out of each prompt), at
+// most 2 % answered in some formats and missed in others (Claude Code's
+// tool results arrive in user messages, Codex's calls in items of their
+// own: both once lost a third of the hits). Agreement is judged question
+// by question, not by hit rate: a format whose prompt still holds one more
+// answer line asks one question fewer, which moves a rate over a few
+// dozen questions by points.
 //
 // By default the Claude Code transcript's questions and one long corpus
 // session's (defaultCorpusSession; a few seconds); every
@@ -84,6 +88,7 @@ func TestWireEndQuestions(t *testing.T) {
 	nAsked := map[string]int{} // by client: the questions of recall asked
 	hits := map[string]int{}   // by client
 	redacted := 0
+	common, apart := 0, 0 // questions asked in every format; answered in some only
 	for _, name := range sessions {
 		if !full && !strings.HasPrefix(name, "claude-code/") && !strings.Contains(name, defaultCorpusSession) || !strings.Contains(name, only) {
 			continue
@@ -139,6 +144,7 @@ func TestWireEndQuestions(t *testing.T) {
 			cfg.HotWindow = 2
 			runs = append(runs, run{wireFormats[0], wireFormats[0].name + " (as sent)", wireAsk(t, name, "", msgs, wireFormats[0], cfg, probes)})
 		}
+		outcome := make([]map[string]bool, len(qs)) // by question: hit by format, when asked
 		for _, x := range runs {
 			f := wireFormat{name: x.client}
 			for i, r := range x.rs {
@@ -168,11 +174,33 @@ func TestWireEndQuestions(t *testing.T) {
 					if r.Hit {
 						hits[f.name]++
 					}
+					if x.client == x.f.name {
+						if outcome[i] == nil {
+							outcome[i] = map[string]bool{}
+						}
+						outcome[i][f.name] = r.Hit
+					}
 				}
 				if direct[i].Hit && !r.Hit && !r.InPrompt {
 					lost[f.name]++
 					t.Logf("%s (%s, %s): %s %q hit by the direct scan (%v), missed on the wire: hydrated %v", name, f.name, qs[i].set, qs[i].Class, qs[i].Q, direct[i].Picked, r.Steps)
 				}
+			}
+		}
+		for i, o := range outcome {
+			if len(o) < len(wireFormats) {
+				continue // still in some format's prompt: not asked in all
+			}
+			common++
+			n := 0
+			for _, hit := range o {
+				if hit {
+					n++
+				}
+			}
+			if n > 0 && n < len(o) {
+				apart++
+				t.Logf("%s (%s): %s %q answered in some formats only: %v", name, qs[i].set, qs[i].Class, qs[i].Q, o)
 			}
 		}
 	}
@@ -205,11 +233,8 @@ func TestWireEndQuestions(t *testing.T) {
 			t.Errorf("%s: %d questions the direct scan answers missed their answer line through the proxy (of %d asked; at most %d)", f.name, lost[f.name], nAsked[f.name], allowed)
 		}
 	}
-	for _, f := range wireFormats {
-		for _, g := range wireFormats {
-			if rate[f.name] < rate[g.name]-2 {
-				t.Errorf("%s answers %.1f %% through the proxy, %s %.1f %%: more than 2 points apart", f.name, rate[f.name], g.name, rate[g.name])
-			}
-		}
+	t.Logf("hit rate by format: %v; of %d questions asked in every format, %d answered in some only", rate, common, apart)
+	if allowed := common / 50; apart > allowed {
+		t.Errorf("%d of the %d questions asked in every format are answered in some formats only (at most %d)", apart, common, allowed)
 	}
 }
