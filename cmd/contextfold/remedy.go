@@ -122,7 +122,28 @@ func proxyStoresHint(dir string) string {
 		}
 		return fmt.Sprintf("it is a proxy's directory of session stores, with no session yet (the proxy makes <session>/g1 in it at a session's first fold); then: contextfold sessions --dir %s lists them", shellQuote(dir))
 	}
+	if hs := hookStores(filepath.Join(dir, "sessions")); len(hs) > 0 && len(sessiondir.Generations(filepath.Join(dir, "sessions"))) == 0 {
+		// The proxy's --dir is the hooks' .contextfold too.
+		return fmt.Sprintf("it is a directory of session stores of the proxy (%s with a store) and of the Claude Code hooks (%d in sessions/): give one session's store, e.g. the latest written: --dir %s%s",
+			plural(len(stores), "session"), len(hs), latestWritten(append(stores, hs...)), sessionsTip(dir))
+	}
 	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s%s", len(stores), latestWritten(stores), sessionsTip(dir))
+}
+
+// hookStores lists the stores directly in sdir (the hooks' sessions/), or
+// nil when it cannot be read or holds more than 512 entries.
+func hookStores(sdir string) []string {
+	ents, err := os.ReadDir(sdir)
+	if err != nil || len(ents) > 512 {
+		return nil
+	}
+	var stores []string
+	for _, e := range ents {
+		if st := filepath.Join(sdir, e.Name()); e.IsDir() && isStore(st) {
+			stores = append(stores, st)
+		}
+	}
+	return stores
 }
 
 // latestWritten returns the store among stores whose recall index was
@@ -152,16 +173,7 @@ func hookStoresHint(dir string) string {
 	if fi, err := os.Stat(filepath.Join(dir, "sessions")); err == nil && fi.IsDir() {
 		what, sdir = "a project directory of the Claude Code hooks, whose stores are sessions/<session_id>", filepath.Join(dir, "sessions")
 	}
-	ents, err := os.ReadDir(sdir)
-	if err != nil || len(ents) > 512 {
-		return ""
-	}
-	var stores []string
-	for _, e := range ents {
-		if st := filepath.Join(sdir, e.Name()); e.IsDir() && isStore(st) {
-			stores = append(stores, st)
-		}
-	}
+	stores := hookStores(sdir)
 	if len(stores) == 0 {
 		return ""
 	}

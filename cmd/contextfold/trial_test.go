@@ -217,7 +217,7 @@ func TestMCPSessionsFetchNamesTheStoreItRead(t *testing.T) {
 func TestSessionsHelpNamesTheJSONFieldsOfBothKinds(t *testing.T) {
 	bin := buildBinary(t)
 	help, _, _ := binRun(t, bin, "sessions", "--help")
-	if !strings.Contains(help, "jq -r '.sessions[].session'") || !strings.Contains(help, "a directory's have session, store, nodes") {
+	if !strings.Contains(help, "jq -r '.sessions[].session'") || !strings.Contains(help, "a directory's have session, source, store, nodes") {
 		t.Fatalf("help: %s", help)
 	}
 	root := t.TempDir()
@@ -231,7 +231,7 @@ func TestSessionsHelpNamesTheJSONFieldsOfBothKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Sessions) != 1 {
 		t.Fatalf("sessions --json: %d %q %v", code, out, err)
 	}
-	for _, k := range []string{"session", "store", "nodes", "total_tokens", "first_folded_at", "last_folded_at"} {
+	for _, k := range []string{"session", "source", "store", "nodes", "total_tokens", "first_folded_at", "last_folded_at"} {
 		if _, ok := doc.Sessions[0][k]; !ok {
 			t.Errorf("no %s in %v", k, doc.Sessions[0])
 		}
