@@ -382,6 +382,14 @@ func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 		}
 		return nil // unreadable: the command names the file it cannot read
 	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
+		if cmd.Flags().Lookup("session") != nil {
+			// hydrate on a project's .contextfold (or a proxy's --dir)
+			// with several sessions: --session is the way, not --dir.
+			if ss, _ := sessiondir.Find(dir); len(ss) > 1 {
+				return usagef("%s is a directory of session stores holding %s (%s), not one store: pick one with --session ID (the latest written: --session %s); list them: contextfold sessions --dir %s",
+					abs, plural(len(ss), "session"), sourceCounts(ss), shellQuote(latestSession(ss)), shellQuote(abs))
+			}
+		}
 		if h := proxyStoresHint(dir); h != "" {
 			return usagef("no store at %s: the directory holds %s but no recall_index.json and no cold_nodes/; %s", abs, entries(len(ents)), h)
 		}

@@ -185,3 +185,32 @@ func hookStoresHint(dir string) string {
 func sessionsTip(dir string) string {
 	return fmt.Sprintf(" (or read them all: contextfold sessions, scan and recall --dir %s, and --session ID to pick one; the MCP server serves them too)", shellQuote(dir))
 }
+
+// sourceCounts says how many of ss come from each source, in a fixed
+// order ("1 from the hooks, 2 from the proxy").
+func sourceCounts(ss []sessiondir.Session) string {
+	n := sessiondir.Sources(ss)
+	var parts []string
+	for _, src := range []struct{ key, from string }{{sessiondir.SourceHooks, "the hooks"}, {sessiondir.SourceProxy, "the proxy"}, {sessiondir.SourceStore, "other stores"}} {
+		if n[src.key] > 0 {
+			parts = append(parts, fmt.Sprintf("%d from %s", n[src.key], src.from))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// latestSession is the ID of the session of ss whose recall index was
+// written last.
+func latestSession(ss []sessiondir.Session) string {
+	dirs := make([]string, len(ss))
+	for i, x := range ss {
+		dirs[i] = x.Dir
+	}
+	latest := latestWritten(dirs)
+	for _, x := range ss {
+		if x.Dir == latest {
+			return x.ID
+		}
+	}
+	return ss[0].ID
+}
