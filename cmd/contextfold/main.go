@@ -146,7 +146,14 @@ turn) into that turn only; evict records that they left again.
 
 The store is the one given by --store (a directory, or a PostgreSQL session
 postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME), else the directory given
-by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
+by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.
+
+The Claude Code hooks and the proxy keep one store per session instead: a
+project's .contextfold then holds sessions/<session_id>/ (the hooks), and the
+proxy's --dir <session>/g<N>/ (both, when the proxy's --dir is .contextfold).
+Given such a directory, sessions lists its sessions, scan and recall search
+all of them, hydrate takes --session ID, and the read-only commands (status,
+steps, validate, ui) read its only session, or name the store to give.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",

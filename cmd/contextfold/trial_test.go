@@ -326,3 +326,48 @@ func TestUnknownFlagAdviceFitsTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusHelpSaysWhatItReads: status --help had one line, nothing on a
+// project's .contextfold of the Claude Code hooks (one store per session)
+// nor on its --json; contextfold --help said the store is ./.contextfold
+// and nothing of the sessions in it. status --help now says what it reads
+// there and names contextfold sessions, and lists its --json keys, checked
+// against the built binary's output; the root help says which commands
+// read a directory of session stores and how.
+func TestStatusHelpSaysWhatItReads(t *testing.T) {
+	bin := buildBinary(t)
+	help, _, _ := binRun(t, bin, "status", "--help")
+	if !strings.Contains(help, "contextfold sessions") || !strings.Contains(help, "reads its store when it holds one") {
+		t.Errorf("status --help: %s", help)
+	}
+	_, rest, ok := strings.Cut(help, "--json: ")
+	keys, _, _ := strings.Cut(rest, ".\n")
+	if !ok {
+		t.Fatalf("status --help names no --json keys: %s", help)
+	}
+	dir := filepath.Join(t.TempDir(), "st")
+	if _, errs, code := binRun(t, bin, "--dir", dir, "fold", "1", "x"); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	out, _, _ := binRun(t, bin, "--dir", dir, "status", "--json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for k := range strings.FieldsFuncSeq(keys, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		want = append(want, k)
+	}
+	if len(want) != len(doc) {
+		t.Errorf("status --help names %v, --json has %d keys: %v", want, len(doc), doc)
+	}
+	for _, k := range want {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("status --help names %s, not in --json %v", k, doc)
+		}
+	}
+	root, _, _ := binRun(t, bin, "--help")
+	if !strings.Contains(root, "sessions lists its sessions") || !strings.Contains(root, "hydrate takes --session ID") {
+		t.Errorf("contextfold --help says nothing of a directory of session stores: %s", root)
+	}
+}
