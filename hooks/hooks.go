@@ -14,6 +14,7 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,6 +125,9 @@ func ReadInput(r io.Reader) (*Input, error) {
 	}
 	if len(data) > maxInputBytes {
 		return nil, fmt.Errorf("hooks: the hook payload is larger than %d bytes", maxInputBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New(`hooks: the hook payload is empty: the hook reads one JSON object on stdin, which Claude Code sends (to run it by hand: echo '{"session_id":"abc","cwd":"'"$PWD"'","transcript_path":"…"}' | contextfold hook claude-code Stop)`)
 	}
 	var in Input
 	dec := json.NewDecoder(strings.NewReader(string(data)))

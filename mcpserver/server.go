@@ -66,6 +66,24 @@ When you need a detail that is no longer in the conversation, call scan_prompt w
 Content is capped per call; when truncated is true, call fetch_archived_node again with offset = next_offset.
 Errors start with their name: NodeNotFoundError (unknown step), IntegrityCheckError (the stored bytes do not match their hash: the content was refused; do not rely on it), OrphanedNodeError, BrokenReferenceError, PathContainmentError.`
 
+// switchInstructions are the instructions of a server New made with
+// Options.Sessions. A client reads instructions once, at initialize, so
+// they hold both before the switch to a proxy's directory of session stores
+// and after it; the tool descriptions say which of the two is served.
+const switchInstructions = `contextfold keeps verbose earlier turns of this work (tool output, logs, diffs) in verified archives (IPCF-1.1). This server reads one archive until a contextfold proxy starts on its directory; from then on it reads the proxy's sessions instead, one archive per session, and writes nothing. The tool list then changes (the client is notified: list the tools again): list_sessions appears; fold_turn, evict_node, store_status and validate_store go; recall_archived_nodes, scan_prompt and fetch_archived_node take an optional session. Their descriptions say which of the two is served.
+When you need a detail that is no longer in the conversation, call scan_prompt with the question (it says which archived steps match and why) or recall_archived_nodes with keywords, then fetch_archived_node with the step_id, and with the session the result names when it names one (over sessions, recall and scan without session search every session). Prefer status latest_chronological over superseded or historical.
+Content is capped per call; when truncated is true, call fetch_archived_node again with offset = next_offset.
+Errors start with their name: NodeNotFoundError (unknown step), IntegrityCheckError (the stored bytes do not match their hash: the content was refused; do not rely on it), OrphanedNodeError, BrokenReferenceError, PathContainmentError, BadArgument (over sessions, an unknown session: list_sessions names them).`
+
+// storeServed and sessionsServed end the descriptions of the tools both
+// kinds of server offer (recall_archived_nodes, scan_prompt,
+// fetch_archived_node), so that a client can tell which is served: a server
+// New made with Options.Sessions changes from one to the other.
+const (
+	storeServed    = "\nServed here: one archive (one store); no session argument."
+	sessionsServed = "\nServed here: the archives of several sessions (a directory of session stores, read-only); list_sessions names them."
+)
+
 // server holds the store and the resources currently listed.
 type server struct {
 	store *contextfold.Store
@@ -106,7 +124,11 @@ func newMCPServer(opts Options, title, instructions string) *mcp.Server {
 // New returns an MCP server exposing store. Connect it with Run or Connect
 // (stdio, in-memory) or serve it with mcp.NewStreamableHTTPHandler.
 func New(store *contextfold.Store, opts Options) *mcp.Server {
-	ms := newMCPServer(opts, "contextfold (IPCF-1.1 archive)", instructions)
+	title, ins := "contextfold (IPCF-1.1 archive)", instructions
+	if opts.Sessions != nil {
+		title, ins = "contextfold (IPCF-1.1 archive, or a proxy's sessions)", switchInstructions
+	}
+	ms := newMCPServer(opts, title, ins)
 	s := &server{store: store, mcp: ms, listed: map[string]bool{}, sessions: opts.Sessions}
 	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	s.addTools()
@@ -192,14 +214,14 @@ func (s *server) addTools() {
 		Annotations: readOnly,
 		Description: `Search the archive of earlier turns (folded tool output, logs, diffs) for a keyword query and return ranked candidates with a status label.
 Candidates with the best coverage come first, newest first: "latest_chronological" is the current fact, "superseded" and "historical" are older versions of it (e.g. a port that changed), "related" matches only part of the query.
-Use the step_id with fetch_archived_node to read the content.`,
+Use the step_id with fetch_archived_node to read the content.` + storeServed,
 	}, s.recall)
 	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolFetch,
 		Title:       "Fetch an archived turn (verified)",
 		Annotations: readOnly,
 		Description: `Read the content of one archived turn by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
-Content is capped per call (the store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.`,
+Content is capped per call (the store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.` + storeServed,
 	}, s.fetch)
 	addTool(s.mcp, &mcp.Tool{
 		Name:        ToolScan,
@@ -207,7 +229,7 @@ Content is capped per call (the store's per-call token cap); when truncated is t
 		Annotations: readOnly,
 		Description: `Match a prompt against the archive the way contextfold does before each turn: it takes the prompt's terms (identifiers, file names, error names), picks the archived turns that cover them (newest first, one per intent), and keeps within the per-turn token budget.
 By default it ranks (match "ranked"): rare terms weigh more than common ones, inflections and identifier parts match, a question lends its terms to the answer after it, an older node is never picked over a newer one about the same entity, and nothing is picked when nothing scores clearly; match "exact" uses the IPCF reference's residual set cover instead.
-Returns what would be hydrated and why (matched terms, token cost), and what was dropped for the budget. Nothing is read or changed; fetch the selected steps with fetch_archived_node.`,
+Returns what would be hydrated and why (matched terms, token cost), and what was dropped for the budget. Nothing is read or changed; fetch the selected steps with fetch_archived_node.` + storeServed,
 	}, s.scan)
 	addTool(s.mcp, &mcp.Tool{
 		Name:  ToolFold,

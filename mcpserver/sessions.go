@@ -64,28 +64,28 @@ func addSessionTools(ms *mcp.Server, set *sessiondir.Set) {
 		Name:        ToolSessions,
 		Title:       "List the archived sessions",
 		Annotations: readOnly,
-		Description: `List the sessions whose archives this server reads, newest first: each session's id (pass it as session to the other tools), its store directory, how many turns it archived, and when its first and last turns were archived. A session whose store cannot be read is listed last with its error.`,
+		Description: `List the sessions whose archives this server reads, newest first: each session's id (pass it as session to the other tools), where it comes from (source: hooks for the Claude Code hooks, proxy for the contextfold proxy, store for any other store in the directory), its store directory, how many turns it archived, and when its first and last turns were archived. A session whose store cannot be read is listed last with its error.`,
 	}, s.list)
 	addTool(ms, &mcp.Tool{
 		Name:        ToolRecall,
 		Title:       "Recall archived turns (one session or all)",
 		Annotations: readOnly,
 		Description: `Search the archives of earlier sessions (folded tool output, logs, diffs) for a keyword query and return ranked candidates, each with the session it comes from and a status label within that session ("latest_chronological" is the session's current fact, "superseded" and "historical" older versions of it, "related" a partial match).
-Without session every session is searched: candidates by score, then the newest session first (at most 20 unless limit says otherwise). Use the session and step_id with fetch_archived_node to read the content.`,
+Without session every session is searched: candidates by score, then the newest session first (at most 20 unless limit says otherwise). Use the session and step_id with fetch_archived_node to read the content.` + sessionsServed,
 	}, s.recall)
 	addTool(ms, &mcp.Tool{
 		Name:        ToolScan,
 		Title:       "Scan a prompt against the archives",
 		Annotations: readOnly,
 		Description: `Match a prompt against the archives the way contextfold does before each turn (the ranked matcher by default, match "exact" for the IPCF reference's set cover), and say what would be hydrated and why (matched terms, token cost) within one turn's token budget.
-Without session every session is scanned: the picks of all sessions by score, then the newest session first, admitted within the smallest per-turn budget of the sessions. Each pick names its session; fetch it with fetch_archived_node.`,
+Without session every session is scanned: the picks of all sessions by score, then the newest session first, admitted within the smallest per-turn budget of the sessions. Each pick names its session; fetch it with fetch_archived_node.` + sessionsServed,
 	}, s.scan)
 	addTool(ms, &mcp.Tool{
 		Name:        ToolFetch,
 		Title:       "Fetch an archived turn (verified)",
 		Annotations: readOnly,
 		Description: `Read the content of one archived turn of a session by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
-session is required when there is more than one session. Content is capped per call (the session store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.`,
+session is required when there is more than one session. Content is capped per call (the session store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.` + sessionsServed,
 	}, s.fetch)
 }
 
@@ -119,6 +119,7 @@ type SessionFetchArgs struct {
 // SessionInfo is one session of list_sessions.
 type SessionInfo struct {
 	Session       string `json:"session" jsonschema:"the session id: pass it as session to the other tools"`
+	Source        string `json:"source" jsonschema:"where the session comes from: hooks (the Claude Code hooks), proxy (the contextfold proxy: one store per history the client sent) or store (any other store in the directory)"`
 	Store         string `json:"store" jsonschema:"the session's store directory (contextfold --dir STORE reads it on the command line)"`
 	Nodes         int    `json:"nodes" jsonschema:"archived turns"`
 	TotalTokens   int    `json:"total_tokens" jsonschema:"archived tokens (sum of token estimates)"`
@@ -142,6 +143,7 @@ type ListSessionsResult struct {
 // FailedSession is a session a search across sessions could not read.
 type FailedSession struct {
 	Session string `json:"session"`
+	Source  string `json:"source" jsonschema:"hooks, proxy or store (list_sessions)"`
 	Store   string `json:"store"`
 	Error   string `json:"error" jsonschema:"the error, its name first"`
 }
@@ -149,6 +151,7 @@ type FailedSession struct {
 // SessionRecallCandidate is a recall candidate with its session.
 type SessionRecallCandidate struct {
 	Session string `json:"session" jsonschema:"the session the candidate comes from: pass it to fetch_archived_node"`
+	Source  string `json:"source" jsonschema:"hooks, proxy or store (list_sessions)"`
 	RecallCandidate
 }
 
@@ -166,6 +169,7 @@ type SessionRecallResult struct {
 // SessionScanPick is a scan pick with its session.
 type SessionScanPick struct {
 	Session string `json:"session" jsonschema:"the session the node comes from: pass it to fetch_archived_node"`
+	Source  string `json:"source" jsonschema:"hooks, proxy or store (list_sessions)"`
 	ScanPick
 }
 
@@ -185,13 +189,14 @@ type SessionScanResult struct {
 // of session stores.
 type SessionFetchResult struct {
 	Session string `json:"session"`
+	Source  string `json:"source" jsonschema:"hooks, proxy or store (list_sessions)"`
 	FetchResult
 }
 
 func failed(fs []sessiondir.Failure) []FailedSession {
 	var out []FailedSession
 	for _, f := range fs {
-		out = append(out, FailedSession{Session: f.ID, Store: f.Dir, Error: toolError(f.Err).Error()})
+		out = append(out, FailedSession{Session: f.ID, Source: f.Source, Store: f.Dir, Error: toolError(f.Err).Error()})
 	}
 	return out
 }
@@ -223,7 +228,7 @@ func (s *sessionsServer) list(_ context.Context, _ *mcp.CallToolRequest, a ListS
 			res.Omitted++
 			continue
 		}
-		si := SessionInfo{Session: in.ID, Store: in.Dir, Nodes: in.Nodes, TotalTokens: in.TotalTokens,
+		si := SessionInfo{Session: in.ID, Source: in.Source, Store: in.Dir, Nodes: in.Nodes, TotalTokens: in.TotalTokens,
 			FirstFoldedAt: in.FirstFoldedAt, LastFoldedAt: in.LastFoldedAt}
 		if in.Err != nil {
 			si.Error = toolError(in.Err).Error()
@@ -253,7 +258,7 @@ func (s *sessionsServer) recall(_ context.Context, _ *mcp.CallToolRequest, a Ses
 			res.Omitted++
 			continue
 		}
-		res.Candidates = append(res.Candidates, SessionRecallCandidate{Session: h.ID, RecallCandidate: RecallCandidate{
+		res.Candidates = append(res.Candidates, SessionRecallCandidate{Session: h.ID, Source: h.Source, RecallCandidate: RecallCandidate{
 			StepID: h.StepID, Status: h.Status, Coverage: h.Coverage, Score: h.Score, Summary: h.Summary, Evicted: h.Evicted,
 		}})
 	}
@@ -275,10 +280,10 @@ func (s *sessionsServer) scan(ctx context.Context, req *mcp.CallToolRequest, a S
 	res := SessionScanResult{QueryTerms: nonNil(echoTerms(s.sc, a.Prompt, r.QueryTerms)), Selected: []SessionScanPick{}, Dropped: []SessionScanPick{},
 		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures)}
 	for i, p := range r.Selected {
-		res.Selected = append(res.Selected, SessionScanPick{p.ID, pick(p.ScanPick, selectedWhy(i, p.ScanPick))})
+		res.Selected = append(res.Selected, SessionScanPick{p.ID, p.Source, pick(p.ScanPick, selectedWhy(i, p.ScanPick))})
 	}
 	for _, p := range r.Dropped {
-		res.Dropped = append(res.Dropped, SessionScanPick{p.ID, pick(p.ScanPick, droppedWhy(p.ScanPick))})
+		res.Dropped = append(res.Dropped, SessionScanPick{p.ID, p.Source, pick(p.ScanPick, droppedWhy(p.ScanPick))})
 	}
 	return nil, res, nil
 }
@@ -307,7 +312,7 @@ func (s *sessionsServer) fetch(ctx context.Context, req *mcp.CallToolRequest, a 
 		return nil, SessionFetchResult{}, err
 	}
 	// x.ID, not id: a proxy session's id alone ("s-…") names its store "s-…/g1".
-	return nil, SessionFetchResult{Session: x.ID, FetchResult: r}, nil
+	return nil, SessionFetchResult{Session: x.ID, Source: x.Source, FetchResult: r}, nil
 }
 
 func firstID(ss []sessiondir.Session) string {

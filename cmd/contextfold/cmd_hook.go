@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/hooks"
@@ -92,6 +93,11 @@ would take as "block").`,
 			event, ok := canonicalEvent(args[0])
 			if !ok {
 				return fmt.Errorf("unknown event %q; want UserPromptSubmit, Stop, SubagentStop, PreCompact or SessionStart", args[0])
+			}
+			if f, ok := cmd.InOrStdin().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+				// Run by hand in a shell: ReadInput would wait for an
+				// end of input the user does not know to type.
+				return usagef(`the hook reads its payload, one JSON object, on stdin, and stdin is a terminal: Claude Code pipes the payload in; to run it by hand: echo '{"session_id":"abc","cwd":"'"$PWD"'","transcript_path":"…"}' | %s %s`, cmd.CommandPath(), event)
 			}
 			in, err := hooks.ReadInput(cmd.InOrStdin())
 			if err != nil {

@@ -204,9 +204,22 @@ itself is never deleted.`,
 
 func newStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "status",
-		Short:   "Count the store's nodes and archived tokens, and show the policy in force",
-		Example: "  contextfold status\n  contextfold status --json",
+		Use:   "status",
+		Short: "Count the store's nodes and archived tokens, and show the policy in force",
+		Long: `status counts the store's nodes (active, evicted) and their archived tokens,
+and shows the hydration policy in force (per-call cap, per-turn budget,
+integrity verification) and the matching mode scan and recall use. It
+changes nothing.
+
+Given a directory of session stores (a project's .contextfold of the Claude
+Code hooks, the proxy's --dir) status reads its store when it holds one
+session, naming it on stderr; with several it names the store to give as
+--dir. Every session at once, with its source, nodes, tokens and fold times:
+contextfold sessions.
+
+--json: total, active, evicted, total_tokens, policy, policy_hash, dir,
+matching.`,
+		Example: "  contextfold status\n  contextfold status --json\n  contextfold status --dir .contextfold/sessions/<session_id>\n  contextfold sessions                       # a project's sessions, with the hooks",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.openStoreToUse(cmd)

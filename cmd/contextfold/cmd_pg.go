@@ -125,11 +125,13 @@ holds; a session is what ?session=NAME selects. It changes nothing and needs
 only read access (it never migrates).
 
 With --dir a directory of session stores (the proxy's --dir, a project's
-.contextfold of the Claude Code hooks, or its sessions/) it lists the session
-stores below it, newest first: the session id (what --session takes in scan,
-recall and hydrate), its nodes and tokens, when its first and last nodes were
-folded, and its store directory; a store that cannot be read is listed last
-with its error. It writes nothing. A directory store holds one session: use
+.contextfold of the Claude Code hooks, or its sessions/, or one directory that
+is both) it lists the session stores below it, newest first: the session id
+(what --session takes in scan, recall and hydrate), its source (hooks: the
+Claude Code hooks' sessions/<session_id>; proxy: a proxy's <session>/g<N>;
+store: any other store in the directory), its nodes and tokens, when its
+first and last nodes were folded, and its store directory; a store that
+cannot be read is listed last with its error. It writes nothing. A directory store holds one session: use
 status there. A proxy's --dir or a project's .contextfold before its first
 session lists no session (exit 0).
 
@@ -137,7 +139,7 @@ The text is a table: a header row naming the columns, then one row per
 session.
 
 --json: {"sessions": [...]}; a database's rows have name, entries,
-generation, revision; a directory's have session, store, nodes,
+generation, revision; a directory's have session, source, store, nodes,
 total_tokens, first_folded_at, last_folded_at (and error), under its root.`,
 		Example: "  contextfold sessions --store postgres://cf@db:5432/contextfold\n  contextfold sessions --json | jq -r '.sessions[].name'                      # PostgreSQL: name, entries\n  contextfold sessions --dir .contextfold\n  contextfold sessions --dir .contextfold --json | jq -r '.sessions[].session'  # a directory: session, nodes, store",
 		Args:    noArgs,

@@ -96,7 +96,7 @@ func failuresOut(stderr io.Writer, sr sessiondir.Searched) error {
 func failuresJSON(sr sessiondir.Searched) []map[string]any {
 	out := []map[string]any{}
 	for _, f := range sr.Failures {
-		out = append(out, map[string]any{"session": f.ID, "store": f.Dir, "error": errText(f.Err)})
+		out = append(out, map[string]any{"session": f.ID, "source": f.Source, "store": f.Dir, "error": errText(f.Err)})
 	}
 	return out
 }
@@ -121,7 +121,7 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 	if g.jsonOut {
 		rows := make([]map[string]any, len(hits))
 		for i, h := range hits {
-			rows[i] = map[string]any{"session": h.ID, "store": h.Dir, "step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
+			rows[i] = map[string]any{"session": h.ID, "source": h.Source, "store": h.Dir, "step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
 		}
 		// query_terms and match as scan --json across sessions gives them
 		// (and the MCP tool its terms): what was looked up, secrets redacted.
@@ -151,8 +151,9 @@ func recallSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, query s
 			}
 		}
 	}
+	mixed := set.Mixed()
 	for _, h := range hits {
-		fmt.Fprintf(out, "session %s  step %-6d %-21s coverage %d  score %d  %s\n", h.ID, h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 70))
+		fmt.Fprintf(out, "session %s  step %-6d %-21s coverage %d  score %d  %s\n", sessionLabel(h.Session, mixed), h.StepID, h.Status, h.Coverage, h.Score, preview(h.Summary, 70))
 	}
 	if omitted > 0 {
 		fmt.Fprintf(out, "… %d more candidates left out (--limit %d); list more with --limit N (-1: all), or recall in one session: --session ID\n", omitted, limit)
@@ -188,7 +189,7 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 		conv := func(ps []sessiondir.ScanPick) []map[string]any {
 			rows := []map[string]any{}
 			for _, p := range ps {
-				r := map[string]any{"session": p.ID, "store": p.Dir, "step_id": p.StepID, "matched_terms": p.MatchedTerms, "token_cost": numberOut(p.TokenCost), "summary": p.Summary}
+				r := map[string]any{"session": p.ID, "source": p.Source, "store": p.Dir, "step_id": p.StepID, "matched_terms": p.MatchedTerms, "token_cost": numberOut(p.TokenCost), "summary": p.Summary}
 				if m == match.Ranked {
 					r["score"], r["why"] = p.Score, p.Why
 				}
@@ -226,14 +227,15 @@ func scanSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set, prompt st
 		return failuresOut(cmd.ErrOrStderr(), sr)
 	}
 	fmt.Fprintf(out, "would hydrate (%v of %v tokens, the smallest per-turn budget of the sessions):\n", numberOut(res.UsedTokens), numberOut(res.BudgetTokens))
+	mixed := set.Mixed()
 	for i, p := range res.Selected {
-		fmt.Fprintf(out, "  %d. session %s  step %d  [%s]  %v tokens  %s\n", i+1, p.ID, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost), preview(p.Summary, 70))
+		fmt.Fprintf(out, "  %d. session %s  step %d  [%s]  %v tokens  %s\n", i+1, sessionLabel(p.Session, mixed), p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost), preview(p.Summary, 70))
 		if m == match.Ranked {
 			fmt.Fprintf(out, "     score %.3f: %s\n", p.Score, strings.Join(p.Why, "; "))
 		}
 	}
 	for _, p := range res.Dropped {
-		fmt.Fprintf(out, "  dropped: session %s  step %d  [%s]  %v tokens do not fit the per-turn budget\n", p.ID, p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost))
+		fmt.Fprintf(out, "  dropped: session %s  step %d  [%s]  %v tokens do not fit the per-turn budget\n", sessionLabel(p.Session, mixed), p.StepID, strings.Join(p.MatchedTerms, ", "), numberOut(p.TokenCost))
 	}
 	fmt.Fprintf(out, "read one: contextfold hydrate STEP --dir %s --session ID (the first: contextfold hydrate %d --dir %s --session %s)\n",
 		shellQuote(set.Root()), res.Selected[0].StepID, shellQuote(set.Root()), shellQuote(res.Selected[0].ID))
@@ -251,7 +253,7 @@ func listSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set) error {
 	if g.jsonOut {
 		rows := []map[string]any{}
 		for _, in := range ins {
-			r := map[string]any{"session": in.ID, "store": in.Dir, "nodes": in.Nodes, "total_tokens": in.TotalTokens,
+			r := map[string]any{"session": in.ID, "source": in.Source, "store": in.Dir, "nodes": in.Nodes, "total_tokens": in.TotalTokens,
 				"first_folded_at": in.FirstFoldedAt, "last_folded_at": in.LastFoldedAt}
 			if in.Err != nil {
 				r["error"] = errText(in.Err)
@@ -267,19 +269,29 @@ func listSessions(cmd *cobra.Command, g *globals, set *sessiondir.Set) error {
 	// One header row, then one row per session, columns aligned; a store
 	// that cannot be read has its error after its path.
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tNODES\tTOKENS\tFIRST FOLDED\tLAST FOLDED\tSTORE")
+	fmt.Fprintln(tw, "SESSION\tSOURCE\tNODES\tTOKENS\tFIRST FOLDED\tLAST FOLDED\tSTORE")
 	for _, in := range ins {
 		if in.Err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s  unreadable: %s\n", in.ID, in.Dir, oneLine(errText(in.Err)))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t%s  unreadable: %s\n", in.ID, in.Source, in.Dir, oneLine(errText(in.Err)))
 			continue
 		}
 		first, last := in.FirstFoldedAt, in.LastFoldedAt
 		if first == "" {
 			first, last = "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", in.ID, in.Nodes, in.TotalTokens, first, last, in.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", in.ID, in.Source, in.Nodes, in.TotalTokens, first, last, in.Dir)
 	}
 	return tw.Flush()
+}
+
+// sessionLabel is how a result line names its session: the id, and when
+// the directory holds sessions of more than one source (the proxy's beside
+// the hooks'), where it came from ("s-1/g1 (proxy)").
+func sessionLabel(x sessiondir.Session, mixed bool) string {
+	if mixed {
+		return x.ID + " (" + x.Source + ")"
+	}
+	return x.ID
 }
 
 // oneLine replaces the tabs and line breaks of s by spaces, for a cell of

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // binRunIn runs the built binary in the working directory wd with stdin,
@@ -267,7 +268,8 @@ func TestIngestJSONSaysWhatTheTextSays(t *testing.T) {
 // do status, steps, validate and scrub-check. Before, they were refused
 // and the user had to copy the session's store path. evict, which writes,
 // is still refused; with two sessions hydrate is refused, naming
-// --session.
+// --session and the session written last (before: "no store at …", and a
+// --dir to give, though hydrate takes --session).
 func TestHydrateReadsTheOnlySession(t *testing.T) {
 	bin := buildBinary(t)
 	project := t.TempDir()
@@ -298,8 +300,12 @@ func TestHydrateReadsTheOnlySession(t *testing.T) {
 	if _, errs, code := binRunIn(t, bin, project, "", "--dir", two, "fold", "6", "another session's turn"); code != 0 {
 		t.Fatalf("fold: %d %q", code, errs)
 	}
+	old := time.Now().Add(-time.Hour) // the first session's index written before the second's, on any clock resolution
+	if err := os.Chtimes(filepath.Join(one, "recall_index.json"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	_, errs, code = binRunIn(t, bin, project, "", "hydrate", "6")
-	if code != 1 || !strings.Contains(errs, "--session ID") {
+	if code != 1 || !strings.Contains(errs, "holding 2 sessions (2 from the hooks), not one store: pick one with --session ID (the latest written: --session f9211a28-ffd3-48d4-9583-b307aff94dc2)") {
 		t.Fatalf("two sessions: %d %q", code, errs)
 	}
 	out, _, code = binRunIn(t, bin, project, "", "hydrate", "6", "--session", "0d7c2a41-aaaa-4bbb-8ccc-000000000001")

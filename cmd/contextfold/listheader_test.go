@@ -60,14 +60,15 @@ func TestListCommandsHaveAHeaderRow(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sessions: %d %s", code, errs)
 	}
-	rows := aligned(t, "sessions", out, "SESSION", "NODES", "TOKENS", "FIRST FOLDED", "LAST FOLDED", "STORE")
+	rows := aligned(t, "sessions", out, "SESSION", "SOURCE", "NODES", "TOKENS", "FIRST FOLDED", "LAST FOLDED", "STORE")
 	if len(rows) != 2 {
 		t.Fatalf("sessions: %d rows, want 2:\n%s", len(rows), out)
 	}
 	for _, r := range rows {
 		f := strings.Fields(r)
-		if len(f) != 6 || !slices.Contains([]string{"s-0a1b/g1", "ledger-second-run"}, f[0]) || f[1] == "0" || !strings.HasPrefix(f[5], root) {
-			t.Errorf("sessions row %q: want session, nodes, tokens, first, last, store", r)
+		want := map[string]string{"s-0a1b/g1": "proxy", "ledger-second-run": "store"}
+		if len(f) != 7 || want[f[0]] == "" || f[1] != want[f[0]] || f[2] == "0" || !strings.HasPrefix(f[6], root) {
+			t.Errorf("sessions row %q: want session, source, nodes, tokens, first, last, store", r)
 		}
 	}
 	jout, _, _ := binRun(t, bin, "sessions", "--dir", root, "--json")
@@ -78,7 +79,7 @@ func TestListCommandsHaveAHeaderRow(t *testing.T) {
 	if err := json.Unmarshal([]byte(jout), &doc); err != nil || len(doc.Sessions) != 2 {
 		t.Fatalf("sessions --json: %v\n%s", err, jout)
 	}
-	if keys := slices.Sorted(maps.Keys(doc.Sessions[0])); !slices.Equal(keys, []string{"first_folded_at", "last_folded_at", "nodes", "session", "store", "total_tokens"}) {
+	if keys := slices.Sorted(maps.Keys(doc.Sessions[0])); !slices.Equal(keys, []string{"first_folded_at", "last_folded_at", "nodes", "session", "source", "store", "total_tokens"}) {
 		t.Errorf("sessions --json keys %v changed", keys)
 	}
 

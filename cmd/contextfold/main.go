@@ -146,7 +146,14 @@ turn) into that turn only; evict records that they left again.
 
 The store is the one given by --store (a directory, or a PostgreSQL session
 postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME), else the directory given
-by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.`,
+by --dir, else $CONTEXTFOLD_STORE, else $CONTEXTFOLD_DIR, else ./.contextfold.
+
+The Claude Code hooks and the proxy keep one store per session instead: a
+project's .contextfold then holds sessions/<session_id>/ (the hooks), and the
+proxy's --dir <session>/g<N>/ (both, when the proxy's --dir is .contextfold).
+Given such a directory, sessions lists its sessions, scan and recall search
+all of them, hydrate takes --session ID, and the read-only commands (status,
+steps, validate, ui) read its only session, or name the store to give.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",
@@ -382,6 +389,14 @@ func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 		}
 		return nil // unreadable: the command names the file it cannot read
 	case len(ents) > 0 && !isStore(dir) && !holdsStoreFile(dir):
+		if cmd.Flags().Lookup("session") != nil {
+			// hydrate on a project's .contextfold (or a proxy's --dir)
+			// with several sessions: --session is the way, not --dir.
+			if ss, _ := sessiondir.Find(dir); len(ss) > 1 {
+				return usagef("%s is a directory of session stores holding %s (%s), not one store: pick one with --session ID (the latest written: --session %s); list them: contextfold sessions --dir %s",
+					abs, plural(len(ss), "session"), sourceCounts(ss), shellQuote(latestSession(ss)), shellQuote(abs))
+			}
+		}
 		if h := proxyStoresHint(dir); h != "" {
 			return usagef("no store at %s: the directory holds %s but no recall_index.json and no cold_nodes/; %s", abs, entries(len(ents)), h)
 		}

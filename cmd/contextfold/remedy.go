@@ -122,7 +122,28 @@ func proxyStoresHint(dir string) string {
 		}
 		return fmt.Sprintf("it is a proxy's directory of session stores, with no session yet (the proxy makes <session>/g1 in it at a session's first fold); then: contextfold sessions --dir %s lists them", shellQuote(dir))
 	}
+	if hs := hookStores(filepath.Join(dir, "sessions")); len(hs) > 0 && len(sessiondir.Generations(filepath.Join(dir, "sessions"))) == 0 {
+		// The proxy's --dir is the hooks' .contextfold too.
+		return fmt.Sprintf("it is a directory of session stores of the proxy (%s with a store) and of the Claude Code hooks (%d in sessions/): give one session's store, e.g. the latest written: --dir %s%s",
+			plural(len(stores), "session"), len(hs), latestWritten(append(stores, hs...)), sessionsTip(dir))
+	}
 	return fmt.Sprintf("it is the proxy's directory of sessions (%d with a store): give one session's store, e.g. the latest written: --dir %s%s", len(stores), latestWritten(stores), sessionsTip(dir))
+}
+
+// hookStores lists the stores directly in sdir (the hooks' sessions/), or
+// nil when it cannot be read or holds more than 512 entries.
+func hookStores(sdir string) []string {
+	ents, err := os.ReadDir(sdir)
+	if err != nil || len(ents) > 512 {
+		return nil
+	}
+	var stores []string
+	for _, e := range ents {
+		if st := filepath.Join(sdir, e.Name()); e.IsDir() && isStore(st) {
+			stores = append(stores, st)
+		}
+	}
+	return stores
 }
 
 // latestWritten returns the store among stores whose recall index was
@@ -152,16 +173,7 @@ func hookStoresHint(dir string) string {
 	if fi, err := os.Stat(filepath.Join(dir, "sessions")); err == nil && fi.IsDir() {
 		what, sdir = "a project directory of the Claude Code hooks, whose stores are sessions/<session_id>", filepath.Join(dir, "sessions")
 	}
-	ents, err := os.ReadDir(sdir)
-	if err != nil || len(ents) > 512 {
-		return ""
-	}
-	var stores []string
-	for _, e := range ents {
-		if st := filepath.Join(sdir, e.Name()); e.IsDir() && isStore(st) {
-			stores = append(stores, st)
-		}
-	}
+	stores := hookStores(sdir)
 	if len(stores) == 0 {
 		return ""
 	}
@@ -172,4 +184,33 @@ func hookStoresHint(dir string) string {
 // that names the commands reading it as it is.
 func sessionsTip(dir string) string {
 	return fmt.Sprintf(" (or read them all: contextfold sessions, scan and recall --dir %s, and --session ID to pick one; the MCP server serves them too)", shellQuote(dir))
+}
+
+// sourceCounts says how many of ss come from each source, in a fixed
+// order ("1 from the hooks, 2 from the proxy").
+func sourceCounts(ss []sessiondir.Session) string {
+	n := sessiondir.Sources(ss)
+	var parts []string
+	for _, src := range []struct{ key, from string }{{sessiondir.SourceHooks, "the hooks"}, {sessiondir.SourceProxy, "the proxy"}, {sessiondir.SourceStore, "other stores"}} {
+		if n[src.key] > 0 {
+			parts = append(parts, fmt.Sprintf("%d from %s", n[src.key], src.from))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// latestSession is the ID of the session of ss whose recall index was
+// written last.
+func latestSession(ss []sessiondir.Session) string {
+	dirs := make([]string, len(ss))
+	for i, x := range ss {
+		dirs[i] = x.Dir
+	}
+	latest := latestWritten(dirs)
+	for _, x := range ss {
+		if x.Dir == latest {
+			return x.ID
+		}
+	}
+	return ss[0].ID
 }

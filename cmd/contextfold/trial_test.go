@@ -217,7 +217,7 @@ func TestMCPSessionsFetchNamesTheStoreItRead(t *testing.T) {
 func TestSessionsHelpNamesTheJSONFieldsOfBothKinds(t *testing.T) {
 	bin := buildBinary(t)
 	help, _, _ := binRun(t, bin, "sessions", "--help")
-	if !strings.Contains(help, "jq -r '.sessions[].session'") || !strings.Contains(help, "a directory's have session, store, nodes") {
+	if !strings.Contains(help, "jq -r '.sessions[].session'") || !strings.Contains(help, "a directory's have session, source, store, nodes") {
 		t.Fatalf("help: %s", help)
 	}
 	root := t.TempDir()
@@ -231,7 +231,7 @@ func TestSessionsHelpNamesTheJSONFieldsOfBothKinds(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || len(doc.Sessions) != 1 {
 		t.Fatalf("sessions --json: %d %q %v", code, out, err)
 	}
-	for _, k := range []string{"session", "store", "nodes", "total_tokens", "first_folded_at", "last_folded_at"} {
+	for _, k := range []string{"session", "source", "store", "nodes", "total_tokens", "first_folded_at", "last_folded_at"} {
 		if _, ok := doc.Sessions[0][k]; !ok {
 			t.Errorf("no %s in %v", k, doc.Sessions[0])
 		}
@@ -324,5 +324,50 @@ func TestUnknownFlagAdviceFitsTheCommand(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, "put -- before it") {
 			t.Errorf("%v: %d %q", args, code, errs)
 		}
+	}
+}
+
+// TestStatusHelpSaysWhatItReads: status --help had one line, nothing on a
+// project's .contextfold of the Claude Code hooks (one store per session)
+// nor on its --json; contextfold --help said the store is ./.contextfold
+// and nothing of the sessions in it. status --help now says what it reads
+// there and names contextfold sessions, and lists its --json keys, checked
+// against the built binary's output; the root help says which commands
+// read a directory of session stores and how.
+func TestStatusHelpSaysWhatItReads(t *testing.T) {
+	bin := buildBinary(t)
+	help, _, _ := binRun(t, bin, "status", "--help")
+	if !strings.Contains(help, "contextfold sessions") || !strings.Contains(help, "reads its store when it holds one") {
+		t.Errorf("status --help: %s", help)
+	}
+	_, rest, ok := strings.Cut(help, "--json: ")
+	keys, _, _ := strings.Cut(rest, ".\n")
+	if !ok {
+		t.Fatalf("status --help names no --json keys: %s", help)
+	}
+	dir := filepath.Join(t.TempDir(), "st")
+	if _, errs, code := binRun(t, bin, "--dir", dir, "fold", "1", "x"); code != 0 {
+		t.Fatalf("fold: %s", errs)
+	}
+	out, _, _ := binRun(t, bin, "--dir", dir, "status", "--json")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for k := range strings.FieldsFuncSeq(keys, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		want = append(want, k)
+	}
+	if len(want) != len(doc) {
+		t.Errorf("status --help names %v, --json has %d keys: %v", want, len(doc), doc)
+	}
+	for _, k := range want {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("status --help names %s, not in --json %v", k, doc)
+		}
+	}
+	root, _, _ := binRun(t, bin, "--help")
+	if !strings.Contains(root, "sessions lists its sessions") || !strings.Contains(root, "hydrate takes --session ID") {
+		t.Errorf("contextfold --help says nothing of a directory of session stores: %s", root)
 	}
 }

@@ -1,7 +1,10 @@
 // Package sessiondir reads a directory of session stores: the directory the
 // proxy keeps one store per session in (<dir>/<session>/g<N>, one store per
 // history the client sent), the Claude Code hooks' <project>/.contextfold
-// (whose stores are sessions/<session_id>), or that sessions/ directory.
+// (whose stores are sessions/<session_id>), or that sessions/ directory —
+// or one directory that both write into (the proxy's --dir .contextfold
+// beside the hooks): every session of either kind is listed, each with
+// where it came from (Session.Source).
 // It lists the sessions and searches (recall, scan) one of them or all of
 // them, for the MCP server and the command line.
 //
@@ -36,14 +39,42 @@ const MaxSessions = 4096
 // however many sessions the directory holds.
 const DefaultRecallLimit = 20
 
+// Where a session store came from (Session.Source): which writer keeps
+// stores in that place of a directory of session stores.
+const (
+	// SourceHooks is a session of the Claude Code hooks: a store in the
+	// hooks' sessions/ directory (<project>/.contextfold/sessions/<id>, or
+	// a directory named sessions given itself), or any store holding the
+	// Stop hook's transcript state (HookStateFile; the hooks' --dir with
+	// {session_id} elsewhere).
+	SourceHooks = "hooks"
+	// SourceProxy is one store of a proxy session: <session>/g<N>, one
+	// per history the client sent.
+	SourceProxy = "proxy"
+	// SourceStore is any other store directly below the directory (one
+	// that fold, ingest or the MCP tool fold_turn wrote).
+	SourceStore = "store"
+)
+
+// HookStateFile is the file the Claude Code hooks' Stop keeps in each
+// session store it writes (hooks.StateFile; not imported, to keep this
+// package free of the hooks' dependencies): a store holding it is a hooks
+// session wherever it lies.
+const HookStateFile = "hook_transcript.state"
+
 // Session is one store below a directory of session stores.
 type Session struct {
 	// ID names the session: the store's path relative to the directory,
 	// '/'-separated ("5a9d…" for a hooks session, "s-067b…/g1" for a proxy
-	// session's first store; the hooks' sessions/ prefix is left out).
+	// session's first store; the hooks' sessions/ prefix is left out,
+	// unless a store directly below the directory has the same name: then
+	// the hooks session is "sessions/<id>").
 	ID string
 	// Dir is the store directory.
 	Dir string
+	// Source is where the store came from: SourceHooks, SourceProxy or
+	// SourceStore.
+	Source string
 }
 
 // IsStore reports whether dir holds a store's recall index or cold node
@@ -57,46 +88,103 @@ func IsStore(dir string) bool {
 	return false
 }
 
+// hooksDir reports whether root/sessions is the Claude Code hooks'
+// directory of session stores: a directory, not a store, and not a proxy
+// session named "sessions" (whose stores are g1, g2, …).
+func hooksDir(root string) bool {
+	sd := filepath.Join(root, "sessions")
+	return isDir(sd) && !IsStore(sd) && len(Generations(sd)) == 0
+}
+
 // Find lists the session stores below root, by ID: the subdirectories of
-// root (or of root/sessions, the hooks' layout) that are stores, and the
-// stores g1, g2, … of each proxy session directory. It returns nil, nil
-// when root is itself a store, is missing, or has no session store below
-// it, or cannot be read as a directory (root is then not a directory of
-// session stores: opening it as a store names the problem). The error is
-// for more than MaxSessions stores.
+// root that are stores, the stores g1, g2, … of each proxy session
+// directory in root, and the stores in root/sessions (the Claude Code
+// hooks' layout), all of them, so that a directory both the proxy (its
+// --dir) and the hooks (.contextfold) write into lists the sessions of
+// both. Each is marked with its Source. It returns nil, nil when root is
+// itself a store, is missing, or has no session store below it, or cannot
+// be read as a directory (root is then not a directory of session stores:
+// opening it as a store names the problem). The error is for more than
+// MaxSessions stores.
 func Find(root string) ([]Session, error) {
 	if IsStore(root) {
 		return nil, nil
 	}
-	base := root
-	if sd := filepath.Join(root, "sessions"); isDir(sd) && !IsStore(sd) && len(Generations(sd)) == 0 {
-		base = sd // the hooks' project directory (not a proxy session named "sessions")
-	}
-	ents, err := os.ReadDir(base)
+	ents, err := os.ReadDir(root)
 	if err != nil {
 		// Missing, a file, unreadable, a symbolic link loop: not a
 		// directory of session stores; opening it as a store says why.
 		return nil, nil
 	}
+	hooks := hooksDir(root)
+	// A directory named sessions given itself is the hooks' (its parent
+	// a project's .contextfold, or the hooks' --dir …/sessions/{session_id}).
+	named := filepath.Base(filepath.Clean(root)) == "sessions"
+	if abs, err := filepath.Abs(root); err == nil {
+		named = filepath.Base(abs) == "sessions"
+	}
 	var out []Session
+	tooMany := func() error {
+		return fmt.Errorf("%s holds more than %d session stores; give one session's store with --dir (or --session)", root, MaxSessions)
+	}
+	ids := map[string]bool{}
 	for _, e := range ents {
-		if !e.IsDir() {
+		if !e.IsDir() || hooks && e.Name() == "sessions" {
 			continue
 		}
-		dir := filepath.Join(base, e.Name())
+		dir := filepath.Join(root, e.Name())
 		if IsStore(dir) {
-			out = append(out, Session{ID: e.Name(), Dir: dir})
+			src := SourceStore
+			if named || hasHookState(dir) {
+				src = SourceHooks
+			}
+			out = append(out, Session{ID: e.Name(), Dir: dir, Source: src})
+			ids[e.Name()] = true
 		} else {
 			for _, g := range Generations(dir) {
-				out = append(out, Session{ID: e.Name() + "/" + g, Dir: filepath.Join(dir, g)})
+				out = append(out, Session{ID: e.Name() + "/" + g, Dir: filepath.Join(dir, g), Source: SourceProxy})
 			}
 		}
 		if len(out) > MaxSessions {
-			return nil, fmt.Errorf("%s holds more than %d session stores; give one session's store with --dir (or --session)", base, MaxSessions)
+			return nil, tooMany()
+		}
+	}
+	if hooks {
+		sd := filepath.Join(root, "sessions")
+		hents, _ := os.ReadDir(sd)
+		for _, e := range hents {
+			dir := filepath.Join(sd, e.Name())
+			if !e.IsDir() || !IsStore(dir) {
+				continue
+			}
+			id := e.Name()
+			if ids[id] {
+				id = "sessions/" + id // a store of the same name directly below root
+			}
+			out = append(out, Session{ID: id, Dir: dir, Source: SourceHooks})
+			if len(out) > MaxSessions {
+				return nil, tooMany()
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// hasHookState reports whether the store dir holds the hooks' transcript
+// state (HookStateFile).
+func hasHookState(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, HookStateFile))
+	return err == nil
+}
+
+// Sources counts the sessions of ss by Source.
+func Sources(ss []Session) map[string]int {
+	n := map[string]int{}
+	for _, x := range ss {
+		n[x.Source]++
+	}
+	return n
 }
 
 func isDir(p string) bool {
@@ -165,6 +253,14 @@ func Open(root string, opts contextfold.Options) (*Set, error) {
 
 // Root is the directory the set was opened on.
 func (s *Set) Root() string { return s.root }
+
+// Mixed reports whether the set's sessions now come from more than one
+// source (the proxy's beside the hooks'), so that a result line names its
+// session's source.
+func (s *Set) Mixed() bool {
+	ss, _ := Find(s.root)
+	return len(Sources(ss)) > 1
+}
 
 // Info describes one session for a listing.
 type Info struct {
@@ -298,7 +394,7 @@ func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
 	}
 	var gens []Session
 	for _, x := range ss {
-		if rest, ok := strings.CutPrefix(x.ID, id+"/"); ok && id != "" && !strings.Contains(rest, "/") {
+		if rest, ok := strings.CutPrefix(x.ID, id+"/"); ok && id != "" && x.Source == SourceProxy && !strings.Contains(rest, "/") {
 			gens = append(gens, x)
 		}
 	}

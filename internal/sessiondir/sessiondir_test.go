@@ -157,3 +157,67 @@ func TestHooksLayoutAndFailures(t *testing.T) {
 		t.Error("a scan of the damaged session must be an error")
 	}
 }
+
+// One directory both the proxy (its --dir) and the Claude Code hooks
+// (.contextfold) write into: every session of both kinds is found, each
+// with its Source; a store directly below the directory named like a hooks
+// session keeps its id and the hooks session becomes "sessions/<id>". A
+// store the hooks wrote elsewhere (their transcript state) is a hooks
+// session; a directory named sessions given itself holds hooks sessions.
+// Before, the hooks' sessions/ hid everything else in the directory: the
+// proxy's sessions were not listed, searched or fetched.
+func TestFindProxyAndHooksInOneDirectory(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".contextfold")
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	fold(t, filepath.Join(root, "sessions", "5a9d"), t0, contextfold.Turn{StepID: 1, Summary: "hooks turn", RawContent: "port 5433"})
+	fold(t, filepath.Join(root, "sessions", "mine"), t0, contextfold.Turn{StepID: 1, Summary: "hooks turn", RawContent: "port 5434"})
+	fold(t, filepath.Join(root, "s-067b", "g1"), t0.Add(time.Hour), contextfold.Turn{StepID: 2, Summary: "proxy turn", RawContent: "port 5435"})
+	fold(t, filepath.Join(root, "mine"), t0.Add(2*time.Hour), contextfold.Turn{StepID: 3, Summary: "a store", RawContent: "port 5436"})
+	fold(t, filepath.Join(root, "elsewhere"), t0.Add(3*time.Hour), contextfold.Turn{StepID: 4, Summary: "hooks --dir", RawContent: "port 5437"})
+	os.WriteFile(filepath.Join(root, "elsewhere", HookStateFile), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(root, ".contextfold-proxy"), []byte("marker\n"), 0o600)
+
+	ss, err := Find(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range ss {
+		got = append(got, x.ID+" "+x.Source)
+	}
+	want := []string{"5a9d hooks", "elsewhere hooks", "mine store", "s-067b/g1 proxy", "sessions/mine hooks"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Find = %v, want %v", got, want)
+	}
+	if n := Sources(ss); n[SourceHooks] != 3 || n[SourceProxy] != 1 || n[SourceStore] != 1 {
+		t.Errorf("Sources = %v", n)
+	}
+	set, err := Open(root, contextfold.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Mixed() {
+		t.Error("Mixed() = false for proxy and hooks sessions")
+	}
+	for id, dir := range map[string]string{"mine": filepath.Join(root, "mine"), "sessions/mine": filepath.Join(root, "sessions", "mine"), "s-067b": filepath.Join(root, "s-067b", "g1")} {
+		if _, x, err := set.Store(id); err != nil || x.Dir != dir {
+			t.Errorf("Store(%s) = %+v %v, want %s", id, x, err, dir)
+		}
+	}
+	if _, _, err := set.Store("sessions"); err == nil {
+		t.Error(`Store("sessions"): the hooks' directory is not a proxy session`)
+	}
+	hits, sr, err := set.Recall("", "port", match.Exact)
+	if err != nil || sr.Sessions != 5 || len(hits) != 5 {
+		t.Fatalf("recall across both kinds: %d hits, %+v, %v", len(hits), sr, err)
+	}
+	// The hooks' sessions/ given itself: its stores are the hooks'.
+	ss, _ = Find(filepath.Join(root, "sessions"))
+	if len(ss) != 2 || ss[0].Source != SourceHooks || ss[1].Source != SourceHooks {
+		t.Errorf("Find(sessions/) = %+v", ss)
+	}
+	one, _ := Open(filepath.Join(root, "sessions"), contextfold.Options{})
+	if one.Mixed() {
+		t.Error("Mixed() = true for hooks sessions alone")
+	}
+}
