@@ -35,6 +35,9 @@ var aliasTable = [][2]string{
 	{"traceback", "exception"},
 	{"database db", "postgres postgresql mysql sqlite psql"},
 	{"container", "docker podman"},
+	// A definition is written with its language's keyword: "where is
+	// _discover_files defined?" is answered by "568: def _discover_files(…)".
+	{"defined define defines definition declared declare declares declaration", "def func fn"},
 }
 
 // aliases maps a prompt term (its analysed text) to the terms of its

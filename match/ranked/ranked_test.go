@@ -600,3 +600,13 @@ func TestIsQuestionLastLine(t *testing.T) {
 		}
 	}
 }
+
+// Rule "tool and failure names", its definition entry: "where is X
+// defined" also looks for the languages' definition keywords.
+func TestDefinedLooksForTheDefinitionKeyword(t *testing.T) {
+	for _, w := range []string{"def", "func", "fn"} {
+		if !contains(aliases["defin"], w) || !contains(aliases["declar"], w) {
+			t.Errorf("aliases of defined / declared: %q / %q, want %q in both", aliases["defin"], aliases["declar"], w)
+		}
+	}
+}
