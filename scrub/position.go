@@ -523,9 +523,9 @@ func csvHeaderCell(cell string) bool {
 
 // csvHeaderStart accepts an anchor whose line is a CSV or TSV header
 // naming a secret column: two or more cells, a separator, no '=' or ':'
-// (an assignment, a YAML key), every cell a name (letters, digits, '_',
-// '-', blanks) and the anchor's cell naming a secret. It returns the
-// line's start.
+// (an assignment, a YAML key), not indented (code), every cell a name
+// (letters, digits, '_', '-', blanks; none empty) and the anchor's cell
+// naming a secret. It returns the line's start.
 func csvHeaderStart(text string, p int) int {
 	ls := strings.LastIndexByte(text[:p], '\n') + 1
 	le := strings.IndexByte(text[p:], '\n')
@@ -547,11 +547,14 @@ func csvHeaderStart(text string, p int) int {
 	if sep == 0 {
 		return -1
 	}
+	if line == "" || line[0] == ' ' || line[0] == '\t' {
+		return -1 // indented: code, not a listing
+	}
 	ok := false
 	for _, c := range csvCells(line, sep) {
 		cell := strings.Trim(strings.TrimSpace(line[c[0]:c[1]]), `"`)
-		if cell != "" && !csvNameRe.MatchString(strings.ReplaceAll(strings.TrimSpace(cell), " ", "_")) {
-			return -1 // a header's cells are names ("pam_deny.so", "[success=1" are not)
+		if !csvNameRe.MatchString(strings.ReplaceAll(strings.TrimSpace(cell), " ", "_")) {
+			return -1 // a header's cells are names ("pam_deny.so", "[success=1", "" are not)
 		}
 		if c[0] <= p-ls && p-ls < c[1]+1 {
 			ok = csvHeaderCell(line[c[0]:c[1]])
@@ -752,8 +755,9 @@ scan:
 
 // promptLineStart accepts the "]:" of a prompt whose label names a secret
 // (labelWords among the words before its '[', after the line's last
-// quote, '=', '(', '{' or ';'; "AWS Secret Access Key [None]:", "Enter API
-// token [****]:") and returns the line's start.
+// quote, '=', '(', '{' or ';'; a blank before the '[', no URL before it;
+// "AWS Secret Access Key [None]:", "Enter API token [****]:") and
+// returns the line's start.
 func promptLineStart(text string, p int) int {
 	ls := strings.LastIndexByte(text[:p], '\n') + 1
 	if p-ls > 160 {
@@ -763,6 +767,9 @@ func promptLineStart(text string, p int) int {
 	k := strings.LastIndexByte(line, '[')
 	if k < 0 {
 		return -1
+	}
+	if k == 0 || line[k-1] != ' ' && line[k-1] != '\t' || strings.Contains(line[:k], "://") {
+		return -1 // "LABEL [DEFAULT]:", not a URL's "@[::1]:"
 	}
 	label := strings.ToLower(line[:k])
 	if q := strings.LastIndexAny(label, "\"'=({;"); q >= 0 {
