@@ -195,6 +195,13 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-cli-password", pre: "DRIVER={ODBC Driver 18};UID=sa;PWD={", secret: "ab;" + punct, post: "};"},
 		{rule: "contextfold-cli-password", pre: "%any 203.0.113.5 : PSK \"", secret: punct, post: "\""},
 		{rule: "contextfold-keyed-secret", pre: "userPassword:: ", secret: base64.StdEncoding.EncodeToString([]byte(pw))},
+		{rule: "contextfold-csv-secret", pre: "rows:\n name | password \n------+----------\n bob  | ", secret: pw, post: "\n(1 row)\n"},
+		{rule: "contextfold-stdin-password", pre: "printf '", secret: punct, post: "' | docker secret create db_pw -"},
+		{rule: "contextfold-stdin-password", pre: "chpasswd <<< 'bob:", secret: pw, post: "'"},
+		{rule: "contextfold-printed-secret", pre: "$ op read op://vault/db/password\n", secret: pw, post: "\n"},
+		{rule: "contextfold-printed-secret", pre: "$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n", secret: punct, post: "\n"},
+		{rule: "contextfold-flag-secret", pre: "./client -token ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "aws ssm put-parameter --name /app/db --type SecureString --value ", secret: pw},
 	}
 }
 
@@ -302,6 +309,9 @@ var ownLookAlikes = []string{
 	"Default region name [None]: us-east-1", "Password [****]: ",
 	"net user bob /add", "net user bob /domain", "vault login -method=github", "vault login token=$VAULT_TOKEN",
 	"gh secret set API_KEY < key.txt", "snmpwalk -v3 -l authPriv -u bob -a SHA -A $AUTHPASS host",
+	"| Name | Token | Description |\n|---|---|---|\n| ci | CI_TOKEN | the token CI uses |\n",
+	"$ op read --help\nUsage: op read", "$ base64 -d file.b64\nhello there", "vault kv get secret/app\n====== Data ======",
+	"-token-file ./token.txt", "go test -pass 3", "echo hi | passwdqc-check",
 	"your API key is ${API_KEY}",
 }
 

@@ -201,7 +201,7 @@ var positionRules = []extraRule{
 	},
 	{
 		id:      "contextfold-cli-password",
-		anchors: []string{"snmp", "net", "cmdkey", "gh", "security", "htpasswd", "vault"},
+		anchors: []string{"snmp", "net", "cmdkey", "gh", "security", "htpasswd", "vault", "aws", "az"},
 		begin:   wordStart,
 		// Positional and option passwords of more commands
 		// (cliPositionalForms). 1: single-quoted, 2: double-quoted, 3:
@@ -246,7 +246,123 @@ var positionRules = []extraRule{
 			return s, e, ok && e-s >= 3
 		},
 	},
+	{
+		id:      "contextfold-stdin-password",
+		anchors: []string{"echo", "printf"},
+		begin:   wordStart,
+		// A secret piped into a command that stores or sets it from
+		// standard input: docker/podman secret create NAME -, gcloud
+		// secrets create|versions add --data-file=-, gh secret set NAME,
+		// wrangler secret put, kubectl create secret … /dev/stdin, and
+		// passwd (echo -e "PW\nPW" | passwd USER). 1: single-quoted, 2:
+		// double-quoted, 3: bare.
+		re:     regexp.MustCompile(`^(?:echo(?:[ \t]+-[neE]+)*|printf(?:[ \t]+(?:'%s[^']*'|"%s[^"]*"|%s))?)[ \t]+(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"|;&]+))[ \t]*\|[ \t]*(?:(?:sudo[ \t]+)?(?:docker|podman)[ \t]+secret[ \t]+create|gcloud[ \t]+secrets[ \t]+(?:create|versions[ \t]+add)|gh[ \t]+secret[ \t]+set|(?:npx[ \t]+)?wrangler[ \t]+secret[ \t]+put|kubectl[ \t]+create[ \t]+secret[^\n;&|]*/dev/stdin|(?:sudo[ \t]+)?passwd(?:[ \t]|$))`),
+		maxLen: 1024,
+		secret: cliPassword,
+	},
+	{
+		id:      "contextfold-stdin-password",
+		anchors: []string{"<<<"},
+		begin:   func(text string, p int) int { return strings.LastIndexByte(text[:p], '\n') + 1 },
+		// A here-string into the same readers (chpasswd <<< 'USER:PW',
+		// passwd --stdin USER <<< PW, docker login --password-stdin <<<
+		// PW, sudo -S … <<< PW). 1: single-quoted, 2: double-quoted, 3:
+		// bare.
+		re:      regexp.MustCompile(`^[^\n]*?(?:chpasswd|--pass(?:word)?-stdin|passwd[ \t]+--stdin|sudo(?:[ \t]+-[A-Za-z]+)*?[ \t]+-[A-Za-z]*S|secret[ \t]+(?:create|set|put))[^\n<]*<<<[ \t]*(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
+		maxLen:  1024,
+		oneLine: true,
+		secret:  cliPassword,
+	},
+	{
+		id:      "contextfold-printed-secret",
+		anchors: printedSecretAnchors,
+		begin:   printedSecretStart,
+		// The output of a command that prints a secret alone, on the
+		// line after the command (printedSecretStart): 1: that line's one
+		// word.
+		re:     regexp.MustCompile(`^[^\n]*\n[ \t]*([^\s]+)[ \t]*(?:\r?\n|$)`),
+		maxLen: 2048,
+		secret: func(c string, m []int) (int, int, bool) {
+			v := c[m[2]:m[3]]
+			return m[2], m[3], len(v) >= 4 && !isPlaceholder(v) && v[0] != '$' && !strings.HasPrefix(v, "Error")
+		},
+	},
+	{
+		id:      "contextfold-flag-secret",
+		anchors: []string{"-password", "-passwd", "-passphrase", "-token", "-secret", "-apikey", "-api-key", "-api_key", "-pass "},
+		begin:   dashFlagStart,
+		// A Go-style option with one dash (-token VALUE, -password
+		// 'VALUE'), vetted as --name VALUE. 1: name; value: 2
+		// double-quoted, 3 single-quoted, 4 bare.
+		re:      regexp.MustCompile(`^-([A-Za-z][A-Za-z0-9_.-]*)[ \t]+(?:"([^"\r\n]*)"|'([^'\r\n]*)'|([^\s"'\\;&|` + "`" + `]+))`),
+		maxLen:  1024,
+		secret:  flagSecret,
+		oneLine: true,
+	},
 }
+
+// dashFlagStart accepts a one-dash option after a blank (not "--").
+func dashFlagStart(text string, p int) int {
+	if p == 0 || text[p-1] != ' ' && text[p-1] != '\t' {
+		return -1
+	}
+	return p
+}
+
+// printedSecretAnchors are the commands whose output is a secret alone
+// (printedSecretStart).
+var printedSecretAnchors = []string{"op read", "op item get", "pass show", "gopass show", "vault kv get", "vault read",
+	"secretsmanager get-secret-value", "secrets versions access", "keyvault secret show", "find-generic-password",
+	"find-internet-password", "base64 -d", "base64 --decode", "openssl rand"}
+
+// printedSecretStart accepts a command that prints a secret alone when it
+// is the command of a shell prompt's line ("$ ", "# ", "% ", "> ", or the
+// line's start) and asks for the secret itself: op read; op item get
+// --fields; pass and gopass show; vault kv get or read -field=; aws
+// secretsmanager get-secret-value --output text; gcloud secrets versions
+// access; az keyvault secret show -o tsv; security find-*-password -w;
+// base64 -d of a Kubernetes Secret's field (kubectl get secret … |);
+// openssl rand (a secret made). It returns the line's start.
+func printedSecretStart(text string, p int) int {
+	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	le := strings.IndexByte(text[p:], '\n')
+	if le < 0 {
+		return -1
+	}
+	line := text[ls : p+le]
+	if p-ls > 256 || !printedPrompt.MatchString(text[ls:p]) && !strings.Contains(text[ls:p], "kubectl") {
+		return -1
+	}
+	cmd := text[p : p+le]
+	ok := false
+	switch {
+	case strings.HasPrefix(cmd, "op read"), strings.HasPrefix(cmd, "pass show"), strings.HasPrefix(cmd, "gopass show"),
+		strings.HasPrefix(cmd, "secrets versions access"), strings.HasPrefix(cmd, "openssl rand"):
+		ok = true
+	case strings.HasPrefix(cmd, "op item get"):
+		ok = strings.Contains(cmd, "--field")
+	case strings.HasPrefix(cmd, "vault"):
+		ok = strings.Contains(cmd, "-field=") || strings.Contains(cmd, "-field ")
+	case strings.HasPrefix(cmd, "secretsmanager"):
+		ok = strings.Contains(cmd, "text")
+	case strings.HasPrefix(cmd, "keyvault"):
+		ok = strings.Contains(cmd, "tsv")
+	case strings.HasPrefix(cmd, "find-"):
+		ok = strings.Contains(cmd, " -w")
+	case strings.HasPrefix(cmd, "base64"):
+		ok = strings.Contains(line, "kubectl") && strings.Contains(line, "secret")
+	}
+	if !ok {
+		return -1
+	}
+	return ls
+}
+
+// printedPrompt is what may precede a command on its line: a shell
+// prompt ("$ ", "# ", "% ", "> ", "user@host:~$ ", "PS C:\> ") or
+// nothing, and the command words before the anchor (aws, gcloud, az,
+// security, sudo, …).
+var printedPrompt = regexp.MustCompile(`^(?:[^\n]{0,80}?[$#%>][ \t]+)?(?:[A-Za-z0-9_./-]+[ \t]+){0,3}$`)
 
 // lowerAssignment finds a key=value argument with a lower-case key.
 var lowerAssignment = regexp.MustCompile(`^[a-z_]+=`)
@@ -265,6 +381,9 @@ var cliPositionalForms = []string{
 	`security[ \t]+add-(?:generic|internet)-password[^\n;&|]{0,300}?[ \t]-w[ \t]+`,
 	`htpasswd[ \t]+-[A-Za-z]*(?:n[A-Za-z]*b|b[A-Za-z]*n)[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*[ \t]+\S+[ \t]+`,
 	`vault[ \t]+login(?:[ \t]+-\S+)*[ \t]+`,
+	`aws[ \t]+ssm[ \t]+put-parameter[^\n;&|]{0,300}?[ \t]--value(?:[ \t]+|=)`,
+	`aws[ \t]+secretsmanager[ \t]+(?:create-secret|put-secret-value|update-secret)[^\n;&|]{0,300}?[ \t]--secret-string(?:[ \t]+|=)`,
+	`az[ \t]+keyvault[ \t]+secret[ \t]+set[^\n;&|]{0,300}?[ \t]--value(?:[ \t]+|=)`,
 }
 
 // slashURLPassword vets a URL password holding '/': the part before its
@@ -455,10 +574,11 @@ var tclVariable = regexp.MustCompile(`\$(?:[A-Za-z_{]|::)`)
 var csvSecretAnchors = []string{"password", "Password", "PASSWORD", "passwd", "secret", "Secret", "SECRET",
 	"token", "Token", "TOKEN", "key", "Key", "KEY", "pwd", "PWD", "pin", "PIN"}
 
-// csvSeparator returns the separator of a header line: a tab, ',' or ';'
-// (the first found of them, in that order), 0 for none.
+// csvSeparator returns the separator of a header line: '|' (psql's and
+// mysql's tables, Markdown's), a tab, ',' or ';' (the first found of them,
+// in that order), 0 for none.
 func csvSeparator(line string) byte {
-	for _, c := range []byte{'\t', ',', ';'} {
+	for _, c := range []byte{'|', '\t', ',', ';'} {
 		if strings.IndexByte(line, c) >= 0 {
 			return c
 		}
@@ -499,6 +619,22 @@ func csvCells(line string, sep byte) [][2]int {
 }
 
 var csvNameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// tableCells is csvCells, without the empty cells a '|' table's outer
+// bars make ("| a | b |" has two cells).
+func tableCells(line string, sep byte) [][2]int {
+	cs := csvCells(line, sep)
+	if sep != '|' {
+		return cs
+	}
+	if len(cs) > 0 && strings.TrimSpace(line[cs[0][0]:cs[0][1]]) == "" {
+		cs = cs[1:]
+	}
+	if n := len(cs); n > 0 && strings.TrimSpace(line[cs[n-1][0]:cs[n-1][1]]) == "" {
+		cs = cs[:n-1]
+	}
+	return cs
+}
 
 // csvHeaderCell reports whether a header cell names a secret column:
 // the name alone (quotes and blanks around it removed), vetted as a NAME
@@ -547,11 +683,11 @@ func csvHeaderStart(text string, p int) int {
 	if sep == 0 {
 		return -1
 	}
-	if line == "" || line[0] == ' ' || line[0] == '\t' {
-		return -1 // indented: code, not a listing
+	if line == "" || sep != '|' && (line[0] == ' ' || line[0] == '\t') {
+		return -1 // indented: code, not a listing (a psql table's header is)
 	}
 	ok := false
-	for _, c := range csvCells(line, sep) {
+	for _, c := range tableCells(line, sep) {
 		cell := strings.Trim(strings.TrimSpace(line[c[0]:c[1]]), `"`)
 		if !csvNameRe.MatchString(strings.ReplaceAll(strings.TrimSpace(cell), " ", "_")) {
 			return -1 // a header's cells are names ("pam_deny.so", "[success=1", "" are not)
@@ -569,14 +705,16 @@ func csvHeaderStart(text string, p int) int {
 // csvSecretCells returns the secret cells of a CSV listing whose header
 // is cand's first line: the cells under a secret column of each row after
 // it that has as many cells as the header, up to the first row that does
-// not (the listing's end). An empty cell, a placeholder, a value of fewer
-// than 4 characters or a word of the header cell (a PAM file's "password"
-// lines) stays.
+// not (the listing's end; a '|' table's rule lines are skipped). An empty
+// cell, a placeholder, a value of fewer than 4 characters or a word of
+// the header cell (a PAM file's "password" lines) stays, and in a '|'
+// table (psql, mysql, Markdown) a value must look like a credential
+// (labelValue): a document's table holds words and names.
 func csvSecretCells(cand string, _ []int) [][2]int {
 	he := strings.IndexByte(cand, '\n')
 	header := strings.TrimSuffix(cand[:he], "\r")
 	sep := csvSeparator(header)
-	hc := csvCells(header, sep)
+	hc := tableCells(header, sep)
 	var cols []int
 	for i, c := range hc {
 		if csvHeaderCell(header[c[0]:c[1]]) {
@@ -591,7 +729,11 @@ func csvSecretCells(cand string, _ []int) [][2]int {
 			le = len(cand) - at
 		}
 		line := strings.TrimSuffix(cand[at:at+le], "\r")
-		cells := csvCells(line, sep)
+		if sep == '|' && strings.Trim(line, "-+|=: \t") == "" && line != "" {
+			at += le + 1 // a table's rule line (---+---, |---|---|, +----+)
+			continue
+		}
+		cells := tableCells(line, sep)
 		if len(cells) != len(hc) {
 			break
 		}
@@ -604,6 +746,9 @@ func csvSecretCells(cand string, _ []int) [][2]int {
 				e--
 			}
 			v := line[s:e]
+			if sep == '|' && !labelValue(v) {
+				continue // a document's table: its cells are words and names
+			}
 			if len(v) >= 4 && !isPlaceholder(v) && !headerWord(header[hc[i][0]:hc[i][1]], v) {
 				out = append(out, [2]int{at + s, at + e})
 			}
