@@ -59,7 +59,7 @@ var positionRules = []extraRule{
 	{
 		id:      "contextfold-url-password",
 		anchors: []string{"://"},
-		begin:   urlSchemeStart,
+		begin:   slashURLStart,
 		// 1: the password, holding a '/' and no '@' or '?'; 2: the
 		// host after the '@', which a port, a path, a query, a blank, a
 		// quote or the end of the text ends.
@@ -201,7 +201,7 @@ var positionRules = []extraRule{
 	},
 	{
 		id:      "contextfold-cli-password",
-		anchors: []string{"snmp", "net", "cmdkey", "gh", "security", "htpasswd", "vault", "aws", "az"},
+		anchors: []string{"snmp", "net ", "net\t", "cmdkey", "gh ", "gh\t", "security ", "htpasswd", "vault ", "aws ", "az "},
 		begin:   wordStart,
 		// Positional and option passwords of more commands
 		// (cliPositionalForms). 1: single-quoted, 2: double-quoted, 3:
@@ -384,6 +384,22 @@ var cliPositionalForms = []string{
 	`aws[ \t]+ssm[ \t]+put-parameter[^\n;&|]{0,300}?[ \t]--value(?:[ \t]+|=)`,
 	`aws[ \t]+secretsmanager[ \t]+(?:create-secret|put-secret-value|update-secret)[^\n;&|]{0,300}?[ \t]--secret-string(?:[ \t]+|=)`,
 	`az[ \t]+keyvault[ \t]+secret[ \t]+set[^\n;&|]{0,300}?[ \t]--value(?:[ \t]+|=)`,
+}
+
+// slashURLStart is urlSchemeStart for a URL that can hold a password
+// with '/': in the authority's run (to a blank or a quote), a ':' before
+// the first '/' and an '@' after it; most URLs are ruled out here, before
+// the expression runs.
+func slashURLStart(text string, p int) int {
+	rest := text[p+3 : min(len(text), p+3+2048)]
+	if k := strings.IndexAny(rest, " \t\r\n'\"<>\\"); k >= 0 {
+		rest = rest[:k]
+	}
+	sl := strings.IndexByte(rest, '/')
+	if sl < 0 || strings.IndexByte(rest[:sl], ':') < 0 || strings.IndexByte(rest[sl:], '@') < 0 {
+		return -1
+	}
+	return urlSchemeStart(text, p)
 }
 
 // slashURLPassword vets a URL password holding '/': the part before its
@@ -772,6 +788,11 @@ func headerWord(cell, v string) bool {
 // pinStart accepts a PIN or PUK label that starts a word or ends a name
 // joined by '_' (YUBIKEY_PIN), and returns where the name starts.
 func pinStart(text string, p int) int {
+	// "ping", "pinned", "spinner": a letter after the label is another
+	// word (most occurrences end here, before the expression runs).
+	if q := p + 3; q < len(text) && (text[q] >= 'a' && text[q] <= 'z' || text[q] >= 'A' && text[q] <= 'Z') {
+		return -1
+	}
 	if p > 0 && text[p-1] == '_' {
 		b := p - 1
 		for b > 0 && (isWordByte(text[b-1])) {
