@@ -263,7 +263,7 @@ var positionRules = []extraRule{
 	{
 		id:      "contextfold-stdin-password",
 		anchors: []string{"<<<"},
-		begin:   func(text string, p int) int { return strings.LastIndexByte(text[:p], '\n') + 1 },
+		begin:   func(text string, p int) int { return lineStartWithin(text, p, 1024) },
 		// A here-string into the same readers (chpasswd <<< 'USER:PW',
 		// passwd --stdin USER <<< PW, docker login --password-stdin <<<
 		// PW, sudo -S … <<< PW). 1: single-quoted, 2: double-quoted, 3:
@@ -324,13 +324,13 @@ var printedSecretAnchors = []string{"op read", "op item get", "pass show", "gopa
 // base64 -d of a Kubernetes Secret's field (kubectl get secret … |);
 // openssl rand (a secret made). It returns the line's start.
 func printedSecretStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	le := strings.IndexByte(text[p:], '\n')
-	if le < 0 {
+	ls := lineStartWithin(text, p, 256)
+	le := lineEndWithin(text, p, 1024)
+	if ls < 0 || le < 0 {
 		return -1
 	}
 	line := text[ls : p+le]
-	if p-ls > 256 || !printedPrompt.MatchString(text[ls:p]) && !strings.Contains(text[ls:p], "kubectl") {
+	if !printedPrompt.MatchString(text[ls:p]) && !strings.Contains(text[ls:p], "kubectl") {
 		return -1
 	}
 	cmd := text[p : p+le]
@@ -366,6 +366,27 @@ var printedPrompt = regexp.MustCompile(`^(?:[^\n]{0,80}?[$#%>][ \t]+)?(?:[A-Za-z
 
 // lowerAssignment finds a key=value argument with a lower-case key.
 var lowerAssignment = regexp.MustCompile(`^[a-z_]+=`)
+
+// lineStartWithin returns the start of the line holding p when it lies
+// at most limit bytes before p, -1 otherwise: a begin function looks back
+// a bounded way (a text without line breaks would make every anchor scan
+// it to its start).
+func lineStartWithin(text string, p, limit int) int {
+	lo := max(0, p-limit)
+	if k := strings.LastIndexByte(text[lo:p], '\n'); k >= 0 {
+		return lo + k + 1
+	}
+	if lo == 0 {
+		return 0
+	}
+	return -1
+}
+
+// lineEndWithin returns the offset from p of the line feed ending p's
+// line when it lies at most limit bytes after p, -1 otherwise.
+func lineEndWithin(text string, p, limit int) int {
+	return strings.IndexByte(text[p:min(len(text), p+limit)], '\n')
+}
 
 // clientPrefix is what a session transcript may put before a client's
 // line: blanks, "C:", "->", ">", "~>", "***".
@@ -441,8 +462,8 @@ func saslPlainStart(text string, p int) int {
 // lineStartAfterPrefix returns the start of the line holding p when only a
 // client prefix (clientPrefixRe) stands between it and p, -1 otherwise.
 func lineStartAfterPrefix(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if p-ls > 12 || !clientPrefixRe.MatchString(text[ls:p]) {
+	ls := lineStartWithin(text, p, 12)
+	if ls < 0 || !clientPrefixRe.MatchString(text[ls:p]) {
 		return -1
 	}
 	return ls
@@ -498,7 +519,10 @@ func ftpPassStart(text string, p int) int {
 // before it, a client prefix before the tag) and returns where the tag
 // starts.
 func imapLoginStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
+	ls := lineStartWithin(text, p, 64)
+	if ls < 0 {
+		return -1
+	}
 	t := text[ls:p]
 	k := strings.LastIndexAny(t, " \t>:*")
 	tag := t[k+1:]
@@ -526,15 +550,16 @@ func expectSendStart(text string, p int) int {
 	if strings.HasSuffix(text[:p], "exp_") {
 		b = p - 4
 	}
-	win := text[max(0, b-1024):b]
-	if !strings.Contains(win, "expect") {
-		return -1
-	}
+	whole := text[max(0, b-1024):b]
+	win := whole
 	if k := strings.LastIndex(win, "send"); k >= 0 {
 		win = win[k+4:]
 	}
 	if len(win) > 256 {
 		win = win[len(win)-256:]
+	}
+	if strings.IndexAny(win, `"'`) < 0 || !strings.Contains(whole, "expect") {
+		return -1
 	}
 	// The last quoted string of the window: its closing quote, then its
 	// opening one.
@@ -679,10 +704,10 @@ func csvHeaderCell(cell string) bool {
 // (letters, digits, '_', '-', blanks; none empty) and the anchor's cell
 // naming a secret. It returns the line's start.
 func csvHeaderStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	le := strings.IndexByte(text[p:], '\n')
-	if le < 0 {
-		return -1 // no row after it
+	ls := lineStartWithin(text, p, 2048)
+	le := lineEndWithin(text, p, 2048)
+	if ls < 0 || le < 0 {
+		return -1 // a line too long for a header, or no row after it
 	}
 	// A header may open a JSON string ({"stdout":"id,password\n…" in
 	// the decoded view): it starts after the member's quote.
@@ -718,10 +743,26 @@ func csvHeaderStart(text string, p int) int {
 	return ls
 }
 
+// csvHeaderLike reports whether line could be a header of sep: every cell
+// a name, one naming a secret.
+func csvHeaderLike(line string, sep byte) bool {
+	secret := false
+	for _, c := range tableCells(line, sep) {
+		cell := strings.Trim(strings.TrimSpace(line[c[0]:c[1]]), `"`)
+		if !csvNameRe.MatchString(strings.ReplaceAll(strings.TrimSpace(cell), " ", "_")) {
+			return false
+		}
+		secret = secret || csvHeaderCell(cell)
+	}
+	return secret
+}
+
 // csvSecretCells returns the secret cells of a CSV listing whose header
 // is cand's first line: the cells under a secret column of each row after
 // it that has as many cells as the header, up to the first row that does
-// not (the listing's end; a '|' table's rule lines are skipped). An empty
+// not (the listing's end; a '|' table's rule lines are skipped), or to a
+// line that could be a header itself (it is read from there: a text of
+// header-like lines is read once, not once a line). An empty
 // cell, a placeholder, a value of fewer than 4 characters or a word of
 // the header cell (a PAM file's "password" lines) stays, and in a '|'
 // table (psql, mysql, Markdown) a value must look like a credential
@@ -750,8 +791,8 @@ func csvSecretCells(cand string, _ []int) [][2]int {
 			continue
 		}
 		cells := tableCells(line, sep)
-		if len(cells) != len(hc) {
-			break
+		if len(cells) != len(hc) || csvHeaderLike(line, sep) {
+			break // the listing's end, or another header (read from there)
 		}
 		for _, i := range cols {
 			s, e := cells[i][0], cells[i][1]
@@ -805,26 +846,38 @@ func pinStart(text string, p int) int {
 
 // k8sYAMLSecretStart accepts "kind: Secret" that ends its line and
 // returns where its YAML document starts: after the last "---" line before
-// it within 8 KiB, or 8 KiB before it.
+// it within 8 KiB, or 8 KiB before it; -1 when another "kind: Secret"
+// comes first in the same document (that one read it).
 func k8sYAMLSecretStart(text string, p int) int {
 	rest := text[p+len("kind: Secret") : min(len(text), p+len("kind: Secret")+1)]
 	if rest != "" && !strings.ContainsRune("\r\n \t", rune(rest[0])) {
 		return -1 // kind: SecretStore
 	}
 	b := max(0, p-8192)
+	if k := strings.LastIndex(text[b:p], "kind: Secret"); k >= 0 {
+		b += k + 1 // the Secret before it read this document, or its own starts after it
+	}
 	if k := strings.LastIndex(text[b:p], "\n---"); k >= 0 {
 		return b + k + 4
+	}
+	if b > max(0, p-8192) {
+		return -1
 	}
 	return b
 }
 
 // k8sJSONSecretStart accepts "kind": "Secret" and returns where the
 // object holding it starts: the nearest unmatched '{' before it within
-// 8 KiB (strings are not told apart: a '{' or '}' inside one may shift
-// it, and then the data map is looked for in a wrong span).
+// 8 KiB and after any earlier "kind" member (strings are not told apart:
+// a '{' or '}' inside one may shift it, and then the data map is looked
+// for in a wrong span).
 func k8sJSONSecretStart(text string, p int) int {
 	depth := 0
-	for i := p - 1; i >= max(0, p-8192); i-- {
+	lo := max(0, p-8192)
+	if k := strings.LastIndex(text[lo:p], `"kind"`); k >= 0 {
+		lo += k // the object holding an earlier "kind" ends before this one's '{'
+	}
+	for i := p - 1; i >= lo; i-- {
 		switch text[i] {
 		case '}':
 			depth++
@@ -925,8 +978,8 @@ scan:
 // "AWS Secret Access Key [None]:", "Enter API token [****]:") and
 // returns the line's start.
 func promptLineStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if p-ls > 160 {
+	ls := lineStartWithin(text, p, 160)
+	if ls < 0 {
 		return -1
 	}
 	line := text[ls:p]
