@@ -37,6 +37,12 @@ func extraFindingsByIndex(text string) []Finding {
 				if m == nil {
 					continue
 				}
+				if r.multi != nil {
+					for _, sp := range r.multi(cand, m) {
+						out = append(out, Finding{RuleID: r.id, Start: b + sp[0], End: b + sp[1]})
+					}
+					continue
+				}
 				s, e, ok := m[0], m[1], true
 				if r.secret != nil {
 					s, e, ok = r.secret(cand, m)

@@ -151,6 +151,11 @@ type extraRule struct {
 	// input (1 to 4 KiB, where a tool output's ':' or '=' gives a
 	// candidate every line), is paid for the line alone.
 	oneLine bool
+	// multi, when set, replaces secret: it returns every secret span of
+	// the candidate (relative to its start), for a rule whose match is a
+	// header or a document and whose secrets are many (a CSV column's
+	// cells, a Kubernetes Secret's values).
+	multi func(cand string, m []int) [][2]int
 }
 
 var extraRules = []extraRule{
@@ -209,7 +214,7 @@ var extraRules = []extraRule{
 		// and a YAML block scalar (password: |, >-) holds it on the next,
 		// indented line. Markdown's bold may close after the name or the
 		// colon (**Password**: …, **Password:** …).
-		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["']|\*\*?)?[ \t]*:(?:\*\*?)?[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
+		re:     regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.-]*)(?:\\?["']|\*\*?)?[ \t]*:(?::[ \t])?(?:\*\*?)?[ \t]*(?:!!?[A-Za-z0-9_/:.-]*[ \t]+)?(?:[|>][1-9]?[+-]?[1-9]?[ \t]*\r?\n[ \t]+)?(?:"([^"\r\n]*)"|'([^'\r\n]*)'|\\"((?:[^"\\\r\n]|\\[^"\r\n])*)\\"|((?:[^\s"'\\,;&|}\]` + "`" + `]|\\[^nrtbfu"\\/\s])+))`),
 		maxLen: 4096,
 		secret: envSecret,
 	},
@@ -849,6 +854,12 @@ func extraFindings(text string) []Finding {
 				if m == nil {
 					continue
 				}
+				if r.multi != nil {
+					for _, sp := range r.multi(cand, m) {
+						out = append(out, Finding{RuleID: r.id, Start: b + sp[0], End: b + sp[1]})
+					}
+					continue
+				}
 				s, e, ok := m[0], m[1], true
 				if r.secret != nil {
 					s, e, ok = r.secret(cand, m)
@@ -1144,7 +1155,11 @@ func subscriptNameEnd(text string, j int) int {
 // scope, an IPv6 address) and a URL scheme's "://".
 func keyNameStart(text string, p int) int {
 	if p+1 < len(text) && (text[p+1] == ':' || text[p+1] == '/' || text[p+1] == '=') {
-		return -1
+		// LDIF's base64 value (userPassword:: BASE64) is a name's value;
+		// "::" elsewhere is a path (std::string, a Rust or Ruby name).
+		if text[p+1] != ':' || p+2 >= len(text) || text[p+2] != ' ' {
+			return -1
+		}
 	}
 	if p > 0 && text[p-1] == ':' {
 		return -1

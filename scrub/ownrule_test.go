@@ -169,6 +169,39 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-actions-mask", pre: "::add-mask::", secret: pw},
 		{rule: "contextfold-keystore-password", pre: "keytool -list -keystore k.jks -storepass ", secret: pw},
 		{rule: "contextfold-keystore-password", pre: "jarsigner -storepass x -keypass '", secret: punct, post: "' app.jar release"},
+		// Secrets only their position marks (position.go).
+		{rule: "contextfold-url-password", pre: "postgres://app:", secret: "s3c" + "r/" + pw, post: "@db:5432/x"},
+		{rule: "contextfold-url-password", pre: "https://u:", secret: pw[:5] + "/" + punct, post: "@git.example.com/r.git"},
+		{rule: "contextfold-protocol-auth", pre: "AUTH PLAIN ", secret: base64.StdEncoding.EncodeToString([]byte("\x00bob\x00" + pw))},
+		{rule: "contextfold-protocol-auth", pre: "S: 334 UGFzc3dvcmQ6\nC: ", secret: base64.StdEncoding.EncodeToString([]byte(punct)), post: "\n"},
+		{rule: "contextfold-protocol-auth", pre: "+OK POP3 ready\nUSER bob\n+OK\nPASS ", secret: punct, post: "\n"},
+		{rule: "contextfold-protocol-auth", pre: "* OK IMAP4rev1 ready\na1 LOGIN bob@example.com ", secret: pw, post: "\n"},
+		{rule: "contextfold-protocol-auth", pre: "/msg NickServ IDENTIFY ", secret: punct},
+		{rule: "contextfold-expect-secret", pre: "expect \"*assword*\"\nsend \"", secret: "Zr8!kQ2#vLm9" + "%w", post: "\\r\""},
+		{rule: "contextfold-expect-secret", pre: "child.expect('Password:')\nchild.sendline('", secret: pw, post: "')"},
+		{rule: "contextfold-csv-secret", pre: "users.csv:\nusername,password,email\nalice,", secret: punct, post: ",alice@example.com\n"},
+		{rule: "contextfold-csv-secret", pre: "keys:\nid\tapi_key\n1\t", secret: pw, post: "\n"},
+		{rule: "contextfold-pin", pre: "PIN: ", secret: "48" + "213907"},
+		{rule: "contextfold-pin", pre: "YUBIKEY_PIN=", secret: "73" + "9201"},
+		{rule: "contextfold-k8s-secret", pre: "kind: Secret\ndata:\n  root: ", secret: base64.StdEncoding.EncodeToString([]byte(pw)), post: "\n"},
+		{rule: "contextfold-k8s-secret", pre: `{"kind": "Secret", "data": {"hmac": "`, secret: base64.StdEncoding.EncodeToString([]byte(punct)), post: `"}}`},
+		{rule: "contextfold-prompt-secret", pre: "AWS Secret Access Key [None]: ", secret: pw, post: "\n"},
+		{rule: "contextfold-cli-password", pre: "snmpwalk -v2c -c ", secret: pw, post: " 10.0.0.1"},
+		{rule: "contextfold-cli-password", pre: "net user Administrator ", secret: punct, post: " /add"},
+		{rule: "contextfold-cli-password", pre: "gh secret set API_KEY --body ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "security add-generic-password -a bob -s api -w ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "htpasswd -nbB admin ", secret: punct},
+		{rule: "contextfold-cli-password", pre: "vault login ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "DRIVER={ODBC Driver 18};UID=sa;PWD={", secret: "ab;" + punct, post: "};"},
+		{rule: "contextfold-cli-password", pre: "%any 203.0.113.5 : PSK \"", secret: punct, post: "\""},
+		{rule: "contextfold-keyed-secret", pre: "userPassword:: ", secret: base64.StdEncoding.EncodeToString([]byte(pw))},
+		{rule: "contextfold-csv-secret", pre: "rows:\n name | password \n------+----------\n bob  | ", secret: pw, post: "\n(1 row)\n"},
+		{rule: "contextfold-stdin-password", pre: "printf '", secret: punct, post: "' | docker secret create db_pw -"},
+		{rule: "contextfold-stdin-password", pre: "chpasswd <<< 'bob:", secret: pw, post: "'"},
+		{rule: "contextfold-printed-secret", pre: "$ op read op://vault/db/password\n", secret: pw, post: "\n"},
+		{rule: "contextfold-printed-secret", pre: "$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n", secret: punct, post: "\n"},
+		{rule: "contextfold-flag-secret", pre: "./client -token ", secret: pw},
+		{rule: "contextfold-cli-password", pre: "aws ssm put-parameter --name /app/db --type SecureString --value ", secret: pw},
 	}
 }
 
@@ -179,6 +212,13 @@ func ownSamples() []ownSample {
 var ownKnownLimits = map[string]bool{
 	`contextfold-pgpass before "/"`:       true,
 	`contextfold-pgpass before "/", JSON`: true,
+	// A PIN's digits followed by ':' and digits read as a time or a
+	// port (PIN: 4821:443 is not told from "at 10:30").
+	`contextfold-pin after ":443"`:       true,
+	`contextfold-pin after ":443", JSON`: true,
+	// A SASL PLAIN credential run on into "/path" is no base64 any more.
+	`contextfold-protocol-auth after "/path"`:       true,
+	`contextfold-protocol-auth after "/path", JSON`: true,
 }
 
 // ownLookAlikes are texts next to our rules' keywords that hold no secret
@@ -253,6 +293,25 @@ var ownLookAlikes = []string{
 	"the token is access_token_2",
 	"the key is k8s-node-pool",
 	"the password is 8 characters long",
+	// position.go: ports and paths in URLs, a test runner's PASS, an
+	// EHLO line, a table header, a JavaScript test's expect, CSV columns
+	// that are no secret, pins that are no PIN, prompts without one.
+	"http://host:8080/a/b@c.example.com", "https://www.npmjs.com/package/@types/node",
+	"https://github.com/foo:bar/baz@v1.2.3", "see https://medium.com/@alice/post-1",
+	"USER bob logged in\nPASS src/app.test.js", "250-AUTH PLAIN LOGIN OAUTHBEARER XOAUTH2",
+	"AUTH PLAIN OAUTHBEARER", "ID LOGIN EMAIL STATUS\n1 LOGIN bob active",
+	"expect(input.type).toBe('password')\nws.send('hello world')",
+	"expect \"Password:\"\nsend \"$pw\\r\"", "expect \"*assword*\"\nsend -- \"$env(PW)\\r\"",
+	"rule,password_min_length,password_history\nstrict,12,5\n", "name,token_count\nalpha,123456\n",
+	"password\trequisite\tpam_deny\npassword\trequired\tpam_permit\n",
+	"GPIO pin 18", "pin: 13", "pip install pin==1.2.3", "PIN: ****", "pin: 2024-01-01",
+	"kind: SecretStore\nspec:\n  provider: vault", "kind: Secret\nmetadata:\n  name: x\ntype: Opaque",
+	"Default region name [None]: us-east-1", "Password [****]: ",
+	"net user bob /add", "net user bob /domain", "vault login -method=github", "vault login token=$VAULT_TOKEN",
+	"gh secret set API_KEY < key.txt", "snmpwalk -v3 -l authPriv -u bob -a SHA -A $AUTHPASS host",
+	"| Name | Token | Description |\n|---|---|---|\n| ci | CI_TOKEN | the token CI uses |\n",
+	"$ op read --help\nUsage: op read", "$ base64 -d file.b64\nhello there", "vault kv get secret/app\n====== Data ======",
+	"-token-file ./token.txt", "go test -pass 3", "echo hi | passwdqc-check",
 	"your API key is ${API_KEY}",
 }
 
