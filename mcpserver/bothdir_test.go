@@ -216,6 +216,12 @@ func tree(t *testing.T, root string) []string {
 		if strings.HasPrefix(fi.Name(), ".spare-") {
 			return nil
 		}
+		if strings.HasPrefix(fi.Name(), "session-state-g") {
+			// The proxy (a writer, still running) saves its session state
+			// after it has answered: it may land after the first tree is
+			// taken. It is the proxy's, never a reader's.
+			return nil
+		}
 		out = append(out, fmt.Sprintf("%s %d", p, fi.Size()))
 		return nil
 	})
