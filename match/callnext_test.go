@@ -52,9 +52,11 @@ func plantNextCalls(g testgen.Gen, n int) ([]contextfold.Turn, []nextCase) {
 	return turns, cases
 }
 
-// nextPrompt asks which links case c's index page listed.
+// nextPrompt asks which scripts case c's index page listed: only the next
+// call's note says "scripts"; the output lists them as links (asked as
+// "links", rule "tool and failure names" would find its href by itself).
 func nextPrompt(c nextCase) string {
-	return fmt.Sprintf("which links did the index page of the %s server list?", c.words)
+	return fmt.Sprintf("which scripts did the index page of the %s server list?", c.words)
 }
 
 // Rule "a call is not updated by the next call" (ranked.Params.CallNext):

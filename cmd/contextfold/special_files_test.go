@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/contextfold/contextfold/match/ranked"
 )
 
 // TestSpecialFilesNeverBlock: a FIFO in place of any file a store or its
@@ -25,7 +27,7 @@ func TestSpecialFilesNeverBlock(t *testing.T) {
 	t.Setenv("CONTEXTFOLD_CACHE_DIR", cache)
 	store := []string{"recall_index.json", "hydration_policy.json", "store_settings.json", "eviction_log.json",
 		"policy_history.json", "repair_log.json", "cold_nodes/step_000137.json"}
-	caches := []string{"recall_index.cache", "ranked-index.v5", "ranked-index.v5.delta"}
+	caches := []string{"recall_index.cache", ranked.CacheFile, ranked.CacheFile + ".delta"}
 	cmds := [][]string{{"validate"}, {"repair"}, {"scrub-check"}, {"scan", "postgres port"}, {"recall", "port"},
 		{"hydrate", "137"}, {"status"}, {"steps"}}
 	for _, target := range append(store, caches...) {

@@ -38,6 +38,9 @@ var aliasTable = [][2]string{
 	// A definition is written with its language's keyword: "where is
 	// _discover_files defined?" is answered by "568: def _discover_files(…)".
 	{"defined define defines definition declared declare declares declaration", "def func fn"},
+	// A page lists its links as <a href="…">: "which links did the index
+	// page list?" is answered by the fetched HTML, which never says "link".
+	{"link links hyperlink hyperlinks", "href"},
 }
 
 // aliases maps a prompt term (its analysed text) to the terms of its

@@ -333,13 +333,8 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 		whole := extract.FoldTerm(c)
 		if utf8.RuneCountInString(whole) <= 200 {
 			emit(Term{whole, KindCompound, c})
-			// A dotted version also yields its shorter versions
-			// (20.27.1 → 20.27), so that "20.27" finds "20.27.1".
-			if vs := strings.Split(whole, "."); len(vs) > 2 && allDigits(strings.Join(vs, "")) {
-				for k := len(vs) - 1; k >= 2; k-- {
-					emit(Term{strings.Join(vs[:k], "."), KindCompound, c})
-				}
-			}
+			shorterVersions(whole, c, emit)
+			namedVersions(whole, c, emit)
 			// A path also yields its last element (ingest/x/foo.go → foo.go)
 			// and a file:line reference its file (app.py:42 → app.py).
 			if i := strings.LastIndexAny(whole, "/\\"); i >= 0 && i+1 < len(whole) && strings.ContainsAny(whole[i+1:], ".-") {
@@ -353,6 +348,80 @@ func (a *analyzer) chunk(c string, emit func(Term)) {
 	for _, w := range words {
 		a.word(w, emit)
 	}
+}
+
+// shorterVersions emits the shorter versions of a dotted version v
+// (20.27.1 → 20.27), so that "20.27" finds "20.27.1".
+func shorterVersions(v, src string, emit func(Term)) {
+	if vs := strings.Split(v, "."); len(vs) > 2 && allDigits(strings.Join(vs, "")) {
+		for k := len(vs) - 1; k >= 2; k-- {
+			emit(Term{strings.Join(vs[:k], "."), KindCompound, src})
+		}
+	}
+}
+
+// namedVersions is rule "a name and its version" (the analysed compound
+// whole of the chunk src): a version joined to the name before it by a
+// dash, an at sign or a colon — pip's "pytest-xdist-1.34.0", a wheel's
+// "pytest_xdist-1.34.0-py3-none-any.whl", an archive's
+// "requests-2.31.0.tar.gz", npm's "lodash@4.17.21", an image's
+// "postgres:16.2" — also yields the version (with its shorter versions)
+// and the name, so that a prompt quoting "1.34.0" or "pytest-xdist" holds
+// the terms of "Successfully installed pytest-xdist-1.34.0", as it holds
+// those of "pytest-xdist==1.34.0" (two chunks). A version is digits and
+// dots, two numbers at least, up to the end of its part or to a dot and
+// a letter (".tar.gz"); the parts before it must hold a letter (a
+// timestamp's 09:03:40.123 and a date's 2024-01-02 yield nothing). The
+// name is emitted when it is a compound itself (a word is a term of the
+// chunk already). Each version of whole is emitted once, in order.
+func namedVersions(whole, src string, emit func(Term)) {
+	letter := false
+	start := 0
+	for i := 0; i <= len(whole); i++ {
+		if i < len(whole) && whole[i] != '-' && whole[i] != '@' && whole[i] != ':' {
+			continue
+		}
+		part := whole[start:i]
+		if letter && start > 0 {
+			if v := leadingVersion(part); v != "" {
+				emit(Term{v, KindCompound, src})
+				shorterVersions(v, src, emit)
+				if name := whole[:start-1]; strings.ContainsFunc(name, isJoiner) {
+					emit(Term{strings.TrimFunc(name, isJoiner), KindCompound, src})
+				}
+			}
+		}
+		if strings.ContainsFunc(part, unicode.IsLetter) {
+			letter = true
+		}
+		start = i + 1
+	}
+}
+
+// leadingVersion returns the dotted version part opens with ("1.34.0" of
+// "1.34.0", "2.31.0" of "2.31.0.tar.gz"): digits and dots, at least one
+// dot between digits, ending at part's end or before a dot and a letter;
+// "" when part opens otherwise.
+func leadingVersion(part string) string {
+	digit := func(k int) bool { return k >= 0 && k < len(part) && part[k] >= '0' && part[k] <= '9' }
+	j, dots := 0, 0
+scan:
+	for ; j < len(part); j++ {
+		switch {
+		case digit(j):
+		case part[j] == '.' && digit(j-1) && digit(j+1):
+			dots++
+		default:
+			break scan
+		}
+	}
+	if dots == 0 {
+		return ""
+	}
+	if j < len(part) && (part[j] != '.' || j+1 == len(part) || !isASCIILetter(part[j+1])) {
+		return ""
+	}
+	return part[:j]
 }
 
 // isYear reports whether s is a four-digit year 1900–2099 (rule "dates").

@@ -22,10 +22,17 @@ import (
 // nodes.
 const cacheName = snapName
 
+// CacheFile is the name of the ranked index's snapshot in a store's
+// per-user cache directory (internal/cachedir), and CacheFile + ".delta"
+// its delta file. It changes with the snapshot's format and with the
+// analysis (a snapshot of an older analysis is a miss, removed when a new
+// one is written).
+const CacheFile = cacheName
+
 // oldCacheNames are earlier formats' files (or files of an earlier
 // analysis: bump snapName and snapMagic whenever Analyze changes), removed
 // when a snapshot is written.
-var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2", "ranked-index.v3", "ranked-index.v4"}
+var oldCacheNames = []string{"ranked-index.v1", "ranked-index.v2", "ranked-index.v3", "ranked-index.v4", "ranked-index.v5"}
 
 // cachePath returns the cache file of the store at dir ("" when the
 // per-user cache is disabled).

@@ -22,7 +22,7 @@ import (
 // snapshot's, postings appended after the snapshot's); Refresh rewrites
 // (compacts) the snapshot when the delta grows (see saveEvery).
 //
-// Layout (little-endian): a header of snapHead bytes (magic "cfrank5\n",
+// Layout (little-endian): a header of snapHead bytes (magic "cfrank6\n",
 // node count n, term count T, total length (float64 bits), body length,
 // ten sections as (offset, length) in the body, the CRC-32C of the chunk
 // table, the CRC-32C of the header before it), the chunk table (one
@@ -43,8 +43,8 @@ import (
 // marks the snapshot bad and the index is rebuilt from the cold nodes (a
 // miss, never a wrong answer: see Index.recoverSnapshot).
 const (
-	snapName  = "ranked-index.v5"
-	snapMagic = "cfrank5\n"
+	snapName  = "ranked-index.v6"
+	snapMagic = "cfrank6\n"
 	snapChunk = 64 << 10
 	snapSecs  = 10
 	snapHead  = 8 + 4*8 + snapSecs*16 + 4 + 4
