@@ -370,7 +370,7 @@ func TestStatusHelpSaysWhatItReads(t *testing.T) {
 		}
 	}
 	root, _, _ := binRun(t, bin, "--help")
-	if !strings.Contains(root, "sessions lists its sessions") || !strings.Contains(root, "hydrate takes --session ID") {
+	if !strings.Contains(root, "sessions lists its sessions") || !strings.Contains(root, "every command that reads or changes one store (hydrate,\nstatus, steps") {
 		t.Errorf("contextfold --help says nothing of a directory of session stores: %s", root)
 	}
 }
