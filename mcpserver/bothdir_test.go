@@ -188,6 +188,12 @@ func TestHooksAndProxyOnOneDirectory(t *testing.T) {
 			if res.IsError || fr.Source != "proxy" || !strings.Contains(fr.Content, `password authentication failed for user "ledger_rw"`) {
 				t.Errorf("fetch from the proxy's session: %s %+v", text(res), fr)
 			}
+			// The start of one session's id names it (sessiondir.Resolve), and
+			// the answer gives its whole id.
+			res = call(t, cs, mcpserver.ToolFetch, map[string]any{"session": "ux", "step_id": rr.Candidates[0].StepID}, &fr)
+			if res.IsError || fr.Session != "ux-proxy-mcp/g1" || fr.Source != "proxy" {
+				t.Errorf("fetch by the start of the proxy session's id: %s %+v", text(res), fr)
+			}
 			res = call(t, cs, mcpserver.ToolFetch, map[string]any{"session": "ledger", "step_id": 4}, &fr)
 			if res.IsError || fr.Source != "hooks" || !strings.Contains(fr.Content, "5433") {
 				t.Errorf("fetch from the hooks' session: %s %+v", text(res), fr)
