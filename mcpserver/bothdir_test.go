@@ -28,7 +28,7 @@ import (
 // into, in either order, is read whole by every reader: `sessions` lists
 // both sessions with their SOURCE (text and --json), `recall` and `scan`
 // search both (each result marked when the directory mixes sources),
-// `hydrate --session` reads either, and the MCP server (the SDK's client,
+// `hydrate --session` and `status --session` read either, and the MCP server (the SDK's client,
 // started before the second writer) lists, recalls and fetches both,
 // each with its source. No reader writes into the directory. Before, the
 // hooks' sessions/ hid the proxy's sessions from every reader: `sessions`
@@ -158,8 +158,14 @@ func TestHooksAndProxyOnOneDirectory(t *testing.T) {
 					t.Errorf("hydrate --session %s: %d %q %q", s, code, out, errs)
 				}
 			}
-			if _, errs, code := run(proj, "status"); code != 1 || !strings.Contains(errs, "of the proxy (1 session with a store) and of the Claude Code hooks (1 in sessions/)") {
+			if _, errs, code := run(proj, "status"); code != 1 || !strings.Contains(errs, "holding 2 sessions (1 from the hooks, 1 from the proxy), not one store: pick one with --session ID") {
 				t.Errorf("status on both kinds: %d %q", code, errs)
+			}
+			// status picks either with --session too (a prefix: "ux").
+			for s, want := range map[string]string{"ledger": filepath.Join("sessions", "ledger"), "ux": filepath.Join("ux-proxy-mcp", "g1")} {
+				if out, errs, code := run(proj, "status", "--session", s); code != 0 || !strings.Contains(out, want+"\n") {
+					t.Errorf("status --session %s: %d %q %q", s, code, out, errs)
+				}
 			}
 
 			// MCP: the same sessions, each with its source.
@@ -181,6 +187,12 @@ func TestHooksAndProxyOnOneDirectory(t *testing.T) {
 			res := call(t, cs, mcpserver.ToolFetch, map[string]any{"session": "ux-proxy-mcp/g1", "step_id": rr.Candidates[0].StepID}, &fr)
 			if res.IsError || fr.Source != "proxy" || !strings.Contains(fr.Content, `password authentication failed for user "ledger_rw"`) {
 				t.Errorf("fetch from the proxy's session: %s %+v", text(res), fr)
+			}
+			// The start of one session's id names it (sessiondir.Resolve), and
+			// the answer gives its whole id.
+			res = call(t, cs, mcpserver.ToolFetch, map[string]any{"session": "ux", "step_id": rr.Candidates[0].StepID}, &fr)
+			if res.IsError || fr.Session != "ux-proxy-mcp/g1" || fr.Source != "proxy" {
+				t.Errorf("fetch by the start of the proxy session's id: %s %+v", text(res), fr)
 			}
 			res = call(t, cs, mcpserver.ToolFetch, map[string]any{"session": "ledger", "step_id": 4}, &fr)
 			if res.IsError || fr.Source != "hooks" || !strings.Contains(fr.Content, "5433") {

@@ -204,7 +204,8 @@ func failed(fs []sessiondir.Failure) []FailedSession {
 // setError is the tool error of a failure of the set itself (an unknown
 // session is a BadArgument).
 func setError(err error) error {
-	if strings.HasPrefix(err.Error(), "no session ") {
+	var amb *sessiondir.AmbiguousError
+	if strings.HasPrefix(err.Error(), "no session ") || errors.As(err, &amb) {
 		return fmt.Errorf("BadArgument: %w", err)
 	}
 	return toolError(err)

@@ -211,8 +211,16 @@ func TestHooksDirectoryNamesItsStores(t *testing.T) {
 	}
 	// Once .contextfold is a store of its own (fold_turn before the hooks),
 	// it is served as that store, and stderr names the sessions it does not serve.
+	// (fold refuses a directory of session stores: the store comes first here.)
+	project = t.TempDir()
+	sessions = filepath.Join(project, ".contextfold", "sessions")
 	if _, _, code := cli(t, "", "--dir", filepath.Join(project, ".contextfold"), "fold", "1", "a turn fold_turn folded"); code != 0 {
 		t.Fatal("fold")
+	}
+	for _, d := range []string{older, newer} {
+		if _, _, code := cli(t, "", "--dir", filepath.Join(sessions, filepath.Base(d)), "fold", "3", "a folded turn"); code != 0 {
+			t.Fatal("fold")
+		}
 	}
 	_, errs, code = cli(t, "", "mcp", "--quiet", "--dir", filepath.Join(project, ".contextfold"))
 	if code != 0 || !strings.Contains(errs, "the 2 session stores below it (sessions/) are not") || !strings.Contains(errs, "--dir "+sessions) {

@@ -100,7 +100,7 @@ so any text, NUL and newlines included, can be folded.`,
 				// The reference folds it (an empty payload); so do we, with a word.
 				fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: warning: step %d has an empty summary and an empty payload; folded as an empty turn (IPCF §3), which no prompt will match\n", t.StepID)
 			}
-			s, err := g.openStore()
+			s, err := g.openStoreToWrite(cmd)
 			if err != nil {
 				return err
 			}

@@ -200,7 +200,7 @@ the ingest before anything is written.`,
 			if all == 0 {
 				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", name, res.Format, res.Messages)
 			}
-			s, err := g.openStore()
+			s, err := g.openStoreToWrite(cmd)
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,6 @@ import (
 func init() { commands = append(commands, newHydrateCmd, newEvictCmd, newStatusCmd) }
 
 func newHydrateCmd(g *globals) *cobra.Command {
-	var pickSession func() error
 	var raw bool
 	var offset int
 	var focus string
@@ -40,9 +39,10 @@ Exit codes: 2 not found, 3 integrity or path containment, 4 orphaned node,
 5 broken reference.
 
 Given a directory of session stores (the proxy's --dir, a project's
-.contextfold of the Claude Code hooks), --session ID names the session; it
-may be left out while the directory holds one session (a note on stderr
-names the store read).
+.contextfold of the Claude Code hooks), --session ID names the session (its
+id as contextfold sessions lists it, or the first characters of one id
+alone); it may be left out while the directory holds one session (a note on
+stderr names the store read).
 
 --focus PROMPT (ranked focused hydration): when the node exceeds the cap,
 print windows of whole lines around the lines that hold the prompt's terms,
@@ -63,9 +63,6 @@ for each window, the command that reads on from its first line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseStepID("hydrate", args[0])
 			if err != nil {
-				return err
-			}
-			if err := pickSession(); err != nil {
 				return err
 			}
 			s, err := g.openStoreToUse(cmd)
@@ -166,7 +163,6 @@ for each window, the command that reads on from its first line.`,
 	c.Flags().BoolVar(&raw, "raw", false, "print only the content, nothing around it")
 	c.Flags().StringVar(&focus, "focus", "", "place the content's window(s) around the lines matching this prompt (ranked focused hydration)")
 	c.Flags().IntVar(&offset, "offset", 0, "start at this many characters (code points) into the verified content, to read past the per-call cap")
-	pickSession = sessionFlag(c, g)
 	return c
 }
 
@@ -213,13 +209,14 @@ changes nothing.
 
 Given a directory of session stores (a project's .contextfold of the Claude
 Code hooks, the proxy's --dir) status reads its store when it holds one
-session, naming it on stderr; with several it names the store to give as
---dir. Every session at once, with its source, nodes, tokens and fold times:
-contextfold sessions.
+session, naming it on stderr; with several, --session ID picks one (its
+id as contextfold sessions lists it, or the first characters of one id
+alone: --session 5a9d). Every session at once, with its source, nodes,
+tokens and fold times: contextfold sessions.
 
 --json: total, active, evicted, total_tokens, policy, policy_hash, dir,
 matching.`,
-		Example: "  contextfold status\n  contextfold status --json\n  contextfold status --dir .contextfold/sessions/<session_id>\n  contextfold sessions                       # a project's sessions, with the hooks",
+		Example: "  contextfold status\n  contextfold status --json\n  contextfold status --session 5a9d          # in a project with the hooks: the session whose id starts 5a9d\n  contextfold sessions                       # a project's sessions, with the hooks",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := g.openStoreToUse(cmd)

@@ -127,7 +127,9 @@ only read access (it never migrates).
 With --dir a directory of session stores (the proxy's --dir, a project's
 .contextfold of the Claude Code hooks, or its sessions/, or one directory that
 is both) it lists the session stores below it, newest first: the session id
-(what --session takes in scan, recall and hydrate), its source (hooks: the
+(what --session takes in every command that reads or changes one store:
+the whole id, or for a command that only reads its first characters when
+no other id starts so), its source (hooks: the
 Claude Code hooks' sessions/<session_id>; proxy: a proxy's <session>/g<N>;
 store: any other store in the directory), its nodes and tokens, when its
 first and last nodes were folded, and its store directory; a store that

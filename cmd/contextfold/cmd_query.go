@@ -35,7 +35,6 @@ func matchFlag(c *cobra.Command) func(s *contextfold.Store) (match.Mode, error) 
 
 func newScanCmd(g *globals) *cobra.Command {
 	var mode func(*contextfold.Store) (match.Mode, error)
-	var pickSession func() error
 	c := &cobra.Command{
 		Use:   "scan <prompt…>",
 		Short: "Show which cold nodes the MMU would hydrate for a prompt (push, CONF-13)",
@@ -75,9 +74,6 @@ with its store would.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("scan needs a prompt: contextfold scan <prompt…>")
-			}
-			if err := pickSession(); err != nil {
-				return err
 			}
 			if set, err := g.sessionSet(); err != nil || set != nil {
 				if err != nil {
@@ -164,7 +160,6 @@ with its store would.`,
 		},
 	}
 	mode = matchFlag(c)
-	pickSession = sessionFlag(c, g)
 	return c
 }
 
@@ -211,7 +206,6 @@ func numberOut(f float64) any {
 
 func newRecallCmd(g *globals) *cobra.Command {
 	var mode func(*contextfold.Store) (match.Mode, error)
-	var pickSession func() error
 	var limit int
 	c := &cobra.Command{
 		Use:   "recall <query…>",
@@ -250,9 +244,6 @@ says how many were left out, --json across sessions counts them in omitted.`,
 			}
 			if cmd.Flags().Changed("limit") && (limit == 0 || limit < -1) {
 				return usagef("--limit %d: give the most candidates to list, 1 or more, or -1 for all (default: all in one store, %d across sessions)", limit, sessiondir.DefaultRecallLimit)
-			}
-			if err := pickSession(); err != nil {
-				return err
 			}
 			if set, err := g.sessionSet(); err != nil || set != nil {
 				if err != nil {
@@ -312,7 +303,6 @@ says how many were left out, --json across sessions counts them in omitted.`,
 	}
 	c.Flags().IntVar(&limit, "limit", 0, fmt.Sprintf("list at most this many candidates (default: all in one store, %d across a directory of session stores; -1: all)", sessiondir.DefaultRecallLimit))
 	mode = matchFlag(c)
-	pickSession = sessionFlag(c, g)
 	return c
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -28,32 +30,142 @@ func (g *globals) sessionSet() (*sessiondir.Set, error) {
 	return sessiondir.Open(g.storeDir(), g.storeOptions())
 }
 
-// sessionFlag adds --session to a command that reads one store (scan,
-// recall, hydrate); pick, called first in the command, makes the store the
-// named session's store of the directory of session stores --dir names, so
+// sessionCommands are the commands that read or change one store and take
+// --session ID, with whether a run changes the store (repair only with
+// --apply). Given --session, the store becomes that session's store of the
+// directory of session stores --dir names (globals.pickSession), as if
+// --dir named the store itself, and every command they print names it.
+var sessionCommands = map[string]func(*cobra.Command) bool{
+	"hydrate": reads, "scan": reads, "recall": reads, "status": reads, "steps": reads,
+	"validate": reads, "scrub-check": reads, "ui": reads, "export": reads,
+	"repair": func(c *cobra.Command) bool { apply, _ := c.Flags().GetBool("apply"); return apply },
+	"evict":  writes, "compact": writes,
+}
+
+func reads(*cobra.Command) bool  { return false }
+func writes(*cobra.Command) bool { return true }
+
+// addSessionFlag adds --session to c when it is one of sessionCommands.
+func addSessionFlag(c *cobra.Command) {
+	if _, ok := sessionCommands[c.Name()]; !ok {
+		return
+	}
+	const where = "the session ID of the directory of session stores --dir names (default ./.contextfold: a project's, with the Claude Code hooks; or the proxy's --dir)"
+	usage := "read " + where + ": its id as contextfold sessions lists it, the first characters of one id alone (e.g. of a UUID), or a proxy session's name alone (s-…, as its log prints it) for its only store"
+	if c.Name() == "repair" {
+		usage = "repair " + where + ": its id as contextfold sessions lists it (without --apply the first characters of one id alone will do)"
+	} else if sessionCommands[c.Name()](c) {
+		usage = "change the store of " + where + ": its whole id as contextfold sessions lists it (a command that writes takes no prefix)"
+	}
+	c.Flags().String("session", "", usage)
+}
+
+// pickSession, run before every command, makes the store of a command of
+// sessionCommands given --session ID the named session's store of the
+// directory of session stores the global flags name (sessiondir.Resolve:
+// its id, a proxy session's name alone, or a unique start of an id), so
 // the command (and every command it prints) reads that store as if --dir
-// named it. Without --session pick does nothing.
-func sessionFlag(c *cobra.Command, g *globals) (pick func() error) {
-	var id string
-	c.Flags().StringVar(&id, "session", "", "with --dir a directory of session stores (the proxy's --dir, a project's .contextfold of the Claude Code hooks): read the session ID's store (the ids: contextfold sessions --dir DIR; the proxy's session id alone, s-… as its log prints it, reads that session's only store g1)")
-	return func() error {
-		if id == "" {
-			return nil
-		}
-		set, err := g.sessionSet()
-		if err != nil {
-			return err
-		}
-		if set == nil {
-			return usagef("--session %s: %s is not a directory of session stores (it is a store, or holds none); give --dir the directory of session stores (the proxy's --dir, a project's .contextfold), or leave out --session", id, g.storeDir())
-		}
-		_, sess, err := set.Store(id)
-		if err != nil {
-			return usagef("--session: %v", err)
-		}
-		g.dir, g.store = sess.Dir, ""
+// named it. A command that writes takes the whole id only: a prefix that
+// names one session today may name another tomorrow, and a write cannot be
+// taken back. A prefix, a proxy session's name alone, and a hooks session
+// whose id is also a proxy session's name are named in a note on stderr.
+func (g *globals) pickSession(cmd *cobra.Command) error {
+	writesNow, ok := sessionCommands[cmd.Name()]
+	f := cmd.Flags().Lookup("session")
+	if !ok || f == nil || !f.Changed || cmd.Parent() != cmd.Root() {
 		return nil
 	}
+	id := f.Value.String()
+	if id == "" {
+		return usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
+	}
+	if g.storeURL() != "" {
+		return usagef("--session %s: the store is a PostgreSQL session (--store or $%s); pick its session with ?session=NAME in the URL instead (the sessions: contextfold sessions)", id, EnvStore)
+	}
+	dir := g.storeDir()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	if sessiondir.IsStore(dir) {
+		return usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to read it, or give --dir the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs)
+	}
+	ss, err := sessiondir.Find(abs)
+	if err != nil {
+		return err
+	}
+	if len(ss) == 0 {
+		why := "holds no session store yet (the hooks' Stop and the proxy's first fold event write them)"
+		if _, err := os.Stat(dir); err != nil {
+			why = "does not exist"
+		}
+		return usagef("--session %s: %s %s; %s", id, abs, why, g.storeHint())
+	}
+	m, err := sessiondir.Resolve(abs, ss, id)
+	if err != nil {
+		return fmt.Errorf("--session: %w", err)
+	}
+	if writesNow(cmd) && m.How != sessiondir.ByID {
+		return usagef("--session %s: %s changes the session's store, so it takes the session's whole id as contextfold sessions lists it, not the start of one or a proxy session's name alone; here: --session %s (%s session, store %s)", id, cmd.CommandPath(), m.ID, m.Source, m.Dir)
+	}
+	stderr := cmd.ErrOrStderr()
+	if m.How != sessiondir.ByID {
+		fmt.Fprintf(stderr, "contextfold: note: --session %s is session %s (%s): reading its store %s\n", id, m.ID, m.Source, m.Dir)
+	}
+	if len(m.Alike) > 0 {
+		alike := make([]string, len(m.Alike))
+		for i, x := range m.Alike {
+			alike[i] = x.ID
+		}
+		fmt.Fprintf(stderr, "contextfold: note: --session %s is the hooks' session; the proxy's session of the same name is %s (--session %s)\n", m.ID, strings.Join(alike, ", "), alike[len(alike)-1])
+	}
+	g.dir, g.store = m.Dir, ""
+	return nil
+}
+
+// pickOneError is the error of a command of sessionCommands run on a
+// directory of session stores dir holding sessions ss without --session:
+// it says what the directory is, and names the sessions' count and
+// sources, the --session to give (the whole id of the one written last; a
+// command that writes takes no other), that session's store as --dir, and
+// the command that lists them.
+func pickOneError(dir string, ss []sessiondir.Session) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	id := latestSession(ss)
+	store := ss[0].Dir
+	for _, x := range ss {
+		if x.ID == id {
+			store = x.Dir
+		}
+	}
+	if a, err := filepath.Abs(store); err == nil {
+		store = a
+	}
+	return usagef("%s is %s holding %s (%s), not one store: pick one with --session ID (the latest written: --session %s), or give its store as --dir %s; list them: contextfold sessions --dir %s",
+		abs, sessionsDirKind(dir, ss), plural(len(ss), "session"), sourceCounts(ss), shellQuote(id), shellQuote(store), shellQuote(abs))
+}
+
+// sessionsDirKind says what kind of directory of session stores dir (with
+// sessions ss) is, for a message.
+func sessionsDirKind(dir string, ss []sessiondir.Session) string {
+	if gens := sessiondir.Generations(dir); len(gens) > 0 {
+		return "a proxy session directory, whose stores " + strings.Join(gens, ", ") + " are one per history the client sent,"
+	}
+	n := sessiondir.Sources(ss)
+	switch {
+	case n[sessiondir.SourceProxy] > 0 && n[sessiondir.SourceHooks] > 0:
+		return "a directory of session stores of the proxy and of the Claude Code hooks"
+	case n[sessiondir.SourceProxy] == len(ss):
+		return "the proxy's directory of sessions"
+	case n[sessiondir.SourceHooks] == len(ss) && filepath.Base(dir) == "sessions":
+		return "the Claude Code hooks' directory of sessions"
+	case n[sessiondir.SourceHooks] == len(ss):
+		return "a project directory of the Claude Code hooks, whose stores are sessions/<session_id>,"
+	}
+	return "a directory of session stores"
 }
 
 // onlySession makes the store, when the global flags name a directory of

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
@@ -111,7 +112,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !errors.As(err, &se) {
 			msg := scrubMessage(err.Error())
 			if g.jsonOut || jsonAsked(args) {
-				writeJSON(stderr, map[string]any{"error": msg, "exit_code": exitCode(err)})
+				doc := map[string]any{"error": msg, "exit_code": exitCode(err)}
+				var amb *sessiondir.AmbiguousError
+				if errors.As(err, &amb) {
+					// --session ID named several sessions: a script picks one.
+					cands := make([]map[string]any, len(amb.Candidates))
+					for i, x := range amb.Candidates {
+						cands[i] = map[string]any{"session": x.ID, "source": x.Source, "store": x.Dir}
+					}
+					doc["candidates"] = cands
+				}
+				writeJSON(stderr, doc)
 			} else {
 				fmt.Fprintln(stderr, "contextfold: "+msg)
 			}
@@ -152,8 +163,13 @@ The Claude Code hooks and the proxy keep one store per session instead: a
 project's .contextfold then holds sessions/<session_id>/ (the hooks), and the
 proxy's --dir <session>/g<N>/ (both, when the proxy's --dir is .contextfold).
 Given such a directory, sessions lists its sessions, scan and recall search
-all of them, hydrate takes --session ID, and the read-only commands (status,
-steps, validate, ui) read its only session, or name the store to give.`,
+all of them, and every command that reads or changes one store (hydrate,
+status, steps, validate, ui, export, scrub-check, repair, evict, compact)
+takes --session ID: the id sessions lists, or, for a command that only
+reads, its first characters when no other id starts so (--session 5a9d).
+The read-only ones read the directory's only session without it. fold and
+ingest write into a store, not into a directory of them: give --dir a
+session's store.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",
@@ -177,14 +193,16 @@ steps, validate, ui) read its only session, or name the store to give.`,
 			return err
 		}
 		if g.store == "" && g.dir == "" {
-			return checkStoreScheme("$"+EnvStore, os.Getenv(EnvStore))
+			if err := checkStoreScheme("$"+EnvStore, os.Getenv(EnvStore)); err != nil {
+				return err
+			}
 		}
-		return nil
+		return g.pickSession(cmd)
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		if oneStoreCommands[c.Name()] && (err.Error() == "unknown flag: --session" || strings.HasPrefix(err.Error(), "unknown flag: --session=")) {
-			// status, steps, validate, ui… over one session of a directory of session stores.
-			return usagef("%v: %s reads one store, so --session does not pick one here (scan, recall and hydrate take it); give --dir the session's own store: a hooks session's is .contextfold/sessions/ID, a proxy session's DIR/s-…/gN (each session's store: contextfold sessions --dir DIR)", err, c.CommandPath())
+		if near := nearFlag(c, err); near != "" {
+			// A mistyped flag (--sesion, --jsno): name the one meant.
+			err = fmt.Errorf("%v (did you mean --%s?)", err, near)
 		}
 		if (strings.HasPrefix(err.Error(), "unknown shorthand flag") || strings.HasPrefix(err.Error(), "unknown flag")) && takesDashedArgs[c.Name()] {
 			// A negative step id or a prompt starting with '-' reads as a flag.
@@ -193,9 +211,61 @@ steps, validate, ui) read its only session, or name the store to give.`,
 		return usagef("%v (see '%s --help')", err, c.CommandPath())
 	})
 	for _, mk := range commands {
-		root.AddCommand(mk(g))
+		c := mk(g)
+		addSessionFlag(c)
+		root.AddCommand(c)
 	}
 	return root
+}
+
+// nearFlag returns, for an "unknown flag: --NAME" error of command c, the
+// flag of c (its own or a global one) whose name is closest to NAME, at
+// most 2 edits away (1 for a name of 4 characters or fewer); "" when none
+// is, or err is another error. Ties go to the first in name order.
+func nearFlag(c *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || name == "" {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	limit := 2
+	if len(name) <= 4 {
+		limit = 1
+	}
+	best, bestD := "", limit+1
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD && !f.Hidden {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the number of single-byte insertions, deletions,
+// substitutions and swaps of two neighbours that turn a into b (the
+// optimal string alignment distance: "jsno" is 1 from "json").
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // takesDashedArgs are the commands whose arguments may start with '-' (a
@@ -203,11 +273,6 @@ steps, validate, ui) read its only session, or name the store to give.`,
 // be one, so the error says to put -- before it; the other commands only
 // name the flag and their --help.
 var takesDashedArgs = map[string]bool{"fold": true, "hydrate": true, "evict": true, "scan": true, "recall": true, "ingest": true, "import": true}
-
-// oneStoreCommands are the commands that read or change one store and take
-// no --session: given one, they say which --dir names a session's store.
-var oneStoreCommands = map[string]bool{"status": true, "steps": true, "validate": true, "ui": true, "repair": true,
-	"evict": true, "compact": true, "scrub-check": true, "export": true}
 
 // commands lists the constructors of the subcommands; each command file adds
 // itself in an init function.
@@ -291,6 +356,33 @@ func (g *globals) openStore() (*contextfold.Store, error) {
 	return contextfold.Open(g.storeDir(), g.storeOptions())
 }
 
+// openStoreToWrite is openStore for a command that folds into the store
+// (fold, ingest): a directory store that is a directory of session stores
+// (a project's .contextfold holding the hooks' sessions/, the proxy's
+// --dir) is refused, naming a session's store to give as --dir. Folding
+// there would make the directory a store of its own, which hides every
+// session below it from sessions, scan, recall and the MCP server; and a
+// write does not guess which session is meant.
+func (g *globals) openStoreToWrite(cmd *cobra.Command) (*contextfold.Store, error) {
+	if g.storeURL() == "" && !isStore(g.storeDir()) {
+		if ss, _ := sessiondir.Find(g.storeDir()); len(ss) > 0 {
+			abs, err := filepath.Abs(g.storeDir())
+			if err != nil {
+				abs = g.storeDir()
+			}
+			latest := ss[0]
+			for _, x := range ss {
+				if x.ID == latestSession(ss) {
+					latest = x
+				}
+			}
+			return nil, usagef("%s is a directory of session stores holding %s (%s), not one store: %s folds into one store and does not pick a session; give --dir a session's store (the latest written, session %s: --dir %s), or another directory for a store of its own; list them: contextfold sessions --dir %s",
+				abs, plural(len(ss), "session"), sourceCounts(ss), cmd.CommandPath(), latest.ID, shellQuote(latest.Dir), shellQuote(abs))
+		}
+	}
+	return g.openStore()
+}
+
 // openReadOnly opens the store chosen by the global flags for a command
 // that writes nothing: a database session through pgstore.OpenURLToRead.
 func (g *globals) openReadOnly() (*contextfold.Store, error) {
@@ -360,6 +452,10 @@ func (g *globals) openExistingStore(readOnly bool) (*contextfold.Store, error) {
 		if _, err := os.Stat(s.Dir()); err == nil {
 			why = "holds no recall_index.json and no cold_nodes/"
 		}
+		if ss, _ := sessiondir.Find(s.Dir()); len(ss) > 0 {
+			// ui, export, evict, compact, repair: --session picks one.
+			return nil, pickOneError(s.Dir(), ss)
+		}
 		if h := proxyStoresHint(s.Dir()); h != "" {
 			return nil, usagef("no store at %s: the directory %s; %s", s.Dir(), why, h)
 		}
@@ -393,8 +489,7 @@ func (g *globals) checkReadableStore(cmd *cobra.Command, dir string) error {
 			// hydrate on a project's .contextfold (or a proxy's --dir)
 			// with several sessions: --session is the way, not --dir.
 			if ss, _ := sessiondir.Find(dir); len(ss) > 1 {
-				return usagef("%s is a directory of session stores holding %s (%s), not one store: pick one with --session ID (the latest written: --session %s); list them: contextfold sessions --dir %s",
-					abs, plural(len(ss), "session"), sourceCounts(ss), shellQuote(latestSession(ss)), shellQuote(abs))
+				return pickOneError(dir, ss)
 			}
 		}
 		if h := proxyStoresHint(dir); h != "" {

@@ -55,10 +55,12 @@ func TestSessionFlagTakesTheProxySessionID(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "has 2 stores") || !strings.Contains(errs, "s-067b2f1806c3026e/g1, s-067b2f1806c3026e/g2") {
 		t.Fatalf("two stores: %d %q", code, errs)
 	}
-	// A prefix of an id is not an id; an unknown one names the command that lists them.
+	// The start of an id that two stores share is ambiguous: both are
+	// named, with the command that lists them (an unknown id: see
+	// TestSessionByNameOnEveryCommand).
 	_, errs, code = binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b")
-	if code != 1 || !strings.Contains(errs, `no session "s-067b"`) || !strings.Contains(errs, "contextfold sessions --dir "+root) {
-		t.Fatalf("unknown session: %d %q", code, errs)
+	if code != 1 || !strings.Contains(errs, `session "s-067b" under `+root+" is ambiguous") || !strings.Contains(errs, "s-067b2f1806c3026e/g1 (proxy), s-067b2f1806c3026e/g2 (proxy)") || !strings.Contains(errs, "contextfold sessions --dir "+root) {
+		t.Fatalf("ambiguous session: %d %q", code, errs)
 	}
 	if out, _, code := binRun(t, bin, "hydrate", "12", "--dir", root, "--session", "s-067b2f1806c3026e/g1"); code != 0 || !strings.Contains(out, "frobnicate_widget") {
 		t.Fatalf("full id: %d %q", code, out)
@@ -107,16 +109,17 @@ func TestEmptyRankedResultSaysExactFindsTurns(t *testing.T) {
 	}
 }
 
-// TestSessionFlagOnAOneStoreCommand: status, steps, validate… take no
-// --session; given one (as scan, recall and hydrate take it), the binary
-// says which --dir names a session's store instead of the advice about
-// negative step ids, in text and --json.
+// TestSessionFlagOnAOneStoreCommand: status, steps, validate… take
+// --session (they refused it until it picked a session for them: see
+// TestSessionByNameOnEveryCommand); on a directory with no session store
+// yet, --session says so, in text and --json, without the advice about
+// negative step ids.
 func TestSessionFlagOnAOneStoreCommand(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	for _, c := range []string{"status", "steps", "validate"} {
 		_, errs, code := binRun(t, bin, c, "--dir", root, "--session", "abc")
-		if code != 1 || !strings.Contains(errs, "contextfold "+c+" reads one store") || !strings.Contains(errs, ".contextfold/sessions/ID") || strings.Contains(errs, "negative step id") {
+		if code != 1 || !strings.Contains(errs, "--session abc: "+root+" holds no session store yet") || strings.Contains(errs, "negative step id") {
 			t.Errorf("%s --session: %d %q", c, code, errs)
 		}
 	}
@@ -125,7 +128,7 @@ func TestSessionFlagOnAOneStoreCommand(t *testing.T) {
 		Error    string `json:"error"`
 		ExitCode int    `json:"exit_code"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(errs)), &e); err != nil || code != 1 || e.ExitCode != 1 || !strings.Contains(e.Error, "reads one store") {
+	if err := json.Unmarshal([]byte(strings.TrimSpace(errs)), &e); err != nil || code != 1 || e.ExitCode != 1 || !strings.Contains(e.Error, "holds no session store yet") {
 		t.Errorf("status --json --session=abc: %d %q %v", code, errs, err)
 	}
 }
@@ -367,7 +370,7 @@ func TestStatusHelpSaysWhatItReads(t *testing.T) {
 		}
 	}
 	root, _, _ := binRun(t, bin, "--help")
-	if !strings.Contains(root, "sessions lists its sessions") || !strings.Contains(root, "hydrate takes --session ID") {
+	if !strings.Contains(root, "sessions lists its sessions") || !strings.Contains(root, "every command that reads or changes one store (hydrate,\nstatus, steps") {
 		t.Errorf("contextfold --help says nothing of a directory of session stores: %s", root)
 	}
 }

@@ -376,41 +376,111 @@ func (s *Set) info(x Session) Info {
 	return in
 }
 
-// Store returns the store of the session id (an ID from Sessions). The
-// proxy's session id alone (the "s-067b…" its request log prints, without
-// "/g<N>") names that session's only store; a proxy session with several
-// stores (one per history the client sent) is an error that lists them. An
-// unknown id is an error that lists the known ones (at most 10).
-func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
-	ss, err := Find(s.root)
-	if err != nil {
-		return nil, Session{}, err
+// How an id named its session (Match.How).
+const (
+	// ByID: the id is the session's whole ID.
+	ByID = "id"
+	// ByName: the id is a proxy session's name alone ("s-067b…", as its
+	// request log prints it), which has one store ("s-067b…/g1").
+	ByName = "name"
+	// ByPrefix: the id is the start of one session's ID, and of no other.
+	ByPrefix = "prefix"
+)
+
+// Match is the session an id names (Resolve).
+type Match struct {
+	Session
+	// How is how the id named it: ByID, ByName or ByPrefix.
+	How string
+	// Alike are the proxy's stores of a session named as the hooks'
+	// session the id names exactly ("<id>/g1", …): a proxy given the hooks'
+	// session id as its session writes there, and only "<id>/gN" reaches
+	// them.
+	Alike []Session
+}
+
+// AmbiguousError is an id that is the start of several sessions' IDs, or
+// a proxy session's name alone when that session has several stores.
+type AmbiguousError struct {
+	// Root is the directory of session stores; ID the id given.
+	Root, ID string
+	// Candidates are the sessions the id may mean, by ID.
+	Candidates []Session
+	// Generations is true when the candidates are the stores of one proxy
+	// session named ID (one per history the client sent).
+	Generations bool
+}
+
+// MaxCandidates is how many candidates an AmbiguousError's message names.
+const MaxCandidates = 10
+
+func (e *AmbiguousError) Error() string {
+	var names []string
+	for i, x := range e.Candidates {
+		if i == MaxCandidates {
+			names = append(names, fmt.Sprintf("… %d more", len(e.Candidates)-MaxCandidates))
+			break
+		}
+		if e.Generations {
+			names = append(names, x.ID)
+		} else {
+			names = append(names, x.ID+" ("+x.Source+")")
+		}
+	}
+	last := e.Candidates[len(e.Candidates)-1].ID
+	if e.Generations {
+		return fmt.Sprintf("proxy session %q under %s has %d stores, one per history the client sent: %s; give one of them (e.g. --session %s)", e.ID, e.Root, len(e.Candidates), strings.Join(names, ", "), last)
+	}
+	return fmt.Sprintf("session %q under %s is ambiguous: it is the start of %d session ids: %s; give more of the id, up to a character that only one of them has there (e.g. --session %s; all of them with their times and counts: contextfold sessions --dir %s)", e.ID, e.Root, len(e.Candidates), strings.Join(names, ", "), e.Candidates[0].ID, e.Root)
+}
+
+// Resolve returns the session of ss (Find's, below root) that id names:
+//   - the session whose ID is id;
+//   - else, when id is a proxy session's name alone (the "s-067b…" its
+//     request log prints, without "/g<N>"), that session's only store; a
+//     proxy session with several stores (one per history the client sent)
+//     is an *AmbiguousError naming them;
+//   - else the one session whose ID starts with id (a unique prefix of a
+//     long id, such as a Claude Code session's UUID); the prefix must end
+//     inside a part of the ID, not just before a '/' ("sessions" is not a
+//     prefix of "sessions/abc"), and an id that starts several sessions'
+//     IDs is an *AmbiguousError naming them with their sources.
+//
+// An unknown id is an error that names the known ones (at most 10) and
+// the command that lists them. Resolve reads nothing: it is deterministic
+// in ss.
+func Resolve(root string, ss []Session, id string) (Match, error) {
+	if id == "" {
+		return Match{}, fmt.Errorf("no session given: give a session's id (the sessions under %s: contextfold sessions --dir %s)", root, root)
 	}
 	for _, x := range ss {
 		if x.ID == id {
-			st, err := s.store(x)
-			return st, x, err
+			m := Match{Session: x, How: ByID}
+			if x.Source == SourceHooks {
+				m.Alike = generationsOf(ss, id)
+			}
+			return m, nil
 		}
 	}
-	var gens []Session
+	if gens := generationsOf(ss, id); len(gens) == 1 {
+		return Match{Session: gens[0], How: ByName}, nil
+	} else if len(gens) > 1 {
+		return Match{}, &AmbiguousError{Root: root, ID: id, Candidates: gens, Generations: true}
+	}
+	var pre []Session
 	for _, x := range ss {
-		if rest, ok := strings.CutPrefix(x.ID, id+"/"); ok && id != "" && x.Source == SourceProxy && !strings.Contains(rest, "/") {
-			gens = append(gens, x)
+		if len(x.ID) > len(id) && strings.HasPrefix(x.ID, id) && x.ID[len(id)] != '/' {
+			pre = append(pre, x)
 		}
 	}
-	if len(gens) == 1 {
-		st, err := s.store(gens[0])
-		return st, gens[0], err
+	if len(pre) == 1 {
+		return Match{Session: pre[0], How: ByPrefix}, nil
 	}
-	if len(gens) > 1 {
-		ids := make([]string, len(gens))
-		for i, x := range gens {
-			ids[i] = x.ID
-		}
-		return nil, Session{}, fmt.Errorf("proxy session %q under %s has %d stores, one per history the client sent: %s; give one of them (e.g. --session %s)", id, s.root, len(gens), strings.Join(ids, ", "), ids[len(ids)-1])
+	if len(pre) > 1 {
+		return Match{}, &AmbiguousError{Root: root, ID: id, Candidates: pre}
 	}
 	if len(ss) == 0 {
-		return nil, Session{}, fmt.Errorf("no session %q under %s: it holds no session store yet (the hooks' Stop and the proxy's first fold event write them)", id, s.root)
+		return Match{}, fmt.Errorf("no session %q under %s: it holds no session store yet (the hooks' Stop and the proxy's first fold event write them)", id, root)
 	}
 	ids := make([]string, 0, 10)
 	for i, x := range ss {
@@ -420,7 +490,39 @@ func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
 		}
 		ids = append(ids, x.ID)
 	}
-	return nil, Session{}, fmt.Errorf("no session %q under %s; the sessions are: %s (with their times and counts: contextfold sessions --dir %s, or the MCP tool list_sessions)", id, s.root, strings.Join(ids, ", "), s.root)
+	return Match{}, fmt.Errorf("no session %q under %s; the sessions are: %s (with their times and counts: contextfold sessions --dir %s, or the MCP tool list_sessions)", id, root, strings.Join(ids, ", "), root)
+}
+
+// generationsOf returns the proxy's stores name/g1, name/g2, … among ss.
+func generationsOf(ss []Session, name string) []Session {
+	var gens []Session
+	for _, x := range ss {
+		if rest, ok := strings.CutPrefix(x.ID, name+"/"); ok && name != "" && x.Source == SourceProxy && !strings.Contains(rest, "/") {
+			gens = append(gens, x)
+		}
+	}
+	return gens
+}
+
+// Lookup is Resolve over the sessions now below the set's root.
+func (s *Set) Lookup(id string) (Match, error) {
+	ss, err := Find(s.root)
+	if err != nil {
+		return Match{}, err
+	}
+	return Resolve(s.root, ss, id)
+}
+
+// Store returns the store of the session id names (Resolve: its whole ID
+// from Sessions, a proxy session's name alone, or a unique prefix of an
+// ID), and that session; errors as Resolve's.
+func (s *Set) Store(id string) (*contextfold.Store, Session, error) {
+	m, err := s.Lookup(id)
+	if err != nil {
+		return nil, Session{}, err
+	}
+	st, err := s.store(m.Session)
+	return st, m.Session, err
 }
 
 // Failure is a session whose store could not be searched, and why.

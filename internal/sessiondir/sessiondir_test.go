@@ -1,9 +1,11 @@
 package sessiondir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -219,5 +221,55 @@ func TestFindProxyAndHooksInOneDirectory(t *testing.T) {
 	one, _ := Open(filepath.Join(root, "sessions"), contextfold.Options{})
 	if one.Mixed() {
 		t.Error("Mixed() = true for hooks sessions alone")
+	}
+}
+
+// TestResolve: an id names a session by its whole ID, a proxy session's
+// name alone (its only store), or the start of one ID alone; the start of
+// several is an *AmbiguousError naming them with their sources, the start
+// that ends at a '/' is no prefix, and the hooks session whose ID is also a
+// proxy session's name is named exactly with that proxy session as Alike.
+// Before, only whole IDs and proxy names were accepted.
+func TestResolve(t *testing.T) {
+	const a, b = "0d7c2a41-aaaa-4bbb-8ccc-000000000001", "0d7c9e55-bbbb-4ccc-8ddd-000000000002"
+	ss := []Session{
+		{ID: a, Source: SourceHooks}, {ID: a + "/g1", Source: SourceProxy},
+		{ID: b, Source: SourceHooks},
+		{ID: "s-4e1f/g1", Source: SourceProxy}, {ID: "s-77/g1", Source: SourceProxy}, {ID: "s-77/g2", Source: SourceProxy},
+		{ID: "sessions/x", Source: SourceHooks},
+	}
+	for id, want := range map[string][2]string{
+		a: {a, ByID}, a + "/g1": {a + "/g1", ByID}, "0d7c9": {b, ByPrefix}, b[:len(b)-1]: {b, ByPrefix},
+		"s-4e1f": {"s-4e1f/g1", ByName}, "s-4": {"s-4e1f/g1", ByPrefix}, "s-77/g": {"", ""}, "sessions/": {"sessions/x", ByPrefix},
+	} {
+		m, err := Resolve("/r", ss, id)
+		if want[0] == "" {
+			var amb *AmbiguousError
+			if !errors.As(err, &amb) || len(amb.Candidates) != 2 {
+				t.Errorf("Resolve(%q) = %+v, %v; want ambiguous", id, m, err)
+			}
+			continue
+		}
+		if err != nil || m.ID != want[0] || m.How != want[1] {
+			t.Errorf("Resolve(%q) = %s %s %v, want %v", id, m.ID, m.How, err, want)
+		}
+	}
+	if m, _ := Resolve("/r", ss, a); len(m.Alike) != 1 || m.Alike[0].ID != a+"/g1" {
+		t.Errorf("Resolve(a).Alike = %+v", m.Alike)
+	}
+	_, err := Resolve("/r", ss, "0d7c")
+	var amb *AmbiguousError
+	if !errors.As(err, &amb) || len(amb.Candidates) != 3 || amb.Generations ||
+		!strings.Contains(err.Error(), a+" (hooks), "+a+"/g1 (proxy), "+b+" (hooks)") || !strings.Contains(err.Error(), "give more of the id") {
+		t.Errorf("Resolve(0d7c) = %v", err)
+	}
+	_, err = Resolve("/r", ss, "s-77")
+	if !errors.As(err, &amb) || !amb.Generations || !strings.Contains(err.Error(), "has 2 stores") {
+		t.Errorf("Resolve(s-77) = %v", err)
+	}
+	for _, id := range []string{"sessions", "zz", ""} {
+		if m, err := Resolve("/r", ss, id); err == nil || errors.As(err, &amb) {
+			t.Errorf("Resolve(%q) = %+v, %v; want not found", id, m, err)
+		}
 	}
 }
