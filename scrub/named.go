@@ -395,6 +395,11 @@ func credFileSecrets(cand string, m []int) [][2]int {
 		t = t[lead:]
 		ls += lead
 		if t == "" || t[0] == '#' || t[0] == ';' {
+			if h := strings.TrimSpace(strings.TrimLeft(t, "#;")); len(lines) > 0 || n > 0 {
+				if credFilePathLike(h) && !strings.ContainsAny(h, " \t") {
+					break // the next file's header: its own candidate reads it
+				}
+			}
 			continue
 		}
 		if credFileCode(t) {
@@ -696,10 +701,19 @@ func sqlCopySecrets(cand string, m []int) [][2]int {
 	return out
 }
 
+// cdataMax bounds the CDATA section read as a secret (bytes).
+const cdataMax = 1024
+
 // cdataStart accepts a CDATA section right after an element's start tag
 // (blanks between allowed) whose name may be a secret's, and returns
 // where the tag starts.
 func cdataStart(text string, p int) int {
+	// The section must close within cdataMax, before another opens.
+	body := text[p+9 : min(len(text), p+9+cdataMax)]
+	k := strings.Index(body, "]]>")
+	if k < 0 || strings.Contains(body[:k], "<![CDATA[") {
+		return -1
+	}
 	j := p
 	for j > 0 && p-j < 16 && isSpaceByte(text[j-1]) {
 		j--
@@ -707,7 +721,7 @@ func cdataStart(text string, p int) int {
 	if j == 0 || text[j-1] != '>' {
 		return -1
 	}
-	k := j - 1
+	k = j - 1
 	for k > 0 && j-k < 128 && (isWordByte(text[k-1]) || text[k-1] == '.' || text[k-1] == '-' || text[k-1] == ':') {
 		k--
 	}
