@@ -504,10 +504,11 @@ func credFileEnd(line string) bool {
 
 // credFileValue reports whether v, a field of a credential file's line,
 // may be its secret: 4+ characters, not a placeholder, not an ordinary
-// word, not '*' or '-' (pppd's "any"), an address or an e-mail address.
+// word, not '*' or '-' (pppd's "any"), an address or an e-mail address,
+// and without quotes or brackets (code; a quoted secret is unquoted first).
 func credFileValue(v string) bool {
-	if len(v) < 4 || isPlaceholder(v) || plainWord(v) || v[0] == '*' || v[0] == '-' {
-		return false
+	if len(v) < 4 || isPlaceholder(v) || plainWord(v) || v[0] == '*' || v[0] == '-' || strings.ContainsAny(v, "\"'`()[]{}<>") {
+		return false // a quote or a bracket: code around the value
 	}
 	if strings.Trim(v, "0123456789.:") == "" { // an IPv4 address, a number
 		return false
@@ -801,7 +802,7 @@ func wifiPassword(c string, m []int) (int, int, bool) {
 // terminal wrapped there: one run of token characters (letters, digits,
 // '+', '/', '=', '_', '-') of 6 to 512 bytes, alone on its line, with a
 // digit or mixed case, not an ordinary word, a snake_case identifier or a
-// run of one character. A line with a blank, a '.', a ':' or an '=' but
+// run of one character or a UUID (which stays where it stands alone). A line with a blank, a '.', a ':' or an '=' but
 // base64's padding is a line of its own (KEY=… then DEBUG=1, a version, a
 // sentence).
 func wrappedFindings(text string, fs []Finding) []Finding {
@@ -838,7 +839,7 @@ func wrappedFindings(text string, fs []Finding) []Finding {
 		if k := strings.IndexByte(v, '='); k >= 0 && strings.Trim(v[k:], "=") != "" {
 			continue // NAME=VALUE; base64's padding ends a token
 		}
-		if plainWord(v) || snakeIdentifier(v) || isPlaceholder(v) || !wrappedRest(v) {
+		if plainWord(v) || snakeIdentifier(v) || isPlaceholder(v) || !wrappedRest(v) || uuidLike.MatchString(v) {
 			continue
 		}
 		out = append(out, Finding{RuleID: f.RuleID, Start: s, End: end})
@@ -1080,3 +1081,6 @@ func hostTokenValues(cand string, m []int) [][2]int {
 // (github.com/org/repo): Go's import alias hcltoken "github.com/…/token"
 // is no secret.
 var modulePath = regexp.MustCompile(`^[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/`)
+
+// uuidLike matches a UUID in its canonical form.
+var uuidLike = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`)

@@ -165,6 +165,8 @@ var namedStay = []string{
 	"TOKEN=abcd1234efgh5678\nDeployment\n",
 	"TOKEN=abcd1234efgh5678\nv1.2.3\n",
 	"TOKEN=abcd1234efgh5678\nsome_identifier_name\n",
+	"TOKEN=abcd1234efgh5678\n3f2b8c1e-9a4d-4e2b-8f1a-2c3d4e5f6a7b\n",
+	"$ cat auth.txt\nbob\n{p}\", [p])\n",
 	"$ terraform output -raw vpc_id\nvpc-0a1b2c3d4e5f67890\n",
 	"$ gh auth token\nno oauth token found\n",
 	"keytool -list -keystore k.jks -storepass:env STOREPASS",
