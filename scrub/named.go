@@ -51,7 +51,7 @@ var namedRules = []extraRule{
 	},
 	{
 		id:      "contextfold-credential-file",
-		anchors: []string{"secrets", "credentials", "passwords", "auth-user-pass"},
+		anchors: []string{"-secrets", ".secrets", "/secrets"},
 		begin:   credFileHeaderStart,
 		re:      regexp.MustCompile(`^[^\n]*\n`),
 		maxLen:  credFileMaxBytes,
@@ -59,8 +59,8 @@ var namedRules = []extraRule{
 	},
 	{
 		id:      "contextfold-sql-column-secret",
-		anchors: []string{"INSERT", "insert", "Insert", "REPLACE", "replace", "Replace"},
-		begin:   wordStart,
+		anchors: []string{"NSERT", "nsert", "EPLACE", "eplace"},
+		begin:   sqlVerbStart,
 		// 1: the column list; the VALUES tuples after it are read by
 		// sqlInsertSecrets.
 		re:     regexp.MustCompile(`^(?i:insert|replace)(?:[ \t\r\n]+(?i:ignore|or[ \t]+[a-z]+|low_priority|delayed|high_priority))?[ \t\r\n]+(?i:into)[ \t\r\n]+[A-Za-z0-9_."` + "`" + `\[\]]{1,256}[ \t\r\n]*\(([^()]{1,1000})\)[ \t\r\n]*(?i:values)[ \t\r\n]*\(`),
@@ -99,7 +99,7 @@ var namedRules = []extraRule{
 	},
 	{
 		id:      "contextfold-wifi-password",
-		anchors: []string{"WIFI:", "wifi:", "Wifi:", "WiFi:"},
+		anchors: []string{"WIFI:", "WiFi:"},
 		begin:   wordStart,
 		// WIFI:FIELD:VALUE;…;; (the Wi-Fi QR code's text, values with
 		// backslash escapes). 1: the fields.
@@ -123,7 +123,7 @@ var namedRules = []extraRule{
 	},
 	{
 		id:      "contextfold-printed-secret",
-		anchors: []string{"terraform output", "pulumi config get", "pulumi stack output", "config:get", "doppler secrets get", "gh auth token", "get-login-password", "auth:token", "vault print token"},
+		anchors: []string{"rraform output", "lumi config get", "lumi stack output", "fig:get", "oppler secrets get", "gh auth token", "t-login-password", "h:token", "ult print token"},
 		begin:   printedMoreStart,
 		// The one word (or quoted string) a command that prints a secret
 		// writes on the next line (printedMoreStart). 1: it.
@@ -136,7 +136,7 @@ var namedRules = []extraRule{
 	},
 	{
 		id:      "contextfold-cli-password",
-		anchors: []string{"mc ", "xfreerdp", "wfreerdp", "freerdp", "oauth2-bearer", "walletpassphrase", "sp_addlogin", "sp_password", "http ", "https "},
+		anchors: []string{"mc ", "xfreerdp", "wfreerdp", "wlfreerdp", "oauth2-bearer", "walletpassphrase", "sp_addlogin", "sp_password", "http ", "https "},
 		begin:   wordStart,
 		// The password of commands that take it by position or by an
 		// option of their own (namedCLIForms). 1: the password, bare or
@@ -152,12 +152,12 @@ var namedRules = []extraRule{
 	},
 	{
 		id:      "contextfold-label-secret",
-		anchors: []string{"assword", "assphrase", "ASSWORD", "ASSPHRASE", " PIN", " pin"},
+		anchors: []string{"assword", "assphrase", "ASSWORD", "ASSPHRASE"},
 		begin:   samePromptStart,
 		// A terminal prompt for a secret and what was typed after it on
 		// the same line (ssh-keygen's "Enter passphrase (empty for no
 		// passphrase): VALUE", "New password: VALUE"). 1: the value.
-		re:      regexp.MustCompile(`^(?i:password|passphrase|pin)(?:[ \t]+(?i:again|for[ \t]+[^\n:]{1,60}))?(?:[ \t]*\([^()\n]{0,60}\))?[ \t]*:[ \t]+([^\s'"` + "`" + `()\[\]{}<>|;,\\]+)`),
+		re:      regexp.MustCompile(`^(?i:password|passphrase)(?:[ \t]+(?i:again|for[ \t]+[^\n:]{1,60}))?(?:[ \t]*\([^()\n]{0,60}\))?[ \t]*:[ \t]+([^\s'"` + "`" + `()\[\]{}<>|;,\\]+)`),
 		maxLen:  512,
 		oneLine: true,
 		secret: func(c string, m []int) (int, int, bool) {
@@ -250,7 +250,7 @@ const (
 
 // credFileCommands are the commands that print a file (their name and a
 // blank); credFileCommandStart checks the rest of the line.
-var credFileCommands = []string{"cat ", "head ", "tail ", "more ", "less ", "bat ", "batcat ", "nl ", "type ", "Get-Content ", "gc "}
+var credFileCommands = []string{"cat ", "head ", "tail ", "type ", "Get-Content "}
 
 // credFileLine is a command line that prints one file: what a prompt and
 // sudo leave, the command, its options (with a count: head -n 5), and
@@ -900,6 +900,10 @@ func makeAssignStart(text string, p int) int {
 // get-login-password, heroku auth:token and vault print token. It returns
 // the line's start.
 func printedMoreStart(text string, p int) int {
+	// The anchors are the commands' rarer parts: back to the word's start.
+	for k := 0; k < 16 && p > 0 && !isSpaceByte(text[p-1]) && text[p-1] != '$' && text[p-1] != '>'; k++ {
+		p--
+	}
 	ls := lineStartWithin(text, p, 256)
 	le := lineEndWithin(text, p, 512)
 	if ls < 0 || le < 0 || !printedPrompt.MatchString(text[ls:p]) {
@@ -957,15 +961,10 @@ var namedCLIForms = []string{
 // "Enter passphrase", "Retype new password") and returns where the word
 // starts.
 func samePromptStart(text string, p int) int {
-	w := p // the word's start: "assword" and "assphrase" lack their p
-	switch {
-	case text[p] == ' ':
-		w = p + 1
-	case p > 0 && (text[p-1] == 'p' || text[p-1] == 'P'):
-		w = p - 1
-	default:
+	if p == 0 || text[p-1] != 'p' && text[p-1] != 'P' {
 		return -1
 	}
+	w := p - 1 // the word's start: "assword" and "assphrase" lack their p
 	lower := strings.ToLower(text[max(0, w-24):w])
 	for _, v := range []string{"enter ", "new ", "retype ", "re-enter ", "confirm ", "verify ", "old ", "current ", "same "} {
 		if i := len(lower) - len(v); strings.HasSuffix(lower, v) && (i == 0 || !isWordByte(lower[i-1]) || lower[i-1] == '_') {
@@ -1084,3 +1083,17 @@ var modulePath = regexp.MustCompile(`^[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/`)
 
 // uuidLike matches a UUID in its canonical form.
 var uuidLike = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`)
+
+// sqlVerbStart accepts the rest of INSERT or REPLACE (the anchors leave
+// out their first letter, a pair of letters common in any text) when the
+// verb starts a word, and returns where it starts.
+func sqlVerbStart(text string, p int) int {
+	if p == 0 {
+		return -1
+	}
+	switch text[p-1] {
+	case 'I', 'i', 'R', 'r':
+		return wordStart(text, p-1)
+	}
+	return -1
+}
