@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Secret probes through the real binary (helper breaker4, twelfth session).
+"""Secret probes through the real binary (helpers breaker4 and breaker5).
 
 Usage: scripts/scrub-probes.py BINARY [CLASS-OR-NAME-PART]
 
@@ -204,6 +204,60 @@ p = S(12); add("fresh2", "gcloud secrets", f"echo -n {p} | gcloud secrets create
 p = S(12); add("fresh2", "az keyvault", f"az keyvault secret set --vault-name v --name dbpw --value {p}", [p])
 p = S(12); add("fresh2", "doppler/op read", f"$ op read op://vault/db/password\n{p}", [p])
 p = S(12); add("fresh2", "kubectl get secret jsonpath decode", f"$ kubectl get secret db -o jsonpath='{{.data.password}}' | base64 -d\n{p}", [p])
+
+# 4. thirteenth session (breaker5): named files, SQL columns, wrappers, and a fresh round
+p = S(12); add("fresh3", "export .env quoted", f'export AWS_SECRET_ACCESS_KEY="{p}"', [p])
+p = S(12); add("fresh3", "windows set", f"C:\\> set DB_PASSWORD={p}", [p])
+p = S(12); add("fresh3", "windows set quoted", f'set "API_TOKEN={p}"', [p])
+p = S(12); add("fresh3", "powershell $env:", f'$env:API_TOKEN = "{p}"', [p])
+p = S(12); add("fresh3", "docker login -p", f"docker login -u bob -p {p} registry.example.com", [p])
+p = S(12); add("fresh3", "docker login --password", f"docker login --username bob --password {p} ghcr.io", [p])
+p = S(12); add("fresh3", "jdbc ;password=", f"jdbc:sqlserver://db:1433;databaseName=app;user=sa;password={p};encrypt=true", [p])
+p = S(12); add("fresh3", "odbc Pwd=", f"Driver={{PostgreSQL Unicode}};Server=db;Port=5432;Database=app;Uid=app;Pwd={p};", [p])
+p = S(12); add("fresh3", "git remote -v", f"$ git remote -v\norigin\thttps://bob:{p}@git.example.com/org/repo.git (fetch)\norigin\thttps://bob:{p}@git.example.com/org/repo.git (push)", [p])
+p = S(12); add("fresh3", "npmrc _authToken", f"//npm.pkg.example.com/:_authToken={p}", [p])
+p = S(12); add("fresh3", "npm config set _authToken", f'npm config set "//registry.example.com/:_authToken" "{p}"', [p])
+p = S(12); add("fresh3", "pip.conf index-url", f"[global]\nindex-url = https://bob:{p}@pypi.example.com/simple", [p])
+p = S(12); add("fresh3", "tfvars nested", f'admin = {{\n  user     = "root"\n  password = "{p}"\n}}', [p])
+p = S(12); add("fresh3", "terraform output -raw", f"$ terraform output -raw db_password\n{p}", [p])
+p = S(12); add("fresh3", "ansible inventory ini", f"web1 ansible_host=10.0.0.5 ansible_user=root ansible_password={p}", [p])
+p = S(12); add("fresh3", "ansible become_pass yaml", f"ansible_become_pass: {p}", [p])
+p = S(12); add("fresh3", "ansible vault_ var", f"vault_db_password: '{p}'", [p])
+p = S(12); add("fresh3", "json tabs around colon", '{"password"\t:\t"' + p + '"}', [p])
+p = S(12); add("fresh3", "json value next line", '{\n  "client_secret" :\n      "' + p + '"\n}', [p])
+p = S(12); add("fresh3", "json \\u escapes in value", '{"password": "\\u0041' + p + '\\u0021"}', [p])
+p = S(12); add("fresh3", "python repr bytes", "{b'password': b'" + p + "'}", [p])
+p = S(12); add("fresh3", "yaml flow map", f"db: {{user: bob, password: {p}}}", [p])
+p = S(12); add("fresh3", "makefile ?=", f"DB_PASSWORD ?= {p}", [p])
+p = S(12); add("fresh3", "makefile :=", f"API_TOKEN := {p}", [p])
+p = S(12); add("fresh3", "sqlplus user/pw@", f"sqlplus system/{p}@//db:1521/ORCL", [p])
+p = S(12); add("fresh3", "kafka jaas", f'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" password="{p}";', [p])
+p = S(32); add("fresh3", "wireguard PresharedKey", f"[Peer]\nPublicKey = {S(43)}=\nPresharedKey = {p}=\nAllowedIPs = 10.0.0.2/32", [p])
+p = S(64).lower(); add("fresh3", "wpa_supplicant psk hex", f'network={{\n\tssid="office"\n\tpsk={p}\n}}', [p])
+h = "".join(rnd.choice("0123456789abcdef") for _ in range(32)); add("fresh3", "openvpn static key", "<tls-auth>\n-----BEGIN OpenVPN Static key V1-----\n" + "\n".join(h for _ in range(4)) + "\n-----END OpenVPN Static key V1-----\n</tls-auth>", [h])
+p = S(12); add("fresh3", "gem credentials", f"---\n:rubygems_api_key: rubygems_{p}", [p])
+p = S(12); add("fresh3", "composer github-oauth", json.dumps({"github-oauth": {"github.com": p}}, indent=4), [p])
+p = S(12); add("fresh3", "mc alias set", f"mc alias set myminio http://minio:9000 minioadmin {p}", [p])
+p = S(12); add("fresh3", "httpie -a", f"http -a bob:{p} POST https://api.example.com/items", [p])
+p = S(12); add("fresh3", "xfreerdp /p:", f"xfreerdp /u:bob /p:{p} /v:10.0.0.9", [p])
+p = S(12); add("fresh3", "keytool -storepass", f"keytool -genkey -keystore app.jks -storepass {p} -keypass {p} -alias app", [p])
+p = S(12); add("fresh3", "gradle storePassword", f"signingConfigs {{\n  release {{\n    storePassword '{p}'\n    keyPassword '{p}'\n  }}\n}}", [p])
+p = S(12); add("fresh3", "curl --oauth2-bearer", f"curl --oauth2-bearer {p} https://api.example.com", [p])
+p = S(12); add("fresh3", "psexec -p", f"psexec \\\\host -u corp\\bob -p {p} cmd", [p])
+p = S(12); add("fresh3", "pg_dump COPY", f"COPY public.users (id, email, password) FROM stdin;\n1\tbob@example.com\t{p}\n\\.\n", [p])
+p = S(12); add("fresh3", "mysqldump INSERT", f"INSERT INTO `users` (`id`, `login`, `api_token`) VALUES (1,'bob','{p}'),(2,'al','{S(12)}');", [p])
+p = S(12); add("fresh3", "pap-secrets head", f"$ sudo head -n 3 /etc/ppp/pap-secrets\n# client server secret\nbob\tvpn\t{p}", [p])
+p = S(12); add("fresh3", "token file cat", f"user@box:~$ cat ~/.config/app/token\n{p}\nuser@box:~$ ", [p])
+p = S(12); add("fresh3", "toml ''' literal", "[api]\nsecret = '''\n" + p + "\n'''", [p])
+p = S(12); add("fresh3", "cdata api key", f"<apiKey>\n  <![CDATA[{p}]]>\n</apiKey>", [p])
+p = S(12); add("fresh3", "wifi qr in qrencode", f"qrencode -o wifi.png 'WIFI:T:WPA;S:office;P:{p};H:false;;'", [p])
+p = S(20); add("fresh3", "wrapped bearer", f"Authorization: Bearer {p[:9]}\n{p[9:]}", [p[9:]])
+add("fresh3-stay", "cat /etc/passwd", "$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash\nbob:x:1000:1000::/home/bob:/bin/sh", ["root:x:0:0:root:/root:/bin/bash"], True)
+add("fresh3-stay", "cat auth.go", "$ cat auth.go\npackage auth\n\nfunc Check(user, pass string) bool { return false }", ["func Check(user, pass string) bool"], True)
+add("fresh3-stay", "insert no secret col", "INSERT INTO users (name, email) VALUES ('bob', 'bob@example.com');", ["bob@example.com"], True)
+add("fresh3-stay", "insert placeholders", "INSERT INTO users (name, password) VALUES ($1, $2)", ["values ($1, $2)"], True)
+add("fresh3-stay", "env then next line", "API_KEY=abcd1234efgh5678ijkl\nDEBUG=1\nLOG_LEVEL=info", ["debug=1"], True)
+add("fresh3-stay", "wifi open network", "WIFI:S:guest;T:nopass;P:;;", ["wifi:s:guest;t:nopass;p:;;"], True)
 
 if ONLY: P[:] = [x for x in P if ONLY in x[1] or ONLY == x[0]]
 def store_bytes(d):

@@ -202,6 +202,23 @@ func ownSamples() []ownSample {
 		{rule: "contextfold-printed-secret", pre: "$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\n", secret: punct, post: "\n"},
 		{rule: "contextfold-flag-secret", pre: "./client -token ", secret: pw},
 		{rule: "contextfold-cli-password", pre: "aws ssm put-parameter --name /app/db --type SecureString --value ", secret: pw},
+		// named.go
+		{rule: "contextfold-credential-file", pre: "$ cat /etc/rsyncd.secrets\nbackup:", secret: pw, post: "\n"},
+		{rule: "contextfold-credential-file", pre: "\n# /etc/ppp/chap-secrets\nbob * ", secret: pw, post: " *\n"},
+		{rule: "contextfold-sql-column-secret", pre: "INSERT INTO users (name, password) VALUES ('bob', '", secret: punct, post: "');"},
+		{rule: "contextfold-sql-column-secret", pre: "COPY users (id, api_key) FROM stdin;\n1\t", secret: pw, post: "\n\\.\n"},
+		{rule: "contextfold-wifi-password", pre: "WIFI:S:office;T:WPA;P:", secret: pw, post: ";;"},
+		{rule: "contextfold-xml-secret", pre: "<password><![CDATA[", secret: punct, post: "]]></password>"},
+		{rule: "contextfold-env-secret", pre: `password = """`, secret: pw, post: `"""`},
+		{rule: "contextfold-env-secret", pre: "DB_PASSWORD := ", secret: pw},
+		{rule: "contextfold-printed-secret", pre: "$ terraform output -raw db_password\n", secret: pw, post: "\n"},
+		{rule: "contextfold-cli-password", pre: "mc alias set minio http://minio:9000 admin ", secret: pw},
+		{rule: "contextfold-label-secret", pre: "Enter passphrase (empty for no passphrase): ", secret: pw},
+		{rule: "contextfold-stdin-password", pre: "passwd bob <<EOF\n", secret: pw, post: "\nEOF\n"},
+		{rule: "contextfold-private-key-block", pre: "-----BEGIN OpenVPN Static key V1-----\n", secret: "0f1e2d3c4b5a6978" + "8796a5b4c3d2e1f0", post: "\n-----END OpenVPN Static key V1-----\n"},
+		{rule: "contextfold-spaced-secret", pre: "\n  storePassword '", secret: pw, post: "'\n"},
+		{rule: "contextfold-call-secret", pre: "const key = process.env.API_KEY || '", secret: pw, post: "';"},
+		{rule: "contextfold-keyed-secret", pre: `{"github-oauth": {"github.com": "`, secret: pw, post: `"}}`},
 	}
 }
 
@@ -219,6 +236,10 @@ var ownKnownLimits = map[string]bool{
 	// A SASL PLAIN credential run on into "/path" is no base64 any more.
 	`contextfold-protocol-auth after "/path"`:       true,
 	`contextfold-protocol-auth after "/path", JSON`: true,
+	// A value typed on a prompt's line that runs on into ".json" reads
+	// as a dotted name (code), as below a label.
+	`contextfold-label-secret after ".json"`:       true,
+	`contextfold-label-secret after ".json", JSON`: true,
 }
 
 // ownLookAlikes are texts next to our rules' keywords that hold no secret

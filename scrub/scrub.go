@@ -272,6 +272,8 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 			}
 		}
 	}
+	// A token a terminal wrapped onto the next line (named.go).
+	out = append(out, wrappedFindings(text, out)...)
 	out = append(out, repeatFindings(text, out)...)
 	// A redaction marker is not a secret, nor part of one: scrubbing is
 	// idempotent, and an audit of a scrubbed store finds nothing (not even
