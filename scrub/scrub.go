@@ -272,6 +272,9 @@ func (s *Scrubber) findWith(text string, det *detect.Detector, extra bool, extra
 			}
 		}
 	}
+	// In one order whatever order gitleaks ran its rules in (a map's):
+	// the passes below label a value by the first finding of it.
+	sortFindings(out)
 	// A token a terminal wrapped onto the next line (named.go).
 	out = append(out, wrappedFindings(text, out)...)
 	out = append(out, repeatFindings(text, out)...)
