@@ -825,53 +825,95 @@ func extraFindings(text string) []Finding {
 	var out []Finding
 	for ri, r := range extraRules {
 		last := -1 // candidate starts already tried
+		// covered is the end of the last secret the current anchor gave.
+		covered := 0
+		try := func(p int) {
+			b := r.begin(text, p)
+			if b < 0 || b == last {
+				return
+			}
+			last = b
+			end := len(text)
+			if r.maxLen > 0 && b+r.maxLen < end {
+				end = b + r.maxLen
+			}
+			if r.oneLine {
+				if k := strings.IndexByte(text[b:end], '\n'); k >= 0 {
+					end = b + k + 1
+				}
+			}
+			cand := text[b:end]
+			m := r.re.FindStringSubmatchIndex(cand)
+			if m == nil {
+				return
+			}
+			if r.multi != nil {
+				for _, sp := range r.multi(cand, m) {
+					out = append(out, Finding{RuleID: r.id, Start: b + sp[0], End: b + sp[1]})
+				}
+				return
+			}
+			s, e, ok := m[0], m[1], true
+			if r.secret != nil {
+				s, e, ok = r.secret(cand, m)
+			}
+			if ok && e > s {
+				out = append(out, Finding{RuleID: r.id, Start: b + s, End: b + e})
+				covered = max(covered, b+e)
+			}
+		}
 		for _, ak := range as.rule[ri] {
 			// The anchor's occurrences that do not overlap the one taken
 			// before, from the text's start (as strings.Index finds them
 			// one after the other).
-			off := 0
+			n := len(as.lits[ak])
+			off, pending := 0, -1
+			covered = 0
 			for _, p := range h.positions(ak) {
 				if p < off {
 					continue
 				}
-				off = p + len(as.lits[ak])
-				b := r.begin(text, p)
-				if b < 0 || b == last {
+				off = p + n
+				if extraSkipCovered && p+n < covered {
+					// Inside a secret found from an earlier occurrence
+					// (coveredSkip): only the last such occurrence is
+					// tried, when the secret ends.
+					pending = p
 					continue
 				}
-				last = b
-				end := len(text)
-				if r.maxLen > 0 && b+r.maxLen < end {
-					end = b + r.maxLen
-				}
-				if r.oneLine {
-					if k := strings.IndexByte(text[b:end], '\n'); k >= 0 {
-						end = b + k + 1
+				if pending >= 0 {
+					try(pending)
+					pending = -1
+					if p+n < covered {
+						pending = p
+						continue
 					}
 				}
-				cand := text[b:end]
-				m := r.re.FindStringSubmatchIndex(cand)
-				if m == nil {
-					continue
-				}
-				if r.multi != nil {
-					for _, sp := range r.multi(cand, m) {
-						out = append(out, Finding{RuleID: r.id, Start: b + sp[0], End: b + sp[1]})
-					}
-					continue
-				}
-				s, e, ok := m[0], m[1], true
-				if r.secret != nil {
-					s, e, ok = r.secret(cand, m)
-				}
-				if ok && e > s {
-					out = append(out, Finding{RuleID: r.id, Start: b + s, End: b + e})
-				}
+				try(p)
+			}
+			if pending >= 0 {
+				try(pending)
 			}
 		}
 	}
 	return out
 }
+
+// extraSkipCovered turns on coveredSkip in extraFindings (tests compare
+// with and without).
+var extraSkipCovered = true
+
+// coveredSkip. An anchor occurrence that lies inside a secret the same
+// rule found from an earlier occurrence of that anchor (its end at least
+// one byte past the anchor) is not tried, but the last of such a run is,
+// once the occurrences pass the secret's end: what it finds there is
+// redacted already, or runs on past the secret (a value that ends where
+// the earlier one was cut, a NAME: VALUE whose name ends the earlier
+// value). A text of one anchor repeated, api_key=api_key=… or ya29.ya29.…,
+// gave a secret of up to the rule's maxLen bytes at every occurrence: 1
+// MiB of it took minutes to scrub (the regular expression over 4 KiB per
+// occurrence, then the repeat pass over some 100,000 long values). Real
+// text gives the same findings (TestCoveredSkipSame).
 
 // pemBodyMax bounds the body a private key's END line is looked back over
 // (bytes): an RSA 8192-bit key's is about 6.3 KB.
@@ -1341,6 +1383,11 @@ func snakeIdentifier(v string) bool {
 // ("a--token" is one word). A longer run of dashes ("x---token") counts
 // from its last two.
 func flagStart(text string, p int) int {
+	if p+3 < len(text) && text[p+2] == '-' && text[p+3] == '-' {
+		// The "--" at p+2 is an anchor too and starts the same candidate:
+		// a run of n dashes is walked once, not n/2 times.
+		return -1
+	}
 	for p+2 < len(text) && text[p+2] == '-' {
 		p++
 	}
@@ -1517,8 +1564,7 @@ func redisAuthStart(text string, p int) int {
 	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) && text[p-1] != '>' {
 		return -1
 	}
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	line := text[max(ls, p-512):p]
+	line := text[lineOrLimit(text, p, 512):p]
 	if strings.Contains(line, "redis-cli") {
 		return p
 	}
@@ -1672,8 +1718,8 @@ func urlPassword(c string, m []int) (int, int, bool) {
 // '=', '(', '{' or ';' from that name on ("def password():" is code). It
 // returns the line's start, -1 otherwise.
 func labelLineStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if p-ls > 100 || p == ls {
+	ls := lineStartWithin(text, p, 101)
+	if ls < 0 || p-ls > 100 || p == ls {
 		return -1
 	}
 	label := text[ls:p]
@@ -1974,8 +2020,7 @@ func keystoreOptionStart(text string, p int) int {
 	if b == 0 || !isSpaceByte(text[b-1]) {
 		return -1
 	}
-	ls := strings.LastIndexByte(text[:b], '\n') + 1
-	line := text[max(ls, b-1024):b]
+	line := text[lineOrLimit(text, b, 1024):b]
 	if !strings.Contains(line, "keytool") && !strings.Contains(line, "jarsigner") {
 		return -1
 	}
@@ -2069,16 +2114,23 @@ func loginPasswordStart(text string, p int) int {
 		return -1
 	}
 	a := p
-	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 && !escapedLineEnd(text, a) {
+	for a > 0 && p-a < 512 && !commandLineEnd(text[a-1]) && !escapedLineEnd(text, a) {
 		a--
 	}
 	b := p + 2
-	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 && !escapedLineEnd(text, min(b+2, len(text))) {
+	for b < len(text) && b-p < 512 && !commandLineEnd(text[b]) && !escapedLineEnd(text, min(b+2, len(text))) {
 		b++
 	}
 	line := text[a:b]
-	if !loginOption.MatchString(line) {
+	// Every match of loginOption holds "-u", "-U", "-l" or "login": a
+	// line without them (a text of "-p " repeated) is passed over without
+	// running the expression over its up to 1 KiB.
+	if !strings.Contains(line, "-u") && !strings.Contains(line, "-U") && !strings.Contains(line, "-l") &&
+		!strings.Contains(line, "login") || !loginOption.MatchString(line) {
 		return -1
+	}
+	if head := text[a:p]; !strings.Contains(head, "mysql") && !strings.Contains(head, "mariadb") {
+		return p // no word below can name a MySQL client
 	}
 	for _, w := range strings.Fields(text[a:p]) {
 		// The program's name: after a directory, a quote or an opening
@@ -2090,6 +2142,10 @@ func loginPasswordStart(text string, p int) int {
 	}
 	return p
 }
+
+// commandLineEnd reports whether c ends a command line for
+// loginPasswordStart: a line feed or a shell separator.
+func commandLineEnd(c byte) bool { return c == '\n' || c == ';' || c == '&' || c == '|' }
 
 // escapedLineEnd reports whether a JSON or C escaped line end (\n, \r)
 // ends at p: inside JSON text it ends a command line as a newline does.
@@ -2184,8 +2240,11 @@ func htmlInputStart(text string, p int) int {
 // dockerEnvStart accepts ENV that starts a line (a Dockerfile's
 // instruction, indented or not); -1 otherwise.
 func dockerEnvStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if strings.TrimLeft(text[ls:p], " \t") != "" {
+	b := p
+	for b > 0 && (text[b-1] == ' ' || text[b-1] == '\t') {
+		b--
+	}
+	if b > 0 && text[b-1] != '\n' {
 		return -1
 	}
 	return p
@@ -2217,8 +2276,7 @@ func curlCookieStart(text string, p int) int {
 	if p == 0 || text[p-1] != ' ' && text[p-1] != '\t' {
 		return -1
 	}
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if !strings.Contains(text[max(ls, p-512):p], "curl") {
+	if !strings.Contains(text[lineOrLimit(text, p, 512):p], "curl") {
 		return -1
 	}
 	return p
@@ -2555,4 +2613,14 @@ func dockerAuthSecret(c string, m []int) (int, int, bool) {
 		}
 	}
 	return m[2], m[3], true
+}
+
+// lineOrLimit returns the start of the line holding p, or p-limit when
+// the line starts further back: the start of the at most limit bytes of
+// p's line before it. A begin function that reads the line before its
+// anchor looks back this bounded way (a text without line breaks would
+// make every anchor scan it to its start).
+func lineOrLimit(text string, p, limit int) int {
+	lo := max(0, p-limit)
+	return lo + strings.LastIndexByte(text[lo:p], '\n') + 1
 }
