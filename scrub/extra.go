@@ -156,6 +156,11 @@ type extraRule struct {
 	// header or a document and whose secrets are many (a CSV column's
 	// cells, a Kubernetes Secret's values).
 	multi func(cand string, m []int) [][2]int
+	// need maps an anchor to strings one of which every match of re
+	// from that anchor holds: a candidate holding none is passed over
+	// without running re (a text of "mysql " repeated gave a candidate
+	// of 512 bytes every 6 bytes, each scanned for its -p).
+	need map[string][]string
 }
 
 var extraRules = []extraRule{
@@ -361,6 +366,7 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+		need:   cliPasswordNeeds,
 	},
 	{
 		id:      "contextfold-password-line",
@@ -827,6 +833,7 @@ func extraFindings(text string) []Finding {
 		last := -1 // candidate starts already tried
 		// covered is the end of the last secret the current anchor gave.
 		covered := 0
+		var need []string // the current anchor's (extraRule.need)
 		try := func(p int) {
 			b := r.begin(text, p)
 			if b < 0 || b == last {
@@ -843,6 +850,9 @@ func extraFindings(text string) []Finding {
 				}
 			}
 			cand := text[b:end]
+			if need != nil && !containsAny(cand, need) {
+				return
+			}
 			m := r.re.FindStringSubmatchIndex(cand)
 			if m == nil {
 				return
@@ -867,6 +877,7 @@ func extraFindings(text string) []Finding {
 			// before, from the text's start (as strings.Index finds them
 			// one after the other).
 			n := len(as.lits[ak])
+			need = r.need[as.lits[ak]]
 			off, pending := 0, -1
 			covered = 0
 			for _, p := range h.positions(ak) {
@@ -1107,7 +1118,7 @@ func envNameStart(text string, p int) int {
 	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
 		b++
 	}
-	if b == j || !maybeSecretName(text[b:j]) {
+	if b == j || !maybeSecretName(text[b:j]) || !secretName(text[b:j]) {
 		return -1
 	}
 	return b
@@ -1231,7 +1242,7 @@ func keyNameStart(text string, p int) int {
 	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
 		b++
 	}
-	if b == j || !maybeSecretName(text[b:j]) {
+	if b == j || !maybeSecretName(text[b:j]) || !secretName(text[b:j]) {
 		return -1
 	}
 	// "--- PASS: TestName (0.01s)" is a test result, not a key; a quoted
@@ -1501,6 +1512,19 @@ var cliPasswordForms = []string{
 	`ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?`,
 	`(?i:requirepass|masterauth)[ \t]+`,
 	`lftp[^\n;&|]{0,300}?[ \t]-u[ \t]+['"]?[^\s,'"]+,`,
+}
+
+// cliPasswordNeeds are, for each command name of cliPasswordForms but
+// those that name the password themselves (requirepass,
+// ConvertTo-SecureString), the options one of which its forms require.
+var cliPasswordNeeds = map[string][]string{
+	"mysql": {"-p"}, "mariadb": {"-p"}, "sshpass": {"-p"}, "redis-cli": {"-a"},
+	"smbclient": {"-U", "--user="}, "rpcclient": {"-U", "--user="}, "smbmap": {"-U", "--user="},
+	"htpasswd": {"-"}, "zip": {"-P"}, "unzip": {"-P"}, "zipcloak": {"-P"}, "7z": {"-p"},
+	"rar": {"-p", "-hp"}, "unrar": {"-p", "-hp"}, "ssh-keygen": {"-N", "-P"}, "ldap": {"-w"},
+	"openssl": {"passwd", "pass:", "-k"}, "lftp": {"-u"},
+	"sqlcmd": {"-P"}, "bcp": {"-P"}, "osql": {"-P"}, "isql": {"-P"},
+	"rabbitmqctl": {"add_user", "change_password"}, "net": {"/user:"},
 }
 
 // cliPasswordAnchors are the command names of cliPasswordForms.
@@ -2302,7 +2326,11 @@ func netrcStart(text string, p int) int {
 	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) {
 		return -1
 	}
-	w := strings.Fields(text[max(0, p-512):p])
+	head := text[max(0, p-512):p]
+	if !strings.Contains(head, "machine") && !strings.Contains(head, "default") {
+		return -1 // no word below can end in either
+	}
+	w := strings.Fields(head)
 	for len(w) >= 2 && (w[len(w)-2] == "login" || w[len(w)-2] == "account") {
 		w = w[:len(w)-2]
 	}
@@ -2421,6 +2449,26 @@ func splitName(name string) []string {
 	return strings.FieldsFunc(strings.ToUpper(name), func(r rune) bool {
 		return r == '_' || r == '-' || r == '.'
 	})
+}
+
+// secretName reports whether acceptEnvSecret accepts some value under
+// name: what it asks of the name alone. envNameStart and keyNameStart
+// ask it before their expression reads the value (up to 4 KiB of it: a
+// text of "auth=(" repeated, whose name an upper-case one alone makes a
+// secret, took a minute a MiB).
+func secretName(name string) bool {
+	parts := splitName(name)
+	if len(parts) == 0 {
+		return false
+	}
+	switch last := parts[len(parts)-1]; {
+	case last == "ID":
+		return len(parts) >= 3 && parts[len(parts)-2] == "KEY" && parts[len(parts)-3] == "ACCESS"
+	case last == "AUTH":
+		return len(parts) >= 2 && name == strings.ToUpper(name)
+	default:
+		return isSecretWord(last) || joinedQualifiedKey(last) || last == "KEY"
+	}
 }
 
 // acceptEnvSecret decides whether NAME=value is a secret.
@@ -2623,4 +2671,14 @@ func dockerAuthSecret(c string, m []int) (int, int, bool) {
 func lineOrLimit(text string, p, limit int) int {
 	lo := max(0, p-limit)
 	return lo + strings.LastIndexByte(text[lo:p], '\n') + 1
+}
+
+// containsAny reports whether s holds one of subs.
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
