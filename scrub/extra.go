@@ -161,6 +161,12 @@ type extraRule struct {
 	// without running re (a text of "mysql " repeated gave a candidate
 	// of 512 bytes every 6 bytes, each scanned for its -p).
 	need map[string][]string
+	// failedUntil, when set, returns for a candidate start b whose
+	// expression found no match where the next candidate that can match
+	// starts at the earliest: the anchor's occurrences before it are
+	// passed over. A rule whose match from b reads a run of characters
+	// that a later occurrence inside the run reads too sets it.
+	failedUntil func(text string, b int) int
 }
 
 var extraRules = []extraRule{
@@ -661,6 +667,11 @@ var extraRules = []extraRule{
 		anchors: []string{"eyJ"},
 		begin:   wordStart,
 		re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`),
+		// An "eyJ" inside the run of the header that failed ends its
+		// header where that one ends, and fails the same way (the runs
+		// hold no '.', so where each part ends is fixed): 1 MiB of
+		// "eyJ-" repeated read the rest of the text from every one.
+		failedUntil: func(text string, b int) int { return base64URLRunEnd(text, b+3) },
 	},
 	{
 		id:      "contextfold-aws-access-key-id",
@@ -834,6 +845,7 @@ func extraFindings(text string) []Finding {
 		// covered is the end of the last secret the current anchor gave.
 		covered := 0
 		var need []string // the current anchor's (extraRule.need)
+		failed := 0       // the current anchor's extraRule.failedUntil
 		try := func(p int) {
 			b := r.begin(text, p)
 			if b < 0 || b == last {
@@ -855,6 +867,9 @@ func extraFindings(text string) []Finding {
 			}
 			m := r.re.FindStringSubmatchIndex(cand)
 			if m == nil {
+				if r.failedUntil != nil {
+					failed = max(failed, r.failedUntil(text, b))
+				}
 				return
 			}
 			if r.multi != nil {
@@ -879,9 +894,9 @@ func extraFindings(text string) []Finding {
 			n := len(as.lits[ak])
 			need = r.need[as.lits[ak]]
 			off, pending := 0, -1
-			covered = 0
+			covered, failed = 0, 0
 			for _, p := range h.positions(ak) {
-				if p < off {
+				if p < off || p < failed {
 					continue
 				}
 				off = p + n
@@ -2681,4 +2696,13 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// base64URLRunEnd returns where the run of base64url characters
+// (letters, digits, '-', '_') that starts at i ends.
+func base64URLRunEnd(text string, i int) int {
+	for i < len(text) && (isWordByte(text[i]) || text[i] == '-') {
+		i++
+	}
+	return i
 }
