@@ -2,7 +2,6 @@ package scrub
 
 import (
 	"os"
-	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -78,6 +77,9 @@ func adversarialCases() []adversarialCase {
 		adversarialCase{rule: "measured", anchor: "-u x -p ", shape: "bare", unit: "-u x -p "},
 		adversarialCase{rule: "measured", anchor: "PEM header", shape: "nl", unit: "-----BEGIN RSA PRIVATE KEY-----\n"},
 		adversarialCase{rule: "measured", anchor: "eyJ-", shape: "bare", unit: "eyJ-"},
+		adversarialCase{rule: "measured", anchor: "ya29.", shape: "bare", unit: "ya29."},
+		adversarialCase{rule: "measured", anchor: "password: ", shape: "line", unit: "password: "},
+		adversarialCase{rule: "measured", anchor: "Authorization: Bearer ", shape: "line", unit: "Authorization: Bearer "},
 		adversarialCase{rule: "env-dump", anchor: "API_KEY_n=", shape: "empty", unit: "API_KEY_1=\nTOKEN_2=${TOKEN}\n"},
 		adversarialCase{rule: "query-log", anchor: "?api_key=", shape: "log", unit: "GET /v1/items?api_key=&page=2 200\n"})
 	return cs
@@ -139,95 +141,4 @@ func BenchmarkScrubAdversarial(b *testing.B) {
 // ends and slashes spelled out.
 func benchName(a string) string {
 	return strings.NewReplacer(" ", "␠", "\t", "␉", "\n", "␤", "\r", "␍", "/", "∕").Replace(a)
-}
-
-// coverage returns, for each rule, the bytes of text its findings cover,
-// as sorted disjoint spans.
-func coverage(fs []Finding) map[string][][2]int {
-	by := map[string][]Finding{}
-	for _, f := range fs {
-		by[f.RuleID] = append(by[f.RuleID], f)
-	}
-	out := map[string][][2]int{}
-	for id, rs := range by {
-		sortFindings(rs)
-		var spans [][2]int
-		for _, f := range rs {
-			if n := len(spans); n > 0 && f.Start <= spans[n-1][1] {
-				spans[n-1][1] = max(spans[n-1][1], f.End)
-				continue
-			}
-			spans = append(spans, [2]int{f.Start, f.End})
-		}
-		out[id] = spans
-	}
-	return out
-}
-
-// TestCoveredSkipSame: on the corpus, the look-alikes, tool output and
-// texts of the rules' anchors back to back, extraFindings covers the same
-// bytes under the same rules whether or not it passes over the anchors
-// inside a secret already found (coveredSkip). Without the pending try
-// of the last occurrence passed over, "…secret:abc.jsonservice_KEY: VALUE"
-// lost VALUE (the ':' after service_KEY lies inside the value before it).
-func TestCoveredSkipSame(t *testing.T) {
-	texts := append(prefilterTexts(t), anchorTexts()...)
-	if !raceEnabled {
-		texts = append(texts, benchText()[:1<<20])
-	}
-	n := 0
-	for _, text := range texts {
-		got := extraFindings(text)
-		extraSkipCovered = false
-		want := extraFindings(text)
-		extraSkipCovered = true
-		n += len(want)
-		if g, w := coverage(got), coverage(want); !reflect.DeepEqual(g, w) {
-			t.Fatalf("text %.300q:\n got %v\nwant %v", text, g, w)
-		}
-	}
-	if n < 500 {
-		t.Fatalf("only %d findings: the comparison tests little", n)
-	}
-}
-
-// TestSecretNameIsAcceptEnvSecretsName: secretName(name) holds exactly
-// when acceptEnvSecret accepts some value under name (a long value
-// mixing letters and digits is accepted under every name that takes
-// one), over names built from the secret words, qualifiers and others.
-func TestSecretNameIsAcceptEnvSecretsName(t *testing.T) {
-	comps := []string{"", "api", "API", "access", "ACCESS", "key", "KEY", "Key", "id", "ID", "auth", "AUTH", "Auth",
-		"token", "TOKEN", "password", "pgpassword", "PASS", "pwd", "secret", "secretaccesskey", "SIGNINGKEY",
-		"redis", "BASIC", "aws", "x", "region", "max", "tokens", "jsessionid", "psk", "credentials"}
-	seps := []string{"_", "-", "."}
-	values := []string{"Abcdef1234567890XYZ", "abcdefghij", "12345678", "${TOKEN}"}
-	n := 0
-	for _, a := range comps {
-		for _, b := range comps {
-			for _, c := range comps {
-				for _, sep := range seps {
-					var parts []string
-					for _, p := range []string{a, b, c} {
-						if p != "" {
-							parts = append(parts, p)
-						}
-					}
-					name := strings.Join(parts, sep)
-					some := false
-					for _, v := range values {
-						some = some || acceptEnvSecret(name, v)
-					}
-					if got := secretName(name); got != some {
-						t.Fatalf("secretName(%q) = %v, acceptEnvSecret accepts a value: %v", name, got, some)
-					}
-					if some {
-						n++
-					}
-				}
-			}
-		}
-	}
-	if n < 1000 {
-		t.Fatalf("only %d names accepted: the comparison tests little", n)
-	}
 }
