@@ -2153,11 +2153,13 @@ func loginPasswordStart(text string, p int) int {
 		return -1
 	}
 	a := p
-	for a > 0 && p-a < 512 && !commandLineEnd(text[a-1]) && !escapedLineEnd(text, a) {
+	// An escaped line end ends in 'n' or 'r' and starts with '\\': the
+	// byte at hand rules most positions out before escapedLineEnd reads.
+	for a > 0 && p-a < 512 && !commandLineEnd(text[a-1]) && !((text[a-1] == 'n' || text[a-1] == 'r') && escapedLineEnd(text, a)) {
 		a--
 	}
 	b := p + 2
-	for b < len(text) && b-p < 512 && !commandLineEnd(text[b]) && !escapedLineEnd(text, min(b+2, len(text))) {
+	for b < len(text) && b-p < 512 && !commandLineEnd(text[b]) && !((text[b] == '\\' || b+2 > len(text)) && escapedLineEnd(text, min(b+2, len(text)))) {
 		b++
 	}
 	line := text[a:b]
