@@ -161,7 +161,13 @@ func (k *knownMatcher) findPlain(text string, skip map[string]string) []Finding 
 			continue
 		}
 		for _, m := range k.by4[prefix4(text[p:])] {
-			if _, skipped := skip[k.needles[m].value]; !skipped && strings.HasPrefix(text[p:], m) {
+			// The prefix first: looking a needle up hashes all of it, and
+			// a private key block's value may be the whole text (1 MiB of
+			// BEGIN lines hashed it at every one of them).
+			if !strings.HasPrefix(text[p:], m) {
+				continue
+			}
+			if _, skipped := skip[k.needles[m].value]; !skipped {
 				out = append(out, k.finding(text, p, m))
 			}
 		}

@@ -156,6 +156,17 @@ type extraRule struct {
 	// header or a document and whose secrets are many (a CSV column's
 	// cells, a Kubernetes Secret's values).
 	multi func(cand string, m []int) [][2]int
+	// need maps an anchor to strings one of which every match of re
+	// from that anchor holds: a candidate holding none is passed over
+	// without running re (a text of "mysql " repeated gave a candidate
+	// of 512 bytes every 6 bytes, each scanned for its -p).
+	need map[string][]string
+	// failedUntil, when set, returns for a candidate start b whose
+	// expression found no match where the next candidate that can match
+	// starts at the earliest: the anchor's occurrences before it are
+	// passed over. A rule whose match from b reads a run of characters
+	// that a later occurrence inside the run reads too sets it.
+	failedUntil func(text string, b int) int
 }
 
 var extraRules = []extraRule{
@@ -361,6 +372,7 @@ var extraRules = []extraRule{
 		re:     regexp.MustCompile(`^(?:` + strings.Join(cliPasswordForms, "|") + `)(?:'([^'\n]+)'|"([^"\n]+)"|([^\s'"]+))`),
 		maxLen: 512,
 		secret: cliPassword,
+		need:   cliPasswordNeeds,
 	},
 	{
 		id:      "contextfold-password-line",
@@ -655,6 +667,11 @@ var extraRules = []extraRule{
 		anchors: []string{"eyJ"},
 		begin:   wordStart,
 		re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`),
+		// An "eyJ" inside the run of the header that failed ends its
+		// header where that one ends, and fails the same way (the runs
+		// hold no '.', so where each part ends is fixed): 1 MiB of
+		// "eyJ-" repeated read the rest of the text from every one.
+		failedUntil: func(text string, b int) int { return base64URLRunEnd(text, b+3) },
 	},
 	{
 		id:      "contextfold-aws-access-key-id",
@@ -825,53 +842,104 @@ func extraFindings(text string) []Finding {
 	var out []Finding
 	for ri, r := range extraRules {
 		last := -1 // candidate starts already tried
+		// covered is the end of the last secret the current anchor gave.
+		covered := 0
+		var need []string // the current anchor's (extraRule.need)
+		failed := 0       // the current anchor's extraRule.failedUntil
+		try := func(p int) {
+			b := r.begin(text, p)
+			if b < 0 || b == last {
+				return
+			}
+			last = b
+			end := len(text)
+			if r.maxLen > 0 && b+r.maxLen < end {
+				end = b + r.maxLen
+			}
+			if r.oneLine {
+				if k := strings.IndexByte(text[b:end], '\n'); k >= 0 {
+					end = b + k + 1
+				}
+			}
+			cand := text[b:end]
+			if need != nil && !containsAny(cand, need) {
+				return
+			}
+			m := r.re.FindStringSubmatchIndex(cand)
+			if m == nil {
+				if r.failedUntil != nil {
+					failed = max(failed, r.failedUntil(text, b))
+				}
+				return
+			}
+			if r.multi != nil {
+				for _, sp := range r.multi(cand, m) {
+					out = append(out, Finding{RuleID: r.id, Start: b + sp[0], End: b + sp[1]})
+				}
+				return
+			}
+			s, e, ok := m[0], m[1], true
+			if r.secret != nil {
+				s, e, ok = r.secret(cand, m)
+			}
+			if ok && e > s {
+				out = append(out, Finding{RuleID: r.id, Start: b + s, End: b + e})
+				covered = max(covered, b+e)
+			}
+		}
 		for _, ak := range as.rule[ri] {
 			// The anchor's occurrences that do not overlap the one taken
 			// before, from the text's start (as strings.Index finds them
 			// one after the other).
-			off := 0
+			n := len(as.lits[ak])
+			need = r.need[as.lits[ak]]
+			off, pending := 0, -1
+			covered, failed = 0, 0
 			for _, p := range h.positions(ak) {
-				if p < off {
+				if p < off || p < failed {
 					continue
 				}
-				off = p + len(as.lits[ak])
-				b := r.begin(text, p)
-				if b < 0 || b == last {
+				off = p + n
+				if extraSkipCovered && p+n < covered {
+					// Inside a secret found from an earlier occurrence
+					// (coveredSkip): only the last such occurrence is
+					// tried, when the secret ends.
+					pending = p
 					continue
 				}
-				last = b
-				end := len(text)
-				if r.maxLen > 0 && b+r.maxLen < end {
-					end = b + r.maxLen
-				}
-				if r.oneLine {
-					if k := strings.IndexByte(text[b:end], '\n'); k >= 0 {
-						end = b + k + 1
+				if pending >= 0 {
+					try(pending)
+					pending = -1
+					if p+n < covered {
+						pending = p
+						continue
 					}
 				}
-				cand := text[b:end]
-				m := r.re.FindStringSubmatchIndex(cand)
-				if m == nil {
-					continue
-				}
-				if r.multi != nil {
-					for _, sp := range r.multi(cand, m) {
-						out = append(out, Finding{RuleID: r.id, Start: b + sp[0], End: b + sp[1]})
-					}
-					continue
-				}
-				s, e, ok := m[0], m[1], true
-				if r.secret != nil {
-					s, e, ok = r.secret(cand, m)
-				}
-				if ok && e > s {
-					out = append(out, Finding{RuleID: r.id, Start: b + s, End: b + e})
-				}
+				try(p)
+			}
+			if pending >= 0 {
+				try(pending)
 			}
 		}
 	}
 	return out
 }
+
+// extraSkipCovered turns on coveredSkip in extraFindings (tests compare
+// with and without).
+var extraSkipCovered = true
+
+// coveredSkip. An anchor occurrence that lies inside a secret the same
+// rule found from an earlier occurrence of that anchor (its end at least
+// one byte past the anchor) is not tried, but the last of such a run is,
+// once the occurrences pass the secret's end: what it finds there is
+// redacted already, or runs on past the secret (a value that ends where
+// the earlier one was cut, a NAME: VALUE whose name ends the earlier
+// value). A text of one anchor repeated, api_key=api_key=… or ya29.ya29.…,
+// gave a secret of up to the rule's maxLen bytes at every occurrence: 1
+// MiB of it took minutes to scrub (the regular expression over 4 KiB per
+// occurrence, then the repeat pass over some 100,000 long values). Real
+// text gives the same findings (TestCoveredSkipSame).
 
 // pemBodyMax bounds the body a private key's END line is looked back over
 // (bytes): an RSA 8192-bit key's is about 6.3 KB.
@@ -1065,7 +1133,7 @@ func envNameStart(text string, p int) int {
 	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
 		b++
 	}
-	if b == j || !maybeSecretName(text[b:j]) {
+	if b == j || !maybeSecretName(text[b:j]) || !secretName(text[b:j]) {
 		return -1
 	}
 	return b
@@ -1189,7 +1257,7 @@ func keyNameStart(text string, p int) int {
 	for b < j && !(text[b] == '_' || text[b] >= 'a' && text[b] <= 'z' || text[b] >= 'A' && text[b] <= 'Z') {
 		b++
 	}
-	if b == j || !maybeSecretName(text[b:j]) {
+	if b == j || !maybeSecretName(text[b:j]) || !secretName(text[b:j]) {
 		return -1
 	}
 	// "--- PASS: TestName (0.01s)" is a test result, not a key; a quoted
@@ -1341,6 +1409,11 @@ func snakeIdentifier(v string) bool {
 // ("a--token" is one word). A longer run of dashes ("x---token") counts
 // from its last two.
 func flagStart(text string, p int) int {
+	if p+3 < len(text) && text[p+2] == '-' && text[p+3] == '-' {
+		// The "--" at p+2 is an anchor too and starts the same candidate:
+		// a run of n dashes is walked once, not n/2 times.
+		return -1
+	}
 	for p+2 < len(text) && text[p+2] == '-' {
 		p++
 	}
@@ -1456,6 +1529,19 @@ var cliPasswordForms = []string{
 	`lftp[^\n;&|]{0,300}?[ \t]-u[ \t]+['"]?[^\s,'"]+,`,
 }
 
+// cliPasswordNeeds are, for each command name of cliPasswordForms but
+// those that name the password themselves (requirepass,
+// ConvertTo-SecureString), the options one of which its forms require.
+var cliPasswordNeeds = map[string][]string{
+	"mysql": {"-p"}, "mariadb": {"-p"}, "sshpass": {"-p"}, "redis-cli": {"-a"},
+	"smbclient": {"-U", "--user="}, "rpcclient": {"-U", "--user="}, "smbmap": {"-U", "--user="},
+	"htpasswd": {"-"}, "zip": {"-P"}, "unzip": {"-P"}, "zipcloak": {"-P"}, "7z": {"-p"},
+	"rar": {"-p", "-hp"}, "unrar": {"-p", "-hp"}, "ssh-keygen": {"-N", "-P"}, "ldap": {"-w"},
+	"openssl": {"passwd", "pass:", "-k"}, "lftp": {"-u"},
+	"sqlcmd": {"-P"}, "bcp": {"-P"}, "osql": {"-P"}, "isql": {"-P"},
+	"rabbitmqctl": {"add_user", "change_password"}, "net": {"/user:"},
+}
+
 // cliPasswordAnchors are the command names of cliPasswordForms.
 var cliPasswordAnchors = []string{"mysql", "mariadb", "sshpass", "redis-cli", "smbclient", "rpcclient", "smbmap",
 	"htpasswd", "zip", "unzip", "zipcloak", "7z", "rar", "unrar", "ssh-keygen", "ldap", "openssl", "ConvertTo-SecureString",
@@ -1517,8 +1603,7 @@ func redisAuthStart(text string, p int) int {
 	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) && text[p-1] != '>' {
 		return -1
 	}
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	line := text[max(ls, p-512):p]
+	line := text[lineOrLimit(text, p, 512):p]
 	if strings.Contains(line, "redis-cli") {
 		return p
 	}
@@ -1672,8 +1757,8 @@ func urlPassword(c string, m []int) (int, int, bool) {
 // '=', '(', '{' or ';' from that name on ("def password():" is code). It
 // returns the line's start, -1 otherwise.
 func labelLineStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if p-ls > 100 || p == ls {
+	ls := lineStartWithin(text, p, 101)
+	if ls < 0 || p-ls > 100 || p == ls {
 		return -1
 	}
 	label := text[ls:p]
@@ -1974,8 +2059,7 @@ func keystoreOptionStart(text string, p int) int {
 	if b == 0 || !isSpaceByte(text[b-1]) {
 		return -1
 	}
-	ls := strings.LastIndexByte(text[:b], '\n') + 1
-	line := text[max(ls, b-1024):b]
+	line := text[lineOrLimit(text, b, 1024):b]
 	if !strings.Contains(line, "keytool") && !strings.Contains(line, "jarsigner") {
 		return -1
 	}
@@ -2069,16 +2153,25 @@ func loginPasswordStart(text string, p int) int {
 		return -1
 	}
 	a := p
-	for a > 0 && p-a < 512 && strings.IndexByte("\n;&|", text[a-1]) < 0 && !escapedLineEnd(text, a) {
+	// An escaped line end ends in 'n' or 'r' and starts with '\\': the
+	// byte at hand rules most positions out before escapedLineEnd reads.
+	for a > 0 && p-a < 512 && !commandLineEnd(text[a-1]) && !((text[a-1] == 'n' || text[a-1] == 'r') && escapedLineEnd(text, a)) {
 		a--
 	}
 	b := p + 2
-	for b < len(text) && b-p < 512 && strings.IndexByte("\n;&|", text[b]) < 0 && !escapedLineEnd(text, min(b+2, len(text))) {
+	for b < len(text) && b-p < 512 && !commandLineEnd(text[b]) && !((text[b] == '\\' || b+2 > len(text)) && escapedLineEnd(text, min(b+2, len(text)))) {
 		b++
 	}
 	line := text[a:b]
-	if !loginOption.MatchString(line) {
+	// Every match of loginOption holds "-u", "-U", "-l" or "login": a
+	// line without them (a text of "-p " repeated) is passed over without
+	// running the expression over its up to 1 KiB.
+	if !strings.Contains(line, "-u") && !strings.Contains(line, "-U") && !strings.Contains(line, "-l") &&
+		!strings.Contains(line, "login") || !loginOption.MatchString(line) {
 		return -1
+	}
+	if head := text[a:p]; !strings.Contains(head, "mysql") && !strings.Contains(head, "mariadb") {
+		return p // no word below can name a MySQL client
 	}
 	for _, w := range strings.Fields(text[a:p]) {
 		// The program's name: after a directory, a quote or an opening
@@ -2090,6 +2183,10 @@ func loginPasswordStart(text string, p int) int {
 	}
 	return p
 }
+
+// commandLineEnd reports whether c ends a command line for
+// loginPasswordStart: a line feed or a shell separator.
+func commandLineEnd(c byte) bool { return c == '\n' || c == ';' || c == '&' || c == '|' }
 
 // escapedLineEnd reports whether a JSON or C escaped line end (\n, \r)
 // ends at p: inside JSON text it ends a command line as a newline does.
@@ -2184,8 +2281,11 @@ func htmlInputStart(text string, p int) int {
 // dockerEnvStart accepts ENV that starts a line (a Dockerfile's
 // instruction, indented or not); -1 otherwise.
 func dockerEnvStart(text string, p int) int {
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if strings.TrimLeft(text[ls:p], " \t") != "" {
+	b := p
+	for b > 0 && (text[b-1] == ' ' || text[b-1] == '\t') {
+		b--
+	}
+	if b > 0 && text[b-1] != '\n' {
 		return -1
 	}
 	return p
@@ -2217,8 +2317,7 @@ func curlCookieStart(text string, p int) int {
 	if p == 0 || text[p-1] != ' ' && text[p-1] != '\t' {
 		return -1
 	}
-	ls := strings.LastIndexByte(text[:p], '\n') + 1
-	if !strings.Contains(text[max(ls, p-512):p], "curl") {
+	if !strings.Contains(text[lineOrLimit(text, p, 512):p], "curl") {
 		return -1
 	}
 	return p
@@ -2244,7 +2343,11 @@ func netrcStart(text string, p int) int {
 	if wordStart(text, p) < 0 || p == 0 || !isSpaceByte(text[p-1]) {
 		return -1
 	}
-	w := strings.Fields(text[max(0, p-512):p])
+	head := text[max(0, p-512):p]
+	if !strings.Contains(head, "machine") && !strings.Contains(head, "default") {
+		return -1 // no word below can end in either
+	}
+	w := strings.Fields(head)
 	for len(w) >= 2 && (w[len(w)-2] == "login" || w[len(w)-2] == "account") {
 		w = w[:len(w)-2]
 	}
@@ -2363,6 +2466,26 @@ func splitName(name string) []string {
 	return strings.FieldsFunc(strings.ToUpper(name), func(r rune) bool {
 		return r == '_' || r == '-' || r == '.'
 	})
+}
+
+// secretName reports whether acceptEnvSecret accepts some value under
+// name: what it asks of the name alone. envNameStart and keyNameStart
+// ask it before their expression reads the value (up to 4 KiB of it: a
+// text of "auth=(" repeated, whose name an upper-case one alone makes a
+// secret, took a minute a MiB).
+func secretName(name string) bool {
+	parts := splitName(name)
+	if len(parts) == 0 {
+		return false
+	}
+	switch last := parts[len(parts)-1]; {
+	case last == "ID":
+		return len(parts) >= 3 && parts[len(parts)-2] == "KEY" && parts[len(parts)-3] == "ACCESS"
+	case last == "AUTH":
+		return len(parts) >= 2 && name == strings.ToUpper(name)
+	default:
+		return isSecretWord(last) || joinedQualifiedKey(last) || last == "KEY"
+	}
 }
 
 // acceptEnvSecret decides whether NAME=value is a secret.
@@ -2555,4 +2678,33 @@ func dockerAuthSecret(c string, m []int) (int, int, bool) {
 		}
 	}
 	return m[2], m[3], true
+}
+
+// lineOrLimit returns the start of the line holding p, or p-limit when
+// the line starts further back: the start of the at most limit bytes of
+// p's line before it. A begin function that reads the line before its
+// anchor looks back this bounded way (a text without line breaks would
+// make every anchor scan it to its start).
+func lineOrLimit(text string, p, limit int) int {
+	lo := max(0, p-limit)
+	return lo + strings.LastIndexByte(text[lo:p], '\n') + 1
+}
+
+// containsAny reports whether s holds one of subs.
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// base64URLRunEnd returns where the run of base64url characters
+// (letters, digits, '-', '_') that starts at i ends.
+func base64URLRunEnd(text string, i int) int {
+	for i < len(text) && (isWordByte(text[i]) || text[i] == '-') {
+		i++
+	}
+	return i
 }
