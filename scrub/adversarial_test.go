@@ -81,6 +81,9 @@ func adversarialCases() []adversarialCase {
 		adversarialCase{rule: "measured", anchor: "password: ", shape: "line", unit: "password: "},
 		adversarialCase{rule: "measured", anchor: "Authorization: Bearer ", shape: "line", unit: "Authorization: Bearer "},
 		adversarialCase{rule: "env-dump", anchor: "API_KEY_n=", shape: "empty", unit: "API_KEY_1=\nTOKEN_2=${TOKEN}\n"},
+		// One value found on every line: gitleaks compares each finding of a
+		// fragment with every other (windowMaxMerged).
+		adversarialCase{rule: "measured", anchor: "TOKEN=value", shape: "nl", unit: "TOKEN=abcd1234efgh\n"},
 		adversarialCase{rule: "query-log", anchor: "?api_key=", shape: "log", unit: "GET /v1/items?api_key=&page=2 200\n"})
 	return cs
 }

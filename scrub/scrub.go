@@ -558,8 +558,17 @@ const (
 	pemMaxBlock   = 64 << 10
 )
 
+// windowMaxMerged bounds a window merged from overlapping ones: past it
+// the next keyword's window starts a window of its own, overlapping the
+// last (each keyword's window is still whole in one window). Gitleaks
+// compares every finding of a fragment with every other (its generic
+// filter) and locates each by the fragment's lines: one fragment of a
+// dense text — 1 MiB of TOKEN=… lines, 55,000 findings — took minutes.
+const windowMaxMerged = 64 << 10
+
 // windows returns the [start, end) byte ranges of text to run gitleaks on,
-// sorted and disjoint.
+// sorted by start; they overlap only where a merged window reached
+// windowMaxMerged.
 func (s *Scrubber) windows(text string) [][2]int {
 	if len(text) <= windowMinText {
 		return [][2]int{{0, len(text)}}
@@ -588,7 +597,7 @@ func (s *Scrubber) windows(text string) [][2]int {
 	sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
 	var out [][2]int
 	for _, w := range ws {
-		if n := len(out); n > 0 && w[0] <= out[n-1][1] {
+		if n := len(out); n > 0 && w[0] <= out[n-1][1] && (w[1]-out[n-1][0] <= windowMaxMerged || w[1] <= out[n-1][1]) {
 			out[n-1][1] = max(out[n-1][1], w[1])
 			continue
 		}
