@@ -3,6 +3,7 @@ package match_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func TestNamedVersionInFocusedLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !containsStep(res.Selected, 6) {
+		if !slices.Contains(steps(res.Selected), 6) {
 			t.Fatalf("seed %d: %q selected %v, want the install log (step 6)", seed, q, steps(res.Selected))
 		}
 		h, err := match.Hydrate(s, 6, q, match.Ranked)
@@ -73,15 +74,6 @@ func TestNamedVersionInFocusedLog(t *testing.T) {
 			t.Errorf("seed %d: %q: the focused install log lacks the result line %q:\n%s", seed, q, want, h.Content)
 		}
 	}
-}
-
-func containsStep(ps []contextfold.ScanPick, step int) bool {
-	for _, p := range ps {
-		if p.StepID == step {
-			return true
-		}
-	}
-	return false
 }
 
 // "link" also looks for "href" (rule "tool and failure names"): a page a
@@ -103,7 +95,7 @@ func TestLinksFindTheAnchors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !containsStep(res.Selected, 3) {
+	if !slices.Contains(steps(res.Selected), 3) {
 		t.Fatalf("%q selected %v (dropped %v), want the fetched page (step 3)", q, steps(res.Selected), steps(res.Dropped))
 	}
 }

@@ -1272,17 +1272,7 @@ func keyNameStart(text string, p int) int {
 // name; it spares the regular expression the many keys (JSON members, log
 // fields) that can never name a secret.
 func maybeSecretName(name string) bool {
-	// A trailing number is no component (DB_PASSWORD_2, as splitName).
-	for {
-		j := len(name)
-		for j > 0 && name[j-1] >= '0' && name[j-1] <= '9' {
-			j--
-		}
-		if j == len(name) || j < 2 || name[j-1] != '_' && name[j-1] != '-' && name[j-1] != '.' {
-			break
-		}
-		name = name[:j-1]
-	}
+	name = unnumbered(name)
 	k := len(name)
 	for k > 0 && name[k-1] != '_' && name[k-1] != '-' && name[k-1] != '.' {
 		k--
@@ -2474,28 +2464,28 @@ var keyQualifiers = map[string]bool{
 }
 
 // splitName returns a name's components, upper case, split at '_', '-'
-// and '.'. Trailing components of digits alone are left out (DB_PASSWORD_2,
-// API_TOKEN_358, KEY_1 are a second password, a numbered token, a
-// numbered key: the name's kind is the component before the number),
-// when another component stays.
+// and '.', its number left out (unnumbered).
 func splitName(name string) []string {
-	parts := strings.FieldsFunc(strings.ToUpper(name), func(r rune) bool {
+	return strings.FieldsFunc(strings.ToUpper(unnumbered(name)), func(r rune) bool {
 		return r == '_' || r == '-' || r == '.'
 	})
-	for len(parts) > 1 && allDigitsName(parts[len(parts)-1]) {
-		parts = parts[:len(parts)-1]
-	}
-	return parts
 }
 
-// allDigitsName reports whether a name component is ASCII digits alone.
-func allDigitsName(c string) bool {
-	for i := 0; i < len(c); i++ {
-		if c[i] < '0' || c[i] > '9' {
-			return false
+// unnumbered returns name without the components of digits alone that end
+// it (DB_PASSWORD_2, API_TOKEN_358, KEY_1 are a second password, a
+// numbered token, a numbered key: the name's kind is the component before
+// the number), as long as something stays before them.
+func unnumbered(name string) string {
+	for {
+		j := len(name)
+		for j > 0 && name[j-1] >= '0' && name[j-1] <= '9' {
+			j--
 		}
+		if j == len(name) || j < 2 || name[j-1] != '_' && name[j-1] != '-' && name[j-1] != '.' {
+			return name
+		}
+		name = name[:j-1]
 	}
-	return c != ""
 }
 
 // secretName reports whether acceptEnvSecret accepts some value under

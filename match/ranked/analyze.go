@@ -382,7 +382,7 @@ func namedVersions(whole, src string, emit func(Term)) {
 			continue
 		}
 		part := whole[start:i]
-		if letter && start > 0 {
+		if letter {
 			if v := leadingVersion(part); v != "" {
 				emit(Term{v, KindCompound, src})
 				shorterVersions(v, src, emit)
