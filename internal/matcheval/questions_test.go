@@ -10,20 +10,21 @@ import (
 // The hand-written end-of-session questions (testdata/endq-questions.jsonl,
 // run by `cfeval questions`, and the held-out set endq-heldout.jsonl and the
 // fresh set endq-fresh.jsonl, the fourth set endq-fourth.jsonl, the fifth
-// set endq-fifth.jsonl, the sixth set endq-sixth.jsonl and the seventh set
-// endq-seventh.jsonl, run by `cfeval questions -q`) stay answerable: every
-// session is a bundled transcript, every answer is text of a turn older than
-// the session's last ten (folded out of the prompt by then), and the output
-// step named holds it. The held-out set uses no session of the first; the
-// fresh, fourth, fifth, sixth and seventh sets, each written apart from the
-// others, cover every bundled session. The fifth, sixth and seventh sets'
-// answers are whole lines of an output turn in the first half of its session.
+// set endq-fifth.jsonl, the sixth set endq-sixth.jsonl, the seventh set
+// endq-seventh.jsonl and the eighth set endq-eighth.jsonl, run by
+// `cfeval questions -q`) stay answerable: every session is a bundled
+// transcript, every answer is text of a turn older than the session's last
+// ten (folded out of the prompt by then), and the output step named holds it.
+// The held-out set uses no session of the first; the fresh, fourth, fifth,
+// sixth, seventh and eighth sets, each written apart from the others, cover
+// every bundled session. The fifth, sixth, seventh and eighth sets' answers
+// are whole lines of an output turn in the first half of its session.
 func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 	tuned := map[string]bool{}
 	for _, f := range []struct {
 		name string
 		min  int
-	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}, {"endq-fifth.jsonl", 70}, {"endq-sixth.jsonl", 70}, {"endq-seventh.jsonl", 70}} {
+	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}, {"endq-fifth.jsonl", 70}, {"endq-sixth.jsonl", 70}, {"endq-seventh.jsonl", 70}, {"endq-eighth.jsonl", 70}} {
 		t.Run(f.name, func(t *testing.T) {
 			qs, err := LoadQuestions(filepath.Join("testdata", f.name))
 			if err != nil {
@@ -40,10 +41,10 @@ func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 				}
 			}
 			checkAnswerable(t, qs)
-			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" || f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" {
+			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" || f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" || f.name == "endq-eighth.jsonl" {
 				checkFreshSet(t, qs)
 			}
-			if f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" {
+			if f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" || f.name == "endq-eighth.jsonl" {
 				checkWholeLineFirstHalf(t, qs)
 			}
 		})
