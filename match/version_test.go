@@ -99,3 +99,32 @@ func TestLinksFindTheAnchors(t *testing.T) {
 		t.Fatalf("%q selected %v (dropped %v), want the fetched page (step 3)", q, steps(res.Selected), steps(res.Dropped))
 	}
 }
+
+// A question names a failure by its kind ("why did it fail?", "what blew
+// up?"); the output that answers it prints "error" ("Configuration error",
+// "make: *** … Error 2"), never "fail" or "blow". Without the aliases the
+// re-runs and the assistant's notes, which say "fail", outrank the failed
+// run (rule "tool and failure names").
+func TestFailuresFindTheError(t *testing.T) {
+	s := newStore(t, "")
+	turns := testgen.New(5).SmallTurns(0, 200)
+	turns[3] = contextfold.Turn{StepID: 3, Summary: "assistant bash $ cd docs && make html: build the documentation", RawContent: "[assistant tool_call bash]\nBuild the documentation.\n```bash\ncd docs && make html\n```"}
+	turns[4] = contextfold.Turn{StepID: 4, Summary: "tool bash $ cd docs && make html [error]: Configuration error:", RawContent: "[tool observation bash]\n<returncode>2</returncode>\nRunning Sphinx v4.1.0\n\nConfiguration error:\nThere is a programmable error in your configuration file:\n  File \"docs/conf.py\", line 65, in <module>\nNameError: name 'os' is not defined\nmake: *** [Makefile:20: html] Error 2\n"}
+	for i := range 28 {
+		step := 20 + 6*i
+		turns[step] = contextfold.Turn{StepID: step, Summary: "assistant bash $ sed -i s/old/new/ docs/example.py && cd docs && make html: check the html again", RawContent: "[assistant tool_call bash]\nThe html build should not fail this time; if the html check fails again I will look at the html template.\n```bash\nsed -i s/old/new/ docs/example.py && cd docs && make html\n```"}
+		turns[step+1] = contextfold.Turn{StepID: step + 1, Summary: "tool bash $ sed -i s/old/new/ docs/example.py && cd docs && make html: Running Sphinx v4.1.0", RawContent: fmt.Sprintf("[tool observation bash]\n<returncode>0</returncode>\nRunning Sphinx v4.1.0\nbuilding [html]: targets for %d source files\n%sbuild succeeded.\nThe HTML pages are in _build/html.\n", i+1, strings.Repeat("reading sources... [100%] index\nwriting output... [100%] index html\n", 40))}
+	}
+	if _, err := s.FoldBatch(turns); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"why did the first make html fail?", "what blew up in the first html build?"} {
+		res, err := match.Scan(s, q, match.Ranked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(steps(res.Selected), 4) {
+			t.Errorf("%q selected %v (dropped %v), want the failed build (step 4)", q, steps(res.Selected), steps(res.Dropped))
+		}
+	}
+}

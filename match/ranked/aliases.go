@@ -32,6 +32,11 @@ var aliasTable = [][2]string{
 	{"permission", "eacces eperm"},
 	{"crash crashed", "panic traceback sigabrt fatal"},
 	{"exception", "traceback"},
+	// A failure is printed as an error ("Configuration error", "make: ***
+	// [html] Error 2", "[error]" on a failed command's output), seldom as
+	// "failed"; "blew up" is how a user says it failed.
+	{"fail failed failing fails failure failures", "error"},
+	{"blow blew blows", "fail error"},
 	{"traceback", "exception"},
 	{"database db", "postgres postgresql mysql sqlite psql"},
 	{"container", "docker podman"},
