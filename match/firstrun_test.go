@@ -137,9 +137,11 @@ func TestFirstRunFirst(t *testing.T) {
 }
 
 // With the rule off, no case's first pick is the first run: a re-run
-// comes first, and the test exercises the rule.
+// comes first, and the test exercises the rule. Rule "the first of its
+// kind" is off too: where the prompt names the runs' program it orders
+// them as well.
 func TestFirstRunFirstFailsWithoutRule(t *testing.T) {
-	withRankedParams(t, func(p *ranked.Params) { p.FirstRunFirst = false })
+	withRankedParams(t, func(p *ranked.Params) { p.FirstRunFirst, p.FirstOfKind = false, false })
 	turns, cases := plantRuns(testgen.New(1007), 1000)
 	s := foldedAgentStore(t, turns)
 	for _, c := range cases {

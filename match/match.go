@@ -367,6 +367,9 @@ func ScanBefore(s *contextfold.Store, prompt string, mode Mode, before int) (*co
 	if params.FirstRunFirst && params.FirstAsks && ranked.AsksFirst(prompt) {
 		picks = firstRunFirst(picks)
 	}
+	if params.FirstOfKind && params.FirstAsks && ranked.AsksFirst(prompt) {
+		picks = firstOfKind(picks, prompt)
+	}
 	if params.CallOutput {
 		picks = withOutputs(picks, r.Outputs, r.CallOutputs)
 	}

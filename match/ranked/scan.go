@@ -282,6 +282,17 @@ type Params struct {
 	// checked (hits 37 → 38, output first 14 as before); probes and
 	// corpus unchanged.
 	FirstRunFirst bool
+	// FirstOfKind: rule "the first of its kind" (package match,
+	// firstOfKind). With FirstAsks on, a prompt that asks for the first
+	// (AsksFirst) and names a program ("the first curl", "the first make
+	// html", "the first repro run") gets the picks that run it, calls and
+	// outputs alike, oldest first, in the places they held. Ordering only;
+	// chat turns run no command and are never moved. Measured
+	// (docs/matching.md, "The first of its kind"): 4 more answers over the
+	// eight end-of-session sets read, none lost, tokens unchanged; the
+	// ninth (untouched) 68 / 71 either way; probes, corpus and LoCoMo
+	// unchanged.
+	FirstOfKind bool
 	// RerunCall: with Rerun, a tool output whose summary names no command
 	// (Claude Code's Read, Grep, Edit: "tool Read: 1 services:") takes its
 	// call node's tool name and arguments for its command (callOf,
@@ -408,7 +419,7 @@ const maxBelow = 8
 func DefaultParams() Params {
 	return Params{Answer: 0.8, Asker: 0.6, K1: 1.2, B: 0.5, MaxLenRatio: 6, Neighbour: 0.3, Covered: 0.5, Ratio: 0.3, Floor: 1.2, MinShare: 0.3, UnknownWord: 0.3,
 		Supersede: true, MaxTerms: 64, Candidates: 64, Common: 0.3, FindCommon: 0.1, Context1: 0.3, Context2: 0.3, CoverShare: 0.6, When: 0.3, Speaker: 0.2, Near: 0.7, Delta: 0.5, FocusOver: 4, FocusAgentOver: 2, SkipLabel: true,
-		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true, OutputFirst: true, FirstRunFirst: true,
+		ChatOwn: true, AnswerType: 0.3, Typo: 0.6, FirstAsks: true, TypoWords: true, Rerun: true, OutputFirst: true, FirstRunFirst: true, FirstOfKind: true,
 		CallOutput: true, RerunBeside: true}
 }
 
