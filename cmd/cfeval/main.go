@@ -40,7 +40,7 @@ func main() {
 	noisyParts := fs.String("noisy-parts", "", "locomo -noisy: only these parts, comma-separated (handles,filler,typos,abbrev; default all; threads: another conversation's turns interleaved, only by name)")
 	dir := fs.String("dir", "ingest/testdata/transcripts", "directory of agent transcripts (probes)")
 	per := fs.Int("per", 0, "corpus: probes per session (0: all)")
-	qfile := fs.String("q", "internal/matcheval/testdata/endq-questions.jsonl", "questions: JSON-lines file of hand-written end-of-session questions (matcheval.Question), sessions relative to -dir")
+	qfile := fs.String("q", "internal/matcheval/testdata/endq-questions.jsonl", "questions: JSON-lines file of hand-written end-of-session questions (matcheval.Question), sessions relative to -dir; a glob (quoted: 'internal/matcheval/testdata/endq-*.jsonl') runs every set it matches and adds their total")
 	verbose := fs.Bool("v", false, "print every probe that misses")
 	qtypos := fs.Bool("typos", false, "questions: misspell one plain word of each question by one edit (matcheval.MisspellQuestions)")
 	paramJSON := fs.String("params", "", `ranked scorer constants to override, as JSON (e.g. {"Ratio":0.2}); default ranked.DefaultParams()`)
@@ -102,18 +102,32 @@ func main() {
 		}
 		fmt.Print(rep.Format(*verbose))
 	case "questions":
-		qs, err := matcheval.LoadQuestions(*qfile)
-		if err != nil {
-			fail(err)
+		files, err := filepath.Glob(*qfile)
+		if err != nil || len(files) == 0 {
+			files = []string{*qfile} // LoadQuestions names the problem
 		}
-		if *qtypos {
-			qs = matcheval.MisspellQuestions(qs)
+		var all []matcheval.QuestionResult
+		for _, f := range files {
+			qs, err := matcheval.LoadQuestions(f)
+			if err != nil {
+				fail(err)
+			}
+			if *qtypos {
+				qs = matcheval.MisspellQuestions(qs)
+			}
+			rs, err := matcheval.RunQuestions(qs, *dir, tmp)
+			if err != nil {
+				fail(err)
+			}
+			if len(files) > 1 {
+				fmt.Printf("## %s\n\n", f)
+			}
+			fmt.Print(matcheval.FormatQuestions(rs, *verbose))
+			all = append(all, rs...)
 		}
-		rs, err := matcheval.RunQuestions(qs, *dir, tmp)
-		if err != nil {
-			fail(err)
+		if len(files) > 1 {
+			fmt.Printf("## all %d sets\n\n%s", len(files), matcheval.FormatQuestionsTotal(all))
 		}
-		fmt.Print(matcheval.FormatQuestions(rs, *verbose))
 	default:
 		fmt.Fprintln(os.Stderr, "usage: cfeval locomo|probes|corpus|paired|questions [flags]")
 		os.Exit(1)

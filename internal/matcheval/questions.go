@@ -214,6 +214,22 @@ func missCause(holders []int, focusedAway bool, ex *match.Explain) string {
 	return "not ranked"
 }
 
+// FormatQuestionsTotal renders the summary line of FormatQuestions alone:
+// the results of several sets together (cfeval questions -q with a glob).
+func FormatQuestionsTotal(rs []QuestionResult) string {
+	var all tally
+	for _, r := range rs {
+		all.add(r)
+	}
+	return all.summary()
+}
+
+// summary is FormatQuestions' first line for the results t counts.
+func (t *tally) summary() string {
+	return fmt.Sprintf("end-of-session questions: %d, answer line hydrated %d (%.1f %%), output first %d / %d, %.0f tokens a question\n",
+		t.n, t.hits, 100*float64(t.hits)/float64(max(1, t.n)), t.out, t.outOf, float64(t.tokens)/float64(max(1, t.n)))
+}
+
 // FormatQuestions renders the results: hits per class and per session, the
 // output-first rate, and every miss with its cause.
 func FormatQuestions(rs []QuestionResult, verbose bool) string {
@@ -233,8 +249,7 @@ func FormatQuestions(rs []QuestionResult, verbose bool) string {
 		add(bySession, r.Session, r)
 		all.add(r)
 	}
-	fmt.Fprintf(&b, "end-of-session questions: %d, answer line hydrated %d (%.1f %%), output first %d / %d, %.0f tokens a question\n",
-		all.n, all.hits, 100*float64(all.hits)/float64(max(1, all.n)), all.out, all.outOf, float64(all.tokens)/float64(max(1, all.n)))
+	b.WriteString(all.summary())
 	table := func(title string, m map[string]*tally) {
 		var keys []string
 		for k := range m {
