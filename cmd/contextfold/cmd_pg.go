@@ -74,7 +74,7 @@ for byte. DIR must not exist or be empty. The store is not changed.`,
 				return err
 			}
 			if g.jsonOut {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": s.Dir(), "to": to, "nodes": st.Total})
+				return g.writeOut(cmd.OutOrStdout(), "", map[string]any{"store": s.Dir(), "to": to, "nodes": st.Total})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %d indexed nodes of %s to %s\n", st.Total, s.Dir(), to)
 			return nil

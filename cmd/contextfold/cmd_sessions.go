@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +59,7 @@ func addSessionFlag(c *cobra.Command) {
 	} else if sessionCommands[c.Name()](c) {
 		usage = "change the store of " + where + ": its whole id as contextfold sessions lists it (a command that writes takes no prefix)"
 	}
-	c.Flags().String("session", "", usage)
+	c.Flags().String("session", "", usage+`; --json output names it first, "session": {"id", "source", "dir"}`)
 }
 
 // pickSession, run before every command, makes the store of a command of
@@ -120,6 +122,7 @@ func (g *globals) pickSession(cmd *cobra.Command) error {
 		fmt.Fprintf(stderr, "contextfold: note: --session %s is the hooks' session; the proxy's session of the same name is %s (--session %s)\n", m.ID, strings.Join(alike, ", "), alike[len(alike)-1])
 	}
 	g.dir, g.store = m.Dir, ""
+	g.picked = &m.Session
 	return nil
 }
 
@@ -189,6 +192,7 @@ func (g *globals) onlySession(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: %s is a directory of session stores with one session, %s: reading its store %s\n", set.Root(), ss[0].ID, ss[0].Dir)
 	g.dir, g.store = ss[0].Dir, ""
+	g.picked = &ss[0]
 	return nil
 }
 
@@ -418,4 +422,73 @@ func errText(err error) string {
 		return n + ": " + err.Error()
 	}
 	return err.Error()
+}
+
+// SessionField is the key under which the --json output of a command run on
+// one session of a directory of session stores (--session, or the
+// directory's only session) names that session: {"id", "source", "dir"}.
+const SessionField = "session"
+
+// sessionJSON is the value of SessionField.
+type sessionJSON struct {
+	// ID is the session's whole id as contextfold sessions lists it
+	// (whatever --session gave: a prefix, a proxy session's name alone).
+	ID string `json:"id"`
+	// Source is where the store came from: hooks, proxy or store.
+	Source string `json:"source"`
+	// Dir is the session's store directory (absolute).
+	Dir string `json:"dir"`
+}
+
+// writeOut prints v as writeJSON does. When the store is a session picked
+// from a directory of session stores (globals.picked), the output names it
+// first, under SessionField: an object gains that key before its own; any
+// other value (an array: steps, recall) is wrapped as {"session": …, key:
+// v}. Without a picked session the output is writeJSON's, byte for byte.
+func (g *globals) writeOut(w io.Writer, key string, v any) error {
+	if g.picked == nil {
+		return writeJSON(w, v)
+	}
+	enc := func(x any, prefix string) ([]byte, error) {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		e.SetIndent(prefix, "  ")
+		if err := e.Encode(x); err != nil {
+			return nil, err
+		}
+		return bytes.TrimRight(b.Bytes(), "\n"), nil
+	}
+	sess, err := enc(sessionJSON{ID: g.picked.ID, Source: g.picked.Source, Dir: g.picked.Dir}, "  ")
+	if err != nil {
+		return err
+	}
+	body, err := enc(v, "")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n  \"" + SessionField + "\": ")
+	b.Write(sess)
+	switch {
+	case string(body) == "{}":
+		b.WriteString("\n}\n")
+	case bytes.HasPrefix(body, []byte("{\n")):
+		// The object's own keys follow, at the same level.
+		b.WriteString(",\n")
+		b.Write(body[2:])
+		b.WriteString("\n")
+	default:
+		if body, err = enc(v, "  "); err != nil {
+			return err
+		}
+		k, _ := json.Marshal(key)
+		b.WriteString(",\n  ")
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(body)
+		b.WriteString("\n}\n")
+	}
+	_, err = w.Write(b.Bytes())
+	return err
 }
