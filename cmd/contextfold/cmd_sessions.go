@@ -78,37 +78,64 @@ func (g *globals) pickSession(cmd *cobra.Command) error {
 		return nil
 	}
 	id := f.Value.String()
-	if id == "" {
-		return usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
-	}
-	if g.storeURL() != "" {
+	if id != "" && g.storeURL() != "" {
 		return usagef("--session %s: the store is a PostgreSQL session (--store or $%s); pick its session with ?session=NAME in the URL instead (the sessions: contextfold sessions)", id, EnvStore)
 	}
-	dir := g.storeDir()
+	m, err := g.resolveSession(cmd, g.storeDir(), "--dir", id, writesNow(cmd))
+	if err != nil {
+		return err
+	}
+	g.dir, g.store = m.Dir, ""
+	g.picked = &m.Session
+	return nil
+}
+
+// resolveSession resolves --session id in dir, the directory of session
+// stores that flag (--dir, or import's DIR argument) names, for command
+// cmd (sessiondir.Resolve: a session's whole id, a proxy session's name
+// alone, or a unique start of an id); write says the command changes
+// what it picks (or writes what it picks into a store that cannot be
+// emptied again: import), and then only the whole id is taken. A start of
+// an id, a proxy session's name alone, and a hooks session whose id is
+// also a proxy session's name are named in a note on stderr. Refused:
+// an empty id, dir a store or holding no session store, an unknown or
+// ambiguous id (*sessiondir.AmbiguousError, wrapped).
+func (g *globals) resolveSession(cmd *cobra.Command, dir, flag, id string, write bool) (sessiondir.Match, error) {
+	if id == "" {
+		return sessiondir.Match{}, usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
 	}
 	if sessiondir.IsStore(dir) {
-		return usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to read it, or give --dir the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs)
+		return sessiondir.Match{}, usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to read it, or give %s the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs, flag)
 	}
 	ss, err := sessiondir.Find(abs)
 	if err != nil {
-		return err
+		return sessiondir.Match{}, err
 	}
 	if len(ss) == 0 {
 		why := "holds no session store yet (the hooks' Stop and the proxy's first fold event write them)"
 		if _, err := os.Stat(dir); err != nil {
 			why = "does not exist"
 		}
-		return usagef("--session %s: %s %s; %s", id, abs, why, g.storeHint())
+		hint := g.storeHint()
+		if flag != "--dir" {
+			hint = "check " + flag
+		}
+		return sessiondir.Match{}, usagef("--session %s: %s %s; %s", id, abs, why, hint)
 	}
 	m, err := sessiondir.Resolve(abs, ss, id)
 	if err != nil {
-		return fmt.Errorf("--session: %w", err)
+		return sessiondir.Match{}, fmt.Errorf("--session: %w", err)
 	}
-	if writesNow(cmd) && m.How != sessiondir.ByID {
-		return usagef("--session %s: %s changes the session's store, so it takes the session's whole id as contextfold sessions lists it, not the start of one or a proxy session's name alone; here: --session %s (%s session, store %s)", id, cmd.CommandPath(), m.ID, m.Source, m.Dir)
+	if write && m.How != sessiondir.ByID {
+		what := "changes the session's store"
+		if cmd.Name() == "import" {
+			what = "writes the session into a database session that no command empties again"
+		}
+		return sessiondir.Match{}, usagef("--session %s: %s %s, so it takes the session's whole id as contextfold sessions lists it, not the start of one or a proxy session's name alone; here: --session %s (%s session, store %s)", id, cmd.CommandPath(), what, m.ID, m.Source, m.Dir)
 	}
 	stderr := cmd.ErrOrStderr()
 	if m.How != sessiondir.ByID {
@@ -121,9 +148,7 @@ func (g *globals) pickSession(cmd *cobra.Command) error {
 		}
 		fmt.Fprintf(stderr, "contextfold: note: --session %s is the hooks' session; the proxy's session of the same name is %s (--session %s)\n", m.ID, strings.Join(alike, ", "), alike[len(alike)-1])
 	}
-	g.dir, g.store = m.Dir, ""
-	g.picked = &m.Session
-	return nil
+	return m, nil
 }
 
 // pickOneError is the error of a command of sessionCommands run on a
