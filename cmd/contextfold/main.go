@@ -176,8 +176,9 @@ The read-only ones read the directory's only session without it. Their
 --json output then names the session read, first: "session": {"id",
 "source", "dir"} (an array, as steps and recall print, is wrapped:
 {"session": …, "steps": […]}); given --dir or --store a store, it is as
-before. fold and ingest write into a store, not into a directory of them:
-give --dir a session's store.`,
+before. ingest makes a transcript a session of such a directory
+(sessions/<id>, the id the transcript's or --session's); fold writes into a
+store, not into a directory of them: give --dir a session's store.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",
@@ -365,7 +366,8 @@ func (g *globals) openStore() (*contextfold.Store, error) {
 }
 
 // openStoreToWrite is openStore for a command that folds into the store
-// (fold, ingest): a directory store that is a directory of session stores
+// (fold; ingest when no session is its target: ingestTarget): a directory
+// store that is a directory of session stores
 // (a project's .contextfold holding the hooks' sessions/, the proxy's
 // --dir) is refused, naming a session's store to give as --dir. Folding
 // there would make the directory a store of its own, which hides every

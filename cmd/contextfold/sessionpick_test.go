@@ -100,8 +100,9 @@ func sendLedgerConversation(t *testing.T, addr, session string) {
 // ambiguous prefix is refused naming each candidate with its source (and
 // under --json as "candidates"); so are an unknown id and --session on a
 // store. The commands that write (evict, compact, repair --apply) take the
-// whole id only; fold and ingest refuse the directory instead of making it
-// a store that hides every session. The readers change no byte.
+// whole id only; fold refuses the directory instead of making it a store
+// that hides every session, and ingest makes the transcript a session of
+// it. The readers change no byte.
 //
 // Before: status, steps, validate, scrub-check, ui, export and repair
 // refused --session ("reads one store, so --session does not pick one
@@ -279,18 +280,19 @@ func TestSessionByNameOnEveryCommand(t *testing.T) {
 	if out, errs, code := run("compact", "--session", b, "--json"); code != 0 || out != "{\n  \"session\": {\n    \"id\": \""+b+"\",\n    \"source\": \"hooks\",\n    \"dir\": \""+bStore+"\"\n  },\n  \"compacted\": false\n}\n" {
 		t.Errorf("compact --session --json: %d %q %q", code, out, errs)
 	}
-	// fold and ingest do not make the directory a store.
+	// fold does not make the directory a store; ingest makes the
+	// transcript a session of it (TestIngestIntoSessionDirectory).
 	if _, errs, code := run("fold", "99", "a turn", "--session", b); code != 1 || !strings.Contains(errs, "contextfold fold folds into one store and does not pick a session") {
 		t.Errorf("fold in the project: %d %q", code, errs)
 	}
-	if _, errs, code := run("ingest", tr); code != 1 || !strings.Contains(errs, "contextfold ingest folds into one store") {
-		t.Errorf("ingest in the project: %d %q", code, errs)
+	if out, errs, code := run("ingest", tr); code != 0 || !strings.Contains(out, "into "+filepath.Join(root, "sessions", "5f1c2a9e-3b7d-4c1e-9a52-0d6e8b7f4a21")+"\n") {
+		t.Errorf("ingest in the project: %d %q %q", code, out, errs)
 	}
 	if isStore(root) {
 		t.Fatal("fold or ingest made .contextfold a store")
 	}
-	if out, _, _ := run("sessions", "--json"); strings.Count(out, `"session":`) != 4 {
-		t.Errorf("sessions after the refused writes: %s", out)
+	if out, _, _ := run("sessions", "--json"); strings.Count(out, `"session":`) != 5 {
+		t.Errorf("sessions after the refused fold and the ingest: %s", out)
 	}
 }
 
