@@ -60,39 +60,53 @@ func addSessionTools(ms *mcp.Server, set *sessiondir.Set) {
 	s := &sessionsServer{set: set, mcp: ms}
 	s.sc, _ = scrub.New() // nil only if gitleaks' built-in rules fail to load: echoes are then withheld
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
+	served := sessionsServed
+	if p, ok := set.Pinned(); ok {
+		served = fmt.Sprintf(pinnedServed, p.ID, p.Source)
+	}
 	addTool(ms, &mcp.Tool{
 		Name:        ToolSessions,
 		Title:       "List the archived sessions",
 		Annotations: readOnly,
-		Description: `List the sessions whose archives this server reads, newest first: each session's id (pass it as session to the other tools), where it comes from (source: hooks for the Claude Code hooks, proxy for the contextfold proxy, store for any other store in the directory), its store directory, how many turns it archived, and when its first and last turns were archived. A session whose store cannot be read is listed last with its error.`,
+		Description: `List the sessions whose archives this server reads, newest first: each session's id (pass it as session to the other tools; they also take the first characters of one id alone, or a proxy session's name alone), where it comes from (source: hooks for the Claude Code hooks, proxy for the contextfold proxy, store for any other store in the directory), its store directory, how many turns it archived, and when its first and last turns were archived. A session whose store cannot be read is listed last with its error.`,
 	}, s.list)
 	addTool(ms, &mcp.Tool{
 		Name:        ToolRecall,
 		Title:       "Recall archived turns (one session or all)",
 		Annotations: readOnly,
 		Description: `Search the archives of earlier sessions (folded tool output, logs, diffs) for a keyword query and return ranked candidates, each with the session it comes from and a status label within that session ("latest_chronological" is the session's current fact, "superseded" and "historical" older versions of it, "related" a partial match).
-Without session every session is searched: candidates by score, then the newest session first (at most 20 unless limit says otherwise). Use the session and step_id with fetch_archived_node to read the content.` + sessionsServed,
+Without session every session is searched: candidates by score, then the newest session first (at most 20 unless limit says otherwise). ` + sessionAccepted + ` Use the session and step_id with fetch_archived_node to read the content.` + served,
 	}, s.recall)
 	addTool(ms, &mcp.Tool{
 		Name:        ToolScan,
 		Title:       "Scan a prompt against the archives",
 		Annotations: readOnly,
 		Description: `Match a prompt against the archives the way contextfold does before each turn (the ranked matcher by default, match "exact" for the IPCF reference's set cover), and say what would be hydrated and why (matched terms, token cost) within one turn's token budget.
-Without session every session is scanned: the picks of all sessions by score, then the newest session first, admitted within the smallest per-turn budget of the sessions. Each pick names its session; fetch it with fetch_archived_node.` + sessionsServed,
+Without session every session is scanned: the picks of all sessions by score, then the newest session first, admitted within the smallest per-turn budget of the sessions. ` + sessionAccepted + ` Each pick names its session; fetch it with fetch_archived_node.` + served,
 	}, s.scan)
 	addTool(ms, &mcp.Tool{
 		Name:        ToolFetch,
 		Title:       "Fetch an archived turn (verified)",
 		Annotations: readOnly,
 		Description: `Read the content of one archived turn of a session by step_id (or by its sha256 hash). The stored bytes are verified against their SHA-256 hashes before anything is returned; a node that fails verification is refused with IntegrityCheckError and no content.
-session is required when there is more than one session. Content is capped per call (the session store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.` + sessionsServed,
+session is required when there is more than one session. ` + sessionAccepted + ` Content is capped per call (the session store's per-call token cap); when truncated is true, call again with offset = next_offset to read on.` + served,
 	}, s.fetch)
 }
+
+// sessionAccepted says, in the descriptions of the tools that take a
+// session, what the argument accepts: what sessiondir.Resolve resolves,
+// as the command line's --session does.
+const sessionAccepted = `session takes a session's id as list_sessions or a recall or scan result gives it, the first characters of one id alone (e.g. "0d7c9" for a UUID "0d7c9e55-…"; a start several ids share is refused with BadArgument naming them), or a proxy session's name alone ("s-4e1f0c3a9b", as its log prints it, for its only store "s-4e1f0c3a9b/g1"); the result names the session by its whole id.`
+
+// pinnedServed ends the descriptions of recall_archived_nodes, scan_prompt
+// and fetch_archived_node over a set restricted to one session (mcp
+// --session): its id and source.
+const pinnedServed = "\nServed here: one session, %s (%s), of a directory of session stores, read-only; no session argument is needed."
 
 // SessionArg names the session of a tool call over a directory of session
 // stores.
 type SessionArg struct {
-	Session string `json:"session,omitempty" jsonschema:"the session id from list_sessions (or from a recall or scan result); absent: every session (recall, scan) or the only one (fetch)"`
+	Session string `json:"session,omitempty" jsonschema:"which session: its id from list_sessions (or from a recall or scan result), the first characters of one id alone (a start several ids share is refused, naming them), or a proxy session's name alone (s-…, without /g<N>, for its only store); absent: every session (recall, scan) or the only one (fetch)"`
 }
 
 // SessionRecallArgs are the arguments of recall_archived_nodes over a
@@ -164,6 +178,25 @@ type SessionRecallResult struct {
 	Omitted        int                      `json:"omitted,omitempty" jsonschema:"candidates left out by limit"`
 	Sessions       int                      `json:"sessions_searched" jsonschema:"sessions searched"`
 	FailedSessions []FailedSession          `json:"failed_sessions,omitempty" jsonschema:"sessions whose store could not be read (not searched)"`
+	Read
+}
+
+// Read names the one session a recall or scan read, when its session
+// argument named one: whatever start of an id or proxy session's name
+// was given, the session's whole id, source and store.
+type Read struct {
+	Session string `json:"session,omitempty" jsonschema:"the session read, by its whole id, when session named one (absent when every session was searched)"`
+	Source  string `json:"source,omitempty" jsonschema:"hooks, proxy or store (list_sessions), when session named one"`
+	Store   string `json:"store,omitempty" jsonschema:"the session's store directory, when session named one"`
+}
+
+// read is the Read of a search: the session its session argument named
+// (sessiondir.Searched.Named), none for a search of every session.
+func read(sr sessiondir.Searched) Read {
+	if sr.Named.Dir == "" {
+		return Read{}
+	}
+	return Read{Session: sr.Named.ID, Source: sr.Named.Source, Store: sr.Named.Dir}
 }
 
 // SessionScanPick is a scan pick with its session.
@@ -183,6 +216,7 @@ type SessionScanResult struct {
 	UsedTokens     float64           `json:"used_tokens"`
 	Sessions       int               `json:"sessions_searched"`
 	FailedSessions []FailedSession   `json:"failed_sessions,omitempty"`
+	Read
 }
 
 // SessionFetchResult is the result of fetch_archived_node over a directory
@@ -253,7 +287,7 @@ func (s *sessionsServer) recall(_ context.Context, _ *mcp.CallToolRequest, a Ses
 		return nil, SessionRecallResult{}, setError(err)
 	}
 	res := SessionRecallResult{Query: echoQuery(s.sc, a.Query), Terms: nonNil(echoTerms(s.sc, a.Query, contextfold.RecallTerms(a.Query))),
-		Candidates: []SessionRecallCandidate{}, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures)}
+		Candidates: []SessionRecallCandidate{}, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures), Read: read(sr)}
 	for _, h := range hits {
 		if limit > 0 && len(res.Candidates) == limit {
 			res.Omitted++
@@ -279,7 +313,7 @@ func (s *sessionsServer) scan(ctx context.Context, req *mcp.CallToolRequest, a S
 		return nil, SessionScanResult{}, setError(err)
 	}
 	res := SessionScanResult{QueryTerms: nonNil(echoTerms(s.sc, a.Prompt, r.QueryTerms)), Selected: []SessionScanPick{}, Dropped: []SessionScanPick{},
-		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures)}
+		BudgetTokens: r.BudgetTokens, UsedTokens: r.UsedTokens, Sessions: sr.Sessions, FailedSessions: failed(sr.Failures), Read: read(sr)}
 	for i, p := range r.Selected {
 		res.Selected = append(res.Selected, SessionScanPick{p.ID, p.Source, pick(p.ScanPick, selectedWhy(i, p.ScanPick))})
 	}
@@ -292,7 +326,7 @@ func (s *sessionsServer) scan(ctx context.Context, req *mcp.CallToolRequest, a S
 func (s *sessionsServer) fetch(ctx context.Context, req *mcp.CallToolRequest, a SessionFetchArgs) (*mcp.CallToolResult, SessionFetchResult, error) {
 	id := a.Session
 	if id == "" {
-		ss, err := sessiondir.Find(s.set.Root())
+		ss, err := s.set.Find()
 		if err != nil {
 			return nil, SessionFetchResult{}, toolError(err)
 		}

@@ -302,10 +302,20 @@ func TestCLIOverSessionStores(t *testing.T) {
 		t.Errorf("scan across sessions: %d %s", code, out)
 	}
 
-	// --session: that store alone, as --dir with its store.
+	// --session: that store alone, as --dir with its store; the JSON
+	// names the session read.
 	one, _, code := run("recall", "--dir", root, "--session", "demo", "--json", "PostgreSQL", "port")
 	direct, _, code2 := run("recall", "--dir", filepath.Join(root, "sessions", "demo"), "--json", "PostgreSQL", "port")
-	if code != 0 || code2 != 0 || one != direct {
+	var picked struct {
+		Session    struct{ ID, Source, Dir string } `json:"session"`
+		Candidates json.RawMessage                  `json:"candidates"`
+	}
+	var plain bytes.Buffer
+	if err := json.Unmarshal([]byte(one), &picked); err == nil {
+		json.Indent(&plain, picked.Candidates, "", "  ")
+		plain.WriteString("\n")
+	}
+	if code != 0 || code2 != 0 || plain.String() != direct || picked.Session.ID != "demo" || picked.Session.Dir != filepath.Join(root, "sessions", "demo") {
 		t.Errorf("recall --session demo differs from --dir of its store:\n%s\n%s", one, direct)
 	}
 	out, _, code = run("hydrate", "342", "--dir", root, "--session", "demo", "--json")

@@ -64,7 +64,7 @@ type ingestReport struct {
 }
 
 func newIngestCmd(g *globals) *cobra.Command {
-	var format string
+	var format, session string
 	var minTokens, maxTurns int
 	var maxRecord int64
 	c := &cobra.Command{
@@ -114,11 +114,28 @@ is refused with nothing written:
                         size. -1: no limit.
 
 A turn's payload is at most 64 MiB, whatever the limits; a larger one refuses
-the ingest before anything is written.`,
+the ingest before anything is written.
+
+When --dir is a directory of session stores (a project's .contextfold of the
+Claude Code hooks, its sessions/, the proxy's --dir), or --session is given,
+the transcript becomes one session of it, laid out as the hooks lay theirs:
+sessions/<id> in the hooks' directory (where the Stop hook of that session
+folds too: the same step ids and bytes, so it finds them indexed), <dir>/<id>
+beside the proxy's sessions. The id is --session ID, else the transcript's
+own session id (a Claude Code session's UUID); a transcript that names none
+(an OpenAI message list, an Aider history) needs --session. --session takes
+an existing session's whole id (the transcript's new turns are added to it)
+or a new id of letters, digits, '-', '_' and '.'; the start of an id or a
+proxy session's name alone is refused (a write takes no prefix). The output
+names the session (--json: "session": {"id", "source", "dir"}); contextfold
+sessions lists it. An empty or missing --dir is made a store of its own, as
+before.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
   contextfold --dir /tmp/s ingest messages.json --json
-  zcat session.jsonl.gz | contextfold ingest -`,
+  zcat session.jsonl.gz | contextfold ingest -
+  contextfold ingest ~/.claude/projects/p/5f1c2a9e-….jsonl          # in a project with the hooks: .contextfold/sessions/5f1c2a9e-…
+  contextfold ingest messages.json --session old-chat --dir .contextfold`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := ingest.ParseFormat(format)
@@ -200,7 +217,16 @@ the ingest before anything is written.`,
 			if all == 0 {
 				return usagef("%s: the %s transcript holds no turns (%d messages read); nothing was written: check that PATH is the session's transcript", name, res.Format, res.Messages)
 			}
-			s, err := g.openStoreToWrite(cmd)
+			target, err := g.ingestTarget(cmd, session, cmd.Flags().Changed("session"), turns)
+			if err != nil {
+				return err
+			}
+			var s *contextfold.Store
+			if target != nil {
+				s, err = contextfold.Open(target.Dir, g.storeOptions())
+			} else {
+				s, err = g.openStoreToWrite(cmd)
+			}
 			if err != nil {
 				return err
 			}
@@ -248,11 +274,21 @@ the ingest before anything is written.`,
 					rep.NothingFolded = "no_turns"
 				}
 			}
+			if target != nil {
+				g.picked = ingestedSession(target)
+			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				return writeJSON(out, rep)
+				return g.writeOut(out, "", rep)
 			}
 			fmt.Fprintf(out, "ingested %s (%s) into %s\n", path, rep.Format, rep.Store)
+			if target != nil {
+				how := "a new session of " + target.Root
+				if !target.New {
+					how = "a session of " + target.Root + " already"
+				}
+				fmt.Fprintf(out, "  session            %s (%s, named by %s; contextfold sessions --dir %s lists it)\n", g.picked.ID, how, target.From, shellQuote(target.Root))
+			}
 			fmt.Fprintf(out, "  messages read      %d\n  turns              %d\n  folded now         %d\n  already indexed    %d\n",
 				rep.Messages, rep.Turns, rep.Folded, rep.AlreadyIndexed)
 			if minTokens > 0 {
@@ -280,6 +316,7 @@ the ingest before anything is written.`,
 			return nil
 		},
 	}
+	c.Flags().StringVar(&session, "session", "", "when --dir is a directory of session stores (a project's .contextfold, the proxy's --dir): the session to fold into, an existing one by its whole id as contextfold sessions lists it, or a new id (letters, digits, '-', '_', '.'; default: the transcript's own session id)")
 	c.Flags().StringVar(&format, "format", "auto", "input format: auto, claude-code, openai, anthropic, swe-agent, mini-swe-agent, openhands, aider")
 	c.Flags().IntVar(&minTokens, "min-tokens", 0, "fold only turns whose payload is at least this many tokens")
 	c.Flags().IntVar(&maxTurns, "max-turns", DefaultMaxIngestTurns, "most turns one ingest folds (more: refused as soon as the parse reaches one more, nothing written; -1: no limit)")

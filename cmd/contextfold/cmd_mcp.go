@@ -27,7 +27,7 @@ import (
 func init() { commands = append(commands, newMCPCmd) }
 
 func newMCPCmd(g *globals) *cobra.Command {
-	var httpAddr string
+	var httpAddr, only string
 	var quiet, sessions bool
 	var maxFrame int
 	var bodyTimeout time.Duration
@@ -69,11 +69,25 @@ its session stores, and still not a store), then, from the next call, as the
 proxy's sessions (tools/list_changed is sent). --sessions serves any
 directory so; --sessions=false serves it as one store (fold_turn folds into
 it), and is refused when it holds session stores.
+
+A tool's session argument takes what every command's --session takes: a
+session's id as list_sessions gives it, the first characters of one id
+alone (a start several ids share is refused, naming them), or a proxy
+session's name alone (s-…) for its only store; recall and scan given one
+name the session read (session, source, store).
+
+--session ID serves one session of that directory alone, read-only (ID as
+above, resolved once, at start; stderr names the session and its store):
+list_sessions lists it, recall_archived_nodes, scan_prompt and
+fetch_archived_node read it without a session argument. To serve one
+session's store with fold_turn and the other tools, give that store as
+--dir instead.
 See docs/mcp-and-hooks.md for host configuration.`,
 		Example: `  contextfold mcp --dir ~/project/.contextfold
   CONTEXTFOLD_DIR=/path/to/store contextfold mcp
   contextfold mcp --http 127.0.0.1:7411
-  contextfold mcp --dir "$PWD/.contextfold" --sessions`,
+  contextfold mcp --dir "$PWD/.contextfold" --sessions
+  contextfold mcp --dir "$PWD/.contextfold" --session 5a9d`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if maxFrame <= 0 {
@@ -87,11 +101,19 @@ See docs/mcp-and-hooks.md for host configuration.`,
 				logOut = io.Discard
 			}
 			logger := slog.New(g.logHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			asStore := cmd.Flags().Changed("sessions") && !sessions // --sessions=false
+			if cmd.Flags().Changed("session") {
+				set, err := g.mcpSession(cmd, only, asStore)
+				if err != nil {
+					return err
+				}
+				srv := mcpserver.NewSessions(set, mcpserver.Options{Version: buildVersion(), Logger: logger})
+				return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio (one session's store, read-only)", set.Root())
+			}
 			set, err := g.sessionSet()
 			if err != nil {
 				return err
 			}
-			asStore := cmd.Flags().Changed("sessions") && !sessions // --sessions=false
 			if set != nil && asStore {
 				ss, _ := sessiondir.Find(set.Root())
 				return usagef("--sessions=false: %s holds %s (a directory of session stores); served as one store, fold_turn would fold beside them: give one session's store as --dir (contextfold sessions --dir %s lists them), or leave out --sessions=false to read them all",
@@ -167,11 +189,64 @@ See docs/mcp-and-hooks.md for host configuration.`,
 		},
 	}
 	c.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on this loopback address (127.0.0.1:PORT) instead of stdio")
+	c.Flags().StringVar(&only, "session", "", "serve only this session of the directory of session stores --dir names, read-only: its id as contextfold sessions lists it, the first characters of one id alone, or a proxy session's name alone (s-…) for its only store; resolved once, at start (the tools then read it without a session argument)")
 	c.Flags().BoolVar(&quiet, "quiet", false, "no request log on stderr")
 	c.Flags().BoolVar(&sessions, "sessions", false, "serve --dir as a directory of session stores (read-only) even while it holds none yet (a directory that holds session stores, a .contextfold or a directory with sessions/ that is not a store, and a proxy's --dir are served so without it; a missing or empty one once a proxy claims it); --sessions=false: serve it as one store that fold_turn folds into")
 	c.Flags().DurationVar(&bodyTimeout, "body-read-timeout", mcpserver.DefaultBodyReadTimeout, "with --http: longest time a client may take to send a request body (slower: 408 and the connection closed); headers must arrive within 10s, an idle connection is closed after 120s")
 	c.Flags().IntVar(&maxFrame, "max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "largest JSON-RPC message read, in bytes (a stdio line, an HTTP body); a longer one is skipped and answered with an Invalid Request error")
 	return c
+}
+
+// mcpSession is the directory of session stores the global flags name,
+// restricted to the session id names (mcp --session;
+// sessiondir.Set.Only: the resolver of every command's --session), with
+// a note on stderr naming the session and its store. The server over it
+// is read-only, like the one over every session, so a start of an id or a
+// proxy session's name alone will do: it is resolved once, and the
+// server keeps that session's store. Refused: an empty id, a PostgreSQL
+// store, a store (one store is served by --dir itself), a directory that
+// holds no session store, --sessions=false (asStore: one store that
+// fold_turn folds into), an unknown or ambiguous id (Resolve's error;
+// under --json, the candidates).
+func (g *globals) mcpSession(cmd *cobra.Command, id string, asStore bool) (*sessiondir.Set, error) {
+	if id == "" {
+		return nil, usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
+	}
+	if asStore {
+		return nil, usagef("--session %s serves one session of a directory of session stores, read-only; --sessions=false serves --dir as one store that fold_turn folds into: give one of them (to fold into a session's store, give that store as --dir)", id)
+	}
+	if g.storeURL() != "" {
+		return nil, usagef("--session %s: the store is a PostgreSQL session (--store or $%s); pick its session with ?session=NAME in the URL instead", id, EnvStore)
+	}
+	dir := g.storeDir()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	if isStore(dir) {
+		return nil, usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to serve it, or give --dir the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs)
+	}
+	ss, err := sessiondir.Find(abs)
+	if err != nil {
+		return nil, err
+	}
+	if len(ss) == 0 {
+		why := "holds no session store yet (the hooks' Stop and the proxy's first fold event write them; to serve the sessions as they appear, leave out --session)"
+		if _, err := os.Stat(dir); err != nil {
+			why = "does not exist"
+		}
+		return nil, usagef("--session %s: %s %s", id, abs, why)
+	}
+	set, err := sessiondir.Open(abs, g.storeOptions())
+	if err != nil {
+		return nil, err
+	}
+	m, err := set.Only(id)
+	if err != nil {
+		return nil, fmt.Errorf("--session: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: --session %s is session %s (%s): serving its store %s alone, read-only (list_sessions lists it; recall_archived_nodes, scan_prompt and fetch_archived_node read it without a session argument)\n", id, m.ID, m.Source, m.Dir)
+	return set, nil
 }
 
 // storeOrSetUp reports whether dir is a store, or one set up before its

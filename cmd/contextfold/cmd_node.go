@@ -118,7 +118,7 @@ for each window, the command that reads on from its first line.`,
 					}
 					doc["windows"] = wins
 				}
-				return writeJSON(out, doc)
+				return g.writeOut(out, "", doc)
 			}
 			if raw {
 				fmt.Fprint(out, h.Content)
@@ -190,7 +190,7 @@ itself is never deleted.`,
 				return quarantinedRemedy(err, s.Dir(), id)
 			}
 			if g.jsonOut {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})
+				return g.writeOut(cmd.OutOrStdout(), "", map[string]any{"step_id": ev.StepID, "evicted_at": ev.EvictedAt})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "evicted step %d at %s\n", ev.StepID, ev.EvictedAt)
 			return nil
@@ -239,7 +239,7 @@ matching.`,
 				return err
 			}
 			if g.jsonOut {
-				return writeJSON(out, map[string]any{"total": st.Total, "active": st.Active, "evicted": st.Evicted,
+				return g.writeOut(out, "", map[string]any{"total": st.Total, "active": st.Active, "evicted": st.Evicted,
 					"total_tokens": st.TotalTokens, "policy": st.Policy.Doc(), "policy_hash": st.Policy.Hash(), "dir": s.Dir(), "matching": string(mode)})
 			}
 			per, _ := st.Policy.MaxTokensPerCall() // checked above

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/pgstore"
 )
 
@@ -74,7 +75,7 @@ for byte. DIR must not exist or be empty. The store is not changed.`,
 				return err
 			}
 			if g.jsonOut {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": s.Dir(), "to": to, "nodes": st.Total})
+				return g.writeOut(cmd.OutOrStdout(), "", map[string]any{"store": s.Dir(), "to": to, "nodes": st.Total})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "exported %d indexed nodes of %s to %s\n", st.Total, s.Dir(), to)
 			return nil
@@ -85,34 +86,66 @@ for byte. DIR must not exist or be empty. The store is not changed.`,
 }
 
 func newImportCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "import DIR",
+	var session string
+	c := &cobra.Command{
+		Use:   "import DIR [--session ID]",
 		Short: "Load a directory store into an empty PostgreSQL session",
 		Long: `import loads the directory store DIR into the PostgreSQL session chosen by
 --store (or $CONTEXTFOLD_STORE), which must hold nothing yet: every cold
 node's exact bytes, the index and the store files, in one transaction (all
-or nothing). export gives the same bytes back.`,
-		Example: "  contextfold import ./run-17/.contextfold --store 'postgres://cf@db/contextfold?session=run-17'",
+or nothing). export gives the same bytes back.
+
+When DIR is a directory of session stores (a project's .contextfold of the
+Claude Code hooks, the proxy's --dir), --session ID picks the session whose
+store is loaded: its whole id as contextfold sessions --dir DIR lists it (a
+start of an id or a proxy session's name alone is refused, naming the whole
+id: the database session it fills cannot be emptied again by contextfold).
+The database session is always the one ?session=NAME names; --json names
+the session loaded ("session": {"id", "source", "dir"}).`,
+		Example: "  contextfold import ./run-17/.contextfold --store 'postgres://cf@db/contextfold?session=run-17'\n  contextfold import .contextfold --session 0d7c9e55-bbbb-4ccc-8ddd-000000000002 --store 'postgres://cf@db/contextfold?session=0d7c9e55'",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.storeURL() == "" {
 				return usagef("import needs a PostgreSQL store: give --store postgres://USER:PASSWORD@HOST:PORT/DB?session=NAME")
 			}
+			from := args[0]
+			if cmd.Flags().Changed("session") {
+				m, err := g.resolveSession(cmd, from, "DIR", session, true)
+				if err != nil {
+					return err
+				}
+				from, g.picked = m.Dir, &m.Session
+			} else if ss, _ := sessiondir.Find(from); len(ss) > 0 {
+				// .contextfold itself holds no store: name the session to give.
+				abs, err := filepath.Abs(from)
+				if err != nil {
+					abs = from
+				}
+				id := latestSession(ss)
+				return usagef("%s is %s holding %s (%s), not one store: import loads one store; pick its session with --session ID (its whole id; the latest written: --session %s), or give its store as DIR; list them: contextfold sessions --dir %s",
+					abs, sessionsDirKind(from, ss), plural(len(ss), "session"), sourceCounts(ss), shellQuote(id), shellQuote(abs))
+			}
 			s, err := g.openStore()
 			if err != nil {
 				return err
 			}
-			n, err := s.ImportDir(args[0])
+			n, err := s.ImportDir(from)
 			if err != nil {
 				return err
 			}
 			if g.jsonOut {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"store": s.Dir(), "from": args[0], "nodes": n})
+				return g.writeOut(cmd.OutOrStdout(), "", map[string]any{"store": s.Dir(), "from": from, "nodes": n})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %d cold nodes from %s into %s\n", n, args[0], s.Dir())
+			if g.picked != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "imported %d cold nodes of session %s (%s) into %s\n", n, g.picked.ID, from, s.Dir())
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d cold nodes from %s into %s\n", n, from, s.Dir())
 			return nil
 		},
 	}
+	c.Flags().StringVar(&session, "session", "", "when DIR is a directory of session stores: the session whose store is loaded, by its whole id as contextfold sessions --dir DIR lists it")
+	return c
 }
 
 func newSessionsCmd(g *globals) *cobra.Command {

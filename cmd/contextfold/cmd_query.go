@@ -126,7 +126,7 @@ with its store would.`,
 						}
 					}
 				}
-				return writeJSON(out, doc)
+				return g.writeOut(out, "", doc)
 			}
 			if len(terms) == 0 {
 				fmt.Fprintln(out, "query terms: none (the prompt has no word to look up in the recall index: stop words, greetings and single letters are skipped)")
@@ -277,7 +277,7 @@ says how many were left out, --json across sessions counts them in omitted.`,
 				for i, h := range hits {
 					rows[i] = map[string]any{"step_id": h.StepID, "status": h.Status, "coverage": h.Coverage, "score": h.Score, "summary": h.Summary, "evicted": h.Evicted}
 				}
-				return writeJSON(out, rows)
+				return g.writeOut(out, "candidates", rows)
 			}
 			if len(hits) == 0 {
 				fmt.Fprintln(out, "no archived turn matches")

@@ -53,7 +53,7 @@ After --apply, validate is clean and a second repair does nothing.`,
 				for _, f := range res.Manual {
 					manual = append(manual, map[string]any{"file": f.File, "kind": f.Kind, "message": f.Message})
 				}
-				if err := writeJSON(out, map[string]any{"applied": res.Applied, "actions": acts, "manual": manual}); err != nil {
+				if err := g.writeOut(out, "", map[string]any{"applied": res.Applied, "actions": acts, "manual": manual}); err != nil {
 					return err
 				}
 				if len(res.Manual) > 0 {
@@ -122,7 +122,7 @@ when there is no journal.`,
 				return err
 			}
 			if g.jsonOut {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"compacted": hadJournal})
+				return g.writeOut(cmd.OutOrStdout(), "", map[string]any{"compacted": hadJournal})
 			}
 			if hadJournal {
 				fmt.Fprintln(cmd.OutOrStdout(), "journaled updates written into recall_index.json")

@@ -137,7 +137,7 @@ exits 1 when it found a secret or could not read a node.`,
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				writeJSON(out, map[string]any{"nodes_checked": len(entries), "nodes_with_secrets": hits, "allowed": passes, "nodes_unreadable": unread})
+				g.writeOut(out, "", map[string]any{"nodes_checked": len(entries), "nodes_with_secrets": hits, "allowed": passes, "nodes_unreadable": unread})
 			} else {
 				for _, h := range hits {
 					fmt.Fprintf(out, "step %-6d %d secret(s): %v in %v\n", h.StepID, h.Findings, h.Rules, h.Fields)

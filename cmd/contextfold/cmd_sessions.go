@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -57,7 +59,7 @@ func addSessionFlag(c *cobra.Command) {
 	} else if sessionCommands[c.Name()](c) {
 		usage = "change the store of " + where + ": its whole id as contextfold sessions lists it (a command that writes takes no prefix)"
 	}
-	c.Flags().String("session", "", usage)
+	c.Flags().String("session", "", usage+`; --json output names it first, "session": {"id", "source", "dir"}`)
 }
 
 // pickSession, run before every command, makes the store of a command of
@@ -76,37 +78,64 @@ func (g *globals) pickSession(cmd *cobra.Command) error {
 		return nil
 	}
 	id := f.Value.String()
-	if id == "" {
-		return usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
-	}
-	if g.storeURL() != "" {
+	if id != "" && g.storeURL() != "" {
 		return usagef("--session %s: the store is a PostgreSQL session (--store or $%s); pick its session with ?session=NAME in the URL instead (the sessions: contextfold sessions)", id, EnvStore)
 	}
-	dir := g.storeDir()
+	m, err := g.resolveSession(cmd, g.storeDir(), "--dir", id, writesNow(cmd))
+	if err != nil {
+		return err
+	}
+	g.dir, g.store = m.Dir, ""
+	g.picked = &m.Session
+	return nil
+}
+
+// resolveSession resolves --session id in dir, the directory of session
+// stores that flag (--dir, or import's DIR argument) names, for command
+// cmd (sessiondir.Resolve: a session's whole id, a proxy session's name
+// alone, or a unique start of an id); write says the command changes
+// what it picks (or writes what it picks into a store that cannot be
+// emptied again: import), and then only the whole id is taken. A start of
+// an id, a proxy session's name alone, and a hooks session whose id is
+// also a proxy session's name are named in a note on stderr. Refused:
+// an empty id, dir a store or holding no session store, an unknown or
+// ambiguous id (*sessiondir.AmbiguousError, wrapped).
+func (g *globals) resolveSession(cmd *cobra.Command, dir, flag, id string, write bool) (sessiondir.Match, error) {
+	if id == "" {
+		return sessiondir.Match{}, usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = dir
 	}
 	if sessiondir.IsStore(dir) {
-		return usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to read it, or give --dir the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs)
+		return sessiondir.Match{}, usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to read it, or give %s the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs, flag)
 	}
 	ss, err := sessiondir.Find(abs)
 	if err != nil {
-		return err
+		return sessiondir.Match{}, err
 	}
 	if len(ss) == 0 {
 		why := "holds no session store yet (the hooks' Stop and the proxy's first fold event write them)"
 		if _, err := os.Stat(dir); err != nil {
 			why = "does not exist"
 		}
-		return usagef("--session %s: %s %s; %s", id, abs, why, g.storeHint())
+		hint := g.storeHint()
+		if flag != "--dir" {
+			hint = "check " + flag
+		}
+		return sessiondir.Match{}, usagef("--session %s: %s %s; %s", id, abs, why, hint)
 	}
 	m, err := sessiondir.Resolve(abs, ss, id)
 	if err != nil {
-		return fmt.Errorf("--session: %w", err)
+		return sessiondir.Match{}, fmt.Errorf("--session: %w", err)
 	}
-	if writesNow(cmd) && m.How != sessiondir.ByID {
-		return usagef("--session %s: %s changes the session's store, so it takes the session's whole id as contextfold sessions lists it, not the start of one or a proxy session's name alone; here: --session %s (%s session, store %s)", id, cmd.CommandPath(), m.ID, m.Source, m.Dir)
+	if write && m.How != sessiondir.ByID {
+		what := "changes the session's store"
+		if cmd.Name() == "import" {
+			what = "writes the session into a database session that no command empties again"
+		}
+		return sessiondir.Match{}, usagef("--session %s: %s %s, so it takes the session's whole id as contextfold sessions lists it, not the start of one or a proxy session's name alone; here: --session %s (%s session, store %s)", id, cmd.CommandPath(), what, m.ID, m.Source, m.Dir)
 	}
 	stderr := cmd.ErrOrStderr()
 	if m.How != sessiondir.ByID {
@@ -119,8 +148,7 @@ func (g *globals) pickSession(cmd *cobra.Command) error {
 		}
 		fmt.Fprintf(stderr, "contextfold: note: --session %s is the hooks' session; the proxy's session of the same name is %s (--session %s)\n", m.ID, strings.Join(alike, ", "), alike[len(alike)-1])
 	}
-	g.dir, g.store = m.Dir, ""
-	return nil
+	return m, nil
 }
 
 // pickOneError is the error of a command of sessionCommands run on a
@@ -189,6 +217,7 @@ func (g *globals) onlySession(cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "contextfold: note: %s is a directory of session stores with one session, %s: reading its store %s\n", set.Root(), ss[0].ID, ss[0].Dir)
 	g.dir, g.store = ss[0].Dir, ""
+	g.picked = &ss[0]
 	return nil
 }
 
@@ -418,4 +447,73 @@ func errText(err error) string {
 		return n + ": " + err.Error()
 	}
 	return err.Error()
+}
+
+// SessionField is the key under which the --json output of a command run on
+// one session of a directory of session stores (--session, or the
+// directory's only session) names that session: {"id", "source", "dir"}.
+const SessionField = "session"
+
+// sessionJSON is the value of SessionField.
+type sessionJSON struct {
+	// ID is the session's whole id as contextfold sessions lists it
+	// (whatever --session gave: a prefix, a proxy session's name alone).
+	ID string `json:"id"`
+	// Source is where the store came from: hooks, proxy or store.
+	Source string `json:"source"`
+	// Dir is the session's store directory (absolute).
+	Dir string `json:"dir"`
+}
+
+// writeOut prints v as writeJSON does. When the store is a session picked
+// from a directory of session stores (globals.picked), the output names it
+// first, under SessionField: an object gains that key before its own; any
+// other value (an array: steps, recall) is wrapped as {"session": …, key:
+// v}. Without a picked session the output is writeJSON's, byte for byte.
+func (g *globals) writeOut(w io.Writer, key string, v any) error {
+	if g.picked == nil {
+		return writeJSON(w, v)
+	}
+	enc := func(x any, prefix string) ([]byte, error) {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		e.SetIndent(prefix, "  ")
+		if err := e.Encode(x); err != nil {
+			return nil, err
+		}
+		return bytes.TrimRight(b.Bytes(), "\n"), nil
+	}
+	sess, err := enc(sessionJSON{ID: g.picked.ID, Source: g.picked.Source, Dir: g.picked.Dir}, "  ")
+	if err != nil {
+		return err
+	}
+	body, err := enc(v, "")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n  \"" + SessionField + "\": ")
+	b.Write(sess)
+	switch {
+	case string(body) == "{}":
+		b.WriteString("\n}\n")
+	case bytes.HasPrefix(body, []byte("{\n")):
+		// The object's own keys follow, at the same level.
+		b.WriteString(",\n")
+		b.Write(body[2:])
+		b.WriteString("\n")
+	default:
+		if body, err = enc(v, "  "); err != nil {
+			return err
+		}
+		k, _ := json.Marshal(key)
+		b.WriteString(",\n  ")
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(body)
+		b.WriteString("\n}\n")
+	}
+	_, err = w.Write(b.Bytes())
+	return err
 }

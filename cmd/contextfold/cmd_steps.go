@@ -44,7 +44,7 @@ index entry alone. steps changes nothing in the store.`,
 			}
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				return writeJSON(out, steps)
+				return g.writeOut(out, "steps", steps)
 			}
 			if len(steps) == 0 {
 				fmt.Fprintln(out, "no folded steps")

@@ -66,7 +66,7 @@ is given for another address; it then shows the whole store to that network.`,
 			url := "http://" + ln.Addr().String() + "/"
 			out := cmd.OutOrStdout()
 			if g.jsonOut {
-				writeJSON(out, map[string]any{"url": url, "dir": s.Dir(), "read_only": true})
+				g.writeOut(out, "", map[string]any{"url": url, "dir": s.Dir(), "read_only": true})
 			} else {
 				fmt.Fprintf(out, "contextfold inspector for %s\n  %s\n  read-only; press Ctrl-C to stop\n", s.Dir(), url)
 			}

@@ -68,7 +68,7 @@ and the command that fixes it; --json keeps one finding per node.`,
 					}
 					fs = append(fs, m)
 				}
-				if err := writeJSON(out, map[string]any{"ok": rep.OK(), "passed": rep.Passed, "findings": fs, "warnings": warningsOrEmpty(warnings)}); err != nil {
+				if err := g.writeOut(out, "", map[string]any{"ok": rep.OK(), "passed": rep.Passed, "findings": fs, "warnings": warningsOrEmpty(warnings)}); err != nil {
 					return err
 				}
 			} else {

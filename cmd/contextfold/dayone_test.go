@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -285,6 +286,10 @@ func TestHydrateReadsTheOnlySession(t *testing.T) {
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 || doc["step_id"] != float64(6) {
 		t.Fatalf("hydrate --json: %d %v %q", code, err, out)
+	}
+	// The JSON names the session read, as given --session.
+	if sess, _ := doc["session"].(map[string]any); sess["id"] != "0d7c2a41-aaaa-4bbb-8ccc-000000000001" || sess["source"] != "hooks" || !strings.HasSuffix(fmt.Sprint(sess["dir"]), one[len(project):]) {
+		t.Errorf("hydrate --json on the only session: session %v", doc["session"])
 	}
 	// So do the other read-only commands; a write (evict) does not guess.
 	for _, c := range [][]string{{"status"}, {"steps"}, {"validate"}, {"scrub-check"}} {

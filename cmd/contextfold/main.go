@@ -45,6 +45,11 @@ type globals struct {
 	store   string // --store: a directory or a postgres:// URL
 	jsonOut bool
 	noScrub bool
+	// picked is the session of a directory of session stores the store
+	// was chosen as (--session, or the directory's only session): the
+	// --json output of the command names it (globals.writeOut); nil when
+	// --dir or --store named the store itself.
+	picked *sessiondir.Session
 }
 
 // usageError marks an error caused by the command line (exit code 1).
@@ -167,9 +172,13 @@ all of them, and every command that reads or changes one store (hydrate,
 status, steps, validate, ui, export, scrub-check, repair, evict, compact)
 takes --session ID: the id sessions lists, or, for a command that only
 reads, its first characters when no other id starts so (--session 5a9d).
-The read-only ones read the directory's only session without it. fold and
-ingest write into a store, not into a directory of them: give --dir a
-session's store.`,
+The read-only ones read the directory's only session without it. Their
+--json output then names the session read, first: "session": {"id",
+"source", "dir"} (an array, as steps and recall print, is wrapped:
+{"session": …, "steps": […]}); given --dir or --store a store, it is as
+before. ingest makes a transcript a session of such a directory
+(sessions/<id>, the id the transcript's or --session's); fold writes into a
+store, not into a directory of them: give --dir a session's store.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version() + " (IPCF-1.1, " + contextfold.ProjectionVersion + ")",
@@ -357,7 +366,8 @@ func (g *globals) openStore() (*contextfold.Store, error) {
 }
 
 // openStoreToWrite is openStore for a command that folds into the store
-// (fold, ingest): a directory store that is a directory of session stores
+// (fold; ingest when no session is its target: ingestTarget): a directory
+// store that is a directory of session stores
 // (a project's .contextfold holding the hooks' sessions/, the proxy's
 // --dir) is refused, naming a session's store to give as --dir. Folding
 // there would make the directory a store of its own, which hides every

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/pgtest"
 	"github.com/contextfold/contextfold/pgstore"
 )
@@ -523,5 +524,54 @@ func TestIngestOfAnotherSessionOnPostgres(t *testing.T) {
 	out, errs, _ := cli(t, "", "--store", u, "fold", "0", "another turn", "--session", "zz")
 	if !strings.Contains(out, "cf_nodes row of step 0") || strings.Contains(out, "cold_nodes/") || !strings.Contains(errs, "session=zz") {
 		t.Errorf("fold at an indexed step: %q %q", out, errs)
+	}
+}
+
+// TestImportSession: import DIR with DIR a project's .contextfold (two
+// sessions of the hooks' layout, their ids sharing a start) loads the
+// session --session names by its whole id into an empty PostgreSQL
+// session, and --json names the session loaded. Without --session the
+// directory is refused naming --session and the latest session; a start of
+// an id (import fills a database session no command empties again) and an
+// ambiguous one are refused naming the whole ids, and leave the database
+// session empty. Before, import took no --session, and .contextfold was
+// refused as "holds no recall_index.json and no cold_nodes/".
+func TestImportSession(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".contextfold")
+	const a, b = "0d7c2a41-aaaa-4bbb-8ccc-000000000001", "0d7c9e55-bbbb-4ccc-8ddd-000000000002"
+	for i, id := range []string{a, b} {
+		s, err := contextfold.Open(filepath.Join(root, "sessions", id), contextfold.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.FoldBatch(contextfold.DemoTurns()[:3+i]); err != nil { // a: 3 nodes, b: 4
+			t.Fatal(err)
+		}
+	}
+	db := pgSessionURL(t)
+	for args, want := range map[string]string{
+		"":                "holding 2 sessions (2 from the hooks), not one store: import loads one store; pick its session with --session ID",
+		"--session 0d7c9": "takes the session's whole id as contextfold sessions lists it, not the start of one or a proxy session's name alone; here: --session " + b,
+		"--session 0d7c":  `session "0d7c" under ` + root + " is ambiguous",
+		"--session nope":  `no session "nope"`,
+	} {
+		_, errs, code := cli(t, "", append([]string{"import", root, "--store", db}, strings.Fields(args)...)...)
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("import %s: %d %q, want %q", args, code, errs, want)
+		}
+	}
+	out, errs, code := cli(t, "", "import", root, "--session", b, "--store", db, "--json")
+	var doc struct {
+		Session struct{ ID, Source, Dir string } `json:"session"`
+		From    string                           `json:"from"`
+		Nodes   int                              `json:"nodes"`
+	}
+	mustJSON(t, out, &doc)
+	bStore := filepath.Join(root, "sessions", b)
+	if code != 0 || doc.Nodes != 4 || doc.Session.ID != b || doc.Session.Source != "hooks" || doc.Session.Dir != bStore || doc.From != bStore {
+		t.Fatalf("import --session %s: %d %q %q", b, code, out, errs)
+	}
+	if out, _, _ := cli(t, "", "status", "--store", db, "--json"); !strings.Contains(out, `"total": 4`) {
+		t.Errorf("the database session after import: %s", out)
 	}
 }

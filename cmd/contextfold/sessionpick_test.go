@@ -100,8 +100,9 @@ func sendLedgerConversation(t *testing.T, addr, session string) {
 // ambiguous prefix is refused naming each candidate with its source (and
 // under --json as "candidates"); so are an unknown id and --session on a
 // store. The commands that write (evict, compact, repair --apply) take the
-// whole id only; fold and ingest refuse the directory instead of making it
-// a store that hides every session. The readers change no byte.
+// whole id only; fold refuses the directory instead of making it a store
+// that hides every session, and ingest makes the transcript a session of
+// it. The readers change no byte.
 //
 // Before: status, steps, validate, scrub-check, ui, export and repair
 // refused --session ("reads one store, so --session does not pick one
@@ -155,6 +156,17 @@ func TestSessionByNameOnEveryCommand(t *testing.T) {
 			}
 			want, werrs, wcode := run(append([]string{"--dir", bStore}, args...)...)
 			got, errs, code := run(append(slices.Clone(args), "--session", "0d7c9")...)
+			if js {
+				// The JSON names the session read; the rest is --dir's.
+				sess, rest := setAsideSession(t, got, want)
+				if w := (sessionJSON{ID: b, Source: "hooks", Dir: bStore}); sess != w {
+					t.Errorf("%v --session 0d7c9: session %+v, want %+v", args, sess, w)
+				}
+				if _, again := setAsideSession(t, want, want); again != want {
+					t.Errorf("%v --dir its store: %q names a session", args, want)
+				}
+				got = rest
+			}
 			if code != 0 || code != wcode || got != want || want == "" {
 				t.Errorf("%v --session 0d7c9: %d %q %q\nwant (--dir its store) %d %q %q", args, code, got, errs, wcode, want, werrs)
 			}
@@ -165,9 +177,15 @@ func TestSessionByNameOnEveryCommand(t *testing.T) {
 	}
 	// A proxy session: its id, its name alone, a prefix.
 	want, _, _ := run("steps", "--dir", pStore)
+	wantJSON, _, _ := run("steps", "--dir", pStore, "--json")
 	for _, id := range []string{ps + "/g1", ps, "s-4e"} {
 		if got, errs, code := run("steps", "--session", id); code != 0 || got != want {
 			t.Errorf("steps --session %s: %d %q %q", id, code, got, errs)
+		}
+		got, errs, code := run("steps", "--session", id, "--json")
+		sess, rest := setAsideSession(t, got, wantJSON)
+		if w := (sessionJSON{ID: ps + "/g1", Source: "proxy", Dir: pStore}); code != 0 || sess != w || rest != wantJSON {
+			t.Errorf("steps --session %s --json: %d session %+v, want %+v; %q %q", id, code, sess, w, rest, errs)
 		}
 	}
 	// export and ui read the session too.
@@ -258,19 +276,64 @@ func TestSessionByNameOnEveryCommand(t *testing.T) {
 			t.Errorf("%v --session <whole id>: %d %q", c, code, errs)
 		}
 	}
-	// fold and ingest do not make the directory a store.
+	// The writers' JSON names the session too.
+	if out, errs, code := run("compact", "--session", b, "--json"); code != 0 || out != "{\n  \"session\": {\n    \"id\": \""+b+"\",\n    \"source\": \"hooks\",\n    \"dir\": \""+bStore+"\"\n  },\n  \"compacted\": false\n}\n" {
+		t.Errorf("compact --session --json: %d %q %q", code, out, errs)
+	}
+	// fold does not make the directory a store; ingest makes the
+	// transcript a session of it (TestIngestIntoSessionDirectory).
 	if _, errs, code := run("fold", "99", "a turn", "--session", b); code != 1 || !strings.Contains(errs, "contextfold fold folds into one store and does not pick a session") {
 		t.Errorf("fold in the project: %d %q", code, errs)
 	}
-	if _, errs, code := run("ingest", tr); code != 1 || !strings.Contains(errs, "contextfold ingest folds into one store") {
-		t.Errorf("ingest in the project: %d %q", code, errs)
+	if out, errs, code := run("ingest", tr); code != 0 || !strings.Contains(out, "into "+filepath.Join(root, "sessions", "5f1c2a9e-3b7d-4c1e-9a52-0d6e8b7f4a21")+"\n") {
+		t.Errorf("ingest in the project: %d %q %q", code, out, errs)
 	}
 	if isStore(root) {
 		t.Fatal("fold or ingest made .contextfold a store")
 	}
-	if out, _, _ := run("sessions", "--json"); strings.Count(out, `"session":`) != 4 {
-		t.Errorf("sessions after the refused writes: %s", out)
+	if out, _, _ := run("sessions", "--json"); strings.Count(out, `"session":`) != 5 {
+		t.Errorf("sessions after the refused fold and the ingest: %s", out)
 	}
+}
+
+// setAsideSession takes the "session" field out of the --json output got
+// of a command given --session, and returns it and what is left, in
+// want's form: the other keys of an object, or, when want is not an object
+// (steps, recall: an array), the one other value the output wraps. Each
+// is re-indented as the command prints JSON. An output without the field
+// is returned as it is, with a zero session.
+func setAsideSession(t *testing.T, got, want string) (sessionJSON, string) {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(got), &doc); err != nil || doc["session"] == nil {
+		return sessionJSON{}, got
+	}
+	var sess sessionJSON
+	if err := json.Unmarshal(doc["session"], &sess); err != nil {
+		t.Fatalf("the session field %s: %v", doc["session"], err)
+	}
+	if !strings.HasPrefix(got, "{\n  \"session\": {") {
+		t.Errorf("the session field is not the output's first: %q", got)
+	}
+	if strings.HasPrefix(strings.TrimSpace(want), "{") {
+		// An object: its own keys follow the field's closing line.
+		i := strings.Index(got, "\n  },\n")
+		if i < 0 {
+			return sess, "{}\n"
+		}
+		return sess, "{\n" + got[i+len("\n  },\n"):]
+	}
+	delete(doc, "session")
+	if len(doc) != 1 {
+		t.Fatalf("an array output given --session wraps one value, got keys %v", doc)
+	}
+	var b bytes.Buffer
+	for _, v := range doc {
+		if err := json.Indent(&b, v, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sess, b.String() + "\n"
 }
 
 // mustOut is the standard output of run(args…).

@@ -229,6 +229,10 @@ type Set struct {
 	root string
 	opts contextfold.Options
 
+	// only is the store directory of the one session the set is
+	// restricted to (Set.Only); "" for every session below root.
+	only string
+
 	mu     sync.Mutex
 	stores map[string]*contextfold.Store // by store directory
 }
@@ -254,11 +258,57 @@ func Open(root string, opts contextfold.Options) (*Set, error) {
 // Root is the directory the set was opened on.
 func (s *Set) Root() string { return s.root }
 
+// Find lists the set's sessions now: Find's below Root, or, once Only
+// restricted the set, that one session (none while its store is gone).
+func (s *Set) Find() ([]Session, error) {
+	ss, err := Find(s.root)
+	if err != nil || s.only == "" {
+		return ss, err
+	}
+	for _, x := range ss {
+		if x.Dir == s.only {
+			return []Session{x}, nil
+		}
+	}
+	return nil, nil
+}
+
+// Only restricts the set, for good, to the session id names (Resolve
+// over the sessions now below Root: its whole ID, a proxy session's name
+// alone, or a unique start of an ID), and returns it. The session is kept
+// by its store directory, so a prefix that would name another session
+// later still means this one. Every other method then sees that session
+// alone: Sessions lists it, Recall and Scan without an id search it, and
+// an id naming another session is unknown. Errors as Resolve's. Call it
+// before the set is used concurrently.
+func (s *Set) Only(id string) (Match, error) {
+	m, err := s.Lookup(id)
+	if err != nil {
+		return Match{}, err
+	}
+	s.only = m.Dir
+	return m, nil
+}
+
+// Pinned returns the session Only restricted the set to, as it is listed
+// now (while its store is gone, a Session holding its Dir alone), and
+// whether Only restricted the set.
+func (s *Set) Pinned() (Session, bool) {
+	if s.only == "" {
+		return Session{}, false
+	}
+	ss, _ := s.Find()
+	if len(ss) == 1 {
+		return ss[0], true
+	}
+	return Session{Dir: s.only}, true
+}
+
 // Mixed reports whether the set's sessions now come from more than one
 // source (the proxy's beside the hooks'), so that a result line names its
 // session's source.
 func (s *Set) Mixed() bool {
-	ss, _ := Find(s.root)
+	ss, _ := s.Find()
 	return len(Sources(ss)) > 1
 }
 
@@ -293,7 +343,7 @@ func (s *Set) store(ss Session) (*contextfold.Store, error) {
 // by LastFoldedAt descending, then ID; sessions whose store cannot be read
 // come last, by ID, each with its Err.
 func (s *Set) Sessions() ([]Info, error) {
-	ss, err := Find(s.root)
+	ss, err := s.Find()
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +556,7 @@ func generationsOf(ss []Session, name string) []Session {
 
 // Lookup is Resolve over the sessions now below the set's root.
 func (s *Set) Lookup(id string) (Match, error) {
-	ss, err := Find(s.root)
+	ss, err := s.Find()
 	if err != nil {
 		return Match{}, err
 	}
@@ -536,6 +586,10 @@ type Failure struct {
 type Searched struct {
 	Sessions int
 	Failures []Failure
+	// Named is the session the id of a search in one session named
+	// (Resolve: its whole ID, whatever start of it was given); zero for a
+	// search of every session.
+	Named Session
 }
 
 // searchable returns the sessions to search: the one named id, or all of
@@ -576,7 +630,9 @@ type RecallHit struct {
 
 // Recall runs match.Recall in the session id, or in every session ("" id),
 // and merges the candidates: by score descending, then the newest session
-// first (Sessions' order), then each session's own order. Status labels
+// first (Sessions' order), then each session's own order. In one session
+// (the one id names, or the only one read) the candidates are that
+// session's own recall, in match.Recall's order. Status labels
 // (latest_chronological, …) are those of each candidate's own session.
 // Scores of different sessions are each store's own (ranked scores weigh
 // terms by their rarity in that store). A session that fails is listed in
@@ -604,14 +660,24 @@ func (s *Set) Recall(id, query string, mode match.Mode) ([]RecallHit, Searched, 
 			out = append(out, RecallHit{in.Session, h})
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
-		}
-		return rank[out[i].ID] < rank[out[j].ID]
-	})
+	if len(rank) > 1 {
+		// One session: its own recall, in its own order (coverage
+		// tiers, newest first), as match.Recall and the command line
+		// give it; sorting by score moved a related node of a higher
+		// score above the latest_chronological one.
+		sort.SliceStable(out, func(i, j int) bool {
+			if out[i].Score != out[j].Score {
+				return out[i].Score > out[j].Score
+			}
+			return rank[out[i].ID] < rank[out[j].ID]
+		})
+	}
 	sortFailures(bad)
-	return out, Searched{len(rank), bad}, nil
+	sr := Searched{Sessions: len(rank), Failures: bad}
+	if id != "" {
+		sr.Named = ins[0].Session
+	}
+	return out, sr, nil
 }
 
 func sortFailures(f []Failure) {
@@ -697,7 +763,11 @@ func (s *Set) Scan(id, prompt string, mode match.Mode) (*ScanResult, Searched, e
 		for _, p := range cands {
 			res.UsedTokens += p.TokenCost
 		}
-		return res, Searched{1, bad}, nil
+		sr := Searched{Sessions: 1, Failures: bad}
+		if id != "" {
+			sr.Named = ins[0].Session
+		}
+		return res, sr, nil
 	}
 	byScore(cands)
 	for i, p := range cands {
@@ -713,5 +783,5 @@ func (s *Set) Scan(id, prompt string, mode match.Mode) (*ScanResult, Searched, e
 	}
 	byScore(dropped)
 	res.Dropped = append(res.Dropped, dropped...)
-	return res, Searched{len(rank), bad}, nil
+	return res, Searched{Sessions: len(rank), Failures: bad}, nil
 }
