@@ -282,6 +282,11 @@ func wireAsk(t *testing.T, name string, system string, msgs []map[string]any, f 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its work after the responses (harness.PrepareAhead, the sessions'
+	// saved state) ends before the directory goes: without it the
+	// temporary directory's removal raced that work ("directory not
+	// empty").
+	defer srv.Close()
 	px := httptest.NewServer(srv)
 	defer px.Close()
 	send := func(body []byte) string {
