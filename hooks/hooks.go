@@ -207,13 +207,18 @@ func quoteID(id string) string {
 }
 
 // checkSessionID accepts the ids Claude Code uses (UUIDs) and refuses
-// anything that could leave the sessions directory.
+// anything that could leave the sessions directory, or make it read as one
+// store: contextfold.ColdNodesDir or contextfold.IndexFile there would hide
+// every other session from sessions, recall, scan and mcp.
 func checkSessionID(id string) error {
 	if id == "" {
 		return errors.New("hooks: the payload has no session_id; pass --dir to choose the store")
 	}
 	if len(id) > 128 || id == "." || id == ".." {
 		return fmt.Errorf("hooks: session_id %s is not usable as a directory name", quoteID(id))
+	}
+	if id == contextfold.ColdNodesDir || id == contextfold.IndexFile {
+		return fmt.Errorf("hooks: session_id %s is the name of a store's own file: its store would make the directory of sessions read as one store; pass --dir to choose the store", quoteID(id))
 	}
 	for _, r := range id {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'

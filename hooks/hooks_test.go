@@ -353,6 +353,36 @@ func TestDefaultStoreLocation(t *testing.T) {
 	}
 }
 
+// TestSessionIDNamingAStoreFile: a session_id that is the name of a
+// store's own file (cold_nodes, recall_index.json) is refused, and the
+// sessions already in .contextfold/sessions stay listed. Before, the Stop
+// hook of session "cold_nodes" made .contextfold/sessions/cold_nodes, so
+// sessions/ read as one empty store and every hooks session was hidden
+// (contextfold sessions: "sessions  store  0 nodes").
+func TestSessionIDNamingAStoreFile(t *testing.T) {
+	cwd := t.TempDir()
+	tr, _ := filepath.Abs("testdata/16-transcript.jsonl")
+	stop := func(id string) result {
+		payload, _ := json.Marshal(map[string]any{"session_id": id, "transcript_path": tr, "cwd": cwd, "hook_event_name": "Stop"})
+		return hookRaw(t, "", "Stop", payload)
+	}
+	if r := stop("sess-1"); r.code != 0 || r.stderr != "" {
+		t.Fatalf("%+v", r)
+	}
+	sessions := filepath.Join(cwd, ".contextfold", "sessions")
+	for _, id := range []string{contextfold.ColdNodesDir, contextfold.IndexFile} {
+		if _, err := hooks.StoreDir(&hooks.Input{SessionID: id, CWD: cwd}, ""); err == nil || !strings.Contains(err.Error(), "the name of a store's own file") {
+			t.Errorf("StoreDir of session_id %s: %v", id, err)
+		}
+		stop(id) // fails, and never blocks the agent
+		for _, f := range []string{contextfold.ColdNodesDir, contextfold.IndexFile} {
+			if _, err := os.Lstat(filepath.Join(sessions, f)); err == nil {
+				t.Errorf("the Stop hook of session_id %s wrote %s into %s", id, f, sessions)
+			}
+		}
+	}
+}
+
 // BenchmarkUserPromptSubmitNoMatch times the whole hook process on a prompt
 // that matches nothing (target: under 20 ms per call).
 func BenchmarkUserPromptSubmitNoMatch(b *testing.B) {

@@ -125,11 +125,14 @@ beside the proxy's sessions. The id is --session ID, else the transcript's
 own session id (a Claude Code session's UUID); a transcript that names none
 (an OpenAI message list, an Aider history) needs --session. --session takes
 an existing session's whole id (the transcript's new turns are added to it)
-or a new id of letters, digits, '-', '_' and '.'; the start of an id or a
-proxy session's name alone is refused (a write takes no prefix). The output
-names the session (--json: "session": {"id", "source", "dir"}); contextfold
-sessions lists it. An empty or missing --dir is made a store of its own, as
-before.`,
+or a new id of letters, digits, '-', '_' and '.' (not cold_nodes,
+recall_index.json, nor sessions beside the proxy's: the directory would
+read as one store); the start of an id or a proxy session's name alone is
+refused (a write takes no prefix). The output names the session (--json:
+"session": {"id", "source", "dir"}); contextfold sessions lists it. An
+empty or missing --dir is made a store of its own, as before; a proxy's
+--dir before its first fold (holding only its .contextfold-proxy mark) is
+not: the transcript becomes a session of it.`,
 		Example: `  contextfold ingest ~/.claude/projects/myproj/session.jsonl
   contextfold ingest run.traj --format swe-agent --min-tokens 200
   contextfold --dir /tmp/s ingest messages.json --json

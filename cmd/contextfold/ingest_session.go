@@ -12,6 +12,7 @@ import (
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/internal/sessiondir"
+	"github.com/contextfold/contextfold/proxy"
 	"github.com/contextfold/contextfold/scrub"
 )
 
@@ -48,8 +49,13 @@ type ingestSession struct {
 // that starts no session's id and is no proxy session's name (a writer
 // takes no prefix: it might mean that session). Refused, nothing written:
 // a database store (?session= names its session), --session on a store,
-// a name that is not a directory name, the start of an id, or a place that
-// holds something else.
+// a name that is not a directory name, the start of an id, a place that
+// holds something else, and a name whose store would hide the other
+// sessions (cold_nodes or recall_index.json, which make the directory
+// holding them read as a store; sessions directly in a proxy's --dir,
+// which makes <dir>/sessions a store, not the hooks' directory). A proxy's
+// --dir before its first fold (only its proxy.DirMarkerFile) is a
+// directory of session stores too, not a store to fold into.
 func (g *globals) ingestTarget(cmd *cobra.Command, name string, given bool, turns []contextfold.Turn) (*ingestSession, error) {
 	if g.storeURL() != "" {
 		if given {
@@ -72,14 +78,22 @@ func (g *globals) ingestTarget(cmd *cobra.Command, name string, given bool, turn
 	if err != nil {
 		return nil, err
 	}
-	if !given && len(ss) == 0 {
-		return nil, nil // a store of its own, as before
+	if !given && len(ss) == 0 && !proxyMarked(root) {
+		// A store of its own, as before; but not in a proxy's --dir
+		// before its first fold (its mark, proxy.DirMarkerFile): folded
+		// there as a store, it would hide every session the proxy
+		// writes later.
+		return nil, nil
 	}
 	from := "--session"
 	if !given {
 		from = "the transcript's session id"
 		name = transcriptSession(turns)
 		if name == "" {
+			if len(ss) == 0 {
+				return nil, usagef("%s is a proxy's directory of session stores (it holds the proxy's mark, %s): ingest makes the transcript a session of it, named by its session id, and this transcript names none; give it one: contextfold ingest %s --session NAME (a new id: letters, digits, '-', '_', '.'), or give --dir a store of its own",
+					root, proxy.DirMarkerFile, shellQuote(cmd.Flags().Arg(0)))
+			}
 			return nil, usagef("%s is %s holding %s (%s): ingest makes the transcript a session of it, named by its session id, and this transcript names none; give it one: contextfold ingest %s --session NAME (a new id: letters, digits, '-', '_', '.'), or give --dir a store of its own",
 				root, sessionsDirKind(root, ss), plural(len(ss), "session"), sourceCounts(ss), shellQuote(cmd.Flags().Arg(0)))
 		}
@@ -102,6 +116,13 @@ func (g *globals) ingestTarget(cmd *cobra.Command, name string, given bool, turn
 		return nil, usagef("%s %s is the start of several sessions' ids (%s): ingest takes a session's whole id, or a new id that starts none of them", from, name, candidateIDs(amb.Candidates))
 	}
 	store := sessionStoreDir(root, name)
+	if b := filepath.Base(store); b == contextfold.IndexFile || b == contextfold.ColdNodesDir || store == filepath.Join(root, "sessions") {
+		// A store there would make its directory (root, or the hooks'
+		// sessions/) read as one store, or root/sessions as a store
+		// rather than the hooks' directory: every other session would
+		// be hidden from sessions, recall, scan and mcp.
+		return nil, usagef("%s %s: a new session cannot be named %s in %s: the directory itself would read as a store (or its sessions/ no longer as the hooks' sessions) and its other sessions would be hidden; give another id", from, name, name, root)
+	}
 	if fi, err := os.Lstat(store); err == nil && !fi.IsDir() {
 		return nil, usagef("%s %s: %s is a file, not a session's store; give another id", from, name, store)
 	} else if err == nil {
