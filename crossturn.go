@@ -155,6 +155,11 @@ type sessionSecrets struct {
 	tails map[int]string
 	// open: the private key the latest turns folded left open (keyParts).
 	open *openKey
+	// credStep, when credKnown, is the step of the latest turn folded,
+	// and credReads whether it runs a command printing a credential file,
+	// whose output is the next step's (credFileOutputs).
+	credStep             int
+	credKnown, credReads bool
 }
 
 // learn adds the values of k unless that would pass maxSessionSecrets

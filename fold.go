@@ -268,6 +268,18 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	turns = s.splitSecrets(sc, turns, want)
 	// The middle parts of a private key split across outputs.
 	turns = s.keyParts(sc, turns, want)
+	// The lines of a credential file a tool call printed, its output the
+	// next turn.
+	turns = s.credFileOutputs(sc, turns, want, func(step int) (Turn, bool) {
+		if _, ok := ix.get(step); !ok {
+			return Turn{}, false
+		}
+		n, err := s.readColdNode(step)
+		if err != nil {
+			return Turn{}, false
+		}
+		return Turn{StepID: step, Summary: n.Summary, RawContent: n.RawContent}, true
+	})
 	// A new turn not prepared ahead is scrubbed here, its own values read
 	// from its scrub's findings (not our rules run over it once more), and
 	// what the scrub derived is kept for its node (scrubbed, the values

@@ -31,6 +31,12 @@ type Turn struct {
 	Commands   []string // nil: extract
 	Errors     []string // nil: extract
 	SessionID  string   // "" means DefaultSessionID
+	// OutputOf is the command line of the tool call whose output the
+	// payload is, when the caller pairs a tool result with its call (the
+	// proxy, ingest): the scrub reads the payload as that command's output
+	// (the lines of a credential file "cat /etc/rsyncd.secrets" printed).
+	// Not stored; "" when unknown.
+	OutputOf string
 
 	// shared is the number of redactions Store.ShareSecrets made in the
 	// turn's texts before the fold (counted with the fold's own: the node

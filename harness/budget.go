@@ -975,7 +975,7 @@ func (h *Harness) turnOf(conv []Message, i int, payload string) contextfold.Turn
 	if !ok {
 		sum = summarizeText(m, text)
 	}
-	return contextfold.Turn{StepID: i, Summary: sum, RawContent: payload, SessionID: h.cfg.SessionID}
+	return contextfold.Turn{StepID: i, Summary: sum, RawContent: payload, SessionID: h.cfg.SessionID, OutputOf: m.Command}
 }
 
 // buildPageTable renders the page-table block: one line per removed step

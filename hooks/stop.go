@@ -297,7 +297,7 @@ func secretTurns(in *Input, src io.ReaderAt, st *transcriptState) ([]contextfold
 		if session == "" {
 			session = in.SessionID
 		}
-		out = append(out, contextfold.Turn{StepID: turn.StepID, Summary: turn.Summary, RawContent: turn.Payload, SessionID: session})
+		out = append(out, contextfold.Turn{StepID: turn.StepID, Summary: turn.Summary, RawContent: turn.Payload, SessionID: session, OutputOf: turn.Command})
 	}
 	return out, nil
 }

@@ -259,6 +259,25 @@ add("fresh3-stay", "insert placeholders", "INSERT INTO users (name, password) VA
 add("fresh3-stay", "env then next line", "API_KEY=abcd1234efgh5678ijkl\nDEBUG=1\nLOG_LEVEL=info", ["debug=1"], True)
 add("fresh3-stay", "wifi open network", "WIFI:S:guest;T:nopass;P:;;", ["wifi:s:guest;t:nopass;p:;;"], True)
 
+# Session 14 (helper secrets6). A probe whose text is a pair (COMMAND,
+# OUTPUT) is a tool call and its result, two turns: "fold" folds them by
+# two fold calls (two processes), "ingest" ingests an OpenAI chat with the
+# call and its tool message.
+def APR(): return "".join(rnd.choice(AL + "./") for _ in range(22))
+p, q = S(12), S(10); add("session14", "credfile turns rsyncd", ("cat /etc/rsyncd.secrets", f"backup:{p}\nmirror:{q}\n"), [p, q])
+p = S(12); add("session14", "credfile turns chap-secrets", ("sudo head -n 5 /etc/ppp/chap-secrets", f"# client server secret IP\nbob\t*\t{p}\t*\n"), [p])
+p = S(12); add("session14", "credfile turns auth.txt", ("cat /etc/openvpn/auth.txt", f"bob\n{p}\n"), [p])
+p = S(12); add("session14", "npmrc quoted name", f'"//registry.npmjs.org/:_authToken"="{p}"', [p])
+p = S(12); add("session14", "npmrc _password", f"//npm.example.com/:username=bob\n//npm.example.com/:_password={b64(p)}", [b64(p)])
+p = S(12); add("session14", "ruby smtp positional", f'Net::SMTP.start("mail.example.org", 587, "helo", "ops", "{p}", :login)', [p])
+p = S(12); add("session14", "python bytes api_key", '{b"api_key": b"' + p + '"}', [p])
+p = APR(); add("session14", "htpasswd apr1", f"$ cat /etc/apache2/.htpasswd\nadmin:$apr1${S(8)}${p}", [p])
+p = S(27); add("session14", "htpasswd sha", f"$ cat .htpasswd\nbob:{{SHA}}{p}=", [p])
+p = APR() + APR() + APR()[:9]; add("session14", "htpasswd bcrypt", f"$ htpasswd -nbB deploy x\ndeploy:$2y$05${p}", [p])
+add("session14-stay", "credfile turns hosts", ("cat /etc/hosts", "127.0.0.1 localhost\nweb01:8080 frontend\n"), ["web01:8080 frontend"], True)
+add("session14-stay", "credfile turns code", ("cat auth.go", "package auth\n\nfunc Check(user, pass string) bool { return false }\n"), ["func check(user, pass string) bool"], True)
+add("session14-stay", "smtp variables", "Net::SMTP.start(address, port, helo, user, secret, :plain)", ["helo, user, secret, :plain"], True)
+
 if ONLY: P[:] = [x for x in P if ONLY in x[1] or ONLY == x[0]]
 def store_bytes(d):
     out = b""
@@ -274,7 +293,17 @@ for i, (cls, name, text, needles, stay) in enumerate(P):
     for mode in ("fold", "ingest"):
         d = os.path.join(tmp, f"s{i}{mode}")
         f = os.path.join(tmp, f"in{i}")
-        if mode == "fold":
+        if isinstance(text, tuple) and mode == "fold":
+            open(f, "w").write(json.dumps({"command": text[0]}))
+            r = subprocess.run([BIN, "--dir", d, "fold", "1", "assistant calls bash", "--file", f], capture_output=True)
+            if r.returncode == 0:
+                open(f, "w").write(text[1])
+                r = subprocess.run([BIN, "--dir", d, "fold", "2", "tool output", "--file", f], capture_output=True)
+        elif isinstance(text, tuple):
+            call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": text[0]})}}
+            open(f, "w").write(json.dumps({"messages": [{"role": "user", "content": "run it"}, {"role": "assistant", "content": None, "tool_calls": [call]}, {"role": "tool", "tool_call_id": "c1", "content": text[1]}, {"role": "assistant", "content": "done"}]}))
+            r = subprocess.run([BIN, "--dir", d, "ingest", f], capture_output=True)
+        elif mode == "fold":
             open(f, "w").write(text)
             r = subprocess.run([BIN, "--dir", d, "fold", "1", "tool output", "--file", f], capture_output=True)
         else:

@@ -359,6 +359,54 @@ func credFileName(path string) bool {
 	return false
 }
 
+// CredentialFileCommand reports whether command, one command line as a
+// tool call runs it (a prompt and sudo before it are read as the
+// contextfold-credential-file rule reads them; "cd DIR && " before it is
+// passed over), prints a file whose name says it holds credentials (cat
+// /etc/rsyncd.secrets, head chap-secrets, type auth.txt): its output,
+// another message of the conversation (a tool result), is then that file's
+// lines (CredentialFileOutput). Pure; O(len(command)), a line of 384 bytes
+// at most read.
+func CredentialFileCommand(command string) bool {
+	c := strings.TrimSpace(command)
+	for {
+		// cd DIR && cat FILE: the cd prints nothing.
+		k := strings.Index(c, "&&")
+		if k < 0 || !strings.HasPrefix(c, "cd ") || strings.ContainsAny(c[:k], ";|\n") {
+			break
+		}
+		c = strings.TrimSpace(c[k+2:])
+	}
+	if c == "" || strings.IndexByte(c, '\n') >= 0 || len(c) > 384 {
+		return false
+	}
+	c += "\n"
+	for _, a := range credFileCommands {
+		for off := 0; off < len(c); {
+			k := strings.Index(c[off:], a)
+			if k < 0 {
+				break
+			}
+			if credFileCommandStart(c, off+k) == 0 {
+				return true
+			}
+			off += k + 1
+		}
+	}
+	return false
+}
+
+// CredentialFileOutput returns the secrets of output read as what a
+// CredentialFileCommand printed, as [start, end) byte offsets into output in
+// order: the contextfold-credential-file rule's reading of the lines after
+// its command line (USER:PASSWORD lines, the third field of chap-secrets
+// lines, the last line of a token file, …), up to the first line that ends
+// a command's output, 64 lines and 8 KiB at most. Code or a document gives
+// none. Pure.
+func CredentialFileOutput(output string) [][2]int {
+	return credFileSecrets(output[:min(len(output), credFileMaxBytes)], []int{0, 0})
+}
+
 // lineNumberPrefix is what a viewer puts before a file's line: cat -n's
 // number and tab, an editor tool's number and arrow.
 var lineNumberPrefix = regexp.MustCompile(`^[ \t]*[0-9]{1,6}(?:\t|→)`)

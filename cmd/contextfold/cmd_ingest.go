@@ -167,7 +167,7 @@ not: the transcript becomes a session of it.`,
 			all, skipped, stoppedAt := 0, 0, -1
 			opts := ingest.Options{Format: f, MaxRecordBytes: maxRecord, Turn: func(t ingest.Turn) error {
 				all++
-				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID}
+				ct := contextfold.Turn{StepID: t.StepID, Summary: t.Summary, RawContent: t.Payload, SessionID: t.SessionID, OutputOf: t.Command}
 				if contextfold.TokenEstimate(ct.Payload()) < minTokens {
 					skipped++
 					return nil
