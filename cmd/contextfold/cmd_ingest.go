@@ -247,11 +247,30 @@ not: the transcript becomes a session of it.`,
 			if err := refuseOtherSession(s, turns, shared, path); err != nil {
 				return err
 			}
+			plain := turns
 			turns = shared
 			progress := progressFunc(cmd.ErrOrStderr(), len(turns), "folding turns", g.jsonOut)
 			results, err := s.FoldBatchProgress(turns, progress)
 			if err != nil {
 				return err
+			}
+			// The check above ran before the fold took the store's lock:
+			// another writer (a second ingest of another transcript into
+			// the same store or session) may have folded these steps in
+			// between, and the fold then kept its turns (the first fold of
+			// a step wins). The steps found already indexed are checked
+			// again, so that this run is refused, not reported as
+			// "nothing new" with exit 0.
+			var indexed []contextfold.Turn
+			for i, r := range results {
+				if r.AlreadyIndexed && i < len(turns) {
+					indexed = append(indexed, turns[i])
+				}
+			}
+			if len(indexed) > 0 {
+				if err := refuseOtherSession(s, plain, indexed, path); err != nil {
+					return err
+				}
 			}
 			// An ingest leaves the index whole (no journal), so that the
 			// store reads the same in any IPCF implementation.
