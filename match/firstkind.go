@@ -1,7 +1,6 @@
 package match
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/contextfold/contextfold/match/ranked"
@@ -42,16 +41,7 @@ func firstOfKind(picks []ranked.Pick, prompt string) []ranked.Pick {
 	if len(at) < 2 {
 		return picks
 	}
-	kind := make([]ranked.Pick, len(at))
-	for k, i := range at {
-		kind[k] = picks[i]
-	}
-	slices.SortStableFunc(kind, func(a, b ranked.Pick) int { return a.Step - b.Step })
-	out := slices.Clone(picks)
-	for k, i := range at {
-		out[i] = kind[k]
-	}
-	return out
+	return oldestFirstAt(picks, at)
 }
 
 // namesProgram reports whether a word of words (analysed prompt words) is

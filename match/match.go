@@ -1216,14 +1216,22 @@ func firstRunFirst(picks []ranked.Pick) []ranked.Pick {
 			at = append(at, i)
 		}
 	}
-	runs := make([]ranked.Pick, len(at))
+	return oldestFirstAt(picks, at)
+}
+
+// oldestFirstAt returns a copy of picks in which the picks at the places
+// at (ascending) take those places again, oldest step first; every other
+// pick keeps its place. Rules "the first run first" and "the first of its
+// kind" order their picks so.
+func oldestFirstAt(picks []ranked.Pick, at []int) []ranked.Pick {
+	moved := make([]ranked.Pick, len(at))
 	for k, i := range at {
-		runs[k] = picks[i]
+		moved[k] = picks[i]
 	}
-	slices.SortStableFunc(runs, func(a, b ranked.Pick) int { return a.Step - b.Step })
+	slices.SortStableFunc(moved, func(a, b ranked.Pick) int { return a.Step - b.Step })
 	out := slices.Clone(picks)
 	for k, i := range at {
-		out[i] = runs[k]
+		out[i] = moved[k]
 	}
 	return out
 }
