@@ -89,8 +89,26 @@ func (s *Store) FoldBatch(turns []Turn) ([]*FoldResult, error) {
 // nil, is called after each turn with the number of turns done and the total.
 // It is called from the folding goroutine and must not call the Store.
 func (s *Store) FoldBatchProgress(turns []Turn, progress func(done, total int)) ([]*FoldResult, error) {
+	return s.FoldBatchGuarded(turns, progress, nil)
+}
+
+// ConflictCheck is Conflicts over the index a guarded fold holds
+// (FoldBatchGuarded): turns in, the conflicting ones out, in their order.
+// Valid only during the guard's call.
+type ConflictCheck func(turns []Turn) ([]FoldConflict, error)
+
+// FoldBatchGuarded is FoldBatchProgress with guard, when not nil, called
+// once under the store's lock, after the index is read and before anything
+// is written, with a ConflictCheck over that index: no other writer can
+// fold a step between the check and the fold. An error from guard ends the
+// batch with nothing written and is returned as it is. ingest refuses a
+// transcript whose steps the store holds with another session's turns this
+// way, so that two ingests into one store at once never mix their turns.
+// guard runs on the caller's goroutine and must not call the Store (its
+// lock is held); Dir and Backend are safe.
+func (s *Store) FoldBatchGuarded(turns []Turn, progress func(done, total int), guard func(ConflictCheck) error) ([]*FoldResult, error) {
 	results := make([]*FoldResult, len(turns))
-	if _, err := s.foldBatch(turns, progress, func(i int, r *FoldResult) { results[i] = r }, foldNow); err != nil {
+	if _, err := s.foldBatchGuarded(turns, progress, func(i int, r *FoldResult) { results[i] = r }, foldNow, guard); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -167,6 +185,10 @@ const (
 )
 
 func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), mode foldMode) (*FoldCommit, error) {
+	return s.foldBatchGuarded(turns, progress, each, mode, nil)
+}
+
+func (s *Store) foldBatchGuarded(turns []Turn, progress func(done, total int), each func(i int, r *FoldResult), mode foldMode, guard func(ConflictCheck) error) (*FoldCommit, error) {
 	deferred := mode != foldNow
 	if err := checkPayloadSizes(turns); err != nil {
 		return nil, err
@@ -195,11 +217,18 @@ func (s *Store) foldBatch(turns []Turn, progress func(done, total int), each fun
 	if err != nil {
 		return nil, err
 	}
-	if err := s.recordPolicy(policy); err != nil {
-		return nil, err
-	}
 	sc, err := s.scrubber()
 	if err != nil {
+		return nil, err
+	}
+	if guard != nil {
+		if err := guard(func(ts []Turn) ([]FoldConflict, error) {
+			return s.resolveConflicts(sc, conflictCandidates(ix, ts))
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.recordPolicy(policy); err != nil {
 		return nil, err
 	}
 	counter, err := policy.Counter()
@@ -676,21 +705,7 @@ func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
-	type pending struct {
-		t        Turn
-		sum, pay string
-	}
-	var maybe []pending
-	for _, t := range turns {
-		r, ok := ix.get(t.StepID)
-		if !ok {
-			continue
-		}
-		if r.summary == t.Summary && r.payload == sha256Hex([]byte(t.Payload())) {
-			continue
-		}
-		maybe = append(maybe, pending{t, r.summary, r.payload})
-	}
+	maybe := conflictCandidates(ix, turns)
 	s.mu.Unlock()
 	if len(maybe) == 0 {
 		return nil, nil
@@ -699,6 +714,37 @@ func (s *Store) Conflicts(turns []Turn) ([]FoldConflict, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.resolveConflicts(sc, maybe)
+}
+
+// conflictCandidate is a turn whose step is indexed with another summary
+// or payload hash (sum, pay) than the turn's own, before scrubbing.
+type conflictCandidate struct {
+	t        Turn
+	sum, pay string
+}
+
+// conflictCandidates returns the turns of turns indexed in ix with another
+// summary or payload than offered (the caller holds s.mu).
+func conflictCandidates(ix *index, turns []Turn) []conflictCandidate {
+	var maybe []conflictCandidate
+	for _, t := range turns {
+		r, ok := ix.get(t.StepID)
+		if !ok {
+			continue
+		}
+		if r.summary == t.Summary && r.payload == sha256Hex([]byte(t.Payload())) {
+			continue
+		}
+		maybe = append(maybe, conflictCandidate{t, r.summary, r.payload})
+	}
+	return maybe
+}
+
+// resolveConflicts keeps the candidates that still differ once scrubbed as
+// they would be stored (sc: nil when scrubbing is off), naming the stored
+// session of the first eight. Reads stored nodes; takes no lock.
+func (s *Store) resolveConflicts(sc *scrub.Scrubber, maybe []conflictCandidate) ([]FoldConflict, error) {
 	var out []FoldConflict
 	for _, m := range maybe {
 		if sc != nil {

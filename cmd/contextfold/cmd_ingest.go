@@ -244,33 +244,20 @@ not: the transcript becomes a session of it.`,
 			if err != nil {
 				return err
 			}
-			if err := refuseOtherSession(s, turns, shared, path); err != nil {
-				return err
-			}
 			plain := turns
 			turns = shared
 			progress := progressFunc(cmd.ErrOrStderr(), len(turns), "folding turns", g.jsonOut)
-			results, err := s.FoldBatchProgress(turns, progress)
+			// The other-session check runs under the store's lock, on the
+			// index the fold writes: another writer (a second ingest of
+			// another transcript into the same store or session) cannot
+			// fold these steps in between, so a refused run folds nothing
+			// (the first fold of a step wins, and a longer transcript
+			// would otherwise fold its extra steps after the other's).
+			results, err := s.FoldBatchGuarded(turns, progress, func(conflicts contextfold.ConflictCheck) error {
+				return refuseOtherSession(s, conflicts, plain, shared, path)
+			})
 			if err != nil {
 				return err
-			}
-			// The check above ran before the fold took the store's lock:
-			// another writer (a second ingest of another transcript into
-			// the same store or session) may have folded these steps in
-			// between, and the fold then kept its turns (the first fold of
-			// a step wins). The steps found already indexed are checked
-			// again, so that this run is refused, not reported as
-			// "nothing new" with exit 0.
-			var indexed []contextfold.Turn
-			for i, r := range results {
-				if r.AlreadyIndexed && i < len(turns) {
-					indexed = append(indexed, turns[i])
-				}
-			}
-			if len(indexed) > 0 {
-				if err := refuseOtherSession(s, plain, indexed, path); err != nil {
-					return err
-				}
 			}
 			// An ingest leaves the index whole (no journal), so that the
 			// store reads the same in any IPCF implementation.
@@ -349,9 +336,11 @@ not: the transcript becomes a session of it.`,
 // refuseOtherSession refuses an ingest whose turns collide with different
 // turns already indexed at the same step ids: another session (or a
 // rewritten transcript) would otherwise be silently dropped, since folding
-// an indexed step changes nothing. Nothing is written.
-func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, path string) error {
-	conflicts, err := s.Conflicts(shared)
+// an indexed step changes nothing. Nothing is written. check is the
+// guarded fold's ConflictCheck (FoldBatchGuarded): it runs under the
+// store's lock, so s serves only Dir and Backend here.
+func refuseOtherSession(s *contextfold.Store, check contextfold.ConflictCheck, turns, shared []contextfold.Turn, path string) error {
+	conflicts, err := check(shared)
 	if err != nil || len(conflicts) == 0 {
 		return err
 	}
@@ -367,7 +356,7 @@ func refuseOtherSession(s *contextfold.Store, turns, shared []contextfold.Turn, 
 	for _, c := range conflicts {
 		plain = append(plain, at[c.StepID])
 	}
-	still, err := s.Conflicts(plain)
+	still, err := check(plain)
 	if err != nil {
 		return err
 	}

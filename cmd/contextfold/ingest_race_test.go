@@ -15,12 +15,13 @@ import (
 // be refused (exit 1, its turns named as another session's), never report
 // "nothing new" and exit 0 with none of its turns stored. Before, the
 // other-session check ran before the fold took the store's lock, and both
-// exited 0 when their checks ran before either fold.
+// exited 0 when their checks ran before either fold; then, checked again
+// after the fold, a longer losing transcript had folded its extra steps.
 func TestConcurrentIngestsNeverBothSucceed(t *testing.T) {
-	write := func(name, word string) string {
+	write := func(name, word string, pairs int) string {
 		var b strings.Builder
 		b.WriteString("[")
-		for i := range 600 {
+		for i := range pairs {
 			if i > 0 {
 				b.WriteString(",")
 			}
@@ -33,7 +34,10 @@ func TestConcurrentIngestsNeverBothSucceed(t *testing.T) {
 		}
 		return p
 	}
-	a, b := write("a.json", "alpha"), write("b.json", "bravo")
+	// b is longer: before the check ran under the fold's lock, a losing
+	// b folded its steps past a's end before it was refused, leaving a
+	// store of mixed sessions.
+	a, b := write("a.json", "alpha", 600), write("b.json", "bravo", 700)
 	for round := range 3 {
 		dir := filepath.Join(t.TempDir(), ".contextfold")
 		var wg sync.WaitGroup
@@ -53,6 +57,28 @@ func TestConcurrentIngestsNeverBothSucceed(t *testing.T) {
 		}
 		if codes[0] != 0 && codes[1] != 0 {
 			t.Fatalf("round %d: both refused:\n%s\n---\n%s", round, outs[0], outs[1])
+		}
+		// The store holds the winner's turns only: the refused run
+		// folded nothing, not even the steps the winner lacks.
+		win, lose, want := "alpha", "bravo", 1200
+		if codes[1] == 0 {
+			win, lose, want = "bravo", "alpha", 1400
+		}
+		nodes, err := filepath.Glob(filepath.Join(dir, "cold_nodes", "*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) != want {
+			t.Errorf("round %d: %s won, the store holds %d cold nodes, want its %d turns", round, win, len(nodes), want)
+		}
+		for _, n := range nodes {
+			data, err := os.ReadFile(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(data), lose) {
+				t.Fatalf("round %d: %s won, yet %s holds a turn of the refused %s transcript", round, win, filepath.Base(n), lose)
+			}
 		}
 	}
 }
