@@ -252,7 +252,7 @@ func (s *Store) credFileOutputs(sc *scrub.Scrubber, turns []Turn, want []int, st
 				short = append(short, v)
 			}
 			b.WriteString(raw[last:sp[0]])
-			b.WriteString("[REDACTED:" + credFileRule + "]")
+			b.WriteString(scrub.RedactionMarker(credFileRule))
 			last = sp[1]
 		}
 		b.WriteString(raw[last:])
@@ -266,7 +266,7 @@ func (s *Store) credFileOutputs(sc *scrub.Scrubber, turns []Turn, want []int, st
 		// A short value the summary quotes (the output's first line).
 		for _, v := range short {
 			if n := strings.Count(c.Summary, v); n > 0 {
-				c.Summary = strings.ReplaceAll(c.Summary, v, "[REDACTED:"+credFileRule+"]")
+				c.Summary = strings.ReplaceAll(c.Summary, v, scrub.RedactionMarker(credFileRule))
 				c.shared += n
 			}
 		}

@@ -275,7 +275,7 @@ func (s *Store) shareSession(sc *scrub.Scrubber, turns []Turn, want []int, ownOf
 func MatchesSharedRedactions(stored, scrubbed string) bool {
 	var pieces []string
 	for rest := stored; ; {
-		i := strings.Index(rest, "[REDACTED:")
+		i := strings.Index(rest, scrub.MarkerPrefix)
 		if i < 0 {
 			pieces = append(pieces, rest)
 			break
@@ -423,11 +423,11 @@ func (s *Store) splitSecrets(sc *scrub.Scrubber, turns []Turn, want []int) []Tur
 		if cut < at && inBatch {
 			a := cur(j)
 			n := len(a.RawContent) - (at - cut)
-			a.RawContent = a.RawContent[:n] + "[REDACTED:contextfold-split-secret]"
+			a.RawContent = a.RawContent[:n] + scrub.RedactionMarker("contextfold-split-secret")
 			a.shared++
 			set(j, redactTurn(a, &k))
 		}
-		b.RawContent = "[REDACTED:contextfold-split-secret]" + b.RawContent[min(end-at, len(b.RawContent)):]
+		b.RawContent = scrub.RedactionMarker("contextfold-split-secret") + b.RawContent[min(end-at, len(b.RawContent)):]
 		b.shared++
 		set(i, redactTurn(b, &k))
 		ss.learn(&k)
@@ -567,7 +567,7 @@ func (s *Store) keyParts(sc *scrub.Scrubber, turns []Turn, want []int) []Turn {
 				}
 			}
 			c := out[i]
-			c.RawContent = raw[:start] + "[REDACTED:" + open.rule() + "]" + raw[end:]
+			c.RawContent = raw[:start] + scrub.RedactionMarker(open.rule()) + raw[end:]
 			c.shared++
 			out[i] = redactTurn(c, &k)
 			ss.learn(&k)

@@ -101,9 +101,17 @@ func New() (*Scrubber, error) {
 	return &Scrubber{det: d, rules: d.Config.Rules, kw: detKW, names: new(nameMemo)}, nil
 }
 
-// redactionMarker returns the text that replaces a secret found by ruleID.
-func redactionMarker(ruleID string) string {
-	return "[REDACTED:" + ruleID + "]"
+// MarkerPrefix opens every redaction marker: "[REDACTED:<rule-id>]" is
+// what replaces a secret in a scrubbed text (RedactionMarker).
+const MarkerPrefix = "[REDACTED:"
+
+// RedactionMarker returns the text that replaces a secret found by ruleID:
+// "[REDACTED:" + ruleID + "]". Every redaction the store writes is made
+// of it (the scrubber's own, and the ones the store adds across turns:
+// shared values, split keys, credential files), so that one reader
+// (MatchesSharedRedactions, markerSpans) finds them all. Pure.
+func RedactionMarker(ruleID string) string {
+	return MarkerPrefix + ruleID + "]"
 }
 
 // Find returns every secret found in text, sorted by Start, then by End
@@ -375,7 +383,7 @@ func ruleDetector(det *detect.Detector, id string) *detect.Detector {
 func markerSpans(text string) [][2]int {
 	var out [][2]int
 	for off := 0; ; {
-		k := strings.Index(text[off:], "[REDACTED:")
+		k := strings.Index(text[off:], MarkerPrefix)
 		if k < 0 {
 			return out
 		}
@@ -384,7 +392,7 @@ func markerSpans(text string) [][2]int {
 		if e < 0 {
 			return out
 		}
-		id := text[a+len("[REDACTED:") : a+e]
+		id := text[a+len(MarkerPrefix) : a+e]
 		if !isRuleID(id) {
 			off = a + 1
 			continue
@@ -526,7 +534,7 @@ func redact(text string, fs []Finding) Result {
 			ruleSet[fs[j].RuleID] = struct{}{}
 		}
 		b.WriteString(text[pos:start])
-		b.WriteString(redactionMarker(label))
+		b.WriteString(RedactionMarker(label))
 		pos = end
 		n++
 		i = j

@@ -33,11 +33,11 @@ func (s *Scrubber) RedactTerms(text string, terms []string) []string {
 		core := strings.ToLower(strings.Trim(t, "*"))
 		for i, sec := range secrets {
 			if len(core) >= minEchoedFragment && strings.Contains(sec, core) || strings.Contains(core, sec) {
-				t = redactionMarker(fs[i].RuleID)
+				t = RedactionMarker(fs[i].RuleID)
 				break
 			}
 		}
-		if strings.HasPrefix(t, "[REDACTED:") {
+		if strings.HasPrefix(t, MarkerPrefix) {
 			if seen[t] {
 				continue
 			}
