@@ -20,7 +20,7 @@ import (
 // transcript's: 66 steps a format, 11 questions of the five sets.
 const defaultCorpusSession = "pylint-dev__pylint-6528"
 
-var endQuestionSets = []string{"endq-questions.jsonl", "endq-heldout.jsonl", "endq-fresh.jsonl", "endq-fourth.jsonl", "endq-fifth.jsonl", "endq-sixth.jsonl", "endq-seventh.jsonl", "endq-eighth.jsonl", "endq-ninth.jsonl", "endq-tenth.jsonl"}
+var endQuestionSets = []string{"endq-questions.jsonl", "endq-heldout.jsonl", "endq-fresh.jsonl", "endq-fourth.jsonl", "endq-fifth.jsonl", "endq-sixth.jsonl", "endq-seventh.jsonl", "endq-eighth.jsonl", "endq-ninth.jsonl", "endq-tenth.jsonl", "endq-eleventh.jsonl"}
 
 // TestWireEndQuestions asks the hand-written end-of-session questions
 // (each about a turn of its session's first half, a third to a half of

@@ -12,20 +12,21 @@ import (
 // fresh set endq-fresh.jsonl, the fourth set endq-fourth.jsonl, the fifth
 // set endq-fifth.jsonl, the sixth set endq-sixth.jsonl, the seventh set
 // endq-seventh.jsonl, the eighth set endq-eighth.jsonl, the ninth set
-// endq-ninth.jsonl and the tenth set endq-tenth.jsonl, run by `cfeval
-// questions -q`) stay answerable: every session is a bundled transcript,
-// every answer is text of a turn older than the session's last ten (folded
-// out of the prompt by then), and the output step named holds it. The held-out set uses no session of the first; the
-// fresh, fourth, fifth, sixth, seventh, eighth, ninth and tenth sets, each
-// written apart from the others, cover every bundled session. The fifth,
-// sixth, seventh, eighth, ninth and tenth sets' answers are whole lines of an
-// output turn in the first half of its session.
+// endq-ninth.jsonl, the tenth set endq-tenth.jsonl and the eleventh set
+// endq-eleventh.jsonl, run by `cfeval questions -q`) stay answerable: every
+// session is a bundled transcript, every answer is text of a turn older than
+// the session's last ten (folded out of the prompt by then), and the output
+// step named holds it. The held-out set uses no session of the first; the
+// fresh, fourth, fifth, sixth, seventh, eighth, ninth, tenth and eleventh
+// sets, each written apart from the others, cover every bundled session. The
+// fifth, sixth, seventh, eighth, ninth, tenth and eleventh sets' answers are
+// whole lines of an output turn in the first half of its session.
 func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 	tuned := map[string]bool{}
 	for _, f := range []struct {
 		name string
 		min  int
-	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}, {"endq-fifth.jsonl", 70}, {"endq-sixth.jsonl", 70}, {"endq-seventh.jsonl", 70}, {"endq-eighth.jsonl", 70}, {"endq-ninth.jsonl", 70}, {"endq-tenth.jsonl", 70}} {
+	}{{"endq-questions.jsonl", 60}, {"endq-heldout.jsonl", 40}, {"endq-fresh.jsonl", 60}, {"endq-fourth.jsonl", 60}, {"endq-fifth.jsonl", 70}, {"endq-sixth.jsonl", 70}, {"endq-seventh.jsonl", 70}, {"endq-eighth.jsonl", 70}, {"endq-ninth.jsonl", 70}, {"endq-tenth.jsonl", 70}, {"endq-eleventh.jsonl", 70}} {
 		t.Run(f.name, func(t *testing.T) {
 			qs, err := LoadQuestions(filepath.Join("testdata", f.name))
 			if err != nil {
@@ -42,10 +43,10 @@ func TestEndOfSessionQuestionsAnswerable(t *testing.T) {
 				}
 			}
 			checkAnswerable(t, qs)
-			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" || f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" || f.name == "endq-eighth.jsonl" || f.name == "endq-ninth.jsonl" || f.name == "endq-tenth.jsonl" {
+			if f.name == "endq-fresh.jsonl" || f.name == "endq-fourth.jsonl" || f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" || f.name == "endq-eighth.jsonl" || f.name == "endq-ninth.jsonl" || f.name == "endq-tenth.jsonl" || f.name == "endq-eleventh.jsonl" {
 				checkFreshSet(t, qs)
 			}
-			if f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" || f.name == "endq-eighth.jsonl" || f.name == "endq-ninth.jsonl" || f.name == "endq-tenth.jsonl" {
+			if f.name == "endq-fifth.jsonl" || f.name == "endq-sixth.jsonl" || f.name == "endq-seventh.jsonl" || f.name == "endq-eighth.jsonl" || f.name == "endq-ninth.jsonl" || f.name == "endq-tenth.jsonl" || f.name == "endq-eleventh.jsonl" {
 				checkWholeLineFirstHalf(t, qs)
 			}
 		})
