@@ -121,10 +121,14 @@ func AnalyzeFocus(content string, weights map[string]float64, needles []string) 
 		}
 	}
 	var scored []int
+	words := make([]float64, len(segs))
+	needled := 0
 	for i := range segs {
+		words[i] = segs[i].score
 		for _, nd := range needles {
 			if ContainsFold(overlapping(content, segs[i], len(nd)), nd) {
 				segs[i].score += bonus
+				needled++
 				break
 			}
 		}
@@ -141,7 +145,67 @@ func AnalyzeFocus(content string, weights map[string]float64, needles []string) 
 		keep++
 	}
 	fa.scored = scored[:keep]
+	if needled > 0 {
+		fa.scored = needleHead(fa.scored, scored, words, min(needled, needleHeadLines))
+	}
 	return fa
+}
+
+// needleHeadLines is how many lines holding a needle rule "the needle's
+// lines, then the question's words" places ahead of the rest.
+const needleHeadLines = 3
+
+// needleHead is rule "the needle's lines, then the question's words": the
+// order in which Place admits a focused node's lines when some hold a
+// needle. kept is the needle-first order (every line holding a needle,
+// best first, then lines of the prompt's words scoring at least half the
+// best line, needle bonus included: none, in practice); scored every line
+// with a score, best first; words each segment's score from the prompt's
+// words alone (no needle bonus). The result: kept's first k (the needle's
+// best lines: the quoted token is shown, with its context), then every
+// other line whose words score at least half the best such score (needle
+// lines past the k-th included, on their words alone), best first, then
+// the rest of kept in its order, at most 200 in all.
+//
+// Why: a quoted token often names where to look (the package installed,
+// the function, the file), and the question's other words what to read
+// there (the wheel's size, what the function returns). With every needle
+// line ranked above every other line, a log printing the token on twenty
+// lines ("(from pytest-xdist==1.34.0)") filled the window with them, and
+// the answer line (holding "execnet" and "downloaded", not the token) or
+// the line three below a def was never placed.
+func needleHead(kept, scored []int, words []float64, k int) []int {
+	out := append(make([]int, 0, len(kept)+8), kept[:k]...)
+	in := make(map[int]bool, len(kept)+8)
+	for _, i := range out {
+		in[i] = true
+	}
+	var rest []int
+	best := 0.0
+	for _, i := range scored {
+		if !in[i] && words[i] > 0 {
+			rest = append(rest, i)
+			best = max(best, words[i])
+		}
+	}
+	sort.SliceStable(rest, func(a, b int) bool { return words[rest[a]] > words[rest[b]] })
+	for _, i := range rest {
+		if words[i] < 0.5*best || len(out) >= 200 {
+			break
+		}
+		out = append(out, i)
+		in[i] = true
+	}
+	for _, i := range kept[k:] {
+		if len(out) >= 200 {
+			break
+		}
+		if !in[i] {
+			out = append(out, i)
+			in[i] = true
+		}
+	}
+	return out
 }
 
 // Matched reports whether a line of the content holds a term or a needle

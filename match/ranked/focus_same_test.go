@@ -98,7 +98,8 @@ func TestFocusNeedlesSameAsReference(t *testing.T) {
 
 // focusNeedlesRef is FocusNeedles as it was before AnalyzeFocus: each
 // segment analysed on its own (analyzeQuery), its terms gathered in a map,
-// every trial placement rendered.
+// every trial placement rendered (with rule "the needle's lines, then the
+// question's words", written again here the simple way).
 func focusNeedlesRef(content string, weights map[string]float64, needles []string, limit int) (string, []Window) {
 	if len(weights) == 0 && len(needles) == 0 || limit <= 0 {
 		return "", nil
@@ -139,10 +140,14 @@ func focusNeedlesRef(content string, weights map[string]float64, needles []strin
 			segs[i+1].score += answerLend * segs[i].score
 		}
 	}
+	words := make([]float64, len(segs))
+	needled := map[int]bool{}
 	for i := range segs {
+		words[i] = segs[i].score
 		for _, nd := range needles {
 			if ContainsFold(overlapping(content, segs[i], len(nd)), nd) {
 				segs[i].score += bonus
+				needled[i] = true
 				break
 			}
 		}
@@ -158,7 +163,40 @@ func focusNeedlesRef(content string, weights map[string]float64, needles []strin
 	for keep < len(scored) && keep < 200 && segs[scored[keep]].score >= 0.5*segs[scored[0]].score {
 		keep++
 	}
+	all := scored
 	scored = scored[:keep]
+	if len(needled) > 0 {
+		// Rule "the needle's lines, then the question's words": the
+		// best needleHeadLines needle lines, then the lines of words
+		// scoring at least half the best of the others, then the rest.
+		head := min(len(needled), needleHeadLines)
+		order := append([]int(nil), scored[:head]...)
+		placed := map[int]bool{}
+		for _, i := range order {
+			placed[i] = true
+		}
+		var others []int
+		for _, i := range all {
+			if !placed[i] && words[i] > 0 {
+				others = append(others, i)
+			}
+		}
+		sort.SliceStable(others, func(a, b int) bool { return words[others[a]] > words[others[b]] })
+		for _, i := range others {
+			if words[i] < 0.5*words[others[0]] || len(order) == 200 {
+				break
+			}
+			order = append(order, i)
+			placed[i] = true
+		}
+		for _, i := range scored[head:] {
+			if !placed[i] && len(order) < 200 {
+				order = append(order, i)
+				placed[i] = true
+			}
+		}
+		scored = order
+	}
 	chosen := make([]bool, len(segs))
 	for _, i := range scored {
 		if chosen[i] {
