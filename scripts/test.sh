@@ -81,6 +81,14 @@ go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFold
 # 40 s on 2 cores.
 go test -count=1 -timeout 10m -run 'TestFoldLargeLogHeapMultiple' .
 go test -count=1 -timeout 10m -run 'TestLargeRequestHeapMultiple' ./proxy
+# The scrubber's corpus and property loops (every rule and our own rules
+# crossed with every neighbour, the prefilter against the full detector over
+# every text, the anchor scan, the secret corpus's second seed, 1 MiB of
+# pathological input, 300 KiB of dense keyword lines), which run on a
+# deterministic sample under -race above: they call single-goroutine pure
+# functions, to which the race detector adds nothing but a 10-40 times
+# slowdown. About 2 minutes on 2 cores.
+go test -count=1 -timeout 20m -run '^(TestCoveredSkipSame|TestPathologicalInputStillScrubbed|TestExtraFindingsAnchorScanSame|TestScrubSetKnownSameAsAddContext|TestSecretCorpus|TestPrefilterKeepsEveryMatchingRule|TestPrefilterSameFindings|TestDenseTextWindowsBounded|TestEveryRuleEveryNeighbour|TestOwnRulesEveryNeighbour)$' ./scrub
 # The proxy's whole-transcript replays (bundled sessions, the mini-swe-agent
 # corpus subset, signed thinking and reasoning items, append-only wire),
 # skipped under -race above: a few minutes on 2 cores.
