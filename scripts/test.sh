@@ -89,6 +89,10 @@ go test -count=1 -timeout 10m -run 'TestLargeRequestHeapMultiple' ./proxy
 # functions, to which the race detector adds nothing but a 10-40 times
 # slowdown. About 2 minutes on 2 cores.
 go test -count=1 -timeout 20m -run '^(TestCoveredSkipSame|TestPathologicalInputStillScrubbed|TestExtraFindingsAnchorScanSame|TestScrubSetKnownSameAsAddContext|TestSecretCorpus|TestPrefilterKeepsEveryMatchingRule|TestPrefilterSameFindings|TestDenseTextWindowsBounded|TestEveryRuleEveryNeighbour|TestOwnRulesEveryNeighbour)$' ./scrub
+# The ranked matcher's counted analysis against one term at a time, on every
+# turn of the bundled transcripts under every setting (every fourth text per
+# setting under -race above: a single-goroutine pure function). About 20 s.
+go test -count=1 -timeout 10m -run '^TestAnalyseDocCountedSame$' ./match/ranked
 # The proxy's whole-transcript replays (bundled sessions, the mini-swe-agent
 # corpus subset, signed thinking and reasoning items, append-only wire),
 # skipped under -race above: a few minutes on 2 cores.
