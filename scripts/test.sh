@@ -2,13 +2,19 @@
 # Every test: go vet, the whole suite under the race detector, then the
 # multi-process durability suite (crash injection with SIGKILL, 8 concurrent
 # folding processes, injected disk errors), which runs without the race
-# detector because it is built from separate processes (see durability_test.go).
+# detector because it is built from separate processes (see durability_test.go),
+# and the single-goroutine corpus and property loops that take a sample under
+# the race detector, in full (scrub, harness, match/ranked).
 #
-# It takes about 8 minutes on 2 idle cores and has taken over 26 minutes on 2
-# cores shared with other jobs: the race detector slows the suite 5-10 times.
+# The fresh-clone CI run (.ci/run, 2 cores) took 29 and then 56 minutes before
+# those loops were sampled under -race (2026-12-07); the race detector slows
+# the suite 5-40 times. Sampling them took about 14 minutes of CPU out of the
+# race phase (about 7 minutes of wall time on 2 cores) and added about 3
+# minutes of non-race lines: about 50 minutes when CI is as loaded as the
+# 56-minute run, not yet measured on a fresh clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "test.sh: go vet, go test -race ./..., then the multi-process suites; about 8 minutes on 2 idle cores, 30 or more on a loaded machine" >&2
+echo "test.sh: go vet, go test -race ./..., then the multi-process suites; 30 minutes or more on 2 cores, 45-55 on a loaded CI machine" >&2
 # The browser test (inspect TestBrowser) needs Chromium. Locally it is
 # skipped without one, which 'go test' does not show: say so here. In CI
 # (CI=true) it fails instead.
@@ -81,6 +87,22 @@ go test -count=1 -timeout 30m -run 'TestCrashInjection|TestConcurrentProcessFold
 # 40 s on 2 cores.
 go test -count=1 -timeout 10m -run 'TestFoldLargeLogHeapMultiple' .
 go test -count=1 -timeout 10m -run 'TestLargeRequestHeapMultiple' ./proxy
+# The scrubber's corpus and property loops (every rule and our own rules
+# crossed with every neighbour, the prefilter against the full detector over
+# every text, the anchor scan, the secret corpus's second seed, 1 MiB of
+# pathological input, 300 KiB of dense keyword lines), which run on a
+# deterministic sample under -race above: they call single-goroutine pure
+# functions, to which the race detector adds nothing but a 10-40 times
+# slowdown. About 2 minutes on 2 cores.
+go test -count=1 -timeout 20m -run '^(TestCoveredSkipSame|TestPathologicalInputStillScrubbed|TestExtraFindingsAnchorScanSame|TestScrubSetKnownSameAsAddContext|TestSecretCorpus|TestPrefilterKeepsEveryMatchingRule|TestPrefilterSameFindings|TestDenseTextWindowsBounded|TestEveryRuleEveryNeighbour|TestOwnRulesEveryNeighbour)$' ./scrub
+# The harness's prefilters against the regular expressions they stand in
+# front of, on some 160,000 texts (every turn of the bundled transcripts and the edge cases) (every eighth
+# under -race above: single-goroutine pure functions). About 15 s.
+go test -count=1 -timeout 10m -run '^TestPrefilterMatchesRegexp$' ./harness
+# The ranked matcher's counted analysis against one term at a time, on every
+# turn of the bundled transcripts under every setting (every fourth text per
+# setting under -race above: a single-goroutine pure function). About 20 s.
+go test -count=1 -timeout 10m -run '^TestAnalyseDocCountedSame$' ./match/ranked
 # The proxy's whole-transcript replays (bundled sessions, the mini-swe-agent
 # corpus subset, signed thinking and reasoning items, append-only wire),
 # skipped under -race above: a few minutes on 2 cores.

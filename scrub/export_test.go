@@ -36,6 +36,17 @@ func PrefilterKeeps(text, id string) bool {
 	return ok
 }
 
+// PrefilterKeepsFor is PrefilterKeeps for one text and any rule: it picks
+// the detector for text once (a scan of the text) where PrefilterKeeps
+// picks it on every call.
+func PrefilterKeepsFor(text string) func(id string) bool {
+	rules := detPre.detector(text).Config.Rules
+	return func(id string) bool {
+		_, ok := rules[id]
+		return ok
+	}
+}
+
 // RuleMatches reports whether rule id's expression (as the detector runs
 // it) matches text anywhere.
 func RuleMatches(s *Scrubber, text, id string) bool { return s.rules[id].Regex.MatchString(text) }

@@ -11,7 +11,8 @@ import (
 // about windowMaxMerged, not merged into one: gitleaks compares every
 // finding of a fragment with every other, and 1 MiB of TOKEN=… lines took
 // minutes as one fragment. Every keyword line is still inside a window
-// whole, and every value is redacted.
+// whole, and every value is redacted (under -race, those of the first eighth
+// of the lines).
 func TestDenseTextWindowsBounded(t *testing.T) {
 	s, err := New()
 	if err != nil {
@@ -57,6 +58,18 @@ func TestDenseTextWindowsBounded(t *testing.T) {
 			t.Fatalf("line %q at %d is in no window whole", text[off:end-1], off)
 		}
 		off = end
+	}
+	// Under the race detector (which adds nothing to this single-goroutine
+	// scrub and makes it ~40 times slower: minutes) only the first eighth of
+	// the lines is scrubbed; scripts/test.sh scrubs all of it without -race.
+	if raceEnabled {
+		n := len(values) / 8
+		values = values[:n]
+		off := 0
+		for range n {
+			off += strings.IndexByte(text[off:], '\n') + 1
+		}
+		text = text[:off]
 	}
 	got := s.Scrub(text).Text
 	for _, v := range values {

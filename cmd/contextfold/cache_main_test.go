@@ -8,5 +8,6 @@ import (
 )
 
 // TestMain keeps the per-user cache of the stores the tests make in a
-// temporary directory (cachedirtest.Main).
-func TestMain(m *testing.M) { cachedirtest.Main(pgtest.M(m)) }
+// temporary directory (cachedirtest.Main), and removes the contextfold
+// binary the tests built once (buildBinary) after them.
+func TestMain(m *testing.M) { cachedirtest.Main(pgtest.M(binaryRunner{m})) }

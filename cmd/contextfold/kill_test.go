@@ -14,16 +14,6 @@ import (
 	"github.com/contextfold/contextfold"
 )
 
-// buildBinary builds the contextfold binary into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "contextfold")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // indexedSteps counts the steps the store indexes (recall_index.json and
 // its journal), reading through the library, which writes nothing.
 func indexedSteps(t *testing.T, dir string) int {

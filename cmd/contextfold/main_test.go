@@ -308,10 +308,7 @@ func TestBinarySubprocess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "contextfold")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	dir := filepath.Join(t.TempDir(), ".contextfold")
 	cmd := exec.Command(bin, "demo", "--dir", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {

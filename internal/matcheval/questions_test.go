@@ -4,8 +4,42 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/contextfold/contextfold"
 )
+
+// parsedTranscripts memoizes transcriptTurns by path for the questions'
+// checks, which ask about the same few dozen bundled transcripts some 600
+// times: parsing them again for each question was 95% of the test's time
+// (minutes under the race detector). Callers only read the turns. Safe for
+// concurrent use.
+var parsedTranscripts struct {
+	sync.Mutex
+	m map[string]parsedTranscript
+}
+
+type parsedTranscript struct {
+	turns []contextfold.Turn
+	ok    bool
+}
+
+// cachedTranscriptTurns is transcriptTurns(path), parsed once per test
+// binary.
+func cachedTranscriptTurns(path string) ([]contextfold.Turn, bool) {
+	parsedTranscripts.Lock()
+	defer parsedTranscripts.Unlock()
+	if p, ok := parsedTranscripts.m[path]; ok {
+		return p.turns, p.ok
+	}
+	if parsedTranscripts.m == nil {
+		parsedTranscripts.m = map[string]parsedTranscript{}
+	}
+	turns, ok := transcriptTurns(path)
+	parsedTranscripts.m[path] = parsedTranscript{turns, ok}
+	return turns, ok
+}
 
 // The hand-written end-of-session questions (testdata/endq-questions.jsonl,
 // run by `cfeval questions`, and the held-out set endq-heldout.jsonl and the
@@ -91,7 +125,7 @@ func checkFreshSet(t *testing.T, qs []Question) {
 // payload (leading and trailing white space aside).
 func checkWholeLineFirstHalf(t *testing.T, qs []Question) {
 	for _, q := range qs {
-		turns, ok := transcriptTurns(filepath.Join("..", "..", "ingest", "testdata", "transcripts", q.Session))
+		turns, ok := cachedTranscriptTurns(filepath.Join("..", "..", "ingest", "testdata", "transcripts", q.Session))
 		if !ok {
 			t.Fatalf("%s: not a bundled transcript", q.Session)
 		}
@@ -117,7 +151,7 @@ func checkAnswerable(t *testing.T, qs []Question) {
 	for _, q := range qs {
 		texts, ok := turnsOf[q.Session]
 		if !ok {
-			turns, ok := transcriptTurns(filepath.Join("..", "..", "ingest", "testdata", "transcripts", q.Session))
+			turns, ok := cachedTranscriptTurns(filepath.Join("..", "..", "ingest", "testdata", "transcripts", q.Session))
 			if !ok {
 				t.Fatalf("%s: not a bundled transcript", q.Session)
 			}
