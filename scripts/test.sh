@@ -103,6 +103,11 @@ go test -count=1 -timeout 10m -run '^TestPrefilterMatchesRegexp$' ./harness
 # turn of the bundled transcripts under every setting (every fourth text per
 # setting under -race above: a single-goroutine pure function). About 20 s.
 go test -count=1 -timeout 10m -run '^TestAnalyseDocCountedSame$' ./match/ranked
+# Every rule's generated secret crossed with every neighbour and field, on
+# every write path (fold, ingest, the Stop hook, MCP, the proxy), every byte
+# written searched: under -race above it takes every twelfth rule; here all of
+# them. About 1 minute on 2 idle cores.
+go test -count=1 -timeout 20m -run '^TestNoSecretReachesDisk$' ./cmd/contextfold
 # The proxy's whole-transcript replays (bundled sessions, the mini-swe-agent
 # corpus subset, signed thinking and reasoning items, append-only wire),
 # skipped under -race above: a few minutes on 2 cores.
