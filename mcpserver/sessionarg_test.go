@@ -298,6 +298,20 @@ func TestMCPServesOneSession(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--session 0d7c9 is session "+b+" (hooks): serving its store "+bStore+" alone, read-only") {
 		t.Errorf("stderr does not name the session: %q", stderr.String())
 	}
+	// The start log names the session's store, not the directory of
+	// session stores it was found in.
+	logged := false
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "serving MCP on stdio") {
+			logged = true
+			if !strings.Contains(line, "store="+bStore) {
+				t.Errorf("the start log does not name the session's store %s: %q", bStore, line)
+			}
+		}
+	}
+	if !logged {
+		t.Errorf("no start log on stderr: %q", stderr.String())
+	}
 	if dirHash(t, root) != before {
 		t.Error("mcp --session changed files under the directory of session stores")
 	}

@@ -103,12 +103,12 @@ See docs/mcp-and-hooks.md for host configuration.`,
 			logger := slog.New(g.logHandler(logOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			asStore := cmd.Flags().Changed("sessions") && !sessions // --sessions=false
 			if cmd.Flags().Changed("session") {
-				set, err := g.mcpSession(cmd, only, asStore)
+				set, store, err := g.mcpSession(cmd, only, asStore)
 				if err != nil {
 					return err
 				}
 				srv := mcpserver.NewSessions(set, mcpserver.Options{Version: buildVersion(), Logger: logger})
-				return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio (one session's store, read-only)", set.Root())
+				return serveMCP(cmd, g, srv, httpAddr, maxFrame, bodyTimeout, logger, "serving MCP on stdio (one session's store, read-only)", store)
 			}
 			set, err := g.sessionSet()
 			if err != nil {
@@ -200,7 +200,8 @@ See docs/mcp-and-hooks.md for host configuration.`,
 // mcpSession is the directory of session stores the global flags name,
 // restricted to the session id names (mcp --session;
 // sessiondir.Set.Only: the resolver of every command's --session), with
-// a note on stderr naming the session and its store. The server over it
+// a note on stderr naming the session and its store, and that store's
+// directory (what the start log names). The server over it
 // is read-only, like the one over every session, so a start of an id or a
 // proxy session's name alone will do: it is resolved once, and the
 // server keeps that session's store. Refused: an empty id, a PostgreSQL
@@ -208,15 +209,15 @@ See docs/mcp-and-hooks.md for host configuration.`,
 // holds no session store, --sessions=false (asStore: one store that
 // fold_turn folds into), an unknown or ambiguous id (Resolve's error;
 // under --json, the candidates).
-func (g *globals) mcpSession(cmd *cobra.Command, id string, asStore bool) (*sessiondir.Set, error) {
+func (g *globals) mcpSession(cmd *cobra.Command, id string, asStore bool) (*sessiondir.Set, string, error) {
 	if id == "" {
-		return nil, usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
+		return nil, "", usagef("--session is empty: give a session's id (the sessions and their ids: contextfold sessions --dir DIR)")
 	}
 	if asStore {
-		return nil, usagef("--session %s serves one session of a directory of session stores, read-only; --sessions=false serves --dir as one store that fold_turn folds into: give one of them (to fold into a session's store, give that store as --dir)", id)
+		return nil, "", usagef("--session %s serves one session of a directory of session stores, read-only; --sessions=false serves --dir as one store that fold_turn folds into: give one of them (to fold into a session's store, give that store as --dir)", id)
 	}
 	if g.storeURL() != "" {
-		return nil, usagef("--session %s: the store is a PostgreSQL session (--store or $%s); pick its session with ?session=NAME in the URL instead", id, EnvStore)
+		return nil, "", usagef("--session %s: the store is a PostgreSQL session (--store or $%s); pick its session with ?session=NAME in the URL instead", id, EnvStore)
 	}
 	dir := g.storeDir()
 	abs, err := filepath.Abs(dir)
@@ -224,29 +225,29 @@ func (g *globals) mcpSession(cmd *cobra.Command, id string, asStore bool) (*sess
 		abs = dir
 	}
 	if isStore(dir) {
-		return nil, usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to serve it, or give --dir the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs)
+		return nil, "", usagef("--session %s: %s is one store, not a directory of session stores; leave out --session to serve it, or give --dir the directory that holds the sessions (a project's .contextfold, the proxy's --dir)", id, abs)
 	}
 	ss, err := sessiondir.Find(abs)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(ss) == 0 {
 		why := "holds no session store yet (the hooks' Stop and the proxy's first fold event write them; to serve the sessions as they appear, leave out --session)"
 		if _, err := os.Stat(dir); err != nil {
 			why = "does not exist"
 		}
-		return nil, usagef("--session %s: %s %s", id, abs, why)
+		return nil, "", usagef("--session %s: %s %s", id, abs, why)
 	}
 	set, err := sessiondir.Open(abs, g.storeOptions())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	m, err := set.Only(id)
 	if err != nil {
-		return nil, fmt.Errorf("--session: %w", err)
+		return nil, "", fmt.Errorf("--session: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "contextfold mcp: note: --session %s is session %s (%s): serving its store %s alone, read-only (list_sessions lists it; recall_archived_nodes, scan_prompt and fetch_archived_node read it without a session argument)\n", id, m.ID, m.Source, m.Dir)
-	return set, nil
+	return set, m.Dir, nil
 }
 
 // storeOrSetUp reports whether dir is a store, or one set up before its
