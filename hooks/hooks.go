@@ -217,6 +217,13 @@ func checkSessionID(id string) error {
 	if len(id) > 128 || id == "." || id == ".." {
 		return fmt.Errorf("hooks: session_id %s is not usable as a directory name", quoteID(id))
 	}
+	// It starts with a letter or a digit (Claude Code's are UUIDs), as
+	// the proxy's session names do: a leading '.' would hide the session's
+	// directory, a leading '-' reads as a flag when the id is typed again
+	// (contextfold recall --session -x).
+	if c := id[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		return fmt.Errorf("hooks: session_id %s starts with %q; a session_id starts with a letter or a digit; pass --dir to choose the store", quoteID(id), rune(c))
+	}
 	if id == contextfold.ColdNodesDir || id == contextfold.IndexFile {
 		return fmt.Errorf("hooks: session_id %s is the name of a store's own file: its store would make the directory of sessions read as one store; pass --dir to choose the store", quoteID(id))
 	}

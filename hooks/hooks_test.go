@@ -383,6 +383,29 @@ func TestSessionIDNamingAStoreFile(t *testing.T) {
 	}
 }
 
+// TestSessionIDStartsAlnum: a session_id starting with '.' or '-' is
+// refused (a hidden directory, or a flag when typed again), as the
+// proxy's session names are; nothing is written under sessions/.
+func TestSessionIDStartsAlnum(t *testing.T) {
+	cwd := t.TempDir()
+	tr, _ := filepath.Abs("testdata/16-transcript.jsonl")
+	for _, id := range []string{".hidden", ".lineage", "-rf", "_x"} {
+		if _, err := hooks.StoreDir(&hooks.Input{SessionID: id, CWD: cwd}, ""); err == nil || !strings.Contains(err.Error(), "starts with a letter or a digit") {
+			t.Errorf("StoreDir of session_id %s: %v", id, err)
+		}
+		payload, _ := json.Marshal(map[string]any{"session_id": id, "transcript_path": tr, "cwd": cwd, "hook_event_name": "Stop"})
+		if r := hookRaw(t, "", "Stop", payload); r.code != 0 || r.stderr == "" {
+			t.Errorf("Stop of session_id %s: %+v, want exit 0 and one line on stderr", id, r)
+		}
+		if _, err := os.Lstat(filepath.Join(cwd, ".contextfold", "sessions", id)); err == nil {
+			t.Errorf("the Stop hook of session_id %s made its directory", id)
+		}
+	}
+	if _, err := hooks.StoreDir(&hooks.Input{SessionID: "5a9d7e3b-1c2f-4e8a-b6d0-7e1f2c3a4b5d", CWD: cwd}, ""); err != nil {
+		t.Errorf("a UUID session_id: %v", err)
+	}
+}
+
 // BenchmarkUserPromptSubmitNoMatch times the whole hook process on a prompt
 // that matches nothing (target: under 20 ms per call).
 func BenchmarkUserPromptSubmitNoMatch(b *testing.B) {

@@ -125,7 +125,8 @@ beside the proxy's sessions. The id is --session ID, else the transcript's
 own session id (a Claude Code session's UUID); a transcript that names none
 (an OpenAI message list, an Aider history) needs --session. --session takes
 an existing session's whole id (the transcript's new turns are added to it)
-or a new id of letters, digits, '-', '_' and '.' (not cold_nodes,
+or a new id of letters, digits, '-', '_' and '.', starting with a letter
+or a digit (not cold_nodes,
 recall_index.json, nor sessions beside the proxy's: the directory would
 read as one store); the start of an id or a proxy session's name alone is
 refused (a write takes no prefix). The output names the session (--json:
@@ -325,7 +326,7 @@ not: the transcript becomes a session of it.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&session, "session", "", "when --dir is a directory of session stores (a project's .contextfold, the proxy's --dir): the session to fold into, an existing one by its whole id as contextfold sessions lists it, or a new id (letters, digits, '-', '_', '.'; default: the transcript's own session id)")
+	c.Flags().StringVar(&session, "session", "", "when --dir is a directory of session stores (a project's .contextfold, the proxy's --dir): the session to fold into, an existing one by its whole id as contextfold sessions lists it, or a new id (letters, digits, '-', '_', '.', starting with a letter or digit; default: the transcript's own session id)")
 	c.Flags().StringVar(&format, "format", "auto", "input format: auto, claude-code, openai, anthropic, swe-agent, mini-swe-agent, openhands, aider")
 	c.Flags().IntVar(&minTokens, "min-tokens", 0, "fold only turns whose payload is at least this many tokens")
 	c.Flags().IntVar(&maxTurns, "max-turns", DefaultMaxIngestTurns, "most turns one ingest folds (more: refused as soon as the parse reaches one more, nothing written; -1: no limit)")

@@ -46,6 +46,7 @@ type ingestSession struct {
 // --session takes an existing session's whole id (the ingest adds the
 // transcript's new turns to it; refuseOtherSession still refuses turns
 // that collide) or a new name: letters, digits, '-', '_', '.', at most 128,
+// starting with a letter or a digit,
 // that starts no session's id and is no proxy session's name (a writer
 // takes no prefix: it might mean that session). Refused, nothing written:
 // a database store (?session= names its session), --session on a store,
@@ -91,10 +92,10 @@ func (g *globals) ingestTarget(cmd *cobra.Command, name string, given bool, turn
 		name = transcriptSession(turns)
 		if name == "" {
 			if len(ss) == 0 {
-				return nil, usagef("%s is a proxy's directory of session stores (it holds the proxy's mark, %s): ingest makes the transcript a session of it, named by its session id, and this transcript names none; give it one: contextfold ingest %s --session NAME (a new id: letters, digits, '-', '_', '.'), or give --dir a store of its own",
+				return nil, usagef("%s is a proxy's directory of session stores (it holds the proxy's mark, %s): ingest makes the transcript a session of it, named by its session id, and this transcript names none; give it one: contextfold ingest %s --session NAME (a new id: letters, digits, '-', '_', '.', starting with a letter or digit), or give --dir a store of its own",
 					root, proxy.DirMarkerFile, shellQuote(cmd.Flags().Arg(0)))
 			}
-			return nil, usagef("%s is %s holding %s (%s): ingest makes the transcript a session of it, named by its session id, and this transcript names none; give it one: contextfold ingest %s --session NAME (a new id: letters, digits, '-', '_', '.'), or give --dir a store of its own",
+			return nil, usagef("%s is %s holding %s (%s): ingest makes the transcript a session of it, named by its session id, and this transcript names none; give it one: contextfold ingest %s --session NAME (a new id: letters, digits, '-', '_', '.', starting with a letter or digit), or give --dir a store of its own",
 				root, sessionsDirKind(root, ss), plural(len(ss), "session"), sourceCounts(ss), shellQuote(cmd.Flags().Arg(0)))
 		}
 	}
@@ -183,19 +184,33 @@ func transcriptSession(turns []contextfold.Turn) string {
 }
 
 // checkNewSessionName refuses an id that cannot name a new session's
-// directory: empty, longer than 128, "." or "..", or holding anything but
-// letters, digits, '-', '_' and '.' (the hooks' rule for a session_id).
+// directory: empty, longer than 128, not starting with a letter or a digit,
+// or holding anything but letters, digits, '-', '_' and '.' (the hooks'
+// rule for a session_id).
 func checkNewSessionName(id, from string) error {
-	bad := id == "" || len(id) > 128 || id == "." || id == ".."
+	// It starts with a letter or a digit, as the proxy's session names
+	// do: a leading '.' would hide its directory and could take the name
+	// of a proxy's own files (.lineage, .contextfold-proxy); a leading '-'
+	// reads as a flag wherever the id is typed again (--session -x).
+	bad := id == "" || len(id) > 128 || !startsAlnum(id)
 	for _, r := range id {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
 			bad = true
 		}
 	}
 	if bad {
-		return usagef("%s %q is no session of the directory and cannot name a new one: a new session's id is 1-128 letters, digits, '-', '_' and '.'", from, scrubText(id))
+		return usagef("%s %q is no session of the directory and cannot name a new one: a new session's id is 1-128 letters, digits, '-', '_' and '.', starting with a letter or a digit", from, scrubText(id))
 	}
 	return nil
+}
+
+// startsAlnum reports whether id starts with an ASCII letter or digit.
+func startsAlnum(id string) bool {
+	if id == "" {
+		return false
+	}
+	c := id[0]
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // scrubText is s with the secrets it holds redacted, for a message.

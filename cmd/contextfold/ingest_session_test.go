@@ -91,6 +91,10 @@ func TestIngestIntoSessionDirectory(t *testing.T) {
 		{[]string{"ingest", chat}, "this transcript names none; give it one: contextfold ingest " + chat + " --session NAME"},
 		{[]string{"ingest", chat, "--session", "0d7c"}, "--session 0d7c is not a session's whole id but names session " + hooked + " (hooks, store " + filepath.Join(root, "sessions", hooked) + ") by its start: ingest writes"},
 		{[]string{"ingest", chat, "--session", "../up"}, `--session "../up" is no session of the directory and cannot name a new one`},
+		// A leading '.' (a hidden directory, a proxy's .lineage) or '-'
+		// (a flag when typed again): refused, as the proxy's names are.
+		{[]string{"ingest", chat, "--session", ".lineage"}, `--session ".lineage" is no session of the directory and cannot name a new one: a new session's id is 1-128 letters, digits, '-', '_' and '.', starting with a letter or a digit`},
+		{[]string{"ingest", chat, "--session=-rf"}, `--session "-rf" is no session of the directory and cannot name a new one`},
 		{[]string{"ingest", chat, "--session", "old", "--dir", ownStore}, ownStore + " is one store, not a directory of session stores"},
 		{[]string{"ingest", chat, "--session", "x", "--store", "postgres://u@127.0.0.1:1/db?session=s"}, "its session is ?session=NAME in the URL"},
 	} {
