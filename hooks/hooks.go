@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/contextfold/contextfold"
 	"github.com/contextfold/contextfold/scrub"
@@ -214,26 +215,46 @@ func checkSessionID(id string) error {
 	if id == "" {
 		return errors.New("hooks: the payload has no session_id; pass --dir to choose the store")
 	}
-	if len(id) > 128 || id == "." || id == ".." {
-		return fmt.Errorf("hooks: session_id %s is not usable as a directory name", quoteID(id))
-	}
-	// It starts with a letter or a digit (Claude Code's are UUIDs), as
-	// the proxy's session names do: a leading '.' would hide the session's
-	// directory, a leading '-' reads as a flag when the id is typed again
-	// (contextfold recall --session -x).
-	if c := id[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-		return fmt.Errorf("hooks: session_id %s starts with %q; a session_id starts with a letter or a digit; pass --dir to choose the store", quoteID(id), rune(c))
-	}
 	if id == contextfold.ColdNodesDir || id == contextfold.IndexFile {
 		return fmt.Errorf("hooks: session_id %s is the name of a store's own file: its store would make the directory of sessions read as one store; pass --dir to choose the store", quoteID(id))
 	}
+	if ValidSessionID(id) {
+		return nil
+	}
+	// Why not, for the message.
+	if len(id) > 128 {
+		return fmt.Errorf("hooks: session_id %s is not usable as a directory name", quoteID(id))
+	}
+	if c := id[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') && c < utf8.RuneSelf {
+		return fmt.Errorf("hooks: session_id %s starts with %q; a session_id starts with a letter or a digit; pass --dir to choose the store", quoteID(id), rune(c))
+	}
 	for _, r := range id {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
-		if !ok {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
 			return fmt.Errorf("hooks: session_id %s holds %q; only letters, digits, '-', '_' and '.' are accepted", quoteID(id), r)
 		}
 	}
-	return nil
+	return fmt.Errorf("hooks: session_id %s is not usable as a directory name", quoteID(id))
+}
+
+// ValidSessionID reports whether id can name a session's directory under
+// sessions/ (the hooks' session_id, ingest's new --session): 1-128 ASCII
+// letters, digits, '-', '_' and '.', starting with a letter or a digit (as
+// the proxy's session names do: a leading '.' would hide the directory or
+// take the name of a proxy's own file, .lineage; a leading '-' reads as a
+// flag when the id is typed again). So never "." nor "..", nor a path.
+// Pure.
+func ValidSessionID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '-' && c != '_' && c != '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteOutput prints out as exactly one JSON object and a newline; nil

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contextfold/contextfold"
+	"github.com/contextfold/contextfold/hooks"
 	"github.com/contextfold/contextfold/internal/sessiondir"
 	"github.com/contextfold/contextfold/proxy"
 	"github.com/contextfold/contextfold/scrub"
@@ -188,29 +189,10 @@ func transcriptSession(turns []contextfold.Turn) string {
 // or holding anything but letters, digits, '-', '_' and '.' (the hooks'
 // rule for a session_id).
 func checkNewSessionName(id, from string) error {
-	// It starts with a letter or a digit, as the proxy's session names
-	// do: a leading '.' would hide its directory and could take the name
-	// of a proxy's own files (.lineage, .contextfold-proxy); a leading '-'
-	// reads as a flag wherever the id is typed again (--session -x).
-	bad := id == "" || len(id) > 128 || !startsAlnum(id)
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
-			bad = true
-		}
-	}
-	if bad {
+	if !hooks.ValidSessionID(id) {
 		return usagef("%s %q is no session of the directory and cannot name a new one: a new session's id is 1-128 letters, digits, '-', '_' and '.', starting with a letter or a digit", from, scrubText(id))
 	}
 	return nil
-}
-
-// startsAlnum reports whether id starts with an ASCII letter or digit.
-func startsAlnum(id string) bool {
-	if id == "" {
-		return false
-	}
-	c := id[0]
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // scrubText is s with the secrets it holds redacted, for a message.

@@ -121,10 +121,15 @@ func AnalyzeFocus(content string, weights map[string]float64, needles []string) 
 		}
 	}
 	var scored []int
-	words := make([]float64, len(segs))
+	var words []float64 // each segment's score from the prompt's words alone, when needles are given
+	if len(needles) > 0 {
+		words = make([]float64, len(segs))
+	}
 	needled := 0
 	for i := range segs {
-		words[i] = segs[i].score
+		if words != nil {
+			words[i] = segs[i].score
+		}
 		for _, nd := range needles {
 			if ContainsFold(overlapping(content, segs[i], len(nd)), nd) {
 				segs[i].score += bonus
